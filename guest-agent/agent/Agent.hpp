@@ -1,0 +1,56 @@
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "agent/ExecSession.hpp"
+#include "agent/PortChannel.hpp"
+#include "core/UniqueFd.hpp"
+#include "protocol/FrameDecoder.hpp"
+
+namespace airlock::guest {
+
+// The agent's single-threaded event loop: one poll() over the port, every
+// session's pipes and a signalfd for SIGCHLD. Nothing here blocks.
+class Agent {
+public:
+    static constexpr std::size_t kMaxSessions = 256;
+
+    explicit Agent(std::string portName);
+    // Serves an already open byte stream (tests: one end of a socketpair).
+    explicit Agent(UniqueFd connectedPort);
+    // Runs until stop() (in the guest: forever); returns the exit code.
+    int run();
+    // Thread-safe: makes run() return soon.
+    void stop();
+
+private:
+    bool openPort();
+    void pollOnce();
+    void onPortReadable();
+    void onHostGone();
+    void handleFrame(const protocol::Frame& frame);
+    void handleHello(const protocol::Frame& frame);
+    void handleOpen(const protocol::Frame& frame);
+    void sendFrame(protocol::FrameType type, std::uint32_t stream, const std::string& payload,
+                   std::uint8_t flags = 0);
+    void sendReset(std::uint32_t stream, const std::string& code, const std::string& message);
+    void pumpSessionOutput(ExecSession& session, int fd, protocol::Channel channel);
+    void reapChildren();
+    void finishSessions();
+    void dropAllSessions();
+
+    std::string portName_;
+    PortChannel port_;
+    UniqueFd signalFd_;
+    UniqueFd stopFd_;  // eventfd written by stop()
+    bool stopping_ = false;
+    protocol::FrameDecoder decoder_;
+    bool hostConnected_ = false;
+    bool sessionOpen_ = false;  // a hello was answered on this connection
+    std::uint64_t epoch_ = 0;
+    std::map<std::uint32_t, std::unique_ptr<ExecSession>> sessions_;
+};
+
+}  // namespace airlock::guest

@@ -1,0 +1,4 @@
+#include "agent/Agent.hpp"
+#include "protocol/Messages.hpp"
+
+int main() { return airlock::guest::Agent(airlock::protocol::kAgentPortName).run(); }

@@ -1,0 +1,6 @@
+#include "GuestInit.hpp"
+
+int main() {
+    airlock::init::GuestInit init;
+    init.run();
+}

@@ -1,0 +1,15 @@
+#pragma once
+#include <string>
+
+#include "api/HttpTypes.hpp"
+#include "core/Error.hpp"
+
+namespace airlock::api {
+
+// The one place where core error codes become HTTP statuses.
+int httpStatusFor(ErrorCode code);
+// {"error":{"code":"...","message":"..."}} with the mapped status.
+ApiResponse errorResponse(ErrorCode code, const std::string& message);
+ApiResponse errorResponse(int status, const std::string& code, const std::string& message);
+
+}  // namespace airlock::api

@@ -1,0 +1,41 @@
+#include "api/HttpServer.hpp"
+
+#include <boost/asio/strand.hpp>
+
+#include "core/Error.hpp"
+#include "core/Log.hpp"
+
+namespace airlock::api {
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+HttpServer::HttpServer(asio::io_context& ioc, const std::string& host, unsigned short port, Router& router,
+                       asio::thread_pool& workers, HttpLimits limits)
+    : ioc_(ioc), acceptor_(asio::make_strand(ioc)), router_(router), workers_(workers), limits_(limits) {
+    boost::system::error_code ec;
+    auto address = asio::ip::make_address(host, ec);
+    if (ec) throw Error(ErrorCode::bad_request, "bad listen address '" + host + "'");
+    tcp::endpoint endpoint(address, port);
+    acceptor_.open(endpoint.protocol());
+    acceptor_.set_option(asio::socket_base::reuse_address(true));
+    acceptor_.bind(endpoint, ec);
+    if (ec) throw Error(ErrorCode::unavailable, "cannot listen on " + host + ":" + std::to_string(port) + ": " + ec.message());
+    acceptor_.listen(asio::socket_base::max_listen_connections);
+    port_ = acceptor_.local_endpoint().port();
+    accept();
+}
+
+void HttpServer::accept() {
+    acceptor_.async_accept(asio::make_strand(ioc_), [this](boost::system::error_code ec, tcp::socket socket) {
+        if (ec == asio::error::operation_aborted) return;
+        if (!ec) std::make_shared<HttpSession>(std::move(socket), router_, workers_, limits_)->start();
+        accept();
+    });
+}
+
+void HttpServer::stop() {
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+}
+
+}  // namespace airlock::api

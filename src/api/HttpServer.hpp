@@ -1,0 +1,32 @@
+#pragma once
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <memory>
+#include <string>
+
+#include "api/HttpSession.hpp"
+#include "api/Router.hpp"
+
+namespace airlock::api {
+
+// Accepts connections and hands each to an HttpSession on its own strand.
+class HttpServer {
+public:
+    HttpServer(boost::asio::io_context& ioc, const std::string& host, unsigned short port, Router& router,
+               boost::asio::thread_pool& workers, HttpLimits limits = {});
+    unsigned short port() const { return port_; }
+    void stop();
+
+private:
+    void accept();
+
+    boost::asio::io_context& ioc_;
+    boost::asio::ip::tcp::acceptor acceptor_;
+    Router& router_;
+    boost::asio::thread_pool& workers_;
+    HttpLimits limits_;
+    unsigned short port_ = 0;
+};
+
+}  // namespace airlock::api

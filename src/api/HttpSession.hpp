@@ -1,0 +1,44 @@
+#pragma once
+#include <boost/asio/thread_pool.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <memory>
+#include <optional>
+
+#include "api/Router.hpp"
+
+namespace airlock::api {
+
+struct HttpLimits {
+    std::size_t maxBodyBytes = 16 * 1024 * 1024;  // JSON bodies (exec stdin included)
+    std::chrono::seconds readTimeout{30};
+    std::chrono::seconds writeTimeout{60};
+};
+
+// One HTTP/1.1 connection, shaped as Beast's advanced_server: owned by
+// shared_from_this, all I/O on the connection's strand, body limit and
+// timeouts. Route handlers may block (a create boots a VM), so they run on
+// the worker pool and post their response back to the strand.
+class HttpSession : public std::enable_shared_from_this<HttpSession> {
+public:
+    HttpSession(boost::asio::ip::tcp::socket&& socket, Router& router, boost::asio::thread_pool& workers,
+                HttpLimits limits);
+    void start();
+
+private:
+    void readRequest();
+    void onRead(boost::beast::error_code ec, std::size_t bytes);
+    void respond(ApiResponse response, bool keepAlive, unsigned version);
+    void onWrite(bool keepAlive, boost::beast::error_code ec, std::size_t bytes);
+    void close();
+
+    boost::beast::tcp_stream stream_;
+    boost::beast::flat_buffer buffer_;
+    std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+    std::shared_ptr<boost::beast::http::response<boost::beast::http::string_body>> response_;
+    Router& router_;
+    boost::asio::thread_pool& workers_;
+    HttpLimits limits_;
+};
+
+}  // namespace airlock::api

@@ -1,0 +1,123 @@
+#include "api/RequestParsing.hpp"
+
+#include <regex>
+
+#include "core/Error.hpp"
+#include "core/JsonFields.hpp"
+
+namespace airlock::api {
+namespace {
+using nlohmann::json;
+
+constexpr std::size_t kMaxMapEntries = 128;
+constexpr std::size_t kMaxValueBytes = 16 * 1024;
+
+unsigned readUnsigned(const json& j, const char* key, unsigned min, unsigned max) {
+    const json& v = j.at(key);
+    if (!v.is_number_integer() || v.get<std::int64_t>() < min || v.get<std::int64_t>() > max)
+        throw Error(ErrorCode::bad_request, std::string("'") + key + "' must be an integer from " +
+                                                std::to_string(min) + " to " + std::to_string(max));
+    return static_cast<unsigned>(v.get<std::int64_t>());
+}
+
+std::string readString(const json& j, const char* key, std::size_t maxBytes = kMaxValueBytes) {
+    const json& v = j.at(key);
+    if (!v.is_string()) throw Error(ErrorCode::bad_request, std::string("'") + key + "' must be a string");
+    if (v.get_ref<const std::string&>().size() > maxBytes)
+        throw Error(ErrorCode::bad_request, std::string("'") + key + "' is too long");
+    return v.get<std::string>();
+}
+
+std::map<std::string, std::string> readStringMap(const json& j, const char* key, bool envNames) {
+    const json& v = j.at(key);
+    if (!v.is_object()) throw Error(ErrorCode::bad_request, std::string("'") + key + "' must be an object of strings");
+    if (v.size() > kMaxMapEntries) throw Error(ErrorCode::bad_request, std::string("'") + key + "' has too many entries");
+    static const std::regex envName("[A-Za-z_][A-Za-z0-9_]*");
+    std::map<std::string, std::string> out;
+    for (const auto& [k, val] : v.items()) {
+        if (!val.is_string() || val.get_ref<const std::string&>().size() > kMaxValueBytes)
+            throw Error(ErrorCode::bad_request, std::string("'") + key + "." + k + "' must be a string (at most 16 KiB)");
+        if (k.empty() || k.size() > 256 || (envNames && !std::regex_match(k, envName)))
+            throw Error(ErrorCode::bad_request, std::string("'") + key + "' has an invalid name '" + k + "'");
+        out[k] = val.get<std::string>();
+    }
+    return out;
+}
+}  // namespace
+
+CreateSandboxRequest parseCreateSandbox(const std::string& body) {
+    json j = parseJsonBody(body);
+    rejectUnknownFields(j, {"template", "vcpus", "memory_mib", "metadata", "env"}, "sandbox request");
+    CreateSandboxRequest r;
+    if (j.contains("template")) r.templateName = readString(j, "template", 128);
+    if (r.templateName.empty()) throw Error(ErrorCode::bad_request, "'template' must not be empty");
+    if (j.contains("vcpus")) r.vcpus = readUnsigned(j, "vcpus", 1, 64);
+    if (j.contains("memory_mib")) r.memoryMib = readUnsigned(j, "memory_mib", 1, 1 << 20);
+    if (j.contains("metadata")) r.metadata = readStringMap(j, "metadata", false);
+    if (j.contains("env")) r.env = readStringMap(j, "env", true);
+    return r;
+}
+
+ExecOptions parseExec(const std::string& body) {
+    json j = parseJsonBody(body);
+    rejectUnknownFields(j, {"cmd", "shell", "cwd", "env", "timeout_s", "stdin", "user"}, "exec request");
+    ExecOptions o;
+    bool hasCmd = j.contains("cmd"), hasShell = j.contains("shell");
+    if (hasCmd == hasShell) throw Error(ErrorCode::bad_request, "give exactly one of 'cmd' (argv array) or 'shell' (string)");
+    if (hasCmd) {
+        const json& cmd = j["cmd"];
+        if (!cmd.is_array() || cmd.empty())
+            throw Error(ErrorCode::bad_request, "'cmd' must be a non-empty array of strings");
+        for (const auto& a : cmd) {
+            if (!a.is_string()) throw Error(ErrorCode::bad_request, "'cmd' must be a non-empty array of strings");
+            o.argv.push_back(a.get<std::string>());
+        }
+        if (o.argv.size() > protocol::kMaxArgv) throw Error(ErrorCode::bad_request, "'cmd' has too many arguments");
+        if (o.argv[0].empty()) throw Error(ErrorCode::bad_request, "'cmd[0]' must not be empty");
+    } else {
+        o.shell = readString(j, "shell", protocol::kMaxArgBytes);
+        if (o.shell->empty()) throw Error(ErrorCode::bad_request, "'shell' must not be empty");
+    }
+    if (j.contains("cwd")) {
+        o.cwd = readString(j, "cwd", 4096);
+        if (o.cwd.empty() || o.cwd[0] != '/') throw Error(ErrorCode::bad_request, "'cwd' must be an absolute path");
+    }
+    if (j.contains("env")) o.env = readStringMap(j, "env", true);
+    if (j.contains("timeout_s")) o.timeoutS = readUnsigned(j, "timeout_s", 1, kMaxExecTimeoutS);
+    if (j.contains("stdin")) o.stdinData = readString(j, "stdin", 8 * 1024 * 1024);
+    if (j.contains("user")) {
+        o.user = readString(j, "user", 64);
+        if (o.user != "user" && o.user != "root") throw Error(ErrorCode::bad_request, "'user' must be \"user\" or \"root\"");
+    }
+    return o;
+}
+
+nlohmann::json sandboxJson(const SandboxRecord& r) {
+    json j{{"id", r.id},
+           {"template", r.templateName},
+           {"state", sandboxStateName(r.state)},
+           {"vcpus", r.vcpus},
+           {"memory_mib", r.memoryMib},
+           {"created_at", r.createdAt},
+           {"metadata", json::parse(r.metadataJson, nullptr, false)}};
+    if (j["metadata"].is_discarded()) j["metadata"] = json::object();
+    if (!r.error.empty()) j["error"] = r.error;
+    return j;
+}
+
+nlohmann::json execOutputJson(const ExecOutput& out) {
+    json j{{"exit_code", out.result.exit_code},
+           {"stdout", out.stdoutData},
+           {"stderr", out.stderrData},
+           {"duration_ms", out.durationMs},
+           {"truncated", out.truncated},
+           {"timed_out", out.result.timed_out}};
+    if (out.result.signal) j["signal"] = *out.result.signal;
+    if (!out.result.error.empty()) {
+        j["error"] = out.result.error;
+        if (out.stderrData.empty()) j["stderr"] = out.result.error + "\n";
+    }
+    return j;
+}
+
+}  // namespace airlock::api

@@ -1,0 +1,18 @@
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "controller/ExecOptions.hpp"
+#include "controller/SandboxController.hpp"
+
+namespace airlock::api {
+
+// Turns request bodies into controller commands. Unknown fields, wrong types
+// and out-of-range values throw Error(bad_request) with a readable message.
+CreateSandboxRequest parseCreateSandbox(const std::string& body);
+ExecOptions parseExec(const std::string& body);
+
+nlohmann::json sandboxJson(const SandboxRecord& r);
+nlohmann::json execOutputJson(const ExecOutput& out);
+
+}  // namespace airlock::api

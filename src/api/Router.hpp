@@ -1,0 +1,47 @@
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "api/Authenticator.hpp"
+#include "api/HttpTypes.hpp"
+#include "controller/SandboxController.hpp"
+
+namespace airlock::api {
+
+// The single route table. Each handler parses its request into a controller
+// call and maps the result back to JSON; errors are mapped in one place
+// (ErrorMapping) by handle().
+class Router {
+public:
+    struct Context {
+        const ApiRequest& request;
+        std::string tenant;                 // empty for unauthenticated routes
+        std::vector<std::string> params;    // the {…} segments of the path, in order
+    };
+    using Handler = std::function<ApiResponse(Context&)>;
+
+    Router(SandboxController& controller, Authenticator& auth, std::string version);
+
+    // Never throws.
+    ApiResponse handle(const ApiRequest& request);
+
+private:
+    struct Route {
+        std::string method;
+        std::vector<std::string> pattern;  // "{}" matches one segment
+        bool authenticated;
+        Handler handler;
+    };
+    void add(std::string method, const std::string& pattern, bool authenticated, Handler handler);
+    ApiResponse dispatch(const ApiRequest& request);
+
+    SandboxController& controller_;
+    Authenticator& auth_;
+    std::string version_;
+    std::vector<Route> routes_;
+};
+
+std::vector<std::string> splitPath(const std::string& path);
+
+}  // namespace airlock::api

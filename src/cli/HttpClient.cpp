@@ -1,0 +1,55 @@
+#include "cli/HttpClient.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <stdexcept>
+
+namespace airlock::cli {
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace asio = boost::asio;
+
+HttpClient::HttpClient(std::string baseUrl, std::string apiKey) : apiKey_(std::move(apiKey)) {
+    const std::string scheme = "http://";
+    if (baseUrl.rfind(scheme, 0) != 0) throw std::runtime_error("AIRLOCK_URL must start with http://");
+    std::string rest = baseUrl.substr(scheme.size());
+    if (auto slash = rest.find('/'); slash != std::string::npos) rest = rest.substr(0, slash);
+    auto colon = rest.rfind(':');
+    host_ = colon == std::string::npos ? rest : rest.substr(0, colon);
+    port_ = colon == std::string::npos ? "80" : rest.substr(colon + 1);
+}
+
+HttpResult HttpClient::request(const std::string& method, const std::string& target, const std::string& body,
+                               const std::string& contentType, std::chrono::seconds timeout) {
+    asio::io_context ioc;
+    asio::ip::tcp::resolver resolver(ioc);
+    beast::tcp_stream stream(ioc);
+    beast::error_code ec;
+    auto endpoints = resolver.resolve(host_, port_, ec);
+    if (ec) throw std::runtime_error("cannot resolve " + host_ + ": " + ec.message());
+    stream.expires_after(std::chrono::seconds(10));
+    stream.connect(endpoints, ec);
+    if (ec) throw std::runtime_error("cannot connect to " + host_ + ":" + port_ + ": " + ec.message());
+
+    http::request<http::string_body> req(http::string_to_verb(method), target, 11);
+    req.set(http::field::host, host_);
+    req.set(http::field::user_agent, "airlock-cli");
+    if (!apiKey_.empty()) req.set(http::field::authorization, "Bearer " + apiKey_);
+    if (!body.empty()) req.set(http::field::content_type, contentType);
+    req.body() = body;
+    req.prepare_payload();
+    stream.expires_after(timeout);
+    http::write(stream, req, ec);
+    if (ec) throw std::runtime_error("request failed: " + ec.message());
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(1ull << 30);
+    http::read(stream, buffer, parser, ec);
+    if (ec) throw std::runtime_error("reading the response failed: " + ec.message());
+    stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+    return HttpResult{static_cast<int>(parser.get().result_int()), parser.get().body()};
+}
+
+}  // namespace airlock::cli

@@ -1,0 +1,30 @@
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/Messages.hpp"
+
+namespace airlock {
+
+// A client's exec request after validation: exactly one of argv or shell.
+struct ExecOptions {
+    std::vector<std::string> argv;
+    std::optional<std::string> shell;
+    std::string cwd;
+    std::map<std::string, std::string> env;
+    std::string user;
+    unsigned timeoutS = 60;
+    std::string stdinData;
+};
+
+inline constexpr unsigned kMaxExecTimeoutS = 24 * 3600;
+
+// Merges the sandbox's default env under the request's and turns a shell
+// string into sh -c.
+protocol::ExecRequest toAgentRequest(const ExecOptions& options,
+                                     const std::map<std::string, std::string>& sandboxEnv);
+
+}  // namespace airlock

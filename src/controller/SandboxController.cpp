@@ -1,0 +1,245 @@
+#include "controller/SandboxController.hpp"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/Clock.hpp"
+#include "core/Error.hpp"
+#include "core/Ids.hpp"
+#include "core/Log.hpp"
+#include "protocol/Messages.hpp"
+
+namespace airlock {
+namespace fs = std::filesystem;
+
+namespace {
+std::map<std::string, std::string> parseStringMap(const std::string& json) {
+    std::map<std::string, std::string> out;
+    auto j = nlohmann::json::parse(json, nullptr, false);
+    if (j.is_object())
+        for (const auto& [k, v] : j.items())
+            if (v.is_string()) out[k] = v.get<std::string>();
+    return out;
+}
+}  // namespace
+
+SandboxController::SandboxController(ControllerConfig config, Hypervisor& hypervisor, SandboxStore& store,
+                                     const TemplateCatalog& templates, AgentConnector connector)
+    : config_(std::move(config)),
+      hypervisor_(hypervisor),
+      store_(store),
+      templates_(templates),
+      connector_(std::move(connector)) {
+    fs::create_directories(config_.dataDir + "/sandboxes");
+    // QEMU (an unprivileged user) must traverse to its sandbox directory;
+    // it cannot list or read anything else here.
+    fs::permissions(config_.dataDir + "/sandboxes", fs::perms(0711));
+}
+
+SandboxController::~SandboxController() = default;
+
+std::string SandboxController::sandboxDir(const std::string& id) const {
+    return config_.dataDir + "/sandboxes/" + id;
+}
+
+void SandboxController::prepareSandboxDir(const std::string& dir) {
+    fs::create_directories(dir);
+    fs::permissions(dir, fs::perms(0750));
+    if (geteuid() == 0) {
+        if (passwd* pw = ::getpwnam(config_.qemuUser.c_str())) {
+            if (::chown(dir.c_str(), pw->pw_uid, pw->pw_gid) != 0)
+                throw Error(ErrorCode::internal, "cannot hand " + dir + " to " + config_.qemuUser);
+        }
+    }
+}
+
+std::string SandboxController::consoleTail(const std::string& id) {
+    std::ifstream in(sandboxDir(id) + "/console.log");
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return all.size() > 2000 ? all.substr(all.size() - 2000) : all;
+}
+
+SandboxRecord SandboxController::create(const std::string& tenant, const CreateSandboxRequest& request) {
+    auto tmpl = templates_.find(request.templateName);
+    if (!tmpl) throw Error(ErrorCode::not_found, "no template named '" + request.templateName + "'");
+    SandboxRecord r;
+    r.id = newId("sbx-");
+    r.tenant = tenant;
+    r.templateName = tmpl->name;
+    r.vcpus = request.vcpus.value_or(tmpl->vcpus);
+    r.memoryMib = request.memoryMib.value_or(tmpl->memoryMib);
+    if (r.vcpus < 1 || r.vcpus > config_.maxVcpus)
+        throw Error(ErrorCode::bad_request, "vcpus must be between 1 and " + std::to_string(config_.maxVcpus));
+    if (r.memoryMib < 128 || r.memoryMib > config_.maxMemoryMib)
+        throw Error(ErrorCode::bad_request,
+                    "memory_mib must be between 128 and " + std::to_string(config_.maxMemoryMib));
+    r.createdAt = nowTimestamp();
+    r.metadataJson = nlohmann::json(request.metadata).dump();
+    r.envJson = nlohmann::json(request.env).dump();
+    r.state = SandboxState::creating;
+
+    std::string dir = sandboxDir(r.id);
+    store_.insert(r);  // written first: a crash from here on is undone by recover()
+    try {
+        prepareSandboxDir(dir);
+        DomainSpec spec;
+        spec.name = domainName(r.id);
+        spec.uuid = newUuid();
+        spec.vcpus = r.vcpus;
+        spec.memoryMib = r.memoryMib;
+        spec.kernelPath = tmpl->kernelPath;
+        spec.initrdPath = tmpl->initrdPath;
+        spec.cmdline = tmpl->cmdline;
+        spec.consoleLogPath = dir + "/console.log";
+        spec.agentSocketPath = dir + "/agent.sock";
+        spec.agentPortName = protocol::kAgentPortName;
+        spec.accel = hypervisor_.accel();
+        auto started = steadyMillis();
+        hypervisor_.startDomain(spec);
+        std::shared_ptr<AgentConnection> agent = connector_(spec.agentSocketPath, config_.bootTimeout);
+        runtime(r.id)->agent = std::move(agent);
+        store_.updateState(r.id, SandboxState::running);
+        r.state = SandboxState::running;
+        logInfo("controller", "sandbox " + r.id + " running after " + std::to_string(steadyMillis() - started) +
+                                  " ms (template " + tmpl->name + ")");
+        return r;
+    } catch (const std::exception& e) {
+        logError("controller", "create " + r.id + " failed: " + e.what() + "\nconsole tail:\n" + consoleTail(r.id));
+        try {
+            teardown(r.id);
+        } catch (const std::exception& cleanup) {
+            logError("controller", "cleanup of " + r.id + " failed: " + cleanup.what());
+            store_.updateState(r.id, SandboxState::error, e.what());
+        }
+        throw;
+    }
+}
+
+SandboxRecord SandboxController::requireOwned(const std::string& tenant, const std::string& id) {
+    auto r = isValidId(id, "sbx-") ? store_.find(id) : std::nullopt;
+    // Another tenant's sandbox is indistinguishable from a missing one.
+    if (!r || r->tenant != tenant || r->state == SandboxState::deleting)
+        throw Error(ErrorCode::not_found, "no sandbox " + id);
+    return *r;
+}
+
+SandboxRecord SandboxController::get(const std::string& tenant, const std::string& id) {
+    return requireOwned(tenant, id);
+}
+
+std::vector<SandboxRecord> SandboxController::list(const std::string& tenant) {
+    auto all = store_.list(tenant);
+    std::erase_if(all, [](const SandboxRecord& r) { return r.state == SandboxState::deleting; });
+    return all;
+}
+
+std::shared_ptr<SandboxController::Runtime> SandboxController::runtime(const std::string& id) {
+    std::lock_guard lock(runtimesMutex_);
+    auto& rt = runtimes_[id];
+    if (!rt) rt = std::make_shared<Runtime>();
+    return rt;
+}
+
+std::shared_ptr<AgentConnection> SandboxController::agentFor(const std::string& id) {
+    auto rt = runtime(id);
+    std::lock_guard lock(rt->mutex);
+    if (!rt->agent || !rt->agent->alive()) {
+        // After a controller restart or an agent restart: a new hello starts a
+        // clean session (DESIGN.md, "The agent channel").
+        rt->agent.reset();
+        rt->agent = connector_(sandboxDir(id) + "/agent.sock", std::chrono::seconds(15));
+    }
+    return rt->agent;
+}
+
+void SandboxController::teardown(const std::string& id) {
+    hypervisor_.destroyDomain(domainName(id));
+    std::shared_ptr<Runtime> rt;
+    {
+        std::lock_guard lock(runtimesMutex_);
+        auto it = runtimes_.find(id);
+        if (it != runtimes_.end()) {
+            rt = it->second;
+            runtimes_.erase(it);
+        }
+    }
+    if (rt) {
+        std::lock_guard lock(rt->mutex);
+        rt->agent.reset();
+    }
+    std::error_code ec;
+    fs::remove_all(sandboxDir(id), ec);
+    if (ec) throw Error(ErrorCode::internal, "cannot remove " + sandboxDir(id) + ": " + ec.message());
+    store_.remove(id);
+}
+
+void SandboxController::destroy(const std::string& tenant, const std::string& id) {
+    requireOwned(tenant, id);
+    store_.updateState(id, SandboxState::deleting);
+    teardown(id);
+    logInfo("controller", "sandbox " + id + " deleted");
+}
+
+ExecOutput SandboxController::exec(const std::string& tenant, const std::string& id, const ExecOptions& options) {
+    auto r = requireOwned(tenant, id);
+    if (r.state != SandboxState::running)
+        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state) + ", not running");
+    auto request = toAgentRequest(options, parseStringMap(r.envJson));
+    auto agent = agentFor(id);
+    // The agent enforces the command's own timeout; the extra margin covers
+    // the channel and a loaded machine.
+    auto wait = std::chrono::milliseconds(request.timeout_ms) + std::chrono::seconds(15);
+    return agent->exec(request, config_.execOutputCap, wait);
+}
+
+std::size_t SandboxController::liveConnections() {
+    std::lock_guard lock(runtimesMutex_);
+    std::size_t n = 0;
+    for (const auto& [id, rt] : runtimes_)
+        if (rt->agent && rt->agent->alive()) ++n;
+    return n;
+}
+
+void SandboxController::recover() {
+    std::map<std::string, bool> known;
+    for (const auto& r : store_.list("")) {
+        known[domainName(r.id)] = true;
+        try {
+            if (r.state == SandboxState::creating || r.state == SandboxState::deleting) {
+                logWarn("recover", "finishing interrupted " + sandboxStateName(r.state) + " of " + r.id);
+                teardown(r.id);
+                continue;
+            }
+            DomainState ds = hypervisor_.domainState(domainName(r.id));
+            if (r.state == SandboxState::running && ds != DomainState::running && ds != DomainState::paused) {
+                logWarn("recover", "sandbox " + r.id + " lost its VM while the controller was down");
+                hypervisor_.destroyDomain(domainName(r.id));
+                store_.updateState(r.id, SandboxState::stopped, "the VM stopped while the controller was down");
+            } else if (r.state == SandboxState::running) {
+                logInfo("recover", "adopted running sandbox " + r.id);
+            }
+        } catch (const std::exception& e) {
+            logError("recover", r.id + ": " + e.what());
+        }
+    }
+    for (const auto& name : hypervisor_.listDomains()) {
+        if (name.rfind("airlock-", 0) == 0 && !known.count(name)) {
+            logWarn("recover", "destroying orphan domain " + name);
+            hypervisor_.destroyDomain(name);
+        }
+    }
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(config_.dataDir + "/sandboxes", ec)) {
+        std::string id = entry.path().filename().string();
+        if (!known.count(domainName(id)) || !store_.find(id)) {
+            logWarn("recover", "removing orphan sandbox dir " + id);
+            fs::remove_all(entry.path(), ec);
+        }
+    }
+}
+
+}  // namespace airlock

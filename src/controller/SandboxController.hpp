@@ -1,0 +1,88 @@
+#pragma once
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agentclient/AgentConnection.hpp"
+#include "controller/ExecOptions.hpp"
+#include "controller/TemplateCatalog.hpp"
+#include "hypervisor/Hypervisor.hpp"
+#include "store/SandboxStore.hpp"
+
+namespace airlock {
+
+struct ControllerConfig {
+    std::string dataDir;
+    std::chrono::milliseconds bootTimeout{90'000};
+    std::size_t execOutputCap = 1024 * 1024;
+    std::string qemuUser = "libvirt-qemu";  // owns per-sandbox dirs (QEMU binds the agent socket there)
+    unsigned maxVcpus = 8;
+    unsigned maxMemoryMib = 16384;
+};
+
+struct CreateSandboxRequest {
+    std::string templateName = "minimal";
+    std::optional<unsigned> vcpus;
+    std::optional<unsigned> memoryMib;
+    std::map<std::string, std::string> metadata;
+    std::map<std::string, std::string> env;
+};
+
+using AgentConnector =
+    std::function<std::unique_ptr<AgentConnection>(const std::string& socketPath, std::chrono::milliseconds)>;
+
+// Owns the sandbox lifecycle: every state change is written to the store
+// before it is acted on, so a restart can finish or undo it (recover()).
+// All methods are synchronous and thread-safe; the API runs them on worker
+// threads.
+class SandboxController {
+public:
+    SandboxController(ControllerConfig config, Hypervisor& hypervisor, SandboxStore& store,
+                      const TemplateCatalog& templates, AgentConnector connector);
+    ~SandboxController();
+
+    SandboxRecord create(const std::string& tenant, const CreateSandboxRequest& request);
+    SandboxRecord get(const std::string& tenant, const std::string& id);
+    std::vector<SandboxRecord> list(const std::string& tenant);
+    void destroy(const std::string& tenant, const std::string& id);
+    ExecOutput exec(const std::string& tenant, const std::string& id, const ExecOptions& options);
+
+    // At start-up: finish half-done deletes, undo half-done creates, mark
+    // sandboxes whose VM vanished, and destroy domains nobody owns.
+    void recover();
+
+    const TemplateCatalog& templates() const { return templates_; }
+    Accel accel() const { return hypervisor_.accel(); }
+    std::size_t liveConnections();
+
+    static std::string domainName(const std::string& sandboxId) { return "airlock-" + sandboxId; }
+    std::string sandboxDir(const std::string& id) const;
+
+private:
+    struct Runtime {
+        std::mutex mutex;  // serialises (re)connecting
+        std::shared_ptr<AgentConnection> agent;
+    };
+
+    SandboxRecord requireOwned(const std::string& tenant, const std::string& id);
+    std::shared_ptr<Runtime> runtime(const std::string& id);
+    std::shared_ptr<AgentConnection> agentFor(const std::string& id);
+    void teardown(const std::string& id);
+    void prepareSandboxDir(const std::string& dir);
+    std::string consoleTail(const std::string& id);
+
+    ControllerConfig config_;
+    Hypervisor& hypervisor_;
+    SandboxStore& store_;
+    const TemplateCatalog& templates_;
+    AgentConnector connector_;
+    std::mutex runtimesMutex_;
+    std::map<std::string, std::shared_ptr<Runtime>> runtimes_;
+};
+
+}  // namespace airlock

@@ -1,0 +1,34 @@
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace airlock {
+
+struct TemplateInfo {
+    std::string name;
+    std::string kernelPath;  // absolute
+    std::string initrdPath;  // absolute
+    std::string cmdline;
+    unsigned vcpus = 1;
+    unsigned memoryMib = 256;
+    std::string digest;
+    std::string kernelVersion;
+};
+
+// The templates a server offers: every DIR/<name>/template.json under the
+// templates directory (written by images/<name>/build.sh).
+class TemplateCatalog {
+public:
+    explicit TemplateCatalog(const std::string& templatesDir);
+    // For tests: a catalog from given entries.
+    explicit TemplateCatalog(std::vector<TemplateInfo> templates);
+    std::optional<TemplateInfo> find(const std::string& name) const;
+    std::vector<TemplateInfo> list() const;
+
+private:
+    std::map<std::string, TemplateInfo> templates_;
+};
+
+}  // namespace airlock

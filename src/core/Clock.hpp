@@ -1,0 +1,18 @@
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace airlock {
+
+// Wall-clock time as RFC 3339 UTC with milliseconds, e.g. 2026-11-29T10:20:26.123Z.
+std::string formatTimestamp(std::chrono::system_clock::time_point tp);
+inline std::string nowTimestamp() { return formatTimestamp(std::chrono::system_clock::now()); }
+
+inline std::int64_t steadyMillis() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+}  // namespace airlock

@@ -1,0 +1,22 @@
+#include "core/Error.hpp"
+
+namespace airlock {
+
+std::string_view errorCodeName(ErrorCode code) {
+    switch (code) {
+        case ErrorCode::bad_request: return "bad_request";
+        case ErrorCode::unauthorized: return "unauthorized";
+        case ErrorCode::forbidden: return "forbidden";
+        case ErrorCode::not_found: return "not_found";
+        case ErrorCode::conflict: return "conflict";
+        case ErrorCode::payload_too_large: return "payload_too_large";
+        case ErrorCode::agent_timeout: return "agent_timeout";
+        case ErrorCode::agent_error: return "agent_error";
+        case ErrorCode::hypervisor_error: return "hypervisor_error";
+        case ErrorCode::unavailable: return "unavailable";
+        case ErrorCode::internal: return "internal";
+    }
+    return "internal";
+}
+
+}  // namespace airlock

@@ -1,0 +1,35 @@
+#pragma once
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace airlock {
+
+// Every failure the core reports has one of these codes; the API layer maps
+// them to HTTP status in exactly one place (api/ErrorMapping).
+enum class ErrorCode {
+    bad_request,
+    unauthorized,
+    forbidden,
+    not_found,
+    conflict,
+    payload_too_large,
+    agent_timeout,
+    agent_error,
+    hypervisor_error,
+    unavailable,
+    internal,
+};
+
+std::string_view errorCodeName(ErrorCode code);
+
+class Error : public std::runtime_error {
+public:
+    Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+    ErrorCode code() const { return code_; }
+
+private:
+    ErrorCode code_;
+};
+
+}  // namespace airlock

@@ -1,0 +1,30 @@
+#include "core/JsonFields.hpp"
+
+#include "core/Error.hpp"
+
+namespace airlock {
+
+void requireObject(const nlohmann::json& j, std::string_view what) {
+    if (!j.is_object()) throw Error(ErrorCode::bad_request, std::string(what) + " must be a JSON object");
+}
+
+void rejectUnknownFields(const nlohmann::json& j, std::initializer_list<std::string_view> allowed,
+                         std::string_view what) {
+    requireObject(j, what);
+    for (const auto& [key, value] : j.items()) {
+        bool known = false;
+        for (auto a : allowed) known = known || key == a;
+        if (!known)
+            throw Error(ErrorCode::bad_request,
+                        "unknown field '" + key + "' in " + std::string(what));
+    }
+}
+
+nlohmann::json parseJsonBody(std::string_view body) {
+    if (body.empty()) throw Error(ErrorCode::bad_request, "request body must be JSON, got nothing");
+    auto j = nlohmann::json::parse(body, nullptr, false);
+    if (j.is_discarded()) throw Error(ErrorCode::bad_request, "request body is not valid JSON");
+    return j;
+}
+
+}  // namespace airlock

@@ -1,0 +1,16 @@
+#pragma once
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+namespace airlock {
+
+// Strict JSON object reading: every request body goes through these so that
+// unknown fields and wrong types are rejected with a clear bad_request.
+void requireObject(const nlohmann::json& j, std::string_view what);
+void rejectUnknownFields(const nlohmann::json& j, std::initializer_list<std::string_view> allowed,
+                         std::string_view what);
+nlohmann::json parseJsonBody(std::string_view body);
+
+}  // namespace airlock

@@ -1,0 +1,104 @@
+#include "daemon/Daemon.hpp"
+
+#include <sys/stat.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "agentclient/AgentConnection.hpp"
+#include "api/Authenticator.hpp"
+#include "api/HttpServer.hpp"
+#include "api/Router.hpp"
+#include "controller/SandboxController.hpp"
+#include "controller/TemplateCatalog.hpp"
+#include "core/Error.hpp"
+#include "core/Log.hpp"
+#include "hypervisor/AccelProbe.hpp"
+#include "hypervisor/LibvirtHypervisor.hpp"
+#include "store/ApiKeyStore.hpp"
+#include "store/Database.hpp"
+#include "store/SandboxStore.hpp"
+
+#ifndef AIRLOCK_DEFAULT_TEMPLATES_DIR
+#define AIRLOCK_DEFAULT_TEMPLATES_DIR "build/templates"
+#endif
+
+namespace airlock {
+namespace fs = std::filesystem;
+
+namespace {
+void writeAdminKey(const std::string& path, const std::string& key) {
+    // Created 0600 from the start: the key never exists world-readable.
+    mode_t old = ::umask(077);
+    {
+        std::ofstream out(path, std::ios::trunc);
+        out << key << "\n";
+    }
+    ::umask(old);
+    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+}
+
+LogLevel parseLevel(const std::string& s) {
+    if (s == "debug") return LogLevel::debug;
+    if (s == "warn") return LogLevel::warn;
+    if (s == "error") return LogLevel::error;
+    return LogLevel::info;
+}
+}  // namespace
+
+int runDaemon(const DaemonOptions& options) {
+    setLogLevel(parseLevel(options.logLevel));
+    std::string dataDir = fs::absolute(options.dataDir).lexically_normal().string();
+    if (!dataDir.empty() && dataDir.back() == '/') dataDir.pop_back();
+    fs::create_directories(dataDir);
+    // QEMU runs as an unprivileged user and must traverse to its sandbox dir.
+    fs::permissions(dataDir, fs::perms(0711));
+
+    Database db(dataDir + "/state.db");
+    ::chmod((dataDir + "/state.db").c_str(), 0600);
+    SandboxStore sandboxes(db);
+    ApiKeyStore keys(db);
+    if (keys.empty()) {
+        writeAdminKey(dataDir + "/admin.key", keys.createKey("admin", "admin"));
+        logInfo("airlockd", "created an admin API key in " + dataDir + "/admin.key");
+    }
+
+    std::string templatesDir = options.templatesDir.empty() ? AIRLOCK_DEFAULT_TEMPLATES_DIR : options.templatesDir;
+    TemplateCatalog templates(templatesDir);
+    if (templates.list().empty()) logWarn("airlockd", "no templates found in " + templatesDir);
+
+    Accel accel = resolveAccel(options.accel);
+    logInfo("airlockd", "accelerator: " + accelName(accel) + " (requested " + options.accel + ")");
+    LibvirtHypervisor hypervisor(LibvirtOptions{options.libvirtUri, dataDir, accel});
+
+    ControllerConfig config;
+    config.dataDir = dataDir;
+    SandboxController controller(config, hypervisor, sandboxes, templates,
+                                 [](const std::string& socket, std::chrono::milliseconds timeout) {
+                                     return AgentConnection::connect(socket, timeout);
+                                 });
+    controller.recover();
+
+    api::Authenticator auth(keys);
+    api::Router router(controller, auth, "0.1.0");
+    boost::asio::io_context ioc;
+    boost::asio::thread_pool workers(16);
+    api::HttpServer server(ioc, options.listenHost, options.listenPort, router, workers);
+    logInfo("airlockd", "listening on http://" + options.listenHost + ":" + std::to_string(server.port()));
+
+    boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
+    signals.async_wait([&](const boost::system::error_code&, int sig) {
+        logInfo("airlockd", "signal " + std::to_string(sig) + ": stopping (sandboxes keep running)");
+        server.stop();
+        ioc.stop();
+    });
+    ioc.run();
+    workers.stop();
+    workers.join();
+    return 0;
+}
+
+}  // namespace airlock

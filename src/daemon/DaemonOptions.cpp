@@ -1,0 +1,53 @@
+#include "daemon/DaemonOptions.hpp"
+
+#include "core/Error.hpp"
+
+namespace airlock {
+
+std::string daemonUsage() {
+    return "usage: airlockd [--listen HOST:PORT] [--data-dir DIR] [--templates-dir DIR]\n"
+           "                [--accel auto|kvm|tcg] [--libvirt-uri URI] [--log-level debug|info|warn|error]\n";
+}
+
+DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
+    DaemonOptions o;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= args.size()) throw Error(ErrorCode::bad_request, a + " needs a value");
+            return args[++i];
+        };
+        if (a == "--help" || a == "-h") {
+            o.help = true;
+        } else if (a == "--listen") {
+            std::string v = value();
+            auto colon = v.rfind(':');
+            if (colon == std::string::npos) throw Error(ErrorCode::bad_request, "--listen wants HOST:PORT");
+            o.listenHost = v.substr(0, colon);
+            int port = -1;
+            try {
+                port = std::stoi(v.substr(colon + 1));
+            } catch (...) {
+            }
+            if (port < 0 || port > 65535) throw Error(ErrorCode::bad_request, "--listen has a bad port");
+            o.listenPort = static_cast<unsigned short>(port);
+        } else if (a == "--data-dir") {
+            o.dataDir = value();
+        } else if (a == "--templates-dir") {
+            o.templatesDir = value();
+        } else if (a == "--accel") {
+            o.accel = value();
+            if (o.accel != "auto" && o.accel != "kvm" && o.accel != "tcg")
+                throw Error(ErrorCode::bad_request, "--accel must be auto, kvm or tcg");
+        } else if (a == "--libvirt-uri") {
+            o.libvirtUri = value();
+        } else if (a == "--log-level") {
+            o.logLevel = value();
+        } else {
+            throw Error(ErrorCode::bad_request, "unknown option " + a);
+        }
+    }
+    return o;
+}
+
+}  // namespace airlock

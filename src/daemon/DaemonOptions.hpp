@@ -1,0 +1,22 @@
+#pragma once
+#include <string>
+#include <vector>
+
+namespace airlock {
+
+struct DaemonOptions {
+    std::string listenHost = "127.0.0.1";
+    unsigned short listenPort = 8080;
+    std::string dataDir = "data";
+    std::string templatesDir;  // empty: the build's template output
+    std::string accel = "auto";
+    std::string libvirtUri;    // empty: the embedded driver under dataDir
+    std::string logLevel = "info";
+    bool help = false;
+};
+
+// Throws Error(bad_request) with a readable message on bad flags.
+DaemonOptions parseDaemonOptions(const std::vector<std::string>& args);
+std::string daemonUsage();
+
+}  // namespace airlock

@@ -1,0 +1,67 @@
+#include "hypervisor/DomainXml.hpp"
+
+#include <sstream>
+
+#include "core/Error.hpp"
+
+namespace airlock {
+
+std::string xmlEscape(const std::string& text) {
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) {
+        switch (c) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            case '\'': out += "&apos;"; break;
+            default: out.push_back(c);
+        }
+    }
+    return out;
+}
+
+std::string buildDomainXml(const DomainSpec& s) {
+    if (s.name.empty() || s.kernelPath.empty() || s.agentSocketPath.empty())
+        throw Error(ErrorCode::internal, "domain spec lacks a name, kernel or agent socket");
+    if (s.vcpus == 0 || s.memoryMib == 0) throw Error(ErrorCode::internal, "domain spec has no vcpus or memory");
+    std::ostringstream x;
+    x << "<domain type='" << (s.accel == Accel::kvm ? "kvm" : "qemu") << "'>\n"
+      << "  <name>" << xmlEscape(s.name) << "</name>\n";
+    if (!s.uuid.empty()) x << "  <uuid>" << xmlEscape(s.uuid) << "</uuid>\n";
+    x << "  <memory unit='MiB'>" << s.memoryMib << "</memory>\n"
+      << "  <vcpu>" << s.vcpus << "</vcpu>\n"
+      << "  <os>\n"
+      << "    <type arch='x86_64' machine='q35'>hvm</type>\n"
+      << "    <kernel>" << xmlEscape(s.kernelPath) << "</kernel>\n";
+    if (!s.initrdPath.empty()) x << "    <initrd>" << xmlEscape(s.initrdPath) << "</initrd>\n";
+    x << "    <cmdline>" << xmlEscape(s.cmdline) << "</cmdline>\n"
+      << "  </os>\n"
+      << "  <features><acpi/></features>\n";
+    if (s.accel == Accel::kvm) x << "  <cpu mode='host-passthrough'/>\n";
+    x << "  <clock offset='utc'/>\n"
+      << "  <on_poweroff>destroy</on_poweroff>\n"
+      << "  <on_reboot>destroy</on_reboot>\n"
+      << "  <on_crash>destroy</on_crash>\n"
+      << "  <devices>\n"
+      << "    <controller type='usb' model='none'/>\n"
+      << "    <memballoon model='none'/>\n";
+    if (!s.consoleLogPath.empty())
+        x << "    <serial type='file'>\n"
+          << "      <source path='" << xmlEscape(s.consoleLogPath) << "'/>\n"
+          << "      <target port='0'/>\n"
+          << "    </serial>\n";
+    x << "    <channel type='unix'>\n"
+      << "      <source mode='bind' path='" << xmlEscape(s.agentSocketPath) << "'/>\n"
+      << "      <target type='virtio' name='" << xmlEscape(s.agentPortName) << "'/>\n"
+      << "    </channel>\n"
+      << "    <rng model='virtio'>\n"
+      << "      <backend model='random'>/dev/urandom</backend>\n"
+      << "    </rng>\n"
+      << "  </devices>\n"
+      << "</domain>\n";
+    return x.str();
+}
+
+}  // namespace airlock

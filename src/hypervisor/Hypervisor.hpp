@@ -1,0 +1,42 @@
+#pragma once
+#include <string>
+#include <vector>
+
+namespace airlock {
+
+enum class Accel { kvm, tcg };
+std::string accelName(Accel a);
+
+// Everything needed to start one guest. Paths are absolute and must be
+// reachable by the unprivileged user QEMU runs as.
+struct DomainSpec {
+    std::string name;  // unique libvirt domain name
+    std::string uuid;
+    unsigned vcpus = 1;
+    unsigned memoryMib = 256;
+    std::string kernelPath;
+    std::string initrdPath;
+    std::string cmdline;
+    std::string consoleLogPath;   // serial console output
+    std::string agentSocketPath;  // unix socket QEMU binds for the agent's virtio-serial port
+    std::string agentPortName;    // name the guest sees in /sys/class/virtio-ports
+    Accel accel = Accel::tcg;
+};
+
+enum class DomainState { running, paused, shutoff, missing, other };
+
+// The seam between the controller and whatever runs guests: the libvirt
+// backend in production, a fake in unit tests.
+class Hypervisor {
+public:
+    virtual ~Hypervisor() = default;
+    virtual Accel accel() const = 0;
+    // Starts a transient domain; throws Error(hypervisor_error) on failure.
+    virtual void startDomain(const DomainSpec& spec) = 0;
+    // Stops the domain for good; succeeds when it does not exist.
+    virtual void destroyDomain(const std::string& name) = 0;
+    virtual DomainState domainState(const std::string& name) = 0;
+    virtual std::vector<std::string> listDomains() = 0;
+};
+
+}  // namespace airlock

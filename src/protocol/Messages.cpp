@@ -1,0 +1,134 @@
+#include "protocol/Messages.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace airlock::protocol {
+namespace {
+using nlohmann::json;
+
+json parseObject(const std::string& payload, const char* what) {
+    json j = json::parse(payload, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) throw MessageError{std::string(what) + ": not a JSON object"};
+    return j;
+}
+
+std::string getString(const json& j, const char* key, const char* what, bool required = true) {
+    auto it = j.find(key);
+    if (it == j.end()) {
+        if (required) throw MessageError{std::string(what) + ": missing '" + key + "'"};
+        return {};
+    }
+    if (!it->is_string()) throw MessageError{std::string(what) + ": '" + key + "' must be a string"};
+    return it->get<std::string>();
+}
+
+std::int64_t getInt(const json& j, const char* key, const char* what, std::int64_t fallback) {
+    auto it = j.find(key);
+    if (it == j.end()) return fallback;
+    if (!it->is_number_integer()) throw MessageError{std::string(what) + ": '" + key + "' must be an integer"};
+    return it->get<std::int64_t>();
+}
+
+// Output may be arbitrary bytes; never let a dump throw on invalid UTF-8.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+}  // namespace
+
+std::string toJson(const Hello& m) { return dump({{"version", m.version}, {"nonce", m.nonce}}); }
+
+std::string toJson(const HelloAck& m) {
+    return dump({{"version", m.version}, {"nonce", m.nonce}, {"epoch", m.epoch}, {"agent", m.agent}});
+}
+
+std::string toJson(const ExecRequest& m) {
+    return dump({{"op", "exec"},
+                 {"argv", m.argv},
+                 {"cwd", m.cwd},
+                 {"env", m.env},
+                 {"user", m.user},
+                 {"timeout_ms", m.timeout_ms},
+                 {"stdin", m.stdin_data}});
+}
+
+std::string toJson(const ExecResult& m) {
+    json j{{"exit_code", m.exit_code}, {"timed_out", m.timed_out}};
+    if (m.signal) j["signal"] = *m.signal;
+    if (!m.error.empty()) j["error"] = m.error;
+    return dump(j);
+}
+
+std::string toJson(const ResetInfo& m) { return dump({{"code", m.code}, {"message", m.message}}); }
+
+Hello parseHello(const std::string& payload) {
+    json j = parseObject(payload, "hello");
+    Hello h;
+    h.version = static_cast<int>(getInt(j, "version", "hello", -1));
+    h.nonce = getString(j, "nonce", "hello");
+    if (h.nonce.empty() || h.nonce.size() > 128) throw MessageError{"hello: bad nonce"};
+    return h;
+}
+
+HelloAck parseHelloAck(const std::string& payload) {
+    json j = parseObject(payload, "hello_ack");
+    HelloAck h;
+    h.version = static_cast<int>(getInt(j, "version", "hello_ack", -1));
+    h.nonce = getString(j, "nonce", "hello_ack");
+    h.epoch = static_cast<std::uint64_t>(getInt(j, "epoch", "hello_ack", 0));
+    h.agent = getString(j, "agent", "hello_ack", false);
+    return h;
+}
+
+ExecRequest parseExecRequest(const std::string& payload) {
+    const char* what = "exec";
+    json j = parseObject(payload, what);
+    if (getString(j, "op", what) != "exec") throw MessageError{"open: unknown op"};
+    ExecRequest r;
+    auto argv = j.find("argv");
+    if (argv == j.end() || !argv->is_array() || argv->empty())
+        throw MessageError{"exec: 'argv' must be a non-empty array of strings"};
+    if (argv->size() > kMaxArgv) throw MessageError{"exec: too many arguments"};
+    std::size_t total = 0;
+    for (const auto& a : *argv) {
+        if (!a.is_string()) throw MessageError{"exec: 'argv' must hold strings"};
+        r.argv.push_back(a.get<std::string>());
+        total += r.argv.back().size();
+    }
+    if (r.argv[0].empty()) throw MessageError{"exec: empty program name"};
+    r.cwd = getString(j, "cwd", what, false);
+    auto env = j.find("env");
+    if (env != j.end()) {
+        if (!env->is_object() || env->size() > kMaxEnv) throw MessageError{"exec: 'env' must be an object"};
+        for (const auto& [k, v] : env->items()) {
+            if (!v.is_string() || k.empty() || k.find('=') != std::string::npos)
+                throw MessageError{"exec: bad environment entry"};
+            r.env[k] = v.get<std::string>();
+            total += k.size() + r.env[k].size();
+        }
+    }
+    if (total > kMaxArgBytes) throw MessageError{"exec: arguments and environment too large"};
+    r.user = getString(j, "user", what, false);
+    if (r.user.empty()) r.user = "user";
+    std::int64_t t = getInt(j, "timeout_ms", what, 0);
+    if (t < 0) throw MessageError{"exec: negative timeout"};
+    r.timeout_ms = static_cast<std::uint64_t>(t);
+    r.stdin_data = getString(j, "stdin", what, false);
+    return r;
+}
+
+ExecResult parseExecResult(const std::string& payload) {
+    json j = parseObject(payload, "exec result");
+    ExecResult r;
+    r.exit_code = static_cast<int>(getInt(j, "exit_code", "exec result", -1));
+    auto sig = j.find("signal");
+    if (sig != j.end() && sig->is_number_integer()) r.signal = sig->get<int>();
+    auto to = j.find("timed_out");
+    r.timed_out = to != j.end() && to->is_boolean() && to->get<bool>();
+    r.error = getString(j, "error", "exec result", false);
+    return r;
+}
+
+ResetInfo parseResetInfo(const std::string& payload) {
+    json j = parseObject(payload, "reset");
+    return ResetInfo{getString(j, "code", "reset", false), getString(j, "message", "reset", false)};
+}
+
+}  // namespace airlock::protocol

@@ -1,0 +1,69 @@
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace airlock::protocol {
+
+inline constexpr int kProtocolVersion = 1;
+inline constexpr const char* kAgentPortName = "org.airlock.agent.0";
+
+// Thrown by the parse functions: the message is malformed. The receiver
+// answers with a reset of that stream; it never crashes.
+struct MessageError {
+    std::string message;
+};
+
+struct Hello {
+    int version = kProtocolVersion;
+    std::string nonce;
+};
+
+struct HelloAck {
+    int version = kProtocolVersion;
+    std::string nonce;
+    std::uint64_t epoch = 0;  // how many host sessions this agent process has seen
+    std::string agent;        // agent name and version
+};
+
+// Upper bounds the agent enforces whatever the host asks for.
+inline constexpr std::size_t kMaxArgv = 4096;
+inline constexpr std::size_t kMaxArgBytes = 128 * 1024;
+inline constexpr std::size_t kMaxEnv = 1024;
+
+struct ExecRequest {
+    std::vector<std::string> argv;
+    std::string cwd;  // empty: the user's home
+    std::map<std::string, std::string> env;
+    std::string user = "user";  // "user" (uid 1000) or "root"
+    std::uint64_t timeout_ms = 0;  // 0: none
+    std::string stdin_data;
+};
+
+struct ExecResult {
+    int exit_code = -1;
+    std::optional<int> signal;  // set when the process was killed by a signal
+    bool timed_out = false;
+    std::string error;  // non-empty when the command could not be started
+};
+
+struct ResetInfo {
+    std::string code;
+    std::string message;
+};
+
+std::string toJson(const Hello& m);
+std::string toJson(const HelloAck& m);
+std::string toJson(const ExecRequest& m);
+std::string toJson(const ExecResult& m);
+std::string toJson(const ResetInfo& m);
+
+Hello parseHello(const std::string& payload);
+HelloAck parseHelloAck(const std::string& payload);
+ExecRequest parseExecRequest(const std::string& payload);
+ExecResult parseExecResult(const std::string& payload);
+ResetInfo parseResetInfo(const std::string& payload);
+
+}  // namespace airlock::protocol

@@ -1,0 +1,105 @@
+#include "store/SandboxStore.hpp"
+
+#include <sqlite3.h>
+
+#include "core/Error.hpp"
+
+namespace airlock {
+
+std::string sandboxStateName(SandboxState s) {
+    switch (s) {
+        case SandboxState::creating: return "creating";
+        case SandboxState::running: return "running";
+        case SandboxState::stopped: return "stopped";
+        case SandboxState::error: return "error";
+        case SandboxState::deleting: return "deleting";
+    }
+    return "error";
+}
+
+SandboxState parseSandboxState(const std::string& s) {
+    if (s == "creating") return SandboxState::creating;
+    if (s == "running") return SandboxState::running;
+    if (s == "stopped") return SandboxState::stopped;
+    if (s == "deleting") return SandboxState::deleting;
+    return SandboxState::error;
+}
+
+namespace {
+constexpr const char* kColumns =
+    "id, tenant, template, state, vcpus, memory_mib, created_at, metadata, env, error";
+
+SandboxRecord readRow(Database::Statement& st) {
+    SandboxRecord r;
+    r.id = st.text(0);
+    r.tenant = st.text(1);
+    r.templateName = st.text(2);
+    r.state = parseSandboxState(st.text(3));
+    r.vcpus = static_cast<unsigned>(st.integer(4));
+    r.memoryMib = static_cast<unsigned>(st.integer(5));
+    r.createdAt = st.text(6);
+    r.metadataJson = st.text(7);
+    r.envJson = st.text(8);
+    r.error = st.text(9);
+    return r;
+}
+}  // namespace
+
+SandboxStore::SandboxStore(Database& db) : db_(db) {
+    db_.exec(
+        "CREATE TABLE IF NOT EXISTS sandboxes ("
+        " id TEXT PRIMARY KEY, tenant TEXT NOT NULL, template TEXT NOT NULL, state TEXT NOT NULL,"
+        " vcpus INTEGER NOT NULL, memory_mib INTEGER NOT NULL, created_at TEXT NOT NULL,"
+        " metadata TEXT NOT NULL, env TEXT NOT NULL, error TEXT NOT NULL DEFAULT '')");
+}
+
+void SandboxStore::insert(const SandboxRecord& r) {
+    db_.locked([&](sqlite3* db) {
+        Database::Statement st(db, std::string("INSERT INTO sandboxes (") + kColumns +
+                                       ") VALUES (?,?,?,?,?,?,?,?,?,?)");
+        st.bind(1, r.id).bind(2, r.tenant).bind(3, r.templateName).bind(4, sandboxStateName(r.state));
+        st.bind(5, std::int64_t(r.vcpus)).bind(6, std::int64_t(r.memoryMib)).bind(7, r.createdAt);
+        st.bind(8, r.metadataJson).bind(9, r.envJson).bind(10, r.error);
+        st.step();
+    });
+}
+
+void SandboxStore::updateState(const std::string& id, SandboxState state, const std::string& error) {
+    db_.locked([&](sqlite3* db) {
+        Database::Statement st(db, "UPDATE sandboxes SET state = ?, error = ? WHERE id = ?");
+        st.bind(1, sandboxStateName(state)).bind(2, error).bind(3, id);
+        st.step();
+    });
+}
+
+void SandboxStore::remove(const std::string& id) {
+    db_.locked([&](sqlite3* db) {
+        Database::Statement st(db, "DELETE FROM sandboxes WHERE id = ?");
+        st.bind(1, id);
+        st.step();
+    });
+}
+
+std::optional<SandboxRecord> SandboxStore::find(const std::string& id) {
+    return db_.locked([&](sqlite3* db) -> std::optional<SandboxRecord> {
+        Database::Statement st(db, std::string("SELECT ") + kColumns + " FROM sandboxes WHERE id = ?");
+        st.bind(1, id);
+        if (!st.step()) return std::nullopt;
+        return readRow(st);
+    });
+}
+
+std::vector<SandboxRecord> SandboxStore::list(const std::string& tenant) {
+    return db_.locked([&](sqlite3* db) {
+        std::string sql = std::string("SELECT ") + kColumns + " FROM sandboxes";
+        if (!tenant.empty()) sql += " WHERE tenant = ?";
+        sql += " ORDER BY created_at, id";
+        Database::Statement st(db, sql);
+        if (!tenant.empty()) st.bind(1, tenant);
+        std::vector<SandboxRecord> out;
+        while (st.step()) out.push_back(readRow(st));
+        return out;
+    });
+}
+
+}  // namespace airlock

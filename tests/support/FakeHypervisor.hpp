@@ -1,0 +1,31 @@
+#pragma once
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "hypervisor/Hypervisor.hpp"
+
+namespace airlock::test {
+
+// Records domains in memory; can be told to fail the next start.
+class FakeHypervisor : public Hypervisor {
+public:
+    Accel accel() const override { return Accel::tcg; }
+    void startDomain(const DomainSpec& spec) override;
+    void destroyDomain(const std::string& name) override;
+    DomainState domainState(const std::string& name) override;
+    std::vector<std::string> listDomains() override;
+
+    void failNextStart(bool fail = true) { failNextStart_ = fail; }
+    void addOrphan(const std::string& name) { domains_[name] = DomainSpec{}; }
+    void vanish(const std::string& name) { domains_.erase(name); }
+    std::size_t count() const { return domains_.size(); }
+    const DomainSpec& spec(const std::string& name) const { return domains_.at(name); }
+
+private:
+    std::mutex mutex_;
+    std::map<std::string, DomainSpec> domains_;
+    bool failNextStart_ = false;
+};
+
+}  // namespace airlock::test

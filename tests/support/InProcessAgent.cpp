@@ -1,0 +1,26 @@
+#include "support/InProcessAgent.hpp"
+
+#include <sys/socket.h>
+
+#include <stdexcept>
+
+namespace airlock::test {
+
+InProcessAgent::InProcessAgent() {
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) throw std::runtime_error("socketpair");
+    hostEnd_.reset(fds[0]);
+    agent_ = std::make_unique<guest::Agent>(UniqueFd(fds[1]));
+    thread_ = std::thread([this] { agent_->run(); });
+}
+
+InProcessAgent::~InProcessAgent() {
+    agent_->stop();
+    thread_.join();
+}
+
+std::unique_ptr<AgentConnection> InProcessAgent::connect() {
+    return AgentConnection::fromFd(takeHostEnd(), std::chrono::seconds(5));
+}
+
+}  // namespace airlock::test

@@ -1,0 +1,55 @@
+#include "support/TestEnv.hpp"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+namespace airlock::test {
+
+TempDir::TempDir() {
+    char tmpl[] = "/tmp/airlock-test.XXXXXX";
+    if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+    ::chmod(path_.c_str(), 0755);
+}
+
+TempDir::~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+}
+
+bool waitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
+             std::chrono::milliseconds interval) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+        if (condition()) return true;
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(interval);
+    }
+}
+
+int countQemuProcesses(const std::string& needle) {
+    int count = 0;
+    DIR* proc = ::opendir("/proc");
+    if (!proc) return 0;
+    while (dirent* e = ::readdir(proc)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
+        std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (cmd.rfind("/usr/bin/qemu-system", 0) == 0 || cmd.find("qemu-system-x86_64") == 0)
+            if (cmd.find(needle) != std::string::npos) ++count;
+    }
+    ::closedir(proc);
+    return count;
+}
+
+bool templatesBuilt() {
+    return std::filesystem::exists(std::string(AIRLOCK_TEMPLATES_DIR) + "/minimal/template.json");
+}
+
+}  // namespace airlock::test

@@ -1,0 +1,29 @@
+#pragma once
+#include <chrono>
+#include <functional>
+#include <string>
+
+namespace airlock::test {
+
+// A fresh directory under /tmp, removed by the destructor. Mode 0755 so the
+// unprivileged QEMU user can traverse it in VM tests.
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+};
+
+// Polls `condition` until it holds or `timeout` passes; no sleep-and-hope.
+bool waitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
+             std::chrono::milliseconds interval = std::chrono::milliseconds(50));
+
+// Number of running qemu-system processes whose command line mentions `needle`.
+int countQemuProcesses(const std::string& needle);
+
+bool templatesBuilt();
+
+}  // namespace airlock::test

@@ -1,0 +1,76 @@
+#include "api/RequestParsing.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/Error.hpp"
+
+namespace airlock::api {
+namespace {
+
+ErrorCode codeOf(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.code();
+    }
+    return ErrorCode::internal;
+}
+
+TEST(RequestParsing, CreateSandboxDefaultsAndFields) {
+    auto r = parseCreateSandbox(R"({"template":"minimal","vcpus":2,"memory_mib":512,"metadata":{"k":"v"},"env":{"A":"1"}})");
+    EXPECT_EQ(r.templateName, "minimal");
+    EXPECT_EQ(*r.vcpus, 2u);
+    EXPECT_EQ(*r.memoryMib, 512u);
+    EXPECT_EQ(r.metadata.at("k"), "v");
+    EXPECT_EQ(r.env.at("A"), "1");
+    EXPECT_EQ(parseCreateSandbox("{}").templateName, "minimal");
+}
+
+TEST(RequestParsing, CreateSandboxRejectsBadInput) {
+    for (const char* bad : {R"({"template": "minimal",)", R"({"template":"minimal","bogus_field":1})", R"([])",
+                            R"({"template":7})", R"({"template":""})", R"({"vcpus":"2"})", R"({"vcpus":0})",
+                            R"({"vcpus":2.5})", R"({"metadata":{"k":1}})", R"({"env":{"1BAD":"x"}})",
+                            R"({"env":{"A B":"x"}})", R"({"env":["A"]})"}) {
+        EXPECT_EQ(codeOf([&] { parseCreateSandbox(bad); }), ErrorCode::bad_request) << bad;
+    }
+}
+
+TEST(RequestParsing, ExecCmdOrShell) {
+    auto a = parseExec(R"({"cmd":["ls","-l"],"cwd":"/tmp","timeout_s":5,"stdin":"x","env":{"A":"b"}})");
+    EXPECT_EQ(a.argv, (std::vector<std::string>{"ls", "-l"}));
+    EXPECT_EQ(a.cwd, "/tmp");
+    EXPECT_EQ(a.timeoutS, 5u);
+    EXPECT_EQ(a.stdinData, "x");
+    auto b = parseExec(R"({"shell":"echo hi | wc -c"})");
+    ASSERT_TRUE(b.shell);
+    auto req = toAgentRequest(b, {});
+    EXPECT_EQ(req.argv, (std::vector<std::string>{"/bin/sh", "-c", "echo hi | wc -c"}));
+    EXPECT_EQ(req.user, "user");
+    EXPECT_EQ(req.timeout_ms, 60000u);
+}
+
+TEST(RequestParsing, ExecRejectsBadInput) {
+    for (const char* bad : {R"({})", R"({"cmd":["a"],"shell":"b"})", R"({"cmd":[]})", R"({"cmd":"ls"})",
+                            R"({"cmd":[1]})", R"({"cmd":[""]})", R"({"shell":""})", R"({"cmd":["a"],"cwd":"rel"})",
+                            R"({"cmd":["a"],"timeout_s":0})", R"({"cmd":["a"],"timeout_s":-1})",
+                            R"({"cmd":["a"],"user":"admin"})", R"({"cmd":["a"],"extra":true})"}) {
+        EXPECT_EQ(codeOf([&] { parseExec(bad); }), ErrorCode::bad_request) << bad;
+    }
+}
+
+TEST(RequestParsing, ExecOutputJson) {
+    ExecOutput out;
+    out.result.exit_code = 3;
+    out.stdoutData = "o";
+    out.stderrData = "e";
+    out.durationMs = 12;
+    auto j = execOutputJson(out);
+    EXPECT_EQ(j["exit_code"], 3);
+    EXPECT_EQ(j["stdout"], "o");
+    EXPECT_EQ(j["stderr"], "e");
+    EXPECT_EQ(j["duration_ms"], 12);
+    EXPECT_EQ(j["truncated"], false);
+}
+
+}  // namespace
+}  // namespace airlock::api

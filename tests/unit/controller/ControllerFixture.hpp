@@ -1,0 +1,53 @@
+#pragma once
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <list>
+
+#include "controller/SandboxController.hpp"
+#include "core/Error.hpp"
+#include "core/Ids.hpp"
+#include "store/Database.hpp"
+#include "support/FakeHypervisor.hpp"
+#include "support/InProcessAgent.hpp"
+#include "support/TestEnv.hpp"
+
+namespace airlock::test {
+
+// A controller over the fake hypervisor whose "guests" are in-process agents.
+class ControllerFixture : public ::testing::Test {
+protected:
+    ControllerFixture() {
+        templates = std::make_unique<TemplateCatalog>(std::vector<TemplateInfo>{
+            TemplateInfo{"minimal", "/k", "/i", "console=ttyS0", 1, 256, "sha256:test", "6.1"}});
+        db = std::make_unique<Database>(dir.path() + "/state.db");
+        store = std::make_unique<SandboxStore>(*db);
+        ControllerConfig config;
+        config.dataDir = dir.path();
+        config.execOutputCap = 4096;
+        controller = makeController(config);
+    }
+
+    std::unique_ptr<SandboxController> makeController(const ControllerConfig& config) {
+        return std::make_unique<SandboxController>(
+            config, hypervisor, *store, *templates,
+            [this](const std::string& socketPath, std::chrono::milliseconds) -> std::unique_ptr<AgentConnection> {
+                connectedSockets.push_back(socketPath);
+                if (failConnect) throw Error(ErrorCode::agent_timeout, "fake agent never answered");
+                agents.emplace_back();
+                return agents.back().connect();
+            });
+    }
+
+    TempDir dir;
+    FakeHypervisor hypervisor;
+    std::unique_ptr<TemplateCatalog> templates;
+    std::unique_ptr<Database> db;
+    std::unique_ptr<SandboxStore> store;
+    std::list<InProcessAgent> agents;
+    std::vector<std::string> connectedSockets;
+    bool failConnect = false;
+    std::unique_ptr<SandboxController> controller;
+};
+
+}  // namespace airlock::test

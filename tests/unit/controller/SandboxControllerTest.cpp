@@ -1,0 +1,155 @@
+#include "controller/SandboxController.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "ControllerFixture.hpp"
+#include "core/Error.hpp"
+
+namespace airlock {
+namespace {
+namespace fs = std::filesystem;
+using test::ControllerFixture;
+
+ErrorCode codeOf(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.code();
+    }
+    ADD_FAILURE() << "no error thrown";
+    return ErrorCode::internal;
+}
+
+ExecOptions rootShell(const std::string& s) {
+    ExecOptions o;
+    o.shell = s;
+    o.user = "root";
+    return o;
+}
+
+using SandboxControllerTest = ControllerFixture;
+
+TEST_F(SandboxControllerTest, CreateBootsAndPersistsARunningSandbox) {
+    auto r = controller->create("t1", CreateSandboxRequest{});
+    EXPECT_EQ(r.state, SandboxState::running);
+    EXPECT_TRUE(isValidId(r.id, "sbx-"));
+    EXPECT_EQ(hypervisor.count(), 1u);
+    auto& spec = hypervisor.spec(SandboxController::domainName(r.id));
+    EXPECT_EQ(spec.agentSocketPath, dir.path() + "/sandboxes/" + r.id + "/agent.sock");
+    EXPECT_EQ(spec.kernelPath, "/k");
+    EXPECT_TRUE(fs::is_directory(dir.path() + "/sandboxes/" + r.id));
+    EXPECT_EQ(store->find(r.id)->state, SandboxState::running);
+}
+
+TEST_F(SandboxControllerTest, ValidatesTemplateAndResources) {
+    CreateSandboxRequest bad;
+    bad.templateName = "nope";
+    EXPECT_EQ(codeOf([&] { controller->create("t1", bad); }), ErrorCode::not_found);
+    CreateSandboxRequest big;
+    big.vcpus = 99;
+    EXPECT_EQ(codeOf([&] { controller->create("t1", big); }), ErrorCode::bad_request);
+    CreateSandboxRequest tiny;
+    tiny.memoryMib = 1;
+    EXPECT_EQ(codeOf([&] { controller->create("t1", tiny); }), ErrorCode::bad_request);
+    EXPECT_EQ(hypervisor.count(), 0u);
+    EXPECT_TRUE(store->list("").empty());
+}
+
+TEST_F(SandboxControllerTest, FailedBootLeavesNothingBehind) {
+    failConnect = true;
+    EXPECT_EQ(codeOf([&] { controller->create("t1", CreateSandboxRequest{}); }), ErrorCode::agent_timeout);
+    EXPECT_EQ(hypervisor.count(), 0u) << "the domain must be destroyed";
+    EXPECT_TRUE(store->list("").empty());
+    EXPECT_TRUE(fs::is_empty(dir.path() + "/sandboxes"));
+    failConnect = false;
+    hypervisor.failNextStart();
+    EXPECT_EQ(codeOf([&] { controller->create("t1", CreateSandboxRequest{}); }), ErrorCode::hypervisor_error);
+    EXPECT_TRUE(store->list("").empty());
+    EXPECT_TRUE(fs::is_empty(dir.path() + "/sandboxes"));
+}
+
+TEST_F(SandboxControllerTest, ExecUsesSandboxEnvUnderRequestEnv) {
+    CreateSandboxRequest req;
+    req.env = {{"A", "from-sandbox"}, {"B", "from-sandbox"}};
+    auto r = controller->create("t1", req);
+    auto o = rootShell("echo $A $B");
+    o.env = {{"B", "from-request"}};
+    auto out = controller->exec("t1", r.id, o);
+    EXPECT_EQ(out.stdoutData, "from-sandbox from-request\n");
+}
+
+TEST_F(SandboxControllerTest, OutputCapComesFromConfig) {
+    auto r = controller->create("t1", CreateSandboxRequest{});
+    auto out = controller->exec("t1", r.id, rootShell("head -c 100000 /dev/zero"));
+    EXPECT_EQ(out.stdoutData.size(), 4096u);
+    EXPECT_TRUE(out.truncated);
+}
+
+TEST_F(SandboxControllerTest, OtherTenantsSeeNothing) {
+    auto r = controller->create("t1", CreateSandboxRequest{});
+    EXPECT_EQ(codeOf([&] { controller->get("t2", r.id); }), ErrorCode::not_found);
+    EXPECT_EQ(codeOf([&] { controller->exec("t2", r.id, rootShell("true")); }), ErrorCode::not_found);
+    EXPECT_EQ(codeOf([&] { controller->destroy("t2", r.id); }), ErrorCode::not_found);
+    EXPECT_TRUE(controller->list("t2").empty());
+    EXPECT_EQ(controller->list("t1").size(), 1u);
+}
+
+TEST_F(SandboxControllerTest, DestroyRemovesDomainFilesAndRecord) {
+    auto r = controller->create("t1", CreateSandboxRequest{});
+    controller->destroy("t1", r.id);
+    EXPECT_EQ(hypervisor.count(), 0u);
+    EXPECT_FALSE(fs::exists(dir.path() + "/sandboxes/" + r.id));
+    EXPECT_EQ(codeOf([&] { controller->get("t1", r.id); }), ErrorCode::not_found);
+    EXPECT_EQ(codeOf([&] { controller->exec("t1", r.id, rootShell("true")); }), ErrorCode::not_found);
+}
+
+TEST_F(SandboxControllerTest, ExecOnStoppedSandboxIsConflict) {
+    auto r = controller->create("t1", CreateSandboxRequest{});
+    store->updateState(r.id, SandboxState::stopped);
+    EXPECT_EQ(codeOf([&] { controller->exec("t1", r.id, rootShell("true")); }), ErrorCode::conflict);
+}
+
+TEST_F(SandboxControllerTest, ReconnectsWhenTheAgentConnectionDied) {
+    auto r = controller->create("t1", CreateSandboxRequest{});
+    agents.clear();  // the guest agent goes away (killed, restarted)
+    EXPECT_TRUE(test::waitFor([&] { return controller->liveConnections() == 0; }, std::chrono::seconds(5)));
+    auto out = controller->exec("t1", r.id, rootShell("echo again"));
+    EXPECT_EQ(out.stdoutData, "again\n");
+    EXPECT_EQ(connectedSockets.size(), 2u);
+}
+
+TEST_F(SandboxControllerTest, RecoverFinishesHalfDoneWorkAndKillsOrphans) {
+    auto kept = controller->create("t1", CreateSandboxRequest{});
+    auto vanished = controller->create("t1", CreateSandboxRequest{});
+    auto halfCreated = controller->create("t1", CreateSandboxRequest{});
+    auto halfDeleted = controller->create("t1", CreateSandboxRequest{});
+    store->updateState(halfCreated.id, SandboxState::creating);
+    store->updateState(halfDeleted.id, SandboxState::deleting);
+    hypervisor.vanish(SandboxController::domainName(vanished.id));
+    hypervisor.addOrphan("airlock-sbx-orphanorphanorphan12");
+    hypervisor.addOrphan("somebody-elses-vm");
+    fs::create_directories(dir.path() + "/sandboxes/sbx-strayyyyyyyyyyyyyyyy");
+
+    // A new controller over the same store, as after a SIGKILL.
+    ControllerConfig config;
+    config.dataDir = dir.path();
+    auto restarted = makeController(config);
+    restarted->recover();
+
+    EXPECT_EQ(store->find(kept.id)->state, SandboxState::running);
+    EXPECT_EQ(store->find(vanished.id)->state, SandboxState::stopped);
+    EXPECT_FALSE(store->find(halfCreated.id));
+    EXPECT_FALSE(store->find(halfDeleted.id));
+    auto domains = hypervisor.listDomains();
+    EXPECT_EQ(domains, (std::vector<std::string>{SandboxController::domainName(kept.id), "somebody-elses-vm"}));
+    EXPECT_FALSE(fs::exists(dir.path() + "/sandboxes/sbx-strayyyyyyyyyyyyyyyy"));
+    EXPECT_FALSE(fs::exists(dir.path() + "/sandboxes/" + halfCreated.id));
+    EXPECT_TRUE(fs::exists(dir.path() + "/sandboxes/" + kept.id));
+    // The adopted sandbox is usable through the new controller.
+    EXPECT_EQ(restarted->exec("t1", kept.id, rootShell("echo adopted")).stdoutData, "adopted\n");
+}
+
+}  // namespace
+}  // namespace airlock

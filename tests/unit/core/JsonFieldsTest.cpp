@@ -1,0 +1,32 @@
+#include "core/JsonFields.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/Error.hpp"
+
+namespace airlock {
+namespace {
+
+ErrorCode codeOf(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.code();
+    }
+    return ErrorCode::internal;
+}
+
+TEST(JsonFields, UnknownFieldIsBadRequest) {
+    auto j = nlohmann::json::parse(R"({"a":1,"b":2})");
+    EXPECT_NO_THROW(rejectUnknownFields(j, {"a", "b"}, "x"));
+    EXPECT_EQ(codeOf([&] { rejectUnknownFields(j, {"a"}, "x"); }), ErrorCode::bad_request);
+}
+
+TEST(JsonFields, MalformedBodyIsBadRequest) {
+    EXPECT_EQ(codeOf([] { parseJsonBody("{\"a\":"); }), ErrorCode::bad_request);
+    EXPECT_EQ(codeOf([] { parseJsonBody(""); }), ErrorCode::bad_request);
+    EXPECT_EQ(codeOf([] { rejectUnknownFields(parseJsonBody("[1]"), {}, "x"); }), ErrorCode::bad_request);
+}
+
+}  // namespace
+}  // namespace airlock

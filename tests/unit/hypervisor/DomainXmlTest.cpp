@@ -1,0 +1,80 @@
+#include "hypervisor/DomainXml.hpp"
+
+#include <gtest/gtest.h>
+
+namespace airlock {
+namespace {
+
+DomainSpec spec() {
+    DomainSpec s;
+    s.name = "airlock-sbx-test";
+    s.uuid = "0b7a4c3e-1111-4222-8333-444455556666";
+    s.vcpus = 2;
+    s.memoryMib = 512;
+    s.kernelPath = "/t/vmlinuz";
+    s.initrdPath = "/t/initramfs.cpio.gz";
+    s.cmdline = "console=ttyS0 panic=-1";
+    s.consoleLogPath = "/d/console.log";
+    s.agentSocketPath = "/d/agent.sock";
+    s.agentPortName = "org.airlock.agent.0";
+    return s;
+}
+
+bool has(const std::string& xml, const std::string& part) { return xml.find(part) != std::string::npos; }
+
+TEST(DomainXml, TcgGuestOnQ35WithDirectKernelBoot) {
+    auto xml = buildDomainXml(spec());
+    EXPECT_TRUE(has(xml, "<domain type='qemu'>"));
+    EXPECT_TRUE(has(xml, "machine='q35'"));
+    EXPECT_TRUE(has(xml, "<kernel>/t/vmlinuz</kernel>"));
+    EXPECT_TRUE(has(xml, "<initrd>/t/initramfs.cpio.gz</initrd>"));
+    EXPECT_TRUE(has(xml, "<memory unit='MiB'>512</memory>"));
+    EXPECT_TRUE(has(xml, "<vcpu>2</vcpu>"));
+    EXPECT_FALSE(has(xml, "host-passthrough"));
+}
+
+TEST(DomainXml, NoUsbNoBalloonNoGraphics) {
+    auto xml = buildDomainXml(spec());
+    EXPECT_TRUE(has(xml, "<controller type='usb' model='none'/>"));
+    EXPECT_TRUE(has(xml, "<memballoon model='none'/>"));
+    EXPECT_FALSE(has(xml, "<graphics"));
+    EXPECT_FALSE(has(xml, "<interface"));  // no NIC: default-deny network
+}
+
+TEST(DomainXml, AgentChannelAndConsoleAndRng) {
+    auto xml = buildDomainXml(spec());
+    EXPECT_TRUE(has(xml, "<source mode='bind' path='/d/agent.sock'/>"));
+    EXPECT_TRUE(has(xml, "<target type='virtio' name='org.airlock.agent.0'/>"));
+    EXPECT_TRUE(has(xml, "<serial type='file'>"));
+    EXPECT_TRUE(has(xml, "<source path='/d/console.log'/>"));
+    EXPECT_TRUE(has(xml, "<rng model='virtio'>"));
+}
+
+TEST(DomainXml, KvmUsesHostCpu) {
+    auto s = spec();
+    s.accel = Accel::kvm;
+    auto xml = buildDomainXml(s);
+    EXPECT_TRUE(has(xml, "<domain type='kvm'>"));
+    EXPECT_TRUE(has(xml, "host-passthrough"));
+}
+
+TEST(DomainXml, EscapesEverythingItInterpolates) {
+    auto s = spec();
+    s.cmdline = "a<b & c='d'";
+    s.agentSocketPath = "/d/x'/><evil/>";
+    auto xml = buildDomainXml(s);
+    EXPECT_FALSE(has(xml, "<evil/>"));
+    EXPECT_TRUE(has(xml, "a&lt;b &amp; c=&apos;d&apos;"));
+}
+
+TEST(DomainXml, RejectsIncompleteSpecs) {
+    auto s = spec();
+    s.kernelPath.clear();
+    EXPECT_ANY_THROW(buildDomainXml(s));
+    s = spec();
+    s.memoryMib = 0;
+    EXPECT_ANY_THROW(buildDomainXml(s));
+}
+
+}  // namespace
+}  // namespace airlock
