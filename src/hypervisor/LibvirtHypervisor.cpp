@@ -80,7 +80,19 @@ LibvirtHypervisor::LibvirtHypervisor(const LibvirtOptions& options) : accel_(opt
         previous = n;
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
-    logInfo("hypervisor", "connected to " + uri_ + " (accel " + accelName(accel_) + ")");
+    // libvirt probes QEMU's capabilities on first use (seconds under TCG) and
+    // caches them in the driver root: pay that at start-up, not in the
+    // first client's create.
+    auto probeStart = std::chrono::steady_clock::now();
+    if (char* caps = virConnectGetDomainCapabilities(conn_, nullptr, "x86_64", "q35",
+                                                     accel_ == Accel::kvm ? "kvm" : "qemu", 0)) {
+        free(caps);
+    } else {
+        logWarn("hypervisor", "cannot read domain capabilities: " + lastLibvirtError());
+    }
+    auto probeMs = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - probeStart);
+    logInfo("hypervisor", "connected to " + uri_ + " (accel " + accelName(accel_) + ", capabilities ready in " +
+                              std::to_string(probeMs.count()) + " ms)");
 }
 
 LibvirtHypervisor::~LibvirtHypervisor() {
