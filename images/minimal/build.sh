@@ -244,6 +244,7 @@ mknod -m 0600 "$STAGE"/dev/console c 5 1
 
 install -m 0755 "$INIT" "$STAGE"/init
 install -m 0755 "$AGENT" "$STAGE"/sbin/airlock-agent
+strip --strip-unneeded "$STAGE"/sbin/airlock-agent  # debug info is for the host, not the guest
 install -m 0755 "$BUSYBOX" "$STAGE"/bin/busybox
 # ~270 applets: builtins only, apart from the one ln per link.
 declare -A APPLET_DIRS=()
