@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,23 +12,21 @@
 #include <thread>
 #include <vector>
 
+#include "agent/ExecStream.hpp"
+#include "agent/FileStreams.hpp"
+#include "agent/Spawn.hpp"
+#include "agent/TunnelStream.hpp"
 #include "protocol/Messages.hpp"
 
 namespace airlock::guest {
 namespace {
 using protocol::FrameType;
 
-std::int64_t nowMs() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
 void agentLog(const std::string& msg) { std::fprintf(stderr, "airlock-agent: %s\n", msg.c_str()); }
 
 constexpr std::size_t kReadChunk = 64 * 1024;
-// Stop reading child output while this much is waiting for the host: output
-// then backs up into the pipes and the commands block, memory stays bounded.
+// Stop producing output while this much waits for the host: commands then
+// block on their pipes and memory stays bounded.
 constexpr std::size_t kOutputHighWater = 2 * 1024 * 1024;
 }  // namespace
 
@@ -45,6 +42,8 @@ Agent::Agent(std::string portName) : portName_(std::move(portName)) {
 }
 
 Agent::Agent(UniqueFd connectedPort) : Agent(std::string()) { port_.adopt(std::move(connectedPort)); }
+
+Agent::~Agent() = default;
 
 void Agent::stop() {
     std::uint64_t one = 1;
@@ -78,11 +77,12 @@ int Agent::run() {
     return 0;
 }
 
+bool Agent::outputRoom() const { return sessionOpen_ && port_.queued() < kOutputHighWater; }
+
 void Agent::sendFrame(FrameType type, std::uint32_t stream, const std::string& payload, std::uint8_t flags) {
     // Only what belongs to the current host session is worth queueing.
     if (!sessionOpen_ && type != FrameType::hello_ack && type != FrameType::reset) return;
-    if (!port_.enqueue(protocol::encodeFrame(type, stream, payload, flags)))
-        agentLog("output queue full, dropping a frame");
+    if (!port_.enqueue(protocol::encodeFrame(type, stream, payload, flags))) agentLog("output queue full, dropping a frame");
 }
 
 void Agent::sendReset(std::uint32_t stream, const std::string& code, const std::string& message) {
@@ -90,102 +90,62 @@ void Agent::sendReset(std::uint32_t stream, const std::string& code, const std::
 }
 
 void Agent::pollOnce() {
-    std::vector<pollfd> fds;
-    std::vector<std::pair<ExecSession*, int>> owners;  // parallel to fds[kFixed..]
-    constexpr std::size_t kFixed = 3;
+    PollSet set;
     short portEvents = POLLIN;
-    if (port_.queued() > 0) portEvents |= POLLOUT;
-    fds.push_back({port_.fd(), portEvents, 0});
-    fds.push_back({signalFd_.get(), POLLIN, 0});
-    fds.push_back({stopFd_.get(), POLLIN, 0});
-    bool outputRoom = port_.queued() < kOutputHighWater && sessionOpen_;
-    std::int64_t now = nowMs();
-    int timeout = !hostConnected_ ? 100 : sessions_.empty() ? 1000 : 100;
-    for (auto& [id, s] : sessions_) {
-        if (outputRoom && s->credit() > 0) {
-            if (s->stdoutFd() >= 0) {
-                fds.push_back({s->stdoutFd(), POLLIN, 0});
-                owners.push_back({s.get(), s->stdoutFd()});
-            }
-            if (s->stderrFd() >= 0) {
-                fds.push_back({s->stderrFd(), POLLIN, 0});
-                owners.push_back({s.get(), s->stderrFd()});
-            }
-        }
-        if (s->wantsStdinWrite()) {
-            fds.push_back({s->stdinFd(), POLLOUT, 0});
-            owners.push_back({s.get(), s->stdinFd()});
-        }
-        if (auto d = s->nextDeadlineMs(); d > 0) timeout = static_cast<int>(std::max<std::int64_t>(0, std::min<std::int64_t>(timeout, d - now)));
-    }
-    // While the host is away the port reports POLLHUP at once; poll it only
-    // at a slow pace then instead of spinning.
-    if (!hostConnected_) fds[0].events = POLLIN;
-    int n = ::poll(fds.data(), fds.size(), timeout);
+    if (hostConnected_ && port_.queued() > 0) portEvents |= POLLOUT;
+    set.add(port_.fd(), portEvents, nullptr);
+    set.add(signalFd_.get(), POLLIN, nullptr);
+    set.add(stopFd_.get(), POLLIN, nullptr);
+    const std::size_t fixed = set.fds.size();
+    for (auto& [id, s] : streams_) s->collectFds(set);
+    const std::size_t streamEnd = set.fds.size();
+    std::vector<BackgroundProcess*> procOwners;
+    processes_.collectFds(set.fds, procOwners);
+
+    std::int64_t now = monotonicMs();
+    int timeout = !hostConnected_ ? 100 : streams_.empty() ? 1000 : 200;
+    for (auto& [id, s] : streams_)
+        if (auto d = s->nextDeadlineMs(); d > 0) timeout = static_cast<int>(std::clamp<std::int64_t>(d - now, 0, timeout));
+    int n = ::poll(set.fds.data(), set.fds.size(), timeout);
     if (n < 0) return;
 
-    short portRevents = fds[0].revents;
+    short portRevents = set.fds[0].revents;
     if (portRevents & POLLHUP) {
+        // No host on the other end: virtio-serial reports HUP at once, so
+        // wait a little instead of spinning.
         if (hostConnected_) onHostGone();
         if (!(portRevents & POLLIN)) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     } else {
         hostConnected_ = true;
     }
     if (portRevents & POLLIN) onPortReadable();
-    reapChildren();
-    if (fds[2].revents & POLLIN) {
+    if (set.fds[1].revents & POLLIN) {
+        signalfd_siginfo info;
+        while (::read(signalFd_.get(), &info, sizeof info) == sizeof info) {
+        }
+    }
+    if (set.fds[2].revents & POLLIN) {
         stopping_ = true;
         return;
     }
-    for (std::size_t i = kFixed; i < fds.size(); ++i) {
-        if (!fds[i].revents) continue;
-        auto [session, fd] = owners[i - kFixed];
-        if (!sessions_.count(session->stream()) || sessions_[session->stream()].get() != session) continue;
-        if (fd == session->stdinFd()) {
-            session->writeStdin();
-        } else {
-            pumpSessionOutput(*session, fd,
-                              fd == session->stdoutFd() ? protocol::Channel::stdout_ : protocol::Channel::stderr_);
-        }
+    for (std::size_t i = fixed; i < streamEnd; ++i) {
+        if (!set.fds[i].revents) continue;
+        StreamHandler* owner = set.owners[i];
+        // The stream may have been dropped by a frame handled above.
+        auto it = streams_.find(owner->id());
+        if (it == streams_.end() || it->second.get() != owner || owner->done()) continue;
+        owner->onFdReady(set.fds[i].fd, set.fds[i].revents);
     }
-    now = nowMs();
-    for (auto& [id, s] : sessions_) s->tick(now);
-    finishSessions();
+    for (std::size_t i = streamEnd; i < set.fds.size(); ++i)
+        if (set.fds[i].revents) procOwners[i - streamEnd]->onFdReady(set.fds[i].fd);
+    processes_.reapAll();
+    now = monotonicMs();
+    for (auto it = streams_.begin(); it != streams_.end();) {
+        it->second->tick(now);
+        if (it->second->done()) it = streams_.erase(it);
+        else ++it;
+    }
     if (hostConnected_ && port_.queued() > 0 && !port_.flush()) onHostGone();
-}
-
-void Agent::pumpSessionOutput(ExecSession& session, int fd, protocol::Channel channel) {
-    std::size_t max = std::min<std::size_t>({kReadChunk, std::size_t(session.credit()), protocol::kMaxPayload});
-    if (max == 0) return;
-    std::string chunk = session.readOutput(fd, max);
-    if (chunk.empty()) return;
-    session.spendCredit(static_cast<std::uint32_t>(chunk.size()));
-    sendFrame(FrameType::data, session.stream(), chunk, static_cast<std::uint8_t>(channel));
-}
-
-void Agent::reapChildren() {
-    signalfd_siginfo info;
-    while (::read(signalFd_.get(), &info, sizeof info) == sizeof info) {
-    }
-    // Per session rather than waitpid(-1): when the agent is embedded in a
-    // threaded process (tests) SIGCHLD may go to another thread, so this also
-    // runs on every loop turn.
-    for (auto& [id, s] : sessions_) {
-        if (s->exited() || s->pid() <= 0) continue;
-        int status = 0;
-        if (::waitpid(s->pid(), &status, WNOHANG) == s->pid()) s->onExited(status);
-    }
-}
-
-void Agent::finishSessions() {
-    for (auto it = sessions_.begin(); it != sessions_.end();) {
-        if (it->second->finished()) {
-            sendFrame(FrameType::close, it->first, protocol::toJson(it->second->result()));
-            it = sessions_.erase(it);
-        } else {
-            ++it;
-        }
-    }
 }
 
 void Agent::onPortReadable() {
@@ -201,7 +161,7 @@ void Agent::onPortReadable() {
             // Lost sync with the host: tell it, drop the session, wait for a new hello.
             agentLog("protocol error: " + decoder_.lastError());
             sendReset(0, "protocol_error", decoder_.lastError());
-            dropAllSessions();
+            dropSessionStreams();
             sessionOpen_ = false;
             decoder_.clear();
             decoder_.setResync(true);
@@ -218,42 +178,45 @@ void Agent::onHostGone() {
     port_.dropQueued();
     decoder_.clear();
     decoder_.setResync(true);
-    dropAllSessions();
+    dropSessionStreams();
 }
 
-void Agent::dropAllSessions() {
-    // Streamed execs belong to the host session that asked for them.
-    sessions_.clear();
+void Agent::dropSessionStreams() {
+    // Streams (execs, transfers, tunnels) belong to the host session that
+    // opened them; background processes do not and keep running.
+    streams_.clear();
 }
 
 void Agent::handleFrame(const protocol::Frame& frame) {
     if (frame.type == FrameType::hello) return handleHello(frame);
     if (!sessionOpen_) return;  // stale frames from before the hello
+    if (frame.type == FrameType::ping) return sendFrame(FrameType::pong, frame.stream, frame.payload);
+    if (frame.type == FrameType::open) return handleOpen(frame);
+    auto it = streams_.find(frame.stream);
+    if (it == streams_.end()) return;  // a finished stream's stragglers
+    StreamHandler& s = *it->second;
     switch (frame.type) {
-        case FrameType::ping:
-            sendFrame(FrameType::pong, frame.stream, frame.payload);
-            return;
-        case FrameType::open:
-            return handleOpen(frame);
         case FrameType::window: {
             std::uint32_t credit = 0;
-            auto it = sessions_.find(frame.stream);
-            if (!protocol::decodeWindowPayload(frame.payload, credit))
-                return sendReset(frame.stream, "bad_frame", "window payload must be 4 bytes");
-            if (it != sessions_.end()) it->second->addCredit(credit);
-            return;
-        }
-        case FrameType::reset: {
-            auto it = sessions_.find(frame.stream);
-            if (it != sessions_.end()) sessions_.erase(it);  // destructor kills the group
+            if (!protocol::decodeWindowPayload(frame.payload, credit)) return s.fail("bad_frame", "window payload must be 4 bytes");
+            s.addCredit(credit);
             return;
         }
         case FrameType::data:
+            if (s.acceptIncoming(frame.payload.size())) s.onData(frame.flags, frame.payload);
+            return;
         case FrameType::close:
-            // Streamed stdin arrives with the WebSocket exec; until then ignore.
+            return s.onCloseWrite();
+        case FrameType::control: {
+            auto j = nlohmann::json::parse(frame.payload, nullptr, false);
+            if (j.is_discarded()) return s.fail("bad_frame", "control payload is not JSON");
+            return s.onControl(j);
+        }
+        case FrameType::reset:
+            streams_.erase(it);  // handlers' destructors kill what they started
             return;
         default:
-            return sendReset(frame.stream, "bad_frame", "unexpected frame type from host");
+            return s.fail("bad_frame", "unexpected frame type from host");
     }
 }
 
@@ -261,40 +224,96 @@ void Agent::handleHello(const protocol::Frame& frame) {
     try {
         auto hello = protocol::parseHello(frame.payload);
         if (hello.version != protocol::kProtocolVersion) {
-            sessionOpen_ = true;
             sendReset(0, "version_mismatch", "agent speaks version " + std::to_string(protocol::kProtocolVersion));
-            sessionOpen_ = false;
             return;
         }
-        dropAllSessions();
+        dropSessionStreams();
         port_.dropQueued();
         ++epoch_;
         sessionOpen_ = true;
         decoder_.setResync(false);
         sendFrame(FrameType::hello_ack, 0,
-                  protocol::toJson(protocol::HelloAck{protocol::kProtocolVersion, hello.nonce, epoch_,
-                                                      "airlock-agent 0.1.0"}));
+                  protocol::toJson(protocol::HelloAck{protocol::kProtocolVersion, hello.nonce, epoch_, "airlock-agent 0.2.0"}));
     } catch (const protocol::MessageError& e) {
         sendReset(0, "bad_hello", e.message);
     }
 }
 
 void Agent::handleOpen(const protocol::Frame& frame) {
-    if (frame.stream == 0) return sendReset(0, "bad_frame", "open on stream 0");
-    if (sessions_.count(frame.stream)) return sendReset(frame.stream, "bad_frame", "stream already open");
-    if (sessions_.size() >= kMaxSessions) return sendReset(frame.stream, "busy", "too many open streams");
-    protocol::ExecRequest request;
+    const std::uint32_t id = frame.stream;
+    if (id == 0) return sendReset(0, "bad_frame", "open on stream 0");
+    if (streams_.count(id)) return sendReset(id, "bad_frame", "stream already open");
+    if (streams_.size() >= kMaxStreams) return sendReset(id, "busy", "too many open streams");
+    auto request = nlohmann::json::parse(frame.payload, nullptr, false);
+    if (!request.is_object()) return sendReset(id, "bad_request", "open payload must be a JSON object");
+    std::string op = protocol::openOp(frame.payload);
+    std::unique_ptr<StreamHandler> handler;
     try {
-        request = protocol::parseExecRequest(frame.payload);
+        if (op == "exec") {
+            handler = std::make_unique<ExecStream>(id, *this, protocol::parseExecRequest(frame.payload));
+        } else if (op == "file_write") {
+            handler = std::make_unique<FileWriteStream>(id, *this, request);
+        } else if (op == "file_read") {
+            handler = std::make_unique<FileReadStream>(id, *this, request);
+        } else if (op == "fs") {
+            return runFsOp(id, *this, request);
+        } else if (op == "tunnel") {
+            handler = std::make_unique<TunnelStream>(id, *this, request);
+        } else if (op.rfind("process_", 0) == 0) {
+            return handleProcessOp(id, op, request);
+        } else {
+            return sendReset(id, "bad_request", "unknown op '" + op + "'");
+        }
     } catch (const protocol::MessageError& e) {
-        return sendReset(frame.stream, "bad_request", e.message);
+        return sendReset(id, "bad_request", e.message);
+    } catch (const std::exception& e) {
+        return sendReset(id, "internal", e.what());
     }
-    auto session = std::make_unique<ExecSession>(frame.stream, request);
-    if (session->finished()) {
-        sendFrame(FrameType::close, frame.stream, protocol::toJson(session->result()));
+    if (!handler->done()) streams_[id] = std::move(handler);
+}
+
+void Agent::handleProcessOp(std::uint32_t id, const std::string& op, const nlohmann::json& request) {
+    auto reply = [&](const nlohmann::json& j) { sendFrame(FrameType::close, id, dumpJson(j)); };
+    if (op == "process_start") {
+        protocol::ExecRequest exec;
+        try {
+            exec = protocol::parseExecRequest(request.dump());
+        } catch (const protocol::MessageError& e) {
+            return sendReset(id, "bad_request", e.message);
+        }
+        std::string code, error;
+        auto j = processes_.start(exec, code, error);
+        if (!code.empty()) return sendReset(id, code, error);
+        return reply(j);
+    }
+    if (op == "process_list") return reply({{"processes", processes_.list()}});
+    auto pidField = request.find("id");
+    pid_t pid = 0;
+    if (pidField != request.end() && pidField->is_string()) {
+        const std::string& s = pidField->get_ref<const std::string&>();
+        if (!s.empty() && s.size() < 10 && s.find_first_not_of("0123456789") == std::string::npos) pid = std::stoi(s);
+    }
+    BackgroundProcess* proc = pid > 0 ? processes_.find(pid) : nullptr;
+    if (!proc) return sendReset(id, "not_found", "no background process with that id");
+    if (op == "process_get") return reply(proc->describe());
+    if (op == "process_signal") {
+        int sig = signalFromName(request.value("signal", std::string("TERM")));
+        if (!sig) return sendReset(id, "bad_request", "unknown signal");
+        proc->signal(sig);
+        return reply(proc->describe());
+    }
+    if (op == "process_stdin") {
+        if (auto data = request.find("data"); data != request.end() && data->is_string())
+            if (!proc->writeStdin(data->get<std::string>())) return sendReset(id, "conflict", "stdin is closed");
+        if (request.value("eof", false)) proc->closeStdin();
+        return reply(proc->describe());
+    }
+    if (op == "process_logs") {
+        auto handler = std::make_unique<ProcessLogStream>(id, *this, processes_, pid, request.value("follow", false));
+        if (!handler->done()) streams_[id] = std::move(handler);
         return;
     }
-    sessions_[frame.stream] = std::move(session);
+    sendReset(id, "bad_request", "unknown op '" + op + "'");
 }
 
 }  // namespace airlock::guest

@@ -4,26 +4,34 @@
 #include <memory>
 #include <string>
 
-#include "agent/ExecSession.hpp"
 #include "agent/PortChannel.hpp"
+#include "agent/ProcessTable.hpp"
+#include "agent/StreamHandler.hpp"
 #include "core/UniqueFd.hpp"
 #include "protocol/FrameDecoder.hpp"
 
 namespace airlock::guest {
 
 // The agent's single-threaded event loop: one poll() over the port, every
-// session's pipes and a signalfd for SIGCHLD. Nothing here blocks.
-class Agent {
+// stream's descriptors, every background process's output and a signalfd for
+// SIGCHLD. Request handling is trace -> check -> do: every open is logged,
+// validated (shape, limits, paths) and only then acted on. Nothing blocks.
+class Agent : public FrameSink {
 public:
-    static constexpr std::size_t kMaxSessions = 256;
+    static constexpr std::size_t kMaxStreams = 256;
 
     explicit Agent(std::string portName);
     // Serves an already open byte stream (tests: one end of a socketpair).
     explicit Agent(UniqueFd connectedPort);
+    ~Agent() override;
     // Runs until stop() (in the guest: forever); returns the exit code.
     int run();
     // Thread-safe: makes run() return soon.
     void stop();
+
+    void sendFrame(protocol::FrameType type, std::uint32_t stream, const std::string& payload,
+                   std::uint8_t flags = 0) override;
+    bool outputRoom() const override;
 
 private:
     bool openPort();
@@ -33,13 +41,9 @@ private:
     void handleFrame(const protocol::Frame& frame);
     void handleHello(const protocol::Frame& frame);
     void handleOpen(const protocol::Frame& frame);
-    void sendFrame(protocol::FrameType type, std::uint32_t stream, const std::string& payload,
-                   std::uint8_t flags = 0);
+    void handleProcessOp(std::uint32_t stream, const std::string& op, const nlohmann::json& request);
     void sendReset(std::uint32_t stream, const std::string& code, const std::string& message);
-    void pumpSessionOutput(ExecSession& session, int fd, protocol::Channel channel);
-    void reapChildren();
-    void finishSessions();
-    void dropAllSessions();
+    void dropSessionStreams();
 
     std::string portName_;
     PortChannel port_;
@@ -50,7 +54,8 @@ private:
     bool hostConnected_ = false;
     bool sessionOpen_ = false;  // a hello was answered on this connection
     std::uint64_t epoch_ = 0;
-    std::map<std::uint32_t, std::unique_ptr<ExecSession>> sessions_;
+    std::map<std::uint32_t, std::unique_ptr<StreamHandler>> streams_;
+    ProcessTable processes_;
 };
 
 }  // namespace airlock::guest

@@ -48,15 +48,14 @@ long readWithDeadline(int fd, std::string& into, Clock::time_point deadline) {
 }
 }  // namespace
 
-struct AgentConnection::Stream {
-    std::mutex mutex;
-    std::condition_variable cv;
-    std::size_t cap = 0;
-    ExecOutput output;
-    bool done = false;
-    std::string error;       // set when the stream was reset or the connection died
-    std::string errorCode;
-};
+Error agentError(const std::string& code, const std::string& message) {
+    if (code == "not_found") return Error(ErrorCode::not_found, message);
+    if (code == "conflict" || code == "no_space") return Error(ErrorCode::conflict, message);
+    if (code == "permission_denied") return Error(ErrorCode::forbidden, message);
+    if (code == "bad_request") return Error(ErrorCode::bad_request, message);
+    if (code == "busy") return Error(ErrorCode::unavailable, message);
+    return Error(ErrorCode::agent_error, message.empty() ? code : message);
+}
 
 AgentConnection::AgentConnection(UniqueFd fd) : fd_(std::move(fd)) {
     wakeFd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -65,14 +64,23 @@ AgentConnection::AgentConnection(UniqueFd fd) : fd_(std::move(fd)) {
 }
 
 AgentConnection::~AgentConnection() {
-    alive_ = false;
-    std::uint64_t one = 1;
-    (void)!::write(wakeFd_.get(), &one, sizeof one);
-    if (reader_.joinable()) reader_.join();
+    close();
+    if (reader_.joinable()) {
+        // The reader holds a reference to us, so the last one may be
+        // released on the reader thread itself, after its loop ended.
+        if (reader_.get_id() == std::this_thread::get_id()) reader_.detach();
+        else reader_.join();
+    }
     failAll("agent connection closed");
 }
 
-std::unique_ptr<AgentConnection> AgentConnection::connect(const std::string& socketPath,
+void AgentConnection::close() {
+    alive_ = false;
+    std::uint64_t one = 1;
+    (void)!::write(wakeFd_.get(), &one, sizeof one);
+}
+
+std::shared_ptr<AgentConnection> AgentConnection::connect(const std::string& socketPath,
                                                           std::chrono::milliseconds timeout) {
     auto deadline = Clock::now() + timeout;
     // The socket appears when QEMU starts; until then, retry.
@@ -88,8 +96,8 @@ std::unique_ptr<AgentConnection> AgentConnection::connect(const std::string& soc
     }
 }
 
-std::unique_ptr<AgentConnection> AgentConnection::fromFd(UniqueFd fd, std::chrono::milliseconds timeout) {
-    std::unique_ptr<AgentConnection> conn(new AgentConnection(std::move(fd)));
+std::shared_ptr<AgentConnection> AgentConnection::fromFd(UniqueFd fd, std::chrono::milliseconds timeout) {
+    std::shared_ptr<AgentConnection> conn(new AgentConnection(std::move(fd)));
     conn->handshake(timeout);
     conn->startReader();
     return conn;
@@ -106,7 +114,7 @@ void AgentConnection::handshake(std::chrono::milliseconds timeout) {
     while (Clock::now() < deadline) {
         if (Clock::now() >= nextHello) {
             nonce = newSecretToken().substr(0, 24);
-            send(FrameType::hello, 0, protocol::toJson(protocol::Hello{protocol::kProtocolVersion, nonce}));
+            sendFrame(FrameType::hello, 0, protocol::toJson(protocol::Hello{protocol::kProtocolVersion, nonce}));
             nextHello = Clock::now() + std::chrono::milliseconds(500);
         }
         std::string bytes;
@@ -141,10 +149,11 @@ void AgentConnection::handshake(std::chrono::milliseconds timeout) {
 }
 
 void AgentConnection::startReader() {
-    reader_ = std::thread([this] { readerLoop(); });
+    // The reader keeps the connection alive until close() or the socket's end.
+    reader_ = std::thread([self = shared_from_this()] { self->readerLoop(); });
 }
 
-void AgentConnection::send(FrameType type, std::uint32_t stream, const std::string& payload, std::uint8_t flags) {
+void AgentConnection::sendFrame(FrameType type, std::uint32_t stream, const std::string& payload, std::uint8_t flags) {
     std::string bytes = protocol::encodeFrame(type, stream, payload, flags);
     std::lock_guard lock(writeMutex_);
     std::size_t off = 0;
@@ -167,7 +176,7 @@ void AgentConnection::readerLoop() {
             if (errno == EINTR) continue;
             break;
         }
-        if (fds[1].revents) break;
+        if (fds[1].revents) break;  // close()
         ssize_t n = ::read(fd_.get(), buf.data(), buf.size());
         if (n <= 0) {
             if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
@@ -193,26 +202,26 @@ void AgentConnection::readerLoop() {
             }
         }
     }
+    failAll("agent connection closed");
 }
 
 void AgentConnection::failAll(const std::string& why) {
     alive_ = false;
-    std::map<std::uint32_t, std::shared_ptr<Stream>> streams;
+    std::map<std::uint32_t, std::weak_ptr<AgentStream>> streams;
     {
         std::lock_guard lock(streamsMutex_);
         if (failure_.empty()) failure_ = why;
         streams.swap(streams_);
     }
-    for (auto& [id, s] : streams) {
-        std::lock_guard lock(s->mutex);
-        if (!s->done) {
-            s->done = true;
-            s->error = why;
-            s->errorCode = "connection_lost";
-        }
-        s->cv.notify_all();
-    }
+    for (auto& [id, weak] : streams)
+        if (auto s = weak.lock())
+            s->deliver({AgentStream::Event::Kind::reset, 0, protocol::toJson(protocol::ResetInfo{"connection_lost", why})});
     pingCv_.notify_all();
+}
+
+void AgentConnection::forget(std::uint32_t stream) {
+    std::lock_guard lock(streamsMutex_);
+    streams_.erase(stream);
 }
 
 void AgentConnection::dispatch(const protocol::Frame& frame) {
@@ -225,107 +234,101 @@ void AgentConnection::dispatch(const protocol::Frame& frame) {
     if (frame.stream == 0) {
         if (frame.type == FrameType::reset) {
             auto info = protocol::parseResetInfo(frame.payload);
-            failAll("agent reset the session: " + info.code + " " + info.message);
+            failAll("the agent reset the session (" + info.code + ": " + info.message + ")");
         }
         return;  // a late hello_ack and the like
     }
-    std::shared_ptr<Stream> stream;
+    std::shared_ptr<AgentStream> stream;
     {
         std::lock_guard lock(streamsMutex_);
         auto it = streams_.find(frame.stream);
-        if (it != streams_.end()) stream = it->second;
+        if (it != streams_.end()) stream = it->second.lock();
+        if (stream && (frame.type == FrameType::close || frame.type == FrameType::reset)) streams_.erase(it);
     }
     if (!stream) return;  // a cancelled stream's stragglers
+    using Kind = AgentStream::Event::Kind;
     switch (frame.type) {
-        case FrameType::data: {
-            {
-                std::lock_guard lock(stream->mutex);
-                auto& out = frame.flags == static_cast<std::uint8_t>(protocol::Channel::stderr_)
-                                ? stream->output.stderrData
-                                : stream->output.stdoutData;
-                std::size_t room = stream->cap > out.size() ? stream->cap - out.size() : 0;
-                if (frame.payload.size() > room) stream->output.truncated = true;
-                out.append(frame.payload, 0, std::min(room, frame.payload.size()));
-            }
-            // Consumed (kept or dropped): give the credit back at once so the
-            // command is never stalled by a buffered exec.
-            send(FrameType::window, frame.stream,
-                 protocol::encodeWindowPayload(static_cast<std::uint32_t>(frame.payload.size())));
+        case FrameType::window: {
+            std::uint32_t credit = 0;
+            if (protocol::decodeWindowPayload(frame.payload, credit)) stream->addSendCredit(credit);
             return;
         }
-        case FrameType::close: {
-            std::lock_guard lock(stream->mutex);
-            try {
-                stream->output.result = protocol::parseExecResult(frame.payload);
-            } catch (const protocol::MessageError& e) {
-                stream->error = e.message;
-                stream->errorCode = "bad_frame";
-            }
-            stream->done = true;
-            stream->cv.notify_all();
-            return;
-        }
-        case FrameType::reset: {
-            auto info = protocol::parseResetInfo(frame.payload);
-            std::lock_guard lock(stream->mutex);
-            stream->done = true;
-            stream->error = info.message.empty() ? info.code : info.message;
-            stream->errorCode = info.code;
-            stream->cv.notify_all();
-            return;
-        }
-        default:
-            return;
+        case FrameType::data: return stream->deliver({Kind::data, frame.flags, frame.payload});
+        case FrameType::control: return stream->deliver({Kind::control, 0, frame.payload});
+        case FrameType::close: return stream->deliver({Kind::close, 0, frame.payload});
+        case FrameType::reset: return stream->deliver({Kind::reset, 0, frame.payload});
+        default: return;
     }
 }
 
-std::shared_ptr<AgentConnection::Stream> AgentConnection::openStream(std::uint32_t& id, std::size_t cap) {
-    auto s = std::make_shared<Stream>();
-    s->cap = cap;
-    std::lock_guard lock(streamsMutex_);
-    if (!alive_) throw Error(ErrorCode::agent_error, "agent connection is down: " + failure_);
-    id = nextStream_++;
-    streams_[id] = s;
-    return s;
+std::shared_ptr<AgentStream> AgentConnection::open(const nlohmann::json& request, AgentStream::Handler handler) {
+    std::shared_ptr<AgentStream> stream;
+    {
+        std::lock_guard lock(streamsMutex_);
+        if (!alive_) throw Error(ErrorCode::agent_error, "agent connection is down: " + failure_);
+        std::uint32_t id = nextStream_++;
+        stream = std::make_shared<AgentStream>(id, weak_from_this(), std::move(handler));
+        streams_[id] = stream;
+    }
+    sendFrame(FrameType::open, stream->id(), request.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return stream;
 }
 
-void AgentConnection::closeStream(std::uint32_t id) {
-    std::lock_guard lock(streamsMutex_);
-    streams_.erase(id);
+namespace {
+[[noreturn]] void throwReset(const std::string& payload) {
+    auto info = protocol::parseResetInfo(payload);
+    throw agentError(info.code, info.message.empty() ? info.code : info.message);
+}
+}  // namespace
+
+nlohmann::json AgentConnection::call(const nlohmann::json& request, std::chrono::milliseconds wait) {
+    auto stream = open(request);
+    auto deadline = AgentStream::Clock::now() + wait;
+    while (auto e = stream->next(deadline)) {
+        if (e->kind == AgentStream::Event::Kind::reset) throwReset(e->payload);
+        if (e->kind == AgentStream::Event::Kind::close) {
+            auto j = nlohmann::json::parse(e->payload, nullptr, false);
+            if (j.is_discarded()) throw Error(ErrorCode::agent_error, "agent sent a malformed result");
+            return j;
+        }
+    }
+    throw Error(ErrorCode::agent_timeout, "the agent did not answer in time");
 }
 
-ExecOutput AgentConnection::exec(const protocol::ExecRequest& request, std::size_t outputCap,
+ExecOutput AgentConnection::exec(const protocol::ExecRequest& requestIn, std::size_t outputCap,
                                  std::chrono::milliseconds wait) {
-    std::uint32_t id = 0;
-    auto stream = openStream(id, outputCap);
+    protocol::ExecRequest request = requestIn;
+    request.output_cap = outputCap;
     auto started = steadyMillis();
-    try {
-        send(FrameType::open, id, protocol::toJson(request));
-    } catch (...) {
-        closeStream(id);
-        throw;
-    }
-    std::unique_lock lock(stream->mutex);
-    bool finished = stream->cv.wait_for(lock, wait, [&] { return stream->done; });
-    if (!finished) {
-        lock.unlock();
-        closeStream(id);
-        try {
-            send(FrameType::reset, id, protocol::toJson(protocol::ResetInfo{"cancelled", "host timeout"}));
-        } catch (const Error&) {
+    auto stream = open(nlohmann::json::parse(protocol::toJson(request)));
+    auto deadline = AgentStream::Clock::now() + wait;
+    ExecOutput out;
+    while (true) {
+        auto e = stream->next(deadline);
+        if (!e) {
+            stream->reset("cancelled", "host timeout");
+            throw Error(ErrorCode::agent_timeout, "the agent did not finish the command in time");
         }
-        throw Error(ErrorCode::agent_timeout, "the agent did not finish the command in time");
+        using Kind = AgentStream::Event::Kind;
+        if (e->kind == Kind::data) {
+            // The agent enforces the cap; this guards against one that does not.
+            auto& buf = e->channel == 2 ? out.stderrData : out.stdoutData;
+            std::size_t room = outputCap > buf.size() ? outputCap - buf.size() : 0;
+            if (e->payload.size() > room) out.truncated = true;
+            buf.append(e->payload, 0, std::min(room, e->payload.size()));
+        } else if (e->kind == Kind::reset) {
+            throwReset(e->payload);
+        } else if (e->kind == Kind::close) {
+            try {
+                out.result = protocol::parseExecResult(e->payload);
+            } catch (const protocol::MessageError& m) {
+                throw Error(ErrorCode::agent_error, m.message);
+            }
+            out.truncated = out.truncated || out.result.truncated;
+            out.durationMs = steadyMillis() - started;
+            return out;
+        }
     }
-    ExecOutput out = std::move(stream->output);
-    std::string error = stream->error, code = stream->errorCode;
-    lock.unlock();
-    closeStream(id);
-    if (!error.empty()) {
-        if (code == "bad_request") throw Error(ErrorCode::bad_request, error);
-        throw Error(ErrorCode::agent_error, error);
-    }
-    out.durationMs = steadyMillis() - started;
-    return out;
 }
 
 bool AgentConnection::ping(std::chrono::milliseconds wait) {
@@ -333,7 +336,7 @@ bool AgentConnection::ping(std::chrono::milliseconds wait) {
     std::uint64_t before = pongsSeen_;
     lock.unlock();
     try {
-        send(FrameType::ping, 0, "");
+        sendFrame(FrameType::ping, 0, "");
     } catch (const Error&) {
         return false;
     }

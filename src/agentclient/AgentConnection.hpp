@@ -6,10 +6,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
+#include "agentclient/AgentStream.hpp"
+#include "core/Error.hpp"
 #include "core/UniqueFd.hpp"
 #include "protocol/FrameDecoder.hpp"
 #include "protocol/Messages.hpp"
@@ -24,49 +26,56 @@ struct ExecOutput {
     std::int64_t durationMs = 0;
 };
 
+// Maps an agent's reset code ("not_found", "conflict", ...) to a typed error.
+Error agentError(const std::string& code, const std::string& message);
+
 // The host end of one sandbox's agent channel: a unix socket that QEMU
-// bridges to the guest's virtio-serial port. One reader thread demultiplexes
-// frames into streams; callers block on their own stream only.
-class AgentConnection {
+// bridges to the guest's virtio-serial port (or an AF_VSOCK socket). One
+// reader thread demultiplexes frames into AgentStreams.
+class AgentConnection : public std::enable_shared_from_this<AgentConnection> {
 public:
     // Connects (retrying until the socket exists) and performs the hello
     // handshake; throws Error(agent_timeout) when the agent does not answer
     // before `timeout`.
-    static std::unique_ptr<AgentConnection> connect(const std::string& socketPath,
-                                                    std::chrono::milliseconds timeout);
-    // Wraps an already connected byte stream (tests use a socketpair).
-    static std::unique_ptr<AgentConnection> fromFd(UniqueFd fd, std::chrono::milliseconds timeout);
+    static std::shared_ptr<AgentConnection> connect(const std::string& socketPath, std::chrono::milliseconds timeout);
+    // Wraps an already connected byte stream (socketpairs in tests, vsock).
+    static std::shared_ptr<AgentConnection> fromFd(UniqueFd fd, std::chrono::milliseconds timeout);
 
     ~AgentConnection();
     AgentConnection(const AgentConnection&) = delete;
     AgentConnection& operator=(const AgentConnection&) = delete;
 
-    // Runs one command and collects its output, each of stdout/stderr capped
-    // at `outputCap` bytes (the rest is drained and dropped: `truncated`).
-    // Waits at most `wait`; then cancels the command and throws agent_timeout.
-    ExecOutput exec(const protocol::ExecRequest& request, std::size_t outputCap,
-                    std::chrono::milliseconds wait);
+    // Opens a stream with the given open request (JSON with "op").
+    std::shared_ptr<AgentStream> open(const nlohmann::json& request, AgentStream::Handler handler = nullptr);
 
-    // Round trip of a ping frame; false on timeout or a dead connection.
+    // One-shot request: opens, waits for the close, returns its JSON; an
+    // agent reset becomes the matching Error.
+    nlohmann::json call(const nlohmann::json& request, std::chrono::milliseconds wait);
+
+    // Runs one command and collects its output; the agent caps each of
+    // stdout/stderr at `outputCap` bytes (the rest is drained in the guest and
+    // dropped: `truncated`). Waits at most `wait`, then cancels the command.
+    ExecOutput exec(const protocol::ExecRequest& request, std::size_t outputCap, std::chrono::milliseconds wait);
+
     bool ping(std::chrono::milliseconds wait);
+    // Stops the reader and fails every open stream; idempotent.
+    void close();
 
     bool alive() const { return alive_.load(); }
     std::uint64_t epoch() const { return epoch_; }
     const std::string& agentVersion() const { return agentVersion_; }
 
-private:
-    struct Stream;
+    // Used by AgentStream.
+    void sendFrame(protocol::FrameType type, std::uint32_t stream, const std::string& payload, std::uint8_t flags = 0);
+    void forget(std::uint32_t stream);
 
+private:
     explicit AgentConnection(UniqueFd fd);
     void handshake(std::chrono::milliseconds timeout);
     void startReader();
     void readerLoop();
     void dispatch(const protocol::Frame& frame);
     void failAll(const std::string& why);
-    void send(protocol::FrameType type, std::uint32_t stream, const std::string& payload,
-              std::uint8_t flags = 0);
-    std::shared_ptr<Stream> openStream(std::uint32_t& id, std::size_t cap);
-    void closeStream(std::uint32_t id);
 
     UniqueFd fd_;
     UniqueFd wakeFd_;  // eventfd that stops the reader
@@ -74,7 +83,7 @@ private:
     std::atomic<bool> alive_{true};
     std::mutex writeMutex_;
     std::mutex streamsMutex_;
-    std::map<std::uint32_t, std::shared_ptr<Stream>> streams_;
+    std::map<std::uint32_t, std::weak_ptr<AgentStream>> streams_;
     std::uint32_t nextStream_ = 1;
     std::string failure_;
     std::uint64_t epoch_ = 0;

@@ -115,6 +115,21 @@ void HttpSession::onWrite(bool keepAlive, beast::error_code ec, std::size_t) {
 void HttpSession::close() {
     beast::error_code ec;
     stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+    // Closing with unread input makes the kernel send a reset, which can
+    // destroy the response (a 413) before the client reads it: read and drop
+    // what the client still sends, bounded in bytes and time.
+    drainBudget_ = 64 * 1024 * 1024;
+    stream_.expires_after(std::chrono::seconds(5));
+    drain();
+}
+
+void HttpSession::drain() {
+    drainBuffer_.resize(64 * 1024);
+    stream_.async_read_some(asio::buffer(drainBuffer_), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+        if (ec || n >= self->drainBudget_) return;
+        self->drainBudget_ -= n;
+        self->drain();
+    });
 }
 
 }  // namespace airlock::api

@@ -4,6 +4,7 @@
 #include <boost/beast/http.hpp>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "api/Router.hpp"
 
@@ -31,6 +32,7 @@ private:
     void respond(ApiResponse response, bool keepAlive, unsigned version);
     void onWrite(bool keepAlive, boost::beast::error_code ec, std::size_t bytes);
     void close();
+    void drain();
 
     boost::beast::tcp_stream stream_;
     boost::beast::flat_buffer buffer_;
@@ -39,6 +41,8 @@ private:
     Router& router_;
     boost::asio::thread_pool& workers_;
     HttpLimits limits_;
+    std::vector<char> drainBuffer_;
+    std::size_t drainBudget_ = 0;
 };
 
 }  // namespace airlock::api

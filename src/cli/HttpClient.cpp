@@ -42,11 +42,14 @@ HttpResult HttpClient::request(const std::string& method, const std::string& tar
     req.prepare_payload();
     stream.expires_after(timeout);
     http::write(stream, req, ec);
-    if (ec) throw std::runtime_error("request failed: " + ec.message());
+    // A server may answer early (413) and stop reading: the response is
+    // still worth reading when the write failed.
+    beast::error_code writeError = ec;
     beast::flat_buffer buffer;
     http::response_parser<http::string_body> parser;
     parser.body_limit(1ull << 30);
     http::read(stream, buffer, parser, ec);
+    if (ec && writeError) throw std::runtime_error("request failed: " + writeError.message());
     if (ec) throw std::runtime_error("reading the response failed: " + ec.message());
     stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
     return HttpResult{static_cast<int>(parser.get().result_int()), parser.get().body()};

@@ -150,6 +150,7 @@ std::shared_ptr<AgentConnection> SandboxController::agentFor(const std::string& 
     if (!rt->agent || !rt->agent->alive()) {
         // After a controller restart or an agent restart: a new hello starts a
         // clean session (DESIGN.md, "The agent channel").
+        if (rt->agent) rt->agent->close();
         rt->agent.reset();
         rt->agent = connector_(sandboxDir(id) + "/agent.sock", std::chrono::seconds(15));
     }
@@ -169,6 +170,7 @@ void SandboxController::teardown(const std::string& id) {
     }
     if (rt) {
         std::lock_guard lock(rt->mutex);
+        if (rt->agent) rt->agent->close();
         rt->agent.reset();
     }
     std::error_code ec;

@@ -34,7 +34,7 @@ struct CreateSandboxRequest {
 };
 
 using AgentConnector =
-    std::function<std::unique_ptr<AgentConnection>(const std::string& socketPath, std::chrono::milliseconds)>;
+    std::function<std::shared_ptr<AgentConnection>(const std::string& socketPath, std::chrono::milliseconds)>;
 
 // Owns the sandbox lifecycle: every state change is written to the store
 // before it is acted on, so a restart can finish or undo it (recover()).

@@ -6,7 +6,7 @@
 
 namespace airlock::protocol {
 
-bool isKnownFrameType(std::uint8_t t) { return t >= 1 && t <= 9; }
+bool isKnownFrameType(std::uint8_t t) { return t >= 1 && t <= 10; }
 
 namespace {
 void putU32(std::string& out, std::uint32_t v) {

@@ -27,12 +27,13 @@ enum class FrameType : std::uint8_t {
     hello = 1,      // host -> agent: {"version","nonce"}
     hello_ack = 2,  // agent -> host: {"version","nonce","epoch","agent"}
     open = 3,       // host -> agent: {"op":"exec",...}
-    data = 4,       // raw bytes; flags = channel (0 stdin, 1 stdout, 2 stderr)
+    data = 4,       // raw bytes; flags = channel (0 stdin/upload, 1 stdout/download, 2 stderr)
     window = 5,     // payload: u32 credit increment
-    close = 6,      // end of stream, with a JSON result
+    close = 6,      // host -> agent: end of its data (EOF); agent -> host: end of stream + JSON result
     reset = 7,      // abort a stream (or, on stream 0, the session): {"code","message"}
     ping = 8,
     pong = 9,
+    control = 10,   // in-stream JSON: host -> agent {"signal"} / {"resize"}; agent -> host {"pid"}
 };
 
 bool isKnownFrameType(std::uint8_t t);

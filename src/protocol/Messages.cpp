@@ -40,17 +40,29 @@ std::string toJson(const HelloAck& m) {
 }
 
 std::string toJson(const ExecRequest& m) {
-    return dump({{"op", "exec"},
+    return dump({{"op", m.background ? "process_start" : "exec"},
                  {"argv", m.argv},
                  {"cwd", m.cwd},
                  {"env", m.env},
                  {"user", m.user},
                  {"timeout_ms", m.timeout_ms},
-                 {"stdin", m.stdin_data}});
+                 {"stdin", m.stdin_data},
+                 {"stdin_stream", m.stdin_stream},
+                 {"tty", m.tty},
+                 {"rows", m.rows},
+                 {"cols", m.cols},
+                 {"output_cap", m.output_cap}});
+}
+
+std::string openOp(const std::string& payload) {
+    json j = json::parse(payload, nullptr, false);
+    if (!j.is_object()) return {};
+    auto it = j.find("op");
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 std::string toJson(const ExecResult& m) {
-    json j{{"exit_code", m.exit_code}, {"timed_out", m.timed_out}};
+    json j{{"exit_code", m.exit_code}, {"timed_out", m.timed_out}, {"truncated", m.truncated}};
     if (m.signal) j["signal"] = *m.signal;
     if (!m.error.empty()) j["error"] = m.error;
     return dump(j);
@@ -80,8 +92,10 @@ HelloAck parseHelloAck(const std::string& payload) {
 ExecRequest parseExecRequest(const std::string& payload) {
     const char* what = "exec";
     json j = parseObject(payload, what);
-    if (getString(j, "op", what) != "exec") throw MessageError{"open: unknown op"};
+    std::string op = getString(j, "op", what);
+    if (op != "exec" && op != "process_start") throw MessageError{"open: unknown op"};
     ExecRequest r;
+    r.background = op == "process_start";
     auto argv = j.find("argv");
     if (argv == j.end() || !argv->is_array() || argv->empty())
         throw MessageError{"exec: 'argv' must be a non-empty array of strings"};
@@ -111,6 +125,21 @@ ExecRequest parseExecRequest(const std::string& payload) {
     if (t < 0) throw MessageError{"exec: negative timeout"};
     r.timeout_ms = static_cast<std::uint64_t>(t);
     r.stdin_data = getString(j, "stdin", what, false);
+    auto flag = [&](const char* key) {
+        auto it = j.find(key);
+        if (it == j.end()) return false;
+        if (!it->is_boolean()) throw MessageError{std::string("exec: '") + key + "' must be a boolean"};
+        return it->get<bool>();
+    };
+    r.stdin_stream = flag("stdin_stream");
+    r.tty = flag("tty");
+    std::int64_t rows = getInt(j, "rows", what, 24), cols = getInt(j, "cols", what, 80);
+    if (rows < 1 || rows > 1000 || cols < 1 || cols > 1000) throw MessageError{"exec: bad terminal size"};
+    r.rows = static_cast<unsigned>(rows);
+    r.cols = static_cast<unsigned>(cols);
+    std::int64_t cap = getInt(j, "output_cap", what, 0);
+    if (cap < 0) throw MessageError{"exec: negative output_cap"};
+    r.output_cap = static_cast<std::uint64_t>(cap);
     return r;
 }
 
@@ -122,6 +151,8 @@ ExecResult parseExecResult(const std::string& payload) {
     if (sig != j.end() && sig->is_number_integer()) r.signal = sig->get<int>();
     auto to = j.find("timed_out");
     r.timed_out = to != j.end() && to->is_boolean() && to->get<bool>();
+    auto tr = j.find("truncated");
+    r.truncated = tr != j.end() && tr->is_boolean() && tr->get<bool>();
     r.error = getString(j, "error", "exec result", false);
     return r;
 }

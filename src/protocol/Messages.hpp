@@ -40,10 +40,16 @@ struct ExecRequest {
     std::string user = "user";  // "user" (uid 1000) or "root"
     std::uint64_t timeout_ms = 0;  // 0: none
     std::string stdin_data;
+    bool stdin_stream = false;     // stdin arrives as data frames (channel 0) until a close
+    bool tty = false;              // run on a pseudo-terminal (stdout carries both streams)
+    unsigned rows = 24, cols = 80;
+    std::uint64_t output_cap = 0;  // per channel; beyond it output is drained and dropped (0: no cap)
+    bool background = false;       // op "process_start": outlives the stream and the host session
 };
 
 struct ExecResult {
     int exit_code = -1;
+    bool truncated = false;
     std::optional<int> signal;  // set when the process was killed by a signal
     bool timed_out = false;
     std::string error;  // non-empty when the command could not be started
@@ -59,6 +65,8 @@ std::string toJson(const HelloAck& m);
 std::string toJson(const ExecRequest& m);
 std::string toJson(const ExecResult& m);
 std::string toJson(const ResetInfo& m);
+// The "op" of an open frame's JSON payload ("" when there is none).
+std::string openOp(const std::string& payload);
 
 Hello parseHello(const std::string& payload);
 HelloAck parseHelloAck(const std::string& payload);

@@ -19,7 +19,7 @@ InProcessAgent::~InProcessAgent() {
     thread_.join();
 }
 
-std::unique_ptr<AgentConnection> InProcessAgent::connect() {
+std::shared_ptr<AgentConnection> InProcessAgent::connect() {
     return AgentConnection::fromFd(takeHostEnd(), std::chrono::seconds(5));
 }
 

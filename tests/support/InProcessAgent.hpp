@@ -16,7 +16,7 @@ public:
     ~InProcessAgent();
     // The host end, for AgentConnection::fromFd.
     UniqueFd takeHostEnd() { return std::move(hostEnd_); }
-    std::unique_ptr<AgentConnection> connect();
+    std::shared_ptr<AgentConnection> connect();
 
 private:
     UniqueFd hostEnd_;

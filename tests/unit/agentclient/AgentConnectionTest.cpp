@@ -28,7 +28,7 @@ protocol::ExecRequest shell(const std::string& script, std::uint64_t timeoutMs =
 class AgentChannel : public ::testing::Test {
 protected:
     test::InProcessAgent agent;
-    std::unique_ptr<AgentConnection> conn = agent.connect();
+    std::shared_ptr<AgentConnection> conn = agent.connect();
 };
 
 TEST_F(AgentChannel, HandshakeGivesAnEpoch) {

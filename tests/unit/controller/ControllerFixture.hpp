@@ -31,7 +31,7 @@ protected:
     std::unique_ptr<SandboxController> makeController(const ControllerConfig& config) {
         return std::make_unique<SandboxController>(
             config, hypervisor, *store, *templates,
-            [this](const std::string& socketPath, std::chrono::milliseconds) -> std::unique_ptr<AgentConnection> {
+            [this](const std::string& socketPath, std::chrono::milliseconds) -> std::shared_ptr<AgentConnection> {
                 connectedSockets.push_back(socketPath);
                 if (failConnect) throw Error(ErrorCode::agent_timeout, "fake agent never answered");
                 agents.emplace_back();

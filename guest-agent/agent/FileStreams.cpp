@@ -1,0 +1,244 @@
+#include "agent/FileStreams.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <vector>
+
+#include "agent/GuestFs.hpp"
+
+namespace airlock::guest {
+namespace {
+
+std::string errText(int err) { return std::strerror(err); }
+
+std::string stringField(const nlohmann::json& j, const char* key) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+bool pathField(const nlohmann::json& j, const char* key, std::string& out) {
+    auto p = normalizeGuestPath(stringField(j, key));
+    if (!p) return false;
+    out = *p;
+    return true;
+}
+
+int removeTree(const std::string& path) {
+    struct stat st{};
+    if (::lstat(path.c_str(), &st) != 0) return errno;
+    if (S_ISDIR(st.st_mode)) {
+        DIR* d = ::opendir(path.c_str());
+        if (!d) return errno;
+        std::vector<std::string> names;
+        while (dirent* e = ::readdir(d)) {
+            std::string n = e->d_name;
+            if (n != "." && n != "..") names.push_back(n);
+        }
+        ::closedir(d);
+        for (const auto& n : names)
+            if (int err = removeTree(path + "/" + n)) return err;
+        return ::rmdir(path.c_str()) == 0 ? 0 : errno;
+    }
+    return ::unlink(path.c_str()) == 0 ? 0 : errno;
+}
+
+class FsOpStream : public StreamHandler {
+public:
+    FsOpStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request) : StreamHandler(id, sink) {
+        run(request);
+    }
+
+private:
+    void run(const nlohmann::json& request) {
+        UserEntry user;
+        std::string error;
+        if (!resolveUser(request, user, error)) return fail("bad_request", error);
+        std::string path;
+        if (!pathField(request, "path", path)) return fail("bad_request", "path must be absolute");
+        std::string action = stringField(request, "action");
+        AsUser as(user.uid, user.gid);
+        int err = 0;
+        if (action == "stat" || action == "list") {
+            auto entry = statEntry(path, path == "/" ? "/" : path.substr(path.rfind('/') + 1), err);
+            if (err) return fail(errnoCode(err), errText(err) + ": " + path);
+            if (action == "list" && entry["type"] == "directory") {
+                DIR* d = ::opendir(path.c_str());
+                if (!d) return fail(errnoCode(errno), errText(errno) + ": " + path);
+                nlohmann::json entries = nlohmann::json::array();
+                std::vector<std::string> names;
+                while (dirent* e = ::readdir(d)) {
+                    std::string n = e->d_name;
+                    if (n != "." && n != "..") names.push_back(n);
+                }
+                ::closedir(d);
+                std::sort(names.begin(), names.end());
+                constexpr std::size_t kMaxEntries = 10000;
+                for (const auto& n : names) {
+                    if (entries.size() >= kMaxEntries) {
+                        entry["truncated"] = true;
+                        break;
+                    }
+                    int e2 = 0;
+                    auto child = statEntry(path == "/" ? "/" + n : path + "/" + n, n, e2);
+                    if (!e2) entries.push_back(child);
+                }
+                entry["entries"] = entries;
+            }
+            return finish(entry);
+        }
+        if (action == "mkdir") {
+            err = makeDirs(path, 0755);
+            if (err) return fail(errnoCode(err), errText(err) + ": " + path);
+            return finish(statEntry(path, path.substr(path.rfind('/') + 1), err));
+        }
+        if (action == "remove") {
+            if (path == "/") return fail("bad_request", "refusing to remove /");
+            bool recursive = request.value("recursive", false);
+            struct stat st{};
+            if (::lstat(path.c_str(), &st) != 0) return fail(errnoCode(errno), errText(errno) + ": " + path);
+            if (S_ISDIR(st.st_mode)) err = recursive ? removeTree(path) : (::rmdir(path.c_str()) == 0 ? 0 : errno);
+            else err = ::unlink(path.c_str()) == 0 ? 0 : errno;
+            if (err) return fail(errnoCode(err), errText(err) + ": " + path);
+            return finish({{"removed", path}});
+        }
+        if (action == "move") {
+            std::string to;
+            if (!pathField(request, "to", to)) return fail("bad_request", "'to' must be an absolute path");
+            if (::rename(path.c_str(), to.c_str()) != 0) return fail(errnoCode(errno), errText(errno) + ": " + path + " -> " + to);
+            return finish(statEntry(to, to.substr(to.rfind('/') + 1), err));
+        }
+        fail("bad_request", "unknown fs action '" + action + "'");
+    }
+};
+
+}  // namespace
+
+bool resolveUser(const nlohmann::json& request, UserEntry& out, std::string& error) {
+    std::string name = stringField(request, "user");
+    if (name.empty()) name = "user";
+    auto u = lookupUser(name);
+    if (!u) {
+        error = "unknown user '" + name + "'";
+        return false;
+    }
+    out = *u;
+    return true;
+}
+
+void runFsOp(std::uint32_t id, FrameSink& sink, const nlohmann::json& request) { FsOpStream(id, sink, request); }
+
+FileWriteStream::FileWriteStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request)
+    : StreamHandler(id, sink) {
+    start(request);
+}
+
+void FileWriteStream::start(const nlohmann::json& request) {
+    std::string error;
+    if (!resolveUser(request, user_, error)) return fail("bad_request", error);
+    if (!pathField(request, "path", path_) || path_ == "/") return fail("bad_request", "path must be an absolute file path");
+    int mode = request.value("mode", 0644);
+    if (mode < 0 || mode > 07777) return fail("bad_request", "bad mode");
+    AsUser as(user_.uid, user_.gid);
+    std::string parent = path_.substr(0, path_.rfind('/'));
+    if (!parent.empty())
+        if (int err = makeDirs(parent, 0755)) return fail(errnoCode(err), errText(err) + ": " + parent);
+    struct stat st{};
+    if (::stat(path_.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return fail("conflict", "is a directory: " + path_);
+    char suffix[32];
+    std::snprintf(suffix, sizeof suffix, ".airlock-upload-%d-%u", ::getpid(), id());
+    tempPath_ = path_ + suffix;
+    fd_.reset(::open(tempPath_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, static_cast<mode_t>(mode)));
+    if (!fd_) return fail(errnoCode(errno), errText(errno) + ": " + path_);
+    ::fchmod(fd_.get(), static_cast<mode_t>(mode));  // not narrowed by the umask
+}
+
+FileWriteStream::~FileWriteStream() {
+    if (fd_) {
+        // Aborted (reset, host gone, error): the target keeps its old content.
+        fd_.reset();
+        AsUser as(user_.uid, user_.gid);
+        ::unlink(tempPath_.c_str());
+    }
+}
+
+void FileWriteStream::onData(std::uint8_t channel, std::string bytes) {
+    if (done()) return;
+    if (channel != 0) return fail("bad_frame", "uploads take data on channel 0");
+    std::size_t off = 0;
+    while (off < bytes.size()) {
+        ssize_t n = ::write(fd_.get(), bytes.data() + off, bytes.size() - off);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            int err = errno;
+            fail(errnoCode(err), errText(err) + ": " + path_);
+            return;
+        }
+        off += static_cast<std::size_t>(n);
+    }
+    size_ += bytes.size();
+    grant(bytes.size());
+}
+
+void FileWriteStream::onCloseWrite() {
+    if (done()) return;
+    AsUser as(user_.uid, user_.gid);
+    if (::fsync(fd_.get()) != 0 || ::close(fd_.release()) != 0) return fail(errnoCode(errno), errText(errno) + ": " + path_);
+    if (::rename(tempPath_.c_str(), path_.c_str()) != 0) {
+        int err = errno;
+        ::unlink(tempPath_.c_str());
+        return fail(errnoCode(err), errText(err) + ": " + path_);
+    }
+    int err = 0;
+    auto entry = statEntry(path_, path_.substr(path_.rfind('/') + 1), err);
+    finish(err ? nlohmann::json{{"path", path_}, {"size", size_}} : entry);
+}
+
+FileReadStream::FileReadStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request)
+    : StreamHandler(id, sink) {
+    start(request);
+}
+
+void FileReadStream::start(const nlohmann::json& request) {
+    UserEntry user;
+    std::string error, path;
+    if (!resolveUser(request, user, error)) return fail("bad_request", error);
+    if (!pathField(request, "path", path)) return fail("bad_request", "path must be absolute");
+    AsUser as(user.uid, user.gid);
+    fd_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    if (!fd_) return fail(errnoCode(errno), errText(errno) + ": " + path);
+    struct stat st{};
+    ::fstat(fd_.get(), &st);
+    if (S_ISDIR(st.st_mode)) return fail("conflict", "is a directory: " + path);
+    if (!S_ISREG(st.st_mode)) return fail("bad_request", "not a regular file: " + path);
+    size_ = static_cast<std::uint64_t>(st.st_size);
+    sendControl({{"size", size_}});
+}
+
+void FileReadStream::tick(std::int64_t) {
+    while (!done() && fd_) {
+        std::size_t room = sendable();
+        if (room == 0) return;
+        std::string buf(room, '\0');
+        ssize_t n = ::read(fd_.get(), buf.data(), room);
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN) return;
+            return fail(errnoCode(errno), errText(errno));
+        }
+        if (n == 0) {
+            fd_.reset();
+            return finish({{"size", sent_}});
+        }
+        buf.resize(static_cast<std::size_t>(n));
+        sent_ += buf.size();
+        sendData(1, buf);
+    }
+}
+
+}  // namespace airlock::guest

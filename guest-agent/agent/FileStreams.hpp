@@ -1,0 +1,48 @@
+#pragma once
+#include <string>
+
+#include "agent/StreamHandler.hpp"
+#include "agent/UserDb.hpp"
+#include "core/UniqueFd.hpp"
+
+namespace airlock::guest {
+
+// Upload: data frames (channel 0) into a temporary file next to the target,
+// renamed over it on the host's close, so a reader never sees half a file and
+// a failed upload leaves the old one intact. Parent directories are created.
+class FileWriteStream : public StreamHandler {
+public:
+    FileWriteStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request);
+    ~FileWriteStream() override;
+    void onData(std::uint8_t channel, std::string bytes) override;
+    void onCloseWrite() override;
+
+private:
+    void start(const nlohmann::json& request);
+    std::string path_, tempPath_;
+    UserEntry user_;
+    UniqueFd fd_;
+    std::uint64_t size_ = 0;
+};
+
+// Download: the file's bytes as data frames (channel 1) under credit, then a
+// close with the size.
+class FileReadStream : public StreamHandler {
+public:
+    FileReadStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request);
+    void tick(std::int64_t nowMs) override;
+
+private:
+    void start(const nlohmann::json& request);
+    UniqueFd fd_;
+    std::uint64_t size_ = 0, sent_ = 0;
+};
+
+// One-shot file-system operations: stat, list, mkdir, remove, move.
+// Answers with a close carrying the result or a reset carrying the error.
+void runFsOp(std::uint32_t id, FrameSink& sink, const nlohmann::json& request);
+
+// Resolves the "user" field of a file request (default "user").
+bool resolveUser(const nlohmann::json& request, UserEntry& out, std::string& error);
+
+}  // namespace airlock::guest

@@ -1,0 +1,97 @@
+#include "agent/GuestFs.hpp"
+
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <ctime>
+#include <vector>
+
+namespace airlock::guest {
+
+std::optional<std::string> normalizeGuestPath(const std::string& path) {
+    if (path.empty() || path[0] != '/' || path.size() > 4096 || path.find('\0') != std::string::npos)
+        return std::nullopt;
+    std::vector<std::string> parts;
+    std::size_t i = 0;
+    while (i < path.size()) {
+        std::size_t j = path.find('/', i);
+        if (j == std::string::npos) j = path.size();
+        std::string part = path.substr(i, j - i);
+        if (part == "..") {
+            if (!parts.empty()) parts.pop_back();
+        } else if (!part.empty() && part != ".") {
+            parts.push_back(part);
+        }
+        i = j + 1;
+    }
+    std::string out;
+    for (const auto& p : parts) out += "/" + p;
+    return out.empty() ? "/" : out;
+}
+
+AsUser::AsUser(uid_t uid, gid_t gid) {
+    oldGid_ = static_cast<gid_t>(::setfsgid(gid));
+    oldUid_ = static_cast<uid_t>(::setfsuid(uid));
+}
+
+AsUser::~AsUser() {
+    ::setfsuid(oldUid_);
+    ::setfsgid(oldGid_);
+}
+
+std::string errnoCode(int err) {
+    switch (err) {
+        case ENOENT: return "not_found";
+        case EEXIST:
+        case ENOTEMPTY:
+        case EISDIR:
+        case ENOTDIR:
+        case EBUSY:
+        case EXDEV: return "conflict";
+        case EACCES:
+        case EPERM:
+        case EROFS: return "permission_denied";
+        case EINVAL:
+        case ENAMETOOLONG:
+        case ELOOP: return "bad_request";
+        case ENOSPC:
+        case EDQUOT: return "no_space";
+        default: return "io_error";
+    }
+}
+
+int makeDirs(const std::string& path, mode_t mode) {
+    std::string cur;
+    std::size_t i = 1;
+    while (i <= path.size()) {
+        std::size_t j = path.find('/', i);
+        if (j == std::string::npos) j = path.size();
+        cur = path.substr(0, j);
+        if (!cur.empty() && ::mkdir(cur.c_str(), mode) != 0 && errno != EEXIST) return errno;
+        i = j + 1;
+    }
+    struct stat st{};
+    if (::stat(path.c_str(), &st) != 0) return errno;
+    return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+}
+
+nlohmann::json statEntry(const std::string& path, const std::string& name, int& err) {
+    struct stat st{};
+    if (::lstat(path.c_str(), &st) != 0) {
+        err = errno;
+        return {};
+    }
+    err = 0;
+    const char* type = S_ISREG(st.st_mode) ? "file" : S_ISDIR(st.st_mode) ? "directory" : S_ISLNK(st.st_mode) ? "symlink" : "other";
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+    std::tm tm{};
+    gmtime_r(&st.st_mtime, &tm);
+    char mtime[32];
+    std::strftime(mtime, sizeof mtime, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return {{"name", name}, {"path", path}, {"type", type}, {"size", st.st_size}, {"mode", mode}, {"mtime", mtime},
+            {"uid", st.st_uid}, {"gid", st.st_gid}};
+}
+
+}  // namespace airlock::guest

@@ -1,0 +1,39 @@
+#pragma once
+#include <sys/types.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace airlock::guest {
+
+// Client paths are resolved here, inside the guest, never on the host:
+// absolute only, "." and ".." resolved lexically, no NUL, bounded length.
+// Returns nullopt for anything else.
+std::optional<std::string> normalizeGuestPath(const std::string& path);
+
+// Runs file operations with a user's file-system identity (setfsuid and
+// setfsgid: the agent is single-threaded), restored on scope exit.
+class AsUser {
+public:
+    explicit AsUser(uid_t uid, gid_t gid);
+    ~AsUser();
+    AsUser(const AsUser&) = delete;
+    AsUser& operator=(const AsUser&) = delete;
+
+private:
+    uid_t oldUid_;
+    gid_t oldGid_;
+};
+
+// errno -> protocol error code the host maps to HTTP: not_found (404),
+// conflict (409), permission_denied (403), bad_request (400), io_error (500).
+std::string errnoCode(int err);
+
+// mkdir -p; returns 0 or an errno.
+int makeDirs(const std::string& path, mode_t mode);
+
+// {"name","path","type","size","mode","mtime"} of one path (lstat).
+nlohmann::json statEntry(const std::string& path, const std::string& name, int& err);
+
+}  // namespace airlock::guest

@@ -1,0 +1,190 @@
+#include "agent/ProcessTable.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
+
+namespace airlock::guest {
+namespace {
+std::string utcNow() {
+    std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+}  // namespace
+
+void OutputRing::append(std::string_view bytes) {
+    if (bytes.size() >= capacity_) {
+        data_.assign(bytes.substr(bytes.size() - capacity_));
+    } else {
+        data_.append(bytes);
+        if (data_.size() > capacity_) data_.erase(0, data_.size() - capacity_);
+    }
+    end_ += bytes.size();
+}
+
+std::string OutputRing::read(std::uint64_t from, std::size_t max) const {
+    if (from < begin()) from = begin();
+    if (from >= end_) return {};
+    std::size_t offset = static_cast<std::size_t>(from - begin());
+    return data_.substr(offset, max);
+}
+
+BackgroundProcess::BackgroundProcess(const protocol::ExecRequest& request, Spawned spawned)
+    : spawned_(std::move(spawned)), argv_(request.argv), startedAt_(utcNow()), output_(kRingBytes) {
+    if (!request.stdin_stream) {
+        if (!request.stdin_data.empty()) writeStdin(request.stdin_data);
+        spawned_.stdinFd.reset();
+    }
+}
+
+BackgroundProcess::~BackgroundProcess() {
+    if (!exited_ && spawned_.pid > 0) {
+        ::kill(-spawned_.pid, SIGKILL);
+        ::waitpid(spawned_.pid, nullptr, 0);
+    }
+}
+
+void BackgroundProcess::collectFds(std::vector<pollfd>& fds, std::vector<BackgroundProcess*>& owners) {
+    for (int fd : {spawned_.stdoutFd.get(), spawned_.stderrFd.get()}) {
+        if (fd < 0) continue;
+        fds.push_back({fd, POLLIN, 0});
+        owners.push_back(this);
+    }
+}
+
+void BackgroundProcess::onFdReady(int fd) {
+    char buf[64 * 1024];
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+        output_.append(std::string_view(buf, static_cast<std::size_t>(n)));
+        return;
+    }
+    if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        if (fd == spawned_.stdoutFd.get()) spawned_.stdoutFd.reset();
+        if (fd == spawned_.stderrFd.get()) spawned_.stderrFd.reset();
+    }
+}
+
+void BackgroundProcess::reap() {
+    if (exited_ || spawned_.pid <= 0) return;
+    int status = 0;
+    if (::waitpid(spawned_.pid, &status, WNOHANG) != spawned_.pid) return;
+    exited_ = true;
+    if (WIFEXITED(status)) exitCode_ = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) {
+        signal_ = WTERMSIG(status);
+        exitCode_ = 128 + signal_;
+    }
+    spawned_.stdinFd.reset();
+}
+
+void BackgroundProcess::signal(int sig) {
+    if (!exited_ && spawned_.pid > 0) ::kill(-spawned_.pid, sig);
+}
+
+bool BackgroundProcess::writeStdin(std::string_view bytes) {
+    while (spawned_.stdinFd && !bytes.empty()) {
+        ssize_t n = ::write(spawned_.stdinFd.get(), bytes.data(), bytes.size());
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN) return true;  // a full pipe drops the rest: the process is not reading
+            spawned_.stdinFd.reset();
+            return false;
+        }
+        bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return spawned_.stdinFd.valid();
+}
+
+nlohmann::json BackgroundProcess::describe() const {
+    nlohmann::json j{{"id", std::to_string(spawned_.pid)},
+                     {"pid", spawned_.pid},
+                     {"cmd", argv_},
+                     {"state", exited_ ? "exited" : "running"},
+                     {"started_at", startedAt_},
+                     {"output_bytes", output_.end()}};
+    if (exited_) {
+        j["exit_code"] = exitCode_;
+        if (signal_) j["signal"] = signal_;
+    }
+    return j;
+}
+
+nlohmann::json ProcessTable::start(const protocol::ExecRequest& request, std::string& errorCode, std::string& error) {
+    if (processes_.size() >= kMaxProcesses) {
+        // Forget the oldest exited process to make room; never a running one.
+        for (auto it = processes_.begin(); it != processes_.end(); ++it)
+            if (!it->second->running()) {
+                processes_.erase(it);
+                break;
+            }
+        if (processes_.size() >= kMaxProcesses) {
+            errorCode = "busy";
+            error = "too many background processes";
+            return {};
+        }
+    }
+    Spawned spawned = spawnProcess(request);
+    if (spawned.pid < 0) {
+        errorCode = "spawn_failed";
+        error = spawned.error;
+        return {};
+    }
+    pid_t pid = spawned.pid;
+    auto proc = std::make_unique<BackgroundProcess>(request, std::move(spawned));
+    auto j = proc->describe();
+    processes_[pid] = std::move(proc);
+    return j;
+}
+
+BackgroundProcess* ProcessTable::find(pid_t pid) {
+    auto it = processes_.find(pid);
+    return it == processes_.end() ? nullptr : it->second.get();
+}
+
+nlohmann::json ProcessTable::list() const {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& [pid, p] : processes_) arr.push_back(p->describe());
+    return arr;
+}
+
+void ProcessTable::collectFds(std::vector<pollfd>& fds, std::vector<BackgroundProcess*>& owners) {
+    for (auto& [pid, p] : processes_) p->collectFds(fds, owners);
+}
+
+void ProcessTable::reapAll() {
+    for (auto& [pid, p] : processes_) p->reap();
+}
+
+ProcessLogStream::ProcessLogStream(std::uint32_t id, FrameSink& sink, ProcessTable& table, pid_t pid, bool follow)
+    : StreamHandler(id, sink), table_(table), pid_(pid), follow_(follow) {
+    auto* p = table_.find(pid);
+    cursor_ = p ? p->output().begin() : 0;
+    if (!p) fail("not_found", "no background process " + std::to_string(pid));
+}
+
+void ProcessLogStream::tick(std::int64_t) {
+    if (done()) return;
+    auto* p = table_.find(pid_);
+    if (!p) return fail("not_found", "the process was forgotten");
+    while (true) {
+        std::size_t room = sendable();
+        if (room == 0) return;
+        if (cursor_ < p->output().begin()) cursor_ = p->output().begin();  // overwritten before we got to it
+        std::string chunk = p->output().read(cursor_, room);
+        if (chunk.empty()) break;
+        cursor_ += chunk.size();
+        sendData(1, chunk);
+    }
+    p->reap();
+    if (!follow_ || (!p->running() && cursor_ >= p->output().end())) finish(p->describe());
+}
+
+}  // namespace airlock::guest

@@ -1,0 +1,62 @@
+#include "agent/StreamHandler.hpp"
+
+#include <algorithm>
+
+namespace airlock::guest {
+namespace {
+constexpr std::size_t kChunk = 64 * 1024;
+}
+
+std::string dumpJson(const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void StreamHandler::onData(std::uint8_t, std::string) { fail("bad_frame", "this stream takes no data"); }
+
+void StreamHandler::addCredit(std::uint32_t credit) {
+    sendCredit_ = std::min<std::uint64_t>(sendCredit_ + credit, 1ull << 32);
+}
+
+bool StreamHandler::acceptIncoming(std::size_t bytes) {
+    if (bytes > recvCredit_) {
+        fail("flow_control", "host overran the stream window");
+        return false;
+    }
+    recvCredit_ -= bytes;
+    return true;
+}
+
+void StreamHandler::grant(std::size_t bytes) {
+    if (done_ || bytes == 0) return;
+    recvCredit_ += bytes;
+    sink_.sendFrame(protocol::FrameType::window, id_, protocol::encodeWindowPayload(static_cast<std::uint32_t>(bytes)));
+}
+
+std::size_t StreamHandler::sendable() const {
+    if (done_ || !sink_.outputRoom()) return 0;
+    return static_cast<std::size_t>(std::min<std::uint64_t>({sendCredit_, kChunk, protocol::kMaxPayload}));
+}
+
+void StreamHandler::sendData(std::uint8_t channel, std::string_view bytes) {
+    if (done_ || bytes.empty()) return;
+    sendCredit_ -= std::min<std::uint64_t>(sendCredit_, bytes.size());
+    sink_.sendFrame(protocol::FrameType::data, id_, std::string(bytes), channel);
+}
+
+void StreamHandler::sendControl(const nlohmann::json& j) {
+    if (!done_) sink_.sendFrame(protocol::FrameType::control, id_, dumpJson(j));
+}
+
+void StreamHandler::finish(const nlohmann::json& result) {
+    if (done_) return;
+    sink_.sendFrame(protocol::FrameType::close, id_, dumpJson(result));
+    done_ = true;
+}
+
+void StreamHandler::fail(const std::string& code, const std::string& message) {
+    if (done_) return;
+    sink_.sendFrame(protocol::FrameType::reset, id_, dumpJson({{"code", code}, {"message", message}}));
+    done_ = true;
+}
+
+}  // namespace airlock::guest
