@@ -10,8 +10,8 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 HttpServer::HttpServer(asio::io_context& ioc, const std::string& host, unsigned short port, Router& router,
-                       asio::thread_pool& workers, HttpLimits limits)
-    : ioc_(ioc), acceptor_(asio::make_strand(ioc)), router_(router), workers_(workers), limits_(limits) {
+                       SandboxController& controller, asio::thread_pool& workers, HttpLimits limits)
+    : ioc_(ioc), acceptor_(asio::make_strand(ioc)), router_(router), controller_(controller), workers_(workers), limits_(limits) {
     boost::system::error_code ec;
     auto address = asio::ip::make_address(host, ec);
     if (ec) throw Error(ErrorCode::bad_request, "bad listen address '" + host + "'");
@@ -28,7 +28,7 @@ HttpServer::HttpServer(asio::io_context& ioc, const std::string& host, unsigned 
 void HttpServer::accept() {
     acceptor_.async_accept(asio::make_strand(ioc_), [this](boost::system::error_code ec, tcp::socket socket) {
         if (ec == asio::error::operation_aborted) return;
-        if (!ec) std::make_shared<HttpSession>(std::move(socket), router_, workers_, limits_)->start();
+        if (!ec) std::make_shared<HttpSession>(std::move(socket), router_, controller_, workers_, limits_)->start();
         accept();
     });
 }

@@ -14,7 +14,7 @@ namespace airlock::api {
 class HttpServer {
 public:
     HttpServer(boost::asio::io_context& ioc, const std::string& host, unsigned short port, Router& router,
-               boost::asio::thread_pool& workers, HttpLimits limits = {});
+               SandboxController& controller, boost::asio::thread_pool& workers, HttpLimits limits = {});
     unsigned short port() const { return port_; }
     void stop();
 
@@ -24,6 +24,7 @@ private:
     boost::asio::io_context& ioc_;
     boost::asio::ip::tcp::acceptor acceptor_;
     Router& router_;
+    SandboxController& controller_;
     boost::asio::thread_pool& workers_;
     HttpLimits limits_;
     unsigned short port_ = 0;

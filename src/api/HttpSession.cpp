@@ -1,9 +1,15 @@
 #include "api/HttpSession.hpp"
 
+#include <limits>
 #include <boost/asio/dispatch.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
 #include <boost/asio/post.hpp>
 
+#include "api/DownloadSession.hpp"
 #include "api/ErrorMapping.hpp"
+#include "api/PreviewProxySession.hpp"
+#include "api/UploadSession.hpp"
+#include "api/WsExecSession.hpp"
 #include "core/Log.hpp"
 
 namespace airlock::api {
@@ -43,33 +49,28 @@ std::map<std::string, std::string> parseQuery(std::string_view q) {
 }
 }  // namespace
 
-HttpSession::HttpSession(asio::ip::tcp::socket&& socket, Router& router, asio::thread_pool& workers,
-                         HttpLimits limits)
-    : stream_(std::move(socket)), router_(router), workers_(workers), limits_(limits) {}
+HttpSession::HttpSession(asio::ip::tcp::socket&& socket, Router& router, SandboxController& controller,
+                         asio::thread_pool& workers, HttpLimits limits)
+    : stream_(std::move(socket)), router_(router), controller_(controller), workers_(workers), limits_(limits) {}
 
 void HttpSession::start() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->readRequest(); });
 }
 
 void HttpSession::readRequest() {
-    parser_.emplace();
-    parser_->body_limit(limits_.maxBodyBytes);
-    parser_->header_limit(16 * 1024);
+    header_.emplace();
+    header_->header_limit(16 * 1024);
+    // Streaming routes take any size; JSON routes are bounded in onHeader.
+    // (Not boost::none: Beast 1.74 compares a length with an empty optional
+    // as "greater" and rejects every Content-Length.)
+    header_->body_limit(std::numeric_limits<std::uint64_t>::max());
     stream_.expires_after(limits_.readTimeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t n) { self->onRead(ec, n); });
+    http::async_read_header(stream_, buffer_, *header_,
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onHeader(ec); });
 }
 
-void HttpSession::onRead(beast::error_code ec, std::size_t) {
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::connection_reset)
-        return close();
-    if (ec == http::error::body_limit)
-        return respond(errorResponse(ErrorCode::payload_too_large,
-                                     "request body exceeds " + std::to_string(limits_.maxBodyBytes) + " bytes"),
-                       false, 11);
-    if (ec) return respond(errorResponse(ErrorCode::bad_request, "malformed HTTP request: " + ec.message()), false, 11);
-
-    auto& req = parser_->get();
+namespace {
+ApiRequest requestHead(const http::request<http::empty_body>& req) {
     ApiRequest request;
     request.method = std::string(req.method_string());
     std::string_view target(req.target().data(), req.target().size());
@@ -78,6 +79,39 @@ void HttpSession::onRead(beast::error_code ec, std::size_t) {
     if (qpos != std::string_view::npos) request.query = parseQuery(target.substr(qpos + 1));
     request.authorization = std::string(req[http::field::authorization]);
     request.contentType = std::string(req[http::field::content_type]);
+    request.host = std::string(req[http::field::host]);
+    return request;
+}
+}  // namespace
+
+void HttpSession::onHeader(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::connection_reset ||
+        ec == asio::error::eof)
+        return close();
+    if (ec) return respond(errorResponse(ErrorCode::bad_request, "malformed HTTP request: " + ec.message()), false, 11);
+    ApiRequest head = requestHead(header_->get());
+    auto match = router_.matchStream(head.method, head.path);
+    if (match.kind != Router::StreamKind::none) return startStream(match, std::move(head));
+    if (auto length = header_->content_length(); length && *length > limits_.maxBodyBytes)
+        return respond(errorResponse(ErrorCode::payload_too_large,
+                                     "request body exceeds " + std::to_string(limits_.maxBodyBytes) + " bytes"),
+                       false, 11);
+    parser_.emplace(std::move(*header_));
+    parser_->body_limit(limits_.maxBodyBytes);
+    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code e, std::size_t) { self->onBody(e); });
+}
+
+void HttpSession::onBody(beast::error_code ec) {
+    if (ec == http::error::body_limit)
+        return respond(errorResponse(ErrorCode::payload_too_large,
+                                     "request body exceeds " + std::to_string(limits_.maxBodyBytes) + " bytes"),
+                       false, 11);
+    if (ec == beast::error::timeout || ec == asio::error::connection_reset || ec == http::error::end_of_stream) return close();
+    if (ec) return respond(errorResponse(ErrorCode::bad_request, "malformed HTTP request: " + ec.message()), false, 11);
+
+    auto& req = parser_->get();
+    http::request<http::empty_body> headOnly(req.base());
+    ApiRequest request = requestHead(headOnly);
     request.body = std::move(req.body());
     bool keepAlive = req.keep_alive();
     unsigned version = req.version();
@@ -90,6 +124,71 @@ void HttpSession::onRead(beast::error_code ec, std::size_t) {
             self->respond(std::move(response), keepAlive, version);
         });
     });
+}
+
+void HttpSession::startStream(const Router::StreamMatch& match, ApiRequest request) {
+    std::string tenant;
+    if (match.authenticated) {
+        try {
+            // Before anything else: a WebSocket without a valid key gets a
+            // 401 here and never a 101.
+            tenant = router_.authenticate(request);
+        } catch (const Error& e) {
+            return respond(errorResponse(e.code(), e.what()), false, 11);
+        }
+    }
+    StreamContext ctx{controller_, workers_, std::move(request), std::move(tenant), match.params};
+    stream_.expires_never();
+    switch (match.kind) {
+        case Router::StreamKind::exec_websocket: {
+            auto head = header_->release();
+            if (!beast::websocket::is_upgrade(head))
+                return respond(errorResponse(ErrorCode::bad_request, "this endpoint speaks WebSocket only"), false, 11);
+            std::make_shared<WsExecSession>(std::move(stream_), std::move(head), std::move(ctx))->start();
+            return;
+        }
+        case Router::StreamKind::upload: {
+            // The parser keeps its state (and what it buffered) across the move.
+            std::make_shared<UploadSession>(std::move(stream_), std::move(buffer_), std::move(*header_), std::move(ctx))->start();
+            return;
+        }
+        case Router::StreamKind::download: {
+            auto path = ctx.request.query.count("path") ? ctx.request.query.at("path") : std::string();
+            auto& controller = controller_;
+            auto tenantId = ctx.tenant;
+            auto sandbox = ctx.params[0];
+            std::make_shared<DownloadSession>(
+                std::move(stream_), std::move(ctx),
+                [&controller, tenantId, sandbox, path](AgentStream::Handler h) {
+                    return controller.openDownload(tenantId, sandbox, path, std::move(h));
+                },
+                true, "application/octet-stream")
+                ->start();
+            return;
+        }
+        case Router::StreamKind::process_logs: {
+            auto follow = ctx.request.query.count("follow") ? ctx.request.query.at("follow") : std::string();
+            bool doFollow = follow == "1" || follow == "true";
+            auto& controller = controller_;
+            auto tenantId = ctx.tenant;
+            auto sandbox = ctx.params[0];
+            auto process = ctx.params[1];
+            std::make_shared<DownloadSession>(
+                std::move(stream_), std::move(ctx),
+                [&controller, tenantId, sandbox, process, doFollow](AgentStream::Handler h) {
+                    return controller.openProcessLogs(tenantId, sandbox, process, doFollow, std::move(h));
+                },
+                false, "text/plain; charset=utf-8")
+                ->start();
+            return;
+        }
+        case Router::StreamKind::preview:
+            std::make_shared<PreviewProxySession>(std::move(stream_), std::move(buffer_), header_->release(), std::move(ctx))
+                ->start();
+            return;
+        case Router::StreamKind::none:
+            return;
+    }
 }
 
 void HttpSession::respond(ApiResponse response, bool keepAlive, unsigned version) {

@@ -22,13 +22,16 @@ struct HttpLimits {
 // the worker pool and post their response back to the strand.
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
 public:
-    HttpSession(boost::asio::ip::tcp::socket&& socket, Router& router, boost::asio::thread_pool& workers,
-                HttpLimits limits);
+    HttpSession(boost::asio::ip::tcp::socket&& socket, Router& router, SandboxController& controller,
+                boost::asio::thread_pool& workers, HttpLimits limits);
     void start();
 
 private:
     void readRequest();
-    void onRead(boost::beast::error_code ec, std::size_t bytes);
+    void onHeader(boost::beast::error_code ec);
+    void onBody(boost::beast::error_code ec);
+    // Hands the connection to a streaming session; false if it answered an error itself.
+    void startStream(const Router::StreamMatch& match, ApiRequest request);
     void respond(ApiResponse response, bool keepAlive, unsigned version);
     void onWrite(bool keepAlive, boost::beast::error_code ec, std::size_t bytes);
     void close();
@@ -36,9 +39,11 @@ private:
 
     boost::beast::tcp_stream stream_;
     boost::beast::flat_buffer buffer_;
+    std::optional<boost::beast::http::request_parser<boost::beast::http::empty_body>> header_;
     std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
     std::shared_ptr<boost::beast::http::response<boost::beast::http::string_body>> response_;
     Router& router_;
+    SandboxController& controller_;
     boost::asio::thread_pool& workers_;
     HttpLimits limits_;
     std::vector<char> drainBuffer_;

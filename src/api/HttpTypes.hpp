@@ -11,6 +11,7 @@ struct ApiRequest {
     std::map<std::string, std::string> query;
     std::string authorization;  // the Authorization header, verbatim
     std::string contentType;
+    std::string host;  // the Host header: preview URLs are built on it
     std::string body;
 };
 

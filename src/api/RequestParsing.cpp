@@ -58,9 +58,8 @@ CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     return r;
 }
 
-ExecOptions parseExec(const std::string& body) {
-    json j = parseJsonBody(body);
-    rejectUnknownFields(j, {"cmd", "shell", "cwd", "env", "timeout_s", "stdin", "user"}, "exec request");
+namespace {
+ExecOptions parseExecFields(const json& j) {
     ExecOptions o;
     bool hasCmd = j.contains("cmd"), hasShell = j.contains("shell");
     if (hasCmd == hasShell) throw Error(ErrorCode::bad_request, "give exactly one of 'cmd' (argv array) or 'shell' (string)");
@@ -90,6 +89,45 @@ ExecOptions parseExec(const std::string& body) {
         if (o.user != "user" && o.user != "root") throw Error(ErrorCode::bad_request, "'user' must be \"user\" or \"root\"");
     }
     return o;
+}
+}  // namespace
+
+ExecOptions parseExec(const std::string& body) {
+    json j = parseJsonBody(body);
+    rejectUnknownFields(j, {"cmd", "shell", "cwd", "env", "timeout_s", "stdin", "user"}, "exec request");
+    return parseExecFields(j);
+}
+
+ExecOptions parseExecStart(const std::string& body, TerminalOptions& terminal) {
+    json j = parseJsonBody(body);
+    rejectUnknownFields(j, {"cmd", "shell", "cwd", "env", "timeout_s", "stdin", "user", "tty", "rows", "cols"},
+                        "exec start message");
+    if (j.contains("tty")) {
+        if (!j["tty"].is_boolean()) throw Error(ErrorCode::bad_request, "'tty' must be a boolean");
+        terminal.tty = j["tty"].get<bool>();
+    }
+    if (j.contains("rows")) terminal.rows = readUnsigned(j, "rows", 1, 1000);
+    if (j.contains("cols")) terminal.cols = readUnsigned(j, "cols", 1, 1000);
+    terminal.stdinStream = true;
+    ExecOptions o = parseExecFields(j);
+    if (!j.contains("timeout_s")) o.timeoutS = 3600;  // interactive sessions live longer
+    return o;
+}
+
+json parseProcessStart(const std::string& body) {
+    json j = parseJsonBody(body);
+    rejectUnknownFields(j, {"cmd", "shell", "cwd", "env", "user", "stdin_open"}, "process request");
+    ExecOptions o = parseExecFields(j);
+    json r{{"op", "process_start"},
+           {"argv", o.shell ? std::vector<std::string>{"/bin/sh", "-c", *o.shell} : o.argv},
+           {"cwd", o.cwd},
+           {"user", o.user},
+           {"env", o.env}};
+    if (j.contains("stdin_open")) {
+        if (!j["stdin_open"].is_boolean()) throw Error(ErrorCode::bad_request, "'stdin_open' must be a boolean");
+        r["stdin_open"] = j["stdin_open"];
+    }
+    return r;
 }
 
 nlohmann::json sandboxJson(const SandboxRecord& r) {

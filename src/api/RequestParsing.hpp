@@ -11,6 +11,10 @@ namespace airlock::api {
 // and out-of-range values throw Error(bad_request) with a readable message.
 CreateSandboxRequest parseCreateSandbox(const std::string& body);
 ExecOptions parseExec(const std::string& body);
+// The first message of a WebSocket exec: exec fields plus tty, rows, cols.
+ExecOptions parseExecStart(const std::string& body, TerminalOptions& terminal);
+// POST .../processes: {"cmd":[...]} or {"shell":...}, cwd, env, user, stdin_open.
+nlohmann::json parseProcessStart(const std::string& body);
 
 nlohmann::json sandboxJson(const SandboxRecord& r);
 nlohmann::json execOutputJson(const ExecOutput& out);

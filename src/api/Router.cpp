@@ -4,11 +4,32 @@
 
 #include "api/ErrorMapping.hpp"
 #include "api/RequestParsing.hpp"
+#include "core/JsonFields.hpp"
 #include "core/Log.hpp"
 
 namespace airlock::api {
 namespace {
 using nlohmann::json;
+
+std::string queryValue(const Router::Context& c, const char* key) {
+    auto it = c.request.query.find(key);
+    if (it == c.request.query.end() || it->second.empty())
+        throw Error(ErrorCode::bad_request, std::string("query parameter '") + key + "' is required");
+    return it->second;
+}
+
+std::string stringField(const json& j, const char* key) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_string()) throw Error(ErrorCode::bad_request, std::string("'") + key + "' must be a string");
+    return it->get<std::string>();
+}
+
+json portJson(const ExposedPort& p, const Router::Context& c) {
+    std::string host = c.request.host.empty() ? "127.0.0.1:8080" : c.request.host;
+    return {{"port", p.port},
+            {"url", "http://" + host + "/preview/" + p.sandboxId + "/" + std::to_string(p.port) + "/" + p.token + "/"},
+            {"created_at", p.createdAt}};
+}
 
 ApiResponse jsonResponse(int status, const json& j) {
     return ApiResponse{status, "application/json", j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"};
@@ -30,6 +51,33 @@ std::vector<std::string> splitPath(const std::string& path) {
 
 void Router::add(std::string method, const std::string& pattern, bool authenticated, Handler handler) {
     routes_.push_back(Route{std::move(method), splitPath(pattern), authenticated, std::move(handler)});
+}
+
+void Router::addStream(std::string method, const std::string& pattern, bool authenticated, StreamKind kind) {
+    bool prefix = pattern.size() > 3 && pattern.substr(pattern.size() - 3) == "/**";
+    std::string p = prefix ? pattern.substr(0, pattern.size() - 3) : pattern;
+    streamRoutes_.push_back(StreamRoute{std::move(method), splitPath(p), authenticated, kind, prefix});
+}
+
+bool Router::matchPattern(const std::vector<std::string>& pattern, const std::vector<std::string>& segments,
+                          std::vector<std::string>& params, bool prefix) {
+    if (prefix ? segments.size() < pattern.size() : segments.size() != pattern.size()) return false;
+    params.clear();
+    for (std::size_t i = 0; i < pattern.size(); ++i) {
+        if (pattern[i] == "{}") params.push_back(segments[i]);
+        else if (pattern[i] != segments[i]) return false;
+    }
+    return true;
+}
+
+Router::StreamMatch Router::matchStream(const std::string& method, const std::string& path) const {
+    auto segments = splitPath(path);
+    for (const auto& r : streamRoutes_) {
+        std::vector<std::string> params;
+        if (r.method == method && matchPattern(r.pattern, segments, params, r.prefix))
+            return StreamMatch{r.kind, r.authenticated, std::move(params)};
+    }
+    return {};
 }
 
 Router::Router(SandboxController& controller, Authenticator& auth, std::string version)
@@ -72,22 +120,105 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
         auto options = parseExec(c.request.body);
         return jsonResponse(200, execOutputJson(controller_.exec(c.tenant, c.params[0], options)));
     });
+
+    // Streaming routes: served by the HTTP session's streaming sessions.
+    addStream("GET", "/v1/sandboxes/{}/exec/ws", true, StreamKind::exec_websocket);
+    addStream("PUT", "/v1/sandboxes/{}/files", true, StreamKind::upload);
+    addStream("GET", "/v1/sandboxes/{}/files", true, StreamKind::download);
+    addStream("GET", "/v1/sandboxes/{}/processes/{}/logs", true, StreamKind::process_logs);
+    for (const char* m : {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
+        addStream(m, "/preview/{}/{}/{}/**", false, StreamKind::preview);
+
+    // Files and directories (paths are resolved inside the guest).
+    add("GET", "/v1/sandboxes/{}/fs", true, [this](Context& c) {
+        json r{{"action", "list"}, {"path", queryValue(c, "path")}};
+        return jsonResponse(200, controller_.fileOp(c.tenant, c.params[0], r));
+    });
+    add("DELETE", "/v1/sandboxes/{}/files", true, [this](Context& c) {
+        std::string recursive = c.request.query.count("recursive") ? c.request.query.at("recursive") : "";
+        json r{{"action", "remove"}, {"path", queryValue(c, "path")}, {"recursive", recursive == "1" || recursive == "true"}};
+        controller_.fileOp(c.tenant, c.params[0], r);
+        return ApiResponse{204, "", ""};
+    });
+    add("POST", "/v1/sandboxes/{}/fs/mkdir", true, [this](Context& c) {
+        json body = parseJsonBody(c.request.body);
+        rejectUnknownFields(body, {"path"}, "mkdir request");
+        json r{{"action", "mkdir"}, {"path", stringField(body, "path")}};
+        return jsonResponse(201, controller_.fileOp(c.tenant, c.params[0], r));
+    });
+    add("POST", "/v1/sandboxes/{}/fs/move", true, [this](Context& c) {
+        json body = parseJsonBody(c.request.body);
+        rejectUnknownFields(body, {"from", "to"}, "move request");
+        json r{{"action", "move"}, {"path", stringField(body, "from")}, {"to", stringField(body, "to")}};
+        if (r["to"].get<std::string>().empty() || r["to"].get<std::string>()[0] != '/')
+            throw Error(ErrorCode::bad_request, "'to' must be an absolute path");
+        return jsonResponse(200, controller_.fileOp(c.tenant, c.params[0], r));
+    });
+
+    // Background processes.
+    add("POST", "/v1/sandboxes/{}/processes", true, [this](Context& c) {
+        controller_.get(c.tenant, c.params[0]);
+        auto request = parseProcessStart(c.request.body);
+        return jsonResponse(201, controller_.processOp(c.tenant, c.params[0], request));
+    });
+    add("GET", "/v1/sandboxes/{}/processes", true, [this](Context& c) {
+        return jsonResponse(200, controller_.processOp(c.tenant, c.params[0], {{"op", "process_list"}}));
+    });
+    add("GET", "/v1/sandboxes/{}/processes/{}", true, [this](Context& c) {
+        return jsonResponse(200, controller_.processOp(c.tenant, c.params[0], {{"op", "process_get"}, {"id", c.params[1]}}));
+    });
+    add("POST", "/v1/sandboxes/{}/processes/{}/signal", true, [this](Context& c) {
+        json body = parseJsonBody(c.request.body);
+        rejectUnknownFields(body, {"signal"}, "signal request");
+        std::string sig = body.contains("signal") ? stringField(body, "signal") : "TERM";
+        return jsonResponse(200, controller_.processOp(c.tenant, c.params[0],
+                                                       {{"op", "process_signal"}, {"id", c.params[1]}, {"signal", sig}}));
+    });
+    add("POST", "/v1/sandboxes/{}/processes/{}/stdin", true, [this](Context& c) {
+        json body = parseJsonBody(c.request.body);
+        rejectUnknownFields(body, {"data", "eof"}, "stdin request");
+        json r{{"op", "process_stdin"}, {"id", c.params[1]}};
+        if (body.contains("data")) r["data"] = stringField(body, "data");
+        if (body.contains("eof")) {
+            if (!body["eof"].is_boolean()) throw Error(ErrorCode::bad_request, "'eof' must be a boolean");
+            r["eof"] = body["eof"];
+        }
+        return jsonResponse(200, controller_.processOp(c.tenant, c.params[0], r));
+    });
+
+    // Preview ports.
+    add("POST", "/v1/sandboxes/{}/ports", true, [this](Context& c) {
+        json body = parseJsonBody(c.request.body);
+        rejectUnknownFields(body, {"port"}, "port request");
+        if (!body.contains("port") || !body["port"].is_number_integer())
+            throw Error(ErrorCode::bad_request, "'port' must be an integer");
+        auto p = body["port"].get<std::int64_t>();
+        if (p < 1 || p > 65535) throw Error(ErrorCode::bad_request, "'port' must be 1-65535");
+        return jsonResponse(201, portJson(controller_.exposePort(c.tenant, c.params[0], static_cast<unsigned>(p)), c));
+    });
+    add("GET", "/v1/sandboxes/{}/ports", true, [this](Context& c) {
+        json list = json::array();
+        for (const auto& p : controller_.listPorts(c.tenant, c.params[0])) list.push_back(portJson(p, c));
+        return jsonResponse(200, {{"ports", list}});
+    });
+    add("DELETE", "/v1/sandboxes/{}/ports/{}", true, [this](Context& c) {
+        unsigned port = 0;
+        try {
+            port = static_cast<unsigned>(std::stoul(c.params[1]));
+        } catch (...) {
+            throw Error(ErrorCode::bad_request, "bad port");
+        }
+        controller_.closePort(c.tenant, c.params[0], port);
+        return ApiResponse{204, "", ""};
+    });
 }
 
 ApiResponse Router::dispatch(const ApiRequest& request) {
     auto segments = splitPath(request.path);
     bool pathMatched = false;
     for (const auto& route : routes_) {
-        if (route.pattern.size() != segments.size()) continue;
         std::vector<std::string> params;
-        bool match = true;
-        for (std::size_t i = 0; i < segments.size() && match; ++i) {
-            if (route.pattern[i] == "{}")
-                params.push_back(segments[i]);
-            else
-                match = route.pattern[i] == segments[i];
-        }
-        if (!match) continue;
+        if (!matchPattern(route.pattern, segments, params)) continue;
         pathMatched = true;
         if (route.method != request.method) continue;
         Context ctx{request, {}, std::move(params)};

@@ -26,6 +26,17 @@ public:
     // Never throws.
     ApiResponse handle(const ApiRequest& request);
 
+    // Routes whose bodies stream (the HTTP session serves them itself).
+    enum class StreamKind { none, exec_websocket, upload, download, process_logs, preview };
+    struct StreamMatch {
+        StreamKind kind = StreamKind::none;
+        bool authenticated = true;
+        std::vector<std::string> params;
+    };
+    StreamMatch matchStream(const std::string& method, const std::string& path) const;
+    // Throws Error(unauthorized).
+    std::string authenticate(const ApiRequest& request) { return auth_.tenantFor(request.authorization); }
+
 private:
     struct Route {
         std::string method;
@@ -34,6 +45,17 @@ private:
         Handler handler;
     };
     void add(std::string method, const std::string& pattern, bool authenticated, Handler handler);
+    void addStream(std::string method, const std::string& pattern, bool authenticated, StreamKind kind);
+    static bool matchPattern(const std::vector<std::string>& pattern, const std::vector<std::string>& segments,
+                             std::vector<std::string>& params, bool prefix = false);
+    struct StreamRoute {
+        std::string method;
+        std::vector<std::string> pattern;
+        bool authenticated;
+        StreamKind kind;
+        bool prefix;  // the pattern matches the start of the path (preview)
+    };
+    std::vector<StreamRoute> streamRoutes_;
     ApiResponse dispatch(const ApiRequest& request);
 
     SandboxController& controller_;

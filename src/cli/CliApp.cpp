@@ -1,8 +1,10 @@
 #include "cli/CliApp.hpp"
 
 #include <nlohmann/json.hpp>
+#include <cstdio>
 #include <ostream>
 
+#include "cli/ExecStreamClient.hpp"
 #include "cli/HttpClient.hpp"
 
 namespace airlock::cli {
@@ -11,12 +13,19 @@ using nlohmann::json;
 
 const char* kUsage =
     "usage: airlock <command> [args]\n"
-    "  create [--template T]          create a sandbox, print its id\n"
-    "  ls                             list sandboxes\n"
-    "  exec ID -- CMD [ARGS...]       run a command, print its output, exit with its code\n"
-    "  rm ID                          delete a sandbox\n"
-    "  run [--template T] -- CMD...   create, exec, delete\n"
-    "  templates                      list templates\n"
+    "  create [--template T]              create a sandbox, print its id\n"
+    "  ls                                 list sandboxes\n"
+    "  exec [-t|--tty] [-i] ID -- CMD...   run a command, stream its output, exit with its code\n"
+    "                                     (-t: terminal, raw mode; -i: forward stdin)\n"
+    "  rm ID                              delete a sandbox\n"
+    "  run [--template T] -- CMD...       create, exec, delete\n"
+    "  cp LOCAL ID:/abs/path | ID:/abs/path LOCAL   upload or download a file (streamed)\n"
+    "  ps ID                              list background processes\n"
+    "  start ID -- CMD...                 start a background process, print its id\n"
+    "  logs [-f] ID PROC                  print (and follow) a background process's output\n"
+    "  kill [-s SIG] ID PROC              signal a background process (default TERM)\n"
+    "  port expose ID PORT | port ls ID | port rm ID PORT   preview ports\n"
+    "  templates                          list templates\n"
     "environment: AIRLOCK_URL (default http://127.0.0.1:8080), AIRLOCK_API_KEY\n";
 
 struct CliError {
@@ -60,6 +69,26 @@ std::string createSandbox(HttpClient& c, const std::string& tmpl) {
     return expectJson(c.request("POST", "/v1/sandboxes", json{{"template", tmpl}}.dump()), 201)["id"];
 }
 
+std::string urlEncode(const std::string& s) {
+    std::string out;
+    for (unsigned char c : s) {
+        if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') out.push_back(static_cast<char>(c));
+        else {
+            char buf[4];
+            std::snprintf(buf, sizeof buf, "%%%02X", c);
+            out += buf;
+        }
+    }
+    return out;
+}
+
+// "ID:/path" -> {ID, /path}; empty id when it is a local path.
+std::pair<std::string, std::string> splitRemote(const std::string& arg) {
+    auto colon = arg.find(':');
+    if (arg.rfind("sbx-", 0) == 0 && colon != std::string::npos) return {arg.substr(0, colon), arg.substr(colon + 1)};
+    return {"", arg};
+}
+
 int execIn(HttpClient& c, const std::string& id, const std::vector<std::string>& cmd, std::ostream& out,
            std::ostream& err) {
     json res = expectJson(c.request("POST", "/v1/sandboxes/" + id + "/exec", json{{"cmd", cmd}}.dump()), 200);
@@ -101,8 +130,106 @@ int runCli(const std::vector<std::string>& argsIn, const std::string& url, const
             return 0;
         }
         if (cmd == "exec") {
+            StreamExecOptions options;
+            while (!args.empty() && args[0].rfind("-", 0) == 0 && args[0] != "--") {
+                if (args[0] == "-t" || args[0] == "--tty") options.tty = true;
+                else if (args[0] == "-i" || args[0] == "--interactive") options.interactive = true;
+                else if (args[0] == "-it" || args[0] == "-ti") options.tty = options.interactive = true;
+                else throw CliError{"unknown exec option " + args[0], 2};
+                args.erase(args.begin());
+            }
             if (args.empty()) throw CliError{"exec needs a sandbox id", 2};
-            return execIn(client, args[0], commandAfterDashes(args, 1), out, err);
+            options.argv = commandAfterDashes(args, 1);
+            options.output = [&out, &err](int channel, const char* d, std::size_t n) {
+                std::ostream& o = channel == 2 ? err : out;
+                o.write(d, static_cast<std::streamsize>(n));
+                o.flush();
+            };
+            return runStreamExec(url, apiKey, args[0], options);
+        }
+        if (cmd == "cp") {
+            if (args.size() != 2) throw CliError{"usage: airlock cp LOCAL ID:/path | ID:/path LOCAL", 2};
+            auto [srcId, srcPath] = splitRemote(args[0]);
+            auto [dstId, dstPath] = splitRemote(args[1]);
+            if (srcId.empty() == dstId.empty()) throw CliError{"exactly one side of cp must be ID:/path", 2};
+            if (!dstId.empty()) {
+                expectJson(client.putFile("/v1/sandboxes/" + dstId + "/files?path=" + urlEncode(dstPath), srcPath), 201);
+                return 0;
+            }
+            std::FILE* f = std::fopen(dstPath.c_str(), "wb");
+            if (!f) throw CliError{"cannot write " + dstPath, 1};
+            auto r = client.getStreaming("/v1/sandboxes/" + srcId + "/files?path=" + urlEncode(srcPath),
+                                         [f](const char* d, std::size_t n) { std::fwrite(d, 1, n, f); });
+            std::fclose(f);
+            if (r.status != 200) {
+                std::remove(dstPath.c_str());
+                expectJson(r, 200);
+            }
+            return 0;
+        }
+        if (cmd == "ps") {
+            if (args.empty()) throw CliError{"ps needs a sandbox id", 2};
+            json res = expectJson(client.request("GET", "/v1/sandboxes/" + args[0] + "/processes"), 200);
+            out << "ID       STATE     EXIT  COMMAND\n";
+            for (const auto& p : res["processes"]) {
+                std::string cmdline;
+                for (const auto& a : p["cmd"]) cmdline += (cmdline.empty() ? "" : " ") + a.get<std::string>();
+                out << p.value("id", "") << "  " << p.value("state", "") << "  "
+                    << (p.contains("exit_code") ? std::to_string(p["exit_code"].get<int>()) : "-") << "  " << cmdline << "\n";
+            }
+            return 0;
+        }
+        if (cmd == "start") {
+            if (args.empty()) throw CliError{"start needs a sandbox id", 2};
+            json res = expectJson(client.request("POST", "/v1/sandboxes/" + args[0] + "/processes",
+                                                 json{{"cmd", commandAfterDashes(args, 1)}}.dump()),
+                                  201);
+            out << res.value("id", "") << "\n";
+            return 0;
+        }
+        if (cmd == "logs") {
+            bool follow = !args.empty() && (args[0] == "-f" || args[0] == "--follow");
+            if (follow) args.erase(args.begin());
+            if (args.size() != 2) throw CliError{"usage: airlock logs [-f] ID PROC", 2};
+            auto r = client.getStreaming("/v1/sandboxes/" + args[0] + "/processes/" + args[1] + "/logs" +
+                                             (follow ? "?follow=1" : ""),
+                                         [&out](const char* d, std::size_t n) {
+                                             out.write(d, static_cast<std::streamsize>(n));
+                                             out.flush();
+                                         });
+            if (r.status != 200) expectJson(r, 200);
+            return 0;
+        }
+        if (cmd == "kill") {
+            std::string sig = "TERM";
+            if (args.size() >= 2 && args[0] == "-s") {
+                sig = args[1];
+                args.erase(args.begin(), args.begin() + 2);
+            }
+            if (args.size() != 2) throw CliError{"usage: airlock kill [-s SIG] ID PROC", 2};
+            expectJson(client.request("POST", "/v1/sandboxes/" + args[0] + "/processes/" + args[1] + "/signal",
+                                      json{{"signal", sig}}.dump()),
+                       200);
+            return 0;
+        }
+        if (cmd == "port") {
+            if (args.size() >= 3 && args[0] == "expose") {
+                json res = expectJson(client.request("POST", "/v1/sandboxes/" + args[1] + "/ports",
+                                                     json{{"port", std::stoi(args[2])}}.dump()),
+                                      201);
+                out << res.value("url", "") << "\n";
+                return 0;
+            }
+            if (args.size() == 2 && args[0] == "ls") {
+                json res = expectJson(client.request("GET", "/v1/sandboxes/" + args[1] + "/ports"), 200);
+                for (const auto& p : res["ports"]) out << p.value("port", 0) << "  " << p.value("url", "") << "\n";
+                return 0;
+            }
+            if (args.size() == 3 && args[0] == "rm") {
+                expectJson(client.request("DELETE", "/v1/sandboxes/" + args[1] + "/ports/" + args[2]), 204);
+                return 0;
+            }
+            throw CliError{"usage: airlock port expose ID PORT | port ls ID | port rm ID PORT", 2};
         }
         if (cmd == "rm") {
             if (args.empty()) throw CliError{"rm needs a sandbox id", 2};
@@ -115,7 +242,7 @@ int runCli(const std::vector<std::string>& argsIn, const std::string& url, const
             std::string id = createSandbox(client, tmpl);
             int code = 1;
             try {
-                code = execIn(client, id, command, out, err);
+                code = execIn(client, id, command, out, err);  // buffered: one round trip
             } catch (...) {
                 client.request("DELETE", "/v1/sandboxes/" + id);
                 throw;

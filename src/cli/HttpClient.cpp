@@ -1,5 +1,6 @@
 #include "cli/HttpClient.hpp"
 
+#include <limits>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
@@ -53,6 +54,62 @@ HttpResult HttpClient::request(const std::string& method, const std::string& tar
     if (ec) throw std::runtime_error("reading the response failed: " + ec.message());
     stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
     return HttpResult{static_cast<int>(parser.get().result_int()), parser.get().body()};
+}
+
+HttpResult HttpClient::putFile(const std::string& target, const std::string& localPath) {
+    asio::io_context ioc;
+    asio::ip::tcp::resolver resolver(ioc);
+    beast::tcp_stream stream(ioc);
+    stream.connect(resolver.resolve(host_, port_));
+    http::request<http::file_body> req(http::verb::put, target, 11);
+    beast::error_code ec;
+    req.body().open(localPath.c_str(), beast::file_mode::scan, ec);
+    if (ec) throw std::runtime_error("cannot open " + localPath + ": " + ec.message());
+    req.set(http::field::host, host_);
+    req.set(http::field::user_agent, "airlock-cli");
+    req.set(http::field::content_type, "application/octet-stream");
+    if (!apiKey_.empty()) req.set(http::field::authorization, "Bearer " + apiKey_);
+    req.prepare_payload();
+    http::write(stream, req, ec);
+    beast::error_code writeError = ec;
+    beast::flat_buffer buffer;
+    http::response<http::string_body> res;
+    http::read(stream, buffer, res, ec);
+    if (ec) throw std::runtime_error("upload failed: " + (writeError ? writeError : ec).message());
+    return HttpResult{static_cast<int>(res.result_int()), res.body()};
+}
+
+HttpResult HttpClient::getStreaming(const std::string& target, const std::function<void(const char*, std::size_t)>& sink) {
+    asio::io_context ioc;
+    asio::ip::tcp::resolver resolver(ioc);
+    beast::tcp_stream stream(ioc);
+    stream.connect(resolver.resolve(host_, port_));
+    http::request<http::empty_body> req(http::verb::get, target, 11);
+    req.set(http::field::host, host_);
+    req.set(http::field::user_agent, "airlock-cli");
+    if (!apiKey_.empty()) req.set(http::field::authorization, "Bearer " + apiKey_);
+    http::write(stream, req);
+    beast::flat_buffer buffer;
+    http::response_parser<http::buffer_body> parser;
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+    beast::error_code ec;
+    http::read_header(stream, buffer, parser, ec);
+    if (ec) throw std::runtime_error("reading the response failed: " + ec.message());
+    int status = static_cast<int>(parser.get().result_int());
+    std::string errorBody;
+    char chunk[65536];
+    while (!parser.is_done()) {
+        parser.get().body().data = chunk;
+        parser.get().body().size = sizeof chunk;
+        http::read(stream, buffer, parser, ec);
+        if (ec == http::error::need_buffer) ec = {};
+        std::size_t n = sizeof chunk - parser.get().body().size;
+        if (status == 200) sink(chunk, n);
+        else if (errorBody.size() < 65536) errorBody.append(chunk, n);
+        if (ec == http::error::end_of_stream || ec == asio::error::eof) break;  // close-delimited body
+        if (ec) throw std::runtime_error("transfer failed: " + ec.message());
+    }
+    return HttpResult{status, errorBody};
 }
 
 }  // namespace airlock::cli

@@ -1,5 +1,6 @@
 #pragma once
 #include <chrono>
+#include <functional>
 #include <string>
 
 namespace airlock::cli {
@@ -18,6 +19,11 @@ public:
     HttpResult request(const std::string& method, const std::string& target, const std::string& body = {},
                        const std::string& contentType = "application/json",
                        std::chrono::seconds timeout = std::chrono::seconds(600));
+    // Streams a local file as the request body (never whole in memory).
+    HttpResult putFile(const std::string& target, const std::string& localPath);
+    // Streams a 200 response body to `sink` as it arrives; other statuses
+    // come back with their (small) body.
+    HttpResult getStreaming(const std::string& target, const std::function<void(const char*, std::size_t)>& sink);
     const std::string& host() const { return host_; }
     const std::string& port() const { return port_; }
 

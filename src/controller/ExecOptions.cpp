@@ -1,6 +1,17 @@
 #include "controller/ExecOptions.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace airlock {
+
+std::map<std::string, std::string> parseEnvJson(const std::string& json) {
+    std::map<std::string, std::string> out;
+    auto j = nlohmann::json::parse(json, nullptr, false);
+    if (j.is_object())
+        for (const auto& [k, v] : j.items())
+            if (v.is_string()) out[k] = v.get<std::string>();
+    return out;
+}
 
 protocol::ExecRequest toAgentRequest(const ExecOptions& options,
                                      const std::map<std::string, std::string>& sandboxEnv) {

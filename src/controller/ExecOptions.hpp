@@ -22,6 +22,9 @@ struct ExecOptions {
 
 inline constexpr unsigned kMaxExecTimeoutS = 24 * 3600;
 
+// A stored JSON object of strings (a sandbox's env) as a map; junk -> empty.
+std::map<std::string, std::string> parseEnvJson(const std::string& json);
+
 // Merges the sandbox's default env under the request's and turns a shell
 // string into sh -c.
 protocol::ExecRequest toAgentRequest(const ExecOptions& options,

@@ -16,22 +16,13 @@
 namespace airlock {
 namespace fs = std::filesystem;
 
-namespace {
-std::map<std::string, std::string> parseStringMap(const std::string& json) {
-    std::map<std::string, std::string> out;
-    auto j = nlohmann::json::parse(json, nullptr, false);
-    if (j.is_object())
-        for (const auto& [k, v] : j.items())
-            if (v.is_string()) out[k] = v.get<std::string>();
-    return out;
-}
-}  // namespace
 
 SandboxController::SandboxController(ControllerConfig config, Hypervisor& hypervisor, SandboxStore& store,
-                                     const TemplateCatalog& templates, AgentConnector connector)
+                                     PortStore& ports, const TemplateCatalog& templates, AgentConnector connector)
     : config_(std::move(config)),
       hypervisor_(hypervisor),
       store_(store),
+      ports_(ports),
       templates_(templates),
       connector_(std::move(connector)) {
     fs::create_directories(config_.dataDir + "/sandboxes");
@@ -176,6 +167,7 @@ void SandboxController::teardown(const std::string& id) {
     std::error_code ec;
     fs::remove_all(sandboxDir(id), ec);
     if (ec) throw Error(ErrorCode::internal, "cannot remove " + sandboxDir(id) + ": " + ec.message());
+    ports_.removeAll(id);
     store_.remove(id);
 }
 
@@ -186,12 +178,16 @@ void SandboxController::destroy(const std::string& tenant, const std::string& id
     logInfo("controller", "sandbox " + id + " deleted");
 }
 
-ExecOutput SandboxController::exec(const std::string& tenant, const std::string& id, const ExecOptions& options) {
+std::shared_ptr<AgentConnection> SandboxController::runningAgent(const std::string& tenant, const std::string& id) {
     auto r = requireOwned(tenant, id);
     if (r.state != SandboxState::running)
         throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state) + ", not running");
-    auto request = toAgentRequest(options, parseStringMap(r.envJson));
-    auto agent = agentFor(id);
+    return agentFor(id);
+}
+
+ExecOutput SandboxController::exec(const std::string& tenant, const std::string& id, const ExecOptions& options) {
+    auto agent = runningAgent(tenant, id);
+    auto request = toAgentRequest(options, parseEnvJson(requireOwned(tenant, id).envJson));
     // The agent enforces the command's own timeout; the extra margin covers
     // the channel and a loaded machine.
     auto wait = std::chrono::milliseconds(request.timeout_ms) + std::chrono::seconds(15);

@@ -12,6 +12,7 @@
 #include "controller/ExecOptions.hpp"
 #include "controller/TemplateCatalog.hpp"
 #include "hypervisor/Hypervisor.hpp"
+#include "store/PortStore.hpp"
 #include "store/SandboxStore.hpp"
 
 namespace airlock {
@@ -23,6 +24,13 @@ struct ControllerConfig {
     std::string qemuUser = "libvirt-qemu";  // owns per-sandbox dirs (QEMU binds the agent socket there)
     unsigned maxVcpus = 8;
     unsigned maxMemoryMib = 16384;
+};
+
+// Terminal settings for a streamed exec.
+struct TerminalOptions {
+    bool tty = false;
+    unsigned rows = 24, cols = 80;
+    bool stdinStream = true;  // stdin comes from the client until it sends EOF
 };
 
 struct CreateSandboxRequest {
@@ -42,7 +50,7 @@ using AgentConnector =
 // threads.
 class SandboxController {
 public:
-    SandboxController(ControllerConfig config, Hypervisor& hypervisor, SandboxStore& store,
+    SandboxController(ControllerConfig config, Hypervisor& hypervisor, SandboxStore& store, PortStore& ports,
                       const TemplateCatalog& templates, AgentConnector connector);
     ~SandboxController();
 
@@ -51,6 +59,31 @@ public:
     std::vector<SandboxRecord> list(const std::string& tenant);
     void destroy(const std::string& tenant, const std::string& id);
     ExecOutput exec(const std::string& tenant, const std::string& id, const ExecOptions& options);
+
+    // Streamed exec: output arrives on `handler` (push mode) as it is produced.
+    std::shared_ptr<AgentStream> openExec(const std::string& tenant, const std::string& id, const ExecOptions& options,
+                                          const TerminalOptions& terminal, AgentStream::Handler handler);
+
+    // Files, streamed both ways; paths are checked and resolved in the guest.
+    std::shared_ptr<AgentStream> openUpload(const std::string& tenant, const std::string& id, const std::string& path,
+                                            std::optional<unsigned> mode);
+    std::shared_ptr<AgentStream> openDownload(const std::string& tenant, const std::string& id,
+                                              const std::string& path, AgentStream::Handler handler);
+    nlohmann::json fileOp(const std::string& tenant, const std::string& id, const nlohmann::json& request);
+
+    // Background processes: resources with handles that outlive any client.
+    nlohmann::json processOp(const std::string& tenant, const std::string& id, const nlohmann::json& request);
+    std::shared_ptr<AgentStream> openProcessLogs(const std::string& tenant, const std::string& id,
+                                                 const std::string& processId, bool follow,
+                                                 AgentStream::Handler handler);
+
+    // Preview ports.
+    ExposedPort exposePort(const std::string& tenant, const std::string& id, unsigned port);
+    std::vector<ExposedPort> listPorts(const std::string& tenant, const std::string& id);
+    void closePort(const std::string& tenant, const std::string& id, unsigned port);
+    // For the preview proxy: no API key, the port's own token instead.
+    std::shared_ptr<AgentStream> openPreviewTunnel(const std::string& sandboxId, unsigned port,
+                                                   const std::string& token, AgentStream::Handler handler);
 
     // At start-up: finish half-done deletes, undo half-done creates, mark
     // sandboxes whose VM vanished, and destroy domains nobody owns.
@@ -72,6 +105,8 @@ private:
     SandboxRecord requireOwned(const std::string& tenant, const std::string& id);
     std::shared_ptr<Runtime> runtime(const std::string& id);
     std::shared_ptr<AgentConnection> agentFor(const std::string& id);
+    // Ownership + state check, then the sandbox's agent connection.
+    std::shared_ptr<AgentConnection> runningAgent(const std::string& tenant, const std::string& id);
     void teardown(const std::string& id);
     void prepareSandboxDir(const std::string& dir);
     std::string consoleTail(const std::string& id);
@@ -79,6 +114,7 @@ private:
     ControllerConfig config_;
     Hypervisor& hypervisor_;
     SandboxStore& store_;
+    PortStore& ports_;
     const TemplateCatalog& templates_;
     AgentConnector connector_;
     std::mutex runtimesMutex_;

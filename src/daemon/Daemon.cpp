@@ -20,6 +20,7 @@
 #include "hypervisor/LibvirtHypervisor.hpp"
 #include "store/ApiKeyStore.hpp"
 #include "store/Database.hpp"
+#include "store/PortStore.hpp"
 #include "store/SandboxStore.hpp"
 
 #ifndef AIRLOCK_DEFAULT_TEMPLATES_DIR
@@ -61,6 +62,7 @@ int runDaemon(const DaemonOptions& options) {
     ::chmod((dataDir + "/state.db").c_str(), 0600);
     SandboxStore sandboxes(db);
     ApiKeyStore keys(db);
+    PortStore ports(db);
     if (keys.empty()) {
         writeAdminKey(dataDir + "/admin.key", keys.createKey("admin", "admin"));
         logInfo("airlockd", "created an admin API key in " + dataDir + "/admin.key");
@@ -76,7 +78,7 @@ int runDaemon(const DaemonOptions& options) {
 
     ControllerConfig config;
     config.dataDir = dataDir;
-    SandboxController controller(config, hypervisor, sandboxes, templates,
+    SandboxController controller(config, hypervisor, sandboxes, ports, templates,
                                  [](const std::string& socket, std::chrono::milliseconds timeout) {
                                      return AgentConnection::connect(socket, timeout);
                                  });
@@ -86,7 +88,7 @@ int runDaemon(const DaemonOptions& options) {
     api::Router router(controller, auth, "0.1.0");
     boost::asio::io_context ioc;
     boost::asio::thread_pool workers(16);
-    api::HttpServer server(ioc, options.listenHost, options.listenPort, router, workers);
+    api::HttpServer server(ioc, options.listenHost, options.listenPort, router, controller, workers);
     logInfo("airlockd", "listening on http://" + options.listenHost + ":" + std::to_string(server.port()));
 
     boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);

@@ -27,6 +27,7 @@ struct World {
     std::unique_ptr<TemplateCatalog> templates;
     std::unique_ptr<Database> db;
     std::unique_ptr<SandboxStore> store;
+    std::unique_ptr<PortStore> ports;
     std::unique_ptr<SandboxController> controller;
     std::string sandboxId;
 };
@@ -40,11 +41,12 @@ protected:
         world->templates = std::make_unique<TemplateCatalog>(AIRLOCK_TEMPLATES_DIR);
         world->db = std::make_unique<Database>(world->dir.path() + "/state.db");
         world->store = std::make_unique<SandboxStore>(*world->db);
+        world->ports = std::make_unique<PortStore>(*world->db);
         ControllerConfig config;
         config.dataDir = world->dir.path();
         config.execOutputCap = 256 * 1024;
         world->controller = std::make_unique<SandboxController>(
-            config, *world->hypervisor, *world->store, *world->templates,
+            config, *world->hypervisor, *world->store, *world->ports, *world->templates,
             [](const std::string& socket, std::chrono::milliseconds timeout) {
                 return AgentConnection::connect(socket, timeout);
             });

@@ -22,6 +22,7 @@ protected:
             TemplateInfo{"minimal", "/k", "/i", "console=ttyS0", 1, 256, "sha256:test", "6.1"}});
         db = std::make_unique<Database>(dir.path() + "/state.db");
         store = std::make_unique<SandboxStore>(*db);
+        ports = std::make_unique<PortStore>(*db);
         ControllerConfig config;
         config.dataDir = dir.path();
         config.execOutputCap = 4096;
@@ -30,7 +31,7 @@ protected:
 
     std::unique_ptr<SandboxController> makeController(const ControllerConfig& config) {
         return std::make_unique<SandboxController>(
-            config, hypervisor, *store, *templates,
+            config, hypervisor, *store, *ports, *templates,
             [this](const std::string& socketPath, std::chrono::milliseconds) -> std::shared_ptr<AgentConnection> {
                 connectedSockets.push_back(socketPath);
                 if (failConnect) throw Error(ErrorCode::agent_timeout, "fake agent never answered");
@@ -44,6 +45,7 @@ protected:
     std::unique_ptr<TemplateCatalog> templates;
     std::unique_ptr<Database> db;
     std::unique_ptr<SandboxStore> store;
+    std::unique_ptr<PortStore> ports;
     std::list<InProcessAgent> agents;
     std::vector<std::string> connectedSockets;
     bool failConnect = false;

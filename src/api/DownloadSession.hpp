@@ -1,0 +1,48 @@
+#pragma once
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <deque>
+#include <functional>
+#include <memory>
+
+#include "agentclient/AgentStream.hpp"
+#include "api/StreamContext.hpp"
+
+namespace airlock::api {
+
+// A response body streamed from an agent stream (file download, process log
+// follow). Data events queue on the connection's strand and are written in
+// order; each chunk's window goes back to the agent only after it reached the
+// client, so a slow client slows the guest's sender, not our memory.
+class DownloadSession : public std::enable_shared_from_this<DownloadSession> {
+public:
+    using Opener = std::function<std::shared_ptr<AgentStream>(AgentStream::Handler)>;
+    // sized: the agent announces {"size"} first (Content-Length); otherwise
+    // the body ends when the connection closes.
+    DownloadSession(boost::beast::tcp_stream&& stream, StreamContext context, Opener opener, bool sized,
+                    std::string contentType);
+    void start();
+
+private:
+    void onEvent(AgentStream::Event&& event);
+    void writeHeader(std::optional<std::uint64_t> length);
+    void pump();
+    void finish();
+    void fail(const ApiResponse& response);
+
+    boost::beast::tcp_stream stream_;
+    StreamContext ctx_;
+    Opener opener_;
+    bool sized_;
+    std::string contentType_;
+    std::shared_ptr<AgentStream> agent_;
+    std::deque<AgentStream::Event> queue_;
+    bool headerSent_ = false;
+    bool writing_ = false;
+    bool ended_ = false;
+    std::size_t ungranted_ = 0;
+    std::shared_ptr<boost::beast::http::response<boost::beast::http::empty_body>> header_;
+    std::shared_ptr<boost::beast::http::response_serializer<boost::beast::http::empty_body>> serializer_;
+};
+
+}  // namespace airlock::api

@@ -1,0 +1,28 @@
+#pragma once
+#include <boost/asio/thread_pool.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "api/HttpTypes.hpp"
+#include "controller/SandboxController.hpp"
+
+namespace airlock::api {
+
+// What a streaming session needs besides its socket: the controller, the
+// worker pool for calls that may block, and the authenticated request.
+struct StreamContext {
+    SandboxController& controller;
+    boost::asio::thread_pool& workers;
+    ApiRequest request;  // body empty: streaming sessions read it themselves
+    std::string tenant;
+    std::vector<std::string> params;
+};
+
+// Writes a complete small response and closes: used by streaming sessions
+// for errors before their stream started.
+void writeSimpleResponse(boost::beast::tcp_stream& stream, const ApiResponse& response,
+                         std::function<void()> done);
+
+}  // namespace airlock::api

@@ -1,0 +1,129 @@
+#include "api/UploadSession.hpp"
+
+#include <limits>
+#include <boost/asio/post.hpp>
+
+#include "api/ErrorMapping.hpp"
+#include "core/Log.hpp"
+
+namespace airlock::api {
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace asio = boost::asio;
+using nlohmann::json;
+
+namespace {
+constexpr std::size_t kChunk = 256 * 1024;
+constexpr auto kAgentWait = std::chrono::seconds(60);
+}  // namespace
+
+UploadSession::UploadSession(beast::tcp_stream&& stream, beast::flat_buffer&& buffer,
+                             http::request_parser<http::empty_body>&& header, StreamContext context)
+    : stream_(std::move(stream)), buffer_(std::move(buffer)), parser_(std::move(header)), ctx_(std::move(context)) {
+    parser_.body_limit(std::numeric_limits<std::uint64_t>::max());  // streamed: the size is not bounded by memory
+    chunk_.resize(kChunk);
+}
+
+void UploadSession::fail(const ApiResponse& response) {
+    if (agent_) agent_->reset("cancelled", "upload failed");
+    agent_.reset();
+    writeSimpleResponse(stream_, response, [self = shared_from_this()] {});
+}
+
+void UploadSession::start() {
+    // Opening may connect to the agent: not on the I/O thread.
+    asio::post(ctx_.workers, [self = shared_from_this()] {
+        ApiResponse error;
+        try {
+            auto path = self->ctx_.request.query.count("path") ? self->ctx_.request.query.at("path") : std::string();
+            std::optional<unsigned> mode;
+            if (auto m = self->ctx_.request.query.find("mode"); m != self->ctx_.request.query.end()) {
+                try {
+                    std::size_t used = 0;
+                    unsigned long v = std::stoul(m->second, &used, 8);
+                    if (used != m->second.size() || v > 07777) throw std::invalid_argument("mode");
+                    mode = static_cast<unsigned>(v);
+                } catch (const std::exception&) {
+                    throw Error(ErrorCode::bad_request, "mode must be octal, e.g. 0644");
+                }
+            }
+            self->agent_ = self->ctx_.controller.openUpload(self->ctx_.tenant, self->ctx_.params[0], path, mode);
+        } catch (const Error& e) {
+            error = errorResponse(e.code(), e.what());
+        } catch (const std::exception& e) {
+            error = errorResponse(ErrorCode::internal, e.what());
+        }
+        asio::post(self->stream_.get_executor(), [self, error] {
+            if (!self->agent_) return self->fail(error);
+            self->readChunk();
+        });
+    });
+}
+
+void UploadSession::readChunk() {
+    if (parser_.is_done()) return finishUpload();
+    parser_.get().body().data = chunk_.data();
+    parser_.get().body().size = chunk_.size();
+    stream_.expires_after(std::chrono::seconds(60));
+    http::async_read(stream_, buffer_, parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onChunk(ec); });
+}
+
+void UploadSession::onChunk(beast::error_code ec) {
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) {
+        // The client went away mid-upload: the agent discards the partial file.
+        logWarn("api", "upload aborted: " + ec.message());
+        if (agent_) agent_->reset("cancelled", "client went away");
+        agent_.reset();
+        return;
+    }
+    std::size_t n = chunk_.size() - parser_.get().body().size;
+    received_ += n;
+    if (n == 0) return readChunk();
+    asio::post(ctx_.workers, [self = shared_from_this(), data = std::string(chunk_.data(), n)] {
+        ApiResponse error;
+        try {
+            self->agent_->write(0, data, AgentStream::Clock::now() + kAgentWait);
+        } catch (const Error& e) {
+            error = errorResponse(e.code(), e.what());
+        }
+        asio::post(self->stream_.get_executor(), [self, error] {
+            if (error.status != 200) return self->fail(error);
+            self->readChunk();
+        });
+    });
+}
+
+void UploadSession::finishUpload() {
+    asio::post(ctx_.workers, [self = shared_from_this()] {
+        ApiResponse response;
+        try {
+            self->agent_->closeWrite();
+            auto deadline = AgentStream::Clock::now() + kAgentWait;
+            while (true) {
+                auto e = self->agent_->next(deadline);
+                if (!e) throw Error(ErrorCode::agent_timeout, "the agent did not confirm the upload");
+                if (e->kind == AgentStream::Event::Kind::reset) {
+                    auto info = protocol::parseResetInfo(e->payload);
+                    throw agentError(info.code, info.message);
+                }
+                if (e->kind == AgentStream::Event::Kind::close) {
+                    json j = json::parse(e->payload, nullptr, false);
+                    if (j.is_discarded()) j = json::object();
+                    j["bytes_received"] = self->received_;
+                    response = ApiResponse{201, "application/json", j.dump() + "\n"};
+                    break;
+                }
+            }
+        } catch (const Error& e) {
+            response = errorResponse(e.code(), e.what());
+        }
+        asio::post(self->stream_.get_executor(), [self, response] {
+            self->agent_.reset();
+            writeSimpleResponse(self->stream_, response, [self] {});
+        });
+    });
+}
+
+}  // namespace airlock::api

@@ -1,0 +1,51 @@
+#pragma once
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <deque>
+#include <memory>
+
+#include "agentclient/AgentStream.hpp"
+#include "api/StreamContext.hpp"
+
+namespace airlock::api {
+
+// GET /v1/sandboxes/{id}/exec/ws, after authentication (a bad key never gets
+// a 101). Message schema: api/websocket.md. Output frames queue on the strand
+// (bounded by the agent window: credit is returned only once a frame reached
+// the client); the command's process group dies when the client disconnects.
+class WsExecSession : public std::enable_shared_from_this<WsExecSession> {
+public:
+    WsExecSession(boost::beast::tcp_stream&& stream, boost::beast::http::request<boost::beast::http::empty_body>&& upgrade,
+                  StreamContext context);
+    void start();
+
+private:
+    struct Outgoing {
+        bool text;
+        std::string data;
+        std::size_t credit;  // window to return once written
+    };
+    void onAccepted(boost::beast::error_code ec);
+    void onStartMessage(boost::beast::error_code ec);
+    void readClient();
+    void onClientMessage(boost::beast::error_code ec);
+    void onAgentEvent(AgentStream::Event&& event);
+    void queue(bool text, std::string data, std::size_t credit = 0);
+    void pump();
+    void sendErrorAndClose(const std::string& code, const std::string& message);
+    void finish();
+
+    boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
+    boost::beast::http::request<boost::beast::http::empty_body> upgrade_;
+    StreamContext ctx_;
+    boost::beast::flat_buffer in_;
+    std::shared_ptr<AgentStream> agent_;
+    std::deque<Outgoing> out_;
+    bool writing_ = false;
+    bool closing_ = false;  // a final message was queued: close after it
+    bool ended_ = false;
+    std::size_t ungranted_ = 0;
+};
+
+}  // namespace airlock::api
