@@ -110,15 +110,18 @@ void Agent::pollOnce() {
     if (n < 0) return;
 
     short portRevents = set.fds[0].revents;
-    if (portRevents & POLLHUP) {
-        // No host on the other end: virtio-serial reports HUP at once, so
-        // wait a little instead of spinning.
+    if (portRevents & (POLLHUP | POLLERR)) {
+        // No host on the other end. virtio-serial then reports HUP (often
+        // with POLLIN and empty reads) on every poll: drop what is readable
+        // (stale bytes of the old host) and wait instead of spinning.
         if (hostConnected_) onHostGone();
-        if (!(portRevents & POLLIN)) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        std::string stale;
+        while (port_.readSome(stale, kReadChunk) > 0) stale.clear();
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
     } else {
         hostConnected_ = true;
+        if (portRevents & POLLIN) onPortReadable();
     }
-    if (portRevents & POLLIN) onPortReadable();
     if (set.fds[1].revents & POLLIN) {
         signalfd_siginfo info;
         while (::read(signalFd_.get(), &info, sizeof info) == sizeof info) {

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "cli/CliApp.hpp"
+#include "cli/ExecStreamClient.hpp"
 #include "cli/HttpClient.hpp"
 #include "support/TestEnv.hpp"
 
@@ -157,6 +158,11 @@ TEST_F(DaemonHttp, SandboxLifecycleOverHttpAndCliAndAdoptionAfterSigkill) {
     EXPECT_EQ(code, 5);
     EXPECT_EQ(out.str(), "via-cli\n");
 
+    auto started = client->request("POST", "/v1/sandboxes/" + id + "/processes",
+                                   R"({"shell":"while true; do echo beat; sleep 0.2; done"})");
+    ASSERT_EQ(started.status, 201) << started.body;
+    std::string procId = json::parse(started.body)["id"];
+
     // SIGKILL the controller: the VM keeps running and the next airlockd adopts it.
     daemon->stop(SIGKILL);
     EXPECT_EQ(test::countQemuProcesses(id), 1);
@@ -167,6 +173,15 @@ TEST_F(DaemonHttp, SandboxLifecycleOverHttpAndCliAndAdoptionAfterSigkill) {
     auto again = client->request("POST", "/v1/sandboxes/" + id + "/exec", R"({"cmd":["echo","adopted"]})");
     ASSERT_EQ(again.status, 200) << again.body;
     EXPECT_EQ(json::parse(again.body)["stdout"], "adopted\n");
+    // The background process started before the SIGKILL still runs and still logs.
+    auto proc = client->request("GET", "/v1/sandboxes/" + id + "/processes/" + procId);
+    ASSERT_EQ(proc.status, 200) << proc.body;
+    EXPECT_EQ(json::parse(proc.body)["state"], "running");
+    std::uint64_t before = json::parse(proc.body)["output_bytes"];
+    ASSERT_TRUE(test::waitFor([&] {
+        return json::parse(client->request("GET", "/v1/sandboxes/" + id + "/processes/" + procId).body)["output_bytes"]
+                   .get<std::uint64_t>() > before;
+    }, 10s));
 
     EXPECT_EQ(client->request("DELETE", "/v1/sandboxes/" + id).status, 204);
     EXPECT_EQ(test::countQemuProcesses(id), 0);
@@ -182,6 +197,189 @@ TEST_F(DaemonHttp, CliRunCreatesExecsAndDeletes) {
     EXPECT_EQ(out.str(), "in-run\n");
     EXPECT_EQ(json::parse(client->request("GET", "/v1/sandboxes").body)["sandboxes"].size(), 0u);
     EXPECT_TRUE(fs::is_empty(dataDir + "/sandboxes"));
+}
+
+std::string sha256File(const std::string& path) {
+    std::string cmd = "sha256sum '" + path + "'";
+    std::FILE* p = ::popen(cmd.c_str(), "r");
+    char buf[65] = {};
+    if (!p || std::fread(buf, 1, 64, p) != 64) return "";
+    ::pclose(p);
+    return std::string(buf, 64);
+}
+
+// Raw HTTP over TCP, for requests the client library would not send.
+std::string rawHttp(int port, const std::string& request) {
+    int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return "";
+    (void)!::write(s, request.data(), request.size());
+    std::string out;
+    char buf[4096];
+    timeval tv{10, 0};
+    ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ssize_t n;
+    while ((n = ::read(s, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+    ::close(s);
+    return out;
+}
+
+// One sandbox driven through every v1 endpoint over real HTTP.
+class ChannelOverHttp : public DaemonHttp {
+protected:
+    void SetUp() override {
+        DaemonHttp::SetUp();
+        auto created = client->request("POST", "/v1/sandboxes", R"({"template":"minimal"})");
+        ASSERT_EQ(created.status, 201) << created.body;
+        id = json::parse(created.body)["id"];
+        port = std::stoi(daemon->url().substr(daemon->url().rfind(':') + 1));
+    }
+    cli::HttpResult call(const std::string& method, const std::string& path, const std::string& body = {}) {
+        return client->request(method, "/v1/sandboxes/" + id + path, body);
+    }
+    std::string id;
+    int port = 0;
+};
+
+TEST_F(ChannelOverHttp, WebSocketExecStreamsAndNeedsTheKey) {
+    std::string upgrade = "GET /v1/sandboxes/" + id + "/exec/ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+                          "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
+    std::string answer = rawHttp(port, upgrade);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 401", 0), 0u) << answer.substr(0, 80);
+
+    std::vector<std::pair<std::chrono::steady_clock::time_point, std::string>> chunks;
+    cli::StreamExecOptions o;
+    o.argv = {"sh", "-c", "echo first; sleep 2; echo second >&2; exit 7"};
+    o.output = [&](int channel, const char* d, std::size_t n) {
+        chunks.push_back({std::chrono::steady_clock::now(), std::to_string(channel) + ":" + std::string(d, n)});
+    };
+    auto t0 = std::chrono::steady_clock::now();
+    int code = cli::runStreamExec(daemon->url(), key, id, o);
+    auto t1 = std::chrono::steady_clock::now();
+    EXPECT_EQ(code, 7);
+    ASSERT_EQ(chunks.size(), 2u);
+    EXPECT_EQ(chunks[0].second, "1:first\n");
+    EXPECT_EQ(chunks[1].second, "2:second\n");
+    EXPECT_GT(t1 - chunks[0].first, 1500ms) << "the first line must arrive long before the exit";
+    EXPECT_LT(chunks[0].first - t0, 1500ms);
+
+    std::string tty;
+    cli::StreamExecOptions t;
+    t.argv = {"sh", "-c", "test -t 0 && test -t 1 && echo has-tty"};
+    t.tty = true;
+    t.output = [&](int, const char* d, std::size_t n) { tty.append(d, n); };
+    EXPECT_EQ(cli::runStreamExec(daemon->url(), key, id, t), 0);
+    EXPECT_EQ(tty, "has-tty\r\n");
+
+    EXPECT_THROW(cli::runStreamExec(daemon->url(), "wrong-key", id, o), std::runtime_error);
+}
+
+TEST_F(ChannelOverHttp, FilesAndDirectories) {
+    test::TempDir local;
+    std::string src = local.path() + "/in.bin";
+    {
+        std::ofstream f(src, std::ios::binary);
+        for (std::uint64_t i = 0; i < 3000000; ++i) f.put(static_cast<char>(i * 7919 % 251));
+    }
+    auto put = client->putFile("/v1/sandboxes/" + id + "/files?path=/tmp/up/../data/in.bin", src);
+    ASSERT_EQ(put.status, 201) << put.body;
+    EXPECT_EQ(json::parse(put.body)["path"], "/tmp/data/in.bin") << "'..' is resolved inside the guest";
+    std::string got;
+    auto get = client->getStreaming("/v1/sandboxes/" + id + "/files?path=/tmp/data/in.bin",
+                                    [&](const char* d, std::size_t n) { got.append(d, n); });
+    EXPECT_EQ(get.status, 200);
+    std::ifstream in(src, std::ios::binary);
+    std::string original((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(got, original);
+
+    auto listing = call("GET", "/fs?path=/tmp/data");
+    ASSERT_EQ(listing.status, 200);
+    EXPECT_EQ(json::parse(listing.body)["entries"][0]["name"], "in.bin");
+    EXPECT_EQ(call("GET", "/fs?path=relative").status, 400);
+    EXPECT_EQ(call("GET", "/fs").status, 400);
+    EXPECT_EQ(call("GET", "/files?path=/tmp/none").status, 404);
+    EXPECT_EQ(call("GET", "/files?path=/tmp").status, 409);
+    EXPECT_EQ(call("POST", "/fs/mkdir", R"({"path":"/tmp/newdir/sub"})").status, 201);
+    EXPECT_EQ(call("POST", "/fs/move", R"({"from":"/tmp/data/in.bin","to":"/tmp/newdir/sub/moved.bin"})").status, 200);
+    EXPECT_EQ(call("DELETE", "/files?path=/tmp/newdir").status, 409) << "not empty, not recursive";
+    EXPECT_EQ(call("DELETE", "/files?path=/tmp/newdir&recursive=1").status, 204);
+    EXPECT_EQ(call("GET", "/fs?path=/tmp/newdir").status, 404);
+    EXPECT_EQ(call("PUT", "/files?path=/etc/passwd", "x").status, 403) << "the default user cannot write there";
+}
+
+TEST_F(ChannelOverHttp, BackgroundProcessesAndPreviewPorts) {
+    auto web = call("POST", "/processes",
+                    R"({"shell":"mkdir -p /tmp/www && echo preview-ok > /tmp/www/index.html && exec busybox httpd -f -p 127.0.0.1:8000 -h /tmp/www"})");
+    ASSERT_EQ(web.status, 201) << web.body;
+    auto echo = call("POST", "/processes", R"({"cmd":["busybox","nc","-lk","-p","9000","-e","cat"]})");
+    ASSERT_EQ(echo.status, 201) << echo.body;
+    auto listed = json::parse(call("GET", "/processes").body)["processes"];
+    EXPECT_EQ(listed.size(), 2u);
+
+    auto exposed = call("POST", "/ports", R"({"port":8000})");
+    ASSERT_EQ(exposed.status, 201) << exposed.body;
+    std::string url = json::parse(exposed.body)["url"];
+    std::string path = url.substr(url.find("/preview/"));
+    cli::HttpClient anonymous(daemon->url(), "");
+    ASSERT_TRUE(test::waitFor([&] { return anonymous.request("GET", path).body == "preview-ok\n"; }, 10s));
+    std::string wrongToken = path.substr(0, path.size() - 5) + "xxxx/";
+    EXPECT_EQ(anonymous.request("GET", wrongToken).status, 404);
+    std::string otherPort = path;
+    otherPort.replace(otherPort.find("/8000/"), 6, "/9000/");
+    EXPECT_EQ(anonymous.request("GET", otherPort).status, 404) << "port 9000 is not exposed";
+
+    // An upgrade keeps the connection open and pipes bytes both ways: the
+    // guest side here echoes everything it receives.
+    auto exposed9000 = json::parse(call("POST", "/ports", R"({"port":9000})").body);
+    std::string p9000 = std::string(exposed9000["url"]).substr(std::string(exposed9000["url"]).find("/preview/"));
+    std::string answer;
+    ASSERT_TRUE(test::waitFor([&] {
+        answer = rawHttp(port, "GET " + p9000 + "chat HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nframe-bytes");
+        return answer.find("frame-bytes") != std::string::npos;
+    }, 15s)) << answer;
+    EXPECT_EQ(answer.rfind("GET /chat HTTP/1.1", 0), 0u) << "the guest sees the path without the preview prefix";
+
+    EXPECT_EQ(json::parse(call("GET", "/ports").body)["ports"].size(), 2u);
+    EXPECT_EQ(call("DELETE", "/ports/8000").status, 204);
+    EXPECT_EQ(anonymous.request("GET", path).status, 404) << "a closed port is gone";
+    EXPECT_EQ(call("POST", "/ports", R"({"port":70000})").status, 400);
+
+    // Logs, following until the process ends after a signal.
+    std::string webId = json::parse(web.body)["id"];
+    auto ticker = call("POST", "/processes", R"({"shell":"for i in 1 2 3; do echo tick $i; sleep 0.3; done"})");
+    std::string tickerId = json::parse(ticker.body)["id"];
+    std::string followed;
+    auto logs = client->getStreaming("/v1/sandboxes/" + id + "/processes/" + tickerId + "/logs?follow=1",
+                                     [&](const char* d, std::size_t n) { followed.append(d, n); });
+    EXPECT_EQ(logs.status, 200);
+    EXPECT_EQ(followed, "tick 1\ntick 2\ntick 3\n");
+    EXPECT_EQ(json::parse(call("GET", "/processes/" + tickerId).body)["exit_code"], 0);
+    EXPECT_EQ(call("POST", "/processes/" + webId + "/signal", R"({"signal":"TERM"})").status, 200);
+    EXPECT_TRUE(test::waitFor([&] { return json::parse(call("GET", "/processes/" + webId).body)["state"] == "exited"; }, 10s));
+    EXPECT_EQ(call("GET", "/processes/424242").status, 404);
+    EXPECT_EQ(call("POST", "/processes/" + webId + "/signal", R"({"signal":"NOPE"})").status, 400);
+}
+
+TEST_F(DaemonHttp, GigabyteFileRoundTripKeepsItsSha256) {
+    auto created = client->request("POST", "/v1/sandboxes", R"({"template":"minimal","memory_mib":1600})");
+    ASSERT_EQ(created.status, 201) << created.body;
+    std::string id = json::parse(created.body)["id"];
+    std::string src = tmp.path() + "/gig.bin", back = tmp.path() + "/gig.back";
+    ASSERT_EQ(std::system(("head -c 1073741824 /dev/urandom > " + src).c_str()), 0);
+    auto put = client->putFile("/v1/sandboxes/" + id + "/files?path=/tmp/gig.bin", src);
+    ASSERT_EQ(put.status, 201) << put.body;
+    EXPECT_EQ(json::parse(put.body)["size"], 1073741824);
+    std::FILE* f = std::fopen(back.c_str(), "wb");
+    auto get = client->getStreaming("/v1/sandboxes/" + id + "/files?path=/tmp/gig.bin",
+                                    [f](const char* d, std::size_t n) { std::fwrite(d, 1, n, f); });
+    std::fclose(f);
+    EXPECT_EQ(get.status, 200);
+    EXPECT_EQ(sha256File(back), sha256File(src));
+    fs::remove(src);
+    fs::remove(back);
 }
 
 }  // namespace
