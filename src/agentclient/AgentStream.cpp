@@ -33,6 +33,10 @@ bool AgentStream::finished() const {
 
 void AgentStream::deliver(Event&& event) {
     bool terminal = event.kind == Event::Kind::close || event.kind == Event::Kind::reset;
+    if (event.kind == Event::Kind::reset) {
+        std::lock_guard lock(mutex_);
+        if (!finished_) resetPayload_ = event.payload;
+    }
     if (handler_) {
         {
             std::lock_guard lock(mutex_);
@@ -86,6 +90,10 @@ void AgentStream::write(std::uint8_t channel, std::string_view bytes, Clock::tim
         {
             std::unique_lock lock(mutex_);
             bool ready = cv_.wait_until(lock, deadline, [&] { return sendCredit_ > 0 || finished_ || cancelled_; });
+            if (!resetPayload_.empty()) {
+                auto info = protocol::parseResetInfo(resetPayload_);
+                throw agentError(info.code, info.message);
+            }
             if (finished_ || cancelled_) throw Error(ErrorCode::agent_error, "the stream ended before all data was sent");
             if (!ready) throw Error(ErrorCode::agent_timeout, "the agent stopped accepting data");
             n = std::min<std::size_t>({bytes.size(), static_cast<std::size_t>(sendCredit_), protocol::kMaxPayload});

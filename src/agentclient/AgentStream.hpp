@@ -62,6 +62,7 @@ private:
     std::uint64_t sendCredit_;
     bool finished_ = false;   // close or reset received
     bool cancelled_ = false;  // we reset it
+    std::string resetPayload_;  // why the agent reset it, for writers
 };
 
 }  // namespace airlock

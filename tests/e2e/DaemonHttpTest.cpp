@@ -314,7 +314,7 @@ TEST_F(ChannelOverHttp, BackgroundProcessesAndPreviewPorts) {
     auto web = call("POST", "/processes",
                     R"({"shell":"mkdir -p /tmp/www && echo preview-ok > /tmp/www/index.html && exec busybox httpd -f -p 127.0.0.1:8000 -h /tmp/www"})");
     ASSERT_EQ(web.status, 201) << web.body;
-    auto echo = call("POST", "/processes", R"({"cmd":["busybox","nc","-lk","-p","9000","-e","cat"]})");
+    auto echo = call("POST", "/processes", R"({"cmd":["busybox","nc","-ll","-p","9000","-e","cat"]})");
     ASSERT_EQ(echo.status, 201) << echo.body;
     auto listed = json::parse(call("GET", "/processes").body)["processes"];
     EXPECT_EQ(listed.size(), 2u);
@@ -363,8 +363,9 @@ TEST_F(ChannelOverHttp, BackgroundProcessesAndPreviewPorts) {
     EXPECT_EQ(call("POST", "/processes/" + webId + "/signal", R"({"signal":"NOPE"})").status, 400);
 }
 
+// /tmp in the minimal guest is a tmpfs (half the RAM): 2600 MiB holds 1 GiB.
 TEST_F(DaemonHttp, GigabyteFileRoundTripKeepsItsSha256) {
-    auto created = client->request("POST", "/v1/sandboxes", R"({"template":"minimal","memory_mib":1600})");
+    auto created = client->request("POST", "/v1/sandboxes", R"({"template":"minimal","memory_mib":2600})");
     ASSERT_EQ(created.status, 201) << created.body;
     std::string id = json::parse(created.body)["id"];
     std::string src = tmp.path() + "/gig.bin", back = tmp.path() + "/gig.back";
