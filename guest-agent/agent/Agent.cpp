@@ -1,12 +1,15 @@
 #include "agent/Agent.hpp"
 
+#include <linux/vm_sockets.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -52,16 +55,46 @@ void Agent::stop() {
 
 bool Agent::openPort() {
     if (port_.fd() >= 0) return true;
-    // The port appears once virtio_console is loaded; wait for it.
+    // The port appears once virtio_console is loaded; a domain made for the
+    // vsock transport has a vsock device instead. Wait for either.
     for (int attempt = 0; attempt < 600; ++attempt) {
         std::string dev = PortChannel::findPortDevice(portName_);
         if (!dev.empty() && port_.open(dev)) {
             agentLog("serving on " + dev);
             return true;
         }
+        if (listenVsock()) return true;
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     return false;
+}
+
+bool Agent::listenVsock() {
+    // Only when a virtio vsock device is bound: the modules alone load everywhere.
+    std::error_code ec;
+    bool device = false;
+    for (const auto& e : std::filesystem::directory_iterator("/sys/bus/virtio/drivers/vmw_vsock_virtio_transport", ec))
+        device = device || e.path().filename().string().rfind("virtio", 0) == 0;
+    if (!device) return false;
+    UniqueFd fd(::socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    sockaddr_vm addr{};
+    addr.svm_family = AF_VSOCK;
+    addr.svm_cid = VMADDR_CID_ANY;
+    addr.svm_port = 1024;
+    if (!fd || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd.get(), 4) != 0)
+        return false;
+    vsockListener_ = std::move(fd);
+    agentLog("serving on vsock port 1024");
+    return true;
+}
+
+void Agent::acceptVsock() {
+    UniqueFd conn(::accept4(vsockListener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!conn) return;
+    // A new host replaces the old one, as a reconnect on virtio-serial does.
+    if (hostConnected_) onHostGone();
+    port_.adopt(std::move(conn));
+    port_.dropQueued();
 }
 
 int Agent::run() {
@@ -96,6 +129,7 @@ void Agent::pollOnce() {
     set.add(port_.fd(), portEvents, nullptr);
     set.add(signalFd_.get(), POLLIN, nullptr);
     set.add(stopFd_.get(), POLLIN, nullptr);
+    set.add(vsockListener_.get(), POLLIN, nullptr);  // -1 (ignored by poll) on virtio-serial
     const std::size_t fixed = set.fds.size();
     for (auto& [id, s] : streams_) s->collectFds(set);
     const std::size_t streamEnd = set.fds.size();
@@ -115,10 +149,14 @@ void Agent::pollOnce() {
         // with POLLIN and empty reads) on every poll: drop what is readable
         // (stale bytes of the old host) and wait instead of spinning.
         if (hostConnected_) onHostGone();
-        std::string stale;
-        while (port_.readSome(stale, kReadChunk) > 0) stale.clear();
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    } else {
+        if (vsockListener_) {
+            port_.adopt(UniqueFd());  // a vsock connection is over for good; wait for the next
+        } else {
+            std::string stale;
+            while (port_.readSome(stale, kReadChunk) > 0) stale.clear();
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    } else if (port_.fd() >= 0) {
         hostConnected_ = true;
         if (portRevents & POLLIN) onPortReadable();
     }
@@ -131,6 +169,7 @@ void Agent::pollOnce() {
         stopping_ = true;
         return;
     }
+    if (set.fds[3].revents & POLLIN) acceptVsock();
     for (std::size_t i = fixed; i < streamEnd; ++i) {
         if (!set.fds[i].revents) continue;
         StreamHandler* owner = set.owners[i];

@@ -35,6 +35,8 @@ public:
 
 private:
     bool openPort();
+    bool listenVsock();
+    void acceptVsock();
     void pollOnce();
     void onPortReadable();
     void onHostGone();
@@ -49,6 +51,7 @@ private:
     PortChannel port_;
     UniqueFd signalFd_;
     UniqueFd stopFd_;  // eventfd written by stop()
+    UniqueFd vsockListener_;  // vsock transport: hosts connect here, one at a time
     bool stopping_ = false;
     protocol::FrameDecoder decoder_;
     bool hostConnected_ = false;

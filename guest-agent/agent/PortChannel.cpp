@@ -36,7 +36,7 @@ bool PortChannel::open(const std::string& devicePath) {
 
 void PortChannel::adopt(UniqueFd fd) {
     fd_ = std::move(fd);
-    ::fcntl(fd_.get(), F_SETFL, ::fcntl(fd_.get(), F_GETFL) | O_NONBLOCK);
+    if (fd_) ::fcntl(fd_.get(), F_SETFL, ::fcntl(fd_.get(), F_GETFL) | O_NONBLOCK);
 }
 
 bool PortChannel::enqueue(std::string_view bytes) {

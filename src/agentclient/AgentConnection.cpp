@@ -1,4 +1,5 @@
 #include "agentclient/AgentConnection.hpp"
+#include "agentclient/AgentTransport.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -21,17 +22,6 @@ using protocol::FrameType;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kReadChunk = 64 * 1024;
-
-UniqueFd connectUnix(const std::string& path) {
-    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!fd) return {};
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (path.size() >= sizeof addr.sun_path) throw Error(ErrorCode::internal, "agent socket path too long: " + path);
-    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return {};
-    return fd;
-}
 
 // Reads what arrives before `deadline`; returns bytes read, 0 on timeout, -1 on EOF/error.
 long readWithDeadline(int fd, std::string& into, Clock::time_point deadline) {
@@ -80,20 +70,9 @@ void AgentConnection::close() {
     (void)!::write(wakeFd_.get(), &one, sizeof one);
 }
 
-std::shared_ptr<AgentConnection> AgentConnection::connect(const std::string& socketPath,
+std::shared_ptr<AgentConnection> AgentConnection::connect(const std::string& endpoint,
                                                           std::chrono::milliseconds timeout) {
-    auto deadline = Clock::now() + timeout;
-    // The socket appears when QEMU starts; until then, retry.
-    while (true) {
-        UniqueFd fd = connectUnix(socketPath);
-        if (fd) {
-            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-            return fromFd(std::move(fd), std::max(left, std::chrono::milliseconds(1)));
-        }
-        if (Clock::now() >= deadline)
-            throw Error(ErrorCode::agent_timeout, "agent socket " + socketPath + " did not accept a connection in time");
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    return connectAgent(endpoint, timeout);
 }
 
 std::shared_ptr<AgentConnection> AgentConnection::fromFd(UniqueFd fd, std::chrono::milliseconds timeout) {

@@ -85,6 +85,7 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
     add("GET", "/healthz", false, [this](Context&) {
         return jsonResponse(200, {{"status", "ok"},
                                   {"accel", accelName(controller_.accel())},
+                                  {"agent_transport", controller_.transport() == AgentTransportKind::vsock ? "vsock" : "virtio-serial"},
                                   {"version", version_},
                                   {"templates", controller_.templates().list().size()}});
     });

@@ -88,10 +88,11 @@ SandboxRecord SandboxController::create(const std::string& tenant, const CreateS
         spec.consoleLogPath = dir + "/console.log";
         spec.agentSocketPath = dir + "/agent.sock";
         spec.agentPortName = protocol::kAgentPortName;
+        spec.vsock = config_.transport == AgentTransportKind::vsock;
         spec.accel = hypervisor_.accel();
         auto started = steadyMillis();
         hypervisor_.startDomain(spec);
-        std::shared_ptr<AgentConnection> agent = connector_(spec.agentSocketPath, config_.bootTimeout);
+        std::shared_ptr<AgentConnection> agent = connector_(agentEndpoint(r.id), config_.bootTimeout);
         runtime(r.id)->agent = std::move(agent);
         store_.updateState(r.id, SandboxState::running);
         r.state = SandboxState::running;
@@ -108,6 +109,13 @@ SandboxRecord SandboxController::create(const std::string& tenant, const CreateS
         }
         throw;
     }
+}
+
+std::string SandboxController::agentEndpoint(const std::string& id) {
+    if (config_.transport == AgentTransportKind::serial) return sandboxDir(id) + "/agent.sock";
+    auto cid = hypervisor_.vsockCid(domainName(id));
+    if (!cid) throw Error(ErrorCode::hypervisor_error, "sandbox " + id + " has no vsock CID");
+    return vsockEndpoint(*cid);
 }
 
 SandboxRecord SandboxController::requireOwned(const std::string& tenant, const std::string& id) {
@@ -143,7 +151,7 @@ std::shared_ptr<AgentConnection> SandboxController::agentFor(const std::string& 
         // clean session (DESIGN.md, "The agent channel").
         if (rt->agent) rt->agent->close();
         rt->agent.reset();
-        rt->agent = connector_(sandboxDir(id) + "/agent.sock", std::chrono::seconds(15));
+        rt->agent = connector_(agentEndpoint(id), std::chrono::seconds(15));
     }
     return rt->agent;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "agentclient/AgentConnection.hpp"
+#include "agentclient/AgentTransport.hpp"
 #include "controller/ExecOptions.hpp"
 #include "controller/TemplateCatalog.hpp"
 #include "hypervisor/Hypervisor.hpp"
@@ -24,6 +25,7 @@ struct ControllerConfig {
     std::string qemuUser = "libvirt-qemu";  // owns per-sandbox dirs (QEMU binds the agent socket there)
     unsigned maxVcpus = 8;
     unsigned maxMemoryMib = 16384;
+    AgentTransportKind transport = AgentTransportKind::serial;
 };
 
 // Terminal settings for a streamed exec.
@@ -41,8 +43,9 @@ struct CreateSandboxRequest {
     std::map<std::string, std::string> env;
 };
 
+// Opens the agent connection of an endpoint (a unix socket path or "vsock:CID:PORT").
 using AgentConnector =
-    std::function<std::shared_ptr<AgentConnection>(const std::string& socketPath, std::chrono::milliseconds)>;
+    std::function<std::shared_ptr<AgentConnection>(const std::string& endpoint, std::chrono::milliseconds)>;
 
 // Owns the sandbox lifecycle: every state change is written to the store
 // before it is acted on, so a restart can finish or undo it (recover()).
@@ -91,6 +94,7 @@ public:
 
     const TemplateCatalog& templates() const { return templates_; }
     Accel accel() const { return hypervisor_.accel(); }
+    AgentTransportKind transport() const { return config_.transport; }
     std::size_t liveConnections();
 
     static std::string domainName(const std::string& sandboxId) { return "airlock-" + sandboxId; }
@@ -110,6 +114,7 @@ private:
     void teardown(const std::string& id);
     void prepareSandboxDir(const std::string& dir);
     std::string consoleTail(const std::string& id);
+    std::string agentEndpoint(const std::string& id);
 
     ControllerConfig config_;
     Hypervisor& hypervisor_;

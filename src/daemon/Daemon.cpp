@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "agentclient/AgentConnection.hpp"
+#include "agentclient/AgentTransport.hpp"
 #include "api/Authenticator.hpp"
 #include "api/HttpServer.hpp"
 #include "api/Router.hpp"
@@ -78,9 +79,13 @@ int runDaemon(const DaemonOptions& options) {
 
     ControllerConfig config;
     config.dataDir = dataDir;
+    config.transport = resolveAgentTransport(options.agentTransport, hostHasVhostVsock());
+    logInfo("airlockd", std::string("agent transport: ") +
+                            (config.transport == AgentTransportKind::vsock ? "vsock" : "virtio-serial") + " (requested " +
+                            options.agentTransport + ")");
     SandboxController controller(config, hypervisor, sandboxes, ports, templates,
-                                 [](const std::string& socket, std::chrono::milliseconds timeout) {
-                                     return AgentConnection::connect(socket, timeout);
+                                 [](const std::string& endpoint, std::chrono::milliseconds timeout) {
+                                     return connectAgent(endpoint, timeout);
                                  });
     controller.recover();
 

@@ -6,7 +6,8 @@ namespace airlock {
 
 std::string daemonUsage() {
     return "usage: airlockd [--listen HOST:PORT] [--data-dir DIR] [--templates-dir DIR]\n"
-           "                [--accel auto|kvm|tcg] [--libvirt-uri URI] [--log-level debug|info|warn|error]\n";
+           "                [--accel auto|kvm|tcg] [--libvirt-uri URI] [--agent-transport auto|serial|vsock]\n"
+           "                [--log-level debug|info|warn|error]\n";
 }
 
 DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
@@ -41,6 +42,10 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
                 throw Error(ErrorCode::bad_request, "--accel must be auto, kvm or tcg");
         } else if (a == "--libvirt-uri") {
             o.libvirtUri = value();
+        } else if (a == "--agent-transport") {
+            o.agentTransport = value();
+            if (o.agentTransport != "auto" && o.agentTransport != "serial" && o.agentTransport != "vsock")
+                throw Error(ErrorCode::bad_request, "--agent-transport must be auto, serial or vsock");
         } else if (a == "--log-level") {
             o.logLevel = value();
         } else {

@@ -12,6 +12,7 @@ struct DaemonOptions {
     std::string accel = "auto";
     std::string libvirtUri;    // empty: the embedded driver under dataDir
     std::string logLevel = "info";
+    std::string agentTransport = "auto";  // auto | serial | vsock
     bool help = false;
 };
 

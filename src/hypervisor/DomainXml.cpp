@@ -22,8 +22,23 @@ std::string xmlEscape(const std::string& text) {
     return out;
 }
 
+std::optional<unsigned> parseVsockCid(const std::string& xml) {
+    auto vsock = xml.find("<vsock");
+    if (vsock == std::string::npos) return std::nullopt;
+    auto cid = xml.find("<cid", vsock);
+    auto end = xml.find("</vsock>", vsock);
+    if (cid == std::string::npos || (end != std::string::npos && cid > end)) return std::nullopt;
+    auto addr = xml.find("address='", cid);
+    if (addr == std::string::npos || addr > xml.find('>', cid)) return std::nullopt;
+    try {
+        return static_cast<unsigned>(std::stoul(xml.substr(addr + 9)));
+    } catch (...) {
+        return std::nullopt;
+    }
+}
+
 std::string buildDomainXml(const DomainSpec& s) {
-    if (s.name.empty() || s.kernelPath.empty() || s.agentSocketPath.empty())
+    if (s.name.empty() || s.kernelPath.empty() || (s.agentSocketPath.empty() && !s.vsock))
         throw Error(ErrorCode::internal, "domain spec lacks a name, kernel or agent socket");
     if (s.vcpus == 0 || s.memoryMib == 0) throw Error(ErrorCode::internal, "domain spec has no vcpus or memory");
     std::ostringstream x;
@@ -52,11 +67,18 @@ std::string buildDomainXml(const DomainSpec& s) {
           << "      <source path='" << xmlEscape(s.consoleLogPath) << "'/>\n"
           << "      <target port='0'/>\n"
           << "    </serial>\n";
-    x << "    <channel type='unix'>\n"
-      << "      <source mode='bind' path='" << xmlEscape(s.agentSocketPath) << "'/>\n"
-      << "      <target type='virtio' name='" << xmlEscape(s.agentPortName) << "'/>\n"
-      << "    </channel>\n"
-      << "    <rng model='virtio'>\n"
+    if (s.vsock) {
+        // The agent listens on vsock; the host connects to the CID libvirt assigns.
+        x << "    <vsock model='virtio'>\n"
+          << "      <cid auto='yes'/>\n"
+          << "    </vsock>\n";
+    } else {
+        x << "    <channel type='unix'>\n"
+          << "      <source mode='bind' path='" << xmlEscape(s.agentSocketPath) << "'/>\n"
+          << "      <target type='virtio' name='" << xmlEscape(s.agentPortName) << "'/>\n"
+          << "    </channel>\n";
+    }
+    x << "    <rng model='virtio'>\n"
       << "      <backend model='random'>/dev/urandom</backend>\n"
       << "    </rng>\n"
       << "  </devices>\n"

@@ -1,4 +1,5 @@
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@ struct DomainSpec {
     std::string consoleLogPath;   // serial console output
     std::string agentSocketPath;  // unix socket QEMU binds for the agent's virtio-serial port
     std::string agentPortName;    // name the guest sees in /sys/class/virtio-ports
+    bool vsock = false;           // agent over AF_VSOCK (a vhost-vsock device) instead of virtio-serial
     Accel accel = Accel::tcg;
 };
 
@@ -37,6 +39,8 @@ public:
     virtual void destroyDomain(const std::string& name) = 0;
     virtual DomainState domainState(const std::string& name) = 0;
     virtual std::vector<std::string> listDomains() = 0;
+    // The guest CID of a running domain's vsock device, if it has one.
+    virtual std::optional<unsigned> vsockCid(const std::string& /*name*/) { return std::nullopt; }
 };
 
 }  // namespace airlock

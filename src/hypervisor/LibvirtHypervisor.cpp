@@ -131,6 +131,16 @@ DomainState LibvirtHypervisor::domainState(const std::string& name) {
     }
 }
 
+std::optional<unsigned> LibvirtHypervisor::vsockCid(const std::string& name) {
+    DomainHandle dom(virDomainLookupByName(conn_, name.c_str()));
+    if (!dom) return std::nullopt;
+    char* xml = virDomainGetXMLDesc(dom.get(), 0);
+    if (!xml) return std::nullopt;
+    std::string desc(xml);
+    free(xml);
+    return parseVsockCid(desc);
+}
+
 std::vector<std::string> LibvirtHypervisor::listDomains() {
     virDomainPtr* domains = nullptr;
     int n = virConnectListAllDomains(conn_, &domains, 0);

@@ -29,6 +29,7 @@ public:
     void destroyDomain(const std::string& name) override;
     DomainState domainState(const std::string& name) override;
     std::vector<std::string> listDomains() override;
+    std::optional<unsigned> vsockCid(const std::string& name) override;
 
     const std::string& uri() const { return uri_; }
 

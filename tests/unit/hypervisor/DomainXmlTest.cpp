@@ -50,6 +50,18 @@ TEST(DomainXml, AgentChannelAndConsoleAndRng) {
     EXPECT_TRUE(has(xml, "<rng model='virtio'>"));
 }
 
+TEST(DomainXml, VsockTransportSwapsTheChannelForAVsockDevice) {
+    auto s = spec();
+    s.vsock = true;
+    auto xml = buildDomainXml(s);
+    EXPECT_TRUE(has(xml, "<vsock model='virtio'>"));
+    EXPECT_TRUE(has(xml, "<cid auto='yes'/>"));
+    EXPECT_FALSE(has(xml, "<channel"));
+    EXPECT_EQ(parseVsockCid("<domain><devices><vsock model='virtio'><cid auto='yes' address='42'/></vsock></devices></domain>"), 42u);
+    EXPECT_FALSE(parseVsockCid("<domain><devices></devices></domain>"));
+    EXPECT_FALSE(parseVsockCid("<vsock model='virtio'><cid auto='yes'/></vsock>"));
+}
+
 TEST(DomainXml, KvmUsesHostCpu) {
     auto s = spec();
     s.accel = Accel::kvm;
