@@ -181,6 +181,7 @@ void Agent::pollOnce() {
     for (std::size_t i = streamEnd; i < set.fds.size(); ++i)
         if (set.fds[i].revents) procOwners[i - streamEnd]->onFdReady(set.fds[i].fd);
     processes_.reapAll();
+    pumpRawSource();
     now = monotonicMs();
     for (auto it = streams_.begin(); it != streams_.end();) {
         it->second->tick(now);
@@ -190,10 +191,52 @@ void Agent::pollOnce() {
     if (hostConnected_ && port_.queued() > 0 && !port_.flush()) onHostGone();
 }
 
+void Agent::startRaw(std::uint32_t stream, const nlohmann::json& request) {
+    std::string mode = request.value("mode", "");
+    std::uint64_t bytes = request.value("bytes", std::uint64_t(0));
+    if ((mode != "sink" && mode != "source" && mode != "echo") || bytes == 0 || bytes > (1ull << 32))
+        return sendReset(stream, "bad_request", "raw wants mode sink|source|echo and 1..4 GiB");
+    if (!raw_.mode.empty() || !streams_.empty()) return sendReset(stream, "busy", "raw mode needs an idle channel");
+    raw_ = RawMode{stream, mode, bytes, monotonicMs()};
+    // From the byte after this frame on, the channel carries raw bytes.
+    sendFrame(FrameType::control, stream, R"({"raw":true})");
+}
+
+std::size_t Agent::consumeRaw(std::string_view bytes) {
+    if (raw_.mode != "sink" && raw_.mode != "echo") return 0;
+    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(raw_.remaining, bytes.size()));
+    if (raw_.mode == "echo") port_.enqueue(bytes.substr(0, n));
+    raw_.remaining -= n;
+    if (raw_.remaining == 0) finishRaw();
+    return n;
+}
+
+void Agent::pumpRawSource() {
+    static const std::string block(kReadChunk, 'r');
+    while (raw_.mode == "source" && raw_.remaining > 0 && port_.queued() < kOutputHighWater) {
+        std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(raw_.remaining, block.size()));
+        port_.enqueue(std::string_view(block).substr(0, n));
+        raw_.remaining -= n;
+    }
+    if (raw_.mode == "source" && raw_.remaining == 0) finishRaw();
+}
+
+void Agent::finishRaw() {
+    std::uint32_t stream = raw_.stream;
+    std::int64_t ms = monotonicMs() - raw_.startedMs;
+    raw_ = RawMode{};
+    sendFrame(FrameType::close, stream, dumpJson({{"ms", ms}}));
+}
+
 void Agent::onPortReadable() {
     std::string bytes;
     long n = port_.readSome(bytes, kReadChunk);
     if (n <= 0) return;
+    if (!raw_.mode.empty()) {
+        std::size_t used = consumeRaw(bytes);
+        bytes.erase(0, used);
+        if (bytes.empty()) return;
+    }
     decoder_.feed(bytes);
     protocol::Frame frame;
     while (true) {
@@ -301,6 +344,8 @@ void Agent::handleOpen(const protocol::Frame& frame) {
             return runFsOp(id, *this, request);
         } else if (op == "tunnel") {
             handler = std::make_unique<TunnelStream>(id, *this, request);
+        } else if (op == "raw") {
+            return startRaw(id, request);
         } else if (op.rfind("process_", 0) == 0) {
             return handleProcessOp(id, op, request);
         } else {

@@ -58,6 +58,18 @@ private:
     bool sessionOpen_ = false;  // a hello was answered on this connection
     std::uint64_t epoch_ = 0;
     std::map<std::uint32_t, std::unique_ptr<StreamHandler>> streams_;
+    // Benchmark baseline (op "raw"): bytes that bypass the framing, to
+    // measure the bare channel against the protocol on top of it.
+    struct RawMode {
+        std::uint32_t stream = 0;
+        std::string mode;          // sink | source | echo
+        std::uint64_t remaining = 0;
+        std::int64_t startedMs = 0;
+    } raw_;
+    void startRaw(std::uint32_t stream, const nlohmann::json& request);
+    std::size_t consumeRaw(std::string_view bytes);
+    void pumpRawSource();
+    void finishRaw();
     ProcessTable processes_;
 };
 

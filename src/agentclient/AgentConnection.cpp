@@ -162,7 +162,9 @@ void AgentConnection::readerLoop() {
             failAll("agent channel closed (guest gone or agent restarted)");
             break;
         }
-        decoder_.feed(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+        std::string_view incoming(buf.data(), static_cast<std::size_t>(n));
+        incoming.remove_prefix(consumeRaw(incoming));
+        decoder_.feed(incoming);
         protocol::Frame frame;
         while (true) {
             auto r = decoder_.next(frame);
@@ -172,12 +174,24 @@ void AgentConnection::readerLoop() {
                 failAll("protocol error from agent: " + decoder_.lastError());
                 return;
             }
+            bool leavesFraming = frame.type == FrameType::control && frame.stream != 0 && frame.stream == rawStream_;
             try {
                 dispatch(frame);
             } catch (const std::exception& e) {
                 logWarn("agentclient", std::string("dropping connection: ") + e.what());
                 failAll(e.what());
                 return;
+            }
+            if (leavesFraming) {
+                // The agent's raw bytes follow this frame at once.
+                {
+                    std::lock_guard lock(rawMutex_);
+                    rawActive_ = true;
+                }
+                std::string rest = decoder_.takeBuffered();
+                std::string_view view(rest);
+                view.remove_prefix(consumeRaw(view));
+                decoder_.feed(view);
             }
         }
     }
@@ -308,6 +322,77 @@ ExecOutput AgentConnection::exec(const protocol::ExecRequest& requestIn, std::si
             return out;
         }
     }
+}
+
+std::size_t AgentConnection::consumeRaw(std::string_view bytes) {
+    std::lock_guard lock(rawMutex_);
+    if (!rawActive_ || rawReceived_ >= rawExpected_) return 0;
+    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(rawExpected_ - rawReceived_, bytes.size()));
+    rawReceived_ += n;
+    if (rawReceived_ == rawExpected_) rawActive_ = false;
+    rawCv_.notify_all();
+    return n;
+}
+
+std::vector<std::chrono::nanoseconds> AgentConnection::rawBench(const std::string& mode, std::uint64_t bytes,
+                                                               std::chrono::milliseconds wait) {
+    using Clock = std::chrono::steady_clock;
+    auto deadline = Clock::now() + wait;
+    bool agentSends = mode == "source" || mode == "echo";
+    std::shared_ptr<AgentStream> stream;
+    {
+        std::lock_guard lock(rawMutex_);
+        rawExpected_ = agentSends ? bytes : 0;
+        rawReceived_ = 0;
+        rawActive_ = false;
+        std::lock_guard streams(streamsMutex_);
+        rawStream_ = nextStream_;  // the id open() will use
+    }
+    stream = open({{"op", "raw"}, {"mode", mode}, {"bytes", bytes}});
+    auto ready = stream->next(deadline);
+    if (!ready || ready->kind != AgentStream::Event::Kind::control)
+        throw Error(ErrorCode::agent_error, "the agent did not enter raw mode");
+    std::vector<std::chrono::nanoseconds> times;
+    auto writeRaw = [&](std::string_view data) {
+        std::lock_guard lock(writeMutex_);
+        while (!data.empty()) {
+            ssize_t n = ::send(fd_.get(), data.data(), data.size(), MSG_NOSIGNAL);
+            if (n <= 0) throw Error(ErrorCode::agent_error, "raw write failed");
+            data.remove_prefix(static_cast<std::size_t>(n));
+        }
+    };
+    auto waitReceived = [&](std::uint64_t count) {
+        std::unique_lock lock(rawMutex_);
+        if (!rawCv_.wait_until(lock, deadline, [&] { return rawReceived_ >= count; }))
+            throw Error(ErrorCode::agent_timeout, "raw transfer timed out");
+    };
+    auto start = Clock::now();
+    if (mode == "sink") {
+        std::string block(256 * 1024, 's');
+        for (std::uint64_t sent = 0; sent < bytes;) {
+            std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(block.size(), bytes - sent));
+            writeRaw(std::string_view(block).substr(0, n));
+            sent += n;
+        }
+    } else if (mode == "source") {
+        waitReceived(bytes);
+    } else {
+        for (std::uint64_t i = 1; i <= bytes; ++i) {
+            auto t0 = Clock::now();
+            writeRaw("e");
+            waitReceived(i);
+            times.push_back(Clock::now() - t0);
+        }
+    }
+    // The agent's close marks the end (for a sink: all bytes arrived).
+    while (auto e = stream->next(deadline)) {
+        if (e->kind == AgentStream::Event::Kind::close) break;
+        if (e->kind == AgentStream::Event::Kind::reset) throw Error(ErrorCode::agent_error, "raw mode failed");
+    }
+    if (mode != "echo") times.push_back(Clock::now() - start);
+    std::lock_guard lock(streamsMutex_);
+    rawStream_ = 0;
+    return times;
 }
 
 bool AgentConnection::ping(std::chrono::milliseconds wait) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "agentclient/AgentStream.hpp"
 #include "core/Error.hpp"
@@ -58,6 +59,13 @@ public:
     ExecOutput exec(const protocol::ExecRequest& request, std::size_t outputCap, std::chrono::milliseconds wait);
 
     bool ping(std::chrono::milliseconds wait);
+
+    // Benchmark baseline: the bare channel without framing. sink: we send
+    // `bytes` raw bytes; source: the agent sends them; echo: `bytes` one-byte
+    // round trips. Returns the wall time of each round trip (echo) or one
+    // entry with the whole transfer. Needs an otherwise idle connection.
+    std::vector<std::chrono::nanoseconds> rawBench(const std::string& mode, std::uint64_t bytes,
+                                                  std::chrono::milliseconds wait);
     // Stops the reader and fails every open stream; idempotent.
     void close();
 
@@ -89,6 +97,14 @@ private:
     std::uint64_t epoch_ = 0;
     std::string agentVersion_;
     protocol::FrameDecoder decoder_;
+
+    // Raw bytes the reader must count instead of decoding (rawBench).
+    std::mutex rawMutex_;
+    std::condition_variable rawCv_;
+    std::uint32_t rawStream_ = 0;
+    std::uint64_t rawExpected_ = 0, rawReceived_ = 0;
+    bool rawActive_ = false;
+    std::size_t consumeRaw(std::string_view bytes);
 
     std::mutex pingMutex_;
     std::condition_variable pingCv_;

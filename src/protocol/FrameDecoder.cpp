@@ -17,6 +17,13 @@ void FrameDecoder::clear() {
     error_.clear();
 }
 
+std::string FrameDecoder::takeBuffered() {
+    std::string rest = buffer_.substr(offset_);
+    buffer_.clear();
+    offset_ = 0;
+    return rest;
+}
+
 void FrameDecoder::compact() {
     if (offset_ == 0) return;
     buffer_.erase(0, offset_);

@@ -28,6 +28,8 @@ public:
     std::size_t skippedBytes() const { return skipped_; }
     std::size_t buffered() const { return buffer_.size() - offset_; }
     void clear();
+    // Hands back the bytes not decoded yet (the channel leaves framing).
+    std::string takeBuffered();
 
 private:
     // Returns an empty string when the header at offset_ is valid.

@@ -289,6 +289,20 @@ TEST_F(AgentStreams, HundredStreamsAtOnceAndAStalledOneBlocksNobody) {
     for (int i = 0; i < 100; ++i) EXPECT_EQ(results[i].get(), "s" + std::to_string(i) + "\n");
 }
 
+TEST_F(AgentStreams, RawBaselineModesLeaveAndReenterFraming) {
+    auto sink = conn->rawBench("sink", 3 * 1024 * 1024 + 5, 30s);
+    ASSERT_EQ(sink.size(), 1u);
+    auto source = conn->rawBench("source", 3 * 1024 * 1024 + 7, 30s);
+    ASSERT_EQ(source.size(), 1u);
+    auto echo = conn->rawBench("echo", 20, 30s);
+    EXPECT_EQ(echo.size(), 20u);
+    // Framing works again afterwards.
+    protocol::ExecRequest r;
+    r.argv = {"echo", "framed"};
+    r.user = "root";
+    EXPECT_EQ(conn->exec(r, 1024, 10s).stdoutData, "framed\n");
+}
+
 TEST_F(AgentStreams, UnknownOpsAreResetNotFatal) {
     EXPECT_EQ(codeOf([&] { conn->call({{"op", "format_disk"}}, 5s); }), ErrorCode::bad_request);
     EXPECT_TRUE(conn->ping(2s));
