@@ -138,8 +138,11 @@ void Agent::pollOnce() {
 
     std::int64_t now = monotonicMs();
     int timeout = !hostConnected_ ? 100 : streams_.empty() ? 1000 : 200;
-    for (auto& [id, s] : streams_)
+    for (auto& [id, s] : streams_) {
         if (auto d = s->nextDeadlineMs(); d > 0) timeout = static_cast<int>(std::clamp<std::int64_t>(d - now, 0, timeout));
+        if (s->readyToProduce()) timeout = 0;
+    }
+    if (raw_.mode == "source" && port_.queued() < kOutputHighWater) timeout = 0;
     int n = ::poll(set.fds.data(), set.fds.size(), timeout);
     if (n < 0) return;
 

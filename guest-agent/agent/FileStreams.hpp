@@ -31,6 +31,7 @@ class FileReadStream : public StreamHandler {
 public:
     FileReadStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request);
     void tick(std::int64_t nowMs) override;
+    bool readyToProduce() const override { return fd_.valid() && sendable() > 0; }
 
 private:
     void start(const nlohmann::json& request);

@@ -144,7 +144,7 @@ nlohmann::json ProcessTable::start(const protocol::ExecRequest& request, std::st
     return j;
 }
 
-BackgroundProcess* ProcessTable::find(pid_t pid) {
+BackgroundProcess* ProcessTable::find(pid_t pid) const {
     auto it = processes_.find(pid);
     return it == processes_.end() ? nullptr : it->second.get();
 }
@@ -168,6 +168,11 @@ ProcessLogStream::ProcessLogStream(std::uint32_t id, FrameSink& sink, ProcessTab
     auto* p = table_.find(pid);
     cursor_ = p ? p->output().begin() : 0;
     if (!p) fail("not_found", "no background process " + std::to_string(pid));
+}
+
+bool ProcessLogStream::readyToProduce() const {
+    auto* p = table_.find(pid_);
+    return p && cursor_ < p->output().end() && sendable() > 0;
 }
 
 void ProcessLogStream::tick(std::int64_t) {

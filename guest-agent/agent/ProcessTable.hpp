@@ -68,7 +68,7 @@ public:
 
     // Starts one; returns its description or throws a JSON-able error via `error`.
     nlohmann::json start(const protocol::ExecRequest& request, std::string& errorCode, std::string& error);
-    BackgroundProcess* find(pid_t pid);
+    BackgroundProcess* find(pid_t pid) const;
     nlohmann::json list() const;
     void collectFds(std::vector<pollfd>& fds, std::vector<BackgroundProcess*>& owners);
     void reapAll();
@@ -83,6 +83,7 @@ class ProcessLogStream : public StreamHandler {
 public:
     ProcessLogStream(std::uint32_t id, FrameSink& sink, ProcessTable& table, pid_t pid, bool follow);
     void tick(std::int64_t nowMs) override;
+    bool readyToProduce() const override;
 
 private:
     ProcessTable& table_;

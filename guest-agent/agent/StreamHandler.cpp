@@ -4,7 +4,7 @@
 
 namespace airlock::guest {
 namespace {
-constexpr std::size_t kChunk = 64 * 1024;
+constexpr std::size_t kChunk = 256 * 1024;  // one full frame: per-frame costs dominate under TCG
 }
 
 std::string dumpJson(const nlohmann::json& j) {

@@ -55,6 +55,9 @@ public:
     // Called once per loop turn: timeouts, pulling from process logs, finishing.
     virtual void tick(std::int64_t /*nowMs*/) {}
     virtual std::int64_t nextDeadlineMs() const { return 0; }
+    // True when tick() could send right now (sources without a pollable fd):
+    // the loop then does not sleep.
+    virtual bool readyToProduce() const { return false; }
 
     void addCredit(std::uint32_t credit);
     // Receives host data after the window check; false when the host overran it.

@@ -63,6 +63,10 @@ public:
     void destroy(const std::string& tenant, const std::string& id);
     ExecOutput exec(const std::string& tenant, const std::string& id, const ExecOptions& options);
 
+    // Ownership + state check, then the sandbox's agent connection (one per
+    // sandbox: virtio-serial takes one host at a time).
+    std::shared_ptr<AgentConnection> runningAgent(const std::string& tenant, const std::string& id);
+
     // Streamed exec: output arrives on `handler` (push mode) as it is produced.
     std::shared_ptr<AgentStream> openExec(const std::string& tenant, const std::string& id, const ExecOptions& options,
                                           const TerminalOptions& terminal, AgentStream::Handler handler);
@@ -109,8 +113,6 @@ private:
     SandboxRecord requireOwned(const std::string& tenant, const std::string& id);
     std::shared_ptr<Runtime> runtime(const std::string& id);
     std::shared_ptr<AgentConnection> agentFor(const std::string& id);
-    // Ownership + state check, then the sandbox's agent connection.
-    std::shared_ptr<AgentConnection> runningAgent(const std::string& tenant, const std::string& id);
     void teardown(const std::string& id);
     void prepareSandboxDir(const std::string& dir);
     std::string consoleTail(const std::string& id);
