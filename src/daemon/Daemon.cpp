@@ -79,6 +79,7 @@ int runDaemon(const DaemonOptions& options) {
 
     ControllerConfig config;
     config.dataDir = dataDir;
+    config.execOutputCap = options.execOutputCap;
     config.transport = resolveAgentTransport(options.agentTransport, hostHasVhostVsock());
     logInfo("airlockd", std::string("agent transport: ") +
                             (config.transport == AgentTransportKind::vsock ? "vsock" : "virtio-serial") + " (requested " +

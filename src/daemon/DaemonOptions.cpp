@@ -7,7 +7,7 @@ namespace airlock {
 std::string daemonUsage() {
     return "usage: airlockd [--listen HOST:PORT] [--data-dir DIR] [--templates-dir DIR]\n"
            "                [--accel auto|kvm|tcg] [--libvirt-uri URI] [--agent-transport auto|serial|vsock]\n"
-           "                [--log-level debug|info|warn|error]\n";
+           "                [--exec-output-cap BYTES] [--log-level debug|info|warn|error]\n";
 }
 
 DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
@@ -46,6 +46,17 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
             o.agentTransport = value();
             if (o.agentTransport != "auto" && o.agentTransport != "serial" && o.agentTransport != "vsock")
                 throw Error(ErrorCode::bad_request, "--agent-transport must be auto, serial or vsock");
+        } else if (a == "--exec-output-cap") {
+            std::string v = value();
+            try {
+                std::size_t used = 0;
+                o.execOutputCap = std::stoull(v, &used);
+                if (used != v.size()) throw std::invalid_argument(v);
+            } catch (const std::exception&) {
+                throw Error(ErrorCode::bad_request, "--exec-output-cap wants a number of bytes");
+            }
+            if (o.execOutputCap < 1024 || o.execOutputCap > (256u << 20))
+                throw Error(ErrorCode::bad_request, "--exec-output-cap must be between 1 KiB and 256 MiB");
         } else if (a == "--log-level") {
             o.logLevel = value();
         } else {

@@ -13,6 +13,7 @@ struct DaemonOptions {
     std::string libvirtUri;    // empty: the embedded driver under dataDir
     std::string logLevel = "info";
     std::string agentTransport = "auto";  // auto | serial | vsock
+    std::size_t execOutputCap = 1024 * 1024;  // per stream of a buffered exec
     bool help = false;
 };
 

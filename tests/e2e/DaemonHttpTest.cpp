@@ -8,6 +8,9 @@
 #include <netinet/in.h>
 #include <fcntl.h>
 
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -275,6 +278,37 @@ TEST_F(ChannelOverHttp, WebSocketExecStreamsAndNeedsTheKey) {
     EXPECT_EQ(tty, "has-tty\r\n");
 
     EXPECT_THROW(cli::runStreamExec(daemon->url(), "wrong-key", id, o), std::runtime_error);
+}
+
+TEST_F(ChannelOverHttp, ClientDisconnectKillsTheCommandsProcessGroup) {
+    namespace beast = boost::beast;
+    namespace websocket = beast::websocket;
+    boost::asio::io_context ioc;
+    {
+        websocket::stream<beast::tcp_stream> ws(ioc);
+        boost::asio::ip::tcp::resolver resolver(ioc);
+        beast::get_lowest_layer(ws).connect(resolver.resolve("127.0.0.1", std::to_string(port)));
+        ws.set_option(websocket::stream_base::decorator(
+            [this](websocket::request_type& req) { req.set(beast::http::field::authorization, "Bearer " + key); }));
+        ws.handshake("127.0.0.1", "/v1/sandboxes/" + id + "/exec/ws");
+        ws.text(true);
+        ws.write(boost::asio::buffer(std::string(R"({"shell":"(sleep 300; echo never) & echo started; sleep 301"})")));
+        std::string output;  // binary messages only: the "started" text message comes first
+        while (output.find("started\n") == std::string::npos) {
+            beast::flat_buffer b;
+            ws.read(b);
+            if (ws.got_binary()) output += beast::buffers_to_string(b.data());
+            else ASSERT_EQ(beast::buffers_to_string(b.data()).find("\"exit\""), std::string::npos);
+        }
+        auto running = json::parse(call("POST", "/exec", R"({"shell":"ps | grep -c '[s]leep 30'"})").body);
+        EXPECT_GE(std::stoi(running["stdout"].get<std::string>()), 2)
+            << "both sleeps (and their shells) run: " << call("POST", "/exec", R"({"shell":"ps"})").body;
+        beast::get_lowest_layer(ws).socket().close();  // no close handshake: the client just vanishes
+    }
+    EXPECT_TRUE(test::waitFor([&] {
+        return call("POST", "/exec", R"({"shell":"ps | grep -c '[s]leep 30'"})").body.find("\"stdout\":\"0\\n\"") !=
+               std::string::npos;
+    }, 15s)) << "the command and its background child must die with the client";
 }
 
 TEST_F(ChannelOverHttp, FilesAndDirectories) {

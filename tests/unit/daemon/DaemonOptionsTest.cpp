@@ -22,6 +22,10 @@ TEST(DaemonOptions, RejectsBadFlags) {
     EXPECT_ANY_THROW(parseDaemonOptions({"--accel", "xen"}));
     EXPECT_ANY_THROW(parseDaemonOptions({"--data-dir"}));
     EXPECT_ANY_THROW(parseDaemonOptions({"--frobnicate"}));
+    EXPECT_ANY_THROW(parseDaemonOptions({"--exec-output-cap", "12abc"}));
+    EXPECT_ANY_THROW(parseDaemonOptions({"--exec-output-cap", "10"}));
+    EXPECT_ANY_THROW(parseDaemonOptions({"--agent-transport", "pigeon"}));
+    EXPECT_EQ(parseDaemonOptions({"--exec-output-cap", "65536"}).execOutputCap, 65536u);
 }
 
 }  // namespace
