@@ -1,6 +1,7 @@
 #include "support/TestEnv.hpp"
 
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -46,6 +47,16 @@ int countQemuProcesses(const std::string& needle) {
     }
     ::closedir(proc);
     return count;
+}
+
+ErrorCode codeOf(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.code();
+    }
+    ADD_FAILURE() << "no error thrown";
+    return ErrorCode::internal;
 }
 
 bool templatesBuilt() {

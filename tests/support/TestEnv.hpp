@@ -3,6 +3,8 @@
 #include <functional>
 #include <string>
 
+#include "core/Error.hpp"
+
 namespace airlock::test {
 
 // A fresh directory under /tmp, removed by the destructor. Mode 0755 so the
@@ -25,5 +27,8 @@ bool waitFor(const std::function<bool()>& condition, std::chrono::milliseconds t
 int countQemuProcesses(const std::string& needle);
 
 bool templatesBuilt();
+
+// The ErrorCode `f` throws; records a test failure when it throws none.
+ErrorCode codeOf(const std::function<void()>& f);
 
 }  // namespace airlock::test

@@ -24,6 +24,7 @@ using namespace std::chrono_literals;
 using nlohmann::json;
 using Kind = AgentStream::Event::Kind;
 namespace fs = std::filesystem;
+using test::codeOf;
 
 class AgentStreams : public ::testing::Test {
 protected:
@@ -37,15 +38,6 @@ protected:
         return conn->call(request, 10s);
     }
 
-    ErrorCode codeOf(const std::function<void()>& f) {
-        try {
-            f();
-        } catch (const Error& e) {
-            return e.code();
-        }
-        ADD_FAILURE() << "no error";
-        return ErrorCode::internal;
-    }
 
     std::string download(const std::string& path, std::optional<std::uint64_t>* announced = nullptr) {
         auto s = conn->open({{"op", "file_read"}, {"path", path}, {"user", "root"}});

@@ -2,19 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "support/TestEnv.hpp"
+
 #include "core/Error.hpp"
 
 namespace airlock::api {
 namespace {
 
-ErrorCode codeOf(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.code();
-    }
-    return ErrorCode::internal;
-}
+using test::codeOf;
 
 TEST(RequestParsing, CreateSandboxDefaultsAndFields) {
     auto r = parseCreateSandbox(R"({"template":"minimal","vcpus":2,"memory_mib":512,"metadata":{"k":"v"},"env":{"A":"1"}})");

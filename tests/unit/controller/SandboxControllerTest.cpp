@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/TestEnv.hpp"
+
 #include <filesystem>
 
 #include "ControllerFixture.hpp"
@@ -12,15 +14,7 @@ namespace {
 namespace fs = std::filesystem;
 using test::ControllerFixture;
 
-ErrorCode codeOf(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.code();
-    }
-    ADD_FAILURE() << "no error thrown";
-    return ErrorCode::internal;
-}
+using test::codeOf;
 
 ExecOptions rootShell(const std::string& s) {
     ExecOptions o;

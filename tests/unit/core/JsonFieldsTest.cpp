@@ -2,19 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "support/TestEnv.hpp"
+
 #include "core/Error.hpp"
 
 namespace airlock {
 namespace {
 
-ErrorCode codeOf(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.code();
-    }
-    return ErrorCode::internal;
-}
+using test::codeOf;
 
 TEST(JsonFields, UnknownFieldIsBadRequest) {
     auto j = nlohmann::json::parse(R"({"a":1,"b":2})");
