@@ -1,6 +1,10 @@
 #include "agent/Agent.hpp"
 
+#include <fcntl.h>
+#include <linux/random.h>
 #include <linux/vm_sockets.h>
+#include <sys/ioctl.h>
+#include <time.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <signal.h>
@@ -12,6 +16,7 @@
 #include <filesystem>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -349,6 +354,8 @@ void Agent::handleOpen(const protocol::Frame& frame) {
             handler = std::make_unique<TunnelStream>(id, *this, request);
         } else if (op == "raw") {
             return startRaw(id, request);
+        } else if (op == "reseed") {
+            return handleReseed(id, request);
         } else if (op.rfind("process_", 0) == 0) {
             return handleProcessOp(id, op, request);
         } else {
@@ -360,6 +367,41 @@ void Agent::handleOpen(const protocol::Frame& frame) {
         return sendReset(id, "internal", e.what());
     }
     if (!handler->done()) streams_[id] = std::move(handler);
+}
+
+void Agent::handleReseed(std::uint32_t id, const nlohmann::json& request) {
+    auto entropy = request.find("entropy");
+    if (entropy == request.end() || !entropy->is_string()) return sendReset(id, "bad_request", "entropy (hex) is required");
+    const std::string& hex = entropy->get_ref<const std::string&>();
+    if (hex.size() < 64 || hex.size() > 1024 || hex.size() % 2 != 0 ||
+        hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+        return sendReset(id, "bad_request", "entropy must be 32 to 512 bytes of lowercase hex");
+    std::vector<unsigned char> bytes(hex.size() / 2);
+    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+    std::vector<unsigned char> buf(sizeof(rand_pool_info) + bytes.size());
+    auto* info = reinterpret_cast<rand_pool_info*>(buf.data());
+    info->entropy_count = static_cast<int>(bytes.size() * 8);
+    info->buf_size = static_cast<int>(bytes.size());
+    std::memcpy(info->buf, bytes.data(), bytes.size());
+    UniqueFd random(::open("/dev/urandom", O_RDWR | O_CLOEXEC));
+    if (!random) return sendReset(id, "internal", std::string("open /dev/urandom: ") + std::strerror(errno));
+    if (::ioctl(random.get(), RNDADDENTROPY, info) != 0)
+        return sendReset(id, "internal", std::string("RNDADDENTROPY: ") + std::strerror(errno));
+    if (::ioctl(random.get(), RNDRESEEDCRNG) != 0)
+        return sendReset(id, "internal", std::string("RNDRESEEDCRNG: ") + std::strerror(errno));
+    bool clockSet = false;
+    if (auto t = request.find("time_ns"); t != request.end() && t->is_number_unsigned()) {
+        auto ns = t->get<std::uint64_t>();
+        timespec now{};
+        ::clock_gettime(CLOCK_REALTIME, &now);
+        auto current = static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(now.tv_nsec);
+        // Only a clock that is clearly off (a restored snapshot's) is stepped.
+        if ((ns > current ? ns - current : current - ns) > 1'000'000'000ULL) {
+            timespec ts{static_cast<time_t>(ns / 1'000'000'000ULL), static_cast<long>(ns % 1'000'000'000ULL)};
+            clockSet = ::clock_settime(CLOCK_REALTIME, &ts) == 0;
+        }
+    }
+    sendFrame(FrameType::close, id, dumpJson({{"reseeded", true}, {"clock_set", clockSet}}));
 }
 
 void Agent::handleProcessOp(std::uint32_t id, const std::string& op, const nlohmann::json& request) {

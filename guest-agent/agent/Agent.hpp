@@ -44,6 +44,10 @@ private:
     void handleHello(const protocol::Frame& frame);
     void handleOpen(const protocol::Frame& frame);
     void handleProcessOp(std::uint32_t stream, const std::string& op, const nlohmann::json& request);
+    // After a restore from a snapshot: mix host entropy into the kernel CRNG
+    // and force a reseed (clones must not share random state; this kernel has
+    // no vmgenid), and set the wall clock the snapshot froze.
+    void handleReseed(std::uint32_t stream, const nlohmann::json& request);
     void sendReset(std::uint32_t stream, const std::string& code, const std::string& message);
     void dropSessionStreams();
 

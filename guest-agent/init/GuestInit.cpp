@@ -50,15 +50,16 @@ constexpr std::string_view kPrefix = "airlock-init: ";
 // covers the console's Ctrl-C / hangup when someone attaches to it.
 constexpr int kIgnoredSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
-void writeAll(int fd, std::string_view data) {
+bool writeAll(int fd, std::string_view data) {
     while (!data.empty()) {
         ssize_t n = ::write(fd, data.data(), data.size());
         if (n < 0) {
             if (errno == EINTR) continue;
-            return;  // Nowhere left to report a failing console.
+            return false;
         }
         data.remove_prefix(static_cast<size_t>(n));
     }
+    return true;
 }
 
 bool makeDir(const char* path, mode_t mode) {
@@ -153,6 +154,7 @@ void GuestInit::run() {
     mountFilesystems();
     setHostname();
     loadModules();
+    switchRootIfAsked();
     configureLoopback();
     setEnvironment();
     superviseForever();
@@ -222,6 +224,55 @@ void GuestInit::mountFilesystems() {
         if (::symlink(target, link) != 0 && errno != EEXIST)
             logErrno(std::string("symlink ") + link, errno);
     }
+}
+
+bool GuestInit::copyFile(const std::string& from, const std::string& to, mode_t mode) const {
+    std::string data;
+    int err = 0;
+    if (!readFile(from, data, err)) {
+        logErrno("read " + from, err);
+        return false;
+    }
+    Fd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+    if (!out || !writeAll(out.get(), data)) {
+        logErrno("write " + to, errno);
+        return false;
+    }
+    return true;
+}
+
+void GuestInit::switchRootIfAsked() {
+    std::string cmdline;
+    int err = 0;
+    if (!readFile("/proc/cmdline", cmdline, err)) return;
+    constexpr std::string_view kKey = "airlock.root=";
+    auto pos = cmdline.find(kKey);
+    if (pos == std::string::npos) return;
+    auto end = cmdline.find_first_of(" \n", pos);
+    std::string device = cmdline.substr(pos + kKey.size(), end == std::string::npos ? end : end - pos - kKey.size());
+    // virtio_blk probes asynchronously: wait for the node (bounded).
+    for (int i = 0; i < 500 && ::access(device.c_str(), F_OK) != 0; ++i) ::usleep(10'000);
+    if (!makeDir("/newroot", 0755) || ::mount(device.c_str(), "/newroot", "ext4", MS_NOATIME, nullptr) != 0) {
+        logErrno("mount root " + device, errno);
+        return;  // the initramfs stays root: the agent still answers and reports
+    }
+    // The agent comes from the initramfs, so the disk image never has to
+    // match the agent's version; /run moves over with the other mounts.
+    std::string carried = "/run/airlock-agent";
+    if (copyFile(config_.agentPath, carried, 0755)) config_.agentPath = carried;
+    for (const char* m : {"/dev", "/proc", "/sys", "/run"}) {
+        std::string target = std::string("/newroot") + m;
+        makeDir(target.c_str(), 0755);
+        if (::mount(m, target.c_str(), nullptr, MS_MOVE, nullptr) != 0) logErrno(std::string("move ") + m, errno);
+    }
+    if (::chdir("/newroot") != 0 || ::mount(".", "/", nullptr, MS_MOVE, nullptr) != 0 || ::chroot(".") != 0 ||
+        ::chdir("/") != 0) {
+        logErrno("switch root", errno);
+        return;
+    }
+    // The disk's /tmp is a plain directory: a tmpfs as in the minimal image.
+    mountOne("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", 01777);
+    log("root is " + device);
 }
 
 void GuestInit::setHostname() {

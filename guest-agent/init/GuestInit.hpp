@@ -62,6 +62,10 @@ private:
     void mountFilesystems();
     void mountOne(const char* source, const char* target, const char* type,
                   unsigned long flags, const char* data, mode_t dirMode);
+    // With airlock.root=DEV on the kernel command line (the debian template):
+    // mounts DEV, carries the agent over in /run and makes DEV the root.
+    void switchRootIfAsked();
+    bool copyFile(const std::string& from, const std::string& to, mode_t mode) const;
     void setHostname();
     void loadModules();
     void configureLoopback();

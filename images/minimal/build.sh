@@ -22,7 +22,9 @@ readonly BUSYBOX=/bin/busybox
 # Fixed mtime for every archive member. Not 0: some tools (Python's zipfile)
 # reject timestamps before 1980.
 readonly ARCHIVE_EPOCH=1704067200 # 2024-01-01T00:00:00Z
-readonly CMDLINE="console=ttyS0 panic=-1 quiet"
+# init_on_free=1: freed pages are zeroed, so a snapshot skips them (zero pages
+# cost a few bytes in the migration stream): 101 -> 61 MB for an idle guest.
+readonly CMDLINE="console=ttyS0 panic=-1 quiet init_on_free=1"
 readonly VCPUS=1
 readonly MEMORY_MIB=256
 

@@ -1,5 +1,7 @@
 #include "api/RequestParsing.hpp"
 
+#include "core/Clock.hpp"
+
 #include <regex>
 
 #include "core/Error.hpp"
@@ -47,15 +49,38 @@ std::map<std::string, std::string> readStringMap(const json& j, const char* key,
 
 CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     json j = parseJsonBody(body);
-    rejectUnknownFields(j, {"template", "vcpus", "memory_mib", "metadata", "env"}, "sandbox request");
+    rejectUnknownFields(j, {"template", "snapshot", "boot", "vcpus", "memory_mib", "timeout_s", "on_timeout", "metadata", "env"},
+                        "sandbox request");
     CreateSandboxRequest r;
+    if (j.contains("template") && j.contains("snapshot"))
+        throw Error(ErrorCode::bad_request, "give 'template' or 'snapshot', not both");
     if (j.contains("template")) r.templateName = readString(j, "template", 128);
     if (r.templateName.empty()) throw Error(ErrorCode::bad_request, "'template' must not be empty");
+    if (j.contains("snapshot")) {
+        r.snapshot = readString(j, "snapshot", 128);
+        if (r.snapshot.empty()) throw Error(ErrorCode::bad_request, "'snapshot' must not be empty");
+    }
+    if (j.contains("boot")) r.boot = readString(j, "boot", 16);
     if (j.contains("vcpus")) r.vcpus = readUnsigned(j, "vcpus", 1, 64);
     if (j.contains("memory_mib")) r.memoryMib = readUnsigned(j, "memory_mib", 1, 1 << 20);
+    if (j.contains("timeout_s")) r.timeoutS = readUnsigned(j, "timeout_s", 0, 7 * 24 * 3600);
+    if (j.contains("on_timeout")) r.onTimeout = readString(j, "on_timeout", 16);
     if (j.contains("metadata")) r.metadata = readStringMap(j, "metadata", false);
     if (j.contains("env")) r.env = readStringMap(j, "env", true);
     return r;
+}
+
+std::int64_t parseTimeoutUpdate(const std::string& body) {
+    json j = parseJsonBody(body);
+    rejectUnknownFields(j, {"timeout_s"}, "timeout request");
+    if (!j.contains("timeout_s")) throw Error(ErrorCode::bad_request, "'timeout_s' is required");
+    return readUnsigned(j, "timeout_s", 0, 7 * 24 * 3600);
+}
+
+void parseEmptyBody(const std::string& body, const char* what) {
+    if (body.find_first_not_of(" \t\r\n") == std::string::npos) return;
+    json j = parseJsonBody(body);
+    rejectUnknownFields(j, {}, what);
 }
 
 namespace {
@@ -140,6 +165,26 @@ nlohmann::json sandboxJson(const SandboxRecord& r) {
            {"metadata", json::parse(r.metadataJson, nullptr, false)}};
     if (j["metadata"].is_discarded()) j["metadata"] = json::object();
     if (!r.error.empty()) j["error"] = r.error;
+    j["timeout_s"] = r.timeoutS;
+    j["on_timeout"] = r.onTimeout;
+    j["expires_at"] = r.expiresAt > 0 ? json(formatUnixSeconds(r.expiresAt)) : json(nullptr);
+    j["snapshot"] = r.snapshotId.empty() ? json(nullptr) : json(r.snapshotId);
+    return j;
+}
+
+nlohmann::json snapshotJson(const SnapshotRecord& s) {
+    json j{{"id", s.id},
+           {"state", snapshotStateName(s.state)},
+           {"source_sandbox", s.sourceSandbox},
+           {"template", s.templateName},
+           {"template_digest", s.templateDigest},
+           {"vcpus", s.vcpus},
+           {"memory_mib", s.memoryMib},
+           {"has_disk", s.hasDisk},
+           {"size_bytes", s.sizeBytes},
+           {"created_at", s.createdAt}};
+    auto manifest = json::parse(s.manifestJson, nullptr, false);
+    if (!manifest.is_discarded() && manifest.contains("files")) j["files"] = manifest["files"];
     return j;
 }
 

@@ -16,7 +16,13 @@ ExecOptions parseExecStart(const std::string& body, TerminalOptions& terminal);
 // POST .../processes: {"cmd":[...]} or {"shell":...}, cwd, env, user, stdin_open.
 nlohmann::json parseProcessStart(const std::string& body);
 
+// POST .../timeout: {"timeout_s": N}.
+std::int64_t parseTimeoutUpdate(const std::string& body);
+// Action routes (pause, resume, snapshots) take no fields: empty or {}.
+void parseEmptyBody(const std::string& body, const char* what);
+
 nlohmann::json sandboxJson(const SandboxRecord& r);
+nlohmann::json snapshotJson(const SnapshotRecord& s);
 nlohmann::json execOutputJson(const ExecOutput& out);
 
 }  // namespace airlock::api

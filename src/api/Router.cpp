@@ -96,7 +96,9 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
                             {"vcpus", t.vcpus},
                             {"memory_mib", t.memoryMib},
                             {"digest", t.digest},
-                            {"kernel_version", t.kernelVersion}});
+                            {"kernel_version", t.kernelVersion},
+                            {"has_disk", !t.diskPath.empty()},
+                            {"warm", controller_.hasWarmSnapshot(t.name)}});
         return jsonResponse(200, {{"templates", list}});
     });
     add("POST", "/v1/sandboxes", true, [this](Context& c) {
@@ -113,6 +115,36 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
     });
     add("DELETE", "/v1/sandboxes/{}", true, [this](Context& c) {
         controller_.destroy(c.tenant, c.params[0]);
+        return ApiResponse{204, "", ""};
+    });
+    add("POST", "/v1/sandboxes/{}/pause", true, [this](Context& c) {
+        parseEmptyBody(c.request.body, "pause request");
+        return jsonResponse(200, sandboxJson(controller_.pause(c.tenant, c.params[0])));
+    });
+    add("POST", "/v1/sandboxes/{}/resume", true, [this](Context& c) {
+        parseEmptyBody(c.request.body, "resume request");
+        return jsonResponse(200, sandboxJson(controller_.resume(c.tenant, c.params[0])));
+    });
+    add("POST", "/v1/sandboxes/{}/timeout", true, [this](Context& c) {
+        controller_.get(c.tenant, c.params[0]);
+        auto timeout = parseTimeoutUpdate(c.request.body);
+        return jsonResponse(200, sandboxJson(controller_.setTimeout(c.tenant, c.params[0], timeout)));
+    });
+    add("POST", "/v1/sandboxes/{}/snapshots", true, [this](Context& c) {
+        controller_.get(c.tenant, c.params[0]);
+        parseEmptyBody(c.request.body, "snapshot request");
+        return jsonResponse(201, snapshotJson(controller_.snapshot(c.tenant, c.params[0])));
+    });
+    add("GET", "/v1/snapshots", true, [this](Context& c) {
+        json list = json::array();
+        for (const auto& s : controller_.listSnapshots(c.tenant)) list.push_back(snapshotJson(s));
+        return jsonResponse(200, {{"snapshots", list}});
+    });
+    add("GET", "/v1/snapshots/{}", true, [this](Context& c) {
+        return jsonResponse(200, snapshotJson(controller_.getSnapshot(c.tenant, c.params[0])));
+    });
+    add("DELETE", "/v1/snapshots/{}", true, [this](Context& c) {
+        controller_.deleteSnapshot(c.tenant, c.params[0]);
         return ApiResponse{204, "", ""};
     });
     add("POST", "/v1/sandboxes/{}/exec", true, [this](Context& c) {

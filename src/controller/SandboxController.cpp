@@ -10,6 +10,7 @@
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/Ids.hpp"
+#include "controller/DiskLayers.hpp"
 #include "core/Log.hpp"
 #include "protocol/Messages.hpp"
 
@@ -18,17 +19,23 @@ namespace fs = std::filesystem;
 
 
 SandboxController::SandboxController(ControllerConfig config, Hypervisor& hypervisor, SandboxStore& store,
-                                     PortStore& ports, const TemplateCatalog& templates, AgentConnector connector)
+                                     PortStore& ports, SnapshotStore& snapshots, const TemplateCatalog& templates,
+                                     AgentConnector connector)
     : config_(std::move(config)),
       hypervisor_(hypervisor),
       store_(store),
       ports_(ports),
+      snapshots_(snapshots),
       templates_(templates),
       connector_(std::move(connector)) {
     fs::create_directories(config_.dataDir + "/sandboxes");
     // QEMU (an unprivileged user) must traverse to its sandbox directory;
     // it cannot list or read anything else here.
     fs::permissions(config_.dataDir + "/sandboxes", fs::perms(0711));
+    for (const char* d : {"/snapshots", "/warm"}) {
+        fs::create_directories(config_.dataDir + d);
+        fs::permissions(config_.dataDir + d, fs::perms(0711));
+    }
 }
 
 SandboxController::~SandboxController() = default;
@@ -54,59 +61,102 @@ std::string SandboxController::consoleTail(const std::string& id) {
     return all.size() > 2000 ? all.substr(all.size() - 2000) : all;
 }
 
-SandboxRecord SandboxController::create(const std::string& tenant, const CreateSandboxRequest& request) {
-    auto tmpl = templates_.find(request.templateName);
-    if (!tmpl) throw Error(ErrorCode::not_found, "no template named '" + request.templateName + "'");
+SandboxRecord SandboxController::newRecord(const std::string& tenant, const CreateSandboxRequest& request,
+                                           const TemplateInfo& tmpl) {
     SandboxRecord r;
     r.id = newId("sbx-");
     r.tenant = tenant;
-    r.templateName = tmpl->name;
-    r.vcpus = request.vcpus.value_or(tmpl->vcpus);
-    r.memoryMib = request.memoryMib.value_or(tmpl->memoryMib);
+    r.templateName = tmpl.name;
+    r.vcpus = request.vcpus.value_or(tmpl.vcpus);
+    r.memoryMib = request.memoryMib.value_or(tmpl.memoryMib);
     if (r.vcpus < 1 || r.vcpus > config_.maxVcpus)
         throw Error(ErrorCode::bad_request, "vcpus must be between 1 and " + std::to_string(config_.maxVcpus));
     if (r.memoryMib < 128 || r.memoryMib > config_.maxMemoryMib)
         throw Error(ErrorCode::bad_request,
                     "memory_mib must be between 128 and " + std::to_string(config_.maxMemoryMib));
+    r.timeoutS = request.timeoutS.value_or(config_.defaultTimeoutS);
+    if (r.timeoutS < 0 || r.timeoutS > config_.maxTimeoutS)
+        throw Error(ErrorCode::bad_request, "timeout_s must be between 0 (none) and " +
+                                                std::to_string(config_.maxTimeoutS));
+    if (request.onTimeout != "kill" && request.onTimeout != "pause")
+        throw Error(ErrorCode::bad_request, "on_timeout must be 'kill' or 'pause'");
+    r.onTimeout = request.onTimeout;
+    r.expiresAt = r.timeoutS > 0 ? nowUnixSeconds() + r.timeoutS : 0;
     r.createdAt = nowTimestamp();
     r.metadataJson = nlohmann::json(request.metadata).dump();
     r.envJson = nlohmann::json(request.env).dump();
     r.state = SandboxState::creating;
+    if (!tmpl.diskPath.empty()) r.disk = "disk-0.qcow2";
+    return r;
+}
 
+DomainSpec SandboxController::domainSpec(const SandboxRecord& r, const TemplateInfo& tmpl) {
+    std::string dir = sandboxDir(r.id);
+    DomainSpec spec;
+    spec.name = domainName(r.id);
+    spec.uuid = newUuid();
+    spec.vcpus = r.vcpus;
+    spec.memoryMib = r.memoryMib;
+    spec.kernelPath = tmpl.kernelPath;
+    spec.initrdPath = tmpl.initrdPath;
+    spec.cmdline = tmpl.cmdline;
+    spec.consoleLogPath = dir + "/console.log";
+    spec.agentSocketPath = dir + "/agent.sock";
+    spec.agentPortName = protocol::kAgentPortName;
+    spec.vsock = config_.transport == AgentTransportKind::vsock;
+    spec.accel = hypervisor_.accel();
+    if (!r.disk.empty()) spec.diskPath = dir + "/" + r.disk;
+    return spec;
+}
+
+void SandboxController::failCreate(const std::string& id, const std::exception& e) {
+    logError("controller", "create " + id + " failed: " + e.what() + "\nconsole tail:\n" + consoleTail(id));
+    try {
+        teardown(id);
+    } catch (const std::exception& cleanup) {
+        logError("controller", "cleanup of " + id + " failed: " + cleanup.what());
+        store_.updateState(id, SandboxState::error, e.what());
+    }
+}
+
+SandboxRecord SandboxController::create(const std::string& tenant, const CreateSandboxRequest& request) {
+    if (request.boot != "auto" && request.boot != "cold" && request.boot != "warm")
+        throw Error(ErrorCode::bad_request, "boot must be 'auto', 'cold' or 'warm'");
+    if (!request.snapshot.empty()) {
+        if (request.boot == "cold") throw Error(ErrorCode::bad_request, "a clone of a snapshot cannot boot cold");
+        auto snap = isValidId(request.snapshot, "snap-") ? snapshots_.find(request.snapshot) : std::nullopt;
+        if (!snap || snap->tenant != tenant || snap->state != SnapshotState::ready)
+            throw Error(ErrorCode::not_found, "no snapshot " + request.snapshot);
+        return createFromSnapshot(tenant, request, *snap);
+    }
+    auto tmpl = templates_.find(request.templateName);
+    if (!tmpl) throw Error(ErrorCode::not_found, "no template named '" + request.templateName + "'");
+    if (request.boot != "cold") {
+        auto warm = warmSnapshotFor(*tmpl);
+        if (warm && (!request.vcpus || *request.vcpus == warm->vcpus) &&
+            (!request.memoryMib || *request.memoryMib == warm->memoryMib))
+            return createFromSnapshot(tenant, request, *warm);
+        if (request.boot == "warm")
+            throw Error(ErrorCode::conflict, "template '" + tmpl->name + "' has no warm snapshot" +
+                                                 (warm ? " with these resources" : ""));
+    }
+    SandboxRecord r = newRecord(tenant, request, *tmpl);
     std::string dir = sandboxDir(r.id);
     store_.insert(r);  // written first: a crash from here on is undone by recover()
     try {
         prepareSandboxDir(dir);
-        DomainSpec spec;
-        spec.name = domainName(r.id);
-        spec.uuid = newUuid();
-        spec.vcpus = r.vcpus;
-        spec.memoryMib = r.memoryMib;
-        spec.kernelPath = tmpl->kernelPath;
-        spec.initrdPath = tmpl->initrdPath;
-        spec.cmdline = tmpl->cmdline;
-        spec.consoleLogPath = dir + "/console.log";
-        spec.agentSocketPath = dir + "/agent.sock";
-        spec.agentPortName = protocol::kAgentPortName;
-        spec.vsock = config_.transport == AgentTransportKind::vsock;
-        spec.accel = hypervisor_.accel();
+        if (!r.disk.empty()) createOverlay(dir + "/" + r.disk, tmpl->diskPath, tmpl->diskSizeBytes, config_.qemuUser);
         auto started = steadyMillis();
-        hypervisor_.startDomain(spec);
+        hypervisor_.startDomain(domainSpec(r, *tmpl));
         std::shared_ptr<AgentConnection> agent = connector_(agentEndpoint(r.id), config_.bootTimeout);
         runtime(r.id)->agent = std::move(agent);
         store_.updateState(r.id, SandboxState::running);
         r.state = SandboxState::running;
         logInfo("controller", "sandbox " + r.id + " running after " + std::to_string(steadyMillis() - started) +
-                                  " ms (template " + tmpl->name + ")");
+                                  " ms (template " + tmpl->name + ", cold boot)");
         return r;
     } catch (const std::exception& e) {
-        logError("controller", "create " + r.id + " failed: " + e.what() + "\nconsole tail:\n" + consoleTail(r.id));
-        try {
-            teardown(r.id);
-        } catch (const std::exception& cleanup) {
-            logError("controller", "cleanup of " + r.id + " failed: " + cleanup.what());
-            store_.updateState(r.id, SandboxState::error, e.what());
-        }
+        failCreate(r.id, e);
         throw;
     }
 }
@@ -177,13 +227,21 @@ void SandboxController::teardown(const std::string& id) {
     if (ec) throw Error(ErrorCode::internal, "cannot remove " + sandboxDir(id) + ": " + ec.message());
     ports_.removeAll(id);
     store_.remove(id);
+    collectSnapshots();  // its disk chain may have been the last reader of a deleted snapshot's layer
 }
 
 void SandboxController::destroy(const std::string& tenant, const std::string& id) {
     requireOwned(tenant, id);
-    store_.updateState(id, SandboxState::deleting);
-    teardown(id);
+    {
+        auto lifecycle = lifecycleMutex(id);
+        std::lock_guard op(*lifecycle);  // waits for a pause, resume or snapshot in flight
+        requireOwned(tenant, id);
+        store_.updateState(id, SandboxState::deleting);
+        teardown(id);
+    }
     logInfo("controller", "sandbox " + id + " deleted");
+    std::lock_guard lock(lifecycleMutexesGuard_);
+    lifecycleMutexes_.erase(id);
 }
 
 std::shared_ptr<AgentConnection> SandboxController::runningAgent(const std::string& tenant, const std::string& id) {
@@ -221,12 +279,19 @@ void SandboxController::recover() {
                 continue;
             }
             DomainState ds = hypervisor_.domainState(domainName(r.id));
-            if (r.state == SandboxState::running && ds != DomainState::running && ds != DomainState::paused) {
+            bool live = r.state == SandboxState::running || r.state == SandboxState::paused;
+            if (live && ds != DomainState::running && ds != DomainState::paused) {
                 logWarn("recover", "sandbox " + r.id + " lost its VM while the controller was down");
                 hypervisor_.destroyDomain(domainName(r.id));
                 store_.updateState(r.id, SandboxState::stopped, "the VM stopped while the controller was down");
             } else if (r.state == SandboxState::running) {
+                // Paused but recorded running: a snapshot was cut short.
+                if (ds == DomainState::paused) hypervisor_.resumeDomain(domainName(r.id));
                 logInfo("recover", "adopted running sandbox " + r.id);
+            } else if (r.state == SandboxState::paused) {
+                // The state is written before the VM is touched: finish the pause.
+                if (ds == DomainState::running) hypervisor_.suspendDomain(domainName(r.id));
+                logInfo("recover", "adopted paused sandbox " + r.id);
             }
         } catch (const std::exception& e) {
             logError("recover", r.id + ": " + e.what());
@@ -246,6 +311,7 @@ void SandboxController::recover() {
             fs::remove_all(entry.path(), ec);
         }
     }
+    recoverSnapshots();
 }
 
 }  // namespace airlock

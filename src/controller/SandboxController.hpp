@@ -15,6 +15,7 @@
 #include "hypervisor/Hypervisor.hpp"
 #include "store/PortStore.hpp"
 #include "store/SandboxStore.hpp"
+#include "store/SnapshotStore.hpp"
 
 namespace airlock {
 
@@ -26,6 +27,8 @@ struct ControllerConfig {
     unsigned maxVcpus = 8;
     unsigned maxMemoryMib = 16384;
     AgentTransportKind transport = AgentTransportKind::serial;
+    std::int64_t defaultTimeoutS = 300;     // for creates that name none; 0 = none
+    std::int64_t maxTimeoutS = 7 * 24 * 3600;
 };
 
 // Terminal settings for a streamed exec.
@@ -37,6 +40,10 @@ struct TerminalOptions {
 
 struct CreateSandboxRequest {
     std::string templateName = "minimal";
+    std::string snapshot;                  // clone this snapshot instead of booting a template
+    std::string boot = "auto";             // auto | cold | warm (a template's ready snapshot)
+    std::optional<std::int64_t> timeoutS;  // default: the server's
+    std::string onTimeout = "kill";        // kill | pause
     std::optional<unsigned> vcpus;
     std::optional<unsigned> memoryMib;
     std::map<std::string, std::string> metadata;
@@ -54,7 +61,7 @@ using AgentConnector =
 class SandboxController {
 public:
     SandboxController(ControllerConfig config, Hypervisor& hypervisor, SandboxStore& store, PortStore& ports,
-                      const TemplateCatalog& templates, AgentConnector connector);
+                      SnapshotStore& snapshots, const TemplateCatalog& templates, AgentConnector connector);
     ~SandboxController();
 
     SandboxRecord create(const std::string& tenant, const CreateSandboxRequest& request);
@@ -62,6 +69,24 @@ public:
     std::vector<SandboxRecord> list(const std::string& tenant);
     void destroy(const std::string& tenant, const std::string& id);
     ExecOutput exec(const std::string& tenant, const std::string& id, const ExecOptions& options);
+
+    // Lifecycle (SandboxLifecycle.cpp).
+    SandboxRecord pause(const std::string& tenant, const std::string& id);
+    SandboxRecord resume(const std::string& tenant, const std::string& id);
+    SandboxRecord setTimeout(const std::string& tenant, const std::string& id, std::int64_t timeoutS);
+    // Memory + device state, and the disk overlay frozen as a read-only
+    // layer; a running sandbox is paused for the capture and goes on after.
+    SnapshotRecord snapshot(const std::string& tenant, const std::string& id);
+    SnapshotRecord getSnapshot(const std::string& tenant, const std::string& id);
+    std::vector<SnapshotRecord> listSnapshots(const std::string& tenant);
+    void deleteSnapshot(const std::string& tenant, const std::string& id);
+    // Takes the ready snapshot of a template (boot, wait for the agent,
+    // snapshot, destroy) unless one for its current digest exists.
+    void warmTemplate(const std::string& templateName);
+    bool hasWarmSnapshot(const std::string& templateName);
+    // Kills or pauses sandboxes whose timeout passed; the daemon calls it
+    // about once a second.
+    void enforceTimeouts();
 
     // Ownership + state check, then the sandbox's agent connection (one per
     // sandbox: virtio-serial takes one host at a time).
@@ -103,12 +128,28 @@ public:
 
     static std::string domainName(const std::string& sandboxId) { return "airlock-" + sandboxId; }
     std::string sandboxDir(const std::string& id) const;
+    std::string snapshotDir(const SnapshotRecord& s) const;
+    static constexpr const char* kWarmTenant = "_warm";
 
 private:
     struct Runtime {
         std::mutex mutex;  // serialises (re)connecting
         std::shared_ptr<AgentConnection> agent;
     };
+
+    SandboxRecord createFromSnapshot(const std::string& tenant, const CreateSandboxRequest& request,
+                                     const SnapshotRecord& snap);
+    SandboxRecord newRecord(const std::string& tenant, const CreateSandboxRequest& request,
+                            const TemplateInfo& tmpl);
+    DomainSpec domainSpec(const SandboxRecord& r, const TemplateInfo& tmpl);
+    void failCreate(const std::string& id, const std::exception& e);
+    void reseed(AgentConnection& agent);
+    std::optional<SnapshotRecord> warmSnapshotFor(const TemplateInfo& tmpl);
+    // Removes deleted snapshots whose layers nothing reads any more.
+    void collectSnapshots();
+    void discardSnapshot(const SnapshotRecord& s);
+    void recoverSnapshots();
+    std::shared_ptr<std::mutex> lifecycleMutex(const std::string& id);
 
     SandboxRecord requireOwned(const std::string& tenant, const std::string& id);
     std::shared_ptr<Runtime> runtime(const std::string& id);
@@ -122,6 +163,10 @@ private:
     Hypervisor& hypervisor_;
     SandboxStore& store_;
     PortStore& ports_;
+    SnapshotStore& snapshots_;
+    std::mutex gcMutex_;
+    std::mutex lifecycleMutexesGuard_;
+    std::map<std::string, std::shared_ptr<std::mutex>> lifecycleMutexes_;
     const TemplateCatalog& templates_;
     AgentConnector connector_;
     std::mutex runtimesMutex_;

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "controller/DiskLayers.hpp"
 #include "core/Log.hpp"
 
 namespace airlock {
@@ -26,6 +27,10 @@ TemplateCatalog::TemplateCatalog(const std::string& templatesDir) {
             t.memoryMib = j.value("memory_mib", 256u);
             t.digest = j.value("digest", "");
             t.kernelVersion = j.value("kernel_version", "");
+            if (j.contains("disk")) {
+                t.diskPath = fs::absolute(entry.path() / j.at("disk").get<std::string>()).string();
+                t.diskSizeBytes = qcow2VirtualSize(t.diskPath);
+            }
             if (!fs::exists(t.kernelPath) || !fs::exists(t.initrdPath)) {
                 logWarn("templates", "skipping " + t.name + ": kernel or initrd missing");
                 continue;

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -15,6 +16,8 @@ struct TemplateInfo {
     unsigned memoryMib = 256;
     std::string digest;
     std::string kernelVersion;
+    std::string diskPath;              // absolute; empty: the initramfs is the root filesystem
+    std::uint64_t diskSizeBytes = 0;   // virtual size of the base image
 };
 
 // The templates a server offers: every DIR/<name>/template.json under the

@@ -9,6 +9,14 @@ namespace airlock {
 std::string formatTimestamp(std::chrono::system_clock::time_point tp);
 inline std::string nowTimestamp() { return formatTimestamp(std::chrono::system_clock::now()); }
 
+inline std::int64_t nowUnixSeconds() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+inline std::string formatUnixSeconds(std::int64_t seconds) {
+    return formatTimestamp(std::chrono::system_clock::time_point(std::chrono::seconds(seconds)));
+}
+
 inline std::int64_t steadyMillis() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
                std::chrono::steady_clock::now().time_since_epoch())

@@ -23,6 +23,10 @@
 #include "store/Database.hpp"
 #include "store/PortStore.hpp"
 #include "store/SandboxStore.hpp"
+#include "store/SnapshotStore.hpp"
+
+#include <atomic>
+#include <thread>
 
 #ifndef AIRLOCK_DEFAULT_TEMPLATES_DIR
 #define AIRLOCK_DEFAULT_TEMPLATES_DIR "build/templates"
@@ -64,6 +68,7 @@ int runDaemon(const DaemonOptions& options) {
     SandboxStore sandboxes(db);
     ApiKeyStore keys(db);
     PortStore ports(db);
+    SnapshotStore snapshots(db);
     if (keys.empty()) {
         writeAdminKey(dataDir + "/admin.key", keys.createKey("admin", "admin"));
         logInfo("airlockd", "created an admin API key in " + dataDir + "/admin.key");
@@ -80,15 +85,41 @@ int runDaemon(const DaemonOptions& options) {
     ControllerConfig config;
     config.dataDir = dataDir;
     config.execOutputCap = options.execOutputCap;
+    config.defaultTimeoutS = options.defaultTimeoutS;
     config.transport = resolveAgentTransport(options.agentTransport, hostHasVhostVsock());
     logInfo("airlockd", std::string("agent transport: ") +
                             (config.transport == AgentTransportKind::vsock ? "vsock" : "virtio-serial") + " (requested " +
                             options.agentTransport + ")");
-    SandboxController controller(config, hypervisor, sandboxes, ports, templates,
+    SandboxController controller(config, hypervisor, sandboxes, ports, snapshots, templates,
                                  [](const std::string& endpoint, std::chrono::milliseconds timeout) {
                                      return connectAgent(endpoint, timeout);
                                  });
     controller.recover();
+
+    for (const auto& name : options.warmTemplates)
+        if (!templates.find(name)) throw Error(ErrorCode::bad_request, "--warm-templates: no template named '" + name + "'");
+
+    // Timeouts are enforced about once a second; warm templates are prepared
+    // in the background (creates boot cold until their snapshot is ready).
+    std::atomic<bool> stopping{false};
+    std::thread housekeeping([&] {
+        for (const auto& name : options.warmTemplates) {
+            if (stopping) break;
+            try {
+                controller.warmTemplate(name);
+            } catch (const std::exception& e) {
+                logError("airlockd", "cannot warm template " + name + ": " + e.what());
+            }
+        }
+        while (!stopping) {
+            try {
+                controller.enforceTimeouts();
+            } catch (const std::exception& e) {
+                logError("airlockd", std::string("timeout sweep: ") + e.what());
+            }
+            for (int i = 0; i < 10 && !stopping; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+    });
 
     api::Authenticator auth(keys);
     api::Router router(controller, auth, "0.1.0");
@@ -104,6 +135,8 @@ int runDaemon(const DaemonOptions& options) {
         ioc.stop();
     });
     ioc.run();
+    stopping = true;
+    housekeeping.join();
     workers.stop();
     workers.join();
     return 0;

@@ -7,7 +7,8 @@ namespace airlock {
 std::string daemonUsage() {
     return "usage: airlockd [--listen HOST:PORT] [--data-dir DIR] [--templates-dir DIR]\n"
            "                [--accel auto|kvm|tcg] [--libvirt-uri URI] [--agent-transport auto|serial|vsock]\n"
-           "                [--exec-output-cap BYTES] [--log-level debug|info|warn|error]\n";
+           "                [--exec-output-cap BYTES] [--default-timeout SECONDS] [--warm-templates NAME,...]\n"
+           "                [--log-level debug|info|warn|error]\n";
 }
 
 DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
@@ -57,6 +58,28 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
             }
             if (o.execOutputCap < 1024 || o.execOutputCap > (256u << 20))
                 throw Error(ErrorCode::bad_request, "--exec-output-cap must be between 1 KiB and 256 MiB");
+        } else if (a == "--default-timeout") {
+            std::string v = value();
+            try {
+                std::size_t used = 0;
+                o.defaultTimeoutS = std::stoll(v, &used);
+                if (used != v.size()) throw std::invalid_argument(v);
+            } catch (const std::exception&) {
+                throw Error(ErrorCode::bad_request, "--default-timeout wants a number of seconds");
+            }
+            if (o.defaultTimeoutS < 0 || o.defaultTimeoutS > 7 * 24 * 3600)
+                throw Error(ErrorCode::bad_request, "--default-timeout must be between 0 (none) and 604800");
+        } else if (a == "--warm-templates") {
+            std::string v = value();
+            o.warmTemplates.clear();
+            std::size_t start = 0;
+            while (start <= v.size()) {
+                auto comma = v.find(',', start);
+                std::string name = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+                if (!name.empty()) o.warmTemplates.push_back(name);
+                if (comma == std::string::npos) break;
+                start = comma + 1;
+            }
         } else if (a == "--log-level") {
             o.logLevel = value();
         } else {

@@ -14,6 +14,8 @@ struct DaemonOptions {
     std::string logLevel = "info";
     std::string agentTransport = "auto";  // auto | serial | vsock
     std::size_t execOutputCap = 1024 * 1024;  // per stream of a buffered exec
+    long long defaultTimeoutS = 300;          // sandboxes that name no timeout_s; 0 = none
+    std::vector<std::string> warmTemplates;   // templates given a ready snapshot at start
     bool help = false;
 };
 

@@ -42,7 +42,8 @@ std::string buildDomainXml(const DomainSpec& s) {
         throw Error(ErrorCode::internal, "domain spec lacks a name, kernel or agent socket");
     if (s.vcpus == 0 || s.memoryMib == 0) throw Error(ErrorCode::internal, "domain spec has no vcpus or memory");
     std::ostringstream x;
-    x << "<domain type='" << (s.accel == Accel::kvm ? "kvm" : "qemu") << "'>\n"
+    x << "<domain type='" << (s.accel == Accel::kvm ? "kvm" : "qemu") << "'"
+      << (s.incoming ? " xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'" : "") << ">\n"
       << "  <name>" << xmlEscape(s.name) << "</name>\n";
     if (!s.uuid.empty()) x << "  <uuid>" << xmlEscape(s.uuid) << "</uuid>\n";
     x << "  <memory unit='MiB'>" << s.memoryMib << "</memory>\n"
@@ -62,6 +63,18 @@ std::string buildDomainXml(const DomainSpec& s) {
       << "  <devices>\n"
       << "    <controller type='usb' model='none'/>\n"
       << "    <memballoon model='none'/>\n";
+    if (!s.diskPath.empty()) {
+        // relabel='no': libvirt would otherwise chown the whole backing chain
+        // (the shared template base, snapshot layers) to the QEMU user. The
+        // controller hands the overlay alone to that user.
+        x << "    <disk type='file' device='disk'>\n"
+          << "      <driver name='qemu' type='qcow2' discard='unmap'/>\n"
+          << "      <source file='" << xmlEscape(s.diskPath) << "'>\n"
+          << "        <seclabel model='dac' relabel='no'/>\n"
+          << "      </source>\n"
+          << "      <target dev='vda' bus='virtio'/>\n"
+          << "    </disk>\n";
+    }
     if (!s.consoleLogPath.empty())
         x << "    <serial type='file'>\n"
           << "      <source path='" << xmlEscape(s.consoleLogPath) << "'/>\n"
@@ -81,8 +94,16 @@ std::string buildDomainXml(const DomainSpec& s) {
     x << "    <rng model='virtio'>\n"
       << "      <backend model='random'>/dev/urandom</backend>\n"
       << "    </rng>\n"
-      << "  </devices>\n"
-      << "</domain>\n";
+      << "  </devices>\n";
+    if (s.incoming) {
+        // libvirt's own restore refuses a new UUID, so clones load their
+        // state through a deferred incoming migration (DESIGN.md).
+        x << "  <qemu:commandline>\n"
+          << "    <qemu:arg value='-incoming'/>\n"
+          << "    <qemu:arg value='defer'/>\n"
+          << "  </qemu:commandline>\n";
+    }
+    x << "</domain>\n";
     return x.str();
 }
 

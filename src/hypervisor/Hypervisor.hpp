@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,11 @@ struct DomainSpec {
     std::string agentPortName;    // name the guest sees in /sys/class/virtio-ports
     bool vsock = false;           // agent over AF_VSOCK (a vhost-vsock device) instead of virtio-serial
     Accel accel = Accel::tcg;
+    // Optional root disk: a qcow2 overlay owned by the QEMU user whose backing
+    // chain (template base, snapshot layers) stays root-owned and read-only.
+    std::string diskPath;
+    // Start paused and wait for a migration stream (restore from a snapshot).
+    bool incoming = false;
 };
 
 enum class DomainState { running, paused, shutoff, missing, other };
@@ -39,6 +45,20 @@ public:
     virtual void destroyDomain(const std::string& name) = 0;
     virtual DomainState domainState(const std::string& name) = 0;
     virtual std::vector<std::string> listDomains() = 0;
+    virtual void suspendDomain(const std::string& name) = 0;
+    virtual void resumeDomain(const std::string& name) = 0;
+    // Writes a paused domain's memory and device state to statePath; the
+    // domain stays paused. scratchDir must be reachable by the QEMU user.
+    virtual void saveState(const std::string& name, const std::string& statePath, const std::string& scratchDir) = 0;
+    // Starts spec (spec.incoming set) paused and loads statePath into it; the
+    // domain is left paused. On failure nothing of it remains.
+    virtual void restoreDomain(const DomainSpec& spec, const std::string& statePath,
+                               const std::string& scratchDir) = 0;
+    // Freezes the domain's current disk overlay and continues on newOverlay,
+    // a pre-created qcow2 whose backing is a link to the frozen layer.
+    virtual void switchDiskOverlay(const std::string& name, const std::string& newOverlay) = 0;
+    // Resident memory of the domain's QEMU process, if known.
+    virtual std::optional<std::uint64_t> residentBytes(const std::string& /*name*/) { return std::nullopt; }
     // The guest CID of a running domain's vsock device, if it has one.
     virtual std::optional<unsigned> vsockCid(const std::string& /*name*/) { return std::nullopt; }
 };

@@ -1,8 +1,11 @@
 #include "hypervisor/LibvirtHypervisor.hpp"
 
+#include <libvirt/libvirt-qemu.h>
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -13,6 +16,9 @@
 #include "core/Error.hpp"
 #include "core/Log.hpp"
 #include "hypervisor/DomainXml.hpp"
+#include "hypervisor/MigrationStream.hpp"
+
+#include <nlohmann/json.hpp>
 
 namespace airlock {
 namespace {
@@ -44,6 +50,41 @@ struct DomainDeleter {
     }
 };
 using DomainHandle = std::unique_ptr<virDomain, DomainDeleter>;
+
+constexpr auto kMigrationTimeout = std::chrono::seconds(180);
+
+// QMP through libvirt (libvirt-qemu): the migration commands libvirt's own
+// save/restore API cannot express (a new UUID per clone, a unix socket).
+nlohmann::json qmp(virDomainPtr dom, const nlohmann::json& command) {
+    char* reply = nullptr;
+    if (virDomainQemuMonitorCommand(dom, command.dump().c_str(), &reply, 0) < 0)
+        throw Error(ErrorCode::hypervisor_error,
+                    "QMP " + command.value("execute", std::string("?")) + ": " + lastLibvirtError());
+    std::string text(reply ? reply : "{}");
+    free(reply);
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded()) throw Error(ErrorCode::hypervisor_error, "QMP reply is not JSON");
+    if (j.contains("error"))
+        throw Error(ErrorCode::hypervisor_error, "QMP " + command.value("execute", std::string("?")) + ": " +
+                                                     j["error"].value("desc", std::string("failed")));
+    return j.value("return", nlohmann::json::object());
+}
+
+// Polls query-migrate until the stream completed; throws if it failed.
+void waitForMigration(virDomainPtr dom, std::chrono::steady_clock::duration timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+        auto status = qmp(dom, {{"execute", "query-migrate"}});
+        std::string state = status.value("status", "");
+        if (state == "completed") return;
+        if (state == "failed" || state == "cancelled")
+            throw Error(ErrorCode::hypervisor_error,
+                        "migration " + state + ": " + status.value("error-desc", std::string("no reason given")));
+        if (std::chrono::steady_clock::now() > deadline)
+            throw Error(ErrorCode::hypervisor_error, "migration did not finish (status '" + state + "')");
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+}
 
 }  // namespace
 
@@ -97,6 +138,98 @@ LibvirtHypervisor::LibvirtHypervisor(const LibvirtOptions& options) : accel_(opt
 
 LibvirtHypervisor::~LibvirtHypervisor() {
     if (conn_) virConnectClose(conn_);
+}
+
+void LibvirtHypervisor::suspendDomain(const std::string& name) {
+    DomainHandle dom(virDomainLookupByName(conn_, name.c_str()));
+    if (!dom) throw Error(ErrorCode::hypervisor_error, "no domain " + name);
+    int state = 0, reason = 0;
+    if (virDomainGetState(dom.get(), &state, &reason, 0) == 0 && state == VIR_DOMAIN_PAUSED) return;
+    if (virDomainSuspend(dom.get()) < 0)
+        throw Error(ErrorCode::hypervisor_error, "cannot pause " + name + ": " + lastLibvirtError());
+}
+
+void LibvirtHypervisor::resumeDomain(const std::string& name) {
+    DomainHandle dom(virDomainLookupByName(conn_, name.c_str()));
+    if (!dom) throw Error(ErrorCode::hypervisor_error, "no domain " + name);
+    int state = 0, reason = 0;
+    if (virDomainGetState(dom.get(), &state, &reason, 0) == 0 && state == VIR_DOMAIN_RUNNING) return;
+    if (virDomainResume(dom.get()) < 0)
+        throw Error(ErrorCode::hypervisor_error, "cannot resume " + name + ": " + lastLibvirtError());
+}
+
+void LibvirtHypervisor::saveState(const std::string& name, const std::string& statePath,
+                                  const std::string& scratchDir) {
+    DomainHandle dom(virDomainLookupByName(conn_, name.c_str()));
+    if (!dom) throw Error(ErrorCode::hypervisor_error, "no domain " + name);
+    std::string socketPath = scratchDir + "/migrate-out.sock";
+    UniqueFd listener = MigrationStream::listenAt(socketPath);
+    std::exception_ptr receiveError;
+    std::thread receiver([&] {
+        try {
+            MigrationStream::receiveToFile(listener.get(), statePath, kMigrationTimeout);
+        } catch (...) {
+            receiveError = std::current_exception();
+        }
+    });
+    std::exception_ptr migrateError;
+    try {
+        // The default bandwidth cap (128 MiB/s) is for live migration over a
+        // network; a paused guest to a local file should go at disk speed.
+        qmp(dom.get(), {{"execute", "migrate-set-parameters"}, {"arguments", {{"max-bandwidth", 1LL << 40}}}});
+        qmp(dom.get(), {{"execute", "migrate"}, {"arguments", {{"uri", "unix:" + socketPath}}}});
+        waitForMigration(dom.get(), kMigrationTimeout);
+    } catch (...) {
+        migrateError = std::current_exception();
+        // A receiver still waiting for QEMU gets an empty stream instead.
+        MigrationStream::wake(socketPath);
+    }
+    receiver.join();
+    ::unlink(socketPath.c_str());
+    if (migrateError) std::rethrow_exception(migrateError);
+    if (receiveError) std::rethrow_exception(receiveError);
+}
+
+void LibvirtHypervisor::restoreDomain(const DomainSpec& spec, const std::string& statePath,
+                                      const std::string& scratchDir) {
+    if (!spec.incoming) throw Error(ErrorCode::internal, "restoreDomain needs a spec with incoming set");
+    std::string xml = buildDomainXml(spec);
+    auto t0 = std::chrono::steady_clock::now();
+    DomainHandle dom(virDomainCreateXML(conn_, xml.c_str(), VIR_DOMAIN_START_PAUSED));
+    if (!dom) throw Error(ErrorCode::hypervisor_error, "cannot start " + spec.name + ": " + lastLibvirtError());
+    auto t1 = std::chrono::steady_clock::now();
+    std::string socketPath = scratchDir + "/migrate-in.sock";
+    try {
+        qmp(dom.get(), {{"execute", "migrate-incoming"}, {"arguments", {{"uri", "unix:" + socketPath}}}});
+        auto sent = MigrationStream::sendFile(socketPath, statePath, std::chrono::seconds(30));
+        auto t2 = std::chrono::steady_clock::now();
+        waitForMigration(dom.get(), kMigrationTimeout);
+        auto ms = [](auto d) { return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()); };
+        logDebug("hypervisor", spec.name + ": started paused in " + ms(t1 - t0) + " ms, sent " + std::to_string(sent) +
+                                   " bytes in " + ms(t2 - t1) + " ms, loaded in " + ms(std::chrono::steady_clock::now() - t2) + " ms");
+    } catch (...) {
+        virDomainDestroy(dom.get());
+        ::unlink(socketPath.c_str());
+        throw;
+    }
+    ::unlink(socketPath.c_str());
+}
+
+void LibvirtHypervisor::switchDiskOverlay(const std::string& name, const std::string& newOverlay) {
+    DomainHandle dom(virDomainLookupByName(conn_, name.c_str()));
+    if (!dom) throw Error(ErrorCode::hypervisor_error, "no domain " + name);
+    // An external disk-only snapshot onto a file the controller made (its
+    // backing is the frozen layer's canonical path); relabel='no' as for the
+    // domain's own disk.
+    std::string xml = "<domainsnapshot><disks><disk name='vda' snapshot='external' type='file'>"
+                      "<driver type='qcow2'/><source file='" +
+                      xmlEscape(newOverlay) +
+                      "'><seclabel model='dac' relabel='no'/></source></disk></disks></domainsnapshot>";
+    unsigned flags = VIR_DOMAIN_SNAPSHOT_CREATE_DISK_ONLY | VIR_DOMAIN_SNAPSHOT_CREATE_NO_METADATA |
+                     VIR_DOMAIN_SNAPSHOT_CREATE_REUSE_EXT;
+    virDomainSnapshotPtr snap = virDomainSnapshotCreateXML(dom.get(), xml.c_str(), flags);
+    if (!snap) throw Error(ErrorCode::hypervisor_error, "cannot switch the disk of " + name + ": " + lastLibvirtError());
+    virDomainSnapshotFree(snap);
 }
 
 void LibvirtHypervisor::startDomain(const DomainSpec& spec) {

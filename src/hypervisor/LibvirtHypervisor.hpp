@@ -30,6 +30,11 @@ public:
     DomainState domainState(const std::string& name) override;
     std::vector<std::string> listDomains() override;
     std::optional<unsigned> vsockCid(const std::string& name) override;
+    void suspendDomain(const std::string& name) override;
+    void resumeDomain(const std::string& name) override;
+    void saveState(const std::string& name, const std::string& statePath, const std::string& scratchDir) override;
+    void restoreDomain(const DomainSpec& spec, const std::string& statePath, const std::string& scratchDir) override;
+    void switchDiskOverlay(const std::string& name, const std::string& newOverlay) override;
 
     const std::string& uri() const { return uri_; }
 

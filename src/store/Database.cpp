@@ -64,3 +64,17 @@ std::string Database::Statement::text(int column) const {
 std::int64_t Database::Statement::integer(int column) const { return sqlite3_column_int64(stmt_, column); }
 
 }  // namespace airlock
+
+namespace airlock {
+
+void Database::addColumnIfMissing(const std::string& table, const std::string& columnDefinition) {
+    std::string column = columnDefinition.substr(0, columnDefinition.find(' '));
+    bool present = locked([&](sqlite3* db) {
+        Statement st(db, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?");
+        st.bind(1, table).bind(2, column);
+        return st.step();
+    });
+    if (!present) exec("ALTER TABLE " + table + " ADD COLUMN " + columnDefinition);
+}
+
+}  // namespace airlock

@@ -38,6 +38,8 @@ public:
     };
 
     void exec(const std::string& sql);
+    // ALTER TABLE ... ADD COLUMN, unless the column exists already.
+    void addColumnIfMissing(const std::string& table, const std::string& columnDefinition);
     // Runs `work` with the connection locked; statements made inside use db().
     template <typename F>
     auto locked(F&& work) {

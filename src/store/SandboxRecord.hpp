@@ -5,7 +5,7 @@
 
 namespace airlock {
 
-enum class SandboxState { creating, running, stopped, error, deleting };
+enum class SandboxState { creating, running, paused, stopped, error, deleting };
 std::string sandboxStateName(SandboxState s);
 SandboxState parseSandboxState(const std::string& s);
 
@@ -22,6 +22,12 @@ struct SandboxRecord {
     std::string metadataJson = "{}";  // client-supplied string map
     std::string envJson = "{}";       // default environment for every exec
     std::string error;                // why it is in state error
+    std::string snapshotId;           // the snapshot it was cloned from, if any
+    std::string disk;                 // current disk overlay (file name in its dir), if it has a disk
+    std::string layersJson = "[]";    // snapshot ids whose frozen disk layers its disk chain reads
+    std::int64_t timeoutS = 0;        // 0: no timeout
+    std::string onTimeout = "kill";   // kill | pause
+    std::int64_t expiresAt = 0;       // unix seconds; 0: never
 };
 
 }  // namespace airlock

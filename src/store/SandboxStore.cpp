@@ -10,6 +10,7 @@ std::string sandboxStateName(SandboxState s) {
     switch (s) {
         case SandboxState::creating: return "creating";
         case SandboxState::running: return "running";
+        case SandboxState::paused: return "paused";
         case SandboxState::stopped: return "stopped";
         case SandboxState::error: return "error";
         case SandboxState::deleting: return "deleting";
@@ -20,6 +21,7 @@ std::string sandboxStateName(SandboxState s) {
 SandboxState parseSandboxState(const std::string& s) {
     if (s == "creating") return SandboxState::creating;
     if (s == "running") return SandboxState::running;
+    if (s == "paused") return SandboxState::paused;
     if (s == "stopped") return SandboxState::stopped;
     if (s == "deleting") return SandboxState::deleting;
     return SandboxState::error;
@@ -27,7 +29,8 @@ SandboxState parseSandboxState(const std::string& s) {
 
 namespace {
 constexpr const char* kColumns =
-    "id, tenant, template, state, vcpus, memory_mib, created_at, metadata, env, error";
+    "id, tenant, template, state, vcpus, memory_mib, created_at, metadata, env, error, snapshot, disk, layers,"
+    " timeout_s, on_timeout, expires_at";
 
 SandboxRecord readRow(Database::Statement& st) {
     SandboxRecord r;
@@ -41,6 +44,12 @@ SandboxRecord readRow(Database::Statement& st) {
     r.metadataJson = st.text(7);
     r.envJson = st.text(8);
     r.error = st.text(9);
+    r.snapshotId = st.text(10);
+    r.disk = st.text(11);
+    r.layersJson = st.text(12);
+    r.timeoutS = st.integer(13);
+    r.onTimeout = st.text(14);
+    r.expiresAt = st.integer(15);
     return r;
 }
 }  // namespace
@@ -51,15 +60,40 @@ SandboxStore::SandboxStore(Database& db) : db_(db) {
         " id TEXT PRIMARY KEY, tenant TEXT NOT NULL, template TEXT NOT NULL, state TEXT NOT NULL,"
         " vcpus INTEGER NOT NULL, memory_mib INTEGER NOT NULL, created_at TEXT NOT NULL,"
         " metadata TEXT NOT NULL, env TEXT NOT NULL, error TEXT NOT NULL DEFAULT '')");
+    // Columns added after the first release; a data dir from then gains them.
+    db_.addColumnIfMissing("sandboxes", "snapshot TEXT NOT NULL DEFAULT ''");
+    db_.addColumnIfMissing("sandboxes", "disk TEXT NOT NULL DEFAULT ''");
+    db_.addColumnIfMissing("sandboxes", "layers TEXT NOT NULL DEFAULT '[]'");
+    db_.addColumnIfMissing("sandboxes", "timeout_s INTEGER NOT NULL DEFAULT 0");
+    db_.addColumnIfMissing("sandboxes", "on_timeout TEXT NOT NULL DEFAULT 'kill'");
+    db_.addColumnIfMissing("sandboxes", "expires_at INTEGER NOT NULL DEFAULT 0");
+}
+
+void SandboxStore::updateDisk(const std::string& id, const std::string& disk, const std::string& layersJson) {
+    db_.locked([&](sqlite3* db) {
+        Database::Statement st(db, "UPDATE sandboxes SET disk = ?, layers = ? WHERE id = ?");
+        st.bind(1, disk).bind(2, layersJson).bind(3, id);
+        st.step();
+    });
+}
+
+void SandboxStore::updateTimeout(const std::string& id, std::int64_t timeoutS, std::int64_t expiresAt) {
+    db_.locked([&](sqlite3* db) {
+        Database::Statement st(db, "UPDATE sandboxes SET timeout_s = ?, expires_at = ? WHERE id = ?");
+        st.bind(1, timeoutS).bind(2, expiresAt).bind(3, id);
+        st.step();
+    });
 }
 
 void SandboxStore::insert(const SandboxRecord& r) {
     db_.locked([&](sqlite3* db) {
         Database::Statement st(db, std::string("INSERT INTO sandboxes (") + kColumns +
-                                       ") VALUES (?,?,?,?,?,?,?,?,?,?)");
+                                       ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
         st.bind(1, r.id).bind(2, r.tenant).bind(3, r.templateName).bind(4, sandboxStateName(r.state));
         st.bind(5, std::int64_t(r.vcpus)).bind(6, std::int64_t(r.memoryMib)).bind(7, r.createdAt);
         st.bind(8, r.metadataJson).bind(9, r.envJson).bind(10, r.error);
+        st.bind(11, r.snapshotId).bind(12, r.disk).bind(13, r.layersJson).bind(14, r.timeoutS);
+        st.bind(15, r.onTimeout).bind(16, r.expiresAt);
         st.step();
     });
 }

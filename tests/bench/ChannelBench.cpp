@@ -43,9 +43,10 @@ int main(int argc, char** argv) {
     Database db(dir.path() + "/state.db");
     SandboxStore store(db);
     PortStore ports(db);
+    SnapshotStore snapshots(db);
     ControllerConfig config;
     config.dataDir = dir.path();
-    SandboxController controller(config, hypervisor, store, ports, templates, connectAgent);
+    SandboxController controller(config, hypervisor, store, ports, snapshots, templates, connectAgent);
     auto sandbox = controller.create("bench", CreateSandboxRequest{});
     auto agent = controller.runningAgent("bench", sandbox.id);
     std::printf("channel bench: %s, accel %s, %d runs, %llu MiB files\n", sandbox.id.c_str(),

@@ -28,6 +28,7 @@ struct World {
     std::unique_ptr<Database> db;
     std::unique_ptr<SandboxStore> store;
     std::unique_ptr<PortStore> ports;
+    std::unique_ptr<SnapshotStore> snapshots;
     std::unique_ptr<SandboxController> controller;
     std::string sandboxId;
 };
@@ -42,11 +43,12 @@ protected:
         world->db = std::make_unique<Database>(world->dir.path() + "/state.db");
         world->store = std::make_unique<SandboxStore>(*world->db);
         world->ports = std::make_unique<PortStore>(*world->db);
+        world->snapshots = std::make_unique<SnapshotStore>(*world->db);
         ControllerConfig config;
         config.dataDir = world->dir.path();
         config.execOutputCap = 256 * 1024;
         world->controller = std::make_unique<SandboxController>(
-            config, *world->hypervisor, *world->store, *world->ports, *world->templates,
+            config, *world->hypervisor, *world->store, *world->ports, *world->snapshots, *world->templates,
             [](const std::string& socket, std::chrono::milliseconds timeout) {
                 return AgentConnection::connect(socket, timeout);
             });

@@ -1,5 +1,7 @@
 #include "support/FakeHypervisor.hpp"
 
+#include <fstream>
+
 #include "core/Error.hpp"
 
 namespace airlock::test {
@@ -17,11 +19,51 @@ void FakeHypervisor::startDomain(const DomainSpec& spec) {
 void FakeHypervisor::destroyDomain(const std::string& name) {
     std::lock_guard lock(mutex_);
     domains_.erase(name);
+    paused_.erase(name);
+}
+
+void FakeHypervisor::suspendDomain(const std::string& name) {
+    std::lock_guard lock(mutex_);
+    if (!domains_.count(name)) throw Error(ErrorCode::hypervisor_error, "no domain " + name);
+    paused_[name] = true;
+}
+
+void FakeHypervisor::resumeDomain(const std::string& name) {
+    std::lock_guard lock(mutex_);
+    if (!domains_.count(name)) throw Error(ErrorCode::hypervisor_error, "no domain " + name);
+    paused_[name] = false;
+}
+
+void FakeHypervisor::saveState(const std::string& name, const std::string& statePath, const std::string&) {
+    std::lock_guard lock(mutex_);
+    if (!domains_.count(name) || !paused_[name]) throw Error(ErrorCode::hypervisor_error, "save needs a paused domain");
+    if (failNextSave_) {
+        failNextSave_ = false;
+        throw Error(ErrorCode::hypervisor_error, "fake save failure");
+    }
+    std::ofstream(statePath) << "state of " << name << "\n";
+}
+
+void FakeHypervisor::restoreDomain(const DomainSpec& spec, const std::string& statePath, const std::string&) {
+    std::lock_guard lock(mutex_);
+    if (!spec.incoming) throw Error(ErrorCode::internal, "restore needs incoming");
+    std::ifstream in(statePath);
+    if (!in) throw Error(ErrorCode::hypervisor_error, "no state file " + statePath);
+    if (domains_.count(spec.name)) throw Error(ErrorCode::hypervisor_error, "domain exists");
+    domains_[spec.name] = spec;
+    paused_[spec.name] = true;
+}
+
+void FakeHypervisor::switchDiskOverlay(const std::string& name, const std::string& newOverlay) {
+    std::lock_guard lock(mutex_);
+    if (!domains_.count(name)) throw Error(ErrorCode::hypervisor_error, "no domain " + name);
+    domains_[name].diskPath = newOverlay;
 }
 
 DomainState FakeHypervisor::domainState(const std::string& name) {
     std::lock_guard lock(mutex_);
-    return domains_.count(name) ? DomainState::running : DomainState::missing;
+    if (!domains_.count(name)) return DomainState::missing;
+    return paused_[name] ? DomainState::paused : DomainState::running;
 }
 
 std::vector<std::string> FakeHypervisor::listDomains() {

@@ -15,6 +15,13 @@ public:
     void destroyDomain(const std::string& name) override;
     DomainState domainState(const std::string& name) override;
     std::vector<std::string> listDomains() override;
+    void suspendDomain(const std::string& name) override;
+    void resumeDomain(const std::string& name) override;
+    // The "state" is a file naming the domain it came from.
+    void saveState(const std::string& name, const std::string& statePath, const std::string& scratchDir) override;
+    void restoreDomain(const DomainSpec& spec, const std::string& statePath, const std::string& scratchDir) override;
+    void switchDiskOverlay(const std::string& name, const std::string& newOverlay) override;
+    void failNextSave(bool fail = true) { failNextSave_ = fail; }
 
     void failNextStart(bool fail = true) { failNextStart_ = fail; }
     void addOrphan(const std::string& name) { domains_[name] = DomainSpec{}; }
@@ -25,6 +32,8 @@ public:
 private:
     std::mutex mutex_;
     std::map<std::string, DomainSpec> domains_;
+    std::map<std::string, bool> paused_;
+    bool failNextSave_ = false;
     bool failNextStart_ = false;
 };
 

@@ -19,10 +19,11 @@ class ControllerFixture : public ::testing::Test {
 protected:
     ControllerFixture() {
         templates = std::make_unique<TemplateCatalog>(std::vector<TemplateInfo>{
-            TemplateInfo{"minimal", "/k", "/i", "console=ttyS0", 1, 256, "sha256:test", "6.1"}});
+            TemplateInfo{"minimal", "/k", "/i", "console=ttyS0", 1, 256, "sha256:test", "6.1", "", 0}});
         db = std::make_unique<Database>(dir.path() + "/state.db");
         store = std::make_unique<SandboxStore>(*db);
         ports = std::make_unique<PortStore>(*db);
+        snapshots = std::make_unique<SnapshotStore>(*db);
         ControllerConfig config;
         config.dataDir = dir.path();
         config.execOutputCap = 4096;
@@ -31,7 +32,7 @@ protected:
 
     std::unique_ptr<SandboxController> makeController(const ControllerConfig& config) {
         return std::make_unique<SandboxController>(
-            config, hypervisor, *store, *ports, *templates,
+            config, hypervisor, *store, *ports, *snapshots, *templates,
             [this](const std::string& socketPath, std::chrono::milliseconds) -> std::shared_ptr<AgentConnection> {
                 connectedSockets.push_back(socketPath);
                 if (failConnect) throw Error(ErrorCode::agent_timeout, "fake agent never answered");
@@ -46,6 +47,7 @@ protected:
     std::unique_ptr<Database> db;
     std::unique_ptr<SandboxStore> store;
     std::unique_ptr<PortStore> ports;
+    std::unique_ptr<SnapshotStore> snapshots;
     std::list<InProcessAgent> agents;
     std::vector<std::string> connectedSockets;
     bool failConnect = false;

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Builds the "debian" Airlock template: a Debian bookworm root filesystem
+# (mmdebstrap, Debian's own packages) with python3, git, nodejs/npm,
+# build-essential, curl, ca-certificates and procps, as an ext4 image turned
+# into a read-only qcow2 base. It boots the minimal template's kernel and
+# initramfs: airlock-init mounts the disk (airlock.root=/dev/vda on the
+# command line), carries the agent over in /run and switches root, so the
+# root filesystem does not depend on the agent's version and is rebuilt only
+# when this recipe changes.
+#
+# Usage: build.sh --minimal DIR --out DIR [--cache DIR] [--force]
+#
+# Output (world-readable, root-owned: QEMU reads, never writes, the base):
+#   DIR/debian/vmlinuz, initramfs.cpio.gz   copies of the minimal template's
+#   DIR/debian/base.qcow2                   the root filesystem
+#   DIR/debian/template.json, DIGEST
+set -euo pipefail
+umask 022
+export LC_ALL=C
+
+readonly SUITE=bookworm
+readonly PACKAGES=python3,git,nodejs,npm,ca-certificates,curl,build-essential,procps,iproute2,less,xz-utils,unzip
+readonly DISK_SIZE=6G
+readonly CMDLINE="console=ttyS0 panic=-1 quiet airlock.root=/dev/vda"
+readonly VCPUS=1
+readonly MEMORY_MIB=512
+
+log() { printf 'debian: %s\n' "$*" >&2; }
+die() { printf 'debian: error: %s\n' "$*" >&2; exit 1; }
+usage() { echo "usage: $0 --minimal DIR --out DIR [--cache DIR] [--force]" >&2; exit 2; }
+
+MINIMAL="" OUT="" CACHE="" FORCE=0
+while (($#)); do
+    case "$1" in
+        --minimal) MINIMAL=${2:?}; shift 2 ;;
+        --out) OUT=${2:?}; shift 2 ;;
+        --cache) CACHE=${2:?}; shift 2 ;;
+        --force) FORCE=1; shift ;;
+        *) usage ;;
+    esac
+done
+[[ -n $MINIMAL && -n $OUT ]] || usage
+((EUID == 0)) || die "must run as root (mmdebstrap in root mode, file ownership in the image)"
+for tool in mmdebstrap mkfs.ext4 qemu-img sha256sum flock tar; do
+    command -v "$tool" >/dev/null || die "missing tool: $tool"
+done
+[[ -f $MINIMAL/vmlinuz && -f $MINIMAL/initramfs.cpio.gz && -f $MINIMAL/DIGEST ]] ||
+    die "$MINIMAL is not a built minimal template"
+
+MINIMAL=$(realpath "$MINIMAL")
+OUT=$(realpath -m "$OUT")
+CACHE=$(realpath -m "${CACHE:-$OUT/../cache}")
+DEST=$OUT/debian
+SCRIPT=$(realpath "${BASH_SOURCE[0]}")
+mkdir -p "$DEST" "$CACHE"
+chmod 0755 "$OUT" "$DEST"
+exec 9>"$DEST/.lock"
+flock 9
+
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+
+# The root filesystem depends on this recipe only; the template on the
+# recipe and the minimal template's boot files.
+RECIPE=$(sha "$SCRIPT")
+INPUTS=$(printf '%s\n' "recipe=$RECIPE" "minimal=$(cat "$MINIMAL/DIGEST")")
+STAMP=$DEST/.inputs
+if ((!FORCE)) && [[ -f $STAMP && -f $DEST/template.json && -f $DEST/base.qcow2 ]] &&
+    [[ "$(cat "$STAMP")" == "$INPUTS" ]]; then
+    echo "debian template up to date"
+    exit 0
+fi
+
+# ---------------------------------------------------------------- root filesystem
+
+TARBALL=$CACHE/debian-rootfs-${RECIPE:0:16}.tar
+if [[ ! -f $TARBALL ]]; then
+    SOURCES=$(ls /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+    [[ -n $SOURCES ]] || SOURCES=/etc/apt/sources.list
+    log "mmdebstrap $SUITE (about 90 s)"
+    tmp=$(mktemp "$CACHE/.rootfs.XXXXXX.tar")
+    # The unprivileged sandbox user (uid 1000, as in the minimal template),
+    # a hostname, and no apt lists or docs: they are dead weight in a base.
+    if ! mmdebstrap --variant=minbase --include="$PACKAGES" \
+        --customize-hook='chroot "$1" useradd --create-home --uid 1000 --user-group --shell /bin/bash user' \
+        --customize-hook='echo airlock >"$1/etc/hostname"' \
+        --customize-hook='printf "127.0.0.1 localhost airlock\n::1 localhost\n" >"$1/etc/hosts"' \
+        --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/usr/share/doc/* "$1"/usr/share/man/* "$1"/var/cache/apt/*.bin' \
+        "$SUITE" "$tmp" "$SOURCES" >"$tmp.log" 2>&1; then
+        tail -30 "$tmp.log" >&2
+        rm -f "$tmp" "$tmp.log"
+        die "mmdebstrap failed"
+    fi
+    rm -f "$tmp.log"
+    mv "$tmp" "$TARBALL"
+    # Older recipes' tarballs are not needed any more.
+    find "$CACHE" -maxdepth 1 -name 'debian-rootfs-*.tar' ! -name "$(basename "$TARBALL")" -delete
+fi
+
+# ---------------------------------------------------------------- ext4 -> qcow2
+
+STAGE=$(mktemp -d "$DEST/.stage.XXXXXX")
+trap 'rm -rf "$STAGE"' EXIT
+# The base depends on the recipe alone: a new agent or init (a new minimal
+# template) only brings new boot files.
+if [[ -f $DEST/base.qcow2 && "$(cat "$DEST/.base-recipe" 2>/dev/null)" == "$RECIPE" ]]; then
+    cp --reflink=auto "$DEST/base.qcow2" "$STAGE/base.qcow2"
+else
+    log "ext4 image from $(basename "$TARBALL")"
+    mkdir "$STAGE/root"
+    tar -C "$STAGE/root" --numeric-owner -xpf "$TARBALL"
+    mkdir -p "$STAGE/root/run" "$STAGE/root/dev/shm"
+    E2FSPROGS_FAKE_TIME=1704067200 mkfs.ext4 -q -F -L airlock-root -U clear \
+        -E root_owner=0:0,hash_seed=00000000-0000-0000-0000-000000000000 \
+        -d "$STAGE/root" "$STAGE/root.ext4" "$DISK_SIZE" >/dev/null
+    qemu-img convert -f raw -O qcow2 "$STAGE/root.ext4" "$STAGE/base.qcow2"
+    rm -rf "$STAGE/root" "$STAGE/root.ext4"
+fi
+cp "$MINIMAL/vmlinuz" "$STAGE/vmlinuz"
+cp "$MINIMAL/initramfs.cpio.gz" "$STAGE/initramfs.cpio.gz"
+chmod 0644 "$STAGE/base.qcow2" "$STAGE/vmlinuz" "$STAGE/initramfs.cpio.gz"
+
+DIGEST="sha256:$(printf '%s%s%s' "$(sha "$STAGE/vmlinuz")" "$(sha "$STAGE/initramfs.cpio.gz")" \
+    "$(sha "$STAGE/base.qcow2")" | sha256sum | cut -d' ' -f1)"
+KVER=$(sed -n 's/.*"kernel_version": "\([^"]*\)".*/\1/p' "$MINIMAL/template.json")
+cat >"$STAGE/template.json" <<JSON
+{
+  "name": "debian",
+  "kernel": "vmlinuz",
+  "initrd": "initramfs.cpio.gz",
+  "disk": "base.qcow2",
+  "cmdline": "$CMDLINE",
+  "vcpus": $VCPUS,
+  "memory_mib": $MEMORY_MIB,
+  "kernel_version": "$KVER",
+  "digest": "$DIGEST"
+}
+JSON
+printf '%s\n' "$DIGEST" >"$STAGE/DIGEST"
+chmod 0644 "$STAGE/template.json" "$STAGE/DIGEST"
+rm -f "$STAMP"
+for f in vmlinuz initramfs.cpio.gz base.qcow2 template.json DIGEST; do mv -f "$STAGE/$f" "$DEST/$f"; done
+printf '%s\n' "$RECIPE" >"$DEST/.base-recipe"
+printf '%s\n' "$INPUTS" >"$STAMP"
+log "base $(du -h --apparent-size "$DEST/base.qcow2" | cut -f1), $DIGEST"

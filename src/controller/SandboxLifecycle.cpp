@@ -1,0 +1,453 @@
+// Pause/resume, snapshots and clones, warm templates and timeouts: the parts
+// of SandboxController that change what a sandbox's VM is, not what runs in it.
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "controller/DiskLayers.hpp"
+#include "controller/SandboxController.hpp"
+#include "core/Clock.hpp"
+#include "core/Error.hpp"
+#include "core/Ids.hpp"
+#include "core/Log.hpp"
+#include "core/Sha256.hpp"
+
+namespace airlock {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kMemoryFile = "memory.state";
+constexpr const char* kLayerFile = "disk.qcow2";
+constexpr const char* kManifestFile = "manifest.json";
+
+// "disk-3.qcow2" -> "disk-4.qcow2": each snapshot moves a sandbox onto a new overlay.
+std::string nextOverlayName(const std::string& current) {
+    unsigned generation = 0;
+    if (std::sscanf(current.c_str(), "disk-%u.qcow2", &generation) != 1)
+        throw Error(ErrorCode::internal, "unexpected overlay name " + current);
+    return "disk-" + std::to_string(generation + 1) + ".qcow2";
+}
+
+std::string hostEntropyHex(std::size_t bytes) {
+    std::string raw(bytes, '\0');
+    std::size_t got = 0;
+    while (got < bytes) {
+        ssize_t n = ::getrandom(raw.data() + got, bytes - got, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw Error(ErrorCode::internal, "getrandom failed");
+        }
+        got += static_cast<std::size_t>(n);
+    }
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char c : raw) {
+        out.push_back(hex[c >> 4]);
+        out.push_back(hex[c & 15]);
+    }
+    return out;
+}
+
+std::vector<std::string> parseLayers(const std::string& json) {
+    auto j = nlohmann::json::parse(json, nullptr, false);
+    std::vector<std::string> out;
+    if (j.is_array())
+        for (const auto& e : j)
+            if (e.is_string()) out.push_back(e.get<std::string>());
+    return out;
+}
+
+}  // namespace
+
+std::shared_ptr<std::mutex> SandboxController::lifecycleMutex(const std::string& id) {
+    std::lock_guard lock(lifecycleMutexesGuard_);
+    auto& m = lifecycleMutexes_[id];
+    if (!m) m = std::make_shared<std::mutex>();
+    return m;
+}
+
+std::string SandboxController::snapshotDir(const SnapshotRecord& s) const {
+    return config_.dataDir + (s.kind == "warm" ? "/warm/" : "/snapshots/") + s.id;
+}
+
+// ---------------------------------------------------------------- pause / resume / timeout
+
+SandboxRecord SandboxController::pause(const std::string& tenant, const std::string& id) {
+    requireOwned(tenant, id);
+    auto lifecycle = lifecycleMutex(id);
+    std::lock_guard op(*lifecycle);
+    auto r = requireOwned(tenant, id);
+    if (r.state == SandboxState::paused) return r;
+    if (r.state != SandboxState::running)
+        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state) +
+                                             "; only a running sandbox can be paused");
+    store_.updateState(id, SandboxState::paused);  // written first; recover() reconciles a crash in between
+    try {
+        hypervisor_.suspendDomain(domainName(id));
+    } catch (...) {
+        store_.updateState(id, SandboxState::running);
+        throw;
+    }
+    r.state = SandboxState::paused;
+    logInfo("controller", "sandbox " + id + " paused");
+    return r;
+}
+
+SandboxRecord SandboxController::resume(const std::string& tenant, const std::string& id) {
+    requireOwned(tenant, id);
+    auto lifecycle = lifecycleMutex(id);
+    std::lock_guard op(*lifecycle);
+    auto r = requireOwned(tenant, id);
+    if (r.state == SandboxState::running) return r;
+    if (r.state != SandboxState::paused)
+        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state) +
+                                             "; only a paused sandbox can be resumed");
+    store_.updateState(id, SandboxState::running);
+    try {
+        hypervisor_.resumeDomain(domainName(id));
+    } catch (...) {
+        store_.updateState(id, SandboxState::paused);
+        throw;
+    }
+    r.state = SandboxState::running;
+    logInfo("controller", "sandbox " + id + " resumed");
+    return r;
+}
+
+SandboxRecord SandboxController::setTimeout(const std::string& tenant, const std::string& id, std::int64_t timeoutS) {
+    if (timeoutS < 0 || timeoutS > config_.maxTimeoutS)
+        throw Error(ErrorCode::bad_request,
+                    "timeout_s must be between 0 (none) and " + std::to_string(config_.maxTimeoutS));
+    requireOwned(tenant, id);
+    store_.updateTimeout(id, timeoutS, timeoutS > 0 ? nowUnixSeconds() + timeoutS : 0);
+    return requireOwned(tenant, id);
+}
+
+void SandboxController::enforceTimeouts() {
+    auto now = nowUnixSeconds();
+    for (const auto& r : store_.list("")) {
+        if (r.expiresAt == 0 || r.expiresAt > now) continue;
+        if (r.state != SandboxState::running && r.state != SandboxState::paused) continue;
+        try {
+            if (r.onTimeout == "pause") {
+                if (r.state == SandboxState::running) pause(r.tenant, r.id);
+                store_.updateTimeout(r.id, r.timeoutS, 0);
+                logInfo("controller", "sandbox " + r.id + " paused: its timeout passed");
+            } else {
+                destroy(r.tenant, r.id);
+                logInfo("controller", "sandbox " + r.id + " killed: its timeout passed");
+            }
+        } catch (const std::exception& e) {
+            logError("controller", "timeout of " + r.id + ": " + e.what());
+        }
+    }
+}
+
+// ---------------------------------------------------------------- snapshots
+
+SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std::string& id) {
+    requireOwned(tenant, id);
+    auto lifecycle = lifecycleMutex(id);
+    std::lock_guard op(*lifecycle);
+    auto r = requireOwned(tenant, id);
+    if (r.state != SandboxState::running && r.state != SandboxState::paused)
+        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state) +
+                                             "; only a running or paused sandbox can be snapshotted");
+    auto tmpl = templates_.find(r.templateName);
+    if (!tmpl) throw Error(ErrorCode::conflict, "template '" + r.templateName + "' of sandbox " + id + " is gone");
+
+    SnapshotRecord s;
+    s.id = newId("snap-");
+    s.tenant = tenant;
+    s.kind = tenant == kWarmTenant ? "warm" : "user";
+    s.sourceSandbox = id;
+    s.templateName = tmpl->name;
+    s.templateDigest = tmpl->digest;
+    s.vcpus = r.vcpus;
+    s.memoryMib = r.memoryMib;
+    s.hasDisk = !r.disk.empty();
+    auto layers = parseLayers(r.layersJson);
+    if (s.hasDisk) layers.push_back(s.id);
+    s.layersJson = nlohmann::json(layers).dump();
+    s.createdAt = nowTimestamp();
+    snapshots_.insert(s);  // written first: recover() removes a half-taken snapshot
+
+    std::string dir = snapshotDir(s);
+    std::string domain = domainName(id);
+    bool wasRunning = r.state == SandboxState::running;
+    bool diskSwitched = false;
+    std::string nextOverlay;
+    auto started = steadyMillis();
+    try {
+        fs::create_directories(dir);
+        // QEMU opens the frozen layer (as a backing file) by path.
+        fs::permissions(dir, fs::perms(0711));
+        if (wasRunning) hypervisor_.suspendDomain(domain);
+        if (s.hasDisk) {
+            // The current overlay becomes the frozen layer: linked under the
+            // snapshot (its canonical path, named in every later overlay's
+            // header), the sandbox goes on writing a new overlay on top.
+            std::string current = sandboxDir(id) + "/" + r.disk;
+            std::string layer = dir + "/" + kLayerFile;
+            if (::link(current.c_str(), layer.c_str()) != 0)
+                throw Error(ErrorCode::internal, "cannot link " + current + " into the snapshot");
+            nextOverlay = nextOverlayName(r.disk);
+            createOverlay(sandboxDir(id) + "/" + nextOverlay, layer, tmpl->diskSizeBytes, config_.qemuUser);
+            hypervisor_.switchDiskOverlay(domain, sandboxDir(id) + "/" + nextOverlay);
+            diskSwitched = true;
+            store_.updateDisk(id, nextOverlay, s.layersJson);
+            // Nobody writes it again: read-only and root's (no-op when unprivileged).
+            ::chmod(layer.c_str(), 0444);
+            if (::geteuid() == 0 && ::chown(layer.c_str(), 0, 0) != 0)
+                logWarn("controller", "cannot hand " + layer + " back to root");
+        }
+        hypervisor_.saveState(domain, dir + "/" + kMemoryFile, sandboxDir(id));
+        if (wasRunning) hypervisor_.resumeDomain(domain);
+    } catch (const std::exception& e) {
+        logError("controller", "snapshot of " + id + " failed: " + e.what());
+        if (wasRunning) {
+            try {
+                hypervisor_.resumeDomain(domain);
+            } catch (const std::exception& again) {
+                logError("controller", "cannot resume " + id + " after a failed snapshot: " + again.what());
+            }
+        }
+        if (diskSwitched) {
+            // The sandbox's disk now reads the frozen layer: keep it until the
+            // sandbox is gone, drop everything else.
+            snapshots_.updateState(s.id, SnapshotState::deleted);
+            std::error_code ec;
+            fs::remove(dir + "/" + kMemoryFile, ec);
+        } else {
+            std::error_code ec;
+            if (!nextOverlay.empty()) fs::remove(sandboxDir(id) + "/" + nextOverlay, ec);
+            fs::remove_all(dir, ec);
+            snapshots_.remove(s.id);
+        }
+        throw;
+    }
+    auto pausedMs = steadyMillis() - started;
+
+    // The manifest: enough to check the files and to know what they need.
+    nlohmann::json files = nlohmann::json::array();
+    std::int64_t total = 0;
+    for (const char* name : {kMemoryFile, kLayerFile}) {
+        std::string path = dir + "/" + name;
+        if (!fs::exists(path)) continue;
+        auto size = static_cast<std::int64_t>(fs::file_size(path));
+        total += size;
+        files.push_back({{"name", name}, {"size", size}, {"sha256", sha256FileHex(path)}});
+    }
+    nlohmann::json manifest = {{"id", s.id},
+                               {"source_sandbox", id},
+                               {"template", {{"name", s.templateName}, {"digest", s.templateDigest}}},
+                               {"resources", {{"vcpus", s.vcpus}, {"memory_mib", s.memoryMib}}},
+                               {"layers", layers},
+                               {"files", files},
+                               {"size_bytes", total},
+                               {"created_at", s.createdAt}};
+    {
+        std::ofstream out(dir + "/" + kManifestFile, std::ios::trunc);
+        out << manifest.dump(2) << "\n";
+    }
+    ::chmod((dir + "/" + kManifestFile).c_str(), 0444);
+    ::chmod((dir + "/" + kMemoryFile).c_str(), 0400);
+    snapshots_.markReady(s.id, total, manifest.dump());
+    logInfo("controller", "snapshot " + s.id + " of " + id + ": " + std::to_string(total) + " bytes, sandbox held for " +
+                              std::to_string(pausedMs) + " ms");
+    return *snapshots_.find(s.id);
+}
+
+SnapshotRecord SandboxController::getSnapshot(const std::string& tenant, const std::string& id) {
+    auto s = isValidId(id, "snap-") ? snapshots_.find(id) : std::nullopt;
+    if (!s || s->tenant != tenant || s->state == SnapshotState::deleted)
+        throw Error(ErrorCode::not_found, "no snapshot " + id);
+    return *s;
+}
+
+std::vector<SnapshotRecord> SandboxController::listSnapshots(const std::string& tenant) {
+    auto all = snapshots_.list(tenant);
+    std::erase_if(all, [](const SnapshotRecord& s) { return s.state == SnapshotState::deleted; });
+    return all;
+}
+
+void SandboxController::deleteSnapshot(const std::string& tenant, const std::string& id) {
+    auto s = getSnapshot(tenant, id);
+    if (s.state == SnapshotState::creating)
+        throw Error(ErrorCode::conflict, "snapshot " + id + " is still being taken");
+    // Hidden at once; its disk layer stays while a clone (or a later
+    // snapshot) still reads it, and goes with the last of them.
+    snapshots_.updateState(id, SnapshotState::deleted);
+    std::error_code ec;
+    fs::remove(snapshotDir(s) + "/" + kMemoryFile, ec);
+    fs::remove(snapshotDir(s) + "/" + kManifestFile, ec);
+    collectSnapshots();
+    logInfo("controller", "snapshot " + id + " deleted");
+}
+
+void SandboxController::discardSnapshot(const SnapshotRecord& s) {
+    std::error_code ec;
+    fs::remove_all(snapshotDir(s), ec);
+    if (ec) throw Error(ErrorCode::internal, "cannot remove " + snapshotDir(s) + ": " + ec.message());
+    snapshots_.remove(s.id);
+}
+
+void SandboxController::collectSnapshots() {
+    std::lock_guard lock(gcMutex_);
+    std::set<std::string> read;
+    for (const auto& r : store_.list(""))
+        for (const auto& l : parseLayers(r.layersJson)) read.insert(l);
+    auto all = snapshots_.list("");
+    for (const auto& s : all)
+        if (s.state != SnapshotState::deleted)
+            for (const auto& l : parseLayers(s.layersJson)) read.insert(l);
+    for (const auto& s : all) {
+        if (s.state != SnapshotState::deleted || read.count(s.id)) continue;
+        try {
+            discardSnapshot(s);
+            logInfo("controller", "snapshot " + s.id + ": last reader gone, files removed");
+        } catch (const std::exception& e) {
+            logError("controller", e.what());
+        }
+    }
+}
+
+void SandboxController::recoverSnapshots() {
+    std::set<std::string> readBySandboxes;
+    for (const auto& r : store_.list(""))
+        for (const auto& l : parseLayers(r.layersJson)) readBySandboxes.insert(l);
+    std::set<std::string> known;
+    for (const auto& s : snapshots_.list("")) {
+        known.insert(s.id);
+        if (s.state != SnapshotState::creating) continue;
+        logWarn("recover", "snapshot " + s.id + " was interrupted");
+        try {
+            if (readBySandboxes.count(s.id)) {
+                snapshots_.updateState(s.id, SnapshotState::deleted);
+                std::error_code ec;
+                fs::remove(snapshotDir(s) + "/" + kMemoryFile, ec);
+            } else {
+                discardSnapshot(s);
+            }
+        } catch (const std::exception& e) {
+            logError("recover", e.what());
+        }
+    }
+    collectSnapshots();
+    for (const char* sub : {"/snapshots", "/warm"}) {
+        std::error_code ec;
+        for (const auto& entry : fs::directory_iterator(config_.dataDir + sub, ec)) {
+            if (known.count(entry.path().filename().string()) && snapshots_.find(entry.path().filename().string()))
+                continue;
+            logWarn("recover", "removing orphan snapshot dir " + entry.path().string());
+            fs::remove_all(entry.path(), ec);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- clones
+
+void SandboxController::reseed(AgentConnection& agent) {
+    auto nowNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+    agent.call({{"op", "reseed"}, {"entropy", hostEntropyHex(64)}, {"time_ns", static_cast<std::uint64_t>(nowNs)}},
+               std::chrono::seconds(15));
+}
+
+SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant, const CreateSandboxRequest& request,
+                                                    const SnapshotRecord& snap) {
+    auto tmpl = templates_.find(snap.templateName);
+    if (!tmpl || tmpl->digest != snap.templateDigest)
+        throw Error(ErrorCode::conflict, "snapshot " + snap.id + " was taken from template '" + snap.templateName +
+                                             "' " + snap.templateDigest + ", which this server no longer has");
+    if (request.vcpus && *request.vcpus != snap.vcpus)
+        throw Error(ErrorCode::bad_request, "a clone keeps its snapshot's vcpus (" + std::to_string(snap.vcpus) + ")");
+    if (request.memoryMib && *request.memoryMib != snap.memoryMib)
+        throw Error(ErrorCode::bad_request,
+                    "a clone keeps its snapshot's memory_mib (" + std::to_string(snap.memoryMib) + ")");
+    CreateSandboxRequest fixed = request;
+    fixed.vcpus = snap.vcpus;
+    fixed.memoryMib = snap.memoryMib;
+    SandboxRecord r = newRecord(tenant, fixed, *tmpl);
+    if (snap.kind == "user") r.snapshotId = snap.id;
+    r.disk = snap.hasDisk ? "disk-0.qcow2" : "";
+    r.layersJson = snap.hasDisk ? snap.layersJson : "[]";
+    std::string dir = sandboxDir(r.id);
+    store_.insert(r);  // written first (with the layers it reads: the GC keeps them)
+    try {
+        auto started = steadyMillis();
+        prepareSandboxDir(dir);
+        if (!r.disk.empty())
+            createOverlay(dir + "/" + r.disk, snapshotDir(snap) + "/" + kLayerFile, tmpl->diskSizeBytes,
+                          config_.qemuUser);
+        DomainSpec spec = domainSpec(r, *tmpl);
+        spec.incoming = true;
+        hypervisor_.restoreDomain(spec, snapshotDir(snap) + "/" + kMemoryFile, dir);
+        auto loaded = steadyMillis();
+        hypervisor_.resumeDomain(spec.name);
+        // A new hello gives the clone its own agent session; then fresh
+        // entropy before anyone can run a command in it.
+        std::shared_ptr<AgentConnection> agent = connector_(agentEndpoint(r.id), std::chrono::seconds(30));
+        reseed(*agent);
+        runtime(r.id)->agent = std::move(agent);
+        store_.updateState(r.id, SandboxState::running);
+        r.state = SandboxState::running;
+        logInfo("controller", "sandbox " + r.id + " running after " + std::to_string(steadyMillis() - started) +
+                                  " ms (restored " + snap.id + " in " + std::to_string(loaded - started) + " ms)");
+        return r;
+    } catch (const std::exception& e) {
+        failCreate(r.id, e);
+        throw;
+    }
+}
+
+// ---------------------------------------------------------------- warm templates
+
+std::optional<SnapshotRecord> SandboxController::warmSnapshotFor(const TemplateInfo& tmpl) {
+    std::optional<SnapshotRecord> found;
+    for (auto& s : snapshots_.list(kWarmTenant))
+        if (s.kind == "warm" && s.state == SnapshotState::ready && s.templateName == tmpl.name &&
+            s.templateDigest == tmpl.digest)
+            found = std::move(s);
+    return found;
+}
+
+bool SandboxController::hasWarmSnapshot(const std::string& templateName) {
+    auto tmpl = templates_.find(templateName);
+    return tmpl && warmSnapshotFor(*tmpl).has_value();
+}
+
+void SandboxController::warmTemplate(const std::string& templateName) {
+    auto tmpl = templates_.find(templateName);
+    if (!tmpl) throw Error(ErrorCode::not_found, "no template named '" + templateName + "'");
+    // Snapshots of an older build of the template can never be used again.
+    for (const auto& s : snapshots_.list(kWarmTenant))
+        if (s.templateName == tmpl->name && s.templateDigest != tmpl->digest && s.state == SnapshotState::ready)
+            snapshots_.updateState(s.id, SnapshotState::deleted);
+    collectSnapshots();
+    if (warmSnapshotFor(*tmpl)) return;
+    auto started = steadyMillis();
+    CreateSandboxRequest request;
+    request.templateName = tmpl->name;
+    request.boot = "cold";
+    request.timeoutS = 0;
+    auto sandbox = create(kWarmTenant, request);
+    try {
+        auto snap = snapshot(kWarmTenant, sandbox.id);
+        logInfo("controller", "template " + tmpl->name + " is warm (" + snap.id + ", " +
+                                  std::to_string(steadyMillis() - started) + " ms)");
+    } catch (...) {
+        destroy(kWarmTenant, sandbox.id);
+        throw;
+    }
+    destroy(kWarmTenant, sandbox.id);
+}
+
+}  // namespace airlock

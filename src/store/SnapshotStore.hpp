@@ -1,0 +1,48 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "store/Database.hpp"
+
+namespace airlock {
+
+enum class SnapshotState { creating, ready, deleted };
+std::string snapshotStateName(SnapshotState s);
+
+// A saved sandbox: memory + device state, and (for sandboxes with a disk) the
+// overlay frozen as a read-only layer. A deleted snapshot whose layer still
+// backs a sandbox or another snapshot stays as a row (state deleted, hidden
+// from the API) until the last user is gone.
+struct SnapshotRecord {
+    std::string id;
+    std::string tenant;
+    std::string kind = "user";  // user | warm (a template's ready snapshot)
+    std::string sourceSandbox;
+    std::string templateName;
+    std::string templateDigest;
+    SnapshotState state = SnapshotState::creating;
+    unsigned vcpus = 1;
+    unsigned memoryMib = 256;
+    bool hasDisk = false;
+    std::string layersJson = "[]";  // snapshot ids of every frozen layer in its disk chain, itself last
+    std::string createdAt;
+    std::int64_t sizeBytes = 0;
+    std::string manifestJson = "{}";
+};
+
+class SnapshotStore {
+public:
+    explicit SnapshotStore(Database& db);
+    void insert(const SnapshotRecord& r);
+    void markReady(const std::string& id, std::int64_t sizeBytes, const std::string& manifestJson);
+    void updateState(const std::string& id, SnapshotState state);
+    void remove(const std::string& id);
+    std::optional<SnapshotRecord> find(const std::string& id);
+    std::vector<SnapshotRecord> list(const std::string& tenant);  // empty tenant: all, any kind
+private:
+    Database& db_;
+};
+
+}  // namespace airlock
