@@ -21,7 +21,17 @@ export LC_ALL=C
 readonly SUITE=bookworm
 readonly PACKAGES=python3,git,nodejs,npm,ca-certificates,curl,build-essential,procps,iproute2,less,xz-utils,unzip
 readonly DISK_SIZE=6G
-readonly CMDLINE="console=ttyS0 panic=-1 quiet airlock.root=/dev/vda"
+readonly CMDLINE="console=ttyS0 panic=-1 quiet init_on_free=1 airlock.root=/dev/vda"
+# The unprivileged sandbox user (uid 1000, as in the minimal template), a
+# hostname, and no apt lists or docs: they are dead weight in a base.
+readonly HOOKS=(
+    'chroot "$1" useradd --create-home --uid 1000 --user-group --shell /bin/bash user'
+    'echo airlock >"$1/etc/hostname"'
+    'printf "127.0.0.1 localhost airlock\n::1 localhost\n" >"$1/etc/hosts"'
+    'rm -rf "$1"/var/lib/apt/lists/* "$1"/usr/share/doc/* "$1"/usr/share/man/* "$1"/var/cache/apt/*.bin'
+)
+# Bump when the image layout below changes (what goes into the ext4 image).
+readonly LAYOUT_VERSION=1
 readonly VCPUS=1
 readonly MEMORY_MIB=512
 
@@ -59,10 +69,10 @@ flock 9
 
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 
-# The root filesystem depends on this recipe only; the template on the
-# recipe and the minimal template's boot files.
-RECIPE=$(sha "$SCRIPT")
-INPUTS=$(printf '%s\n' "recipe=$RECIPE" "minimal=$(cat "$MINIMAL/DIGEST")")
+# The root filesystem depends on its recipe only (suite, packages, hooks,
+# layout); the template also on the minimal template's boot files.
+RECIPE=$(printf '%s\n' "$SUITE" "$PACKAGES" "${HOOKS[@]}" "$LAYOUT_VERSION" | sha256sum | cut -d' ' -f1)
+INPUTS=$(printf '%s\n' "recipe=$RECIPE" "cmdline=$CMDLINE" "script=$(sha "$SCRIPT")" "minimal=$(cat "$MINIMAL/DIGEST")")
 STAMP=$DEST/.inputs
 if ((!FORCE)) && [[ -f $STAMP && -f $DEST/template.json && -f $DEST/base.qcow2 ]] &&
     [[ "$(cat "$STAMP")" == "$INPUTS" ]]; then
@@ -78,13 +88,9 @@ if [[ ! -f $TARBALL ]]; then
     [[ -n $SOURCES ]] || SOURCES=/etc/apt/sources.list
     log "mmdebstrap $SUITE (about 90 s)"
     tmp=$(mktemp "$CACHE/.rootfs.XXXXXX.tar")
-    # The unprivileged sandbox user (uid 1000, as in the minimal template),
-    # a hostname, and no apt lists or docs: they are dead weight in a base.
-    if ! mmdebstrap --variant=minbase --include="$PACKAGES" \
-        --customize-hook='chroot "$1" useradd --create-home --uid 1000 --user-group --shell /bin/bash user' \
-        --customize-hook='echo airlock >"$1/etc/hostname"' \
-        --customize-hook='printf "127.0.0.1 localhost airlock\n::1 localhost\n" >"$1/etc/hosts"' \
-        --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/usr/share/doc/* "$1"/usr/share/man/* "$1"/var/cache/apt/*.bin' \
+    hook_args=()
+    for h in "${HOOKS[@]}"; do hook_args+=(--customize-hook="$h"); done
+    if ! mmdebstrap --variant=minbase --include="$PACKAGES" "${hook_args[@]}" \
         "$SUITE" "$tmp" "$SOURCES" >"$tmp.log" 2>&1; then
         tail -30 "$tmp.log" >&2
         rm -f "$tmp" "$tmp.log"

@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <cstdlib>
 #include <list>
+#include <stdexcept>
 
 #include "controller/SandboxController.hpp"
 #include "core/Error.hpp"
@@ -18,8 +20,14 @@ namespace airlock::test {
 class ControllerFixture : public ::testing::Test {
 protected:
     ControllerFixture() {
+        // A template with a disk needs a real qcow2 base: overlays are made
+        // with qemu-img, whatever the hypervisor.
+        std::string base = dir.path() + "/base.qcow2";
+        if (std::system(("qemu-img create -q -f qcow2 " + base + " 64M").c_str()) != 0)
+            throw std::runtime_error("qemu-img create failed");
         templates = std::make_unique<TemplateCatalog>(std::vector<TemplateInfo>{
-            TemplateInfo{"minimal", "/k", "/i", "console=ttyS0", 1, 256, "sha256:test", "6.1", "", 0}});
+            TemplateInfo{"minimal", "/k", "/i", "console=ttyS0", 1, 256, "sha256:test", "6.1", "", 0},
+            TemplateInfo{"disky", "/k", "/i", "console=ttyS0", 1, 256, "sha256:disk", "6.1", base, 64 << 20}});
         db = std::make_unique<Database>(dir.path() + "/state.db");
         store = std::make_unique<SandboxStore>(*db);
         ports = std::make_unique<PortStore>(*db);

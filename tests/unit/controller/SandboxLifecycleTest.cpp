@@ -1,0 +1,234 @@
+// Pause/resume, snapshots, clones, timeouts and the snapshot GC over the fake
+// hypervisor (real agents in-process, real qemu-img overlays).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "ControllerFixture.hpp"
+#include "controller/DiskLayers.hpp"
+#include "core/Clock.hpp"
+#include "core/Error.hpp"
+#include "support/TestEnv.hpp"
+
+namespace airlock {
+namespace {
+namespace fs = std::filesystem;
+using test::codeOf;
+
+using SandboxLifecycleTest = test::ControllerFixture;
+
+CreateSandboxRequest fromTemplate(const std::string& name) {
+    CreateSandboxRequest r;
+    r.templateName = name;
+    return r;
+}
+
+CreateSandboxRequest fromSnapshot(const std::string& id) {
+    CreateSandboxRequest r;
+    r.snapshot = id;
+    return r;
+}
+
+std::size_t entries(const std::string& dir) {
+    std::size_t n = 0;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); ++it) ++n;
+    return n;
+}
+
+TEST_F(SandboxLifecycleTest, PauseAndResumeRecordTheStateAndGateExec) {
+    auto r = controller->create("t1", CreateSandboxRequest{});
+    auto domain = SandboxController::domainName(r.id);
+    EXPECT_EQ(controller->pause("t1", r.id).state, SandboxState::paused);
+    EXPECT_EQ(hypervisor.domainState(domain), DomainState::paused);
+    EXPECT_EQ(store->find(r.id)->state, SandboxState::paused);
+    EXPECT_EQ(controller->pause("t1", r.id).state, SandboxState::paused) << "pausing twice is harmless";
+    ExecOptions o;
+    o.argv = {"true"};
+    o.user = "root";  // the in-process agent runs on the host
+    EXPECT_EQ(codeOf([&] { controller->exec("t1", r.id, o); }), ErrorCode::conflict);
+    EXPECT_EQ(codeOf([&] { controller->pause("t2", r.id); }), ErrorCode::not_found);
+    EXPECT_EQ(controller->resume("t1", r.id).state, SandboxState::running);
+    EXPECT_EQ(hypervisor.domainState(domain), DomainState::running);
+    EXPECT_EQ(controller->exec("t1", r.id, o).result.exit_code, 0);
+}
+
+TEST_F(SandboxLifecycleTest, SnapshotOfAMemoryOnlySandboxAndItsClones) {
+    auto src = controller->create("t1", CreateSandboxRequest{});
+    auto snap = controller->snapshot("t1", src.id);
+    EXPECT_EQ(snap.state, SnapshotState::ready);
+    EXPECT_FALSE(snap.hasDisk);
+    EXPECT_EQ(hypervisor.domainState(SandboxController::domainName(src.id)), DomainState::running)
+        << "a running source goes on after the snapshot";
+    std::string sdir = dir.path() + "/snapshots/" + snap.id;
+    EXPECT_TRUE(fs::exists(sdir + "/memory.state"));
+    auto manifest = nlohmann::json::parse(std::ifstream(sdir + "/manifest.json"));
+    EXPECT_EQ(manifest["template"]["digest"], "sha256:test");
+    EXPECT_EQ(manifest["files"][0]["name"], "memory.state");
+    EXPECT_EQ(manifest["files"][0]["sha256"].get<std::string>().size(), 64u);
+
+    auto c1 = controller->create("t1", fromSnapshot(snap.id));
+    auto c2 = controller->create("t1", fromSnapshot(snap.id));
+    EXPECT_NE(c1.id, c2.id);
+    EXPECT_EQ(c1.snapshotId, snap.id);
+    auto& spec1 = hypervisor.spec(SandboxController::domainName(c1.id));
+    auto& spec2 = hypervisor.spec(SandboxController::domainName(c2.id));
+    EXPECT_TRUE(spec1.incoming);
+    EXPECT_NE(spec1.uuid, spec2.uuid);
+    EXPECT_NE(spec1.agentSocketPath, spec2.agentSocketPath);
+    EXPECT_EQ(hypervisor.domainState(spec1.name), DomainState::running) << "restored, then resumed";
+    ExecOptions o;
+    o.argv = {"true"};
+    o.user = "root";  // the in-process agent runs on the host
+    EXPECT_EQ(controller->exec("t1", c1.id, o).result.exit_code, 0);
+
+    // Another tenant sees nothing; a clone cannot change the resources.
+    EXPECT_EQ(codeOf([&] { controller->create("t2", fromSnapshot(snap.id)); }), ErrorCode::not_found);
+    auto bigger = fromSnapshot(snap.id);
+    bigger.memoryMib = 512;
+    EXPECT_EQ(codeOf([&] { controller->create("t1", bigger); }), ErrorCode::bad_request);
+    EXPECT_EQ(controller->listSnapshots("t1").size(), 1u);
+    EXPECT_TRUE(controller->listSnapshots("t2").empty());
+
+    controller->deleteSnapshot("t1", snap.id);
+    EXPECT_EQ(codeOf([&] { controller->getSnapshot("t1", snap.id); }), ErrorCode::not_found);
+    EXPECT_FALSE(fs::exists(sdir)) << "without a disk layer nothing has to wait for the clones";
+    for (const auto& id : {src.id, c1.id, c2.id}) controller->destroy("t1", id);
+    EXPECT_EQ(entries(dir.path() + "/sandboxes"), 0u);
+    EXPECT_EQ(entries(dir.path() + "/snapshots"), 0u);
+    EXPECT_EQ(hypervisor.count(), 0u);
+}
+
+TEST_F(SandboxLifecycleTest, DiskLayersAreFrozenSharedAndCollectedWithTheirLastReader) {
+    auto src = controller->create("t1", fromTemplate("disky"));
+    EXPECT_EQ(src.disk, "disk-0.qcow2");
+    auto snap = controller->snapshot("t1", src.id);
+    ASSERT_TRUE(snap.hasDisk);
+    std::string layer = dir.path() + "/snapshots/" + snap.id + "/disk.qcow2";
+    ASSERT_TRUE(fs::exists(layer));
+    EXPECT_EQ(fs::status(layer).permissions() & fs::perms::all, fs::perms(0444)) << "a frozen layer is read-only";
+    auto after = store->find(src.id);
+    EXPECT_EQ(after->disk, "disk-1.qcow2") << "the source goes on writing a new overlay";
+    EXPECT_EQ(hypervisor.spec(SandboxController::domainName(src.id)).diskPath,
+              dir.path() + "/sandboxes/" + src.id + "/disk-1.qcow2");
+
+    auto clone = controller->create("t1", fromSnapshot(snap.id));
+    EXPECT_EQ(nlohmann::json::parse(store->find(clone.id)->layersJson), nlohmann::json({snap.id}));
+    // A snapshot of the clone chains onto the first layer.
+    auto second = controller->snapshot("t1", clone.id);
+    EXPECT_EQ(nlohmann::json::parse(second.layersJson), nlohmann::json({snap.id, second.id}));
+
+    // Deleting the first snapshot hides it but keeps the layer its readers need.
+    controller->deleteSnapshot("t1", snap.id);
+    EXPECT_TRUE(controller->listSnapshots("t1").size() == 1u);
+    EXPECT_TRUE(fs::exists(layer));
+    controller->destroy("t1", src.id);
+    controller->destroy("t1", clone.id);
+    EXPECT_TRUE(fs::exists(layer)) << "the second snapshot still reads it";
+    controller->deleteSnapshot("t1", second.id);
+    EXPECT_FALSE(fs::exists(layer));
+    EXPECT_EQ(entries(dir.path() + "/snapshots"), 0u);
+    EXPECT_EQ(entries(dir.path() + "/sandboxes"), 0u);
+    EXPECT_TRUE(snapshots->list("").empty());
+}
+
+TEST_F(SandboxLifecycleTest, AFailedSnapshotResumesTheSourceAndLeavesNothing) {
+    auto src = controller->create("t1", CreateSandboxRequest{});
+    hypervisor.failNextSave();
+    EXPECT_EQ(codeOf([&] { controller->snapshot("t1", src.id); }), ErrorCode::hypervisor_error);
+    EXPECT_EQ(hypervisor.domainState(SandboxController::domainName(src.id)), DomainState::running);
+    EXPECT_TRUE(snapshots->list("").empty());
+    EXPECT_EQ(entries(dir.path() + "/snapshots"), 0u);
+}
+
+TEST_F(SandboxLifecycleTest, SnapshotOfAPausedSandboxLeavesItPaused) {
+    auto src = controller->create("t1", CreateSandboxRequest{});
+    controller->pause("t1", src.id);
+    auto snap = controller->snapshot("t1", src.id);
+    EXPECT_EQ(snap.state, SnapshotState::ready);
+    EXPECT_EQ(hypervisor.domainState(SandboxController::domainName(src.id)), DomainState::paused);
+    EXPECT_EQ(store->find(src.id)->state, SandboxState::paused);
+}
+
+TEST_F(SandboxLifecycleTest, TimeoutsKillOrPauseAndCanBeExtended) {
+    CreateSandboxRequest killed;
+    killed.timeoutS = 60;
+    auto k = controller->create("t1", killed);
+    EXPECT_GT(k.expiresAt, nowUnixSeconds());
+    CreateSandboxRequest paused;
+    paused.timeoutS = 60;
+    paused.onTimeout = "pause";
+    auto p = controller->create("t1", paused);
+    CreateSandboxRequest forever;
+    forever.timeoutS = 0;
+    auto f = controller->create("t1", forever);
+    EXPECT_EQ(f.expiresAt, 0);
+
+    controller->enforceTimeouts();
+    EXPECT_EQ(store->list("").size(), 3u) << "nothing has expired yet";
+    store->updateTimeout(k.id, 60, nowUnixSeconds() - 1);
+    store->updateTimeout(p.id, 60, nowUnixSeconds() - 1);
+    controller->enforceTimeouts();
+    EXPECT_FALSE(store->find(k.id)) << "on_timeout=kill deletes the sandbox";
+    EXPECT_EQ(hypervisor.domainState(SandboxController::domainName(k.id)), DomainState::missing);
+    EXPECT_EQ(store->find(p.id)->state, SandboxState::paused);
+    EXPECT_EQ(store->find(p.id)->expiresAt, 0) << "a paused-by-timeout sandbox waits for its owner";
+    EXPECT_EQ(store->find(f.id)->state, SandboxState::running);
+
+    auto extended = controller->setTimeout("t1", p.id, 600);
+    EXPECT_GE(extended.expiresAt, nowUnixSeconds() + 599);
+    EXPECT_EQ(codeOf([&] { controller->setTimeout("t1", p.id, -1); }), ErrorCode::bad_request);
+    CreateSandboxRequest bad;
+    bad.onTimeout = "explode";
+    EXPECT_EQ(codeOf([&] { controller->create("t1", bad); }), ErrorCode::bad_request);
+}
+
+TEST_F(SandboxLifecycleTest, RecoverFinishesAPauseAndDropsAHalfTakenSnapshot) {
+    auto a = controller->create("t1", CreateSandboxRequest{});
+    auto b = controller->create("t1", CreateSandboxRequest{});
+    // a: the pause was written, the VM never suspended. b: a snapshot paused
+    // it and the controller died before resuming.
+    store->updateState(a.id, SandboxState::paused);
+    hypervisor.suspendDomain(SandboxController::domainName(b.id));
+    SnapshotRecord half;
+    half.id = "snap-aaaaaaaaaaaaaaaaaaaa";
+    half.tenant = "t1";
+    half.sourceSandbox = b.id;
+    half.createdAt = nowTimestamp();
+    snapshots->insert(half);
+    fs::create_directories(dir.path() + "/snapshots/" + half.id);
+    std::ofstream(dir.path() + "/snapshots/" + half.id + "/memory.state") << "partial";
+    fs::create_directories(dir.path() + "/snapshots/snap-orphanorphanorphan00");
+
+    ControllerConfig config;
+    config.dataDir = dir.path();
+    auto restarted = makeController(config);
+    restarted->recover();
+    EXPECT_EQ(hypervisor.domainState(SandboxController::domainName(a.id)), DomainState::paused);
+    EXPECT_EQ(hypervisor.domainState(SandboxController::domainName(b.id)), DomainState::running);
+    EXPECT_TRUE(snapshots->list("").empty());
+    EXPECT_EQ(entries(dir.path() + "/snapshots"), 0u);
+}
+
+TEST_F(SandboxLifecycleTest, WarmTemplateCreatesRestoreAndColdStaysAvailable) {
+    controller->warmTemplate("minimal");
+    EXPECT_TRUE(controller->hasWarmSnapshot("minimal"));
+    EXPECT_TRUE(controller->listSnapshots("t1").empty()) << "warm snapshots belong to no tenant";
+    EXPECT_TRUE(store->list("").empty()) << "the sandbox that was snapshotted is gone";
+    auto warm = controller->create("t1", CreateSandboxRequest{});
+    EXPECT_TRUE(hypervisor.spec(SandboxController::domainName(warm.id)).incoming);
+    CreateSandboxRequest cold;
+    cold.boot = "cold";
+    auto c = controller->create("t1", cold);
+    EXPECT_FALSE(hypervisor.spec(SandboxController::domainName(c.id)).incoming);
+    CreateSandboxRequest needsWarm = fromTemplate("disky");
+    needsWarm.boot = "warm";
+    EXPECT_EQ(codeOf([&] { controller->create("t1", needsWarm); }), ErrorCode::conflict);
+    controller->warmTemplate("minimal");  // idempotent
+    EXPECT_EQ(snapshots->list("").size(), 1u);
+}
+
+}  // namespace
+}  // namespace airlock
