@@ -36,9 +36,17 @@ SandboxController::SandboxController(ControllerConfig config, Hypervisor& hyperv
         fs::create_directories(config_.dataDir + d);
         fs::permissions(config_.dataDir + d, fs::perms(0711));
     }
+    if (config_.sparesPerShape > 0) spareThread_ = std::thread([this] { spareWorker(); });
 }
 
-SandboxController::~SandboxController() = default;
+SandboxController::~SandboxController() {
+    {
+        std::lock_guard lock(sparesMutex_);
+        sparesStopping_ = true;
+    }
+    sparesCv_.notify_all();
+    if (spareThread_.joinable()) spareThread_.join();
+}
 
 std::string SandboxController::sandboxDir(const std::string& id) const {
     return config_.dataDir + "/sandboxes/" + id;

@@ -1,5 +1,8 @@
 #pragma once
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <thread>
 #include <functional>
 #include <map>
 #include <memory>
@@ -29,6 +32,11 @@ struct ControllerConfig {
     AgentTransportKind transport = AgentTransportKind::serial;
     std::int64_t defaultTimeoutS = 300;     // for creates that name none; 0 = none
     std::int64_t maxTimeoutS = 7 * 24 * 3600;
+    // Spare VMs per clone shape (template build + resources, no disk): QEMU
+    // already started and waiting for a migration stream, so a clone skips
+    // libvirt's start-up (about 0.5 s here). Kept only while a snapshot of
+    // that shape exists. 0 disables.
+    unsigned sparesPerShape = 0;
 };
 
 // Terminal settings for a streamed exec.
@@ -87,6 +95,10 @@ public:
     // Kills or pauses sandboxes whose timeout passed; the daemon calls it
     // about once a second.
     void enforceTimeouts();
+    // Stops the spare-VM worker and destroys the spares (clean shutdown;
+    // after a crash recover() removes them).
+    void shutdown();
+    std::size_t spareCount();
 
     // Ownership + state check, then the sandbox's agent connection (one per
     // sandbox: virtio-serial takes one host at a time).
@@ -130,6 +142,7 @@ public:
     std::string sandboxDir(const std::string& id) const;
     std::string snapshotDir(const SnapshotRecord& s) const;
     static constexpr const char* kWarmTenant = "_warm";
+    static constexpr const char* kSpareTenant = "_spare";
 
 private:
     struct Runtime {
@@ -151,6 +164,15 @@ private:
     void recoverSnapshots();
     std::shared_ptr<std::mutex> lifecycleMutex(const std::string& id);
 
+    // Spare VMs (SandboxSpares.cpp).
+    static std::string shapeOf(const std::string& templateName, const std::string& digest, unsigned vcpus,
+                               unsigned memoryMib);
+    void wantSpare(const std::string& shape);
+    std::optional<std::string> takeSpare(const std::string& shape);
+    void startSpare(const std::string& shape);
+    void trimSpares();
+    void spareWorker();
+
     SandboxRecord requireOwned(const std::string& tenant, const std::string& id);
     std::shared_ptr<Runtime> runtime(const std::string& id);
     std::shared_ptr<AgentConnection> agentFor(const std::string& id);
@@ -165,6 +187,12 @@ private:
     PortStore& ports_;
     SnapshotStore& snapshots_;
     std::mutex gcMutex_;
+    std::mutex sparesMutex_;
+    std::condition_variable sparesCv_;
+    std::map<std::string, std::vector<std::string>> spares_;  // shape -> sandbox ids (tenant _spare)
+    std::deque<std::string> spareRequests_;
+    bool sparesStopping_ = false;
+    std::thread spareThread_;
     std::mutex lifecycleMutexesGuard_;
     std::map<std::string, std::shared_ptr<std::mutex>> lifecycleMutexes_;
     const TemplateCatalog& templates_;

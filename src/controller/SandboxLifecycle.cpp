@@ -259,6 +259,7 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
     ::chmod((dir + "/" + kManifestFile).c_str(), 0444);
     ::chmod((dir + "/" + kMemoryFile).c_str(), 0400);
     snapshots_.markReady(s.id, total, manifest.dump());
+    if (!s.hasDisk) wantSpare(shapeOf(s.templateName, s.templateDigest, s.vcpus, s.memoryMib));
     logInfo("controller", "snapshot " + s.id + " of " + id + ": " + std::to_string(total) + " bytes, sandbox held for " +
                               std::to_string(pausedMs) + " ms");
     return *snapshots_.find(s.id);
@@ -288,6 +289,7 @@ void SandboxController::deleteSnapshot(const std::string& tenant, const std::str
     fs::remove(snapshotDir(s) + "/" + kMemoryFile, ec);
     fs::remove(snapshotDir(s) + "/" + kManifestFile, ec);
     collectSnapshots();
+    trimSpares();
     logInfo("controller", "snapshot " + id + " deleted");
 }
 
@@ -379,19 +381,30 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant, c
     if (snap.kind == "user") r.snapshotId = snap.id;
     r.disk = snap.hasDisk ? "disk-0.qcow2" : "";
     r.layersJson = snap.hasDisk ? snap.layersJson : "[]";
+    std::string shape = shapeOf(snap.templateName, snap.templateDigest, snap.vcpus, snap.memoryMib);
+    std::optional<std::string> spare = snap.hasDisk ? std::nullopt : takeSpare(shape);
+    if (spare) {
+        r.id = *spare;
+        store_.replace(r);  // the spare's row becomes this sandbox, in one write
+    } else {
+        store_.insert(r);  // written first (with the layers it reads: the GC keeps them)
+    }
     std::string dir = sandboxDir(r.id);
-    store_.insert(r);  // written first (with the layers it reads: the GC keeps them)
     try {
         auto started = steadyMillis();
-        prepareSandboxDir(dir);
-        if (!r.disk.empty())
-            createOverlay(dir + "/" + r.disk, snapshotDir(snap) + "/" + kLayerFile, tmpl->diskSizeBytes,
-                          config_.qemuUser);
-        DomainSpec spec = domainSpec(r, *tmpl);
-        spec.incoming = true;
-        hypervisor_.restoreDomain(spec, snapshotDir(snap) + "/" + kMemoryFile, dir);
+        if (spare) {
+            hypervisor_.loadState(domainName(r.id), snapshotDir(snap) + "/" + kMemoryFile, dir);
+        } else {
+            prepareSandboxDir(dir);
+            if (!r.disk.empty())
+                createOverlay(dir + "/" + r.disk, snapshotDir(snap) + "/" + kLayerFile, tmpl->diskSizeBytes,
+                              config_.qemuUser);
+            DomainSpec spec = domainSpec(r, *tmpl);
+            spec.incoming = true;
+            hypervisor_.restoreDomain(spec, snapshotDir(snap) + "/" + kMemoryFile, dir);
+        }
         auto loaded = steadyMillis();
-        hypervisor_.resumeDomain(spec.name);
+        hypervisor_.resumeDomain(domainName(r.id));
         // A new hello gives the clone its own agent session; then fresh
         // entropy before anyone can run a command in it.
         std::shared_ptr<AgentConnection> agent = connector_(agentEndpoint(r.id), std::chrono::seconds(30));
@@ -400,10 +413,13 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant, c
         store_.updateState(r.id, SandboxState::running);
         r.state = SandboxState::running;
         logInfo("controller", "sandbox " + r.id + " running after " + std::to_string(steadyMillis() - started) +
-                                  " ms (restored " + snap.id + " in " + std::to_string(loaded - started) + " ms)");
+                                  " ms (restored " + snap.id + (spare ? " into a spare VM" : "") + " in " +
+                                  std::to_string(loaded - started) + " ms)");
+        if (!snap.hasDisk) wantSpare(shape);
         return r;
     } catch (const std::exception& e) {
         failCreate(r.id, e);
+        if (!snap.hasDisk) wantSpare(shape);
         throw;
     }
 }

@@ -86,6 +86,7 @@ int runDaemon(const DaemonOptions& options) {
     config.dataDir = dataDir;
     config.execOutputCap = options.execOutputCap;
     config.defaultTimeoutS = options.defaultTimeoutS;
+    config.sparesPerShape = options.spareVms;
     config.transport = resolveAgentTransport(options.agentTransport, hostHasVhostVsock());
     logInfo("airlockd", std::string("agent transport: ") +
                             (config.transport == AgentTransportKind::vsock ? "vsock" : "virtio-serial") + " (requested " +
@@ -137,6 +138,7 @@ int runDaemon(const DaemonOptions& options) {
     ioc.run();
     stopping = true;
     housekeeping.join();
+    controller.shutdown();
     workers.stop();
     workers.join();
     return 0;

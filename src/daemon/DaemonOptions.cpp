@@ -8,6 +8,7 @@ std::string daemonUsage() {
     return "usage: airlockd [--listen HOST:PORT] [--data-dir DIR] [--templates-dir DIR]\n"
            "                [--accel auto|kvm|tcg] [--libvirt-uri URI] [--agent-transport auto|serial|vsock]\n"
            "                [--exec-output-cap BYTES] [--default-timeout SECONDS] [--warm-templates NAME,...]\n"
+           "                [--spare-vms N]\n"
            "                [--log-level debug|info|warn|error]\n";
 }
 
@@ -69,6 +70,11 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
             }
             if (o.defaultTimeoutS < 0 || o.defaultTimeoutS > 7 * 24 * 3600)
                 throw Error(ErrorCode::bad_request, "--default-timeout must be between 0 (none) and 604800");
+        } else if (a == "--spare-vms") {
+            std::string v = value();
+            if (v.empty() || v.size() > 2 || v.find_first_not_of("0123456789") != std::string::npos || std::stoul(v) > 16)
+                throw Error(ErrorCode::bad_request, "--spare-vms wants a number from 0 to 16");
+            o.spareVms = static_cast<unsigned>(std::stoul(v));
         } else if (a == "--warm-templates") {
             std::string v = value();
             o.warmTemplates.clear();

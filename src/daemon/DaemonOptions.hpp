@@ -16,6 +16,7 @@ struct DaemonOptions {
     std::size_t execOutputCap = 1024 * 1024;  // per stream of a buffered exec
     long long defaultTimeoutS = 300;          // sandboxes that name no timeout_s; 0 = none
     std::vector<std::string> warmTemplates;   // templates given a ready snapshot at start
+    unsigned spareVms = 1;                    // pre-started VMs per clone shape (0: none)
     bool help = false;
 };
 

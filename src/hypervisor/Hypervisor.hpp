@@ -39,7 +39,8 @@ class Hypervisor {
 public:
     virtual ~Hypervisor() = default;
     virtual Accel accel() const = 0;
-    // Starts a transient domain; throws Error(hypervisor_error) on failure.
+    // Starts a transient domain (paused when spec.incoming is set); throws
+    // Error(hypervisor_error) on failure.
     virtual void startDomain(const DomainSpec& spec) = 0;
     // Stops the domain for good; succeeds when it does not exist.
     virtual void destroyDomain(const std::string& name) = 0;
@@ -50,10 +51,19 @@ public:
     // Writes a paused domain's memory and device state to statePath; the
     // domain stays paused. scratchDir must be reachable by the QEMU user.
     virtual void saveState(const std::string& name, const std::string& statePath, const std::string& scratchDir) = 0;
-    // Starts spec (spec.incoming set) paused and loads statePath into it; the
-    // domain is left paused. On failure nothing of it remains.
-    virtual void restoreDomain(const DomainSpec& spec, const std::string& statePath,
-                               const std::string& scratchDir) = 0;
+    // Loads statePath into a domain started with spec.incoming (paused,
+    // waiting for a migration stream); the domain is left paused.
+    virtual void loadState(const std::string& name, const std::string& statePath, const std::string& scratchDir) = 0;
+    // startDomain (spec.incoming set) + loadState; on failure nothing remains.
+    void restoreDomain(const DomainSpec& spec, const std::string& statePath, const std::string& scratchDir) {
+        startDomain(spec);
+        try {
+            loadState(spec.name, statePath, scratchDir);
+        } catch (...) {
+            destroyDomain(spec.name);
+            throw;
+        }
+    }
     // Freezes the domain's current disk overlay and continues on newOverlay,
     // a pre-created qcow2 whose backing is a link to the frozen layer.
     virtual void switchDiskOverlay(const std::string& name, const std::string& newOverlay) = 0;

@@ -190,25 +190,21 @@ void LibvirtHypervisor::saveState(const std::string& name, const std::string& st
     if (receiveError) std::rethrow_exception(receiveError);
 }
 
-void LibvirtHypervisor::restoreDomain(const DomainSpec& spec, const std::string& statePath,
-                                      const std::string& scratchDir) {
-    if (!spec.incoming) throw Error(ErrorCode::internal, "restoreDomain needs a spec with incoming set");
-    std::string xml = buildDomainXml(spec);
-    auto t0 = std::chrono::steady_clock::now();
-    DomainHandle dom(virDomainCreateXML(conn_, xml.c_str(), VIR_DOMAIN_START_PAUSED));
-    if (!dom) throw Error(ErrorCode::hypervisor_error, "cannot start " + spec.name + ": " + lastLibvirtError());
-    auto t1 = std::chrono::steady_clock::now();
+void LibvirtHypervisor::loadState(const std::string& name, const std::string& statePath,
+                                  const std::string& scratchDir) {
+    DomainHandle dom(virDomainLookupByName(conn_, name.c_str()));
+    if (!dom) throw Error(ErrorCode::hypervisor_error, "no domain " + name);
     std::string socketPath = scratchDir + "/migrate-in.sock";
+    auto t0 = std::chrono::steady_clock::now();
     try {
         qmp(dom.get(), {{"execute", "migrate-incoming"}, {"arguments", {{"uri", "unix:" + socketPath}}}});
         auto sent = MigrationStream::sendFile(socketPath, statePath, std::chrono::seconds(30));
-        auto t2 = std::chrono::steady_clock::now();
+        auto t1 = std::chrono::steady_clock::now();
         waitForMigration(dom.get(), kMigrationTimeout);
         auto ms = [](auto d) { return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()); };
-        logDebug("hypervisor", spec.name + ": started paused in " + ms(t1 - t0) + " ms, sent " + std::to_string(sent) +
-                                   " bytes in " + ms(t2 - t1) + " ms, loaded in " + ms(std::chrono::steady_clock::now() - t2) + " ms");
+        logDebug("hypervisor", name + ": sent " + std::to_string(sent) + " bytes of state in " + ms(t1 - t0) +
+                                   " ms, loaded " + ms(std::chrono::steady_clock::now() - t1) + " ms later");
     } catch (...) {
-        virDomainDestroy(dom.get());
         ::unlink(socketPath.c_str());
         throw;
     }
@@ -234,7 +230,8 @@ void LibvirtHypervisor::switchDiskOverlay(const std::string& name, const std::st
 
 void LibvirtHypervisor::startDomain(const DomainSpec& spec) {
     std::string xml = buildDomainXml(spec);
-    DomainHandle dom(virDomainCreateXML(conn_, xml.c_str(), 0));
+    // An incoming domain waits paused for its migration stream (loadState).
+    DomainHandle dom(virDomainCreateXML(conn_, xml.c_str(), spec.incoming ? VIR_DOMAIN_START_PAUSED : 0));
     if (!dom) throw Error(ErrorCode::hypervisor_error, "cannot start " + spec.name + ": " + lastLibvirtError());
 }
 

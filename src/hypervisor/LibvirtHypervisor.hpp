@@ -33,7 +33,7 @@ public:
     void suspendDomain(const std::string& name) override;
     void resumeDomain(const std::string& name) override;
     void saveState(const std::string& name, const std::string& statePath, const std::string& scratchDir) override;
-    void restoreDomain(const DomainSpec& spec, const std::string& statePath, const std::string& scratchDir) override;
+    void loadState(const std::string& name, const std::string& statePath, const std::string& scratchDir) override;
     void switchDiskOverlay(const std::string& name, const std::string& newOverlay) override;
 
     const std::string& uri() const { return uri_; }

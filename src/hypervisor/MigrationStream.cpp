@@ -111,7 +111,11 @@ std::uint64_t MigrationStream::sendFile(const std::string& socketPath, const std
     while (true) {
         conn.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
         if (!conn) fail("socket");
-        if (::connect(conn.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) break;
+        if (::connect(conn.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+            int buf = 8 << 20;
+            ::setsockopt(conn.get(), SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+            break;
+        }
         if (std::chrono::steady_clock::now() > deadline) fail("connect " + socketPath);
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }

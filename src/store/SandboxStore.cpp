@@ -85,9 +85,12 @@ void SandboxStore::updateTimeout(const std::string& id, std::int64_t timeoutS, s
     });
 }
 
-void SandboxStore::insert(const SandboxRecord& r) {
+void SandboxStore::insert(const SandboxRecord& r) { write(r, false); }
+void SandboxStore::replace(const SandboxRecord& r) { write(r, true); }
+
+void SandboxStore::write(const SandboxRecord& r, bool replace) {
     db_.locked([&](sqlite3* db) {
-        Database::Statement st(db, std::string("INSERT INTO sandboxes (") + kColumns +
+        Database::Statement st(db, std::string(replace ? "INSERT OR REPLACE" : "INSERT") + " INTO sandboxes (" + kColumns +
                                        ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
         st.bind(1, r.id).bind(2, r.tenant).bind(3, r.templateName).bind(4, sandboxStateName(r.state));
         st.bind(5, std::int64_t(r.vcpus)).bind(6, std::int64_t(r.memoryMib)).bind(7, r.createdAt);

@@ -13,6 +13,9 @@ class SandboxStore {
 public:
     explicit SandboxStore(Database& db);
     void insert(const SandboxRecord& r);
+    // Overwrites the row with r's id in one statement (a spare VM's row
+    // becoming a client's sandbox).
+    void replace(const SandboxRecord& r);
     void updateState(const std::string& id, SandboxState state, const std::string& error = {});
     void remove(const std::string& id);
     void updateDisk(const std::string& id, const std::string& disk, const std::string& layersJson);
@@ -20,6 +23,7 @@ public:
     std::optional<SandboxRecord> find(const std::string& id);
     std::vector<SandboxRecord> list(const std::string& tenant);  // empty tenant: all
 private:
+    void write(const SandboxRecord& r, bool replace);
     Database& db_;
 };
 

@@ -14,6 +14,7 @@ void FakeHypervisor::startDomain(const DomainSpec& spec) {
     }
     if (domains_.count(spec.name)) throw Error(ErrorCode::hypervisor_error, "domain exists");
     domains_[spec.name] = spec;
+    paused_[spec.name] = spec.incoming;
 }
 
 void FakeHypervisor::destroyDomain(const std::string& name) {
@@ -44,14 +45,11 @@ void FakeHypervisor::saveState(const std::string& name, const std::string& state
     std::ofstream(statePath) << "state of " << name << "\n";
 }
 
-void FakeHypervisor::restoreDomain(const DomainSpec& spec, const std::string& statePath, const std::string&) {
+void FakeHypervisor::loadState(const std::string& name, const std::string& statePath, const std::string&) {
     std::lock_guard lock(mutex_);
-    if (!spec.incoming) throw Error(ErrorCode::internal, "restore needs incoming");
+    if (!domains_.count(name) || !domains_[name].incoming) throw Error(ErrorCode::hypervisor_error, "not waiting for state");
     std::ifstream in(statePath);
     if (!in) throw Error(ErrorCode::hypervisor_error, "no state file " + statePath);
-    if (domains_.count(spec.name)) throw Error(ErrorCode::hypervisor_error, "domain exists");
-    domains_[spec.name] = spec;
-    paused_[spec.name] = true;
 }
 
 void FakeHypervisor::switchDiskOverlay(const std::string& name, const std::string& newOverlay) {

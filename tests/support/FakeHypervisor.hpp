@@ -19,7 +19,7 @@ public:
     void resumeDomain(const std::string& name) override;
     // The "state" is a file naming the domain it came from.
     void saveState(const std::string& name, const std::string& statePath, const std::string& scratchDir) override;
-    void restoreDomain(const DomainSpec& spec, const std::string& statePath, const std::string& scratchDir) override;
+    void loadState(const std::string& name, const std::string& statePath, const std::string& scratchDir) override;
     void switchDiskOverlay(const std::string& name, const std::string& newOverlay) override;
     void failNextSave(bool fail = true) { failNextSave_ = fail; }
 
