@@ -107,6 +107,7 @@ LibvirtHypervisor::LibvirtHypervisor(const LibvirtOptions& options) : accel_(opt
         std::string root = options.dataDir + "/libvirt";
         prepareEmbeddedRoot(root);
         uri_ = "qemu:///embed?root=" + root;
+        embeddedRoot_ = root;
     }
     ensureEventLoop();
     conn_ = virConnectOpen(uri_.c_str());
@@ -236,6 +237,14 @@ void LibvirtHypervisor::startDomain(const DomainSpec& spec) {
 }
 
 void LibvirtHypervisor::destroyDomain(const std::string& name) {
+    // libvirt keeps each domain's QEMU log forever; a sandbox leaves nothing.
+    struct LogRemover {
+        std::string path;
+        ~LogRemover() {
+            std::error_code ec;
+            if (!path.empty()) std::filesystem::remove(path, ec);
+        }
+    } removeLog{embeddedRoot_.empty() ? embeddedRoot_ : embeddedRoot_ + "/log/qemu/" + name + ".log"};
     DomainHandle dom(virDomainLookupByName(conn_, name.c_str()));
     if (!dom) return;
     // Graceful would need the guest's cooperation; a sandbox is disposable.

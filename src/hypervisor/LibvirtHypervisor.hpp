@@ -44,6 +44,7 @@ public:
 private:
     Accel accel_;
     std::string uri_;
+    std::string embeddedRoot_;  // empty unless the embedded driver is used
     virConnectPtr conn_ = nullptr;
 };
 
