@@ -1,0 +1,223 @@
+// Real VMs through libvirt + QEMU: pause/resume, snapshots, clones (with spare
+// VMs), the debian template's frozen disk layers, and a churn of 50
+// create/delete cycles that must leave nothing behind. Layered fixtures as in
+// Firecracker's tests: one booted sandbox and one snapshot of it for the whole
+// suite; the clones are made from that snapshot.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "agentclient/AgentConnection.hpp"
+#include "controller/SandboxController.hpp"
+#include "core/Clock.hpp"
+#include "core/Error.hpp"
+#include "hypervisor/AccelProbe.hpp"
+#include "hypervisor/LibvirtHypervisor.hpp"
+#include "store/Database.hpp"
+#include "support/TestEnv.hpp"
+
+namespace airlock {
+namespace {
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+struct World {
+    test::TempDir dir;
+    std::unique_ptr<LibvirtHypervisor> hypervisor;
+    std::unique_ptr<TemplateCatalog> templates;
+    std::unique_ptr<Database> db;
+    std::unique_ptr<SandboxStore> store;
+    std::unique_ptr<PortStore> ports;
+    std::unique_ptr<SnapshotStore> snapshots;
+    std::unique_ptr<SandboxController> controller;
+    std::string sourceId;    // booted once
+    std::string snapshotId;  // of sourceId, with a marker in memory
+    std::string marker;
+};
+
+std::size_t entries(const std::string& dir) {
+    std::error_code ec;
+    std::size_t n = 0;
+    for (auto it = fs::directory_iterator(dir, ec); it != fs::directory_iterator(); ++it) ++n;
+    return n;
+}
+
+class Lifecycle : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        ASSERT_TRUE(test::templatesBuilt()) << "run scripts/setup first: no minimal template";
+        world = new World;
+        world->hypervisor = std::make_unique<LibvirtHypervisor>(LibvirtOptions{"", world->dir.path(), resolveAccel("auto")});
+        world->templates = std::make_unique<TemplateCatalog>(AIRLOCK_TEMPLATES_DIR);
+        world->db = std::make_unique<Database>(world->dir.path() + "/state.db");
+        world->store = std::make_unique<SandboxStore>(*world->db);
+        world->ports = std::make_unique<PortStore>(*world->db);
+        world->snapshots = std::make_unique<SnapshotStore>(*world->db);
+        ControllerConfig config;
+        config.dataDir = world->dir.path();
+        config.sparesPerShape = 1;
+        config.defaultTimeoutS = 0;
+        world->controller = std::make_unique<SandboxController>(
+            config, *world->hypervisor, *world->store, *world->ports, *world->snapshots, *world->templates,
+            [](const std::string& socket, std::chrono::milliseconds timeout) {
+                return AgentConnection::connect(socket, timeout);
+            });
+        world->sourceId = world->controller->create("t", CreateSandboxRequest{}).id;
+        world->marker = run(world->sourceId, "echo mem-$$-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \\n') "
+                                             "| tee /dev/shm/marker").stdoutData;
+        ASSERT_FALSE(world->marker.empty());
+        world->snapshotId = world->controller->snapshot("t", world->sourceId).id;
+    }
+
+    static void TearDownTestSuite() {
+        if (!world) return;
+        world->controller->shutdown();
+        for (const auto& r : world->controller->list("t")) world->controller->destroy("t", r.id);
+        for (const auto& s : world->controller->listSnapshots("t")) world->controller->deleteSnapshot("t", s.id);
+        world->controller.reset();
+        world->hypervisor.reset();
+        delete world;
+        world = nullptr;
+    }
+
+    static ExecOutput run(const std::string& id, const std::string& script, const std::string& user = "user") {
+        ExecOptions o;
+        o.shell = script;
+        o.user = user;
+        o.timeoutS = 60;
+        return world->controller->exec("t", id, o);
+    }
+
+    static SandboxRecord clone() {
+        CreateSandboxRequest r;
+        r.snapshot = world->snapshotId;
+        return world->controller->create("t", r);
+    }
+
+    static World* world;
+};
+World* Lifecycle::world = nullptr;
+
+TEST_F(Lifecycle, PauseFreezesTheGuestAndResumeKeepsItsMemory) {
+    auto id = world->sourceId;
+    auto uptime = [&] { return std::stod(run(id, "cut -d' ' -f1 /proc/uptime").stdoutData); };
+    world->controller->pause("t", id);
+    EXPECT_EQ(world->hypervisor->domainState(SandboxController::domainName(id)), DomainState::paused);
+    EXPECT_EQ(test::codeOf([&] { run(id, "true"); }), ErrorCode::conflict);
+    world->controller->resume("t", id);
+    double before = uptime();
+    world->controller->pause("t", id);
+    std::this_thread::sleep_for(3s);
+    world->controller->resume("t", id);
+    double after = uptime();
+    // The guest's clock stops with its vCPUs: 3 s of pause barely count.
+    EXPECT_LT(after - before, 2.5) << "uptime went from " << before << " to " << after;
+    EXPECT_EQ(run(id, "cat /dev/shm/marker").stdoutData, world->marker);
+}
+
+TEST_F(Lifecycle, ClonesCarryTheSnapshotsMemoryButNotItsIdentity) {
+    auto c1 = clone();
+    auto c2 = clone();
+    EXPECT_EQ(run(c1.id, "cat /dev/shm/marker").stdoutData, world->marker);
+    EXPECT_EQ(run(c2.id, "cat /dev/shm/marker").stdoutData, world->marker);
+    run(c1.id, "echo clone-one > /dev/shm/marker");
+    EXPECT_EQ(run(c2.id, "cat /dev/shm/marker").stdoutData, world->marker) << "clones share nothing";
+    EXPECT_EQ(run(world->sourceId, "cat /dev/shm/marker").stdoutData, world->marker);
+
+    // Fresh entropy in each (the kernel CRNG is reseeded from the host).
+    std::string r1 = run(c1.id, "head -c 32 /dev/urandom | od -An -tx1").stdoutData;
+    std::string r2 = run(c2.id, "head -c 32 /dev/urandom | od -An -tx1").stdoutData;
+    EXPECT_FALSE(r1.empty());
+    EXPECT_NE(r1, r2);
+    // The wall clock is the host's, not the snapshot's.
+    auto guestNow = std::stoll(run(c1.id, "date +%s").stdoutData);
+    EXPECT_NEAR(static_cast<double>(guestNow), static_cast<double>(nowUnixSeconds()), 5.0);
+    // Different VMs: own names, UUIDs and agent sockets.
+    EXPECT_EQ(test::countQemuProcesses(c1.id), 1);
+    EXPECT_EQ(test::countQemuProcesses(c2.id), 1);
+    world->controller->destroy("t", c1.id);
+    world->controller->destroy("t", c2.id);
+    EXPECT_EQ(test::countQemuProcesses(c1.id), 0);
+}
+
+TEST_F(Lifecycle, ASpareVmIsWaitingForTheNextClone) {
+    ASSERT_TRUE(test::waitFor([&] { return world->controller->spareCount() >= 1; }, 60s))
+        << "a snapshot of a disk-less template asks for a spare VM";
+    auto c = clone();
+    EXPECT_EQ(run(c.id, "cat /dev/shm/marker").stdoutData, world->marker);
+    ASSERT_TRUE(test::waitFor([&] { return world->controller->spareCount() >= 1; }, 60s)) << "and refills it";
+    world->controller->destroy("t", c.id);
+}
+
+TEST_F(Lifecycle, FiftyCreateDeleteCyclesLeaveNothingBehind) {
+    std::string root = world->dir.path();
+    for (int i = 0; i < 50; ++i) {
+        auto c = clone();
+        if (i % 10 == 0) {
+            EXPECT_EQ(run(c.id, "cat /dev/shm/marker").stdoutData, world->marker);
+        }
+        world->controller->destroy("t", c.id);
+        ASSERT_FALSE(fs::exists(root + "/sandboxes/" + c.id)) << "cycle " << i;
+    }
+    // What stays: the source sandbox and the spare VM(s); the libvirt logs of
+    // the 50 clones are gone with them.
+    std::size_t expected = 1 + world->controller->spareCount();
+    EXPECT_EQ(entries(root + "/sandboxes"), expected);
+    EXPECT_EQ(world->hypervisor->listDomains().size(), expected);
+    EXPECT_EQ(test::countQemuProcesses(root), static_cast<int>(expected));
+    EXPECT_LE(entries(root + "/libvirt/log/qemu"), expected);
+}
+
+TEST_F(Lifecycle, DebianTemplateFreezesItsDiskInLayersTheBaseNeverChanges) {
+    auto tmpl = world->templates->find("debian");
+    if (!tmpl) {
+        GTEST_SKIP() << "the debian template is not built";
+    }
+    struct stat baseBefore {};
+    ASSERT_EQ(::stat(tmpl->diskPath.c_str(), &baseBefore), 0);
+    CreateSandboxRequest request;
+    request.templateName = "debian";
+    auto d = world->controller->create("t", request);
+    auto tools = run(d.id, "python3 -c 'print(6*7)' && git --version >/dev/null && node -e 'console.log(1)'");
+    EXPECT_EQ(tools.result.exit_code, 0) << tools.stderrData;
+    EXPECT_EQ(tools.stdoutData, "42\n1\n");
+    run(d.id, "echo before-snapshot > ~/state && sync");
+    auto snap = world->controller->snapshot("t", d.id);
+    ASSERT_TRUE(snap.hasDisk);
+    run(d.id, "echo after-snapshot > ~/state && sync");
+
+    CreateSandboxRequest fromSnap;
+    fromSnap.snapshot = snap.id;
+    auto c = world->controller->create("t", fromSnap);
+    EXPECT_EQ(run(c.id, "cat ~/state").stdoutData, "before-snapshot\n");
+    EXPECT_EQ(run(d.id, "cat ~/state").stdoutData, "after-snapshot\n");
+    run(c.id, "echo clone > ~/state && sync");
+    EXPECT_EQ(run(d.id, "cat ~/state").stdoutData, "after-snapshot\n");
+
+    // The shared base stays root's, read-only and untouched.
+    struct stat baseAfter {};
+    ASSERT_EQ(::stat(tmpl->diskPath.c_str(), &baseAfter), 0);
+    EXPECT_EQ(baseAfter.st_uid, 0u);
+    EXPECT_EQ(baseAfter.st_mode, baseBefore.st_mode);
+    EXPECT_EQ(baseAfter.st_mode & 0022, 0u) << "nobody but root may write the base";
+    EXPECT_EQ(baseAfter.st_mtim.tv_sec, baseBefore.st_mtim.tv_sec);
+    std::string layer = world->dir.path() + "/snapshots/" + snap.id + "/disk.qcow2";
+    struct stat layerStat {};
+    ASSERT_EQ(::stat(layer.c_str(), &layerStat), 0);
+    EXPECT_EQ(layerStat.st_uid, 0u);
+    EXPECT_EQ(layerStat.st_mode & 0777, 0444u);
+
+    // Deleting the snapshot keeps the layer its clone reads; the clone's
+    // delete takes it.
+    world->controller->deleteSnapshot("t", snap.id);
+    EXPECT_TRUE(fs::exists(layer));
+    EXPECT_EQ(run(c.id, "cat ~/state").stdoutData, "clone\n");
+    world->controller->destroy("t", c.id);
+    world->controller->destroy("t", d.id);
+    EXPECT_FALSE(fs::exists(world->dir.path() + "/snapshots/" + snap.id));
+}
+
+}  // namespace
+}  // namespace airlock
