@@ -36,6 +36,10 @@ void silenceDefaultErrorPrinting(void*, virErrorPtr) {}
 void ensureEventLoop() {
     static std::once_flag once;
     std::call_once(once, [] {
+        // libvirt warns on every clone and snapshot that the domain is
+        // "tainted" (custom QMP / -incoming, both by design); errors only,
+        // unless the operator configured libvirt's logging.
+        ::setenv("LIBVIRT_LOG_OUTPUTS", "3:stderr", 0);
         if (virEventRegisterDefaultImpl() < 0) throw Error(ErrorCode::hypervisor_error, lastLibvirtError());
         virSetErrorFunc(nullptr, silenceDefaultErrorPrinting);
         std::thread([] {

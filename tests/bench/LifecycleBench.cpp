@@ -1,0 +1,200 @@
+// airlock-lifecycle-bench: create paths measured side by side in one run,
+// through the real controller (libvirt + QEMU, minimal template):
+//   cold create -> first exec; snapshot; clone from the snapshot -> first exec
+//   (a spare VM ready, the daemon's default); a warm template's create ->
+//   first exec; and the baseline: the raw restore of the same state straight
+//   through the hypervisor (start paused, load, resume, agent hello, exec)
+//   without the controller. Then QEMU's resident memory per idle sandbox and
+//   how create latency grows with 1, 5, 10 and 20 sandboxes already running.
+// Prints medians and ratios; scripts/bench runs it. Not a test: no asserts.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "agentclient/AgentConnection.hpp"
+#include "agentclient/AgentTransport.hpp"
+#include "controller/SandboxController.hpp"
+#include "core/Ids.hpp"
+#include "hypervisor/AccelProbe.hpp"
+#include "hypervisor/LibvirtHypervisor.hpp"
+#include "protocol/Messages.hpp"
+#include "store/Database.hpp"
+#include "support/TestEnv.hpp"
+
+using namespace airlock;
+using namespace std::chrono;
+
+namespace {
+double secondsSince(steady_clock::time_point t0) { return duration<double>(steady_clock::now() - t0).count(); }
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+ExecOptions trueCommand() {
+    ExecOptions o;
+    o.argv = {"true"};
+    return o;
+}
+
+// Resident memory of the QEMU process whose command line names `needle`.
+long qemuRssKib(const std::string& needle) {
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        std::ifstream cmd(entry.path() / "cmdline");
+        std::string cmdline((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+        if (cmdline.find("qemu-system") == std::string::npos || cmdline.find(needle) == std::string::npos) continue;
+        std::ifstream status(entry.path() / "status");
+        for (std::string line; std::getline(status, line);)
+            if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+    }
+    return -1;
+}
+
+void print(const char* what, const std::vector<double>& v) {
+    std::printf("%-44s median %.3f s (min %.3f, max %.3f, n=%zu)\n", what, median(v),
+                *std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end()), v.size());
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+    int runs = argc > 1 ? std::atoi(argv[1]) : 5;
+    test::TempDir dir;
+    LibvirtHypervisor hypervisor(LibvirtOptions{"", dir.path(), resolveAccel("auto")});
+    TemplateCatalog templates(AIRLOCK_TEMPLATES_DIR);
+    auto tmpl = templates.find("minimal");
+    if (!tmpl) {
+        std::fprintf(stderr, "no minimal template: run scripts/setup\n");
+        return 1;
+    }
+    Database db(dir.path() + "/state.db");
+    SandboxStore store(db);
+    PortStore ports(db);
+    SnapshotStore snapshots(db);
+    ControllerConfig config;
+    config.dataDir = dir.path();
+    config.defaultTimeoutS = 0;
+    config.sparesPerShape = 1;
+    SandboxController controller(config, hypervisor, store, ports, snapshots, templates, connectAgent);
+    const std::string tenant = "bench";
+
+    std::vector<double> cold, snap, clone, raw, warm;
+    for (int i = 0; i < runs; ++i) {
+        auto t0 = steady_clock::now();
+        auto s = controller.create(tenant, CreateSandboxRequest{});
+        controller.exec(tenant, s.id, trueCommand());
+        cold.push_back(secondsSince(t0));
+        controller.destroy(tenant, s.id);
+    }
+    auto source = controller.create(tenant, CreateSandboxRequest{});
+    controller.exec(tenant, source.id, trueCommand());
+    std::string snapshotId;
+    for (int i = 0; i < runs; ++i) {
+        auto t0 = steady_clock::now();
+        auto s = controller.snapshot(tenant, source.id);
+        snap.push_back(secondsSince(t0));
+        if (!snapshotId.empty()) controller.deleteSnapshot(tenant, snapshotId);
+        snapshotId = s.id;
+    }
+    std::string statePath = dir.path() + "/snapshots/" + snapshotId + "/memory.state";
+
+    // Baseline: the same state restored straight through libvirt + QEMU.
+    for (int i = 0; i < runs; ++i) {
+        std::string id = newId("sbx-");
+        std::string sdir = dir.path() + "/raw-" + id;
+        std::filesystem::create_directories(sdir);
+        if (std::system(("chown libvirt-qemu:libvirt-qemu " + sdir + " 2>/dev/null").c_str()) != 0)
+            std::fprintf(stderr, "cannot hand %s to libvirt-qemu\n", sdir.c_str());
+        DomainSpec spec;
+        spec.name = "airlock-raw-" + id;
+        spec.uuid = newUuid();
+        spec.vcpus = source.vcpus;
+        spec.memoryMib = source.memoryMib;
+        spec.kernelPath = tmpl->kernelPath;
+        spec.initrdPath = tmpl->initrdPath;
+        spec.cmdline = tmpl->cmdline;
+        spec.consoleLogPath = sdir + "/console.log";
+        spec.agentSocketPath = sdir + "/agent.sock";
+        spec.agentPortName = protocol::kAgentPortName;
+        spec.accel = hypervisor.accel();
+        spec.incoming = true;
+        auto t0 = steady_clock::now();
+        hypervisor.restoreDomain(spec, statePath, sdir);
+        hypervisor.resumeDomain(spec.name);
+        auto agent = AgentConnection::connect(spec.agentSocketPath, seconds(30));
+        protocol::ExecRequest request;
+        request.argv = {"true"};
+        agent->exec(request, 4096, seconds(30));
+        raw.push_back(secondsSince(t0));
+        agent->close();
+        hypervisor.destroyDomain(spec.name);
+        std::filesystem::remove_all(sdir);
+    }
+
+    CreateSandboxRequest fromSnapshot;
+    fromSnapshot.snapshot = snapshotId;
+    std::vector<std::string> clones;
+    for (int i = 0; i < runs; ++i) {
+        test::waitFor([&] { return controller.spareCount() >= 1; }, seconds(60));
+        auto t0 = steady_clock::now();
+        auto c = controller.create(tenant, fromSnapshot);
+        controller.exec(tenant, c.id, trueCommand());
+        clone.push_back(secondsSince(t0));
+        clones.push_back(c.id);
+    }
+    long sourceRss = qemuRssKib(source.id), cloneRss = qemuRssKib(clones.front());
+    for (const auto& id : clones) controller.destroy(tenant, id);
+
+    controller.warmTemplate("minimal");
+    for (int i = 0; i < runs; ++i) {
+        test::waitFor([&] { return controller.spareCount() >= 1; }, seconds(60));
+        auto t0 = steady_clock::now();
+        auto w = controller.create(tenant, CreateSandboxRequest{});
+        controller.exec(tenant, w.id, trueCommand());
+        warm.push_back(secondsSince(t0));
+        controller.destroy(tenant, w.id);
+    }
+
+    std::printf("accelerator: %s   runs: %d\n", accelName(hypervisor.accel()).c_str(), runs);
+    print("cold create -> first exec", cold);
+    print("snapshot of an idle sandbox", snap);
+    print("raw restore (libvirt+QEMU, no controller)", raw);
+    print("clone from snapshot -> first exec", clone);
+    print("warm template create -> first exec", warm);
+    std::printf("ratios: clone/cold %.2fx (goal <= 0.15x), warm/cold %.2fx, clone/raw restore %.2fx (goal <= 1.5x)\n",
+                median(clone) / median(cold), median(warm) / median(cold), median(clone) / median(raw));
+    std::printf("QEMU RSS of an idle sandbox: booted %ld MiB, cloned %ld MiB (guest memory %u MiB)\n",
+                sourceRss / 1024, cloneRss / 1024, source.memoryMib);
+
+    // Create latency as the machine fills up (idle sandboxes are clones).
+    std::vector<std::string> running = {source.id};
+    for (int level : {1, 5, 10, 20}) {
+        while (static_cast<int>(running.size()) < level) running.push_back(controller.create(tenant, fromSnapshot).id);
+        std::vector<double> c;
+        for (int i = 0; i < 3; ++i) {
+            test::waitFor([&] { return controller.spareCount() >= 1; }, seconds(60));
+            auto t0 = steady_clock::now();
+            auto s = controller.create(tenant, fromSnapshot);
+            controller.exec(tenant, s.id, trueCommand());
+            c.push_back(secondsSince(t0));
+            controller.destroy(tenant, s.id);
+        }
+        auto t0 = steady_clock::now();
+        CreateSandboxRequest coldRequest;
+        coldRequest.boot = "cold";
+        auto s = controller.create(tenant, coldRequest);
+        controller.exec(tenant, s.id, trueCommand());
+        double coldAtLevel = secondsSince(t0);
+        controller.destroy(tenant, s.id);
+        std::printf("with %2d running: clone -> exec median %.3f s, cold create -> exec %.3f s\n", level, median(c),
+                    coldAtLevel);
+    }
+    for (const auto& id : running) controller.destroy(tenant, id);
+    controller.deleteSnapshot(tenant, snapshotId);
+    controller.shutdown();
+    return 0;
+}
