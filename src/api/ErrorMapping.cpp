@@ -9,6 +9,7 @@ int httpStatusFor(ErrorCode code) {
         case ErrorCode::bad_request: return 400;
         case ErrorCode::unauthorized: return 401;
         case ErrorCode::forbidden: return 403;
+        case ErrorCode::policy_denied: return 403;
         case ErrorCode::not_found: return 404;
         case ErrorCode::conflict: return 409;
         case ErrorCode::payload_too_large: return 413;

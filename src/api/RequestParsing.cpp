@@ -49,7 +49,8 @@ std::map<std::string, std::string> readStringMap(const json& j, const char* key,
 
 CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     json j = parseJsonBody(body);
-    rejectUnknownFields(j, {"template", "snapshot", "boot", "vcpus", "memory_mib", "timeout_s", "on_timeout", "metadata", "env"},
+    rejectUnknownFields(j, {"template", "snapshot", "boot", "vcpus", "memory_mib", "timeout_s", "on_timeout", "metadata", "env",
+                            "policy"},
                         "sandbox request");
     CreateSandboxRequest r;
     if (j.contains("template") && j.contains("snapshot"))
@@ -67,7 +68,42 @@ CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     if (j.contains("on_timeout")) r.onTimeout = readString(j, "on_timeout", 16);
     if (j.contains("metadata")) r.metadata = readStringMap(j, "metadata", false);
     if (j.contains("env")) r.env = readStringMap(j, "env", true);
+    if (j.contains("policy")) r.policy = parsePolicyRules(j["policy"]);
     return r;
+}
+
+policy::PolicyRules parsePolicyRules(const nlohmann::json& j) {
+    if (!j.is_object()) throw Error(ErrorCode::bad_request, "'policy' must be an object with deny/approve/allow lists");
+    rejectUnknownFields(j, {"deny", "approve", "allow"}, "policy");
+    policy::PolicyRules rules;
+    auto list = [&](const char* key, std::vector<std::string>& out) {
+        auto it = j.find(key);
+        if (it == j.end()) return;
+        if (!it->is_array() || it->size() > 200)
+            throw Error(ErrorCode::bad_request, std::string("'policy.") + key + "' must be a list of at most 200 globs");
+        for (const auto& g : *it) {
+            if (!g.is_string() || g.get_ref<const std::string&>().empty() || g.get_ref<const std::string&>().size() > 512)
+                throw Error(ErrorCode::bad_request,
+                            std::string("'policy.") + key + "' entries must be non-empty strings of at most 512 bytes");
+            out.push_back(g.get<std::string>());
+        }
+    };
+    list("deny", rules.deny);
+    list("approve", rules.approve);
+    list("allow", rules.allow);
+    return rules;
+}
+
+ApprovalDecision parseApprovalDecision(const std::string& body) {
+    json j = parseJsonBody(body);
+    rejectUnknownFields(j, {"decision", "reason"}, "approval decision");
+    ApprovalDecision d;
+    std::string decision = j.contains("decision") ? readString(j, "decision", 16) : "";
+    if (decision != "approve" && decision != "deny")
+        throw Error(ErrorCode::bad_request, "'decision' must be \"approve\" or \"deny\"");
+    d.approve = decision == "approve";
+    if (j.contains("reason")) d.reason = readString(j, "reason", 2000);
+    return d;
 }
 
 std::int64_t parseTimeoutUpdate(const std::string& body) {
@@ -170,6 +206,33 @@ nlohmann::json sandboxJson(const SandboxRecord& r) {
     j["expires_at"] = r.expiresAt > 0 ? json(formatUnixSeconds(r.expiresAt)) : json(nullptr);
     j["snapshot"] = r.snapshotId.empty() ? json(nullptr) : json(r.snapshotId);
     return j;
+}
+
+nlohmann::json gatedExecJson(const GatedExec& g) {
+    json j{{"exec_id", g.id},
+           {"approval_id", g.approvalId},
+           {"sandbox", g.sandboxId},
+           {"state", g.state},
+           {"command", g.command},
+           {"class", g.commandClass},
+           {"reason", g.reason},
+           {"requested_at", g.requestedAt},
+           {"expires_at", formatUnixSeconds(g.expiresAt)}};
+    if (!g.decidedAt.empty())
+        j["decision"] = {{"at", g.decidedAt}, {"by", g.decidedBy}, {"reason", g.decisionReason}};
+    if (g.state == "exited") {
+        j["exit_code"] = g.exitCode;
+        j["stdout"] = g.stdoutData;
+        j["stderr"] = g.stderrData;
+    }
+    if (!g.error.empty()) j["error"] = g.error;
+    return j;
+}
+
+nlohmann::json auditEventJson(const AuditEvent& e) {
+    json data = json::parse(e.dataJson, nullptr, false);
+    if (data.is_discarded()) data = json::object();
+    return {{"seq", e.seq}, {"at", e.at}, {"type", e.type}, {"sandbox", e.sandboxId}, {"data", data}};
 }
 
 nlohmann::json snapshotJson(const SnapshotRecord& s) {

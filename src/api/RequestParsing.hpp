@@ -16,6 +16,14 @@ ExecOptions parseExecStart(const std::string& body, TerminalOptions& terminal);
 // POST .../processes: {"cmd":[...]} or {"shell":...}, cwd, env, user, stdin_open.
 nlohmann::json parseProcessStart(const std::string& body);
 
+// {"deny":[...],"approve":[...],"allow":[...]} command-prefix globs.
+policy::PolicyRules parsePolicyRules(const nlohmann::json& j);
+struct ApprovalDecision {
+    bool approve = false;
+    std::string reason;
+};
+// POST /v1/approvals/{id}: {"decision":"approve"|"deny","reason":"..."}.
+ApprovalDecision parseApprovalDecision(const std::string& body);
 // POST .../timeout: {"timeout_s": N}.
 std::int64_t parseTimeoutUpdate(const std::string& body);
 // Action routes (pause, resume, snapshots) take no fields: empty or {}.
@@ -23,6 +31,8 @@ void parseEmptyBody(const std::string& body, const char* what);
 
 nlohmann::json sandboxJson(const SandboxRecord& r);
 nlohmann::json snapshotJson(const SnapshotRecord& s);
+nlohmann::json gatedExecJson(const GatedExec& g);
+nlohmann::json auditEventJson(const AuditEvent& e);
 nlohmann::json execOutputJson(const ExecOutput& out);
 
 }  // namespace airlock::api

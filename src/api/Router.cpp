@@ -1,5 +1,7 @@
 #include "api/Router.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 #include "api/ErrorMapping.hpp"
@@ -151,7 +153,66 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
         // Existence first: a missing sandbox is 404 whatever the body says.
         controller_.get(c.tenant, c.params[0]);
         auto options = parseExec(c.request.body);
-        return jsonResponse(200, execOutputJson(controller_.exec(c.tenant, c.params[0], options)));
+        auto submitted = controller_.submitExec(c.tenant, c.params[0], options);
+        if (submitted.pending) {
+            // Held for a human: 202 with the handles to follow it.
+            auto j = gatedExecJson(*submitted.pending);
+            return jsonResponse(202, {{"exec_id", j["exec_id"]},
+                                      {"approval_id", j["approval_id"]},
+                                      {"state", j["state"]},
+                                      {"class", j["class"]},
+                                      {"reason", j["reason"]},
+                                      {"expires_at", j["expires_at"]}});
+        }
+        return jsonResponse(200, execOutputJson(*submitted.output));
+    });
+    add("GET", "/v1/sandboxes/{}/execs/{}", true, [this](Context& c) {
+        return jsonResponse(200, gatedExecJson(controller_.getExec(c.tenant, c.params[0], c.params[1])));
+    });
+    add("GET", "/v1/approvals", true, [this](Context& c) {
+        json list = json::array();
+        for (const auto& g : controller_.pendingApprovals(c.tenant)) {
+            auto j = gatedExecJson(g);
+            list.push_back({{"id", g.approvalId},
+                            {"exec_id", g.id},
+                            {"sandbox", g.sandboxId},
+                            {"command", g.command},
+                            {"class", g.commandClass},
+                            {"reason", g.reason},
+                            {"requested_at", g.requestedAt},
+                            {"expires_at", j["expires_at"]}});
+        }
+        return jsonResponse(200, {{"approvals", list}});
+    });
+    add("POST", "/v1/approvals/{}", true, [this](Context& c) {
+        auto decision = parseApprovalDecision(c.request.body);
+        auto g = controller_.decideApproval(c.tenant, c.params[0], decision.approve, decision.reason,
+                                            "api-key:" + c.tenant);
+        return jsonResponse(200, gatedExecJson(g));
+    });
+    add("GET", "/v1/sandboxes/{}/audit", true, [this](Context& c) {
+        AuditQuery q;
+        auto param = [&](const char* k) { return c.request.query.count(k) ? c.request.query.at(k) : std::string(); };
+        q.type = param("type");
+        q.since = param("since");
+        auto number = [&](const char* k, std::int64_t def, std::int64_t max) -> std::int64_t {
+            std::string v = param(k);
+            if (v.empty()) return def;
+            if (v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos)
+                throw Error(ErrorCode::bad_request, std::string("'") + k + "' must be a non-negative integer");
+            return std::min<std::int64_t>(std::stoll(v), max);
+        };
+        q.after = number("after", 0, INT64_MAX);
+        q.limit = static_cast<int>(number("limit", 200, 1000));
+        json events = json::array();
+        std::int64_t last = q.after;
+        for (const auto& e : controller_.audit(c.tenant, c.params[0], q)) {
+            events.push_back(auditEventJson(e));
+            last = e.seq;
+        }
+        json out{{"events", events}};
+        if (static_cast<int>(events.size()) == q.limit) out["next_after"] = last;
+        return jsonResponse(200, out);
     });
 
     // Streaming routes: served by the HTTP session's streaming sessions.

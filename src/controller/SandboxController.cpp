@@ -18,14 +18,16 @@ namespace airlock {
 namespace fs = std::filesystem;
 
 
-SandboxController::SandboxController(ControllerConfig config, Hypervisor& hypervisor, SandboxStore& store,
-                                     PortStore& ports, SnapshotStore& snapshots, const TemplateCatalog& templates,
-                                     AgentConnector connector)
+SandboxController::SandboxController(ControllerConfig config, Hypervisor& hypervisor, ControllerStores stores,
+                                     const TemplateCatalog& templates, AgentConnector connector)
     : config_(std::move(config)),
       hypervisor_(hypervisor),
-      store_(store),
-      ports_(ports),
-      snapshots_(snapshots),
+      store_(stores.sandboxes),
+      ports_(stores.ports),
+      snapshots_(stores.snapshots),
+      gated_(stores.gatedExecs),
+      audit_(stores.audit),
+      policy_(config_.operatorRules),
       templates_(templates),
       connector_(std::move(connector)) {
     fs::create_directories(config_.dataDir + "/sandboxes");
@@ -46,6 +48,9 @@ SandboxController::~SandboxController() {
     }
     sparesCv_.notify_all();
     if (spareThread_.joinable()) spareThread_.join();
+    std::lock_guard lock(approvedRunsMutex_);
+    for (auto& t : approvedRuns_)
+        if (t.joinable()) t.join();
 }
 
 std::string SandboxController::sandboxDir(const std::string& id) const {
@@ -93,6 +98,9 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant, const Crea
     r.createdAt = nowTimestamp();
     r.metadataJson = nlohmann::json(request.metadata).dump();
     r.envJson = nlohmann::json(request.env).dump();
+    r.policyJson = nlohmann::json{{"deny", request.policy.deny},
+                                  {"approve", request.policy.approve},
+                                  {"allow", request.policy.allow}}.dump();
     r.state = SandboxState::creating;
     if (!tmpl.diskPath.empty()) r.disk = "disk-0.qcow2";
     return r;
@@ -162,6 +170,8 @@ SandboxRecord SandboxController::create(const std::string& tenant, const CreateS
         r.state = SandboxState::running;
         logInfo("controller", "sandbox " + r.id + " running after " + std::to_string(steadyMillis() - started) +
                                   " ms (template " + tmpl->name + ", cold boot)");
+        record(r.id, r.tenant, "sandbox.created",
+               {{"template", tmpl->name}, {"digest", tmpl->digest}, {"boot", "cold"}, {"policy", nlohmann::json::parse(r.policyJson)}});
         return r;
     } catch (const std::exception& e) {
         failCreate(r.id, e);
@@ -247,6 +257,7 @@ void SandboxController::destroy(const std::string& tenant, const std::string& id
         store_.updateState(id, SandboxState::deleting);
         teardown(id);
     }
+    record(id, tenant, "sandbox.deleted", nlohmann::json::object());
     logInfo("controller", "sandbox " + id + " deleted");
     std::lock_guard lock(lifecycleMutexesGuard_);
     lifecycleMutexes_.erase(id);
@@ -260,8 +271,16 @@ std::shared_ptr<AgentConnection> SandboxController::runningAgent(const std::stri
 }
 
 ExecOutput SandboxController::exec(const std::string& tenant, const std::string& id, const ExecOptions& options) {
-    auto agent = runningAgent(tenant, id);
-    auto request = toAgentRequest(options, parseEnvJson(requireOwned(tenant, id).envJson));
+    auto r = requireOwned(tenant, id);
+    requireAllowed(r, options, "exec");
+    return runExec(r, options);
+}
+
+ExecOutput SandboxController::runExec(const SandboxRecord& r, const ExecOptions& options) {
+    if (r.state != SandboxState::running)
+        throw Error(ErrorCode::conflict, "sandbox " + r.id + " is " + sandboxStateName(r.state) + ", not running");
+    auto agent = agentFor(r.id);
+    auto request = toAgentRequest(options, parseEnvJson(r.envJson));
     // The agent enforces the command's own timeout; the extra margin covers
     // the channel and a loaded machine.
     auto wait = std::chrono::milliseconds(request.timeout_ms) + std::chrono::seconds(15);

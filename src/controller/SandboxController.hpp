@@ -19,6 +19,9 @@
 #include "store/PortStore.hpp"
 #include "store/SandboxStore.hpp"
 #include "store/SnapshotStore.hpp"
+#include "store/AuditStore.hpp"
+#include "store/GatedExecStore.hpp"
+#include "policy/CommandPolicy.hpp"
 
 namespace airlock {
 
@@ -37,6 +40,23 @@ struct ControllerConfig {
     // libvirt's start-up (about 0.5 s here). Kept only while a snapshot of
     // that shape exists. 0 disables.
     unsigned sparesPerShape = 0;
+    policy::PolicyRules operatorRules;  // airlockd --policy FILE; every sandbox
+    std::int64_t approvalTimeoutS = 900;  // a pending approval expires after this
+};
+
+// The stores the controller writes (one SQLite database in airlockd).
+struct ControllerStores {
+    SandboxStore& sandboxes;
+    PortStore& ports;
+    SnapshotStore& snapshots;
+    GatedExecStore& gatedExecs;
+    AuditStore& audit;
+};
+
+// What POST .../exec did: ran it, or parked it for a human decision.
+struct ExecSubmission {
+    std::optional<ExecOutput> output;
+    std::optional<GatedExec> pending;
 };
 
 // Terminal settings for a streamed exec.
@@ -56,6 +76,7 @@ struct CreateSandboxRequest {
     std::optional<unsigned> memoryMib;
     std::map<std::string, std::string> metadata;
     std::map<std::string, std::string> env;
+    policy::PolicyRules policy;  // per-sandbox rules (deny > approve > allow > defaults)
 };
 
 // Opens the agent connection of an endpoint (a unix socket path or "vsock:CID:PORT").
@@ -68,15 +89,28 @@ using AgentConnector =
 // threads.
 class SandboxController {
 public:
-    SandboxController(ControllerConfig config, Hypervisor& hypervisor, SandboxStore& store, PortStore& ports,
-                      SnapshotStore& snapshots, const TemplateCatalog& templates, AgentConnector connector);
+    SandboxController(ControllerConfig config, Hypervisor& hypervisor, ControllerStores stores,
+                      const TemplateCatalog& templates, AgentConnector connector);
     ~SandboxController();
 
     SandboxRecord create(const std::string& tenant, const CreateSandboxRequest& request);
     SandboxRecord get(const std::string& tenant, const std::string& id);
     std::vector<SandboxRecord> list(const std::string& tenant);
     void destroy(const std::string& tenant, const std::string& id);
+    // Judged by the command policy first: denied -> Error(policy_denied); a
+    // command that needs approval -> Error(policy_denied) too (submitExec
+    // parks those instead).
     ExecOutput exec(const std::string& tenant, const std::string& id, const ExecOptions& options);
+
+    // Safety (SandboxSafety.cpp): the REST exec with approval gates, the
+    // approvals, and the audit log.
+    ExecSubmission submitExec(const std::string& tenant, const std::string& id, const ExecOptions& options);
+    std::vector<GatedExec> pendingApprovals(const std::string& tenant);
+    GatedExec decideApproval(const std::string& tenant, const std::string& approvalId, bool approve,
+                             const std::string& reason, const std::string& decidedBy);
+    GatedExec getExec(const std::string& tenant, const std::string& sandboxId, const std::string& execId);
+    std::vector<AuditEvent> audit(const std::string& tenant, const std::string& sandboxId, const AuditQuery& query);
+    policy::Verdict judge(const SandboxRecord& r, const ExecOptions& options) const;
 
     // Lifecycle (SandboxLifecycle.cpp).
     SandboxRecord pause(const std::string& tenant, const std::string& id);
@@ -174,6 +208,14 @@ private:
     void spareWorker();
 
     SandboxRecord requireOwned(const std::string& tenant, const std::string& id);
+    // Policy gate of the streamed paths (WebSocket exec, background processes):
+    // anything but allow is refused there, and audited.
+    void requireAllowed(const SandboxRecord& r, const ExecOptions& options, const char* path);
+    ExecOutput runExec(const SandboxRecord& r, const ExecOptions& options);
+    void record(const std::string& sandboxId, const std::string& tenant, const std::string& type,
+                const nlohmann::json& data);
+    void runApproved(GatedExec g);
+    void expireApprovals();
     std::shared_ptr<Runtime> runtime(const std::string& id);
     std::shared_ptr<AgentConnection> agentFor(const std::string& id);
     void teardown(const std::string& id);
@@ -186,6 +228,11 @@ private:
     SandboxStore& store_;
     PortStore& ports_;
     SnapshotStore& snapshots_;
+    GatedExecStore& gated_;
+    AuditStore& audit_;
+    policy::CommandPolicy policy_;
+    std::mutex approvedRunsMutex_;
+    std::vector<std::thread> approvedRuns_;
     std::mutex gcMutex_;
     std::mutex sparesMutex_;
     std::condition_variable sparesCv_;

@@ -25,7 +25,9 @@ std::shared_ptr<AgentStream> SandboxController::openExec(const std::string& tena
                                                          const ExecOptions& options, const TerminalOptions& terminal,
                                                          AgentStream::Handler handler) {
     auto agent = runningAgent(tenant, id);
-    auto request = toAgentRequest(options, parseEnvJson(requireOwned(tenant, id).envJson));
+    auto record = requireOwned(tenant, id);
+    requireAllowed(record, options, "exec/ws");
+    auto request = toAgentRequest(options, parseEnvJson(record.envJson));
     request.tty = terminal.tty;
     request.rows = terminal.rows;
     request.cols = terminal.cols;
@@ -64,7 +66,9 @@ json SandboxController::processOp(const std::string& tenant, const std::string& 
         o.cwd = r.value("cwd", "");
         o.user = r.value("user", "");
         if (r.contains("env")) o.env = r["env"].get<std::map<std::string, std::string>>();
-        auto exec = toAgentRequest(o, parseEnvJson(requireOwned(tenant, id).envJson));
+        auto record = requireOwned(tenant, id);
+        requireAllowed(record, o, "processes");
+        auto exec = toAgentRequest(o, parseEnvJson(record.envJson));
         exec.background = true;
         exec.timeout_ms = 0;
         exec.stdin_stream = r.value("stdin_open", false);

@@ -96,6 +96,7 @@ SandboxRecord SandboxController::pause(const std::string& tenant, const std::str
     }
     r.state = SandboxState::paused;
     logInfo("controller", "sandbox " + id + " paused");
+    record(id, tenant, "sandbox.paused", nlohmann::json::object());
     return r;
 }
 
@@ -117,6 +118,7 @@ SandboxRecord SandboxController::resume(const std::string& tenant, const std::st
     }
     r.state = SandboxState::running;
     logInfo("controller", "sandbox " + id + " resumed");
+    record(id, tenant, "sandbox.resumed", nlohmann::json::object());
     return r;
 }
 
@@ -130,6 +132,7 @@ SandboxRecord SandboxController::setTimeout(const std::string& tenant, const std
 }
 
 void SandboxController::enforceTimeouts() {
+    expireApprovals();
     auto now = nowUnixSeconds();
     for (const auto& r : store_.list("")) {
         if (r.expiresAt == 0 || r.expiresAt > now) continue;
@@ -139,7 +142,9 @@ void SandboxController::enforceTimeouts() {
                 if (r.state == SandboxState::running) pause(r.tenant, r.id);
                 store_.updateTimeout(r.id, r.timeoutS, 0);
                 logInfo("controller", "sandbox " + r.id + " paused: its timeout passed");
+                record(r.id, r.tenant, "sandbox.timeout", {{"action", "pause"}});
             } else {
+                record(r.id, r.tenant, "sandbox.timeout", {{"action", "kill"}});
                 destroy(r.tenant, r.id);
                 logInfo("controller", "sandbox " + r.id + " killed: its timeout passed");
             }
@@ -259,6 +264,7 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
     ::chmod((dir + "/" + kManifestFile).c_str(), 0444);
     ::chmod((dir + "/" + kMemoryFile).c_str(), 0400);
     snapshots_.markReady(s.id, total, manifest.dump());
+    record(id, tenant, "snapshot.created", {{"snapshot", s.id}, {"size_bytes", total}, {"held_ms", pausedMs}});
     if (!s.hasDisk) wantSpare(shapeOf(s.templateName, s.templateDigest, s.vcpus, s.memoryMib));
     logInfo("controller", "snapshot " + s.id + " of " + id + ": " + std::to_string(total) + " bytes, sandbox held for " +
                               std::to_string(pausedMs) + " ms");
@@ -416,6 +422,9 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant, c
                                   " ms (restored " + snap.id + (spare ? " into a spare VM" : "") + " in " +
                                   std::to_string(loaded - started) + " ms)");
         if (!snap.hasDisk) wantSpare(shape);
+        record(r.id, r.tenant, "sandbox.created",
+               {{"template", tmpl->name}, {"digest", tmpl->digest}, {"boot", "restore"}, {"snapshot", snap.id},
+                {"policy", nlohmann::json::parse(r.policyJson)}});
         return r;
     } catch (const std::exception& e) {
         failCreate(r.id, e);

@@ -7,6 +7,7 @@ std::string_view errorCodeName(ErrorCode code) {
         case ErrorCode::bad_request: return "bad_request";
         case ErrorCode::unauthorized: return "unauthorized";
         case ErrorCode::forbidden: return "forbidden";
+        case ErrorCode::policy_denied: return "policy_denied";
         case ErrorCode::not_found: return "not_found";
         case ErrorCode::conflict: return "conflict";
         case ErrorCode::payload_too_large: return "payload_too_large";

@@ -11,6 +11,7 @@ enum class ErrorCode {
     bad_request,
     unauthorized,
     forbidden,
+    policy_denied,  // the command policy refused a command (403)
     not_found,
     conflict,
     payload_too_large,

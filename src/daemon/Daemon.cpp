@@ -24,6 +24,10 @@
 #include "store/PortStore.hpp"
 #include "store/SandboxStore.hpp"
 #include "store/SnapshotStore.hpp"
+#include "store/AuditStore.hpp"
+#include "store/GatedExecStore.hpp"
+#include "api/RequestParsing.hpp"
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <thread>
@@ -69,6 +73,8 @@ int runDaemon(const DaemonOptions& options) {
     ApiKeyStore keys(db);
     PortStore ports(db);
     SnapshotStore snapshots(db);
+    GatedExecStore gatedExecs(db);
+    AuditStore audit(db);
     if (keys.empty()) {
         writeAdminKey(dataDir + "/admin.key", keys.createKey("admin", "admin"));
         logInfo("airlockd", "created an admin API key in " + dataDir + "/admin.key");
@@ -91,7 +97,18 @@ int runDaemon(const DaemonOptions& options) {
     logInfo("airlockd", std::string("agent transport: ") +
                             (config.transport == AgentTransportKind::vsock ? "vsock" : "virtio-serial") + " (requested " +
                             options.agentTransport + ")");
-    SandboxController controller(config, hypervisor, sandboxes, ports, snapshots, templates,
+    if (!options.policyFile.empty()) {
+        std::ifstream in(options.policyFile);
+        if (!in) throw Error(ErrorCode::bad_request, "--policy: cannot read " + options.policyFile);
+        auto j = nlohmann::json::parse(in, nullptr, false);
+        if (j.is_discarded()) throw Error(ErrorCode::bad_request, "--policy: " + options.policyFile + " is not JSON");
+        config.operatorRules = api::parsePolicyRules(j);
+        logInfo("airlockd", "operator policy from " + options.policyFile + ": " + std::to_string(config.operatorRules.deny.size()) +
+                                " deny, " + std::to_string(config.operatorRules.approve.size()) + " approve, " +
+                                std::to_string(config.operatorRules.allow.size()) + " allow rules");
+    }
+    config.approvalTimeoutS = options.approvalTimeoutS;
+    SandboxController controller(config, hypervisor, ControllerStores{sandboxes, ports, snapshots, gatedExecs, audit}, templates,
                                  [](const std::string& endpoint, std::chrono::milliseconds timeout) {
                                      return connectAgent(endpoint, timeout);
                                  });

@@ -8,7 +8,7 @@ std::string daemonUsage() {
     return "usage: airlockd [--listen HOST:PORT] [--data-dir DIR] [--templates-dir DIR]\n"
            "                [--accel auto|kvm|tcg] [--libvirt-uri URI] [--agent-transport auto|serial|vsock]\n"
            "                [--exec-output-cap BYTES] [--default-timeout SECONDS] [--warm-templates NAME,...]\n"
-           "                [--spare-vms N]\n"
+           "                [--spare-vms N] [--policy FILE] [--approval-timeout SECONDS]\n"
            "                [--log-level debug|info|warn|error]\n";
 }
 
@@ -70,6 +70,13 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
             }
             if (o.defaultTimeoutS < 0 || o.defaultTimeoutS > 7 * 24 * 3600)
                 throw Error(ErrorCode::bad_request, "--default-timeout must be between 0 (none) and 604800");
+        } else if (a == "--policy") {
+            o.policyFile = value();
+        } else if (a == "--approval-timeout") {
+            std::string v = value();
+            if (v.empty() || v.size() > 7 || v.find_first_not_of("0123456789") != std::string::npos || std::stoll(v) < 10)
+                throw Error(ErrorCode::bad_request, "--approval-timeout wants a number of seconds (at least 10)");
+            o.approvalTimeoutS = std::stoll(v);
         } else if (a == "--spare-vms") {
             std::string v = value();
             if (v.empty() || v.size() > 2 || v.find_first_not_of("0123456789") != std::string::npos || std::stoul(v) > 16)

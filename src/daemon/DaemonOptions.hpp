@@ -16,7 +16,9 @@ struct DaemonOptions {
     std::size_t execOutputCap = 1024 * 1024;  // per stream of a buffered exec
     long long defaultTimeoutS = 300;          // sandboxes that name no timeout_s; 0 = none
     std::vector<std::string> warmTemplates;   // templates given a ready snapshot at start
-    unsigned spareVms = 1;                    // pre-started VMs per clone shape (0: none)
+    unsigned spareVms = 1;
+    std::string policyFile;                   // operator command rules (JSON deny/approve/allow globs)
+    long long approvalTimeoutS = 900;         // pending approvals expire after this                    // pre-started VMs per clone shape (0: none)
     bool help = false;
 };
 

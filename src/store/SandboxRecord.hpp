@@ -28,6 +28,7 @@ struct SandboxRecord {
     std::int64_t timeoutS = 0;        // 0: no timeout
     std::string onTimeout = "kill";   // kill | pause
     std::int64_t expiresAt = 0;       // unix seconds; 0: never
+    std::string policyJson = "{}";    // per-sandbox command rules {"deny":[],"approve":[],"allow":[]}
 };
 
 }  // namespace airlock

@@ -44,9 +44,12 @@ int main(int argc, char** argv) {
     SandboxStore store(db);
     PortStore ports(db);
     SnapshotStore snapshots(db);
+    GatedExecStore gatedExecs(db);
+    AuditStore audit(db);
     ControllerConfig config;
     config.dataDir = dir.path();
-    SandboxController controller(config, hypervisor, store, ports, snapshots, templates, connectAgent);
+    SandboxController controller(config, hypervisor, ControllerStores{store, ports, snapshots, gatedExecs, audit},
+                                 templates, connectAgent);
     auto sandbox = controller.create("bench", CreateSandboxRequest{});
     auto agent = controller.runningAgent("bench", sandbox.id);
     std::printf("channel bench: %s, accel %s, %d runs, %llu MiB files\n", sandbox.id.c_str(),

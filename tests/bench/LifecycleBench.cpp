@@ -75,11 +75,14 @@ int main(int argc, char** argv) {
     SandboxStore store(db);
     PortStore ports(db);
     SnapshotStore snapshots(db);
+    GatedExecStore gatedExecs(db);
+    AuditStore audit(db);
     ControllerConfig config;
     config.dataDir = dir.path();
     config.defaultTimeoutS = 0;
     config.sparesPerShape = 1;
-    SandboxController controller(config, hypervisor, store, ports, snapshots, templates, connectAgent);
+    SandboxController controller(config, hypervisor, ControllerStores{store, ports, snapshots, gatedExecs, audit},
+                                 templates, connectAgent);
     const std::string tenant = "bench";
 
     std::vector<double> cold, snap, clone, raw, warm;

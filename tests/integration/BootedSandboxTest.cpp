@@ -29,6 +29,8 @@ struct World {
     std::unique_ptr<SandboxStore> store;
     std::unique_ptr<PortStore> ports;
     std::unique_ptr<SnapshotStore> snapshots;
+    std::unique_ptr<GatedExecStore> gatedExecs;
+    std::unique_ptr<AuditStore> audit;
     std::unique_ptr<SandboxController> controller;
     std::string sandboxId;
 };
@@ -44,11 +46,14 @@ protected:
         world->store = std::make_unique<SandboxStore>(*world->db);
         world->ports = std::make_unique<PortStore>(*world->db);
         world->snapshots = std::make_unique<SnapshotStore>(*world->db);
+        world->gatedExecs = std::make_unique<GatedExecStore>(*world->db);
+        world->audit = std::make_unique<AuditStore>(*world->db);
         ControllerConfig config;
         config.dataDir = world->dir.path();
         config.execOutputCap = 256 * 1024;
         world->controller = std::make_unique<SandboxController>(
-            config, *world->hypervisor, *world->store, *world->ports, *world->snapshots, *world->templates,
+            config, *world->hypervisor, ControllerStores{*world->store, *world->ports, *world->snapshots, *world->gatedExecs, *world->audit},
+            *world->templates,
             [](const std::string& socket, std::chrono::milliseconds timeout) {
                 return AgentConnection::connect(socket, timeout);
             });

@@ -31,6 +31,8 @@ struct World {
     std::unique_ptr<SandboxStore> store;
     std::unique_ptr<PortStore> ports;
     std::unique_ptr<SnapshotStore> snapshots;
+    std::unique_ptr<GatedExecStore> gatedExecs;
+    std::unique_ptr<AuditStore> audit;
     std::unique_ptr<SandboxController> controller;
     std::string sourceId;    // booted once
     std::string snapshotId;  // of sourceId, with a marker in memory
@@ -55,12 +57,15 @@ protected:
         world->store = std::make_unique<SandboxStore>(*world->db);
         world->ports = std::make_unique<PortStore>(*world->db);
         world->snapshots = std::make_unique<SnapshotStore>(*world->db);
+        world->gatedExecs = std::make_unique<GatedExecStore>(*world->db);
+        world->audit = std::make_unique<AuditStore>(*world->db);
         ControllerConfig config;
         config.dataDir = world->dir.path();
         config.sparesPerShape = 1;
         config.defaultTimeoutS = 0;
         world->controller = std::make_unique<SandboxController>(
-            config, *world->hypervisor, *world->store, *world->ports, *world->snapshots, *world->templates,
+            config, *world->hypervisor, ControllerStores{*world->store, *world->ports, *world->snapshots, *world->gatedExecs, *world->audit},
+            *world->templates,
             [](const std::string& socket, std::chrono::milliseconds timeout) {
                 return AgentConnection::connect(socket, timeout);
             });
@@ -73,9 +78,11 @@ protected:
 
     static void TearDownTestSuite() {
         if (!world) return;
-        world->controller->shutdown();
-        for (const auto& r : world->controller->list("t")) world->controller->destroy("t", r.id);
-        for (const auto& s : world->controller->listSnapshots("t")) world->controller->deleteSnapshot("t", s.id);
+        if (world->controller) {
+            world->controller->shutdown();
+            for (const auto& r : world->controller->list("t")) world->controller->destroy("t", r.id);
+            for (const auto& s : world->controller->listSnapshots("t")) world->controller->deleteSnapshot("t", s.id);
+        }
         world->controller.reset();
         world->hypervisor.reset();
         delete world;

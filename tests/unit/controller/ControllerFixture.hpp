@@ -32,6 +32,8 @@ protected:
         store = std::make_unique<SandboxStore>(*db);
         ports = std::make_unique<PortStore>(*db);
         snapshots = std::make_unique<SnapshotStore>(*db);
+        gatedExecs = std::make_unique<GatedExecStore>(*db);
+        auditStore = std::make_unique<AuditStore>(*db);
         ControllerConfig config;
         config.dataDir = dir.path();
         config.execOutputCap = 4096;
@@ -40,7 +42,7 @@ protected:
 
     std::unique_ptr<SandboxController> makeController(const ControllerConfig& config) {
         return std::make_unique<SandboxController>(
-            config, hypervisor, *store, *ports, *snapshots, *templates,
+            config, hypervisor, ControllerStores{*store, *ports, *snapshots, *gatedExecs, *auditStore}, *templates,
             [this](const std::string& socketPath, std::chrono::milliseconds) -> std::shared_ptr<AgentConnection> {
                 connectedSockets.push_back(socketPath);
                 if (failConnect) throw Error(ErrorCode::agent_timeout, "fake agent never answered");
@@ -56,6 +58,8 @@ protected:
     std::unique_ptr<SandboxStore> store;
     std::unique_ptr<PortStore> ports;
     std::unique_ptr<SnapshotStore> snapshots;
+    std::unique_ptr<GatedExecStore> gatedExecs;
+    std::unique_ptr<AuditStore> auditStore;
     std::list<InProcessAgent> agents;
     std::vector<std::string> connectedSockets;
     bool failConnect = false;

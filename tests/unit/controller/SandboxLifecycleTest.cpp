@@ -232,3 +232,73 @@ TEST_F(SandboxLifecycleTest, WarmTemplateCreatesRestoreAndColdStaysAvailable) {
 
 }  // namespace
 }  // namespace airlock
+
+namespace airlock {
+namespace {
+
+class SparePoolTest : public test::ControllerFixture {
+protected:
+    SparePoolTest() {
+        ControllerConfig config;
+        config.dataDir = dir.path();
+        config.sparesPerShape = 1;
+        controller = makeController(config);
+    }
+};
+
+TEST_F(SparePoolTest, ASnapshotGetsASpareVmThatTheNextCloneTakes) {
+    auto src = controller->create("t1", CreateSandboxRequest{});
+    auto snap = controller->snapshot("t1", src.id);
+    ASSERT_TRUE(test::waitFor([&] { return controller->spareCount() == 1; }, std::chrono::seconds(10)));
+    // The spare is a paused domain waiting for state, invisible to tenants.
+    EXPECT_EQ(hypervisor.count(), 2u);
+    EXPECT_EQ(controller->list("t1").size(), 1u);
+    std::string spareDomain;
+    for (const auto& name : hypervisor.listDomains())
+        if (name != SandboxController::domainName(src.id)) spareDomain = name;
+    EXPECT_TRUE(hypervisor.spec(spareDomain).incoming);
+
+    CreateSandboxRequest fromSnap;
+    fromSnap.snapshot = snap.id;
+    auto clone = controller->create("t1", fromSnap);
+    EXPECT_EQ(SandboxController::domainName(clone.id), spareDomain) << "the clone is the spare";
+    EXPECT_EQ(store->find(clone.id)->tenant, "t1");
+    EXPECT_EQ(hypervisor.domainState(spareDomain), DomainState::running);
+    ASSERT_TRUE(test::waitFor([&] { return controller->spareCount() == 1; }, std::chrono::seconds(10)))
+        << "and a new spare takes its place";
+
+    // No snapshot of that shape left: no spare either.
+    controller->deleteSnapshot("t1", snap.id);
+    EXPECT_EQ(controller->spareCount(), 0u);
+    EXPECT_EQ(hypervisor.count(), 2u) << "the source and the clone remain";
+    controller->destroy("t1", src.id);
+    controller->destroy("t1", clone.id);
+    EXPECT_EQ(hypervisor.count(), 0u);
+    EXPECT_TRUE(store->list("").empty());
+}
+
+TEST_F(SparePoolTest, ShutdownRemovesSparesAndRecoverRemovesThoseOfACrash) {
+    auto src = controller->create("t1", CreateSandboxRequest{});
+    controller->snapshot("t1", src.id);
+    ASSERT_TRUE(test::waitFor([&] { return controller->spareCount() == 1; }, std::chrono::seconds(10)));
+    // A crash: the controller is gone without shutdown(); its spare's row is
+    // still "creating", so the next start removes it.
+    ControllerConfig config;
+    config.dataDir = dir.path();
+    auto next = makeController(config);
+    next->recover();
+    EXPECT_EQ(hypervisor.count(), 1u) << "only the source remains";
+    EXPECT_EQ(store->list("").size(), 1u);
+
+    ControllerConfig spares = config;
+    spares.sparesPerShape = 1;
+    auto third = makeController(spares);
+    third->snapshot("t1", src.id);
+    ASSERT_TRUE(test::waitFor([&] { return third->spareCount() == 1; }, std::chrono::seconds(10)));
+    third->shutdown();
+    EXPECT_EQ(third->spareCount(), 0u);
+    EXPECT_EQ(hypervisor.count(), 1u);
+}
+
+}  // namespace
+}  // namespace airlock

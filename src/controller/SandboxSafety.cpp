@@ -1,0 +1,222 @@
+// The command policy on every exec path, approval gates for the REST exec,
+// and the audit log: shaped like Kata's rpc.rs handlers, trace -> policy
+// check -> do it.
+#include <nlohmann/json.hpp>
+
+#include "controller/SandboxController.hpp"
+#include "core/Clock.hpp"
+#include "core/Error.hpp"
+#include "core/Ids.hpp"
+#include "core/Log.hpp"
+
+namespace airlock {
+namespace {
+
+constexpr std::size_t kAuditOutputBytes = 4096;
+
+policy::PolicyRules rulesFrom(const std::string& json) {
+    policy::PolicyRules rules;
+    auto j = nlohmann::json::parse(json, nullptr, false);
+    if (!j.is_object()) return rules;
+    auto list = [&](const char* key, std::vector<std::string>& out) {
+        if (auto it = j.find(key); it != j.end() && it->is_array())
+            for (const auto& g : *it)
+                if (g.is_string()) out.push_back(g.get<std::string>());
+    };
+    list("deny", rules.deny);
+    list("approve", rules.approve);
+    list("allow", rules.allow);
+    return rules;
+}
+
+std::string commandText(const ExecOptions& o) {
+    if (o.shell) return *o.shell;
+    std::string out;
+    for (const auto& a : o.argv) {
+        if (!out.empty()) out += ' ';
+        out += a;
+    }
+    return out;
+}
+
+nlohmann::json optionsJson(const ExecOptions& o) {
+    nlohmann::json j{{"cwd", o.cwd}, {"env", o.env}, {"user", o.user}, {"timeout_s", o.timeoutS}, {"stdin", o.stdinData}};
+    if (o.shell) j["shell"] = *o.shell;
+    else j["cmd"] = o.argv;
+    return j;
+}
+
+ExecOptions optionsFrom(const std::string& json) {
+    auto j = nlohmann::json::parse(json);
+    ExecOptions o;
+    if (j.contains("shell")) o.shell = j["shell"].get<std::string>();
+    else o.argv = j.at("cmd").get<std::vector<std::string>>();
+    o.cwd = j.value("cwd", "");
+    o.env = j.value("env", std::map<std::string, std::string>{});
+    o.user = j.value("user", "");
+    o.timeoutS = j.value("timeout_s", 60u);
+    o.stdinData = j.value("stdin", "");
+    return o;
+}
+
+std::string clip(const std::string& s) { return s.size() > kAuditOutputBytes ? s.substr(0, kAuditOutputBytes) : s; }
+
+nlohmann::json verdictJson(const policy::Verdict& v) {
+    nlohmann::json j{{"decision", policy::decisionName(v.decision)},
+                     {"class", policy::className(v.commandClass)},
+                     {"reason", v.reason},
+                     {"part", v.part}};
+    if (!v.inlineCode.empty()) j["inline_code"] = v.inlineCode;
+    return j;
+}
+
+}  // namespace
+
+void SandboxController::record(const std::string& sandboxId, const std::string& tenant, const std::string& type,
+                               const nlohmann::json& data) {
+    try {
+        audit_.append(AuditEvent{0, sandboxId, tenant, nowTimestamp(), type,
+                                 data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
+    } catch (const std::exception& e) {
+        logError("audit", "cannot record " + type + " of " + sandboxId + ": " + e.what());
+    }
+}
+
+policy::Verdict SandboxController::judge(const SandboxRecord& r, const ExecOptions& options) const {
+    auto rules = rulesFrom(r.policyJson);
+    return options.shell ? policy_.judgeShell(*options.shell, rules) : policy_.judgeArgv(options.argv, rules);
+}
+
+void SandboxController::requireAllowed(const SandboxRecord& r, const ExecOptions& options, const char* path) {
+    auto v = judge(r, options);
+    nlohmann::json data{{"command", commandText(options)}, {"path", path}, {"cwd", options.cwd},
+                        {"user", options.user.empty() ? "user" : options.user}, {"policy", verdictJson(v)}};
+    if (v.decision == policy::Decision::allow) {
+        record(r.id, r.tenant, "exec.allowed", data);
+        return;
+    }
+    record(r.id, r.tenant, "exec.denied", data);
+    if (v.decision == policy::Decision::deny)
+        throw Error(ErrorCode::policy_denied, "denied by the command policy: " + v.reason + " (in \"" + v.part + "\")");
+    // Approval gates exist on POST .../exec, which can answer later; a stream
+    // or a background process cannot wait for a human here.
+    throw Error(ErrorCode::policy_denied, "needs approval (" + v.reason + "): submit it with POST /v1/sandboxes/" +
+                                              r.id + "/exec, which waits for a decision");
+}
+
+ExecSubmission SandboxController::submitExec(const std::string& tenant, const std::string& id,
+                                             const ExecOptions& options) {
+    auto r = requireOwned(tenant, id);
+    if (r.state != SandboxState::running)
+        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state) + ", not running");
+    auto v = judge(r, options);
+    std::string command = commandText(options);
+    nlohmann::json data{{"command", command}, {"cwd", options.cwd}, {"user", options.user.empty() ? "user" : options.user},
+                        {"policy", verdictJson(v)}};
+    if (v.decision == policy::Decision::deny) {
+        record(id, tenant, "exec.denied", data);
+        throw Error(ErrorCode::policy_denied, "denied by the command policy: " + v.reason + " (in \"" + v.part + "\")");
+    }
+    if (v.decision == policy::Decision::approve) {
+        GatedExec g;
+        g.id = newId("ex-");
+        g.approvalId = newId("apr-");
+        g.sandboxId = id;
+        g.tenant = tenant;
+        g.requestJson = optionsJson(options).dump();
+        g.command = command;
+        g.commandClass = policy::className(v.commandClass);
+        g.reason = v.reason;
+        g.requestedAt = nowTimestamp();
+        g.expiresAt = nowUnixSeconds() + config_.approvalTimeoutS;
+        gated_.insert(g);
+        data["exec_id"] = g.id;
+        data["approval_id"] = g.approvalId;
+        record(id, tenant, "exec.pending_approval", data);
+        return ExecSubmission{std::nullopt, g};
+    }
+    auto started = nowTimestamp();
+    auto out = runExec(r, options);
+    data["started_at"] = started;
+    data["exit_code"] = out.result.exit_code;
+    data["duration_ms"] = out.durationMs;
+    data["stdout"] = clip(out.stdoutData);
+    data["stderr"] = clip(out.stderrData);
+    data["truncated"] = out.truncated;
+    data["timed_out"] = out.result.timed_out;
+    record(id, tenant, "exec.executed", data);
+    return ExecSubmission{std::move(out), std::nullopt};
+}
+
+std::vector<GatedExec> SandboxController::pendingApprovals(const std::string& tenant) {
+    expireApprovals();
+    return gated_.pending(tenant);
+}
+
+GatedExec SandboxController::decideApproval(const std::string& tenant, const std::string& approvalId, bool approve,
+                                            const std::string& reason, const std::string& decidedBy) {
+    expireApprovals();
+    auto g = isValidId(approvalId, "apr-") ? gated_.findByApproval(approvalId) : std::nullopt;
+    if (!g || g->tenant != tenant) throw Error(ErrorCode::not_found, "no approval " + approvalId);
+    std::string state = approve ? "running" : "denied";
+    if (!gated_.decide(g->id, state, nowTimestamp(), decidedBy, reason))
+        throw Error(ErrorCode::conflict, "approval " + approvalId + " was already decided (" +
+                                             gated_.find(g->id)->state + ")");
+    record(g->sandboxId, tenant, approve ? "approval.approved" : "approval.denied",
+           {{"approval_id", approvalId}, {"exec_id", g->id}, {"command", g->command}, {"class", g->commandClass},
+            {"by", decidedBy}, {"reason", reason}});
+    auto decided = *gated_.find(g->id);
+    if (approve) {
+        std::lock_guard lock(approvedRunsMutex_);
+        approvedRuns_.emplace_back([this, decided] { runApproved(decided); });
+    }
+    return decided;
+}
+
+void SandboxController::runApproved(GatedExec g) {
+    try {
+        auto r = store_.find(g.sandboxId);
+        if (!r) throw Error(ErrorCode::not_found, "the sandbox is gone");
+        auto options = optionsFrom(g.requestJson);
+        auto started = nowTimestamp();
+        auto out = runExec(*r, options);
+        gated_.finish(g.id, "exited", out.result.exit_code, out.stdoutData, out.stderrData, out.result.error);
+        record(g.sandboxId, g.tenant, "exec.executed",
+               {{"command", g.command}, {"exec_id", g.id}, {"approval_id", g.approvalId}, {"cwd", options.cwd},
+                {"user", options.user.empty() ? "user" : options.user}, {"started_at", started},
+                {"exit_code", out.result.exit_code}, {"duration_ms", out.durationMs},
+                {"stdout", clip(out.stdoutData)}, {"stderr", clip(out.stderrData)}, {"truncated", out.truncated}});
+    } catch (const std::exception& e) {
+        gated_.finish(g.id, "failed", -1, "", "", e.what());
+        record(g.sandboxId, g.tenant, "exec.failed", {{"command", g.command}, {"exec_id", g.id}, {"error", e.what()}});
+    }
+}
+
+void SandboxController::expireApprovals() {
+    auto now = nowUnixSeconds();
+    for (const auto& g : gated_.pending("")) {
+        if (g.expiresAt > now) continue;
+        if (gated_.decide(g.id, "expired", nowTimestamp(), "airlockd", "no decision in time"))
+            record(g.sandboxId, g.tenant, "approval.expired",
+                   {{"approval_id", g.approvalId}, {"exec_id", g.id}, {"command", g.command}});
+    }
+}
+
+GatedExec SandboxController::getExec(const std::string& tenant, const std::string& sandboxId,
+                                     const std::string& execId) {
+    expireApprovals();
+    auto g = isValidId(execId, "ex-") ? gated_.find(execId) : std::nullopt;
+    if (!g || g->tenant != tenant || g->sandboxId != sandboxId) throw Error(ErrorCode::not_found, "no exec " + execId);
+    return *g;
+}
+
+std::vector<AuditEvent> SandboxController::audit(const std::string& tenant, const std::string& sandboxId,
+                                                 const AuditQuery& query) {
+    // Readable after the sandbox is gone: ownership comes from the events.
+    auto live = isValidId(sandboxId, "sbx-") ? store_.find(sandboxId) : std::nullopt;
+    std::string owner = live ? live->tenant : (isValidId(sandboxId, "sbx-") ? audit_.tenantOf(sandboxId) : "");
+    if (owner.empty() || owner != tenant) throw Error(ErrorCode::not_found, "no sandbox " + sandboxId);
+    return audit_.query(sandboxId, query);
+}
+
+}  // namespace airlock

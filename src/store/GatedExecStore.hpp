@@ -1,0 +1,46 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "store/Database.hpp"
+
+namespace airlock {
+
+// An exec the command policy held for a human decision, and what became of
+// it: pending_approval -> running -> exited | failed, or denied | expired.
+struct GatedExec {
+    std::string id;          // ex-...
+    std::string approvalId;  // apr-...
+    std::string sandboxId;
+    std::string tenant;
+    std::string requestJson;  // the exec as submitted (ExecOptions)
+    std::string command;      // readable: the shell string or the argv joined
+    std::string commandClass;
+    std::string reason;  // why the policy wants a decision
+    std::string state = "pending_approval";
+    std::string requestedAt;
+    std::int64_t expiresAt = 0;  // unix seconds
+    std::string decidedAt, decidedBy, decisionReason;
+    std::int64_t exitCode = -1;
+    std::string stdoutData, stderrData, error;
+};
+
+class GatedExecStore {
+public:
+    explicit GatedExecStore(Database& db);
+    void insert(const GatedExec& e);
+    // pending_approval -> state, only if still pending; false when it was not.
+    bool decide(const std::string& id, const std::string& state, const std::string& decidedAt,
+                const std::string& decidedBy, const std::string& reason);
+    void finish(const std::string& id, const std::string& state, std::int64_t exitCode, const std::string& out,
+                const std::string& err, const std::string& error);
+    std::optional<GatedExec> find(const std::string& id);
+    std::optional<GatedExec> findByApproval(const std::string& approvalId);
+    std::vector<GatedExec> pending(const std::string& tenant);  // empty tenant: all
+private:
+    Database& db_;
+};
+
+}  // namespace airlock

@@ -1,0 +1,143 @@
+// The command policy on the controller's exec paths, approval gates and the
+// audit log, over the fake hypervisor with real in-process agents. Commands
+// that run here run on the host (in a temp dir): the gated ones are harmless
+// by construction (sandbox rules gate `touch`).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "ControllerFixture.hpp"
+#include "core/Error.hpp"
+#include "support/TestEnv.hpp"
+
+namespace airlock {
+namespace {
+namespace fs = std::filesystem;
+using test::codeOf;
+
+class SandboxSafetyTest : public test::ControllerFixture {
+protected:
+    SandboxRecord sandboxWithRules() {
+        CreateSandboxRequest r;
+        r.policy.deny = {"echo forbidden*"};
+        r.policy.approve = {"touch *"};
+        return controller->create("t1", r);
+    }
+    ExecOptions shell(const std::string& s) {
+        ExecOptions o;
+        o.shell = s;
+        o.user = "root";  // the in-process agent runs on the host
+        return o;
+    }
+    std::vector<std::string> types(const std::string& id) {
+        std::vector<std::string> out;
+        for (const auto& e : controller->audit("t1", id, AuditQuery{})) out.push_back(e.type);
+        return out;
+    }
+};
+
+TEST_F(SandboxSafetyTest, DeniedCommandsNeverReachTheGuestAndAreAudited) {
+    auto s = sandboxWithRules();
+    std::string marker = dir.path() + "/should-not-exist";
+    auto denied = [&](const std::string& cmd) {
+        try {
+            controller->submitExec("t1", s.id, shell(cmd));
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::policy_denied) << cmd;
+            return std::string(e.what());
+        }
+        ADD_FAILURE() << cmd << " was not denied";
+        return std::string();
+    };
+    EXPECT_NE(denied("touch " + marker + "; echo forbidden fruit").find("echo forbidden*"), std::string::npos);
+    EXPECT_NE(denied("touch " + marker + " && cat .env").find("secret_access"), std::string::npos);
+    EXPECT_FALSE(fs::exists(marker)) << "no part of a denied request runs";
+    // The other paths refuse too (and cannot wait for approvals).
+    EXPECT_EQ(codeOf([&] { controller->exec("t1", s.id, shell("echo forbidden")); }), ErrorCode::policy_denied);
+    EXPECT_EQ(codeOf([&] { controller->exec("t1", s.id, shell("touch " + marker)); }), ErrorCode::policy_denied);
+    EXPECT_EQ(codeOf([&] {
+                  controller->processOp("t1", s.id, {{"op", "process_start"}, {"argv", {"/bin/sh", "-c", "echo forbidden"}}});
+              }),
+              ErrorCode::policy_denied);
+    EXPECT_FALSE(fs::exists(marker));
+    auto ok = controller->submitExec("t1", s.id, shell("echo fine"));
+    ASSERT_TRUE(ok.output);
+    EXPECT_EQ(ok.output->stdoutData, "fine\n");
+    auto t = types(s.id);
+    EXPECT_EQ(std::count(t.begin(), t.end(), "exec.denied"), 5);
+    EXPECT_EQ(std::count(t.begin(), t.end(), "exec.executed"), 1);
+}
+
+TEST_F(SandboxSafetyTest, GatedCommandsWaitForADecision) {
+    auto s = sandboxWithRules();
+    std::string approvedFile = dir.path() + "/approved", deniedFile = dir.path() + "/denied";
+    auto a = controller->submitExec("t1", s.id, shell("touch " + approvedFile + " && echo done"));
+    auto d = controller->submitExec("t1", s.id, shell("touch " + deniedFile));
+    ASSERT_TRUE(a.pending && d.pending);
+    EXPECT_EQ(a.pending->state, "pending_approval");
+    EXPECT_EQ(controller->pendingApprovals("t1").size(), 2u);
+    EXPECT_TRUE(controller->pendingApprovals("t2").empty());
+    EXPECT_FALSE(fs::exists(approvedFile)) << "nothing runs before a decision";
+
+    EXPECT_EQ(codeOf([&] { controller->decideApproval("t2", a.pending->approvalId, true, "", "x"); }), ErrorCode::not_found);
+    controller->decideApproval("t1", a.pending->approvalId, true, "needed for the task", "reviewer");
+    controller->decideApproval("t1", d.pending->approvalId, false, "not needed", "reviewer");
+    EXPECT_EQ(codeOf([&] { controller->decideApproval("t1", d.pending->approvalId, true, "", "x"); }), ErrorCode::conflict)
+        << "a decision is final";
+    ASSERT_TRUE(test::waitFor([&] { return controller->getExec("t1", s.id, a.pending->id).state == "exited"; },
+                              std::chrono::seconds(20)));
+    auto ran = controller->getExec("t1", s.id, a.pending->id);
+    EXPECT_EQ(ran.exitCode, 0);
+    EXPECT_EQ(ran.stdoutData, "done\n");
+    EXPECT_EQ(ran.decisionReason, "needed for the task");
+    EXPECT_TRUE(fs::exists(approvedFile));
+    EXPECT_EQ(controller->getExec("t1", s.id, d.pending->id).state, "denied");
+    EXPECT_FALSE(fs::exists(deniedFile));
+    EXPECT_TRUE(controller->pendingApprovals("t1").empty());
+
+    auto t = types(s.id);
+    for (const char* want : {"exec.pending_approval", "approval.approved", "approval.denied", "exec.executed"})
+        EXPECT_NE(std::find(t.begin(), t.end(), want), t.end()) << want;
+}
+
+TEST_F(SandboxSafetyTest, PendingApprovalsExpire) {
+    ControllerConfig config;
+    config.dataDir = dir.path();
+    config.approvalTimeoutS = 0;
+    controller = makeController(config);
+    auto s = sandboxWithRules();
+    auto p = controller->submitExec("t1", s.id, shell("touch " + dir.path() + "/late"));
+    ASSERT_TRUE(p.pending);
+    controller->enforceTimeouts();
+    EXPECT_EQ(controller->getExec("t1", s.id, p.pending->id).state, "expired");
+    EXPECT_EQ(codeOf([&] { controller->decideApproval("t1", p.pending->approvalId, true, "", "x"); }), ErrorCode::conflict);
+}
+
+TEST_F(SandboxSafetyTest, TheAuditLogOutlivesTheSandboxAndStaysWithItsTenant) {
+    auto s = sandboxWithRules();
+    controller->submitExec("t1", s.id, shell("echo hello"));
+    controller->destroy("t1", s.id);
+    auto events = controller->audit("t1", s.id, AuditQuery{});
+    ASSERT_GE(events.size(), 3u);
+    EXPECT_EQ(events.front().type, "sandbox.created");
+    EXPECT_EQ(events.back().type, "sandbox.deleted");
+    auto executed = std::find_if(events.begin(), events.end(), [](const AuditEvent& e) { return e.type == "exec.executed"; });
+    ASSERT_NE(executed, events.end());
+    auto data = nlohmann::json::parse(executed->dataJson);
+    EXPECT_EQ(data["command"], "echo hello");
+    EXPECT_EQ(data["exit_code"], 0);
+    EXPECT_EQ(data["policy"]["class"], "inspection");
+    EXPECT_EQ(codeOf([&] { controller->audit("t2", s.id, AuditQuery{}); }), ErrorCode::not_found);
+    AuditQuery onlyExec;
+    onlyExec.type = "exec.";
+    for (const auto& e : controller->audit("t1", s.id, onlyExec)) EXPECT_EQ(e.type.rfind("exec.", 0), 0u);
+    AuditQuery page;
+    page.limit = 1;
+    page.after = events.front().seq;
+    ASSERT_EQ(controller->audit("t1", s.id, page).size(), 1u);
+    EXPECT_EQ(controller->audit("t1", s.id, page)[0].seq, events[1].seq);
+}
+
+}  // namespace
+}  // namespace airlock
