@@ -49,8 +49,8 @@ SandboxController::~SandboxController() {
     sparesCv_.notify_all();
     if (spareThread_.joinable()) spareThread_.join();
     std::lock_guard lock(approvedRunsMutex_);
-    for (auto& t : approvedRuns_)
-        if (t.joinable()) t.join();
+    for (auto& run : approvedRuns_)
+        if (run.thread.joinable()) run.thread.join();
 }
 
 std::string SandboxController::sandboxDir(const std::string& id) const {

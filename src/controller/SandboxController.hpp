@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -231,8 +232,12 @@ private:
     GatedExecStore& gated_;
     AuditStore& audit_;
     policy::CommandPolicy policy_;
+    struct ApprovedRun {
+        std::thread thread;
+        std::shared_ptr<std::atomic<bool>> done;
+    };
     std::mutex approvedRunsMutex_;
-    std::vector<std::thread> approvedRuns_;
+    std::vector<ApprovedRun> approvedRuns_;  // finished ones are joined when the next starts
     std::mutex gcMutex_;
     std::mutex sparesMutex_;
     std::condition_variable sparesCv_;

@@ -168,7 +168,18 @@ GatedExec SandboxController::decideApproval(const std::string& tenant, const std
     auto decided = *gated_.find(g->id);
     if (approve) {
         std::lock_guard lock(approvedRunsMutex_);
-        approvedRuns_.emplace_back([this, decided] { runApproved(decided); });
+        // A finished thread keeps its stack until joined: reap those first.
+        std::erase_if(approvedRuns_, [](ApprovedRun& run) {
+            if (!run.done->load()) return false;
+            run.thread.join();
+            return true;
+        });
+        auto done = std::make_shared<std::atomic<bool>>(false);
+        approvedRuns_.push_back(ApprovedRun{std::thread([this, decided, done] {
+                                                runApproved(decided);
+                                                done->store(true);
+                                            }),
+                                            done});
     }
     return decided;
 }

@@ -15,6 +15,7 @@
 #include "hypervisor/AccelProbe.hpp"
 #include "hypervisor/LibvirtHypervisor.hpp"
 #include "store/Database.hpp"
+#include "support/RealWorld.hpp"
 #include "support/TestEnv.hpp"
 
 using namespace airlock;
@@ -37,19 +38,9 @@ double mibPerSec(std::uint64_t bytes, nanoseconds d) {
 int main(int argc, char** argv) {
     int runs = argc > 1 ? std::atoi(argv[1]) : 200;
     std::uint64_t fileBytes = (argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 64) * 1024 * 1024;
-    test::TempDir dir;
-    LibvirtHypervisor hypervisor(LibvirtOptions{"", dir.path(), resolveAccel("auto")});
-    TemplateCatalog templates(AIRLOCK_TEMPLATES_DIR);
-    Database db(dir.path() + "/state.db");
-    SandboxStore store(db);
-    PortStore ports(db);
-    SnapshotStore snapshots(db);
-    GatedExecStore gatedExecs(db);
-    AuditStore audit(db);
-    ControllerConfig config;
-    config.dataDir = dir.path();
-    SandboxController controller(config, hypervisor, ControllerStores{store, ports, snapshots, gatedExecs, audit},
-                                 templates, connectAgent);
+    test::RealWorld world;
+    auto& controller = *world.controller;
+    auto& hypervisor = *world.hypervisor;
     auto sandbox = controller.create("bench", CreateSandboxRequest{});
     auto agent = controller.runningAgent("bench", sandbox.id);
     std::printf("channel bench: %s, accel %s, %d runs, %llu MiB files\n", sandbox.id.c_str(),

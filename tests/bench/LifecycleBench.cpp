@@ -23,6 +23,7 @@
 #include "hypervisor/LibvirtHypervisor.hpp"
 #include "protocol/Messages.hpp"
 #include "store/Database.hpp"
+#include "support/RealWorld.hpp"
 #include "support/TestEnv.hpp"
 
 using namespace airlock;
@@ -63,26 +64,18 @@ void print(const char* what, const std::vector<double>& v) {
 
 int main(int argc, char** argv) {
     int runs = argc > 1 ? std::atoi(argv[1]) : 5;
-    test::TempDir dir;
-    LibvirtHypervisor hypervisor(LibvirtOptions{"", dir.path(), resolveAccel("auto")});
-    TemplateCatalog templates(AIRLOCK_TEMPLATES_DIR);
-    auto tmpl = templates.find("minimal");
+    ControllerConfig config;
+    config.defaultTimeoutS = 0;
+    config.sparesPerShape = 1;
+    test::RealWorld world(config);
+    auto& controller = *world.controller;
+    auto& hypervisor = *world.hypervisor;
+    auto& dir = world.dir;
+    auto tmpl = world.templates->find("minimal");
     if (!tmpl) {
         std::fprintf(stderr, "no minimal template: run scripts/setup\n");
         return 1;
     }
-    Database db(dir.path() + "/state.db");
-    SandboxStore store(db);
-    PortStore ports(db);
-    SnapshotStore snapshots(db);
-    GatedExecStore gatedExecs(db);
-    AuditStore audit(db);
-    ControllerConfig config;
-    config.dataDir = dir.path();
-    config.defaultTimeoutS = 0;
-    config.sparesPerShape = 1;
-    SandboxController controller(config, hypervisor, ControllerStores{store, ports, snapshots, gatedExecs, audit},
-                                 templates, connectAgent);
     const std::string tenant = "bench";
 
     std::vector<double> cold, snap, clone, raw, warm;

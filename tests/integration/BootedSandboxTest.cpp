@@ -14,6 +14,7 @@
 #include "hypervisor/AccelProbe.hpp"
 #include "hypervisor/LibvirtHypervisor.hpp"
 #include "store/Database.hpp"
+#include "support/RealWorld.hpp"
 #include "support/TestEnv.hpp"
 
 namespace airlock {
@@ -21,17 +22,14 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-struct World {
-    test::TempDir dir;
-    std::unique_ptr<LibvirtHypervisor> hypervisor;
-    std::unique_ptr<TemplateCatalog> templates;
-    std::unique_ptr<Database> db;
-    std::unique_ptr<SandboxStore> store;
-    std::unique_ptr<PortStore> ports;
-    std::unique_ptr<SnapshotStore> snapshots;
-    std::unique_ptr<GatedExecStore> gatedExecs;
-    std::unique_ptr<AuditStore> audit;
-    std::unique_ptr<SandboxController> controller;
+ControllerConfig bootedConfig() {
+    ControllerConfig config;
+    config.execOutputCap = 256 * 1024;
+    return config;
+}
+
+struct World : test::RealWorld {
+    World() : RealWorld(bootedConfig()) {}
     std::string sandboxId;
 };
 
@@ -40,31 +38,12 @@ protected:
     static void SetUpTestSuite() {
         ASSERT_TRUE(test::templatesBuilt()) << "run scripts/setup first: no minimal template";
         world = new World;
-        world->hypervisor = std::make_unique<LibvirtHypervisor>(LibvirtOptions{"", world->dir.path(), resolveAccel("auto")});
-        world->templates = std::make_unique<TemplateCatalog>(AIRLOCK_TEMPLATES_DIR);
-        world->db = std::make_unique<Database>(world->dir.path() + "/state.db");
-        world->store = std::make_unique<SandboxStore>(*world->db);
-        world->ports = std::make_unique<PortStore>(*world->db);
-        world->snapshots = std::make_unique<SnapshotStore>(*world->db);
-        world->gatedExecs = std::make_unique<GatedExecStore>(*world->db);
-        world->audit = std::make_unique<AuditStore>(*world->db);
-        ControllerConfig config;
-        config.dataDir = world->dir.path();
-        config.execOutputCap = 256 * 1024;
-        world->controller = std::make_unique<SandboxController>(
-            config, *world->hypervisor, ControllerStores{*world->store, *world->ports, *world->snapshots, *world->gatedExecs, *world->audit},
-            *world->templates,
-            [](const std::string& socket, std::chrono::milliseconds timeout) {
-                return AgentConnection::connect(socket, timeout);
-            });
         world->sandboxId = world->controller->create("t", CreateSandboxRequest{}).id;
     }
 
     static void TearDownTestSuite() {
         if (!world) return;
         for (const auto& r : world->controller->list("t")) world->controller->destroy("t", r.id);
-        world->controller.reset();
-        world->hypervisor.reset();
         delete world;
         world = nullptr;
     }

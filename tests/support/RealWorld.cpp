@@ -1,0 +1,30 @@
+#include "support/RealWorld.hpp"
+
+#include "agentclient/AgentConnection.hpp"
+#include "agentclient/AgentTransport.hpp"
+#include "hypervisor/AccelProbe.hpp"
+
+namespace airlock::test {
+
+RealWorld::RealWorld(ControllerConfig config) {
+    hypervisor = std::make_unique<LibvirtHypervisor>(LibvirtOptions{"", dir.path(), resolveAccel("auto")});
+    templates = std::make_unique<TemplateCatalog>(AIRLOCK_TEMPLATES_DIR);
+    db = std::make_unique<Database>(dir.path() + "/state.db");
+    store = std::make_unique<SandboxStore>(*db);
+    ports = std::make_unique<PortStore>(*db);
+    snapshots = std::make_unique<SnapshotStore>(*db);
+    gatedExecs = std::make_unique<GatedExecStore>(*db);
+    audit = std::make_unique<AuditStore>(*db);
+    config.dataDir = dir.path();
+    controller = std::make_unique<SandboxController>(
+        config, *hypervisor, ControllerStores{*store, *ports, *snapshots, *gatedExecs, *audit}, *templates,
+        connectAgent);
+}
+
+RealWorld::~RealWorld() {
+    // Sandboxes first (their agents, spares), then libvirt.
+    controller.reset();
+    hypervisor.reset();
+}
+
+}  // namespace airlock::test
