@@ -50,7 +50,7 @@ std::map<std::string, std::string> readStringMap(const json& j, const char* key,
 CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     json j = parseJsonBody(body);
     rejectUnknownFields(j, {"template", "snapshot", "boot", "vcpus", "memory_mib", "timeout_s", "on_timeout", "metadata", "env",
-                            "policy"},
+                            "policy", "secrets"},
                         "sandbox request");
     CreateSandboxRequest r;
     if (j.contains("template") && j.contains("snapshot"))
@@ -69,7 +69,44 @@ CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     if (j.contains("metadata")) r.metadata = readStringMap(j, "metadata", false);
     if (j.contains("env")) r.env = readStringMap(j, "env", true);
     if (j.contains("policy")) r.policy = parsePolicyRules(j["policy"]);
+    if (j.contains("secrets")) r.secrets = parseSecrets(j["secrets"]);
     return r;
+}
+
+std::map<std::string, SecretSpec> parseSecrets(const nlohmann::json& j) {
+    // Messages name the secret, never its value.
+    if (!j.is_object() || j.size() > 64)
+        throw Error(ErrorCode::bad_request, "'secrets' must be an object of at most 64 secrets");
+    static const std::regex envName("[A-Za-z_][A-Za-z0-9_]*");
+    std::map<std::string, SecretSpec> out;
+    for (const auto& [name, v] : j.items()) {
+        if (name.size() > 256 || !std::regex_match(name, envName))
+            throw Error(ErrorCode::bad_request, "'secrets' has an invalid name '" + name + "'");
+        SecretSpec spec;
+        if (v.is_string()) {
+            spec.value = v.get<std::string>();
+        } else if (v.is_object()) {
+            rejectUnknownFields(v, {"value", "commands"}, "secret " + name);
+            if (!v.contains("value") || !v["value"].is_string())
+                throw Error(ErrorCode::bad_request, "secret " + name + " needs a string 'value'");
+            spec.value = v["value"].get<std::string>();
+            if (v.contains("commands")) {
+                if (!v["commands"].is_array() || v["commands"].size() > 50)
+                    throw Error(ErrorCode::bad_request, "secret " + name + ": 'commands' must be a list of globs");
+                for (const auto& g : v["commands"]) {
+                    if (!g.is_string() || g.get_ref<const std::string&>().empty())
+                        throw Error(ErrorCode::bad_request, "secret " + name + ": 'commands' must be a list of globs");
+                    spec.commands.push_back(g.get<std::string>());
+                }
+            }
+        } else {
+            throw Error(ErrorCode::bad_request, "secret " + name + " must be a string or {\"value\",\"commands\"}");
+        }
+        if (spec.value.size() > 16 * 1024 || spec.value.find('\0') != std::string::npos)
+            throw Error(ErrorCode::bad_request, "secret " + name + " is too long or holds a NUL byte");
+        out[name] = std::move(spec);
+    }
+    return out;
 }
 
 policy::PolicyRules parsePolicyRules(const nlohmann::json& j) {
@@ -205,6 +242,9 @@ nlohmann::json sandboxJson(const SandboxRecord& r) {
     j["on_timeout"] = r.onTimeout;
     j["expires_at"] = r.expiresAt > 0 ? json(formatUnixSeconds(r.expiresAt)) : json(nullptr);
     j["snapshot"] = r.snapshotId.empty() ? json(nullptr) : json(r.snapshotId);
+    // Names only: values never leave the server.
+    j["secrets"] = json::parse(r.secretNamesJson, nullptr, false);
+    if (j["secrets"].is_discarded()) j["secrets"] = json::array();
     return j;
 }
 

@@ -18,6 +18,8 @@ nlohmann::json parseProcessStart(const std::string& body);
 
 // {"deny":[...],"approve":[...],"allow":[...]} command-prefix globs.
 policy::PolicyRules parsePolicyRules(const nlohmann::json& j);
+// {"NAME":"value"} or {"NAME":{"value":"...","commands":["git *"]}}.
+std::map<std::string, SecretSpec> parseSecrets(const nlohmann::json& j);
 struct ApprovalDecision {
     bool approve = false;
     std::string reason;

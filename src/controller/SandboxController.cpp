@@ -101,6 +101,19 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant, const Crea
     r.policyJson = nlohmann::json{{"deny", request.policy.deny},
                                   {"approve", request.policy.approve},
                                   {"allow", request.policy.allow}}.dump();
+    if (!request.secrets.empty()) {
+        if (!config_.secretCipher) throw Error(ErrorCode::bad_request, "this server keeps no secrets (no key)");
+        nlohmann::json sealed = nlohmann::json::object(), names = nlohmann::json::array();
+        for (const auto& [name, spec] : request.secrets) {
+            if (spec.value.size() < SecretMasker::kMinLength)
+                throw Error(ErrorCode::bad_request, "secret " + name + " is shorter than " +
+                                                        std::to_string(SecretMasker::kMinLength) + " bytes (it could not be masked)");
+            sealed[name] = {{"value", spec.value}, {"commands", spec.commands}};
+            names.push_back(name);
+        }
+        r.secretsSealed = config_.secretCipher->seal(sealed.dump());
+        r.secretNamesJson = names.dump();
+    }
     r.state = SandboxState::creating;
     if (!tmpl.diskPath.empty()) r.disk = "disk-0.qcow2";
     return r;
@@ -280,11 +293,44 @@ ExecOutput SandboxController::runExec(const SandboxRecord& r, const ExecOptions&
     if (r.state != SandboxState::running)
         throw Error(ErrorCode::conflict, "sandbox " + r.id + " is " + sandboxStateName(r.state) + ", not running");
     auto agent = agentFor(r.id);
-    auto request = toAgentRequest(options, parseEnvJson(r.envJson));
+    // Secrets scoped to this command join its environment; whatever comes
+    // back has every secret value masked.
+    ExecOptions withSecrets = options;
+    std::string command = options.shell ? *options.shell : "";
+    if (!options.shell)
+        for (const auto& a : options.argv) command += (command.empty() ? "" : " ") + a;
+    for (const auto& [name, spec] : secretsOf(r)) {
+        bool scoped = spec.commands.empty();
+        for (const auto& glob : spec.commands) scoped = scoped || policy::CommandPolicy::globMatch(glob, command);
+        if (scoped) withSecrets.env[name] = spec.value;
+    }
+    auto request = toAgentRequest(withSecrets, parseEnvJson(r.envJson));
     // The agent enforces the command's own timeout; the extra margin covers
     // the channel and a loaded machine.
     auto wait = std::chrono::milliseconds(request.timeout_ms) + std::chrono::seconds(15);
-    return agent->exec(request, config_.execOutputCap, wait);
+    auto out = agent->exec(request, config_.execOutputCap, wait);
+    auto masker = maskerFor(r);
+    if (!masker.empty()) {
+        out.stdoutData = masker.mask(std::move(out.stdoutData));
+        out.stderrData = masker.mask(std::move(out.stderrData));
+        out.result.error = masker.mask(std::move(out.result.error));
+    }
+    return out;
+}
+
+std::map<std::string, SecretSpec> SandboxController::secretsOf(const SandboxRecord& r) const {
+    std::map<std::string, SecretSpec> out;
+    if (r.secretsSealed.empty() || !config_.secretCipher) return out;
+    auto j = nlohmann::json::parse(config_.secretCipher->open(r.secretsSealed));
+    for (const auto& [name, spec] : j.items())
+        out[name] = SecretSpec{spec.at("value").get<std::string>(), spec.value("commands", std::vector<std::string>{})};
+    return out;
+}
+
+SecretMasker SandboxController::maskerFor(const SandboxRecord& r) const {
+    std::vector<std::string> values;
+    for (const auto& [name, spec] : secretsOf(r)) values.push_back(spec.value);
+    return SecretMasker(values);
 }
 
 std::size_t SandboxController::liveConnections() {

@@ -23,6 +23,8 @@
 #include "store/AuditStore.hpp"
 #include "store/GatedExecStore.hpp"
 #include "policy/CommandPolicy.hpp"
+#include "core/SecretCipher.hpp"
+#include "core/SecretMasker.hpp"
 
 namespace airlock {
 
@@ -43,6 +45,8 @@ struct ControllerConfig {
     unsigned sparesPerShape = 0;
     policy::PolicyRules operatorRules;  // airlockd --policy FILE; every sandbox
     std::int64_t approvalTimeoutS = 900;  // a pending approval expires after this
+    // Seals secrets at rest; without one, sandboxes cannot have secrets.
+    std::shared_ptr<const SecretCipher> secretCipher;
 };
 
 // The stores the controller writes (one SQLite database in airlockd).
@@ -67,6 +71,13 @@ struct TerminalOptions {
     bool stdinStream = true;  // stdin comes from the client until it sends EOF
 };
 
+// A secret: injected as an environment variable into the commands it is
+// scoped to (all when `commands` is empty; else command-prefix globs).
+struct SecretSpec {
+    std::string value;
+    std::vector<std::string> commands;
+};
+
 struct CreateSandboxRequest {
     std::string templateName = "minimal";
     std::string snapshot;                  // clone this snapshot instead of booting a template
@@ -78,6 +89,7 @@ struct CreateSandboxRequest {
     std::map<std::string, std::string> metadata;
     std::map<std::string, std::string> env;
     policy::PolicyRules policy;  // per-sandbox rules (deny > approve > allow > defaults)
+    std::map<std::string, SecretSpec> secrets;
 };
 
 // Opens the agent connection of an endpoint (a unix socket path or "vsock:CID:PORT").
@@ -214,7 +226,9 @@ private:
     void requireAllowed(const SandboxRecord& r, const ExecOptions& options, const char* path);
     ExecOutput runExec(const SandboxRecord& r, const ExecOptions& options);
     void record(const std::string& sandboxId, const std::string& tenant, const std::string& type,
-                const nlohmann::json& data);
+                const nlohmann::json& data, const SecretMasker* masker = nullptr);
+    std::map<std::string, SecretSpec> secretsOf(const SandboxRecord& r) const;
+    SecretMasker maskerFor(const SandboxRecord& r) const;
     void runApproved(GatedExec g);
     void expireApprovals();
     std::shared_ptr<Runtime> runtime(const std::string& id);

@@ -73,10 +73,12 @@ nlohmann::json verdictJson(const policy::Verdict& v) {
 }  // namespace
 
 void SandboxController::record(const std::string& sandboxId, const std::string& tenant, const std::string& type,
-                               const nlohmann::json& data) {
+                               const nlohmann::json& data, const SecretMasker* masker) {
     try {
-        audit_.append(AuditEvent{0, sandboxId, tenant, nowTimestamp(), type,
-                                 data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
+        std::string text = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        // A secret never reaches the audit log, not even typed into a command.
+        if (masker) text = masker->mask(std::move(text));
+        audit_.append(AuditEvent{0, sandboxId, tenant, nowTimestamp(), type, text});
     } catch (const std::exception& e) {
         logError("audit", "cannot record " + type + " of " + sandboxId + ": " + e.what());
     }
@@ -91,11 +93,12 @@ void SandboxController::requireAllowed(const SandboxRecord& r, const ExecOptions
     auto v = judge(r, options);
     nlohmann::json data{{"command", commandText(options)}, {"path", path}, {"cwd", options.cwd},
                         {"user", options.user.empty() ? "user" : options.user}, {"policy", verdictJson(v)}};
+    auto masker = maskerFor(r);
     if (v.decision == policy::Decision::allow) {
-        record(r.id, r.tenant, "exec.allowed", data);
+        record(r.id, r.tenant, "exec.allowed", data, &masker);
         return;
     }
-    record(r.id, r.tenant, "exec.denied", data);
+    record(r.id, r.tenant, "exec.denied", data, &masker);
     if (v.decision == policy::Decision::deny)
         throw Error(ErrorCode::policy_denied, "denied by the command policy: " + v.reason + " (in \"" + v.part + "\")");
     // Approval gates exist on POST .../exec, which can answer later; a stream
@@ -113,8 +116,9 @@ ExecSubmission SandboxController::submitExec(const std::string& tenant, const st
     std::string command = commandText(options);
     nlohmann::json data{{"command", command}, {"cwd", options.cwd}, {"user", options.user.empty() ? "user" : options.user},
                         {"policy", verdictJson(v)}};
+    auto masker = maskerFor(r);
     if (v.decision == policy::Decision::deny) {
-        record(id, tenant, "exec.denied", data);
+        record(id, tenant, "exec.denied", data, &masker);
         throw Error(ErrorCode::policy_denied, "denied by the command policy: " + v.reason + " (in \"" + v.part + "\")");
     }
     if (v.decision == policy::Decision::approve) {
@@ -132,7 +136,7 @@ ExecSubmission SandboxController::submitExec(const std::string& tenant, const st
         gated_.insert(g);
         data["exec_id"] = g.id;
         data["approval_id"] = g.approvalId;
-        record(id, tenant, "exec.pending_approval", data);
+        record(id, tenant, "exec.pending_approval", data, &masker);
         return ExecSubmission{std::nullopt, g};
     }
     auto started = nowTimestamp();
@@ -144,7 +148,7 @@ ExecSubmission SandboxController::submitExec(const std::string& tenant, const st
     data["stderr"] = clip(out.stderrData);
     data["truncated"] = out.truncated;
     data["timed_out"] = out.result.timed_out;
-    record(id, tenant, "exec.executed", data);
+    record(id, tenant, "exec.executed", data, &masker);
     return ExecSubmission{std::move(out), std::nullopt};
 }
 
@@ -192,11 +196,13 @@ void SandboxController::runApproved(GatedExec g) {
         auto started = nowTimestamp();
         auto out = runExec(*r, options);
         gated_.finish(g.id, "exited", out.result.exit_code, out.stdoutData, out.stderrData, out.result.error);
+        auto masker = maskerFor(*r);
         record(g.sandboxId, g.tenant, "exec.executed",
                {{"command", g.command}, {"exec_id", g.id}, {"approval_id", g.approvalId}, {"cwd", options.cwd},
                 {"user", options.user.empty() ? "user" : options.user}, {"started_at", started},
                 {"exit_code", out.result.exit_code}, {"duration_ms", out.durationMs},
-                {"stdout", clip(out.stdoutData)}, {"stderr", clip(out.stderrData)}, {"truncated", out.truncated}});
+                {"stdout", clip(out.stdoutData)}, {"stderr", clip(out.stderrData)}, {"truncated", out.truncated}},
+               &masker);
     } catch (const std::exception& e) {
         gated_.finish(g.id, "failed", -1, "", "", e.what());
         record(g.sandboxId, g.tenant, "exec.failed", {{"command", g.command}, {"exec_id", g.id}, {"error", e.what()}});

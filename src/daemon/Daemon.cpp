@@ -108,6 +108,8 @@ int runDaemon(const DaemonOptions& options) {
                                 std::to_string(config.operatorRules.allow.size()) + " allow rules");
     }
     config.approvalTimeoutS = options.approvalTimeoutS;
+    // Secrets at rest: AES-256-GCM with AIRLOCK_SECRET_KEY or DATA_DIR/secret.key (0600).
+    config.secretCipher = std::make_shared<const SecretCipher>(SecretCipher::fromEnvironmentOrFile(dataDir + "/secret.key"));
     SandboxController controller(config, hypervisor, ControllerStores{sandboxes, ports, snapshots, gatedExecs, audit}, templates,
                                  [](const std::string& endpoint, std::chrono::milliseconds timeout) {
                                      return connectAgent(endpoint, timeout);

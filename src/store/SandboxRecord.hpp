@@ -29,6 +29,8 @@ struct SandboxRecord {
     std::string onTimeout = "kill";   // kill | pause
     std::int64_t expiresAt = 0;       // unix seconds; 0: never
     std::string policyJson = "{}";    // per-sandbox command rules {"deny":[],"approve":[],"allow":[]}
+    std::string secretsSealed;        // AES-GCM sealed JSON {"NAME":{"value","commands"}}; "" = none
+    std::string secretNamesJson = "[]";  // the names alone, in the clear
 };
 
 }  // namespace airlock

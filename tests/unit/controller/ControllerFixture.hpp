@@ -40,7 +40,15 @@ protected:
         controller = makeController(config);
     }
 
-    std::unique_ptr<SandboxController> makeController(const ControllerConfig& config) {
+    std::unique_ptr<SandboxController> makeController(ControllerConfig config) {
+        // A fixed test key: secrets are sealed like in airlockd.
+        std::array<unsigned char, 32> key{};
+        key.fill(7);
+        if (!config.secretCipher) config.secretCipher = std::make_shared<const SecretCipher>(key);
+        return makeControllerAsIs(config);
+    }
+
+    std::unique_ptr<SandboxController> makeControllerAsIs(const ControllerConfig& config) {
         return std::make_unique<SandboxController>(
             config, hypervisor, ControllerStores{*store, *ports, *snapshots, *gatedExecs, *auditStore}, *templates,
             [this](const std::string& socketPath, std::chrono::milliseconds) -> std::shared_ptr<AgentConnection> {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "ControllerFixture.hpp"
@@ -137,6 +138,43 @@ TEST_F(SandboxSafetyTest, TheAuditLogOutlivesTheSandboxAndStaysWithItsTenant) {
     page.after = events.front().seq;
     ASSERT_EQ(controller->audit("t1", s.id, page).size(), 1u);
     EXPECT_EQ(controller->audit("t1", s.id, page)[0].seq, events[1].seq);
+}
+
+}  // namespace
+}  // namespace airlock
+
+namespace airlock {
+namespace {
+
+using SecretsTest = test::ControllerFixture;
+
+TEST_F(SecretsTest, SecretsAreInjectedMaskedScopedAndNeverStoredInTheClear) {
+    CreateSandboxRequest r;
+    r.secrets["API_TOKEN"] = SecretSpec{"s3cr3t-Value-9137", {}};
+    r.secrets["DEPLOY_KEY"] = SecretSpec{"deploy-Key-5521", {"deploy *"}};
+    auto s = controller->create("t1", r);
+    EXPECT_EQ(nlohmann::json::parse(store->find(s.id)->secretNamesJson), nlohmann::json({"API_TOKEN", "DEPLOY_KEY"}));
+    ExecOptions o;
+    o.user = "root";
+    o.shell = "test \"$API_TOKEN\" = s3cr3t-Value-9137 && echo has-secret; echo \"token=$API_TOKEN\"; "
+              "printf %s \"$API_TOKEN\" | base64; echo \"deploy=${DEPLOY_KEY:-unset}\"";
+    auto out = controller->submitExec("t1", s.id, o);
+    ASSERT_TRUE(out.output);
+    EXPECT_EQ(out.output->stdoutData, "has-secret\ntoken=***\n***\ndeploy=unset\n")
+        << "masked in clear and base64; a scoped secret stays out of other commands";
+    for (const auto& e : controller->audit("t1", s.id, AuditQuery{}))
+        EXPECT_EQ(e.dataJson.find("s3cr3t"), std::string::npos) << e.dataJson;
+    // Nothing under the data dir holds a value in the clear (the database included).
+    for (const auto& f : fs::recursive_directory_iterator(dir.path())) {
+        if (!f.is_regular_file()) continue;
+        std::ifstream in(f.path(), std::ios::binary);
+        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        EXPECT_EQ(bytes.find("s3cr3t-Value-9137"), std::string::npos) << f.path();
+        EXPECT_EQ(bytes.find("deploy-Key-5521"), std::string::npos) << f.path();
+    }
+    CreateSandboxRequest weak;
+    weak.secrets["X"] = SecretSpec{"abc", {}};
+    EXPECT_EQ(codeOf([&] { controller->create("t1", weak); }), ErrorCode::bad_request);
 }
 
 }  // namespace

@@ -1,0 +1,27 @@
+#pragma once
+#include <array>
+#include <string>
+
+namespace airlock {
+
+// AES-256-GCM for secrets at rest. The key comes from AIRLOCK_SECRET_KEY (64
+// hex characters) or from a key file made on first use (0600). Sealed text is
+// "v1:" + base64(12-byte nonce | ciphertext | 16-byte tag); opening checks the
+// tag, so a modified blob is refused, never half-decrypted.
+class SecretCipher {
+public:
+    explicit SecretCipher(const std::array<unsigned char, 32>& key) : key_(key) {}
+    // The key from the environment, else from keyFile (created if missing).
+    static SecretCipher fromEnvironmentOrFile(const std::string& keyFile);
+
+    std::string seal(const std::string& plaintext) const;
+    std::string open(const std::string& sealed) const;  // throws Error(internal) on a bad blob
+
+private:
+    std::array<unsigned char, 32> key_;
+};
+
+std::string base64Encode(const std::string& bytes);
+std::string base64Decode(const std::string& text);  // throws Error(bad_request) on junk
+
+}  // namespace airlock

@@ -1,0 +1,23 @@
+#pragma once
+#include <string>
+#include <vector>
+
+namespace airlock {
+
+// Replaces every secret value with *** in text the API returns or stores:
+// the exact value and its base64 and hex (lower and upper case) forms.
+// Values shorter than kMinLength are not masked (they would blank out
+// ordinary text); the API refuses such secrets.
+class SecretMasker {
+public:
+    static constexpr std::size_t kMinLength = 4;
+    SecretMasker() = default;
+    explicit SecretMasker(const std::vector<std::string>& values);
+    std::string mask(std::string text) const;
+    bool empty() const { return needles_.empty(); }
+
+private:
+    std::vector<std::string> needles_;  // longest first
+};
+
+}  // namespace airlock
