@@ -26,4 +26,14 @@ protocol::ExecRequest toAgentRequest(const ExecOptions& options,
     return r;
 }
 
+std::string commandText(const ExecOptions& options) {
+    if (options.shell) return *options.shell;
+    std::string out;
+    for (const auto& a : options.argv) {
+        if (!out.empty()) out += ' ';
+        out += a;
+    }
+    return out;
+}
+
 }  // namespace airlock

@@ -22,6 +22,10 @@ struct ExecOptions {
 
 inline constexpr unsigned kMaxExecTimeoutS = 24 * 3600;
 
+// What the client asked to run, as text: the shell string, or argv joined
+// by spaces (what policy globs, secret scopes and the audit log see).
+std::string commandText(const ExecOptions& options);
+
 // A stored JSON object of strings (a sandbox's env) as a map; junk -> empty.
 std::map<std::string, std::string> parseEnvJson(const std::string& json);
 

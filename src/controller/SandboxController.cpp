@@ -296,10 +296,9 @@ ExecOutput SandboxController::runExec(const SandboxRecord& r, const ExecOptions&
     // Secrets scoped to this command join its environment; whatever comes
     // back has every secret value masked.
     ExecOptions withSecrets = options;
-    std::string command = options.shell ? *options.shell : "";
-    if (!options.shell)
-        for (const auto& a : options.argv) command += (command.empty() ? "" : " ") + a;
-    for (const auto& [name, spec] : secretsOf(r)) {
+    std::string command = commandText(options);
+    auto secrets = secretsOf(r);  // decrypted once: injection and masking
+    for (const auto& [name, spec] : secrets) {
         bool scoped = spec.commands.empty();
         for (const auto& glob : spec.commands) scoped = scoped || policy::CommandPolicy::globMatch(glob, command);
         if (scoped) withSecrets.env[name] = spec.value;
@@ -309,7 +308,7 @@ ExecOutput SandboxController::runExec(const SandboxRecord& r, const ExecOptions&
     // the channel and a loaded machine.
     auto wait = std::chrono::milliseconds(request.timeout_ms) + std::chrono::seconds(15);
     auto out = agent->exec(request, config_.execOutputCap, wait);
-    auto masker = maskerFor(r);
+    auto masker = maskerOf(secrets);
     if (!masker.empty()) {
         out.stdoutData = masker.mask(std::move(out.stdoutData));
         out.stderrData = masker.mask(std::move(out.stderrData));
@@ -327,11 +326,13 @@ std::map<std::string, SecretSpec> SandboxController::secretsOf(const SandboxReco
     return out;
 }
 
-SecretMasker SandboxController::maskerFor(const SandboxRecord& r) const {
+SecretMasker SandboxController::maskerOf(const std::map<std::string, SecretSpec>& secrets) {
     std::vector<std::string> values;
-    for (const auto& [name, spec] : secretsOf(r)) values.push_back(spec.value);
+    for (const auto& [name, spec] : secrets) values.push_back(spec.value);
     return SecretMasker(values);
 }
+
+SecretMasker SandboxController::maskerFor(const SandboxRecord& r) const { return maskerOf(secretsOf(r)); }
 
 std::size_t SandboxController::liveConnections() {
     std::lock_guard lock(runtimesMutex_);

@@ -229,6 +229,7 @@ private:
                 const nlohmann::json& data, const SecretMasker* masker = nullptr);
     std::map<std::string, SecretSpec> secretsOf(const SandboxRecord& r) const;
     SecretMasker maskerFor(const SandboxRecord& r) const;
+    static SecretMasker maskerOf(const std::map<std::string, SecretSpec>& secrets);
     void runApproved(GatedExec g);
     void expireApprovals();
     std::shared_ptr<Runtime> runtime(const std::string& id);

@@ -29,16 +29,6 @@ policy::PolicyRules rulesFrom(const std::string& json) {
     return rules;
 }
 
-std::string commandText(const ExecOptions& o) {
-    if (o.shell) return *o.shell;
-    std::string out;
-    for (const auto& a : o.argv) {
-        if (!out.empty()) out += ' ';
-        out += a;
-    }
-    return out;
-}
-
 nlohmann::json optionsJson(const ExecOptions& o) {
     nlohmann::json j{{"cwd", o.cwd}, {"env", o.env}, {"user", o.user}, {"timeout_s", o.timeoutS}, {"stdin", o.stdinData}};
     if (o.shell) j["shell"] = *o.shell;
