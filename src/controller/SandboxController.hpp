@@ -210,6 +210,8 @@ private:
     void discardSnapshot(const SnapshotRecord& s);
     void recoverSnapshots();
     std::shared_ptr<std::mutex> lifecycleMutex(const std::string& id);
+    // pause/resume: running <-> paused, written before the VM is touched.
+    SandboxRecord transition(const std::string& tenant, const std::string& id, SandboxState from, SandboxState to);
 
     // Spare VMs (SandboxSpares.cpp).
     static std::string shapeOf(const std::string& templateName, const std::string& digest, unsigned vcpus,

@@ -78,48 +78,37 @@ std::string SandboxController::snapshotDir(const SnapshotRecord& s) const {
 
 // ---------------------------------------------------------------- pause / resume / timeout
 
-SandboxRecord SandboxController::pause(const std::string& tenant, const std::string& id) {
+SandboxRecord SandboxController::transition(const std::string& tenant, const std::string& id, SandboxState from,
+                                            SandboxState to) {
+    const bool pausing = to == SandboxState::paused;
     requireOwned(tenant, id);
     auto lifecycle = lifecycleMutex(id);
     std::lock_guard op(*lifecycle);
     auto r = requireOwned(tenant, id);
-    if (r.state == SandboxState::paused) return r;
-    if (r.state != SandboxState::running)
-        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state) +
-                                             "; only a running sandbox can be paused");
-    store_.updateState(id, SandboxState::paused);  // written first; recover() reconciles a crash in between
+    if (r.state == to) return r;  // pausing (resuming) twice is harmless
+    if (r.state != from)
+        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state) + "; only a " +
+                                             sandboxStateName(from) + " sandbox can be " + (pausing ? "paused" : "resumed"));
+    store_.updateState(id, to);  // written first; recover() reconciles a crash in between
     try {
-        hypervisor_.suspendDomain(domainName(id));
+        if (pausing) hypervisor_.suspendDomain(domainName(id));
+        else hypervisor_.resumeDomain(domainName(id));
     } catch (...) {
-        store_.updateState(id, SandboxState::running);
+        store_.updateState(id, from);
         throw;
     }
-    r.state = SandboxState::paused;
-    logInfo("controller", "sandbox " + id + " paused");
-    record(id, tenant, "sandbox.paused", nlohmann::json::object());
+    r.state = to;
+    logInfo("controller", "sandbox " + id + (pausing ? " paused" : " resumed"));
+    record(id, tenant, pausing ? "sandbox.paused" : "sandbox.resumed", nlohmann::json::object());
     return r;
 }
 
+SandboxRecord SandboxController::pause(const std::string& tenant, const std::string& id) {
+    return transition(tenant, id, SandboxState::running, SandboxState::paused);
+}
+
 SandboxRecord SandboxController::resume(const std::string& tenant, const std::string& id) {
-    requireOwned(tenant, id);
-    auto lifecycle = lifecycleMutex(id);
-    std::lock_guard op(*lifecycle);
-    auto r = requireOwned(tenant, id);
-    if (r.state == SandboxState::running) return r;
-    if (r.state != SandboxState::paused)
-        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state) +
-                                             "; only a paused sandbox can be resumed");
-    store_.updateState(id, SandboxState::running);
-    try {
-        hypervisor_.resumeDomain(domainName(id));
-    } catch (...) {
-        store_.updateState(id, SandboxState::paused);
-        throw;
-    }
-    r.state = SandboxState::running;
-    logInfo("controller", "sandbox " + id + " resumed");
-    record(id, tenant, "sandbox.resumed", nlohmann::json::object());
-    return r;
+    return transition(tenant, id, SandboxState::paused, SandboxState::running);
 }
 
 SandboxRecord SandboxController::setTimeout(const std::string& tenant, const std::string& id, std::int64_t timeoutS) {
