@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/EgressListener.hpp"
 #include "agent/ExecStream.hpp"
 #include "agent/FileStreams.hpp"
 #include "agent/Spawn.hpp"
@@ -352,6 +353,14 @@ void Agent::handleOpen(const protocol::Frame& frame) {
             return runFsOp(id, *this, request);
         } else if (op == "tunnel") {
             handler = std::make_unique<TunnelStream>(id, *this, request);
+        } else if (op == "egress_listen") {
+            if (egressListener()) return sendReset(id, "conflict", "an egress listener is already open");
+            handler = std::make_unique<EgressListener>(id, *this, request);
+        } else if (op == "egress_attach") {
+            EgressListener* listener = egressListener();
+            UniqueFd conn = listener ? listener->take(request.value("connection", std::uint64_t(0))) : UniqueFd();
+            if (!conn) return sendReset(id, "not_found", "no pending egress connection with that number");
+            handler = std::make_unique<TunnelStream>(id, *this, std::move(conn));
         } else if (op == "raw") {
             return startRaw(id, request);
         } else if (op == "reseed") {
@@ -367,6 +376,12 @@ void Agent::handleOpen(const protocol::Frame& frame) {
         return sendReset(id, "internal", e.what());
     }
     if (!handler->done()) streams_[id] = std::move(handler);
+}
+
+EgressListener* Agent::egressListener() {
+    for (auto& [id, s] : streams_)
+        if (auto* l = dynamic_cast<EgressListener*>(s.get()); l && !l->done()) return l;
+    return nullptr;
 }
 
 void Agent::handleReseed(std::uint32_t id, const nlohmann::json& request) {

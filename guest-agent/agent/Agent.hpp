@@ -12,6 +12,8 @@
 
 namespace airlock::guest {
 
+class EgressListener;
+
 // The agent's single-threaded event loop: one poll() over the port, every
 // stream's descriptors, every background process's output and a signalfd for
 // SIGCHLD. Request handling is trace -> check -> do: every open is logged,
@@ -48,6 +50,8 @@ private:
     // and force a reseed (clones must not share random state; this kernel has
     // no vmgenid), and set the wall clock the snapshot froze.
     void handleReseed(std::uint32_t stream, const nlohmann::json& request);
+    // The session's egress listener (at most one), if open.
+    EgressListener* egressListener();
     void sendReset(std::uint32_t stream, const std::string& code, const std::string& message);
     void dropSessionStreams();
 

@@ -14,6 +14,9 @@ TunnelStream::TunnelStream(std::uint32_t id, FrameSink& sink, const nlohmann::js
     start(request);
 }
 
+TunnelStream::TunnelStream(std::uint32_t id, FrameSink& sink, UniqueFd connected)
+    : StreamHandler(id, sink), sock_(std::move(connected)), connected_(true) {}
+
 void TunnelStream::start(const nlohmann::json& request) {
     int port = request.value("port", 0);
     if (port < 1 || port > 65535) return fail("bad_request", "port must be 1-65535");

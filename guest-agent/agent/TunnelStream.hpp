@@ -6,11 +6,15 @@
 
 namespace airlock::guest {
 
-// A byte tunnel to 127.0.0.1:PORT inside the guest (preview ports): host
-// data (channel 0) goes to the socket, socket bytes come back on channel 1.
+// A byte tunnel to 127.0.0.1:PORT inside the guest (preview ports) or of an
+// accepted egress connection: host data (channel 0) goes to the socket,
+// socket bytes come back on channel 1.
 class TunnelStream : public StreamHandler {
 public:
     TunnelStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request);
+    // An already connected socket (egress: a guest client's connection to
+    // the proxy listener), tunnelled the same way.
+    TunnelStream(std::uint32_t id, FrameSink& sink, UniqueFd connected);
     void collectFds(PollSet& set) override;
     void onFdReady(int fd, short revents) override;
     void onData(std::uint8_t channel, std::string bytes) override;

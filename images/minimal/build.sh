@@ -19,6 +19,7 @@ export LC_ALL=C
 
 readonly KERNEL_META=linux-image-cloud-amd64
 readonly BUSYBOX=/bin/busybox
+readonly BASH_STATIC=/bin/bash-static
 # Fixed mtime for every archive member. Not 0: some tools (Python's zipfile)
 # reject timestamps before 1980.
 readonly ARCHIVE_EPOCH=1704067200 # 2024-01-01T00:00:00Z
@@ -88,6 +89,8 @@ require_static agent "$AGENT"
 require_static init "$INIT"
 [[ -e $BUSYBOX ]] || die "$BUSYBOX not found (apt-get install busybox-static)"
 require_static busybox "$BUSYBOX"
+[[ -e $BASH_STATIC ]] || die "$BASH_STATIC not found (apt-get install bash-static)"
+require_static bash "$BASH_STATIC"
 
 AGENT=$(realpath "$AGENT")
 INIT=$(realpath "$INIT")
@@ -115,7 +118,9 @@ INPUTS=$(printf '%s\n' \
     "agent=$(sha "$AGENT")" \
     "init=$(sha "$INIT")" \
     "busybox=$(sha "$BUSYBOX")" \
-    "script=$(sha "$SCRIPT")")
+    "bash=$(sha "$BASH_STATIC")" \
+    "script=$(sha "$SCRIPT")" \
+    "wget=$(sha "$(dirname "$SCRIPT")/wget-wrapper.sh")")
 
 if ((!FORCE)) && [[ -f $STAMP && -f $DEST/template.json && -f $DEST/DIGEST &&
     -f $DEST/vmlinuz && -f $DEST/initramfs.cpio.gz ]] &&
@@ -263,6 +268,14 @@ while read -r applet; do
     fi
     ln -sfn /bin/busybox "$STAGE/$applet"
 done < <("$BUSYBOX" --list-full)
+# /bin/sh is bash, not busybox's ash: agents write bash (arrays, [[ ]],
+# pipefail), and ash runs its own applets before looking at PATH, so a
+# broken applet could not be mended by a script in /usr/bin. busybox wget
+# crashes on -T here; the wrapper mends that (see the script).
+install -m 0755 "$BASH_STATIC" "$STAGE"/bin/bash
+ln -sfn bash "$STAGE"/bin/sh
+rm -f "$STAGE"/usr/bin/wget
+install -m 0755 "$(dirname "$SCRIPT")/wget-wrapper.sh" "$STAGE"/usr/bin/wget
 
 : >"$STAGE"/etc/airlock/modules
 for path in "${ORDERED[@]}"; do

@@ -1,5 +1,7 @@
 #include "api/RequestParsing.hpp"
 
+#include "egress/EgressAllowlist.hpp"
+
 #include "core/Clock.hpp"
 
 #include <regex>
@@ -50,7 +52,7 @@ std::map<std::string, std::string> readStringMap(const json& j, const char* key,
 CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     json j = parseJsonBody(body);
     rejectUnknownFields(j, {"template", "snapshot", "boot", "vcpus", "memory_mib", "timeout_s", "on_timeout", "metadata", "env",
-                            "policy", "secrets"},
+                            "policy", "secrets", "network"},
                         "sandbox request");
     CreateSandboxRequest r;
     if (j.contains("template") && j.contains("snapshot"))
@@ -70,8 +72,26 @@ CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     if (j.contains("env")) r.env = readStringMap(j, "env", true);
     if (j.contains("policy")) r.policy = parsePolicyRules(j["policy"]);
     if (j.contains("secrets")) r.secrets = parseSecrets(j["secrets"]);
+    if (j.contains("network")) r.networkAllow = parseNetwork(j["network"]);
     return r;
 }
+
+std::vector<std::string> parseNetwork(const nlohmann::json& j) {
+    if (!j.is_object()) throw Error(ErrorCode::bad_request, "'network' must be an object like {\"allow\":[\"host\",...]}");
+    rejectUnknownFields(j, {"allow"}, "network");
+    auto it = j.find("allow");
+    if (it == j.end()) throw Error(ErrorCode::bad_request, "'network.allow' is required (an empty list: no network)");
+    if (!it->is_array()) throw Error(ErrorCode::bad_request, "'network.allow' must be a list of host names");
+    std::vector<std::string> out;
+    for (const auto& e : *it) {
+        if (!e.is_string()) throw Error(ErrorCode::bad_request, "'network.allow' entries must be strings");
+        out.push_back(e.get<std::string>());
+    }
+    egress::EgressAllowlist::parse(out);  // a bad entry is a 400 naming it
+    return out;
+}
+
+std::vector<std::string> parseNetworkUpdate(const std::string& body) { return parseNetwork(parseJsonBody(body)); }
 
 std::map<std::string, SecretSpec> parseSecrets(const nlohmann::json& j) {
     // Messages name the secret, never its value.
@@ -245,6 +265,8 @@ nlohmann::json sandboxJson(const SandboxRecord& r) {
     // Names only: values never leave the server.
     j["secrets"] = json::parse(r.secretNamesJson, nullptr, false);
     if (j["secrets"].is_discarded()) j["secrets"] = json::array();
+    json allow = json::parse(r.networkJson, nullptr, false);
+    j["network"] = {{"allow", allow.is_array() ? allow : json::array()}};
     return j;
 }
 

@@ -18,6 +18,9 @@ nlohmann::json parseProcessStart(const std::string& body);
 
 // {"deny":[...],"approve":[...],"allow":[...]} command-prefix globs.
 policy::PolicyRules parsePolicyRules(const nlohmann::json& j);
+// {"allow":[...]}: the egress allowlist (entries validated).
+std::vector<std::string> parseNetwork(const nlohmann::json& j);
+std::vector<std::string> parseNetworkUpdate(const std::string& body);
 // {"NAME":"value"} or {"NAME":{"value":"...","commands":["git *"]}}.
 std::map<std::string, SecretSpec> parseSecrets(const nlohmann::json& j);
 struct ApprovalDecision {

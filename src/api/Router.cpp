@@ -132,6 +132,11 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
         auto timeout = parseTimeoutUpdate(c.request.body);
         return jsonResponse(200, sandboxJson(controller_.setTimeout(c.tenant, c.params[0], timeout)));
     });
+    add("PUT", "/v1/sandboxes/{}/network", true, [this](Context& c) {
+        controller_.get(c.tenant, c.params[0]);
+        auto allow = parseNetworkUpdate(c.request.body);
+        return jsonResponse(200, sandboxJson(controller_.setNetwork(c.tenant, c.params[0], allow)));
+    });
     add("POST", "/v1/sandboxes/{}/snapshots", true, [this](Context& c) {
         controller_.get(c.tenant, c.params[0]);
         parseEmptyBody(c.request.body, "snapshot request");

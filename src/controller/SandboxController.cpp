@@ -98,6 +98,9 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant, const Crea
     r.createdAt = nowTimestamp();
     r.metadataJson = nlohmann::json(request.metadata).dump();
     r.envJson = nlohmann::json(request.env).dump();
+    auto allow = egress::EgressAllowlist::parse(request.networkAllow);
+    if (!allow.empty() && !config_.egress) throw Error(ErrorCode::bad_request, "this server has no egress proxy");
+    r.networkJson = nlohmann::json(allow.texts()).dump();
     r.policyJson = nlohmann::json{{"deny", request.policy.deny},
                                   {"approve", request.policy.approve},
                                   {"allow", request.policy.allow}}.dump();
@@ -177,14 +180,13 @@ SandboxRecord SandboxController::create(const std::string& tenant, const CreateS
         if (!r.disk.empty()) createOverlay(dir + "/" + r.disk, tmpl->diskPath, tmpl->diskSizeBytes, config_.qemuUser);
         auto started = steadyMillis();
         hypervisor_.startDomain(domainSpec(r, *tmpl));
-        std::shared_ptr<AgentConnection> agent = connector_(agentEndpoint(r.id), config_.bootTimeout);
-        runtime(r.id)->agent = std::move(agent);
+        adoptAgent(r, connector_(agentEndpoint(r.id), config_.bootTimeout));
         store_.updateState(r.id, SandboxState::running);
         r.state = SandboxState::running;
         logInfo("controller", "sandbox " + r.id + " running after " + std::to_string(steadyMillis() - started) +
                                   " ms (template " + tmpl->name + ", cold boot)");
         record(r.id, r.tenant, "sandbox.created",
-               {{"template", tmpl->name}, {"digest", tmpl->digest}, {"boot", "cold"}, {"policy", nlohmann::json::parse(r.policyJson)}});
+               {{"template", tmpl->name}, {"digest", tmpl->digest}, {"boot", "cold"}, {"policy", nlohmann::json::parse(r.policyJson)}, {"network", nlohmann::json::parse(r.networkJson)}});
         return r;
     } catch (const std::exception& e) {
         failCreate(r.id, e);
@@ -233,11 +235,20 @@ std::shared_ptr<AgentConnection> SandboxController::agentFor(const std::string& 
         if (rt->agent) rt->agent->close();
         rt->agent.reset();
         rt->agent = connector_(agentEndpoint(id), std::chrono::seconds(15));
+        // The old session's egress listener went with it.
+        if (auto r = store_.find(id)) {
+            try {
+                attachEgress(*r, rt->agent);
+            } catch (const std::exception& e) {
+                logError("controller", "egress for " + id + ": " + e.what());
+            }
+        }
     }
     return rt->agent;
 }
 
 void SandboxController::teardown(const std::string& id) {
+    if (config_.egress) config_.egress->detach(id);
     hypervisor_.destroyDomain(domainName(id));
     std::shared_ptr<Runtime> rt;
     {
@@ -303,7 +314,7 @@ ExecOutput SandboxController::runExec(const SandboxRecord& r, const ExecOptions&
         for (const auto& glob : spec.commands) scoped = scoped || policy::CommandPolicy::globMatch(glob, command);
         if (scoped) withSecrets.env[name] = spec.value;
     }
-    auto request = toAgentRequest(withSecrets, parseEnvJson(r.envJson));
+    auto request = toAgentRequest(withSecrets, baseEnv(r));
     // The agent enforces the command's own timeout; the extra margin covers
     // the channel and a loaded machine.
     auto wait = std::chrono::milliseconds(request.timeout_ms) + std::chrono::seconds(15);

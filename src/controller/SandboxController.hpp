@@ -25,6 +25,7 @@
 #include "policy/CommandPolicy.hpp"
 #include "core/SecretCipher.hpp"
 #include "core/SecretMasker.hpp"
+#include "egress/EgressGateway.hpp"
 
 namespace airlock {
 
@@ -47,6 +48,9 @@ struct ControllerConfig {
     std::int64_t approvalTimeoutS = 900;  // a pending approval expires after this
     // Seals secrets at rest; without one, sandboxes cannot have secrets.
     std::shared_ptr<const SecretCipher> secretCipher;
+    // The host side of egress (airlockd's proxy). Without one, sandboxes
+    // cannot be given a network allowlist.
+    std::shared_ptr<egress::EgressGateway> egress;
 };
 
 // The stores the controller writes (one SQLite database in airlockd).
@@ -90,6 +94,7 @@ struct CreateSandboxRequest {
     std::map<std::string, std::string> env;
     policy::PolicyRules policy;  // per-sandbox rules (deny > approve > allow > defaults)
     std::map<std::string, SecretSpec> secrets;
+    std::vector<std::string> networkAllow;  // egress allowlist; empty: no network
 };
 
 // Opens the agent connection of an endpoint (a unix socket path or "vsock:CID:PORT").
@@ -124,6 +129,10 @@ public:
     GatedExec getExec(const std::string& tenant, const std::string& sandboxId, const std::string& execId);
     std::vector<AuditEvent> audit(const std::string& tenant, const std::string& sandboxId, const AuditQuery& query);
     policy::Verdict judge(const SandboxRecord& r, const ExecOptions& options) const;
+
+    // Egress (SandboxNetwork.cpp): replaces the allowlist of a sandbox;
+    // connections opened from now on are judged by the new list.
+    SandboxRecord setNetwork(const std::string& tenant, const std::string& id, const std::vector<std::string>& allow);
 
     // Lifecycle (SandboxLifecycle.cpp).
     SandboxRecord pause(const std::string& tenant, const std::string& id);
@@ -235,6 +244,13 @@ private:
     void runApproved(GatedExec g);
     void expireApprovals();
     std::shared_ptr<Runtime> runtime(const std::string& id);
+    // A new agent session for a sandbox: kept as its connection, and its
+    // egress listener opened on it when it has an allowlist.
+    void adoptAgent(const SandboxRecord& r, std::shared_ptr<AgentConnection> agent);
+    void attachEgress(const SandboxRecord& r, const std::shared_ptr<AgentConnection>& agent);
+    // Every command's environment: the sandbox's, plus the proxy variables
+    // when it has egress.
+    std::map<std::string, std::string> baseEnv(const SandboxRecord& r) const;
     std::shared_ptr<AgentConnection> agentFor(const std::string& id);
     void teardown(const std::string& id);
     void prepareSandboxDir(const std::string& dir);

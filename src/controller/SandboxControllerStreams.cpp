@@ -27,7 +27,7 @@ std::shared_ptr<AgentStream> SandboxController::openExec(const std::string& tena
     auto agent = runningAgent(tenant, id);
     auto record = requireOwned(tenant, id);
     requireAllowed(record, options, "exec/ws");
-    auto request = toAgentRequest(options, parseEnvJson(record.envJson));
+    auto request = toAgentRequest(options, baseEnv(record));
     request.tty = terminal.tty;
     request.rows = terminal.rows;
     request.cols = terminal.cols;
@@ -68,7 +68,7 @@ json SandboxController::processOp(const std::string& tenant, const std::string& 
         if (r.contains("env")) o.env = r["env"].get<std::map<std::string, std::string>>();
         auto record = requireOwned(tenant, id);
         requireAllowed(record, o, "processes");
-        auto exec = toAgentRequest(o, parseEnvJson(record.envJson));
+        auto exec = toAgentRequest(o, baseEnv(record));
         exec.background = true;
         exec.timeout_ms = 0;
         exec.stdin_stream = r.value("stdin_open", false);

@@ -404,7 +404,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant, c
         // entropy before anyone can run a command in it.
         std::shared_ptr<AgentConnection> agent = connector_(agentEndpoint(r.id), std::chrono::seconds(30));
         reseed(*agent);
-        runtime(r.id)->agent = std::move(agent);
+        adoptAgent(r, std::move(agent));
         store_.updateState(r.id, SandboxState::running);
         r.state = SandboxState::running;
         logInfo("controller", "sandbox " + r.id + " running after " + std::to_string(steadyMillis() - started) +
@@ -413,7 +413,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant, c
         if (!snap.hasDisk) wantSpare(shape);
         record(r.id, r.tenant, "sandbox.created",
                {{"template", tmpl->name}, {"digest", tmpl->digest}, {"boot", "restore"}, {"snapshot", snap.id},
-                {"policy", nlohmann::json::parse(r.policyJson)}});
+                {"policy", nlohmann::json::parse(r.policyJson)}, {"network", nlohmann::json::parse(r.networkJson)}});
         return r;
     } catch (const std::exception& e) {
         failCreate(r.id, e);

@@ -15,6 +15,8 @@
 #include "api/Router.hpp"
 #include "controller/SandboxController.hpp"
 #include "controller/TemplateCatalog.hpp"
+#include "core/Clock.hpp"
+#include "egress/EgressProxy.hpp"
 #include "core/Error.hpp"
 #include "core/Log.hpp"
 #include "hypervisor/AccelProbe.hpp"
@@ -110,6 +112,21 @@ int runDaemon(const DaemonOptions& options) {
     config.approvalTimeoutS = options.approvalTimeoutS;
     // Secrets at rest: AES-256-GCM with AIRLOCK_SECRET_KEY or DATA_DIR/secret.key (0600).
     config.secretCipher = std::make_shared<const SecretCipher>(SecretCipher::fromEnvironmentOrFile(dataDir + "/secret.key"));
+    // The I/O context and workers serve the API and the egress proxy alike.
+    boost::asio::io_context ioc;
+    boost::asio::thread_pool workers(16);
+    egress::EgressSettings egressSettings;
+    for (const auto& cidr : options.egressAllowCidrs) egressSettings.allowCidrs.push_back(egress::CidrRange::parse(cidr));
+    egressSettings.maxConnections = options.egressMaxConnections;
+    egressSettings.bytesPerSecond = options.egressBytesPerSecond;
+    for (const auto& r : egressSettings.allowCidrs) logWarn("airlockd", "egress may reach " + r.text() + " (--egress-allow-cidr)");
+    auto egressProxy = std::make_shared<egress::EgressProxy>(
+        ioc, workers, egressSettings,
+        [&audit](const std::string& sandboxId, const std::string& tenant, const std::string& type, const nlohmann::json& data) {
+            audit.append(AuditEvent{0, sandboxId, tenant, nowTimestamp(), type,
+                                    data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
+        });
+    config.egress = egressProxy;
     SandboxController controller(config, hypervisor, ControllerStores{sandboxes, ports, snapshots, gatedExecs, audit}, templates,
                                  [](const std::string& endpoint, std::chrono::milliseconds timeout) {
                                      return connectAgent(endpoint, timeout);
@@ -131,11 +148,21 @@ int runDaemon(const DaemonOptions& options) {
                 logError("airlockd", "cannot warm template " + name + ": " + e.what());
             }
         }
+        std::int64_t nextPrune = 0;
         while (!stopping) {
             try {
                 controller.enforceTimeouts();
             } catch (const std::exception& e) {
                 logError("airlockd", std::string("timeout sweep: ") + e.what());
+            }
+            if (options.auditRetentionDays > 0 && nowUnixSeconds() >= nextPrune) {
+                nextPrune = nowUnixSeconds() + 600;
+                try {
+                    auto cutoff = formatUnixSeconds(nowUnixSeconds() - std::int64_t(options.auditRetentionDays) * 86400);
+                    if (auto n = audit.prune(cutoff)) logInfo("airlockd", "audit retention: pruned " + std::to_string(n) + " events of deleted sandboxes");
+                } catch (const std::exception& e) {
+                    logError("airlockd", std::string("audit retention: ") + e.what());
+                }
             }
             for (int i = 0; i < 10 && !stopping; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
@@ -143,8 +170,6 @@ int runDaemon(const DaemonOptions& options) {
 
     api::Authenticator auth(keys);
     api::Router router(controller, auth, "0.1.0");
-    boost::asio::io_context ioc;
-    boost::asio::thread_pool workers(16);
     api::HttpServer server(ioc, options.listenHost, options.listenPort, router, controller, workers);
     logInfo("airlockd", "listening on http://" + options.listenHost + ":" + std::to_string(server.port()));
 

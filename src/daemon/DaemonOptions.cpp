@@ -1,6 +1,7 @@
 #include "daemon/DaemonOptions.hpp"
 
 #include "core/Error.hpp"
+#include "egress/AddressPolicy.hpp"
 
 namespace airlock {
 
@@ -9,6 +10,8 @@ std::string daemonUsage() {
            "                [--accel auto|kvm|tcg] [--libvirt-uri URI] [--agent-transport auto|serial|vsock]\n"
            "                [--exec-output-cap BYTES] [--default-timeout SECONDS] [--warm-templates NAME,...]\n"
            "                [--spare-vms N] [--policy FILE] [--approval-timeout SECONDS]\n"
+           "                [--egress-allow-cidr CIDR]... [--egress-max-connections N]\n"
+           "                [--egress-bandwidth BYTES_PER_SECOND] [--audit-retention-days DAYS]\n"
            "                [--log-level debug|info|warn|error]\n";
 }
 
@@ -19,6 +22,13 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
         auto value = [&]() -> std::string {
             if (i + 1 >= args.size()) throw Error(ErrorCode::bad_request, a + " needs a value");
             return args[++i];
+        };
+        auto number = [&](const std::string& v, unsigned long long min, unsigned long long max) {
+            if (v.empty() || v.size() > 15 || v.find_first_not_of("0123456789") != std::string::npos ||
+                std::stoull(v) < min || std::stoull(v) > max)
+                throw Error(ErrorCode::bad_request,
+                            a + " wants a number from " + std::to_string(min) + " to " + std::to_string(max));
+            return std::stoull(v);
         };
         if (a == "--help" || a == "-h") {
             o.help = true;
@@ -93,6 +103,16 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
                 if (comma == std::string::npos) break;
                 start = comma + 1;
             }
+        } else if (a == "--egress-allow-cidr") {
+            std::string v = value();
+            egress::CidrRange::parse(v);  // a typo is an error now, not a silent miss later
+            o.egressAllowCidrs.push_back(v);
+        } else if (a == "--egress-max-connections") {
+            o.egressMaxConnections = static_cast<unsigned>(number(value(), 1, 4096));
+        } else if (a == "--egress-bandwidth") {
+            o.egressBytesPerSecond = number(value(), 1024, 1ull << 40);
+        } else if (a == "--audit-retention-days") {
+            o.auditRetentionDays = static_cast<unsigned>(number(value(), 0, 36500));
         } else if (a == "--log-level") {
             o.logLevel = value();
         } else {

@@ -16,9 +16,13 @@ struct DaemonOptions {
     std::size_t execOutputCap = 1024 * 1024;  // per stream of a buffered exec
     long long defaultTimeoutS = 300;          // sandboxes that name no timeout_s; 0 = none
     std::vector<std::string> warmTemplates;   // templates given a ready snapshot at start
-    unsigned spareVms = 1;
+    unsigned spareVms = 1;                    // pre-started VMs per clone shape (0: none)
     std::string policyFile;                   // operator command rules (JSON deny/approve/allow globs)
-    long long approvalTimeoutS = 900;         // pending approvals expire after this                    // pre-started VMs per clone shape (0: none)
+    long long approvalTimeoutS = 900;         // pending approvals expire after this
+    std::vector<std::string> egressAllowCidrs;  // private ranges egress may reach anyway (tests, on-prem registries)
+    unsigned egressMaxConnections = 64;         // per sandbox, open at once
+    unsigned long long egressBytesPerSecond = 20ull << 20;  // per sandbox, both directions
+    unsigned auditRetentionDays = 90;           // audit events older than this are pruned; 0 = keep forever
     bool help = false;
 };
 

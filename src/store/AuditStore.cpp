@@ -60,11 +60,17 @@ std::string AuditStore::tenantOf(const std::string& sandboxId) {
     });
 }
 
-void AuditStore::prune(const std::string& olderThan) {
-    db_.locked([&](sqlite3* db) {
-        Database::Statement st(db, "DELETE FROM audit WHERE at < ?");
+std::int64_t AuditStore::prune(const std::string& olderThan) {
+    return db_.locked([&](sqlite3* db) {
+        // A live sandbox keeps its whole history; a deleted one keeps it
+        // until its last event (the deletion) is older than the cut-off.
+        // The sandboxes table lives in the same database (SandboxStore).
+        Database::Statement st(db,
+                               "DELETE FROM audit WHERE sandbox IN (SELECT sandbox FROM audit GROUP BY sandbox HAVING MAX(at) < ?)"
+                               " AND sandbox NOT IN (SELECT id FROM sandboxes)");
         st.bind(1, olderThan);
         st.step();
+        return static_cast<std::int64_t>(sqlite3_changes(db));
     });
 }
 

@@ -32,7 +32,9 @@ public:
     std::vector<AuditEvent> query(const std::string& sandboxId, const AuditQuery& q);
     // The tenant that owns a sandbox's events (also after its deletion); empty if none.
     std::string tenantOf(const std::string& sandboxId);
-    void prune(const std::string& olderThan);
+    // Retention: drops the events of deleted sandboxes whose last event is
+    // older than `olderThan` (RFC 3339); returns how many went.
+    std::int64_t prune(const std::string& olderThan);
 private:
     Database& db_;
 };

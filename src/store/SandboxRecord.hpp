@@ -31,6 +31,7 @@ struct SandboxRecord {
     std::string policyJson = "{}";    // per-sandbox command rules {"deny":[],"approve":[],"allow":[]}
     std::string secretsSealed;        // AES-GCM sealed JSON {"NAME":{"value","commands"}}; "" = none
     std::string secretNamesJson = "[]";  // the names alone, in the clear
+    std::string networkJson = "[]";      // egress allowlist entries; empty: no network at all
 };
 
 }  // namespace airlock

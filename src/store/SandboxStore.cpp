@@ -30,7 +30,7 @@ SandboxState parseSandboxState(const std::string& s) {
 namespace {
 constexpr const char* kColumns =
     "id, tenant, template, state, vcpus, memory_mib, created_at, metadata, env, error, snapshot, disk, layers,"
-    " timeout_s, on_timeout, expires_at, policy, secrets, secret_names";
+    " timeout_s, on_timeout, expires_at, policy, secrets, secret_names, network";
 
 SandboxRecord readRow(Database::Statement& st) {
     SandboxRecord r;
@@ -53,6 +53,7 @@ SandboxRecord readRow(Database::Statement& st) {
     r.policyJson = st.text(16);
     r.secretsSealed = st.text(17);
     r.secretNamesJson = st.text(18);
+    r.networkJson = st.text(19);
     return r;
 }
 }  // namespace
@@ -73,6 +74,15 @@ SandboxStore::SandboxStore(Database& db) : db_(db) {
     db_.addColumnIfMissing("sandboxes", "policy TEXT NOT NULL DEFAULT '{}'");
     db_.addColumnIfMissing("sandboxes", "secrets TEXT NOT NULL DEFAULT ''");
     db_.addColumnIfMissing("sandboxes", "secret_names TEXT NOT NULL DEFAULT '[]'");
+    db_.addColumnIfMissing("sandboxes", "network TEXT NOT NULL DEFAULT '[]'");
+}
+
+void SandboxStore::updateNetwork(const std::string& id, const std::string& networkJson) {
+    db_.locked([&](sqlite3* db) {
+        Database::Statement st(db, "UPDATE sandboxes SET network = ? WHERE id = ?");
+        st.bind(1, networkJson).bind(2, id);
+        st.step();
+    });
 }
 
 void SandboxStore::updateDisk(const std::string& id, const std::string& disk, const std::string& layersJson) {
@@ -97,13 +107,13 @@ void SandboxStore::replace(const SandboxRecord& r) { write(r, true); }
 void SandboxStore::write(const SandboxRecord& r, bool replace) {
     db_.locked([&](sqlite3* db) {
         Database::Statement st(db, std::string(replace ? "INSERT OR REPLACE" : "INSERT") + " INTO sandboxes (" + kColumns +
-                                       ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                                       ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
         st.bind(1, r.id).bind(2, r.tenant).bind(3, r.templateName).bind(4, sandboxStateName(r.state));
         st.bind(5, std::int64_t(r.vcpus)).bind(6, std::int64_t(r.memoryMib)).bind(7, r.createdAt);
         st.bind(8, r.metadataJson).bind(9, r.envJson).bind(10, r.error);
         st.bind(11, r.snapshotId).bind(12, r.disk).bind(13, r.layersJson).bind(14, r.timeoutS);
         st.bind(15, r.onTimeout).bind(16, r.expiresAt).bind(17, r.policyJson).bind(18, r.secretsSealed);
-        st.bind(19, r.secretNamesJson);
+        st.bind(19, r.secretNamesJson).bind(20, r.networkJson);
         st.step();
     });
 }

@@ -19,6 +19,7 @@ public:
     void updateState(const std::string& id, SandboxState state, const std::string& error = {});
     void remove(const std::string& id);
     void updateDisk(const std::string& id, const std::string& disk, const std::string& layersJson);
+    void updateNetwork(const std::string& id, const std::string& networkJson);
     void updateTimeout(const std::string& id, std::int64_t timeoutS, std::int64_t expiresAt);
     std::optional<SandboxRecord> find(const std::string& id);
     std::vector<SandboxRecord> list(const std::string& tenant);  // empty tenant: all

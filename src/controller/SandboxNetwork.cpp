@@ -1,0 +1,71 @@
+// Egress of a sandbox: the allowlist on its record, the proxy listener on
+// its agent session and the proxy variables in every command's environment.
+// There is no network interface in any guest; the proxy is the only way out.
+#include "controller/SandboxController.hpp"
+#include "core/Log.hpp"
+#include "egress/EgressAllowlist.hpp"
+
+namespace airlock {
+
+namespace {
+egress::EgressAllowlist allowlistOf(const SandboxRecord& r) {
+    auto j = nlohmann::json::parse(r.networkJson, nullptr, false);
+    std::vector<std::string> entries;
+    if (j.is_array())
+        for (const auto& e : j)
+            if (e.is_string()) entries.push_back(e.get<std::string>());
+    return egress::EgressAllowlist::parse(entries);
+}
+}  // namespace
+
+std::map<std::string, std::string> SandboxController::baseEnv(const SandboxRecord& r) const {
+    std::map<std::string, std::string> env;
+    if (config_.egress) {
+        // Every client library looks at one spelling or another. no_proxy
+        // keeps the guest's own servers (a dev server on localhost) direct.
+        std::string proxy = "http://127.0.0.1:" + std::to_string(egress::kGuestProxyPort);
+        for (const char* name :
+             {"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"})
+            env[name] = proxy;
+        env["no_proxy"] = env["NO_PROXY"] = "localhost,127.0.0.1,::1";
+    }
+    for (auto& [k, v] : parseEnvJson(r.envJson)) env[k] = v;
+    return env;
+}
+
+void SandboxController::attachEgress(const SandboxRecord& r,
+                                     const std::shared_ptr<AgentConnection>& agent) {
+    // Every sandbox has the proxy, also with an empty allowlist: it then
+    // refuses everything, and the attempts are in the audit log.
+    if (!config_.egress) return;
+    config_.egress->attach(r.id, r.tenant, agent, allowlistOf(r));
+}
+
+void SandboxController::adoptAgent(const SandboxRecord& r, std::shared_ptr<AgentConnection> agent) {
+    attachEgress(r, agent);  // before any command can run: they expect their proxy
+    runtime(r.id)->agent = std::move(agent);
+}
+
+SandboxRecord SandboxController::setNetwork(const std::string& tenant, const std::string& id,
+                                            const std::vector<std::string>& allow) {
+    auto list = egress::EgressAllowlist::parse(allow);
+    if (!list.empty() && !config_.egress)
+        throw Error(ErrorCode::bad_request, "this server has no egress proxy");
+    auto lifecycle = lifecycleMutex(id);
+    std::lock_guard op(*lifecycle);
+    auto r = requireOwned(tenant, id);
+    if (r.state != SandboxState::running && r.state != SandboxState::paused)
+        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state));
+    auto previous = nlohmann::json::parse(r.networkJson, nullptr, false);
+    r.networkJson = nlohmann::json(list.texts()).dump();
+    store_.updateNetwork(id, r.networkJson);
+    // Not attached (no agent session yet since a restart): the next
+    // session's listener reads the stored list.
+    if (config_.egress) config_.egress->update(id, list);
+    record(id, tenant, "network.updated",
+           {{"allow", list.texts()},
+            {"previous", previous.is_array() ? previous : nlohmann::json::array()}});
+    return r;
+}
+
+}  // namespace airlock

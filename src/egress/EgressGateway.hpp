@@ -1,0 +1,36 @@
+#pragma once
+#include <memory>
+#include <string>
+
+#include "egress/EgressAllowlist.hpp"
+
+namespace airlock {
+class AgentConnection;
+}
+
+namespace airlock::egress {
+
+// What the controller tells the egress side (the host proxy in airlockd;
+// a recorder in unit tests). Guests have no network interface but lo; every
+// sandbox is attached, and one with an empty allowlist is refused
+// everything (and audited).
+class EgressGateway {
+  public:
+    virtual ~EgressGateway() = default;
+    // The sandbox's agent session is (re)established: open the guest's proxy
+    // listener on it. Returns once the guest listens (or throws Error).
+    virtual void attach(const std::string& sandboxId, const std::string& tenant,
+                        const std::shared_ptr<AgentConnection>& agent,
+                        const EgressAllowlist& allow) = 0;
+    // New allowlist for a running sandbox: connections opened from now on are
+    // judged by it. False when the sandbox is not attached.
+    virtual bool update(const std::string& sandboxId, const EgressAllowlist& allow) = 0;
+    // The sandbox is going away: stop listening, cut its connections.
+    virtual void detach(const std::string& sandboxId) = 0;
+};
+
+// The guest port the agent serves the proxy on; commands get
+// http_proxy=http://127.0.0.1:kGuestProxyPort and friends.
+inline constexpr unsigned kGuestProxyPort = 3128;
+
+}  // namespace airlock::egress

@@ -1,0 +1,395 @@
+#include "egress/EgressSession.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+
+#include "agentclient/AgentConnection.hpp"
+#include "core/Error.hpp"
+#include "core/Log.hpp"
+
+namespace airlock::egress {
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using Kind = AgentStream::Event::Kind;
+using namespace std::chrono_literals;
+
+namespace {
+std::string statusText(int status) {
+    switch (status) {
+        case 400:
+            return "Bad Request";
+        case 403:
+            return "Forbidden";
+        case 431:
+            return "Request Header Fields Too Large";
+        case 502:
+            return "Bad Gateway";
+        case 503:
+            return "Service Unavailable";
+        case 504:
+            return "Gateway Timeout";
+        case 505:
+            return "HTTP Version Not Supported";
+        default:
+            return "Error";
+    }
+}
+}  // namespace
+
+EgressSession::EgressSession(std::shared_ptr<EgressShared> shared,
+                             std::shared_ptr<SandboxEgress> sandbox, std::uint64_t connection)
+    : shared_(std::move(shared)),
+      sandbox_(std::move(sandbox)),
+      connection_(connection),
+      strand_(asio::make_strand(shared_->ioc)),
+      upstream_(strand_),
+      timer_(strand_),
+      throttle_(strand_),
+      started_(std::chrono::steady_clock::now()),
+      lastActivity_(started_) {}
+
+EgressSession::~EgressSession() {
+    if (counted_) --sandbox_->open;
+}
+
+void EgressSession::start() {
+    // Counted from the first moment: the cap bounds what a guest can make us hold.
+    if (sandbox_->open.fetch_add(1) >= shared_->settings.maxConnections) {
+        --sandbox_->open;
+        reason_ = "the sandbox has " + std::to_string(shared_->settings.maxConnections) +
+                  " egress connections open";
+    } else {
+        counted_ = true;
+    }
+    asio::post(shared_->workers, [self = shared_from_this()] {
+        std::shared_ptr<AgentStream> tunnel;
+        try {
+            auto agent = self->sandbox_->agent.lock();
+            if (!agent) throw Error(ErrorCode::agent_error, "agent connection gone");
+            std::weak_ptr<EgressSession> weak = self;
+            tunnel = agent->open({{"op", "egress_attach"}, {"connection", self->connection_}},
+                                 [weak](AgentStream::Event&& e) {
+                                     if (auto s = weak.lock())
+                                         asio::post(s->strand_, [s, e = std::move(e)]() mutable {
+                                             s->onGuestEvent(std::move(e));
+                                         });
+                                 });
+        } catch (const std::exception& e) {
+            logWarn("egress", "cannot attach connection " + std::to_string(self->connection_) +
+                                  " of " + self->sandbox_->id + ": " + e.what());
+        }
+        asio::post(self->strand_, [self, tunnel] {
+            if (!tunnel) return self->finish("attach failed");
+            self->tunnel_ = tunnel;
+            self->phase_ = Phase::head;
+            if (!self->counted_) return self->refuse(503, "egress.denied", self->reason_);
+            self->armTimer(self->shared_->settings.headTimeout, "request head");
+            auto early = std::move(self->early_);
+            for (auto& e : early) self->onGuestEvent(std::move(e));
+        });
+    });
+}
+
+void EgressSession::armTimer(std::chrono::milliseconds after, const char* what) {
+    timer_.expires_after(after);
+    timer_.async_wait([self = shared_from_this(), what, after](boost::system::error_code ec) {
+        if (ec || self->phase_ == Phase::done) return;
+        if (self->phase_ == Phase::relay) {
+            // Idle timeout: re-armed from the last activity.
+            auto idle = std::chrono::steady_clock::now() - self->lastActivity_;
+            if (idle < after)
+                return self->armTimer(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(after - idle), what);
+            return self->finish("idle for " + std::to_string(after.count() / 1000) + " s");
+        }
+        if (self->phase_ == Phase::refusing) return self->finish(self->reason_);
+        if (self->phase_ == Phase::head)
+            return self->refuse(400, "egress.denied",
+                                std::string("no complete ") + what + " in time");
+        self->refuse(504, "egress.failed", std::string(what) + " timed out");
+    });
+}
+
+void EgressSession::touch() { lastActivity_ = std::chrono::steady_clock::now(); }
+
+void EgressSession::onGuestEvent(AgentStream::Event&& event) {
+    if (phase_ == Phase::done) return;
+    if (!tunnel_) return early_.push_back(std::move(event));
+    if (event.kind == Kind::control) return;
+    if (event.kind == Kind::reset) return finish("the guest connection was reset");
+    if (event.kind == Kind::close) {
+        // The guest client stopped sending (and its tunnel ended): what it
+        // sent is delivered, then the connection is over.
+        guestClosed_ = true;
+        if (phase_ != Phase::relay || (toUpstream_.empty() && !writingUpstream_))
+            return finish("closed by the guest");
+        return;
+    }
+    touch();
+    if (phase_ == Phase::head) {
+        head_ += event.payload;  // at most 16 KiB before it is parsed or refused
+        return onHeadBytes();
+    }
+    if (phase_ == Phase::relay) {
+        toUpstream_.push_back({std::move(event.payload)});
+        return pumpToUpstream();
+    }
+    // Bytes while resolving/connecting (a request body, a TLS hello) wait
+    // with the head; the guest's window bounds them.
+    if (phase_ == Phase::resolving || phase_ == Phase::connecting) {
+        toUpstream_.push_back({std::move(event.payload)});
+        return;
+    }
+    tunnel_->grant(event.payload.size());  // refusing: read and dropped
+}
+
+void EgressSession::onHeadBytes() {
+    ProxyRequestParser parser;
+    std::size_t headLength = 0;
+    switch (parser.parse(head_, request_, headLength)) {
+        case ProxyRequestParser::Status::need_more:
+            return;
+        case ProxyRequestParser::Status::error:
+            return refuse(parser.errorStatus(), "egress.denied", parser.error());
+        case ProxyRequestParser::Status::complete:
+            break;
+    }
+    tunnel_->grant(headLength);
+    std::string rest = head_.substr(headLength);
+    head_.clear();
+    if (!rest.empty()) toUpstream_.push_back({std::move(rest)});
+    decide();
+}
+
+void EgressSession::decide() {
+    auto allow = sandbox_->allowlist();
+    if (!allow.hostListed(request_.host))
+        return refuse(403, "egress.denied", request_.host + " is not on the sandbox's allowlist");
+    phase_ = Phase::resolving;
+    armTimer(shared_->settings.connectTimeout, "name resolution");
+    boost::system::error_code ec;
+    auto literal = asio::ip::make_address(request_.host, ec);
+    if (!ec) return onResolved({literal}, "");
+    // getaddrinfo blocks: a worker does it.
+    asio::post(shared_->workers, [self = shared_from_this()] {
+        std::string error;
+        std::vector<asio::ip::address> addresses;
+        try {
+            addresses = self->shared_->resolver(self->request_.host, error);
+        } catch (const std::exception& e) {
+            error = e.what();
+        }
+        asio::post(self->strand_, [self, addresses = std::move(addresses), error]() mutable {
+            self->onResolved(std::move(addresses), error);
+        });
+    });
+}
+
+void EgressSession::onResolved(std::vector<asio::ip::address> addresses, const std::string& error) {
+    if (phase_ != Phase::resolving) return;
+    if (addresses.empty())
+        return refuse(502, "egress.failed",
+                      "cannot resolve " + request_.host + (error.empty() ? "" : ": " + error));
+    auto allow = sandbox_->allowlist();
+    bool portListed = allow.allows(request_.host, request_.port);
+    // Every address is judged, and only a judged one is dialled: a name
+    // that resolves (or rebinds) to loopback, a private network or the
+    // metadata service gets nowhere unless the operator opened that range.
+    // Ports other than 80/443 need an entry naming them, or a destination
+    // in the operator's ranges (on-prem registries on their own ports).
+    std::vector<tcp::endpoint> usable;
+    std::string refusal;
+    for (const auto& a : addresses) {
+        if (auto why = shared_->addresses.refusal(a)) {
+            if (refusal.empty())
+                refusal =
+                    request_.host + " resolves to " + a.to_string() + ", a " + *why + " address";
+            continue;
+        }
+        if (!portListed && !shared_->addresses.operatorAllowed(a)) {
+            if (refusal.empty())
+                refusal = "port " + std::to_string(request_.port) + " of " + request_.host +
+                          " is not allowed (80 and 443 are; list host:port for others)";
+            continue;
+        }
+        usable.emplace_back(a, request_.port);
+    }
+    if (usable.empty()) {
+        resolved_ = addresses.front().to_string();
+        return refuse(403, "egress.denied", refusal);
+    }
+    phase_ = Phase::connecting;
+    resolved_ = usable.front().address().to_string();
+    asio::async_connect(
+        upstream_, usable,
+        [self = shared_from_this()](boost::system::error_code ec, const tcp::endpoint& endpoint) {
+            if (self->phase_ != Phase::connecting) return;
+            if (ec)
+                return self->refuse(502, "egress.failed",
+                                    "cannot connect to " + self->request_.destination() + " (" +
+                                        self->resolved_ + "): " + ec.message());
+            self->onConnected(endpoint);
+        });
+}
+
+void EgressSession::onConnected(const tcp::endpoint& endpoint) {
+    resolved_ = endpoint.address().to_string();
+    phase_ = Phase::relay;
+    auditType_ = "egress.allowed";
+    reason_ = "allowlisted";
+    touch();
+    armTimer(shared_->settings.idleTimeout, "idle");
+    if (request_.connect) {
+        sendToGuest("HTTP/1.1 200 Connection established\r\n\r\n", false);
+    } else {
+        toUpstream_.push_front({std::move(request_.upstreamHead), false});
+        readUpstream();
+    }
+    pumpToUpstream();
+}
+
+void EgressSession::sendToGuest(std::string bytes, bool closeAfter) {
+    // One write at a time (ordering); the next upstream read waits for it.
+    asio::post(shared_->workers,
+               [self = shared_from_this(), tunnel = tunnel_, bytes = std::move(bytes), closeAfter] {
+                   bool ok = true;
+                   try {
+                       if (!bytes.empty()) tunnel->write(0, bytes, AgentStream::Clock::now() + 60s);
+                       if (closeAfter) tunnel->closeWrite();
+                   } catch (const std::exception&) {
+                       ok = false;
+                   }
+                   asio::post(self->strand_, [self, ok, closeAfter] {
+                       if (self->phase_ == Phase::done) return;
+                       if (!ok) return self->finish("the guest stopped reading");
+                       if (closeAfter) return;  // the guest's close (or the timer) ends it
+                       if (self->phase_ == Phase::relay) self->readUpstream();
+                   });
+               });
+}
+
+void EgressSession::readUpstream() {
+    if (phase_ != Phase::relay || !upstream_.is_open()) return;
+    upstream_.async_read_some(
+        asio::buffer(readBuffer_),
+        [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
+            if (self->phase_ != Phase::relay) return;
+            if (ec) {
+                // The destination is done: tell the guest client (EOF), then
+                // wait for it to close its side.
+                return self->sendToGuest("", true);
+            }
+            self->touch();
+            self->bytesReceived_ += n;
+            auto pause = self->sandbox_->bucket.take(n);
+            std::string bytes(self->readBuffer_.data(), n);
+            if (pause <= 0ns) return self->sendToGuest(std::move(bytes), false);
+            // Over the sandbox's rate: the bytes wait, and so does the next read.
+            auto t = std::make_shared<asio::steady_timer>(self->strand_, pause);
+            t->async_wait([self, t, bytes = std::move(bytes)](boost::system::error_code) mutable {
+                if (self->phase_ == Phase::relay) self->sendToGuest(std::move(bytes), false);
+            });
+        });
+}
+
+void EgressSession::pumpToUpstream() {
+    if (phase_ != Phase::relay || writingUpstream_) return;
+    if (toUpstream_.empty()) {
+        if (guestClosed_) finish("closed by the guest");
+        return;
+    }
+    writingUpstream_ = true;
+    asio::async_write(
+        upstream_, asio::buffer(toUpstream_.front().bytes),
+        [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
+            self->writingUpstream_ = false;
+            if (self->phase_ != Phase::relay) return;
+            if (ec) return self->finish("the destination stopped reading: " + ec.message());
+            self->touch();
+            bool fromGuest = self->toUpstream_.front().fromGuest;
+            self->toUpstream_.pop_front();
+            self->bytesSent_ += n;
+            if (fromGuest && self->tunnel_) self->tunnel_->grant(n);
+            auto pause = self->sandbox_->bucket.take(n);
+            if (pause <= 0ns) return self->pumpToUpstream();
+            self->writingUpstream_ = true;  // held until the pause is over
+            self->throttle_.expires_after(pause);
+            self->throttle_.async_wait([self](boost::system::error_code) {
+                self->writingUpstream_ = false;
+                self->pumpToUpstream();
+            });
+        });
+}
+
+void EgressSession::refuse(int status, const std::string& type, const std::string& reason) {
+    if (phase_ == Phase::done || phase_ == Phase::refusing) return;
+    phase_ = Phase::refusing;
+    auditType_ = type;
+    reason_ = reason;
+    boost::system::error_code ignored;
+    upstream_.close(ignored);
+    std::string body = "airlock egress: " + reason + "\n";
+    std::string response = "HTTP/1.1 " + std::to_string(status) + " " + statusText(status) +
+                           "\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: " +
+                           std::to_string(body.size()) + "\r\n\r\n" + body;
+    // Buffered bytes will never be sent; the guest gets its window back.
+    std::size_t held = 0;
+    for (const auto& c : toUpstream_)
+        if (c.fromGuest) held += c.bytes.size();
+    toUpstream_.clear();
+    if (tunnel_) {
+        if (held) tunnel_->grant(held);
+        sendToGuest(std::move(response), true);
+    }
+    armTimer(5s, "refusal");
+}
+
+void EgressSession::finish(const std::string& why) {
+    if (phase_ == Phase::done) return;
+    bool wasRelay = phase_ == Phase::relay;
+    phase_ = Phase::done;
+    if (auditType_.empty()) {
+        auditType_ = "egress.failed";
+        reason_ = why;
+    }
+    boost::system::error_code ignored;
+    timer_.cancel();
+    throttle_.cancel();
+    upstream_.close(ignored);
+    if (wasRelay) reason_ += "; " + why;
+    audit(auditType_);
+    toUpstream_.clear();
+    early_.clear();
+    tunnel_.reset();  // an unfinished stream is reset, and the guest socket closed with it
+}
+
+void EgressSession::audit(const std::string& type) {
+    nlohmann::json data{{"destination", request_.host.empty() ? "" : request_.destination()},
+                        {"host", request_.host},
+                        {"port", request_.port},
+                        {"method", request_.method},
+                        {"resolved", resolved_},
+                        {"decision", type == "egress.allowed"  ? "allowed"
+                                     : type == "egress.denied" ? "denied"
+                                                               : "failed"},
+                        {"reason", reason_},
+                        {"bytes_sent", bytesSent_},
+                        {"bytes_received", bytesReceived_},
+                        {"duration_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            std::chrono::steady_clock::now() - started_)
+                                            .count()}};
+    if (type == "egress.allowed")
+        logInfo("egress", sandbox_->id + " " + request_.method + " " + request_.destination() +
+                              " -> " + resolved_ + " (" + std::to_string(bytesSent_) + " B out, " +
+                              std::to_string(bytesReceived_) + " B in)");
+    else
+        logInfo("egress", sandbox_->id + " refused " + request_.destination() + ": " + reason_);
+    try {
+        if (shared_->audit) shared_->audit(sandbox_->id, sandbox_->tenant, type, data);
+    } catch (const std::exception& e) {
+        logError("egress", std::string("cannot audit: ") + e.what());
+    }
+}
+
+}  // namespace airlock::egress

@@ -1,0 +1,111 @@
+#pragma once
+#include <array>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "agentclient/AgentStream.hpp"
+#include "egress/AddressPolicy.hpp"
+#include "egress/EgressAllowlist.hpp"
+#include "egress/EgressProxy.hpp"
+#include "egress/ProxyRequest.hpp"
+#include "egress/TokenBucket.hpp"
+
+namespace airlock::egress {
+
+// What every session of the proxy shares; outlives the proxy while sessions run.
+struct EgressShared {
+    boost::asio::io_context& ioc;
+    boost::asio::thread_pool& workers;
+    EgressSettings settings;
+    AddressPolicy addresses;
+    EgressAuditSink audit;
+    EgressResolver resolver;
+};
+
+// One attached sandbox: its allowlist, listener and caps.
+struct SandboxEgress {
+    SandboxEgress(std::string id, std::string tenant, EgressAllowlist allow,
+                  std::uint64_t bytesPerSecond)
+        : id(std::move(id)),
+          tenant(std::move(tenant)),
+          allow(std::move(allow)),
+          bucket(bytesPerSecond) {}
+    const std::string id;
+    const std::string tenant;
+    std::mutex mutex;  // guards allow
+    EgressAllowlist allow;
+    std::weak_ptr<AgentConnection> agent;
+    std::shared_ptr<AgentStream> listener;
+    unsigned guestPort = 0;
+    std::atomic<unsigned> open{0};  // sessions counted against maxConnections
+    TokenBucket bucket;
+    EgressAllowlist allowlist() {
+        std::lock_guard lock(mutex);
+        return allow;
+    }
+};
+
+// One guest connection to the proxy. Runs on its own strand; blocking agent
+// writes (they wait for the guest's window) go to the worker pool, one at a
+// time so that bytes stay in order.
+class EgressSession : public std::enable_shared_from_this<EgressSession> {
+  public:
+    EgressSession(std::shared_ptr<EgressShared> shared, std::shared_ptr<SandboxEgress> sandbox,
+                  std::uint64_t connection);
+    ~EgressSession();
+    void start();
+
+  private:
+    enum class Phase { attaching, head, resolving, connecting, relay, refusing, done };
+    void onGuestEvent(AgentStream::Event&& event);
+    void onHeadBytes();
+    void decide();
+    void onResolved(std::vector<boost::asio::ip::address> addresses, const std::string& error);
+    void onConnected(const boost::asio::ip::tcp::endpoint& endpoint);
+    void refuse(int status, const std::string& type, const std::string& reason);
+    void sendToGuest(std::string bytes, bool closeAfter);
+    void readUpstream();
+    void pumpToUpstream();
+    void armTimer(std::chrono::milliseconds after, const char* what);
+    void touch();
+    void finish(const std::string& why);
+    void audit(const std::string& type);
+
+    std::shared_ptr<EgressShared> shared_;
+    std::shared_ptr<SandboxEgress> sandbox_;
+    const std::uint64_t connection_;
+    boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+    boost::asio::ip::tcp::socket upstream_;
+    boost::asio::steady_timer timer_;     // head, connect and idle deadlines
+    boost::asio::steady_timer throttle_;  // bandwidth pauses, guest -> upstream
+    std::shared_ptr<AgentStream> tunnel_;
+    std::deque<AgentStream::Event> early_;  // events that beat the tunnel handle to the strand
+    Phase phase_ = Phase::attaching;
+    bool counted_ = false;
+    std::string head_;
+    ProxyRequest request_;
+    std::string resolved_;
+    std::string reason_;
+    std::string auditType_;
+    struct Chunk {
+        std::string bytes;
+        bool fromGuest = true;  // its window is returned once written
+    };
+    std::deque<Chunk> toUpstream_;
+    bool writingUpstream_ = false;
+    bool guestClosed_ = false;
+    std::uint64_t bytesSent_ = 0;      // guest -> destination
+    std::uint64_t bytesReceived_ = 0;  // destination -> guest
+    std::chrono::steady_clock::time_point started_;
+    std::chrono::steady_clock::time_point lastActivity_;
+    std::array<char, 64 * 1024> readBuffer_{};
+};
+
+}  // namespace airlock::egress
