@@ -10,12 +10,13 @@
 
 namespace airlock::guest {
 
-TunnelStream::TunnelStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request) : StreamHandler(id, sink) {
+TunnelStream::TunnelStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request)
+    : StreamHandler(id, sink) {
     start(request);
 }
 
 TunnelStream::TunnelStream(std::uint32_t id, FrameSink& sink, UniqueFd connected)
-    : StreamHandler(id, sink), sock_(std::move(connected)), connected_(true) {}
+    : StreamHandler(id, sink), sock_(std::move(connected)), connected_(true), halfClose_(true) {}
 
 void TunnelStream::start(const nlohmann::json& request) {
     int port = request.value("port", 0);
@@ -47,8 +48,9 @@ void TunnelStream::onFdReady(int, short revents) {
         int err = 0;
         socklen_t len = sizeof err;
         ::getsockopt(sock_.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-        if (err) return fail(err == ECONNREFUSED ? "connection_refused" : "io_error",
-                             std::string("cannot connect to the guest port: ") + std::strerror(err));
+        if (err)
+            return fail(err == ECONNREFUSED ? "connection_refused" : "io_error",
+                        std::string("cannot connect to the guest port: ") + std::strerror(err));
         connected_ = true;
         sendControl({{"connected", true}});
     }
@@ -61,8 +63,11 @@ void TunnelStream::onFdReady(int, short revents) {
         if (n > 0) {
             buf.resize(static_cast<std::size_t>(n));
             sendData(1, buf);
-        } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        } else if (n == 0) {
             readEof_ = true;
+        } else if (errno != EAGAIN && errno != EINTR) {
+            readEof_ = true;
+            broken_ = true;
         }
     }
 }
@@ -73,6 +78,7 @@ void TunnelStream::flushToSocket() {
         if (n < 0) {
             if (errno == EAGAIN || errno == EINTR) return;
             readEof_ = true;
+            broken_ = true;
             pending_.clear();
             return;
         }
@@ -94,7 +100,13 @@ void TunnelStream::onCloseWrite() {
 }
 
 void TunnelStream::tick(std::int64_t) {
-    if (!done() && readEof_) finish({{"closed", true}});
+    if (done() || !readEof_) return;
+    if (!halfClose_ || broken_) return finish({{"closed", true}});
+    if (!eofSent_) {
+        eofSent_ = true;
+        sendControl({{"eof", true}});
+    }
+    if (hostEof_ && pending_.empty()) finish({{"closed", true}});
 }
 
 }  // namespace airlock::guest

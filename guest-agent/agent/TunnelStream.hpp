@@ -10,10 +10,13 @@ namespace airlock::guest {
 // accepted egress connection: host data (channel 0) goes to the socket,
 // socket bytes come back on channel 1.
 class TunnelStream : public StreamHandler {
-public:
+  public:
     TunnelStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request);
     // An already connected socket (egress: a guest client's connection to
-    // the proxy listener), tunnelled the same way.
+    // the proxy listener), tunnelled the same way but with half-closes: the
+    // client's EOF is a control {"eof":true} and the stream lives on until
+    // the host has closed its side too (a client may shut down its writes
+    // and still wait for the answer).
     TunnelStream(std::uint32_t id, FrameSink& sink, UniqueFd connected);
     void collectFds(PollSet& set) override;
     void onFdReady(int fd, short revents) override;
@@ -21,13 +24,16 @@ public:
     void onCloseWrite() override;
     void tick(std::int64_t nowMs) override;
 
-private:
+  private:
     void start(const nlohmann::json& request);
     void flushToSocket();
     UniqueFd sock_;
     bool connected_ = false;
     bool readEof_ = false;
     bool hostEof_ = false;
+    bool halfClose_ = false;
+    bool eofSent_ = false;
+    bool broken_ = false;  // the socket failed: the stream is over
     std::string pending_;
 };
 

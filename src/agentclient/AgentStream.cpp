@@ -80,8 +80,13 @@ void AgentStream::grant(std::size_t bytes) {
         std::lock_guard lock(mutex_);
         if (finished_ || cancelled_) return;
     }
-    if (auto c = connection_.lock())
-        c->sendFrame(FrameType::window, id_, protocol::encodeWindowPayload(static_cast<std::uint32_t>(bytes)));
+    // Called from I/O handlers: a connection that just failed must not throw
+    // out of them (its reader fails the stream on its own).
+    try {
+        if (auto c = connection_.lock())
+            c->sendFrame(FrameType::window, id_, protocol::encodeWindowPayload(static_cast<std::uint32_t>(bytes)));
+    } catch (const std::exception&) {
+    }
 }
 
 void AgentStream::write(std::uint8_t channel, std::string_view bytes, Clock::time_point deadline) {

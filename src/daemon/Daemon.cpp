@@ -120,8 +120,11 @@ int runDaemon(const DaemonOptions& options) {
     egressSettings.maxConnections = options.egressMaxConnections;
     egressSettings.bytesPerSecond = options.egressBytesPerSecond;
     for (const auto& r : egressSettings.allowCidrs) logWarn("airlockd", "egress may reach " + r.text() + " (--egress-allow-cidr)");
+    // Egress has its own workers (blocking writes towards slow guests, name
+    // lookups): a guest that stops reading cannot starve the API's.
+    boost::asio::thread_pool egressWorkers(8);
     auto egressProxy = std::make_shared<egress::EgressProxy>(
-        ioc, workers, egressSettings,
+        ioc, egressWorkers, egressSettings,
         [&audit](const std::string& sandboxId, const std::string& tenant, const std::string& type, const nlohmann::json& data) {
             audit.append(AuditEvent{0, sandboxId, tenant, nowTimestamp(), type,
                                     data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
@@ -185,6 +188,8 @@ int runDaemon(const DaemonOptions& options) {
     controller.shutdown();
     workers.stop();
     workers.join();
+    egressWorkers.stop();
+    egressWorkers.join();
     return 0;
 }
 

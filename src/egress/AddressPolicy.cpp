@@ -86,6 +86,11 @@ std::string v6Class(const ip::address_v6& a) {
     if (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) return "site-local";
     if ((b[0] & 0xfe) == 0xfc) return "private (unique local)";
     if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8) return "documentation";
+    // Translators whose IPv4 side cannot be judged here: Teredo (2001::/32)
+    // and local-use NAT64 (64:ff9b:1::/48).
+    if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0) return "Teredo";
+    if (b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && b[4] == 0 && b[5] == 1)
+        return "local NAT64";
     if (b[0] == 0x01 && b[1] == 0x00 && b[2] == 0 && b[3] == 0 && b[4] == 0 && b[5] == 0 &&
         b[6] == 0 && b[7] == 0)
         return "discard";

@@ -57,9 +57,11 @@ std::optional<std::string> normalizeHost(std::string host) {
         if (ec) return std::nullopt;
         return v6.to_string();
     }
-    // All-numeric names ("2130706433", "0x7f.1") are addresses to some
-    // resolvers: refuse them rather than guess.
-    if (host.find_first_not_of("0123456789.x") == std::string::npos) return std::nullopt;
+    // Numeric forms ("2130706433", "0x7f.1", "127.1") are addresses to
+    // inet_aton and so to getaddrinfo: refuse them rather than guess. No
+    // top-level domain starts with a digit.
+    auto last = host.substr(host.rfind('.') == std::string::npos ? 0 : host.rfind('.') + 1);
+    if (last.empty() || !(last[0] >= 'a' && last[0] <= 'z')) return std::nullopt;
     if (!validHostName(host)) return std::nullopt;
     return host;
 }
@@ -129,6 +131,12 @@ bool hostMatches(const AllowEntry& e, const std::string& host) {
 bool EgressAllowlist::hostListed(const std::string& host) const {
     for (const auto& e : entries_)
         if (hostMatches(e, host)) return true;
+    return false;
+}
+
+bool EgressAllowlist::hostListedExactly(const std::string& host) const {
+    for (const auto& e : entries_)
+        if (e.host == host) return true;
     return false;
 }
 

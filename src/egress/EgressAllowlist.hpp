@@ -28,6 +28,8 @@ class EgressAllowlist {
 
     // Some entry names this host (normalized), whatever its port.
     bool hostListed(const std::string& host) const;
+    // An entry names exactly this host (not through a wildcard).
+    bool hostListedExactly(const std::string& host) const;
     // Some entry names this host and allows this port: its own port, or
     // 80/443 when it names none.
     bool allows(const std::string& host, std::uint16_t port) const;

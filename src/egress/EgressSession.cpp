@@ -46,11 +46,17 @@ EgressSession::EgressSession(std::shared_ptr<EgressShared> shared,
       upstream_(strand_),
       timer_(strand_),
       throttle_(strand_),
+      pace_(strand_),
       started_(std::chrono::steady_clock::now()),
       lastActivity_(started_) {}
 
 EgressSession::~EgressSession() {
     if (counted_) --sandbox_->open;
+}
+
+void EgressSession::grantGuest(std::size_t bytes) {
+    if (!tunnel_ || bytes == 0) return;
+    asio::post(shared_->workers, [tunnel = tunnel_, bytes] { tunnel->grant(bytes); });
 }
 
 void EgressSession::start() {
@@ -116,14 +122,17 @@ void EgressSession::touch() { lastActivity_ = std::chrono::steady_clock::now(); 
 void EgressSession::onGuestEvent(AgentStream::Event&& event) {
     if (phase_ == Phase::done) return;
     if (!tunnel_) return early_.push_back(std::move(event));
-    if (event.kind == Kind::control) return;
     if (event.kind == Kind::reset) return finish("the guest connection was reset");
-    if (event.kind == Kind::close) {
-        // The guest client stopped sending (and its tunnel ended): what it
-        // sent is delivered, then the connection is over.
-        guestClosed_ = true;
-        if (phase_ != Phase::relay || (toUpstream_.empty() && !writingUpstream_))
-            return finish("closed by the guest");
+    // The guest's tunnel ended: both directions are over there.
+    if (event.kind == Kind::close) return finish("closed by the guest");
+    if (event.kind == Kind::control) {
+        auto j = nlohmann::json::parse(event.payload, nullptr, false);
+        if (!j.is_object() || !j.value("eof", false)) return;
+        // The client shut down its sending side; it may still wait for the answer.
+        guestEof_ = true;
+        if (phase_ == Phase::head)
+            return refuse(400, "egress.denied", "the client closed before a complete request");
+        if (phase_ == Phase::relay) pumpToUpstream();
         return;
     }
     touch();
@@ -131,17 +140,11 @@ void EgressSession::onGuestEvent(AgentStream::Event&& event) {
         head_ += event.payload;  // at most 16 KiB before it is parsed or refused
         return onHeadBytes();
     }
-    if (phase_ == Phase::relay) {
-        toUpstream_.push_back({std::move(event.payload)});
-        return pumpToUpstream();
-    }
-    // Bytes while resolving/connecting (a request body, a TLS hello) wait
-    // with the head; the guest's window bounds them.
-    if (phase_ == Phase::resolving || phase_ == Phase::connecting) {
-        toUpstream_.push_back({std::move(event.payload)});
-        return;
-    }
-    tunnel_->grant(event.payload.size());  // refusing: read and dropped
+    if (phase_ == Phase::refusing) return grantGuest(event.payload.size());  // read and dropped
+    // Relaying, or bytes that arrive while resolving/connecting (a request
+    // body, a TLS hello): they wait in order, bounded by the guest's window.
+    toUpstream_.push_back({std::move(event.payload)});
+    if (phase_ == Phase::relay) pumpToUpstream();
 }
 
 void EgressSession::onHeadBytes() {
@@ -155,7 +158,7 @@ void EgressSession::onHeadBytes() {
         case ProxyRequestParser::Status::complete:
             break;
     }
-    tunnel_->grant(headLength);
+    grantGuest(headLength);
     std::string rest = head_.substr(headLength);
     head_.clear();
     if (!rest.empty()) toUpstream_.push_back({std::move(rest)});
@@ -193,34 +196,40 @@ void EgressSession::onResolved(std::vector<asio::ip::address> addresses, const s
                       "cannot resolve " + request_.host + (error.empty() ? "" : ": " + error));
     auto allow = sandbox_->allowlist();
     bool portListed = allow.allows(request_.host, request_.port);
+    // An exact entry may reach any port of an address in the operator's
+    // ranges (on-prem registries on their own ports); a wildcard may not:
+    // whoever controls DNS under it could aim it at any internal service.
+    bool anyPortInRanges = allow.hostListedExactly(request_.host);
     // Every address is judged, and only a judged one is dialled: a name
     // that resolves (or rebinds) to loopback, a private network or the
     // metadata service gets nowhere unless the operator opened that range.
-    // Ports other than 80/443 need an entry naming them, or a destination
-    // in the operator's ranges (on-prem registries on their own ports).
     std::vector<tcp::endpoint> usable;
-    std::string refusal;
+    std::string refusal, refusalForGuest;
     for (const auto& a : addresses) {
         if (auto why = shared_->addresses.refusal(a)) {
-            if (refusal.empty())
+            if (refusal.empty()) {
                 refusal =
                     request_.host + " resolves to " + a.to_string() + ", a " + *why + " address";
+                refusalForGuest = request_.host + " resolves to a " + *why + " address";
+            }
             continue;
         }
-        if (!portListed && !shared_->addresses.operatorAllowed(a)) {
+        if (!portListed && !(anyPortInRanges && shared_->addresses.operatorAllowed(a))) {
             if (refusal.empty())
-                refusal = "port " + std::to_string(request_.port) + " of " + request_.host +
-                          " is not allowed (80 and 443 are; list host:port for others)";
+                refusal = refusalForGuest =
+                    "port " + std::to_string(request_.port) + " of " + request_.host +
+                    " is not allowed (80 and 443 are; list host:port for others)";
             continue;
         }
         usable.emplace_back(a, request_.port);
     }
     if (usable.empty()) {
         resolved_ = addresses.front().to_string();
-        return refuse(403, "egress.denied", refusal);
+        return refuse(403, "egress.denied", refusal, refusalForGuest);
     }
     phase_ = Phase::connecting;
     resolved_ = usable.front().address().to_string();
+    armTimer(shared_->settings.connectTimeout, "connection");
     asio::async_connect(
         upstream_, usable,
         [self = shared_from_this()](boost::system::error_code ec, const tcp::endpoint& endpoint) {
@@ -238,10 +247,12 @@ void EgressSession::onConnected(const tcp::endpoint& endpoint) {
     phase_ = Phase::relay;
     auditType_ = "egress.allowed";
     reason_ = "allowlisted";
+    readBuffer_.resize(64 * 1024);
     touch();
     armTimer(shared_->settings.idleTimeout, "idle");
     if (request_.connect) {
-        sendToGuest("HTTP/1.1 200 Connection established\r\n\r\n", false);
+        sendToGuest("HTTP/1.1 200 Connection established\r\n\r\n",
+                    false);  // reading starts once it is out
     } else {
         toUpstream_.push_front({std::move(request_.upstreamHead), false});
         readUpstream();
@@ -263,7 +274,7 @@ void EgressSession::sendToGuest(std::string bytes, bool closeAfter) {
                    asio::post(self->strand_, [self, ok, closeAfter] {
                        if (self->phase_ == Phase::done) return;
                        if (!ok) return self->finish("the guest stopped reading");
-                       if (closeAfter) return;  // the guest's close (or the timer) ends it
+                       if (closeAfter) return;  // the guest's close (or a timer) ends it
                        if (self->phase_ == Phase::relay) self->readUpstream();
                    });
                });
@@ -275,28 +286,32 @@ void EgressSession::readUpstream() {
         asio::buffer(readBuffer_),
         [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
             if (self->phase_ != Phase::relay) return;
-            if (ec) {
-                // The destination is done: tell the guest client (EOF), then
-                // wait for it to close its side.
-                return self->sendToGuest("", true);
-            }
+            // The destination is done: the guest client gets its EOF and
+            // closes (its tunnel's close ends the session).
+            if (ec) return self->sendToGuest("", true);
             self->touch();
             self->bytesReceived_ += n;
             auto pause = self->sandbox_->bucket.take(n);
             std::string bytes(self->readBuffer_.data(), n);
             if (pause <= 0ns) return self->sendToGuest(std::move(bytes), false);
             // Over the sandbox's rate: the bytes wait, and so does the next read.
-            auto t = std::make_shared<asio::steady_timer>(self->strand_, pause);
-            t->async_wait([self, t, bytes = std::move(bytes)](boost::system::error_code) mutable {
-                if (self->phase_ == Phase::relay) self->sendToGuest(std::move(bytes), false);
-            });
+            self->pace_.expires_after(pause);
+            self->pace_.async_wait(
+                [self, bytes = std::move(bytes)](boost::system::error_code ec) mutable {
+                    if (!ec && self->phase_ == Phase::relay)
+                        self->sendToGuest(std::move(bytes), false);
+                });
         });
 }
 
 void EgressSession::pumpToUpstream() {
     if (phase_ != Phase::relay || writingUpstream_) return;
     if (toUpstream_.empty()) {
-        if (guestClosed_) finish("closed by the guest");
+        if (guestEof_ && !upstreamShut_) {
+            upstreamShut_ = true;
+            boost::system::error_code ignored;
+            upstream_.shutdown(tcp::socket::shutdown_send, ignored);
+        }
         return;
     }
     writingUpstream_ = true;
@@ -310,26 +325,27 @@ void EgressSession::pumpToUpstream() {
             bool fromGuest = self->toUpstream_.front().fromGuest;
             self->toUpstream_.pop_front();
             self->bytesSent_ += n;
-            if (fromGuest && self->tunnel_) self->tunnel_->grant(n);
+            if (fromGuest) self->grantGuest(n);
             auto pause = self->sandbox_->bucket.take(n);
             if (pause <= 0ns) return self->pumpToUpstream();
             self->writingUpstream_ = true;  // held until the pause is over
             self->throttle_.expires_after(pause);
-            self->throttle_.async_wait([self](boost::system::error_code) {
+            self->throttle_.async_wait([self](boost::system::error_code ec) {
                 self->writingUpstream_ = false;
-                self->pumpToUpstream();
+                if (!ec) self->pumpToUpstream();
             });
         });
 }
 
-void EgressSession::refuse(int status, const std::string& type, const std::string& reason) {
+void EgressSession::refuse(int status, const std::string& type, const std::string& reason,
+                           const std::string& forGuest) {
     if (phase_ == Phase::done || phase_ == Phase::refusing) return;
     phase_ = Phase::refusing;
     auditType_ = type;
     reason_ = reason;
     boost::system::error_code ignored;
     upstream_.close(ignored);
-    std::string body = "airlock egress: " + reason + "\n";
+    std::string body = "airlock egress: " + (forGuest.empty() ? reason : forGuest) + "\n";
     std::string response = "HTTP/1.1 " + std::to_string(status) + " " + statusText(status) +
                            "\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: " +
                            std::to_string(body.size()) + "\r\n\r\n" + body;
@@ -339,7 +355,7 @@ void EgressSession::refuse(int status, const std::string& type, const std::strin
         if (c.fromGuest) held += c.bytes.size();
     toUpstream_.clear();
     if (tunnel_) {
-        if (held) tunnel_->grant(held);
+        grantGuest(held);
         sendToGuest(std::move(response), true);
     }
     armTimer(5s, "refusal");
@@ -353,15 +369,28 @@ void EgressSession::finish(const std::string& why) {
         auditType_ = "egress.failed";
         reason_ = why;
     }
+    if (wasRelay) reason_ += "; " + why;
     boost::system::error_code ignored;
     timer_.cancel();
     throttle_.cancel();
+    pace_.cancel();
     upstream_.close(ignored);
-    if (wasRelay) reason_ += "; " + why;
     audit(auditType_);
+    // The connection no longer counts against the cap, whatever still
+    // holds this object (a worker finishing a write).
+    if (counted_) {
+        counted_ = false;
+        --sandbox_->open;
+    }
     toUpstream_.clear();
     early_.clear();
-    tunnel_.reset();  // an unfinished stream is reset, and the guest socket closed with it
+    head_.clear();
+    readBuffer_ = {};
+    if (tunnel_) {
+        // A reset wakes a worker blocked in write() and closes the guest socket.
+        asio::post(shared_->workers,
+                   [tunnel = std::move(tunnel_), why] { tunnel->reset("closed", why); });
+    }
 }
 
 void EgressSession::audit(const std::string& type) {

@@ -69,8 +69,14 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
     void decide();
     void onResolved(std::vector<boost::asio::ip::address> addresses, const std::string& error);
     void onConnected(const boost::asio::ip::tcp::endpoint& endpoint);
-    void refuse(int status, const std::string& type, const std::string& reason);
+    // Answers the guest with an HTTP error and ends; `forGuest` (if given)
+    // is what the guest reads, without internal addresses.
+    void refuse(int status, const std::string& type, const std::string& reason,
+                const std::string& forGuest = "");
     void sendToGuest(std::string bytes, bool closeAfter);
+    // Window back to the guest, off the strand: sending a frame may block
+    // while the agent channel is full.
+    void grantGuest(std::size_t bytes);
     void readUpstream();
     void pumpToUpstream();
     void armTimer(std::chrono::milliseconds after, const char* what);
@@ -85,6 +91,7 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
     boost::asio::ip::tcp::socket upstream_;
     boost::asio::steady_timer timer_;     // head, connect and idle deadlines
     boost::asio::steady_timer throttle_;  // bandwidth pauses, guest -> upstream
+    boost::asio::steady_timer pace_;      // bandwidth pauses, upstream -> guest
     std::shared_ptr<AgentStream> tunnel_;
     std::deque<AgentStream::Event> early_;  // events that beat the tunnel handle to the strand
     Phase phase_ = Phase::attaching;
@@ -100,12 +107,13 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
     };
     std::deque<Chunk> toUpstream_;
     bool writingUpstream_ = false;
-    bool guestClosed_ = false;
+    bool guestEof_ = false;            // the client shut down its sending side
+    bool upstreamShut_ = false;        // ... and so did we, towards the destination
     std::uint64_t bytesSent_ = 0;      // guest -> destination
     std::uint64_t bytesReceived_ = 0;  // destination -> guest
     std::chrono::steady_clock::time_point started_;
     std::chrono::steady_clock::time_point lastActivity_;
-    std::array<char, 64 * 1024> readBuffer_{};
+    std::vector<char> readBuffer_;  // allocated once relaying starts
 };
 
 }  // namespace airlock::egress

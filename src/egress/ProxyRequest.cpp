@@ -83,6 +83,12 @@ ProxyRequestParser::Status ProxyRequestParser::parse(std::string_view buffered, 
     if (end + endLen > kMaxHead) return fail(431, "request head larger than 16 KiB");
     headLength = end + endLen;
 
+    // A bare CR or a NUL is a line break to some servers: never forwarded.
+    std::string_view whole = buffered.substr(0, end);
+    for (std::size_t i = 0; i < whole.size(); ++i)
+        if (whole[i] == '\0' ||
+            (whole[i] == '\r' && (i + 1 >= whole.size() || whole[i + 1] != '\n')))
+            return fail(400, "stray CR or NUL in the request head");
     std::vector<std::string_view> lines;
     std::string_view head = buffered.substr(0, end);
     for (std::size_t pos = 0; pos <= head.size();) {
@@ -114,6 +120,7 @@ ProxyRequestParser::Status ProxyRequestParser::parse(std::string_view buffered, 
     out.method = std::string(method);
     std::string rawHost;
     std::string_view path;
+    std::string pathText;
     if (method == "CONNECT") {
         out.connect = true;
         if (!splitAuthority(target, rawHost, out.port) || out.port == 0)
@@ -136,7 +143,9 @@ ProxyRequestParser::Status ProxyRequestParser::parse(std::string_view buffered, 
             return fail(400, "malformed host in the URL");
         if (out.port == 0) out.port = 80;
         if (auto hash = path.find('#'); hash != std::string_view::npos) path = path.substr(0, hash);
-        if (path.empty() || path.front() == '?') return fail(400, "malformed path in the URL");
+        if (path.empty()) path = "/";
+        pathText = std::string(path);
+        if (pathText.front() == '?') pathText = "/" + pathText;
     }
     auto host = normalizeHost(rawHost);
     if (!host)
@@ -145,8 +154,7 @@ ProxyRequestParser::Status ProxyRequestParser::parse(std::string_view buffered, 
     if (out.connect) return Status::complete;
 
     // Plain HTTP: origin-form target, hop-by-hop and proxy headers dropped.
-    std::string upstream =
-        out.method + " " + std::string(path) + " " + std::string(version) + "\r\n";
+    std::string upstream = out.method + " " + pathText + " " + std::string(version) + "\r\n";
     for (std::size_t i = 1; i < lines.size(); ++i) {
         std::string_view line = lines[i];
         auto colon = line.find(':');

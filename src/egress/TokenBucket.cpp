@@ -4,10 +4,10 @@
 
 namespace airlock::egress {
 
-TokenBucket::TokenBucket(std::uint64_t bytesPerSecond)
+TokenBucket::TokenBucket(std::uint64_t bytesPerSecond, Clock::time_point start)
     : rate_(std::max<std::uint64_t>(bytesPerSecond, 1)),
       tokens_(static_cast<double>(rate_)),
-      last_(Clock::now()) {}
+      last_(start) {}
 
 std::chrono::nanoseconds TokenBucket::take(std::uint64_t bytes, Clock::time_point now) {
     std::lock_guard lock(mutex_);

@@ -12,7 +12,7 @@ namespace airlock::egress {
 class TokenBucket {
   public:
     using Clock = std::chrono::steady_clock;
-    explicit TokenBucket(std::uint64_t bytesPerSecond);
+    explicit TokenBucket(std::uint64_t bytesPerSecond, Clock::time_point start = Clock::now());
     std::chrono::nanoseconds take(std::uint64_t bytes, Clock::time_point now = Clock::now());
     std::uint64_t rate() const { return rate_; }
 

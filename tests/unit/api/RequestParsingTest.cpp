@@ -30,6 +30,19 @@ TEST(RequestParsing, CreateSandboxRejectsBadInput) {
     }
 }
 
+TEST(RequestParsing, NetworkAllowlist) {
+    auto r = parseCreateSandbox(R"({"network":{"allow":["pypi.org","*.npmjs.org","registry.local:5000"]}})");
+    EXPECT_EQ(r.networkAllow, (std::vector<std::string>{"pypi.org", "*.npmjs.org", "registry.local:5000"}));
+    EXPECT_TRUE(parseCreateSandbox(R"({"network":{"allow":[]}})").networkAllow.empty());
+    EXPECT_EQ(parseNetworkUpdate(R"({"allow":["example.com"]})"), std::vector<std::string>{"example.com"});
+    for (const char* bad : {R"({"network":[]})", R"({"network":{}})", R"({"network":{"allow":"example.com"}})",
+                            R"({"network":{"allow":[1]}})", R"({"network":{"allow":["*"]}})",
+                            R"({"network":{"allow":["a b"]}})", R"({"network":{"allow":[],"deny":[]}})"})
+        EXPECT_EQ(codeOf([&] { parseCreateSandbox(bad); }), ErrorCode::bad_request) << bad;
+    for (const char* bad : {"", "[]", R"({"allow":["ok.com"],"x":1})", R"({"allow":["10.0.0.0/8"]})"})
+        EXPECT_EQ(codeOf([&] { parseNetworkUpdate(bad); }), ErrorCode::bad_request) << bad;
+}
+
 TEST(RequestParsing, ExecCmdOrShell) {
     auto a = parseExec(R"({"cmd":["ls","-l"],"cwd":"/tmp","timeout_s":5,"stdin":"x","env":{"A":"b"}})");
     EXPECT_EQ(a.argv, (std::vector<std::string>{"ls", "-l"}));

@@ -16,6 +16,22 @@ TEST(DaemonOptions, ParsesEveryFlag) {
     EXPECT_EQ(o.libvirtUri, "qemu:///system");
 }
 
+TEST(DaemonOptions, EgressAndRetentionFlags) {
+    auto o = parseDaemonOptions({"--egress-allow-cidr", "127.0.0.1/32", "--egress-allow-cidr", "fd00::/8",
+                                 "--egress-max-connections", "8", "--egress-bandwidth", "1048576",
+                                 "--audit-retention-days", "0"});
+    EXPECT_EQ(o.egressAllowCidrs, (std::vector<std::string>{"127.0.0.1/32", "fd00::/8"}));
+    EXPECT_EQ(o.egressMaxConnections, 8u);
+    EXPECT_EQ(o.egressBytesPerSecond, 1048576u);
+    EXPECT_EQ(o.auditRetentionDays, 0u);
+    EXPECT_TRUE(parseDaemonOptions({}).egressAllowCidrs.empty()) << "no private range is open by default";
+    EXPECT_ANY_THROW(parseDaemonOptions({"--egress-allow-cidr", "10.0.0.0/33"}));
+    EXPECT_ANY_THROW(parseDaemonOptions({"--egress-allow-cidr", "localhost"}));
+    EXPECT_ANY_THROW(parseDaemonOptions({"--egress-max-connections", "0"}));
+    EXPECT_ANY_THROW(parseDaemonOptions({"--egress-bandwidth", "10"}));
+    EXPECT_ANY_THROW(parseDaemonOptions({"--audit-retention-days", "-1"}));
+}
+
 TEST(DaemonOptions, RejectsBadFlags) {
     EXPECT_ANY_THROW(parseDaemonOptions({"--listen", "nohostport"}));
     EXPECT_ANY_THROW(parseDaemonOptions({"--listen", "h:99999"}));
