@@ -14,19 +14,30 @@ namespace asio = boost::asio;
 using nlohmann::json;
 using Kind = AgentStream::Event::Kind;
 
-WsExecSession::WsExecSession(beast::tcp_stream&& stream, http::request<http::empty_body>&& upgrade, StreamContext context)
+WsExecSession::WsExecSession(beast::tcp_stream&& stream, http::request<http::empty_body>&& upgrade,
+                             StreamContext context)
     : ws_(std::move(stream)), upgrade_(std::move(upgrade)), ctx_(std::move(context)) {}
 
 void WsExecSession::start() {
     beast::get_lowest_layer(ws_).expires_never();
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
     ws_.read_message_max(protocol::kInitialWindow);
-    ws_.async_accept(upgrade_, [self = shared_from_this()](beast::error_code ec) { self->onAccepted(ec); });
+    ws_.async_accept(upgrade_,
+                     [self = shared_from_this()](beast::error_code ec) { self->onAccepted(ec); });
 }
 
 void WsExecSession::onAccepted(beast::error_code ec) {
     if (ec) return;
-    ws_.async_read(in_, [self = shared_from_this()](beast::error_code e, std::size_t) { self->onStartMessage(e); });
+    ws_.async_read(in_, [self = shared_from_this()](beast::error_code e, std::size_t) {
+        self->onStartMessage(e);
+    });
+}
+
+AgentStream::Handler WsExecSession::agentHandler() {
+    return [self = shared_from_this()](AgentStream::Event&& e) {
+        asio::post(self->ws_.get_executor(),
+                   [self, e = std::move(e)]() mutable { self->onAgentEvent(std::move(e)); });
+    };
 }
 
 void WsExecSession::onStartMessage(beast::error_code ec) {
@@ -34,34 +45,99 @@ void WsExecSession::onStartMessage(beast::error_code ec) {
     std::string body = beast::buffers_to_string(in_.data());
     in_.consume(in_.size());
     asio::post(ctx_.workers, [self = shared_from_this(), body] {
-        std::shared_ptr<AgentStream> agent;
+        SandboxController::StreamedExec started;
         std::string code, message;
         try {
-            TerminalOptions terminal;
-            ExecOptions options = parseExecStart(body, terminal);
-            agent = self->ctx_.controller.openExec(self->ctx_.tenant, self->ctx_.params[0], options, terminal,
-                                                   [self](AgentStream::Event&& e) {
-                                                       asio::post(self->ws_.get_executor(), [self, e = std::move(e)]() mutable {
-                                                           self->onAgentEvent(std::move(e));
-                                                       });
-                                                   });
+            self->options_ = parseExecStart(body, self->terminal_);
+            std::weak_ptr<WsExecSession> weak = self;
+            started = self->ctx_.controller.openExec(
+                self->ctx_.tenant, self->ctx_.params[0], self->options_, self->terminal_,
+                self->agentHandler(), [weak](const GatedExec& g) {
+                    if (auto s = weak.lock())
+                        asio::post(s->ws_.get_executor(), [s, g] { s->onDecision(g); });
+                });
         } catch (const Error& e) {
             code = std::string(errorCodeName(e.code()));
             message = e.what();
         }
+        asio::post(self->ws_.get_executor(), [self, started, code, message] {
+            if (started.pending) {
+                self->execId_ = started.pending->id;
+                self->awaiting_ = true;
+                self->queue(true, json{{"type", "pending_approval"},
+                                       {"exec_id", started.pending->id},
+                                       {"approval_id", started.pending->approvalId},
+                                       {"class", started.pending->commandClass},
+                                       {"reason", started.pending->reason}}
+                                      .dump());
+                if (self->ended_) return self->finish();
+                return self->readClient();
+            }
+            if (!started.stream) return self->sendErrorAndClose(code, message);
+            self->attachStream(started.stream);
+            self->readClient();
+        });
+    });
+}
+
+void WsExecSession::attachStream(std::shared_ptr<AgentStream> agent) {
+    started_ = true;
+    agent_ = agent;
+    if (ended_) return void(agent_.reset());
+    if (ungranted_) agent->grant(std::exchange(ungranted_, 0));
+}
+
+void WsExecSession::onDecision(const GatedExec& g) {
+    if (ended_ || !awaiting_) return;
+    awaiting_ = false;
+    if (g.state != "running") {
+        exited_ = true;  // decided: nothing to withdraw
+        std::string by = g.decidedBy.empty() ? "" : " by " + g.decidedBy;
+        return sendErrorAndClose("policy_denied",
+                                 "approval " + g.approvalId + " " + g.state + by +
+                                     (g.decisionReason.empty() ? "" : ": " + g.decisionReason));
+    }
+    queue(true, json{{"type", "approved"},
+                     {"exec_id", g.id},
+                     {"by", g.decidedBy},
+                     {"reason", g.decisionReason}}
+                    .dump());
+    asio::post(ctx_.workers, [self = shared_from_this()] {
+        std::shared_ptr<AgentStream> agent;
+        std::string code, message;
+        try {
+            agent = self->ctx_.controller.openApprovedExec(self->ctx_.tenant, self->ctx_.params[0],
+                                                           self->execId_, self->options_,
+                                                           self->terminal_, self->agentHandler());
+        } catch (const Error& e) {
+            code = std::string(errorCodeName(e.code()));
+            message = e.what();
+            self->ctx_.controller.finishStreamedExec(self->execId_, -1, message);
+        }
         asio::post(self->ws_.get_executor(), [self, agent, code, message] {
             if (!agent) return self->sendErrorAndClose(code, message);
-            self->agent_ = agent;
-            if (self->ended_) return void(self->agent_.reset());
-            if (self->ungranted_) agent->grant(std::exchange(self->ungranted_, 0));
-            self->readClient();
+            self->attachStream(agent);
+            // What the client typed while it waited goes first.
+            std::string held = std::move(self->heldStdin_);
+            bool eof = self->heldEof_;
+            if (held.empty() && !eof) return;
+            asio::post(self->ctx_.workers, [agent, held = std::move(held), eof] {
+                try {
+                    if (!held.empty())
+                        agent->write(0, held, AgentStream::Clock::now() + std::chrono::seconds(60));
+                    if (eof) agent->closeWrite();
+                } catch (const Error&) {
+                }
+            });
         });
     });
 }
 
 void WsExecSession::readClient() {
     if (ended_ || closing_) return;
-    ws_.async_read(in_, [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onClientMessage(ec); });
+    ws_.async_read(in_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        self->onClientMessage(ec);
+    });
 }
 
 void WsExecSession::onClientMessage(beast::error_code ec) {
@@ -71,25 +147,45 @@ void WsExecSession::onClientMessage(beast::error_code ec) {
     std::string data = beast::buffers_to_string(in_.data());
     in_.consume(in_.size());
     auto agent = agent_;
-    if (!agent) return finish();
+    // No stream yet is fine while a decision is awaited or an approved
+    // command is being started; otherwise the session is over.
+    if (!agent && !awaiting_ && (execId_.empty() || started_)) return finish();
     if (!binary) {
         json m = json::parse(data, nullptr, false);
         std::string type = m.is_object() ? m.value("type", "") : "";
         if (type == "stdin" && m.contains("data") && m["data"].is_string()) {
             data = m["data"].get<std::string>();
         } else if (type == "eof") {
-            agent->closeWrite();
+            if (!agent)
+                heldEof_ = true;
+            else
+                agent->closeWrite();
             return readClient();
+        } else if (!agent) {
+            return readClient();  // resize/signal before the command runs: nothing to act on
         } else if (type == "resize") {
-            agent->control(json{{"resize", {{"rows", m.value("rows", 24)}, {"cols", m.value("cols", 80)}}}}.dump());
+            agent->control(
+                json{{"resize", {{"rows", m.value("rows", 24)}, {"cols", m.value("cols", 80)}}}}
+                    .dump());
             return readClient();
         } else if (type == "signal" && m.contains("signal") && m["signal"].is_string()) {
             agent->control(json{{"signal", m["signal"]}}.dump());
             return readClient();
         } else {
-            queue(true, json{{"type", "error"}, {"code", "bad_request"}, {"message", "unknown message; see api/websocket.md"}}.dump());
+            queue(true, json{{"type", "error"},
+                             {"code", "bad_request"},
+                             {"message", "unknown message; see api/websocket.md"}}
+                            .dump());
             return readClient();
         }
+    }
+    if (!agent) {
+        // Waiting for approval: stdin is kept for the command, bounded.
+        if (heldStdin_.size() + data.size() > 1024 * 1024)
+            return sendErrorAndClose("payload_too_large",
+                                     "more than 1 MiB of stdin while waiting for approval");
+        heldStdin_ += data;
+        return readClient();
     }
     // stdin: written on a worker (it waits for the agent's window); the next
     // client message is read only after that: backpressure to the client.
@@ -119,11 +215,20 @@ void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
         }
         case Kind::control: {
             json c = json::parse(e.payload, nullptr, false);
-            if (c.is_object() && c.contains("pid")) queue(true, json{{"type", "started"}, {"pid", c["pid"]}}.dump());
+            if (c.is_object() && c.contains("pid"))
+                queue(true, json{{"type", "started"}, {"pid", c["pid"]}}.dump());
             return;
         }
         case Kind::close: {
             json r = json::parse(e.payload, nullptr, false);
+            if (!execId_.empty() && !exited_) {
+                exited_ = true;
+                int code = r.is_object() ? r.value("exit_code", -1) : -1;
+                std::string error = r.is_object() ? r.value("error", std::string()) : std::string();
+                asio::post(ctx_.workers, [self = shared_from_this(), code, error] {
+                    self->ctx_.controller.finishStreamedExec(self->execId_, code, error);
+                });
+            }
             json m{{"type", "exit"}};
             if (r.is_object())
                 for (const auto& key : {"exit_code", "signal", "timed_out", "error"})
@@ -141,7 +246,8 @@ void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
 }
 
 void WsExecSession::sendErrorAndClose(const std::string& code, const std::string& message) {
-    queue(true, json{{"type", "error"}, {"code", code}, {"message", message}}.dump(-1, ' ', false, json::error_handler_t::replace));
+    queue(true, json{{"type", "error"}, {"code", code}, {"message", message}}.dump(
+                    -1, ' ', false, json::error_handler_t::replace));
     closing_ = true;
     pump();
 }
@@ -156,25 +262,44 @@ void WsExecSession::pump() {
     if (out_.empty()) {
         if (!closing_) return;
         ended_ = true;
+        releaseExec();
         agent_.reset();
-        ws_.async_close(websocket::close_code::normal, [self = shared_from_this()](beast::error_code) {});
+        ws_.async_close(websocket::close_code::normal,
+                        [self = shared_from_this()](beast::error_code) {});
         return;
     }
     writing_ = true;
     ws_.text(out_.front().text);
-    ws_.async_write(asio::buffer(out_.front().data), [self = shared_from_this()](beast::error_code ec, std::size_t) {
-        self->writing_ = false;
-        if (ec) return self->finish();
-        self->ungranted_ += self->out_.front().credit;
-        self->out_.pop_front();
-        if (self->agent_ && self->ungranted_) self->agent_->grant(std::exchange(self->ungranted_, 0));
-        self->pump();
+    ws_.async_write(asio::buffer(out_.front().data),
+                    [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                        self->writing_ = false;
+                        if (ec) return self->finish();
+                        self->ungranted_ += self->out_.front().credit;
+                        self->out_.pop_front();
+                        if (self->agent_ && self->ungranted_)
+                            self->agent_->grant(std::exchange(self->ungranted_, 0));
+                        self->pump();
+                    });
+}
+
+void WsExecSession::releaseExec() {
+    if (execId_.empty() || exited_) return;
+    // Gated and undecided: the approval is withdrawn. Approved and running:
+    // the command dies with the stream, and is recorded so.
+    exited_ = true;
+    bool wasStarted = started_;
+    asio::post(ctx_.workers, [self = shared_from_this(), wasStarted] {
+        if (wasStarted)
+            self->ctx_.controller.finishStreamedExec(self->execId_, -1, "the client disconnected");
+        else
+            self->ctx_.controller.abandonStreamedExec(self->execId_);
     });
 }
 
 void WsExecSession::finish() {
     if (ended_) return;
     ended_ = true;
+    releaseExec();
     out_.clear();
     agent_.reset();  // cancels the command if it still runs
     beast::error_code ec;

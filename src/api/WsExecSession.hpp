@@ -14,13 +14,17 @@ namespace airlock::api {
 // a 101). Message schema: api/websocket.md. Output frames queue on the strand
 // (bounded by the agent window: credit is returned only once a frame reached
 // the client); the command's process group dies when the client disconnects.
+// A command that needs approval is announced ({"type":"pending_approval"})
+// and started once a human approves it (stdin sent meanwhile is kept, up to
+// 1 MiB); a denial or expiry ends the session with an error message.
 class WsExecSession : public std::enable_shared_from_this<WsExecSession> {
-public:
-    WsExecSession(boost::beast::tcp_stream&& stream, boost::beast::http::request<boost::beast::http::empty_body>&& upgrade,
+  public:
+    WsExecSession(boost::beast::tcp_stream&& stream,
+                  boost::beast::http::request<boost::beast::http::empty_body>&& upgrade,
                   StreamContext context);
     void start();
 
-private:
+  private:
     struct Outgoing {
         bool text;
         std::string data;
@@ -31,10 +35,15 @@ private:
     void readClient();
     void onClientMessage(boost::beast::error_code ec);
     void onAgentEvent(AgentStream::Event&& event);
+    void onDecision(const GatedExec& decision);
+    // Connects the agent stream of a command that runs now.
+    void attachStream(std::shared_ptr<AgentStream> agent);
+    AgentStream::Handler agentHandler();
     void queue(bool text, std::string data, std::size_t credit = 0);
     void pump();
     void sendErrorAndClose(const std::string& code, const std::string& message);
     void finish();
+    void releaseExec();
 
     boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
     boost::beast::http::request<boost::beast::http::empty_body> upgrade_;
@@ -46,6 +55,15 @@ private:
     bool closing_ = false;  // a final message was queued: close after it
     bool ended_ = false;
     std::size_t ungranted_ = 0;
+    // Approval gate: the request as submitted, and the stdin that waits with it.
+    ExecOptions options_;
+    TerminalOptions terminal_;
+    std::string execId_;     // set while gated or for an approved run
+    bool awaiting_ = false;  // waiting for a decision
+    bool started_ = false;   // the command's stream was opened
+    bool exited_ = false;
+    std::string heldStdin_;
+    bool heldEof_ = false;
 };
 
 }  // namespace airlock::api

@@ -306,15 +306,8 @@ ExecOutput SandboxController::runExec(const SandboxRecord& r, const ExecOptions&
     auto agent = agentFor(r.id);
     // Secrets scoped to this command join its environment; whatever comes
     // back has every secret value masked.
-    ExecOptions withSecrets = options;
-    std::string command = commandText(options);
     auto secrets = secretsOf(r);  // decrypted once: injection and masking
-    for (const auto& [name, spec] : secrets) {
-        bool scoped = spec.commands.empty();
-        for (const auto& glob : spec.commands) scoped = scoped || policy::CommandPolicy::globMatch(glob, command);
-        if (scoped) withSecrets.env[name] = spec.value;
-    }
-    auto request = toAgentRequest(withSecrets, baseEnv(r));
+    auto request = agentRequest(r, options, secrets);
     // The agent enforces the command's own timeout; the extra margin covers
     // the channel and a loaded machine.
     auto wait = std::chrono::milliseconds(request.timeout_ms) + std::chrono::seconds(15);
@@ -326,6 +319,18 @@ ExecOutput SandboxController::runExec(const SandboxRecord& r, const ExecOptions&
         out.result.error = masker.mask(std::move(out.result.error));
     }
     return out;
+}
+
+protocol::ExecRequest SandboxController::agentRequest(const SandboxRecord& r, const ExecOptions& options,
+                                                     const std::map<std::string, SecretSpec>& secrets) const {
+    ExecOptions withSecrets = options;
+    std::string command = commandText(options);
+    for (const auto& [name, spec] : secrets) {
+        bool scoped = spec.commands.empty();
+        for (const auto& glob : spec.commands) scoped = scoped || policy::CommandPolicy::globMatch(glob, command);
+        if (scoped) withSecrets.env[name] = spec.value;
+    }
+    return toAgentRequest(withSecrets, baseEnv(r));
 }
 
 std::map<std::string, SecretSpec> SandboxController::secretsOf(const SandboxRecord& r) const {

@@ -160,9 +160,27 @@ public:
     // sandbox: virtio-serial takes one host at a time).
     std::shared_ptr<AgentConnection> runningAgent(const std::string& tenant, const std::string& id);
 
-    // Streamed exec: output arrives on `handler` (push mode) as it is produced.
-    std::shared_ptr<AgentStream> openExec(const std::string& tenant, const std::string& id, const ExecOptions& options,
-                                          const TerminalOptions& terminal, AgentStream::Handler handler);
+    // Streamed exec: output arrives on `handler` (push mode) as it is
+    // produced, with the sandbox's secrets masked. A command that needs
+    // approval is parked (`pending`) when the caller can wait for the
+    // decision (`onDecision`, called once, from another thread: approved,
+    // denied, expired); without one it is refused.
+    using DecisionCallback = std::function<void(const GatedExec&)>;
+    struct StreamedExec {
+        std::shared_ptr<AgentStream> stream;
+        std::optional<GatedExec> pending;
+    };
+    StreamedExec openExec(const std::string& tenant, const std::string& id, const ExecOptions& options,
+                          const TerminalOptions& terminal, AgentStream::Handler handler,
+                          DecisionCallback onDecision = nullptr);
+    // Runs a parked streamed exec once approved; `options` must be the ones
+    // it was submitted with.
+    std::shared_ptr<AgentStream> openApprovedExec(const std::string& tenant, const std::string& id,
+                                                  const std::string& execId, const ExecOptions& options,
+                                                  const TerminalOptions& terminal, AgentStream::Handler handler);
+    // The streamed exec ended (exit code) / its client left before a decision.
+    void finishStreamedExec(const std::string& execId, int exitCode, const std::string& error);
+    void abandonStreamedExec(const std::string& execId);
 
     // Files, streamed both ways; paths are checked and resolved in the guest.
     std::shared_ptr<AgentStream> openUpload(const std::string& tenant, const std::string& id, const std::string& path,
@@ -242,6 +260,15 @@ private:
     SecretMasker maskerFor(const SandboxRecord& r) const;
     static SecretMasker maskerOf(const std::map<std::string, SecretSpec>& secrets);
     void runApproved(GatedExec g);
+    GatedExec parkForApproval(const SandboxRecord& r, const ExecOptions& options, const policy::Verdict& v,
+                              nlohmann::json data, const SecretMasker& masker, bool streamed);
+    void notifyDecision(const GatedExec& g);
+    // The request the agent gets: the sandbox's environment, then the
+    // command's, then the secrets scoped to it.
+    protocol::ExecRequest agentRequest(const SandboxRecord& r, const ExecOptions& options,
+                                       const std::map<std::string, SecretSpec>& secrets) const;
+    std::shared_ptr<AgentStream> openStreamedExec(const SandboxRecord& r, const ExecOptions& options,
+                                                  const TerminalOptions& terminal, AgentStream::Handler handler);
     void expireApprovals();
     std::shared_ptr<Runtime> runtime(const std::string& id);
     // A new agent session for a sandbox: kept as its connection, and its
@@ -269,6 +296,8 @@ private:
         std::thread thread;
         std::shared_ptr<std::atomic<bool>> done;
     };
+    std::mutex waitersMutex_;
+    std::map<std::string, DecisionCallback> decisionWaiters_;  // streamed execs waiting for a human, by exec id
     std::mutex approvedRunsMutex_;
     std::vector<ApprovedRun> approvedRuns_;  // finished ones are joined when the next starts
     std::mutex gcMutex_;

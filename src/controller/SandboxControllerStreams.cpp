@@ -2,6 +2,7 @@
 // exec, files, background processes, preview tunnels).
 #include <nlohmann/json.hpp>
 
+#include "controller/MaskedOutput.hpp"
 #include "controller/SandboxController.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
@@ -21,18 +22,76 @@ void requireAbsolute(const std::string& path) {
 }
 }  // namespace
 
-std::shared_ptr<AgentStream> SandboxController::openExec(const std::string& tenant, const std::string& id,
-                                                         const ExecOptions& options, const TerminalOptions& terminal,
-                                                         AgentStream::Handler handler) {
-    auto agent = runningAgent(tenant, id);
+SandboxController::StreamedExec SandboxController::openExec(const std::string& tenant, const std::string& id,
+                                                           const ExecOptions& options, const TerminalOptions& terminal,
+                                                           AgentStream::Handler handler, DecisionCallback onDecision) {
     auto record = requireOwned(tenant, id);
+    if (record.state != SandboxState::running)
+        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(record.state) + ", not running");
+    if (onDecision) {
+        auto v = judge(record, options);
+        if (v.decision == policy::Decision::approve) {
+            auto masker = maskerFor(record);
+            nlohmann::json data{{"command", commandText(options)}, {"path", "exec/ws"}, {"cwd", options.cwd},
+                                {"user", options.user.empty() ? "user" : options.user}};
+            // Registered before anyone can decide: no decision is missed.
+            std::string execId = newId("ex-");
+            {
+                std::lock_guard lock(waitersMutex_);
+                decisionWaiters_[execId] = std::move(onDecision);
+            }
+            data["exec_id"] = execId;
+            try {
+                return StreamedExec{nullptr, parkForApproval(record, options, v, data, masker, true)};
+            } catch (...) {
+                std::lock_guard lock(waitersMutex_);
+                decisionWaiters_.erase(execId);
+                throw;
+            }
+        }
+    }
     requireAllowed(record, options, "exec/ws");
-    auto request = toAgentRequest(options, baseEnv(record));
+    return StreamedExec{openStreamedExec(record, options, terminal, std::move(handler)), std::nullopt};
+}
+
+std::shared_ptr<AgentStream> SandboxController::openStreamedExec(const SandboxRecord& record, const ExecOptions& options,
+                                                                 const TerminalOptions& terminal,
+                                                                 AgentStream::Handler handler) {
+    auto agent = agentFor(record.id);
+    auto secrets = secretsOf(record);
+    auto request = agentRequest(record, options, secrets);
     request.tty = terminal.tty;
     request.rows = terminal.rows;
     request.cols = terminal.cols;
     request.stdin_stream = terminal.stdinStream;
-    return agent->open(execJson(request), std::move(handler));
+    auto masker = std::make_shared<const SecretMasker>(maskerOf(secrets));
+    if (masker->empty()) return agent->open(execJson(request), std::move(handler));
+    auto [masked, output] = MaskedOutput::wrap(masker, std::move(handler));
+    auto stream = agent->open(execJson(request), std::move(masked));
+    output->attach(stream);
+    return stream;
+}
+
+std::shared_ptr<AgentStream> SandboxController::openApprovedExec(const std::string& tenant, const std::string& id,
+                                                                 const std::string& execId, const ExecOptions& options,
+                                                                 const TerminalOptions& terminal,
+                                                                 AgentStream::Handler handler) {
+    auto sandbox = requireOwned(tenant, id);
+    auto g = gated_.find(execId);
+    // Only what was approved runs: the same sandbox, the same command.
+    if (!g || g->sandboxId != id || g->state != "running" || g->command != commandText(options))
+        throw Error(ErrorCode::conflict, "exec " + execId + " is not an approved command of this sandbox");
+    if (sandbox.state != SandboxState::running)
+        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(sandbox.state) + ", not running");
+    auto masker = maskerFor(sandbox);
+    record(id, tenant, "exec.allowed",
+           {{"command", g->command}, {"path", "exec/ws"}, {"exec_id", execId}, {"approval_id", g->approvalId}}, &masker);
+    return openStreamedExec(sandbox, options, terminal, std::move(handler));
+}
+
+void SandboxController::finishStreamedExec(const std::string& execId, int exitCode, const std::string& error) {
+    // Its output went to the client; the record keeps how it ended.
+    gated_.finish(execId, error.empty() ? "exited" : "failed", exitCode, "", "", error);
 }
 
 std::shared_ptr<AgentStream> SandboxController::openUpload(const std::string& tenant, const std::string& id,
@@ -68,7 +127,7 @@ json SandboxController::processOp(const std::string& tenant, const std::string& 
         if (r.contains("env")) o.env = r["env"].get<std::map<std::string, std::string>>();
         auto record = requireOwned(tenant, id);
         requireAllowed(record, o, "processes");
-        auto exec = toAgentRequest(o, baseEnv(record));
+        auto exec = agentRequest(record, o, secretsOf(record));
         exec.background = true;
         exec.timeout_ms = 0;
         exec.stdin_stream = r.value("stdin_open", false);
@@ -80,8 +139,14 @@ json SandboxController::processOp(const std::string& tenant, const std::string& 
 std::shared_ptr<AgentStream> SandboxController::openProcessLogs(const std::string& tenant, const std::string& id,
                                                                 const std::string& processId, bool follow,
                                                                 AgentStream::Handler handler) {
-    return runningAgent(tenant, id)->open({{"op", "process_logs"}, {"id", processId}, {"follow", follow}},
-                                          std::move(handler));
+    auto agent = runningAgent(tenant, id);
+    nlohmann::json request{{"op", "process_logs"}, {"id", processId}, {"follow", follow}};
+    auto masker = std::make_shared<const SecretMasker>(maskerFor(requireOwned(tenant, id)));
+    if (masker->empty()) return agent->open(request, std::move(handler));
+    auto [masked, output] = MaskedOutput::wrap(masker, std::move(handler));
+    auto stream = agent->open(request, std::move(masked));
+    output->attach(stream);
+    return stream;
 }
 
 ExposedPort SandboxController::exposePort(const std::string& tenant, const std::string& id, unsigned port) {

@@ -91,10 +91,11 @@ void SandboxController::requireAllowed(const SandboxRecord& r, const ExecOptions
     record(r.id, r.tenant, "exec.denied", data, &masker);
     if (v.decision == policy::Decision::deny)
         throw Error(ErrorCode::policy_denied, "denied by the command policy: " + v.reason + " (in \"" + v.part + "\")");
-    // Approval gates exist on POST .../exec, which can answer later; a stream
-    // or a background process cannot wait for a human here.
-    throw Error(ErrorCode::policy_denied, "needs approval (" + v.reason + "): submit it with POST /v1/sandboxes/" +
-                                              r.id + "/exec, which waits for a decision");
+    // Approval gates exist where a client can wait for the decision (the
+    // REST exec answers 202, the WebSocket exec keeps the socket); a
+    // background process start answers at once.
+    throw Error(ErrorCode::policy_denied, "needs approval (" + v.reason + "): run it with POST /v1/sandboxes/" + r.id +
+                                              "/exec or the WebSocket exec, which wait for a decision");
 }
 
 ExecSubmission SandboxController::submitExec(const std::string& tenant, const std::string& id,
@@ -111,24 +112,7 @@ ExecSubmission SandboxController::submitExec(const std::string& tenant, const st
         record(id, tenant, "exec.denied", data, &masker);
         throw Error(ErrorCode::policy_denied, "denied by the command policy: " + v.reason + " (in \"" + v.part + "\")");
     }
-    if (v.decision == policy::Decision::approve) {
-        GatedExec g;
-        g.id = newId("ex-");
-        g.approvalId = newId("apr-");
-        g.sandboxId = id;
-        g.tenant = tenant;
-        g.requestJson = optionsJson(options).dump();
-        g.command = command;
-        g.commandClass = policy::className(v.commandClass);
-        g.reason = v.reason;
-        g.requestedAt = nowTimestamp();
-        g.expiresAt = nowUnixSeconds() + config_.approvalTimeoutS;
-        gated_.insert(g);
-        data["exec_id"] = g.id;
-        data["approval_id"] = g.approvalId;
-        record(id, tenant, "exec.pending_approval", data, &masker);
-        return ExecSubmission{std::nullopt, g};
-    }
+    if (v.decision == policy::Decision::approve) return ExecSubmission{std::nullopt, parkForApproval(r, options, v, data, masker, false)};
     auto started = nowTimestamp();
     auto out = runExec(r, options);
     data["started_at"] = started;
@@ -140,6 +124,61 @@ ExecSubmission SandboxController::submitExec(const std::string& tenant, const st
     data["timed_out"] = out.result.timed_out;
     record(id, tenant, "exec.executed", data, &masker);
     return ExecSubmission{std::move(out), std::nullopt};
+}
+
+GatedExec SandboxController::parkForApproval(const SandboxRecord& r, const ExecOptions& options, const policy::Verdict& v,
+                                             nlohmann::json data, const SecretMasker& masker, bool streamed) {
+    GatedExec g;
+    g.id = data.contains("exec_id") ? data["exec_id"].get<std::string>() : newId("ex-");
+    g.approvalId = newId("apr-");
+    g.sandboxId = r.id;
+    g.tenant = r.tenant;
+    auto request = optionsJson(options);
+    // A streamed one runs only while its client waits (openApprovedExec).
+    if (streamed) request["stream"] = true;
+    g.requestJson = request.dump();
+    g.command = commandText(options);
+    g.commandClass = policy::className(v.commandClass);
+    g.reason = v.reason;
+    g.requestedAt = nowTimestamp();
+    g.expiresAt = nowUnixSeconds() + config_.approvalTimeoutS;
+    gated_.insert(g);
+    data["policy"] = verdictJson(v);
+    data["exec_id"] = g.id;
+    data["approval_id"] = g.approvalId;
+    record(r.id, r.tenant, "exec.pending_approval", data, &masker);
+    return g;
+}
+
+void SandboxController::notifyDecision(const GatedExec& g) {
+    DecisionCallback waiter;
+    {
+        std::lock_guard lock(waitersMutex_);
+        auto it = decisionWaiters_.find(g.id);
+        if (it == decisionWaiters_.end()) return;
+        waiter = std::move(it->second);
+        decisionWaiters_.erase(it);
+    }
+    try {
+        waiter(g);
+    } catch (const std::exception& e) {
+        logError("controller", std::string("decision callback: ") + e.what());
+    }
+}
+
+void SandboxController::abandonStreamedExec(const std::string& execId) {
+    {
+        std::lock_guard lock(waitersMutex_);
+        decisionWaiters_.erase(execId);
+    }
+    auto g = gated_.find(execId);
+    if (!g) return;
+    if (gated_.decide(execId, "cancelled", nowTimestamp(), "airlockd", "the client left before a decision")) {
+        record(g->sandboxId, g->tenant, "approval.cancelled",
+               {{"approval_id", g->approvalId}, {"exec_id", g->id}, {"command", g->command}});
+    } else if (g->state == "running") {
+        gated_.finish(execId, "failed", -1, "", "", "the client left before the command started");
+    }
 }
 
 std::vector<GatedExec> SandboxController::pendingApprovals(const std::string& tenant) {
@@ -160,6 +199,18 @@ GatedExec SandboxController::decideApproval(const std::string& tenant, const std
            {{"approval_id", approvalId}, {"exec_id", g->id}, {"command", g->command}, {"class", g->commandClass},
             {"by", decidedBy}, {"reason", reason}});
     auto decided = *gated_.find(g->id);
+    bool streamed = nlohmann::json::parse(decided.requestJson, nullptr, false).value("stream", false);
+    if (streamed) {
+        // Its client runs it (or is told no); gone already: nothing runs.
+        bool waiting;
+        {
+            std::lock_guard lock(waitersMutex_);
+            waiting = decisionWaiters_.count(decided.id) > 0;
+        }
+        if (waiting) notifyDecision(decided);
+        else if (approve) gated_.finish(decided.id, "failed", -1, "", "", "the streaming client had left");
+        return *gated_.find(g->id);
+    }
     if (approve) {
         std::lock_guard lock(approvedRunsMutex_);
         // A finished thread keeps its stack until joined: reap those first.
@@ -203,9 +254,11 @@ void SandboxController::expireApprovals() {
     auto now = nowUnixSeconds();
     for (const auto& g : gated_.pending("")) {
         if (g.expiresAt > now) continue;
-        if (gated_.decide(g.id, "expired", nowTimestamp(), "airlockd", "no decision in time"))
+        if (gated_.decide(g.id, "expired", nowTimestamp(), "airlockd", "no decision in time")) {
             record(g.sandboxId, g.tenant, "approval.expired",
                    {{"approval_id", g.approvalId}, {"exec_id", g.id}, {"command", g.command}});
+            if (auto expired = gated_.find(g.id)) notifyDecision(*expired);
+        }
     }
 }
 

@@ -15,6 +15,8 @@ public:
     explicit SecretMasker(const std::vector<std::string>& values);
     std::string mask(std::string text) const;
     bool empty() const { return needles_.empty(); }
+    // Every form that is masked, longest first.
+    const std::vector<std::string>& needles() const { return needles_; }
 
 private:
     std::vector<std::string> needles_;  // longest first

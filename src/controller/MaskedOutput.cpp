@@ -1,0 +1,55 @@
+#include "controller/MaskedOutput.hpp"
+
+namespace airlock {
+
+std::pair<AgentStream::Handler, std::shared_ptr<MaskedOutput>> MaskedOutput::wrap(
+    std::shared_ptr<const SecretMasker> masker, AgentStream::Handler inner) {
+    std::shared_ptr<MaskedOutput> self(new MaskedOutput(std::move(masker), std::move(inner)));
+    return {[self](AgentStream::Event&& e) { self->onEvent(std::move(e)); }, self};
+}
+
+void MaskedOutput::attach(const std::shared_ptr<AgentStream>& stream) {
+    long long owed;
+    {
+        std::lock_guard lock(mutex_);
+        stream_ = stream;
+        owed = owed_;
+        if (owed > 0) owed_ = 0;
+    }
+    if (owed > 0) stream->grant(static_cast<std::size_t>(owed));
+}
+
+void MaskedOutput::grant(long long bytes) {
+    std::shared_ptr<AgentStream> stream;
+    long long give = 0;
+    {
+        std::lock_guard lock(mutex_);
+        owed_ += bytes;
+        stream = stream_.lock();
+        if (stream && owed_ > 0) give = std::exchange(owed_, 0);
+    }
+    if (give > 0) stream->grant(static_cast<std::size_t>(give));
+}
+
+void MaskedOutput::onEvent(AgentStream::Event&& event) {
+    using Kind = AgentStream::Event::Kind;
+    if (event.kind == Kind::data) {
+        auto [it, fresh] = channels_.try_emplace(event.channel, masker_);
+        std::size_t raw = event.payload.size();
+        std::string shown = it->second.feed(event.payload);
+        grant(static_cast<long long>(raw) - static_cast<long long>(shown.size()));
+        if (shown.empty()) return;
+        event.payload = std::move(shown);
+        return inner_(std::move(event));
+    }
+    if (event.kind == Kind::close || event.kind == Kind::reset) {
+        for (auto& [channel, m] : channels_) {
+            std::string rest = m.flush();
+            if (!rest.empty()) inner_(AgentStream::Event{Kind::data, channel, std::move(rest)});
+        }
+        event.payload = masker_->mask(std::move(event.payload));  // an exec's error text
+    }
+    inner_(std::move(event));
+}
+
+}  // namespace airlock

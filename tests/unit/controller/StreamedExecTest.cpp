@@ -1,0 +1,195 @@
+// The streamed paths (what the WebSocket exec and process logs use) with
+// the safety controls: approval gates that wait, secrets injected by scope
+// and masked in the streamed output, also when a value is split across
+// output chunks. Real in-process agents; commands run on the host as root.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <nlohmann/json.hpp>
+
+#include "ControllerFixture.hpp"
+#include "core/Error.hpp"
+#include "support/TestEnv.hpp"
+
+namespace airlock {
+namespace {
+using namespace std::chrono_literals;
+using test::codeOf;
+using Kind = AgentStream::Event::Kind;
+
+// Collects a stream's output the way the WebSocket session does: push
+// events, window returned once consumed.
+struct Collector {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::string out;
+    bool ended = false;
+    std::string endPayload;
+    std::shared_ptr<AgentStream> stream;
+    AgentStream::Handler handler() {
+        return [this](AgentStream::Event&& e) {
+            std::lock_guard lock(mutex);
+            if (e.kind == Kind::data) {
+                out += e.payload;
+                pendingGrant += e.payload.size();
+            } else if (e.kind == Kind::close || e.kind == Kind::reset) {
+                ended = true;
+                endPayload = e.payload;
+            }
+            cv.notify_all();
+        };
+    }
+    bool waitEnd() {
+        std::unique_lock lock(mutex);
+        return cv.wait_for(lock, 20s, [&] {
+            if (stream && pendingGrant) stream->grant(std::exchange(pendingGrant, 0));
+            return ended;
+        });
+    }
+    std::size_t pendingGrant = 0;
+};
+
+class StreamedExecTest : public test::ControllerFixture {
+  protected:
+    SandboxRecord sandbox() {
+        CreateSandboxRequest r;
+        r.policy.approve = {"echo gated*"};
+        r.secrets["API_TOKEN"] = SecretSpec{"s3cr3t-Value-9137", {}};
+        r.secrets["DEPLOY_KEY"] = SecretSpec{"deploy-Key-5521", {"deploy*"}};
+        return controller->create("t1", r);
+    }
+    ExecOptions shell(const std::string& s) {
+        ExecOptions o;
+        o.shell = s;
+        o.user = "root";
+        return o;
+    }
+    struct Decision {
+        std::mutex mutex;
+        std::condition_variable cv;
+        std::optional<GatedExec> got;
+        SandboxController::DecisionCallback callback() {
+            return [this](const GatedExec& g) {
+                std::lock_guard lock(mutex);
+                got = g;
+                cv.notify_all();
+            };
+        }
+        std::optional<GatedExec> wait() {
+            std::unique_lock lock(mutex);
+            cv.wait_for(lock, 10s, [&] { return got.has_value(); });
+            return got;
+        }
+    };
+};
+
+TEST_F(StreamedExecTest, SecretsAreInjectedAndMaskedEvenWhenSplitAcrossChunks) {
+    auto s = sandbox();
+    Collector c;
+    // The value leaves in pieces: a masker per chunk alone would miss it.
+    auto started = controller->openExec(
+        "t1", s.id,
+        shell("printf 'token=%s' \"$(printf %s \"$API_TOKEN\" | cut -c1-6)\"; sleep 0.3; "
+              "printf '%s\\n' \"$(printf %s \"$API_TOKEN\" | cut -c7-)\"; echo "
+              "deploy=${DEPLOY_KEY:-unset}"),
+        TerminalOptions{false, 24, 80, false}, c.handler());
+    ASSERT_TRUE(started.stream);
+    c.stream = started.stream;
+    ASSERT_TRUE(c.waitEnd());
+    EXPECT_EQ(c.out, "token=***\ndeploy=unset\n") << "scoped secrets stay out of other commands";
+}
+
+TEST_F(StreamedExecTest, AGatedStreamWaitsForItsDecisionThenRuns) {
+    auto s = sandbox();
+    Decision d;
+    Collector c;
+    auto started =
+        controller->openExec("t1", s.id, shell("echo gated $API_TOKEN"),
+                             TerminalOptions{false, 24, 80, false}, c.handler(), d.callback());
+    ASSERT_FALSE(started.stream) << "nothing runs before a human decides";
+    ASSERT_TRUE(started.pending);
+    auto pending = controller->pendingApprovals("t1");
+    ASSERT_EQ(pending.size(), 1u);
+    EXPECT_EQ(pending[0].command, "echo gated $API_TOKEN");
+    // Only the approved command may run under that approval.
+    EXPECT_EQ(codeOf([&] {
+                  controller->openApprovedExec("t1", s.id, started.pending->id,
+                                               shell("echo gated $API_TOKEN"), TerminalOptions{},
+                                               c.handler());
+              }),
+              ErrorCode::conflict)
+        << "not approved yet";
+    controller->decideApproval("t1", started.pending->approvalId, true, "fine", "alice");
+    auto decision = d.wait();
+    ASSERT_TRUE(decision);
+    EXPECT_EQ(decision->state, "running");
+    EXPECT_EQ(decision->decidedBy, "alice");
+    EXPECT_EQ(codeOf([&] {
+                  controller->openApprovedExec("t1", s.id, started.pending->id, shell("echo other"),
+                                               TerminalOptions{}, c.handler());
+              }),
+              ErrorCode::conflict);
+    c.stream = controller->openApprovedExec("t1", s.id, started.pending->id,
+                                            shell("echo gated $API_TOKEN"),
+                                            TerminalOptions{false, 24, 80, false}, c.handler());
+    ASSERT_TRUE(c.waitEnd());
+    EXPECT_EQ(c.out, "gated ***\n");
+    controller->finishStreamedExec(started.pending->id, 0, "");
+    auto g = controller->getExec("t1", s.id, started.pending->id);
+    EXPECT_EQ(g.state, "exited");
+    EXPECT_EQ(g.exitCode, 0);
+}
+
+TEST_F(StreamedExecTest, DenialsAndDepartedClientsEndGatedStreams) {
+    auto s = sandbox();
+    Decision denied;
+    Collector c;
+    auto first = controller->openExec("t1", s.id, shell("echo gated one"), TerminalOptions{},
+                                      c.handler(), denied.callback());
+    ASSERT_TRUE(first.pending);
+    controller->decideApproval("t1", first.pending->approvalId, false, "no", "bob");
+    auto d = denied.wait();
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->state, "denied");
+
+    Decision never;
+    auto second = controller->openExec("t1", s.id, shell("echo gated two"), TerminalOptions{},
+                                       c.handler(), never.callback());
+    ASSERT_TRUE(second.pending);
+    controller->abandonStreamedExec(second.pending->id);  // the WebSocket client left
+    EXPECT_TRUE(controller->pendingApprovals("t1").empty())
+        << "nobody is asked to approve it any more";
+    EXPECT_EQ(controller->getExec("t1", s.id, second.pending->id).state, "cancelled");
+    EXPECT_EQ(codeOf([&] {
+                  controller->decideApproval("t1", second.pending->approvalId, true, "", "alice");
+              }),
+              ErrorCode::conflict);
+    // Without a way to wait (background processes) a gated command is refused.
+    EXPECT_EQ(codeOf([&] {
+                  controller->openExec("t1", s.id, shell("echo gated three"), TerminalOptions{},
+                                       c.handler());
+              }),
+              ErrorCode::policy_denied);
+}
+
+TEST_F(StreamedExecTest, ProcessLogsAreMasked) {
+    auto s = sandbox();
+    auto started = controller->processOp("t1", s.id,
+                                         {{"op", "process_start"},
+                                          {"argv", {"/bin/sh", "-c", "echo secret=$API_TOKEN"}},
+                                          {"user", "root"}});
+    std::string pid = started.at("id").get<std::string>();
+    ASSERT_TRUE(test::waitFor(
+        [&] {
+            return controller->processOp("t1", s.id, {{"op", "process_get"}, {"id", pid}})
+                       .value("state", "") == "exited";
+        },
+        10s));
+    Collector c;
+    c.stream = controller->openProcessLogs("t1", s.id, pid, false, c.handler());
+    ASSERT_TRUE(c.waitEnd());
+    EXPECT_EQ(c.out, "secret=***\n");
+}
+
+}  // namespace
+}  // namespace airlock

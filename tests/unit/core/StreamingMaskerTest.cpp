@@ -1,0 +1,49 @@
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "core/StreamingMasker.hpp"
+
+namespace airlock {
+namespace {
+
+TEST(StreamingMasker, MasksSecretsSplitAcrossChunksAnywhere) {
+    auto masker = std::make_shared<const SecretMasker>(
+        std::vector<std::string>{"s3cr3t-Value-9137", "abcab-abcab"});
+    std::string text =
+        "token=s3cr3t-Value-9137; again s3cr3t-Value-9137, tricky abcabcab-abcab-abcab end";
+    std::string expected = masker->mask(text);
+    ASSERT_EQ(expected.find("s3cr3t"), std::string::npos);
+    std::mt19937 rng(42);
+    for (int round = 0; round < 500; ++round) {
+        StreamingMasker stream(masker);
+        std::string shown;
+        for (std::size_t pos = 0; pos < text.size();) {
+            std::size_t n = std::min<std::size_t>(text.size() - pos, 1 + rng() % 7);
+            std::string out = stream.feed(std::string_view(text).substr(pos, n));
+            EXPECT_EQ(out.find("s3cr3t-Value"), std::string::npos);
+            shown += out;
+            pos += n;
+        }
+        shown += stream.flush();
+        EXPECT_EQ(shown, expected) << "round " << round;
+        EXPECT_EQ(shown.find("9137"), std::string::npos);
+    }
+}
+
+TEST(StreamingMasker, HoldsBackOnlyWhatCouldStartASecret) {
+    auto masker =
+        std::make_shared<const SecretMasker>(std::vector<std::string>{"s3cr3t-Value-9137"});
+    StreamingMasker stream(masker);
+    EXPECT_EQ(stream.feed("user@sandbox:~$ "), "user@sandbox:~$ ") << "a prompt shows at once";
+    EXPECT_EQ(stream.feed("echo s3cr"), "echo ");
+    EXPECT_EQ(stream.held(), 4u);
+    EXPECT_EQ(stream.feed("3t-Value-9137\n"), "***\n");
+    EXPECT_EQ(stream.feed("s3c"), "");
+    EXPECT_EQ(stream.flush(), "s3c") << "at the end a mere beginning is shown as it is";
+    StreamingMasker none(std::make_shared<const SecretMasker>());
+    EXPECT_EQ(none.feed("anything"), "anything");
+}
+
+}  // namespace
+}  // namespace airlock
