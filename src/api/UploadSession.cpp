@@ -1,7 +1,7 @@
 #include "api/UploadSession.hpp"
 
-#include <limits>
 #include <boost/asio/post.hpp>
+#include <limits>
 
 #include "api/ErrorMapping.hpp"
 #include "core/Log.hpp"
@@ -19,8 +19,12 @@ constexpr auto kAgentWait = std::chrono::seconds(60);
 
 UploadSession::UploadSession(beast::tcp_stream&& stream, beast::flat_buffer&& buffer,
                              http::request_parser<http::empty_body>&& header, StreamContext context)
-    : stream_(std::move(stream)), buffer_(std::move(buffer)), parser_(std::move(header)), ctx_(std::move(context)) {
-    parser_.body_limit(std::numeric_limits<std::uint64_t>::max());  // streamed: the size is not bounded by memory
+    : stream_(std::move(stream)),
+      buffer_(std::move(buffer)),
+      parser_(std::move(header)),
+      ctx_(std::move(context)) {
+    parser_.body_limit(
+        std::numeric_limits<std::uint64_t>::max());  // streamed: the size is not bounded by memory
     chunk_.resize(kChunk);
 }
 
@@ -35,9 +39,11 @@ void UploadSession::start() {
     asio::post(ctx_.workers, [self = shared_from_this()] {
         ApiResponse error;
         try {
-            auto path = self->ctx_.request.query.count("path") ? self->ctx_.request.query.at("path") : std::string();
+            auto path = self->ctx_.request.query.count("path") ? self->ctx_.request.query.at("path")
+                                                               : std::string();
             std::optional<unsigned> mode;
-            if (auto m = self->ctx_.request.query.find("mode"); m != self->ctx_.request.query.end()) {
+            if (auto m = self->ctx_.request.query.find("mode");
+                m != self->ctx_.request.query.end()) {
                 try {
                     std::size_t used = 0;
                     unsigned long v = std::stoul(m->second, &used, 8);
@@ -47,7 +53,9 @@ void UploadSession::start() {
                     throw Error(ErrorCode::bad_request, "mode must be octal, e.g. 0644");
                 }
             }
-            self->agent_ = self->ctx_.controller.openUpload(self->ctx_.tenant, self->ctx_.params[0], path, mode);
+            self->path_ = path;
+            self->agent_ = self->ctx_.controller.openUpload(self->ctx_.tenant, self->ctx_.params[0],
+                                                            path, mode);
         } catch (const Error& e) {
             error = errorResponse(e.code(), e.what());
         } catch (const std::exception& e) {
@@ -65,8 +73,9 @@ void UploadSession::readChunk() {
     parser_.get().body().data = chunk_.data();
     parser_.get().body().size = chunk_.size();
     stream_.expires_after(std::chrono::seconds(60));
-    http::async_read(stream_, buffer_, parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onChunk(ec); });
+    http::async_read(
+        stream_, buffer_, parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onChunk(ec); });
 }
 
 void UploadSession::onChunk(beast::error_code ec) {
@@ -81,6 +90,7 @@ void UploadSession::onChunk(beast::error_code ec) {
     std::size_t n = chunk_.size() - parser_.get().body().size;
     received_ += n;
     if (n == 0) return readChunk();
+    hash_.update(std::string_view(chunk_.data(), n));
     asio::post(ctx_.workers, [self = shared_from_this(), data = std::string(chunk_.data(), n)] {
         ApiResponse error;
         try {
@@ -103,7 +113,8 @@ void UploadSession::finishUpload() {
             auto deadline = AgentStream::Clock::now() + kAgentWait;
             while (true) {
                 auto e = self->agent_->next(deadline);
-                if (!e) throw Error(ErrorCode::agent_timeout, "the agent did not confirm the upload");
+                if (!e)
+                    throw Error(ErrorCode::agent_timeout, "the agent did not confirm the upload");
                 if (e->kind == AgentStream::Event::Kind::reset) {
                     auto info = protocol::parseResetInfo(e->payload);
                     throw agentError(info.code, info.message);
@@ -112,6 +123,11 @@ void UploadSession::finishUpload() {
                     json j = json::parse(e->payload, nullptr, false);
                     if (j.is_discarded()) j = json::object();
                     j["bytes_received"] = self->received_;
+                    j["sha256"] = self->hash_.hexDigest();
+                    // The path the guest resolved ("..", symlinks) is what was written.
+                    self->ctx_.controller.recordFileWrite(
+                        self->ctx_.tenant, self->ctx_.params[0], j.value("path", self->path_),
+                        self->received_, j["sha256"].get<std::string>());
                     response = ApiResponse{201, "application/json", j.dump() + "\n"};
                     break;
                 }

@@ -6,6 +6,7 @@
 
 #include "agentclient/AgentStream.hpp"
 #include "api/StreamContext.hpp"
+#include "core/Sha256Stream.hpp"
 
 namespace airlock::api {
 
@@ -14,12 +15,13 @@ namespace airlock::api {
 // stream on a worker (it waits for the agent's window) and only then is the
 // next one read from the client: end-to-end backpressure.
 class UploadSession : public std::enable_shared_from_this<UploadSession> {
-public:
+  public:
     UploadSession(boost::beast::tcp_stream&& stream, boost::beast::flat_buffer&& buffer,
-                  boost::beast::http::request_parser<boost::beast::http::empty_body>&& header, StreamContext context);
+                  boost::beast::http::request_parser<boost::beast::http::empty_body>&& header,
+                  StreamContext context);
     void start();
 
-private:
+  private:
     void readChunk();
     void onChunk(boost::beast::error_code ec);
     void finishUpload();
@@ -32,6 +34,8 @@ private:
     std::shared_ptr<AgentStream> agent_;
     std::vector<char> chunk_;
     std::uint64_t received_ = 0;
+    std::string path_;
+    Sha256Stream hash_;  // of what went to the guest: the audit's file.written
 };
 
 }  // namespace airlock::api

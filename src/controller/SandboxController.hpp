@@ -188,6 +188,9 @@ public:
     std::shared_ptr<AgentStream> openDownload(const std::string& tenant, const std::string& id,
                                               const std::string& path, AgentStream::Handler handler);
     nlohmann::json fileOp(const std::string& tenant, const std::string& id, const nlohmann::json& request);
+    // Audit of a file the API wrote into the guest (what the upload carried).
+    void recordFileWrite(const std::string& tenant, const std::string& id, const std::string& path, std::uint64_t bytes,
+                         const std::string& sha256);
 
     // Background processes: resources with handles that outlive any client.
     nlohmann::json processOp(const std::string& tenant, const std::string& id, const nlohmann::json& request);

@@ -112,7 +112,21 @@ json SandboxController::fileOp(const std::string& tenant, const std::string& id,
     requireAbsolute(request.value("path", std::string()));
     json r = request;
     r["op"] = "fs";
-    return runningAgent(tenant, id)->call(r, kOpTimeout);
+    auto result = runningAgent(tenant, id)->call(r, kOpTimeout);
+    // Changes to the guest's files through the API are evidence too.
+    std::string action = request.value("action", "");
+    if (action == "mkdir" || action == "remove" || action == "move") {
+        json data{{"path", request.value("path", "")}};
+        if (request.contains("to")) data["to"] = request["to"];
+        if (request.contains("recursive")) data["recursive"] = request["recursive"];
+        record(id, tenant, "file." + action, data);
+    }
+    return result;
+}
+
+void SandboxController::recordFileWrite(const std::string& tenant, const std::string& id, const std::string& path,
+                                        std::uint64_t bytes, const std::string& sha256) {
+    record(id, tenant, "file.written", {{"path", path}, {"size", bytes}, {"sha256", sha256}});
 }
 
 json SandboxController::processOp(const std::string& tenant, const std::string& id, const json& request) {

@@ -2,6 +2,8 @@
 // HTTP client and by the CLI itself; then SIGKILLed and restarted on the
 // same data dir to show that running sandboxes are adopted.
 #include <gtest/gtest.h>
+
+#include "core/Sha256.hpp"
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -411,6 +413,77 @@ TEST_F(ChannelOverHttp, FilesAndDirectories) {
     EXPECT_EQ(call("DELETE", "/files?path=/tmp/newdir&recursive=1").status, 204);
     EXPECT_EQ(call("GET", "/fs?path=/tmp/newdir").status, 404);
     EXPECT_EQ(call("PUT", "/files?path=/etc/passwd", "x").status, 403) << "the default user cannot write there";
+
+    // Every change made through the API is in the audit log, the upload with its digest.
+    auto audit = json::parse(call("GET", "/audit?type=file.").body)["events"];
+    std::vector<std::string> types;
+    for (const auto& e : audit) types.push_back(e["type"]);
+    EXPECT_EQ(types, (std::vector<std::string>{"file.written", "file.mkdir", "file.move", "file.remove"}));
+    ASSERT_FALSE(audit.empty());
+    EXPECT_EQ(audit[0]["data"]["path"], "/tmp/data/in.bin");
+    EXPECT_EQ(audit[0]["data"]["size"], original.size());
+    EXPECT_EQ(audit[0]["data"]["sha256"], sha256Hex(original));
+    EXPECT_EQ(json::parse(put.body)["sha256"], sha256Hex(original));
+}
+
+TEST_F(DaemonHttp, WebSocketExecWaitsForApprovalThenStreams) {
+    auto created = client->request("POST", "/v1/sandboxes",
+                                   R"({"template":"minimal","policy":{"approve":["echo gated*"]},"secrets":{"TOKEN":"s3cr3t-Value-9137"}})");
+    ASSERT_EQ(created.status, 201) << created.body;
+    std::string id = json::parse(created.body)["id"];
+    int port = std::stoi(daemon->url().substr(daemon->url().rfind(':') + 1));
+    namespace beast = boost::beast;
+    namespace websocket = beast::websocket;
+    boost::asio::io_context ioc;
+    websocket::stream<beast::tcp_stream> ws(ioc);
+    boost::asio::ip::tcp::resolver resolver(ioc);
+    beast::get_lowest_layer(ws).connect(resolver.resolve("127.0.0.1", std::to_string(port)));
+    ws.set_option(websocket::stream_base::decorator(
+        [this](websocket::request_type& req) { req.set(beast::http::field::authorization, "Bearer " + key); }));
+    ws.handshake("127.0.0.1", "/v1/sandboxes/" + id + "/exec/ws");
+    ws.text(true);
+    ws.write(boost::asio::buffer(std::string(R"({"shell":"echo gated $TOKEN; cat"})")));
+    auto readText = [&] {
+        beast::flat_buffer b;
+        ws.read(b);
+        EXPECT_FALSE(ws.got_binary());
+        return json::parse(beast::buffers_to_string(b.data()));
+    };
+    json pending = readText();
+    ASSERT_EQ(pending["type"], "pending_approval") << pending.dump();
+    // stdin typed while waiting reaches the command once it runs.
+    ws.text(true);
+    ws.write(boost::asio::buffer(std::string(R"({"type":"stdin","data":"typed early\n"})")));
+    ws.write(boost::asio::buffer(std::string(R"({"type":"eof"})")));
+    auto approvals = json::parse(client->request("GET", "/v1/approvals").body)["approvals"];
+    ASSERT_EQ(approvals.size(), 1u);
+    EXPECT_EQ(approvals[0]["id"], pending["approval_id"]);
+    auto decided = client->request("POST", "/v1/approvals/" + pending["approval_id"].get<std::string>(),
+                                   R"({"decision":"approve","reason":"ok for the test"})");
+    ASSERT_EQ(decided.status, 200) << decided.body;
+    EXPECT_EQ(readText()["type"], "approved");
+    std::string output;
+    json exitMessage;
+    while (true) {
+        beast::flat_buffer b;
+        ws.read(b);
+        std::string m = beast::buffers_to_string(b.data());
+        if (ws.got_binary()) {
+            output += m.substr(1);
+            continue;
+        }
+        auto j = json::parse(m);
+        if (j["type"] == "exit") {
+            exitMessage = j;
+            break;
+        }
+    }
+    EXPECT_EQ(output, "gated ***\ntyped early\n") << "the secret is masked in the stream";
+    EXPECT_EQ(exitMessage["exit_code"], 0);
+    auto state = json::parse(
+        client->request("GET", "/v1/sandboxes/" + id + "/execs/" + pending["exec_id"].get<std::string>()).body);
+    EXPECT_EQ(state["state"], "exited");
+    EXPECT_EQ(client->request("DELETE", "/v1/sandboxes/" + id).status, 204);
 }
 
 TEST_F(ChannelOverHttp, BackgroundProcessesAndPreviewPorts) {
