@@ -90,6 +90,22 @@ TEST_F(RouterTest, CreateExecDeleteLifecycle) {
     EXPECT_EQ(call("POST", "/v1/sandboxes/" + id + "/exec", R"({"cmd":["true"]})").status, 404);
 }
 
+TEST_F(RouterTest, NetworkAllowlistRoute) {
+    auto created = call("POST", "/v1/sandboxes", R"({"template":"minimal"})");
+    ASSERT_EQ(created.status, 201) << created.body;
+    std::string id = json::parse(created.body)["id"];
+    EXPECT_EQ(json::parse(created.body)["network"], json({{"allow", json::array()}}));
+    auto put = call("PUT", "/v1/sandboxes/" + id + "/network", R"({"allow":[]})");
+    EXPECT_EQ(put.status, 200) << put.body;
+    EXPECT_EQ(json::parse(put.body)["network"]["allow"], json::array());
+    // This fixture's controller has no egress proxy: an allowlist cannot be served.
+    EXPECT_EQ(call("PUT", "/v1/sandboxes/" + id + "/network", R"({"allow":["example.com"]})").status, 400);
+    EXPECT_EQ(call("PUT", "/v1/sandboxes/" + id + "/network", R"({"allow":["bad host"]})").status, 400);
+    EXPECT_EQ(call("PUT", "/v1/sandboxes/" + id + "/network", R"({"deny":[]})").status, 400);
+    EXPECT_EQ(call("PUT", "/v1/sandboxes/" + id + "/network", R"({"allow":[]})", otherKey).status, 404);
+    EXPECT_EQ(call("POST", "/v1/sandboxes/" + id + "/network", R"({"allow":[]})").status, 405);
+}
+
 TEST_F(RouterTest, AgentTimeoutIs504) {
     failConnect = true;
     auto r = call("POST", "/v1/sandboxes", R"({"template":"minimal"})");
