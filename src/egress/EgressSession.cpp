@@ -7,6 +7,7 @@
 #include "agentclient/AgentConnection.hpp"
 #include "core/Error.hpp"
 #include "core/Log.hpp"
+#include "protocol/Frame.hpp"
 
 namespace airlock::egress {
 namespace asio = boost::asio;
@@ -247,7 +248,7 @@ void EgressSession::onConnected(const tcp::endpoint& endpoint) {
     phase_ = Phase::relay;
     auditType_ = "egress.allowed";
     reason_ = "allowlisted";
-    readBuffer_.resize(64 * 1024);
+    readBuffer_.resize(protocol::kMaxPayload);  // one full frame per write: per-frame costs dominate under TCG
     touch();
     armTimer(shared_->settings.idleTimeout, "idle");
     if (request_.connect) {
