@@ -2,7 +2,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,7 +33,7 @@ bool pathField(const nlohmann::json& j, const char* key, std::string& out) {
 }
 
 int removeTree(const std::string& path) {
-    struct stat st{};
+    struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) return errno;
     if (S_ISDIR(st.st_mode)) {
         DIR* d = ::opendir(path.c_str());
@@ -50,12 +52,13 @@ int removeTree(const std::string& path) {
 }
 
 class FsOpStream : public StreamHandler {
-public:
-    FsOpStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request) : StreamHandler(id, sink) {
+  public:
+    FsOpStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request)
+        : StreamHandler(id, sink) {
         run(request);
     }
 
-private:
+  private:
     void run(const nlohmann::json& request) {
         UserEntry user;
         std::string error;
@@ -101,17 +104,22 @@ private:
         if (action == "remove") {
             if (path == "/") return fail("bad_request", "refusing to remove /");
             bool recursive = request.value("recursive", false);
-            struct stat st{};
-            if (::lstat(path.c_str(), &st) != 0) return fail(errnoCode(errno), errText(errno) + ": " + path);
-            if (S_ISDIR(st.st_mode)) err = recursive ? removeTree(path) : (::rmdir(path.c_str()) == 0 ? 0 : errno);
-            else err = ::unlink(path.c_str()) == 0 ? 0 : errno;
+            struct stat st {};
+            if (::lstat(path.c_str(), &st) != 0)
+                return fail(errnoCode(errno), errText(errno) + ": " + path);
+            if (S_ISDIR(st.st_mode))
+                err = recursive ? removeTree(path) : (::rmdir(path.c_str()) == 0 ? 0 : errno);
+            else
+                err = ::unlink(path.c_str()) == 0 ? 0 : errno;
             if (err) return fail(errnoCode(err), errText(err) + ": " + path);
             return finish({{"removed", path}});
         }
         if (action == "move") {
             std::string to;
-            if (!pathField(request, "to", to)) return fail("bad_request", "'to' must be an absolute path");
-            if (::rename(path.c_str(), to.c_str()) != 0) return fail(errnoCode(errno), errText(errno) + ": " + path + " -> " + to);
+            if (!pathField(request, "to", to))
+                return fail("bad_request", "'to' must be an absolute path");
+            if (::rename(path.c_str(), to.c_str()) != 0)
+                return fail(errnoCode(errno), errText(errno) + ": " + path + " -> " + to);
             return finish(statEntry(to, to.substr(to.rfind('/') + 1), err));
         }
         fail("bad_request", "unknown fs action '" + action + "'");
@@ -132,7 +140,9 @@ bool resolveUser(const nlohmann::json& request, UserEntry& out, std::string& err
     return true;
 }
 
-void runFsOp(std::uint32_t id, FrameSink& sink, const nlohmann::json& request) { FsOpStream(id, sink, request); }
+void runFsOp(std::uint32_t id, FrameSink& sink, const nlohmann::json& request) {
+    FsOpStream(id, sink, request);
+}
 
 FileWriteStream::FileWriteStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request)
     : StreamHandler(id, sink) {
@@ -142,19 +152,23 @@ FileWriteStream::FileWriteStream(std::uint32_t id, FrameSink& sink, const nlohma
 void FileWriteStream::start(const nlohmann::json& request) {
     std::string error;
     if (!resolveUser(request, user_, error)) return fail("bad_request", error);
-    if (!pathField(request, "path", path_) || path_ == "/") return fail("bad_request", "path must be an absolute file path");
+    if (!pathField(request, "path", path_) || path_ == "/")
+        return fail("bad_request", "path must be an absolute file path");
     int mode = request.value("mode", 0644);
     if (mode < 0 || mode > 07777) return fail("bad_request", "bad mode");
     AsUser as(user_.uid, user_.gid);
     std::string parent = path_.substr(0, path_.rfind('/'));
     if (!parent.empty())
-        if (int err = makeDirs(parent, 0755)) return fail(errnoCode(err), errText(err) + ": " + parent);
-    struct stat st{};
-    if (::stat(path_.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return fail("conflict", "is a directory: " + path_);
+        if (int err = makeDirs(parent, 0755))
+            return fail(errnoCode(err), errText(err) + ": " + parent);
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        return fail("conflict", "is a directory: " + path_);
     char suffix[32];
     std::snprintf(suffix, sizeof suffix, ".airlock-upload-%d-%u", ::getpid(), id());
     tempPath_ = path_ + suffix;
-    fd_.reset(::open(tempPath_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, static_cast<mode_t>(mode)));
+    fd_.reset(::open(tempPath_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                     static_cast<mode_t>(mode)));
     if (!fd_) return fail(errnoCode(errno), errText(errno) + ": " + path_);
     ::fchmod(fd_.get(), static_cast<mode_t>(mode));  // not narrowed by the umask
 }
@@ -189,7 +203,8 @@ void FileWriteStream::onData(std::uint8_t channel, std::string bytes) {
 void FileWriteStream::onCloseWrite() {
     if (done()) return;
     AsUser as(user_.uid, user_.gid);
-    if (::fsync(fd_.get()) != 0 || ::close(fd_.release()) != 0) return fail(errnoCode(errno), errText(errno) + ": " + path_);
+    if (::fsync(fd_.get()) != 0 || ::close(fd_.release()) != 0)
+        return fail(errnoCode(errno), errText(errno) + ": " + path_);
     if (::rename(tempPath_.c_str(), path_.c_str()) != 0) {
         int err = errno;
         ::unlink(tempPath_.c_str());
@@ -213,10 +228,17 @@ void FileReadStream::start(const nlohmann::json& request) {
     AsUser as(user.uid, user.gid);
     fd_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
     if (!fd_) return fail(errnoCode(errno), errText(errno) + ": " + path);
-    struct stat st{};
+    struct stat st {};
     ::fstat(fd_.get(), &st);
     if (S_ISDIR(st.st_mode)) return fail("conflict", "is a directory: " + path);
     if (!S_ISREG(st.st_mode)) return fail("bad_request", "not a regular file: " + path);
+    // procfs and sysfs are not files to hand out: /proc/PID/environ holds
+    // the secrets given to a command, unmasked (a symlink elsewhere that
+    // leads there is caught too: this looks at what was opened).
+    struct statfs fsInfo {};
+    if (::fstatfs(fd_.get(), &fsInfo) == 0 &&
+        (fsInfo.f_type == PROC_SUPER_MAGIC || fsInfo.f_type == SYSFS_MAGIC))
+        return fail(errnoCode(EACCES), "files under /proc and /sys cannot be downloaded: " + path);
     size_ = static_cast<std::uint64_t>(st.st_size);
     sendControl({{"size", size_}});
 }

@@ -125,9 +125,13 @@ void UploadSession::finishUpload() {
                     j["bytes_received"] = self->received_;
                     j["sha256"] = self->hash_.hexDigest();
                     // The path the guest resolved ("..", symlinks) is what was written.
-                    self->ctx_.controller.recordFileWrite(
-                        self->ctx_.tenant, self->ctx_.params[0], j.value("path", self->path_),
-                        self->received_, j["sha256"].get<std::string>());
+                    // The path the guest reports is its own word: kept beside the asked one.
+                    std::string written = j.contains("path") && j["path"].is_string()
+                                              ? j["path"].get<std::string>()
+                                              : self->path_;
+                    self->ctx_.controller.recordFileWrite(self->ctx_.tenant, self->ctx_.params[0],
+                                                          self->path_, written, self->received_,
+                                                          j["sha256"].get<std::string>());
                     response = ApiResponse{201, "application/json", j.dump() + "\n"};
                     break;
                 }

@@ -70,7 +70,13 @@ void WsExecSession::onStartMessage(beast::error_code ec) {
                                        {"class", started.pending->commandClass},
                                        {"reason", started.pending->reason}}
                                       .dump());
-                if (self->ended_) return self->finish();
+                if (self->ended_) return self->releaseExec();
+                // A decision may have beaten this handler to the strand.
+                if (self->earlyDecision_) {
+                    auto early = *std::exchange(self->earlyDecision_, std::nullopt);
+                    self->readClient();
+                    return self->onDecision(early);
+                }
                 return self->readClient();
             }
             if (!started.stream) return self->sendErrorAndClose(code, message);
@@ -88,7 +94,12 @@ void WsExecSession::attachStream(std::shared_ptr<AgentStream> agent) {
 }
 
 void WsExecSession::onDecision(const GatedExec& g) {
-    if (ended_ || !awaiting_) return;
+    if (ended_ || closing_) return;
+    if (!awaiting_) {
+        // Decided before openExec's answer reached the strand: kept for it.
+        if (execId_.empty() && !started_) earlyDecision_ = g;
+        return;
+    }
     awaiting_ = false;
     if (g.state != "running") {
         exited_ = true;  // decided: nothing to withdraw
@@ -117,18 +128,37 @@ void WsExecSession::onDecision(const GatedExec& g) {
         asio::post(self->ws_.get_executor(), [self, agent, code, message] {
             if (!agent) return self->sendErrorAndClose(code, message);
             self->attachStream(agent);
-            // What the client typed while it waited goes first.
-            std::string held = std::move(self->heldStdin_);
-            bool eof = self->heldEof_;
-            if (held.empty() && !eof) return;
-            asio::post(self->ctx_.workers, [agent, held = std::move(held), eof] {
-                try {
-                    if (!held.empty())
-                        agent->write(0, held, AgentStream::Clock::now() + std::chrono::seconds(60));
-                    if (eof) agent->closeWrite();
-                } catch (const Error&) {
-                }
-            });
+            // What the client typed while it waited goes first, in order;
+            // what it types meanwhile queues behind it.
+            self->flushingHeld_ = true;
+            self->flushHeld();
+        });
+    });
+}
+
+void WsExecSession::flushHeld() {
+    auto agent = agent_;
+    if (ended_ || !agent) return;
+    std::string data = std::move(heldStdin_);
+    heldStdin_.clear();
+    bool eof = data.empty() && heldEof_;
+    if (data.empty() && !eof) {
+        flushingHeld_ = false;
+        return;
+    }
+    if (eof) heldEof_ = false;
+    asio::post(ctx_.workers, [self = shared_from_this(), agent, data = std::move(data), eof] {
+        bool ok = true;
+        try {
+            if (!data.empty())
+                agent->write(0, data, AgentStream::Clock::now() + std::chrono::seconds(60));
+            if (eof) agent->closeWrite();
+        } catch (const Error&) {
+            ok = false;  // the command ended; its exit message is on its way
+        }
+        asio::post(self->ws_.get_executor(), [self, ok] {
+            if (!ok) return void(self->flushingHeld_ = false);
+            self->flushHeld();
         });
     });
 }
@@ -150,13 +180,23 @@ void WsExecSession::onClientMessage(beast::error_code ec) {
     // No stream yet is fine while a decision is awaited or an approved
     // command is being started; otherwise the session is over.
     if (!agent && !awaiting_ && (execId_.empty() || started_)) return finish();
+    bool holding = !agent || flushingHeld_;  // stdin waits for the command, or behind what waited
     if (!binary) {
         json m = json::parse(data, nullptr, false);
-        std::string type = m.is_object() ? m.value("type", "") : "";
+        // Client JSON: types are checked, never assumed (a wrong one must not throw here).
+        auto text = [&](const char* k) {
+            return m.is_object() && m.contains(k) && m[k].is_string() ? m[k].get<std::string>()
+                                                                      : std::string();
+        };
+        auto number = [&](const char* k, int dflt) {
+            return m.is_object() && m.contains(k) && m[k].is_number_integer() ? m[k].get<int>()
+                                                                              : dflt;
+        };
+        std::string type = text("type");
         if (type == "stdin" && m.contains("data") && m["data"].is_string()) {
             data = m["data"].get<std::string>();
         } else if (type == "eof") {
-            if (!agent)
+            if (holding)
                 heldEof_ = true;
             else
                 agent->closeWrite();
@@ -165,7 +205,7 @@ void WsExecSession::onClientMessage(beast::error_code ec) {
             return readClient();  // resize/signal before the command runs: nothing to act on
         } else if (type == "resize") {
             agent->control(
-                json{{"resize", {{"rows", m.value("rows", 24)}, {"cols", m.value("cols", 80)}}}}
+                json{{"resize", {{"rows", number("rows", 24)}, {"cols", number("cols", 80)}}}}
                     .dump());
             return readClient();
         } else if (type == "signal" && m.contains("signal") && m["signal"].is_string()) {
@@ -179,7 +219,7 @@ void WsExecSession::onClientMessage(beast::error_code ec) {
             return readClient();
         }
     }
-    if (!agent) {
+    if (holding) {
         // Waiting for approval: stdin is kept for the command, bounded.
         if (heldStdin_.size() + data.size() > 1024 * 1024)
             return sendErrorAndClose("payload_too_large",
@@ -223,8 +263,14 @@ void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
             json r = json::parse(e.payload, nullptr, false);
             if (!execId_.empty() && !exited_) {
                 exited_ = true;
-                int code = r.is_object() ? r.value("exit_code", -1) : -1;
-                std::string error = r.is_object() ? r.value("error", std::string()) : std::string();
+                // The agent's word, type-checked: nothing it sends may throw here.
+                int code =
+                    r.is_object() && r.contains("exit_code") && r["exit_code"].is_number_integer()
+                        ? r["exit_code"].get<int>()
+                        : -1;
+                std::string error = r.is_object() && r.contains("error") && r["error"].is_string()
+                                        ? r["error"].get<std::string>()
+                                        : std::string();
                 asio::post(ctx_.workers, [self = shared_from_this(), code, error] {
                     self->ctx_.controller.finishStreamedExec(self->execId_, code, error);
                 });
@@ -238,8 +284,19 @@ void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
             return pump();
         }
         case Kind::reset: {
-            auto info = protocol::parseResetInfo(e.payload);
+            protocol::ResetInfo info{"agent_error", "the command's stream was reset"};
+            try {
+                info = protocol::parseResetInfo(e.payload);
+            } catch (...) {
+            }
             Error err = agentError(info.code, info.message);
+            if (!execId_.empty() && !exited_ && started_) {
+                exited_ = true;
+                asio::post(ctx_.workers,
+                           [self = shared_from_this(), why = std::string(err.what())] {
+                               self->ctx_.controller.finishStreamedExec(self->execId_, -1, why);
+                           });
+            }
             return sendErrorAndClose(std::string(errorCodeName(err.code())), err.what());
         }
     }
@@ -274,6 +331,7 @@ void WsExecSession::pump() {
                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
                         self->writing_ = false;
                         if (ec) return self->finish();
+                        if (self->ended_ || self->out_.empty()) return;
                         self->ungranted_ += self->out_.front().credit;
                         self->out_.pop_front();
                         if (self->agent_ && self->ungranted_)
@@ -300,8 +358,8 @@ void WsExecSession::finish() {
     if (ended_) return;
     ended_ = true;
     releaseExec();
-    out_.clear();
-    agent_.reset();  // cancels the command if it still runs
+    if (!writing_) out_.clear();  // a write in flight still reads its buffer
+    agent_.reset();               // cancels the command if it still runs
     beast::error_code ec;
     beast::get_lowest_layer(ws_).socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
     beast::get_lowest_layer(ws_).close();

@@ -4,6 +4,7 @@
 #include <boost/beast/websocket.hpp>
 #include <deque>
 #include <memory>
+#include <optional>
 
 #include "agentclient/AgentStream.hpp"
 #include "api/StreamContext.hpp"
@@ -44,6 +45,7 @@ class WsExecSession : public std::enable_shared_from_this<WsExecSession> {
     void sendErrorAndClose(const std::string& code, const std::string& message);
     void finish();
     void releaseExec();
+    void flushHeld();
 
     boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
     boost::beast::http::request<boost::beast::http::empty_body> upgrade_;
@@ -64,6 +66,8 @@ class WsExecSession : public std::enable_shared_from_this<WsExecSession> {
     bool exited_ = false;
     std::string heldStdin_;
     bool heldEof_ = false;
+    bool flushingHeld_ = false;  // held stdin is being written: new stdin queues behind it
+    std::optional<GatedExec> earlyDecision_;  // a decision that arrived before the pending answer
 };
 
 }  // namespace airlock::api

@@ -7,19 +7,19 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "controller/DiskLayers.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/Ids.hpp"
-#include "controller/DiskLayers.hpp"
 #include "core/Log.hpp"
 #include "protocol/Messages.hpp"
 
 namespace airlock {
 namespace fs = std::filesystem;
 
-
-SandboxController::SandboxController(ControllerConfig config, Hypervisor& hypervisor, ControllerStores stores,
-                                     const TemplateCatalog& templates, AgentConnector connector)
+SandboxController::SandboxController(ControllerConfig config, Hypervisor& hypervisor,
+                                     ControllerStores stores, const TemplateCatalog& templates,
+                                     AgentConnector connector)
     : config_(std::move(config)),
       hypervisor_(hypervisor),
       store_(stores.sandboxes),
@@ -74,7 +74,8 @@ std::string SandboxController::consoleTail(const std::string& id) {
     return all.size() > 2000 ? all.substr(all.size() - 2000) : all;
 }
 
-SandboxRecord SandboxController::newRecord(const std::string& tenant, const CreateSandboxRequest& request,
+SandboxRecord SandboxController::newRecord(const std::string& tenant,
+                                           const CreateSandboxRequest& request,
                                            const TemplateInfo& tmpl) {
     SandboxRecord r;
     r.id = newId("sbx-");
@@ -83,7 +84,8 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant, const Crea
     r.vcpus = request.vcpus.value_or(tmpl.vcpus);
     r.memoryMib = request.memoryMib.value_or(tmpl.memoryMib);
     if (r.vcpus < 1 || r.vcpus > config_.maxVcpus)
-        throw Error(ErrorCode::bad_request, "vcpus must be between 1 and " + std::to_string(config_.maxVcpus));
+        throw Error(ErrorCode::bad_request,
+                    "vcpus must be between 1 and " + std::to_string(config_.maxVcpus));
     if (r.memoryMib < 128 || r.memoryMib > config_.maxMemoryMib)
         throw Error(ErrorCode::bad_request,
                     "memory_mib must be between 128 and " + std::to_string(config_.maxMemoryMib));
@@ -99,18 +101,22 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant, const Crea
     r.metadataJson = nlohmann::json(request.metadata).dump();
     r.envJson = nlohmann::json(request.env).dump();
     auto allow = egress::EgressAllowlist::parse(request.networkAllow);
-    if (!allow.empty() && !config_.egress) throw Error(ErrorCode::bad_request, "this server has no egress proxy");
+    if (!allow.empty() && !config_.egress)
+        throw Error(ErrorCode::bad_request, "this server has no egress proxy");
     r.networkJson = nlohmann::json(allow.texts()).dump();
     r.policyJson = nlohmann::json{{"deny", request.policy.deny},
                                   {"approve", request.policy.approve},
-                                  {"allow", request.policy.allow}}.dump();
+                                  {"allow", request.policy.allow}}
+                       .dump();
     if (!request.secrets.empty()) {
-        if (!config_.secretCipher) throw Error(ErrorCode::bad_request, "this server keeps no secrets (no key)");
+        if (!config_.secretCipher)
+            throw Error(ErrorCode::bad_request, "this server keeps no secrets (no key)");
         nlohmann::json sealed = nlohmann::json::object(), names = nlohmann::json::array();
         for (const auto& [name, spec] : request.secrets) {
             if (spec.value.size() < SecretMasker::kMinLength)
                 throw Error(ErrorCode::bad_request, "secret " + name + " is shorter than " +
-                                                        std::to_string(SecretMasker::kMinLength) + " bytes (it could not be masked)");
+                                                        std::to_string(SecretMasker::kMinLength) +
+                                                        " bytes (it could not be masked)");
             sealed[name] = {{"value", spec.value}, {"commands", spec.commands}};
             names.push_back(name);
         }
@@ -142,7 +148,8 @@ DomainSpec SandboxController::domainSpec(const SandboxRecord& r, const TemplateI
 }
 
 void SandboxController::failCreate(const std::string& id, const std::exception& e) {
-    logError("controller", "create " + id + " failed: " + e.what() + "\nconsole tail:\n" + consoleTail(id));
+    logError("controller",
+             "create " + id + " failed: " + e.what() + "\nconsole tail:\n" + consoleTail(id));
     try {
         teardown(id);
     } catch (const std::exception& cleanup) {
@@ -151,18 +158,22 @@ void SandboxController::failCreate(const std::string& id, const std::exception& 
     }
 }
 
-SandboxRecord SandboxController::create(const std::string& tenant, const CreateSandboxRequest& request) {
+SandboxRecord SandboxController::create(const std::string& tenant,
+                                        const CreateSandboxRequest& request) {
     if (request.boot != "auto" && request.boot != "cold" && request.boot != "warm")
         throw Error(ErrorCode::bad_request, "boot must be 'auto', 'cold' or 'warm'");
     if (!request.snapshot.empty()) {
-        if (request.boot == "cold") throw Error(ErrorCode::bad_request, "a clone of a snapshot cannot boot cold");
-        auto snap = isValidId(request.snapshot, "snap-") ? snapshots_.find(request.snapshot) : std::nullopt;
+        if (request.boot == "cold")
+            throw Error(ErrorCode::bad_request, "a clone of a snapshot cannot boot cold");
+        auto snap =
+            isValidId(request.snapshot, "snap-") ? snapshots_.find(request.snapshot) : std::nullopt;
         if (!snap || snap->tenant != tenant || snap->state != SnapshotState::ready)
             throw Error(ErrorCode::not_found, "no snapshot " + request.snapshot);
         return createFromSnapshot(tenant, request, *snap);
     }
     auto tmpl = templates_.find(request.templateName);
-    if (!tmpl) throw Error(ErrorCode::not_found, "no template named '" + request.templateName + "'");
+    if (!tmpl)
+        throw Error(ErrorCode::not_found, "no template named '" + request.templateName + "'");
     if (request.boot != "cold") {
         auto warm = warmSnapshotFor(*tmpl);
         if (warm && (!request.vcpus || *request.vcpus == warm->vcpus) &&
@@ -177,16 +188,23 @@ SandboxRecord SandboxController::create(const std::string& tenant, const CreateS
     store_.insert(r);  // written first: a crash from here on is undone by recover()
     try {
         prepareSandboxDir(dir);
-        if (!r.disk.empty()) createOverlay(dir + "/" + r.disk, tmpl->diskPath, tmpl->diskSizeBytes, config_.qemuUser);
+        if (!r.disk.empty())
+            createOverlay(dir + "/" + r.disk, tmpl->diskPath, tmpl->diskSizeBytes,
+                          config_.qemuUser);
         auto started = steadyMillis();
         hypervisor_.startDomain(domainSpec(r, *tmpl));
         adoptAgent(r, connector_(agentEndpoint(r.id), config_.bootTimeout));
         store_.updateState(r.id, SandboxState::running);
         r.state = SandboxState::running;
-        logInfo("controller", "sandbox " + r.id + " running after " + std::to_string(steadyMillis() - started) +
-                                  " ms (template " + tmpl->name + ", cold boot)");
+        logInfo("controller", "sandbox " + r.id + " running after " +
+                                  std::to_string(steadyMillis() - started) + " ms (template " +
+                                  tmpl->name + ", cold boot)");
         record(r.id, r.tenant, "sandbox.created",
-               {{"template", tmpl->name}, {"digest", tmpl->digest}, {"boot", "cold"}, {"policy", nlohmann::json::parse(r.policyJson)}, {"network", nlohmann::json::parse(r.networkJson)}});
+               {{"template", tmpl->name},
+                {"digest", tmpl->digest},
+                {"boot", "cold"},
+                {"policy", nlohmann::json::parse(r.policyJson)},
+                {"network", nlohmann::json::parse(r.networkJson)}});
         return r;
     } catch (const std::exception& e) {
         failCreate(r.id, e);
@@ -266,10 +284,12 @@ void SandboxController::teardown(const std::string& id) {
     }
     std::error_code ec;
     fs::remove_all(sandboxDir(id), ec);
-    if (ec) throw Error(ErrorCode::internal, "cannot remove " + sandboxDir(id) + ": " + ec.message());
+    if (ec)
+        throw Error(ErrorCode::internal, "cannot remove " + sandboxDir(id) + ": " + ec.message());
     ports_.removeAll(id);
     store_.remove(id);
-    collectSnapshots();  // its disk chain may have been the last reader of a deleted snapshot's layer
+    collectSnapshots();  // its disk chain may have been the last reader of a deleted snapshot's
+                         // layer
 }
 
 void SandboxController::destroy(const std::string& tenant, const std::string& id) {
@@ -287,14 +307,17 @@ void SandboxController::destroy(const std::string& tenant, const std::string& id
     lifecycleMutexes_.erase(id);
 }
 
-std::shared_ptr<AgentConnection> SandboxController::runningAgent(const std::string& tenant, const std::string& id) {
+std::shared_ptr<AgentConnection> SandboxController::runningAgent(const std::string& tenant,
+                                                                 const std::string& id) {
     auto r = requireOwned(tenant, id);
     if (r.state != SandboxState::running)
-        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state) + ", not running");
+        throw Error(ErrorCode::conflict,
+                    "sandbox " + id + " is " + sandboxStateName(r.state) + ", not running");
     return agentFor(id);
 }
 
-ExecOutput SandboxController::exec(const std::string& tenant, const std::string& id, const ExecOptions& options) {
+ExecOutput SandboxController::exec(const std::string& tenant, const std::string& id,
+                                   const ExecOptions& options) {
     auto r = requireOwned(tenant, id);
     requireAllowed(r, options, "exec");
     return runExec(r, options);
@@ -302,7 +325,8 @@ ExecOutput SandboxController::exec(const std::string& tenant, const std::string&
 
 ExecOutput SandboxController::runExec(const SandboxRecord& r, const ExecOptions& options) {
     if (r.state != SandboxState::running)
-        throw Error(ErrorCode::conflict, "sandbox " + r.id + " is " + sandboxStateName(r.state) + ", not running");
+        throw Error(ErrorCode::conflict,
+                    "sandbox " + r.id + " is " + sandboxStateName(r.state) + ", not running");
     auto agent = agentFor(r.id);
     // Secrets scoped to this command join its environment; whatever comes
     // back has every secret value masked.
@@ -321,13 +345,15 @@ ExecOutput SandboxController::runExec(const SandboxRecord& r, const ExecOptions&
     return out;
 }
 
-protocol::ExecRequest SandboxController::agentRequest(const SandboxRecord& r, const ExecOptions& options,
-                                                     const std::map<std::string, SecretSpec>& secrets) const {
+protocol::ExecRequest SandboxController::agentRequest(
+    const SandboxRecord& r, const ExecOptions& options,
+    const std::map<std::string, SecretSpec>& secrets) const {
     ExecOptions withSecrets = options;
     std::string command = commandText(options);
     for (const auto& [name, spec] : secrets) {
         bool scoped = spec.commands.empty();
-        for (const auto& glob : spec.commands) scoped = scoped || policy::CommandPolicy::globMatch(glob, command);
+        for (const auto& glob : spec.commands)
+            scoped = scoped || policy::CommandPolicy::globMatch(glob, command);
         if (scoped) withSecrets.env[name] = spec.value;
     }
     return toAgentRequest(withSecrets, baseEnv(r));
@@ -338,7 +364,8 @@ std::map<std::string, SecretSpec> SandboxController::secretsOf(const SandboxReco
     if (r.secretsSealed.empty() || !config_.secretCipher) return out;
     auto j = nlohmann::json::parse(config_.secretCipher->open(r.secretsSealed));
     for (const auto& [name, spec] : j.items())
-        out[name] = SecretSpec{spec.at("value").get<std::string>(), spec.value("commands", std::vector<std::string>{})};
+        out[name] = SecretSpec{spec.at("value").get<std::string>(),
+                               spec.value("commands", std::vector<std::string>{})};
     return out;
 }
 
@@ -348,7 +375,9 @@ SecretMasker SandboxController::maskerOf(const std::map<std::string, SecretSpec>
     return SecretMasker(values);
 }
 
-SecretMasker SandboxController::maskerFor(const SandboxRecord& r) const { return maskerOf(secretsOf(r)); }
+SecretMasker SandboxController::maskerFor(const SandboxRecord& r) const {
+    return maskerOf(secretsOf(r));
+}
 
 std::size_t SandboxController::liveConnections() {
     std::lock_guard lock(runtimesMutex_);
@@ -364,16 +393,19 @@ void SandboxController::recover() {
         known[domainName(r.id)] = true;
         try {
             if (r.state == SandboxState::creating || r.state == SandboxState::deleting) {
-                logWarn("recover", "finishing interrupted " + sandboxStateName(r.state) + " of " + r.id);
+                logWarn("recover",
+                        "finishing interrupted " + sandboxStateName(r.state) + " of " + r.id);
                 teardown(r.id);
                 continue;
             }
             DomainState ds = hypervisor_.domainState(domainName(r.id));
             bool live = r.state == SandboxState::running || r.state == SandboxState::paused;
             if (live && ds != DomainState::running && ds != DomainState::paused) {
-                logWarn("recover", "sandbox " + r.id + " lost its VM while the controller was down");
+                logWarn("recover",
+                        "sandbox " + r.id + " lost its VM while the controller was down");
                 hypervisor_.destroyDomain(domainName(r.id));
-                store_.updateState(r.id, SandboxState::stopped, "the VM stopped while the controller was down");
+                store_.updateState(r.id, SandboxState::stopped,
+                                   "the VM stopped while the controller was down");
             } else if (r.state == SandboxState::running) {
                 // Paused but recorded running: a snapshot was cut short.
                 if (ds == DomainState::paused) hypervisor_.resumeDomain(domainName(r.id));

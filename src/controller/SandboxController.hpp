@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -189,8 +190,8 @@ public:
                                               const std::string& path, AgentStream::Handler handler);
     nlohmann::json fileOp(const std::string& tenant, const std::string& id, const nlohmann::json& request);
     // Audit of a file the API wrote into the guest (what the upload carried).
-    void recordFileWrite(const std::string& tenant, const std::string& id, const std::string& path, std::uint64_t bytes,
-                         const std::string& sha256);
+    void recordFileWrite(const std::string& tenant, const std::string& id, const std::string& requestedPath,
+                         const std::string& writtenPath, std::uint64_t bytes, const std::string& sha256);
 
     // Background processes: resources with handles that outlive any client.
     nlohmann::json processOp(const std::string& tenant, const std::string& id, const nlohmann::json& request);
@@ -266,6 +267,8 @@ private:
     GatedExec parkForApproval(const SandboxRecord& r, const ExecOptions& options, const policy::Verdict& v,
                               nlohmann::json data, const SecretMasker& masker, bool streamed);
     void notifyDecision(const GatedExec& g);
+    // The options are exactly the ones a streamed exec was parked with.
+    static bool sameStreamedRequest(const GatedExec& g, const ExecOptions& options);
     // The request the agent gets: the sandbox's environment, then the
     // command's, then the secrets scoped to it.
     protocol::ExecRequest agentRequest(const SandboxRecord& r, const ExecOptions& options,
@@ -301,6 +304,7 @@ private:
     };
     std::mutex waitersMutex_;
     std::map<std::string, DecisionCallback> decisionWaiters_;  // streamed execs waiting for a human, by exec id
+    std::set<std::string> startedApprovals_;                   // approved streamed execs already started (once only)
     std::mutex approvedRunsMutex_;
     std::vector<ApprovedRun> approvedRuns_;  // finished ones are joined when the next starts
     std::mutex gcMutex_;

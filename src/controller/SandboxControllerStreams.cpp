@@ -17,22 +17,27 @@ constexpr auto kOpTimeout = std::chrono::seconds(30);
 json execJson(const protocol::ExecRequest& r) { return json::parse(protocol::toJson(r)); }
 
 void requireAbsolute(const std::string& path) {
-    if (path.empty() || path[0] != '/') throw Error(ErrorCode::bad_request, "path must be absolute, got '" + path + "'");
-    if (path.size() > 4096 || path.find('\0') != std::string::npos) throw Error(ErrorCode::bad_request, "bad path");
+    if (path.empty() || path[0] != '/')
+        throw Error(ErrorCode::bad_request, "path must be absolute, got '" + path + "'");
+    if (path.size() > 4096 || path.find('\0') != std::string::npos)
+        throw Error(ErrorCode::bad_request, "bad path");
 }
 }  // namespace
 
-SandboxController::StreamedExec SandboxController::openExec(const std::string& tenant, const std::string& id,
-                                                           const ExecOptions& options, const TerminalOptions& terminal,
-                                                           AgentStream::Handler handler, DecisionCallback onDecision) {
+SandboxController::StreamedExec SandboxController::openExec(
+    const std::string& tenant, const std::string& id, const ExecOptions& options,
+    const TerminalOptions& terminal, AgentStream::Handler handler, DecisionCallback onDecision) {
     auto record = requireOwned(tenant, id);
     if (record.state != SandboxState::running)
-        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(record.state) + ", not running");
+        throw Error(ErrorCode::conflict,
+                    "sandbox " + id + " is " + sandboxStateName(record.state) + ", not running");
     if (onDecision) {
         auto v = judge(record, options);
         if (v.decision == policy::Decision::approve) {
             auto masker = maskerFor(record);
-            nlohmann::json data{{"command", commandText(options)}, {"path", "exec/ws"}, {"cwd", options.cwd},
+            nlohmann::json data{{"command", commandText(options)},
+                                {"path", "exec/ws"},
+                                {"cwd", options.cwd},
                                 {"user", options.user.empty() ? "user" : options.user}};
             // Registered before anyone can decide: no decision is missed.
             std::string execId = newId("ex-");
@@ -42,7 +47,8 @@ SandboxController::StreamedExec SandboxController::openExec(const std::string& t
             }
             data["exec_id"] = execId;
             try {
-                return StreamedExec{nullptr, parkForApproval(record, options, v, data, masker, true)};
+                return StreamedExec{nullptr,
+                                    parkForApproval(record, options, v, data, masker, true)};
             } catch (...) {
                 std::lock_guard lock(waitersMutex_);
                 decisionWaiters_.erase(execId);
@@ -51,10 +57,12 @@ SandboxController::StreamedExec SandboxController::openExec(const std::string& t
         }
     }
     requireAllowed(record, options, "exec/ws");
-    return StreamedExec{openStreamedExec(record, options, terminal, std::move(handler)), std::nullopt};
+    return StreamedExec{openStreamedExec(record, options, terminal, std::move(handler)),
+                        std::nullopt};
 }
 
-std::shared_ptr<AgentStream> SandboxController::openStreamedExec(const SandboxRecord& record, const ExecOptions& options,
+std::shared_ptr<AgentStream> SandboxController::openStreamedExec(const SandboxRecord& record,
+                                                                 const ExecOptions& options,
                                                                  const TerminalOptions& terminal,
                                                                  AgentStream::Handler handler) {
     auto agent = agentFor(record.id);
@@ -72,43 +80,63 @@ std::shared_ptr<AgentStream> SandboxController::openStreamedExec(const SandboxRe
     return stream;
 }
 
-std::shared_ptr<AgentStream> SandboxController::openApprovedExec(const std::string& tenant, const std::string& id,
-                                                                 const std::string& execId, const ExecOptions& options,
-                                                                 const TerminalOptions& terminal,
-                                                                 AgentStream::Handler handler) {
+std::shared_ptr<AgentStream> SandboxController::openApprovedExec(
+    const std::string& tenant, const std::string& id, const std::string& execId,
+    const ExecOptions& options, const TerminalOptions& terminal, AgentStream::Handler handler) {
     auto sandbox = requireOwned(tenant, id);
     auto g = gated_.find(execId);
-    // Only what was approved runs: the same sandbox, the same command.
-    if (!g || g->sandboxId != id || g->state != "running" || g->command != commandText(options))
-        throw Error(ErrorCode::conflict, "exec " + execId + " is not an approved command of this sandbox");
+    // Only what was approved runs, once: the same sandbox, the same request
+    // (command, cwd, user, env, timeout, stdin).
+    if (!g || g->sandboxId != id || g->state != "running" || !sameStreamedRequest(*g, options))
+        throw Error(ErrorCode::conflict,
+                    "exec " + execId + " is not an approved command of this sandbox");
     if (sandbox.state != SandboxState::running)
-        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(sandbox.state) + ", not running");
+        throw Error(ErrorCode::conflict,
+                    "sandbox " + id + " is " + sandboxStateName(sandbox.state) + ", not running");
+    {
+        std::lock_guard lock(waitersMutex_);
+        if (!startedApprovals_.insert(execId).second)
+            throw Error(ErrorCode::conflict, "exec " + execId + " was already started");
+    }
     auto masker = maskerFor(sandbox);
     record(id, tenant, "exec.allowed",
-           {{"command", g->command}, {"path", "exec/ws"}, {"exec_id", execId}, {"approval_id", g->approvalId}}, &masker);
+           {{"command", g->command},
+            {"path", "exec/ws"},
+            {"exec_id", execId},
+            {"approval_id", g->approvalId}},
+           &masker);
     return openStreamedExec(sandbox, options, terminal, std::move(handler));
 }
 
-void SandboxController::finishStreamedExec(const std::string& execId, int exitCode, const std::string& error) {
+void SandboxController::finishStreamedExec(const std::string& execId, int exitCode,
+                                           const std::string& error) {
     // Its output went to the client; the record keeps how it ended.
     gated_.finish(execId, error.empty() ? "exited" : "failed", exitCode, "", "", error);
+    std::lock_guard lock(waitersMutex_);
+    startedApprovals_.erase(execId);
 }
 
-std::shared_ptr<AgentStream> SandboxController::openUpload(const std::string& tenant, const std::string& id,
-                                                           const std::string& path, std::optional<unsigned> mode) {
+std::shared_ptr<AgentStream> SandboxController::openUpload(const std::string& tenant,
+                                                           const std::string& id,
+                                                           const std::string& path,
+                                                           std::optional<unsigned> mode) {
     requireAbsolute(path);
     json request{{"op", "file_write"}, {"path", path}};
     if (mode) request["mode"] = *mode;
     return runningAgent(tenant, id)->open(request);
 }
 
-std::shared_ptr<AgentStream> SandboxController::openDownload(const std::string& tenant, const std::string& id,
-                                                             const std::string& path, AgentStream::Handler handler) {
+std::shared_ptr<AgentStream> SandboxController::openDownload(const std::string& tenant,
+                                                             const std::string& id,
+                                                             const std::string& path,
+                                                             AgentStream::Handler handler) {
     requireAbsolute(path);
-    return runningAgent(tenant, id)->open({{"op", "file_read"}, {"path", path}}, std::move(handler));
+    return runningAgent(tenant, id)
+        ->open({{"op", "file_read"}, {"path", path}}, std::move(handler));
 }
 
-json SandboxController::fileOp(const std::string& tenant, const std::string& id, const json& request) {
+json SandboxController::fileOp(const std::string& tenant, const std::string& id,
+                               const json& request) {
     requireAbsolute(request.value("path", std::string()));
     json r = request;
     r["op"] = "fs";
@@ -124,12 +152,17 @@ json SandboxController::fileOp(const std::string& tenant, const std::string& id,
     return result;
 }
 
-void SandboxController::recordFileWrite(const std::string& tenant, const std::string& id, const std::string& path,
-                                        std::uint64_t bytes, const std::string& sha256) {
-    record(id, tenant, "file.written", {{"path", path}, {"size", bytes}, {"sha256", sha256}});
+void SandboxController::recordFileWrite(const std::string& tenant, const std::string& id,
+                                        const std::string& requestedPath,
+                                        const std::string& writtenPath, std::uint64_t bytes,
+                                        const std::string& sha256) {
+    nlohmann::json data{{"path", writtenPath}, {"size", bytes}, {"sha256", sha256}};
+    if (requestedPath != writtenPath) data["requested_path"] = requestedPath;
+    record(id, tenant, "file.written", data);
 }
 
-json SandboxController::processOp(const std::string& tenant, const std::string& id, const json& request) {
+json SandboxController::processOp(const std::string& tenant, const std::string& id,
+                                  const json& request) {
     auto agent = runningAgent(tenant, id);
     json r = request;
     if (r.value("op", "") == "process_start") {
@@ -150,8 +183,10 @@ json SandboxController::processOp(const std::string& tenant, const std::string& 
     return agent->call(r, kOpTimeout);
 }
 
-std::shared_ptr<AgentStream> SandboxController::openProcessLogs(const std::string& tenant, const std::string& id,
-                                                                const std::string& processId, bool follow,
+std::shared_ptr<AgentStream> SandboxController::openProcessLogs(const std::string& tenant,
+                                                                const std::string& id,
+                                                                const std::string& processId,
+                                                                bool follow,
                                                                 AgentStream::Handler handler) {
     auto agent = runningAgent(tenant, id);
     nlohmann::json request{{"op", "process_logs"}, {"id", processId}, {"follow", follow}};
@@ -163,7 +198,8 @@ std::shared_ptr<AgentStream> SandboxController::openProcessLogs(const std::strin
     return stream;
 }
 
-ExposedPort SandboxController::exposePort(const std::string& tenant, const std::string& id, unsigned port) {
+ExposedPort SandboxController::exposePort(const std::string& tenant, const std::string& id,
+                                          unsigned port) {
     if (port < 1 || port > 65535) throw Error(ErrorCode::bad_request, "port must be 1-65535");
     requireOwned(tenant, id);
     if (auto existing = ports_.find(id, port)) return *existing;
@@ -172,30 +208,36 @@ ExposedPort SandboxController::exposePort(const std::string& tenant, const std::
     return p;
 }
 
-std::vector<ExposedPort> SandboxController::listPorts(const std::string& tenant, const std::string& id) {
+std::vector<ExposedPort> SandboxController::listPorts(const std::string& tenant,
+                                                      const std::string& id) {
     requireOwned(tenant, id);
     return ports_.list(id);
 }
 
 void SandboxController::closePort(const std::string& tenant, const std::string& id, unsigned port) {
     requireOwned(tenant, id);
-    if (!ports_.find(id, port)) throw Error(ErrorCode::not_found, "port " + std::to_string(port) + " is not exposed");
+    if (!ports_.find(id, port))
+        throw Error(ErrorCode::not_found, "port " + std::to_string(port) + " is not exposed");
     ports_.remove(id, port);
 }
 
-std::shared_ptr<AgentStream> SandboxController::openPreviewTunnel(const std::string& sandboxId, unsigned port,
-                                                                  const std::string& token, AgentStream::Handler handler) {
+std::shared_ptr<AgentStream> SandboxController::openPreviewTunnel(const std::string& sandboxId,
+                                                                  unsigned port,
+                                                                  const std::string& token,
+                                                                  AgentStream::Handler handler) {
     auto exposed = isValidId(sandboxId, "sbx-") ? ports_.find(sandboxId, port) : std::nullopt;
     // Wrong sandbox, port not exposed and wrong token all look the same.
     bool tokenOk = exposed && exposed->token.size() == token.size();
     if (tokenOk) {
         unsigned char diff = 0;
-        for (std::size_t i = 0; i < token.size(); ++i) diff |= static_cast<unsigned char>(exposed->token[i] ^ token[i]);
+        for (std::size_t i = 0; i < token.size(); ++i)
+            diff |= static_cast<unsigned char>(exposed->token[i] ^ token[i]);
         tokenOk = diff == 0;
     }
     if (!tokenOk) throw Error(ErrorCode::not_found, "no such preview");
     auto r = store_.find(sandboxId);
-    if (!r || r->state != SandboxState::running) throw Error(ErrorCode::conflict, "the sandbox is not running");
+    if (!r || r->state != SandboxState::running)
+        throw Error(ErrorCode::conflict, "the sandbox is not running");
     return agentFor(sandboxId)->open({{"op", "tunnel"}, {"port", port}}, std::move(handler));
 }
 

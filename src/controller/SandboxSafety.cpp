@@ -30,17 +30,25 @@ policy::PolicyRules rulesFrom(const std::string& json) {
 }
 
 nlohmann::json optionsJson(const ExecOptions& o) {
-    nlohmann::json j{{"cwd", o.cwd}, {"env", o.env}, {"user", o.user}, {"timeout_s", o.timeoutS}, {"stdin", o.stdinData}};
-    if (o.shell) j["shell"] = *o.shell;
-    else j["cmd"] = o.argv;
+    nlohmann::json j{{"cwd", o.cwd},
+                     {"env", o.env},
+                     {"user", o.user},
+                     {"timeout_s", o.timeoutS},
+                     {"stdin", o.stdinData}};
+    if (o.shell)
+        j["shell"] = *o.shell;
+    else
+        j["cmd"] = o.argv;
     return j;
 }
 
 ExecOptions optionsFrom(const std::string& json) {
     auto j = nlohmann::json::parse(json);
     ExecOptions o;
-    if (j.contains("shell")) o.shell = j["shell"].get<std::string>();
-    else o.argv = j.at("cmd").get<std::vector<std::string>>();
+    if (j.contains("shell"))
+        o.shell = j["shell"].get<std::string>();
+    else
+        o.argv = j.at("cmd").get<std::vector<std::string>>();
     o.cwd = j.value("cwd", "");
     o.env = j.value("env", std::map<std::string, std::string>{});
     o.user = j.value("user", "");
@@ -49,7 +57,9 @@ ExecOptions optionsFrom(const std::string& json) {
     return o;
 }
 
-std::string clip(const std::string& s) { return s.size() > kAuditOutputBytes ? s.substr(0, kAuditOutputBytes) : s; }
+std::string clip(const std::string& s) {
+    return s.size() > kAuditOutputBytes ? s.substr(0, kAuditOutputBytes) : s;
+}
 
 nlohmann::json verdictJson(const policy::Verdict& v) {
     nlohmann::json j{{"decision", policy::decisionName(v.decision)},
@@ -62,8 +72,9 @@ nlohmann::json verdictJson(const policy::Verdict& v) {
 
 }  // namespace
 
-void SandboxController::record(const std::string& sandboxId, const std::string& tenant, const std::string& type,
-                               const nlohmann::json& data, const SecretMasker* masker) {
+void SandboxController::record(const std::string& sandboxId, const std::string& tenant,
+                               const std::string& type, const nlohmann::json& data,
+                               const SecretMasker* masker) {
     try {
         std::string text = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
         // A secret never reaches the audit log, not even typed into a command.
@@ -76,13 +87,18 @@ void SandboxController::record(const std::string& sandboxId, const std::string& 
 
 policy::Verdict SandboxController::judge(const SandboxRecord& r, const ExecOptions& options) const {
     auto rules = rulesFrom(r.policyJson);
-    return options.shell ? policy_.judgeShell(*options.shell, rules) : policy_.judgeArgv(options.argv, rules);
+    return options.shell ? policy_.judgeShell(*options.shell, rules)
+                         : policy_.judgeArgv(options.argv, rules);
 }
 
-void SandboxController::requireAllowed(const SandboxRecord& r, const ExecOptions& options, const char* path) {
+void SandboxController::requireAllowed(const SandboxRecord& r, const ExecOptions& options,
+                                       const char* path) {
     auto v = judge(r, options);
-    nlohmann::json data{{"command", commandText(options)}, {"path", path}, {"cwd", options.cwd},
-                        {"user", options.user.empty() ? "user" : options.user}, {"policy", verdictJson(v)}};
+    nlohmann::json data{{"command", commandText(options)},
+                        {"path", path},
+                        {"cwd", options.cwd},
+                        {"user", options.user.empty() ? "user" : options.user},
+                        {"policy", verdictJson(v)}};
     auto masker = maskerFor(r);
     if (v.decision == policy::Decision::allow) {
         record(r.id, r.tenant, "exec.allowed", data, &masker);
@@ -90,29 +106,36 @@ void SandboxController::requireAllowed(const SandboxRecord& r, const ExecOptions
     }
     record(r.id, r.tenant, "exec.denied", data, &masker);
     if (v.decision == policy::Decision::deny)
-        throw Error(ErrorCode::policy_denied, "denied by the command policy: " + v.reason + " (in \"" + v.part + "\")");
+        throw Error(ErrorCode::policy_denied,
+                    "denied by the command policy: " + v.reason + " (in \"" + v.part + "\")");
     // Approval gates exist where a client can wait for the decision (the
     // REST exec answers 202, the WebSocket exec keeps the socket); a
     // background process start answers at once.
-    throw Error(ErrorCode::policy_denied, "needs approval (" + v.reason + "): run it with POST /v1/sandboxes/" + r.id +
-                                              "/exec or the WebSocket exec, which wait for a decision");
+    throw Error(ErrorCode::policy_denied,
+                "needs approval (" + v.reason + "): run it with POST /v1/sandboxes/" + r.id +
+                    "/exec or the WebSocket exec, which wait for a decision");
 }
 
 ExecSubmission SandboxController::submitExec(const std::string& tenant, const std::string& id,
                                              const ExecOptions& options) {
     auto r = requireOwned(tenant, id);
     if (r.state != SandboxState::running)
-        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state) + ", not running");
+        throw Error(ErrorCode::conflict,
+                    "sandbox " + id + " is " + sandboxStateName(r.state) + ", not running");
     auto v = judge(r, options);
     std::string command = commandText(options);
-    nlohmann::json data{{"command", command}, {"cwd", options.cwd}, {"user", options.user.empty() ? "user" : options.user},
+    nlohmann::json data{{"command", command},
+                        {"cwd", options.cwd},
+                        {"user", options.user.empty() ? "user" : options.user},
                         {"policy", verdictJson(v)}};
     auto masker = maskerFor(r);
     if (v.decision == policy::Decision::deny) {
         record(id, tenant, "exec.denied", data, &masker);
-        throw Error(ErrorCode::policy_denied, "denied by the command policy: " + v.reason + " (in \"" + v.part + "\")");
+        throw Error(ErrorCode::policy_denied,
+                    "denied by the command policy: " + v.reason + " (in \"" + v.part + "\")");
     }
-    if (v.decision == policy::Decision::approve) return ExecSubmission{std::nullopt, parkForApproval(r, options, v, data, masker, false)};
+    if (v.decision == policy::Decision::approve)
+        return ExecSubmission{std::nullopt, parkForApproval(r, options, v, data, masker, false)};
     auto started = nowTimestamp();
     auto out = runExec(r, options);
     data["started_at"] = started;
@@ -126,8 +149,9 @@ ExecSubmission SandboxController::submitExec(const std::string& tenant, const st
     return ExecSubmission{std::move(out), std::nullopt};
 }
 
-GatedExec SandboxController::parkForApproval(const SandboxRecord& r, const ExecOptions& options, const policy::Verdict& v,
-                                             nlohmann::json data, const SecretMasker& masker, bool streamed) {
+GatedExec SandboxController::parkForApproval(const SandboxRecord& r, const ExecOptions& options,
+                                             const policy::Verdict& v, nlohmann::json data,
+                                             const SecretMasker& masker, bool streamed) {
     GatedExec g;
     g.id = data.contains("exec_id") ? data["exec_id"].get<std::string>() : newId("ex-");
     g.approvalId = newId("apr-");
@@ -148,6 +172,12 @@ GatedExec SandboxController::parkForApproval(const SandboxRecord& r, const ExecO
     data["approval_id"] = g.approvalId;
     record(r.id, r.tenant, "exec.pending_approval", data, &masker);
     return g;
+}
+
+bool SandboxController::sameStreamedRequest(const GatedExec& g, const ExecOptions& options) {
+    auto want = optionsJson(options);
+    want["stream"] = true;
+    return nlohmann::json::parse(g.requestJson, nullptr, false) == want;
 }
 
 void SandboxController::notifyDecision(const GatedExec& g) {
@@ -173,7 +203,8 @@ void SandboxController::abandonStreamedExec(const std::string& execId) {
     }
     auto g = gated_.find(execId);
     if (!g) return;
-    if (gated_.decide(execId, "cancelled", nowTimestamp(), "airlockd", "the client left before a decision")) {
+    if (gated_.decide(execId, "cancelled", nowTimestamp(), "airlockd",
+                      "the client left before a decision")) {
         record(g->sandboxId, g->tenant, "approval.cancelled",
                {{"approval_id", g->approvalId}, {"exec_id", g->id}, {"command", g->command}});
     } else if (g->state == "running") {
@@ -186,8 +217,10 @@ std::vector<GatedExec> SandboxController::pendingApprovals(const std::string& te
     return gated_.pending(tenant);
 }
 
-GatedExec SandboxController::decideApproval(const std::string& tenant, const std::string& approvalId, bool approve,
-                                            const std::string& reason, const std::string& decidedBy) {
+GatedExec SandboxController::decideApproval(const std::string& tenant,
+                                            const std::string& approvalId, bool approve,
+                                            const std::string& reason,
+                                            const std::string& decidedBy) {
     expireApprovals();
     auto g = isValidId(approvalId, "apr-") ? gated_.findByApproval(approvalId) : std::nullopt;
     if (!g || g->tenant != tenant) throw Error(ErrorCode::not_found, "no approval " + approvalId);
@@ -196,10 +229,15 @@ GatedExec SandboxController::decideApproval(const std::string& tenant, const std
         throw Error(ErrorCode::conflict, "approval " + approvalId + " was already decided (" +
                                              gated_.find(g->id)->state + ")");
     record(g->sandboxId, tenant, approve ? "approval.approved" : "approval.denied",
-           {{"approval_id", approvalId}, {"exec_id", g->id}, {"command", g->command}, {"class", g->commandClass},
-            {"by", decidedBy}, {"reason", reason}});
+           {{"approval_id", approvalId},
+            {"exec_id", g->id},
+            {"command", g->command},
+            {"class", g->commandClass},
+            {"by", decidedBy},
+            {"reason", reason}});
     auto decided = *gated_.find(g->id);
-    bool streamed = nlohmann::json::parse(decided.requestJson, nullptr, false).value("stream", false);
+    bool streamed =
+        nlohmann::json::parse(decided.requestJson, nullptr, false).value("stream", false);
     if (streamed) {
         // Its client runs it (or is told no); gone already: nothing runs.
         bool waiting;
@@ -207,8 +245,10 @@ GatedExec SandboxController::decideApproval(const std::string& tenant, const std
             std::lock_guard lock(waitersMutex_);
             waiting = decisionWaiters_.count(decided.id) > 0;
         }
-        if (waiting) notifyDecision(decided);
-        else if (approve) gated_.finish(decided.id, "failed", -1, "", "", "the streaming client had left");
+        if (waiting)
+            notifyDecision(decided);
+        else if (approve)
+            gated_.finish(decided.id, "failed", -1, "", "", "the streaming client had left");
         return *gated_.find(g->id);
     }
     if (approve) {
@@ -236,17 +276,26 @@ void SandboxController::runApproved(GatedExec g) {
         auto options = optionsFrom(g.requestJson);
         auto started = nowTimestamp();
         auto out = runExec(*r, options);
-        gated_.finish(g.id, "exited", out.result.exit_code, out.stdoutData, out.stderrData, out.result.error);
+        gated_.finish(g.id, "exited", out.result.exit_code, out.stdoutData, out.stderrData,
+                      out.result.error);
         auto masker = maskerFor(*r);
         record(g.sandboxId, g.tenant, "exec.executed",
-               {{"command", g.command}, {"exec_id", g.id}, {"approval_id", g.approvalId}, {"cwd", options.cwd},
-                {"user", options.user.empty() ? "user" : options.user}, {"started_at", started},
-                {"exit_code", out.result.exit_code}, {"duration_ms", out.durationMs},
-                {"stdout", clip(out.stdoutData)}, {"stderr", clip(out.stderrData)}, {"truncated", out.truncated}},
+               {{"command", g.command},
+                {"exec_id", g.id},
+                {"approval_id", g.approvalId},
+                {"cwd", options.cwd},
+                {"user", options.user.empty() ? "user" : options.user},
+                {"started_at", started},
+                {"exit_code", out.result.exit_code},
+                {"duration_ms", out.durationMs},
+                {"stdout", clip(out.stdoutData)},
+                {"stderr", clip(out.stderrData)},
+                {"truncated", out.truncated}},
                &masker);
     } catch (const std::exception& e) {
         gated_.finish(g.id, "failed", -1, "", "", e.what());
-        record(g.sandboxId, g.tenant, "exec.failed", {{"command", g.command}, {"exec_id", g.id}, {"error", e.what()}});
+        record(g.sandboxId, g.tenant, "exec.failed",
+               {{"command", g.command}, {"exec_id", g.id}, {"error", e.what()}});
     }
 }
 
@@ -266,16 +315,20 @@ GatedExec SandboxController::getExec(const std::string& tenant, const std::strin
                                      const std::string& execId) {
     expireApprovals();
     auto g = isValidId(execId, "ex-") ? gated_.find(execId) : std::nullopt;
-    if (!g || g->tenant != tenant || g->sandboxId != sandboxId) throw Error(ErrorCode::not_found, "no exec " + execId);
+    if (!g || g->tenant != tenant || g->sandboxId != sandboxId)
+        throw Error(ErrorCode::not_found, "no exec " + execId);
     return *g;
 }
 
-std::vector<AuditEvent> SandboxController::audit(const std::string& tenant, const std::string& sandboxId,
+std::vector<AuditEvent> SandboxController::audit(const std::string& tenant,
+                                                 const std::string& sandboxId,
                                                  const AuditQuery& query) {
     // Readable after the sandbox is gone: ownership comes from the events.
     auto live = isValidId(sandboxId, "sbx-") ? store_.find(sandboxId) : std::nullopt;
-    std::string owner = live ? live->tenant : (isValidId(sandboxId, "sbx-") ? audit_.tenantOf(sandboxId) : "");
-    if (owner.empty() || owner != tenant) throw Error(ErrorCode::not_found, "no sandbox " + sandboxId);
+    std::string owner =
+        live ? live->tenant : (isValidId(sandboxId, "sbx-") ? audit_.tenantOf(sandboxId) : "");
+    if (owner.empty() || owner != tenant)
+        throw Error(ErrorCode::not_found, "no sandbox " + sandboxId);
     return audit_.query(sandboxId, query);
 }
 

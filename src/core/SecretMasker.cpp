@@ -23,20 +23,35 @@ SecretMasker::SecretMasker(const std::vector<std::string>& values) {
         for (auto& n : {v, b64, b64bare, hexLower, hexUpper})
             if (n.size() >= kMinLength) needles_.push_back(n);
     }
-    std::sort(needles_.begin(), needles_.end(),
-              [](const auto& a, const auto& b) { return a.size() != b.size() ? a.size() > b.size() : a < b; });
+    std::sort(needles_.begin(), needles_.end(), [](const auto& a, const auto& b) {
+        return a.size() != b.size() ? a.size() > b.size() : a < b;
+    });
     needles_.erase(std::unique(needles_.begin(), needles_.end()), needles_.end());
 }
 
 std::string SecretMasker::mask(std::string text) const {
-    for (const auto& n : needles_) {
-        std::size_t pos = 0;
-        while ((pos = text.find(n, pos)) != std::string::npos) {
-            text.replace(pos, n.size(), "***");
-            pos += 3;
-        }
+    if (needles_.empty()) return text;
+    // Every occurrence of every form, overlapping ones merged: replacing
+    // one needle at a time would leave the rest of an overlapping one.
+    std::vector<std::pair<std::size_t, std::size_t>> ranges;
+    for (const auto& n : needles_)
+        for (std::size_t pos = text.find(n); pos != std::string::npos; pos = text.find(n, pos + 1))
+            ranges.emplace_back(pos, pos + n.size());
+    if (ranges.empty()) return text;
+    std::sort(ranges.begin(), ranges.end());
+    std::string out;
+    out.reserve(text.size());
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < ranges.size();) {
+        auto [start, end] = ranges[i];
+        for (++i; i < ranges.size() && ranges[i].first < end; ++i)
+            end = std::max(end, ranges[i].second);
+        out.append(text, at, start - at);
+        out += "***";
+        at = end;
     }
-    return text;
+    out.append(text, at, std::string::npos);
+    return out;
 }
 
 }  // namespace airlock

@@ -17,7 +17,8 @@ std::string StreamingMasker::feed(std::string_view chunk) {
                 break;
             }
     }
-    // A whole secret across the cut goes out whole (masked), not in halves.
+    // No secret may straddle the cut: one that does is held back whole,
+    // with whatever overlaps it (masked together once complete).
     std::size_t cut = pending_.size() - hold;
     for (bool moved = true; moved;) {
         moved = false;
@@ -26,8 +27,9 @@ std::string StreamingMasker::feed(std::string_view chunk) {
             for (std::size_t pos = pending_.find(n, from); pos != std::string::npos && pos < cut;
                  pos = pending_.find(n, pos + 1)) {
                 if (pos + n.size() > cut) {
-                    cut = pos + n.size();
+                    cut = pos;
                     moved = true;
+                    break;
                 }
             }
         }

@@ -77,8 +77,9 @@ void EgressProxy::attach(const std::string& sandboxId, const std::string& tenant
     auto listening = std::make_shared<Listening>();
     std::weak_ptr<EgressShared> weakShared = shared_;
     std::weak_ptr<SandboxEgress> weakEgress = egress;
-    // Runs on the agent connection's reader thread: must not block.
-    auto handler = [weakShared, weakEgress, listening](AgentStream::Event&& e) {
+    // Runs on the agent connection's reader thread: must not block, and
+    // nothing the guest sends may throw out of it.
+    auto onEvent = [weakShared, weakEgress, listening](AgentStream::Event&& e) {
         auto settle = [&](unsigned port, std::string error) {
             std::lock_guard lock(listening->mutex);
             if (listening->done) return;
@@ -107,6 +108,13 @@ void EgressProxy::attach(const std::string& sandboxId, const std::string& tenant
         if (!shared || !eg) return;
         auto session = std::make_shared<EgressSession>(shared, eg, a->get<std::uint64_t>());
         session->start();
+    };
+    auto handler = [onEvent](AgentStream::Event&& e) {
+        try {
+            onEvent(std::move(e));
+        } catch (...) {
+            logWarn("egress", "ignored a malformed event from a guest's proxy listener");
+        }
     };
     auto stream =
         agent->open({{"op", "egress_listen"}, {"port", shared_->settings.guestPort}}, handler);

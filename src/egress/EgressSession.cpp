@@ -128,7 +128,9 @@ void EgressSession::onGuestEvent(AgentStream::Event&& event) {
     if (event.kind == Kind::close) return finish("closed by the guest");
     if (event.kind == Kind::control) {
         auto j = nlohmann::json::parse(event.payload, nullptr, false);
-        if (!j.is_object() || !j.value("eof", false)) return;
+        // Guest-made JSON: looked at, never trusted to have the right types.
+        if (!j.is_object() || !j.contains("eof") || !j["eof"].is_boolean() || !j["eof"].get<bool>())
+            return;
         // The client shut down its sending side; it may still wait for the answer.
         guestEof_ = true;
         if (phase_ == Phase::head)
@@ -248,7 +250,8 @@ void EgressSession::onConnected(const tcp::endpoint& endpoint) {
     phase_ = Phase::relay;
     auditType_ = "egress.allowed";
     reason_ = "allowlisted";
-    readBuffer_.resize(protocol::kMaxPayload);  // one full frame per write: per-frame costs dominate under TCG
+    readBuffer_.resize(
+        protocol::kMaxPayload);  // one full frame per write: per-frame costs dominate under TCG
     touch();
     armTimer(shared_->settings.idleTimeout, "idle");
     if (request_.connect) {

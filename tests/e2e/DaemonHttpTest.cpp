@@ -413,6 +413,12 @@ TEST_F(ChannelOverHttp, FilesAndDirectories) {
     EXPECT_EQ(call("DELETE", "/files?path=/tmp/newdir&recursive=1").status, 204);
     EXPECT_EQ(call("GET", "/fs?path=/tmp/newdir").status, 404);
     EXPECT_EQ(call("PUT", "/files?path=/etc/passwd", "x").status, 403) << "the default user cannot write there";
+    // Process environments hold secrets, unmasked: procfs is not downloadable, not even through a symlink.
+    EXPECT_EQ(call("GET", "/files?path=/proc/self/environ").status, 403);
+    EXPECT_EQ(call("POST", "/exec", R"({"cmd":["ln","-s","/proc/1/environ","/tmp/env-link"]})").status, 403)
+        << "the command policy already refuses naming an environ file";
+    EXPECT_EQ(call("POST", "/exec", R"({"cmd":["ln","-s","/proc/self","/tmp/proc-link"]})").status, 200);
+    EXPECT_EQ(call("GET", "/files?path=/tmp/proc-link/environ").status, 403);
 
     // Every change made through the API is in the audit log, the upload with its digest.
     auto audit = json::parse(call("GET", "/audit?type=file.").body)["events"];

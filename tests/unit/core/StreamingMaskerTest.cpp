@@ -31,6 +31,25 @@ TEST(StreamingMasker, MasksSecretsSplitAcrossChunksAnywhere) {
     }
 }
 
+TEST(StreamingMasker, OverlappingSecretsAreMaskedTogether) {
+    auto masker =
+        std::make_shared<const SecretMasker>(std::vector<std::string>{"abcdefx", "xyz123456"});
+    std::string text = "head abcdefxyz123456 tail xyz123456 and abcdefx.";
+    EXPECT_EQ(masker->mask(text), "head *** tail *** and ***.");
+    std::mt19937 rng(7);
+    for (int round = 0; round < 300; ++round) {
+        StreamingMasker stream(masker);
+        std::string shown;
+        for (std::size_t pos = 0; pos < text.size();) {
+            std::size_t n = std::min<std::size_t>(text.size() - pos, 1 + rng() % 9);
+            shown += stream.feed(std::string_view(text).substr(pos, n));
+            pos += n;
+        }
+        shown += stream.flush();
+        EXPECT_EQ(shown, "head *** tail *** and ***.") << "round " << round;
+    }
+}
+
 TEST(StreamingMasker, HoldsBackOnlyWhatCouldStartASecret) {
     auto masker =
         std::make_shared<const SecretMasker>(std::vector<std::string>{"s3cr3t-Value-9137"});
