@@ -24,6 +24,8 @@ struct EgressSettings {
     std::chrono::milliseconds headTimeout{15'000};
     std::chrono::milliseconds connectTimeout{15'000};
     std::chrono::milliseconds idleTimeout{300'000};
+    unsigned maxAuditPerMinute =
+        600;  // per sandbox; beyond it attempts are counted (egress.suppressed)
 };
 
 // Where decisions go: the audit log in airlockd. type is egress.allowed,

@@ -419,7 +419,17 @@ void EgressSession::audit(const std::string& type) {
     else
         logInfo("egress", sandbox_->id + " refused " + request_.destination() + ": " + reason_);
     try {
-        if (shared_->audit) shared_->audit(sandbox_->id, sandbox_->tenant, type, data);
+        // A guest opening connections in a loop must not grow the audit log
+        // without bound: past the per-minute budget attempts are counted,
+        // and the count is recorded when the next minute starts.
+        auto [admit, suppressed] = sandbox_->admitAudit(shared_->settings.maxAuditPerMinute);
+        if (shared_->audit && suppressed > 0)
+            shared_->audit(
+                sandbox_->id, sandbox_->tenant, "egress.suppressed",
+                {{"count", suppressed},
+                 {"reason", "more than " + std::to_string(shared_->settings.maxAuditPerMinute) +
+                                " egress attempts in a minute"}});
+        if (shared_->audit && admit) shared_->audit(sandbox_->id, sandbox_->tenant, type, data);
     } catch (const std::exception& e) {
         logError("egress", std::string("cannot audit: ") + e.what());
     }

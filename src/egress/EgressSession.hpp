@@ -46,6 +46,28 @@ struct SandboxEgress {
     unsigned guestPort = 0;
     std::atomic<unsigned> open{0};  // sessions counted against maxConnections
     TokenBucket bucket;
+    // Whether one more audit record fits this minute's budget, and how many
+    // were suppressed in the minute that just ended (to be recorded once).
+    std::pair<bool, std::uint64_t> admitAudit(unsigned perMinute) {
+        std::lock_guard lock(auditMutex);
+        auto now = std::chrono::steady_clock::now();
+        std::uint64_t flushed = 0;
+        if (now - auditWindow >= std::chrono::minutes(1)) {
+            flushed = std::exchange(auditSuppressed, 0);
+            auditWindow = now;
+            auditInWindow = 0;
+        }
+        if (auditInWindow < perMinute) {
+            ++auditInWindow;
+            return {true, flushed};
+        }
+        ++auditSuppressed;
+        return {false, flushed};
+    }
+    std::mutex auditMutex;
+    std::chrono::steady_clock::time_point auditWindow = std::chrono::steady_clock::now();
+    unsigned auditInWindow = 0;
+    std::uint64_t auditSuppressed = 0;
     EgressAllowlist allowlist() {
         std::lock_guard lock(mutex);
         return allow;

@@ -435,6 +435,17 @@ TEST_F(EgressProxyTest, MalformedRequestsGetAnHttpError) {
     EXPECT_EQ(event(0).type, "egress.denied");
 }
 
+TEST_F(EgressProxyTest, AFloodOfAttemptsCannotFloodTheAuditLog) {
+    EgressSettings s;
+    s.maxAuditPerMinute = 3;
+    start({}, s);
+    for (int i = 0; i < 6; ++i)
+        EXPECT_EQ(statusLine(request("GET http://blocked.example/ HTTP/1.1\r\n\r\n")),
+                  "HTTP/1.1 403 Forbidden");
+    ASSERT_TRUE(test::waitFor([&] { return proxy_->openConnections("sbx-test") == 0; }, 10s));
+    EXPECT_EQ(eventCount(), 3u) << "refused all the same, recorded up to the budget";
+}
+
 TEST_F(EgressProxyTest, AllowlistChangesApplyToTheNextConnection) {
     auto lastHead = std::make_shared<std::string>();
     LocalServer server = echoHttpServer(lastHead);
