@@ -2,10 +2,16 @@
 
 namespace airlock {
 
-std::pair<AgentStream::Handler, std::shared_ptr<MaskedOutput>> MaskedOutput::wrap(
-    std::shared_ptr<const SecretMasker> masker, AgentStream::Handler inner) {
-    std::shared_ptr<MaskedOutput> self(new MaskedOutput(std::move(masker), std::move(inner)));
-    return {[self](AgentStream::Event&& e) { self->onEvent(std::move(e)); }, self};
+std::shared_ptr<AgentStream> MaskedOutput::open(AgentConnection& agent,
+                                                const nlohmann::json& request,
+                                                std::shared_ptr<const SecretMasker> masker,
+                                                AgentStream::Handler handler) {
+    if (!masker || masker->empty()) return agent.open(request, std::move(handler));
+    std::shared_ptr<MaskedOutput> self(new MaskedOutput(std::move(masker), std::move(handler)));
+    auto stream =
+        agent.open(request, [self](AgentStream::Event&& e) { self->onEvent(std::move(e)); });
+    self->attach(stream);
+    return stream;
 }
 
 void MaskedOutput::attach(const std::shared_ptr<AgentStream>& stream) {

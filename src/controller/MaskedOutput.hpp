@@ -3,6 +3,7 @@
 #include <memory>
 #include <mutex>
 
+#include "agentclient/AgentConnection.hpp"
 #include "agentclient/AgentStream.hpp"
 #include "core/StreamingMasker.hpp"
 
@@ -15,12 +16,14 @@ namespace airlock {
 // swallowed or holds back are granted here; the consumer grants what it got).
 class MaskedOutput {
   public:
-    // The handler to give AgentConnection::open; attach() the stream it returns.
-    static std::pair<AgentStream::Handler, std::shared_ptr<MaskedOutput>> wrap(
-        std::shared_ptr<const SecretMasker> masker, AgentStream::Handler inner);
-    void attach(const std::shared_ptr<AgentStream>& stream);
+    // Opens the stream with `handler` behind the masking (straight, when
+    // there is nothing to mask).
+    static std::shared_ptr<AgentStream> open(AgentConnection& agent, const nlohmann::json& request,
+                                             std::shared_ptr<const SecretMasker> masker,
+                                             AgentStream::Handler handler);
 
   private:
+    void attach(const std::shared_ptr<AgentStream>& stream);
     explicit MaskedOutput(std::shared_ptr<const SecretMasker> masker, AgentStream::Handler inner)
         : masker_(std::move(masker)), inner_(std::move(inner)) {}
     void onEvent(AgentStream::Event&& event);

@@ -72,12 +72,9 @@ std::shared_ptr<AgentStream> SandboxController::openStreamedExec(const SandboxRe
     request.rows = terminal.rows;
     request.cols = terminal.cols;
     request.stdin_stream = terminal.stdinStream;
-    auto masker = std::make_shared<const SecretMasker>(maskerOf(secrets));
-    if (masker->empty()) return agent->open(execJson(request), std::move(handler));
-    auto [masked, output] = MaskedOutput::wrap(masker, std::move(handler));
-    auto stream = agent->open(execJson(request), std::move(masked));
-    output->attach(stream);
-    return stream;
+    return MaskedOutput::open(*agent, execJson(request),
+                              std::make_shared<const SecretMasker>(maskerOf(secrets)),
+                              std::move(handler));
 }
 
 std::shared_ptr<AgentStream> SandboxController::openApprovedExec(
@@ -190,12 +187,9 @@ std::shared_ptr<AgentStream> SandboxController::openProcessLogs(const std::strin
                                                                 AgentStream::Handler handler) {
     auto agent = runningAgent(tenant, id);
     nlohmann::json request{{"op", "process_logs"}, {"id", processId}, {"follow", follow}};
-    auto masker = std::make_shared<const SecretMasker>(maskerFor(requireOwned(tenant, id)));
-    if (masker->empty()) return agent->open(request, std::move(handler));
-    auto [masked, output] = MaskedOutput::wrap(masker, std::move(handler));
-    auto stream = agent->open(request, std::move(masked));
-    output->attach(stream);
-    return stream;
+    return MaskedOutput::open(
+        *agent, request, std::make_shared<const SecretMasker>(maskerFor(requireOwned(tenant, id))),
+        std::move(handler));
 }
 
 ExposedPort SandboxController::exposePort(const std::string& tenant, const std::string& id,

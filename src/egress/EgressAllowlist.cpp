@@ -29,15 +29,15 @@ bool validHostName(const std::string& host) {
     }
 }
 
-std::optional<std::uint16_t> parsePort(const std::string& s) {
-    if (s.empty() || s.size() > 5 || s.find_first_not_of("0123456789") != std::string::npos)
+}  // namespace
+
+std::optional<std::uint16_t> parsePort(std::string_view s) {
+    if (s.empty() || s.size() > 5 || s.find_first_not_of("0123456789") != std::string_view::npos)
         return std::nullopt;
-    unsigned long v = std::stoul(s);
+    unsigned long v = std::stoul(std::string(s));
     if (v < 1 || v > 65535) return std::nullopt;
     return static_cast<std::uint16_t>(v);
 }
-
-}  // namespace
 
 std::optional<std::string> normalizeHost(std::string host) {
     for (auto& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

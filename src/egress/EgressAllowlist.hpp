@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace airlock::egress {
@@ -41,6 +42,9 @@ class EgressAllowlist {
   private:
     std::vector<AllowEntry> entries_;
 };
+
+// A decimal port 1-65535; nullopt otherwise.
+std::optional<std::uint16_t> parsePort(std::string_view text);
 
 // Lower-cases and checks a host name or IP literal (brackets stripped); nullopt if invalid.
 std::optional<std::string> normalizeHost(std::string host);

@@ -45,12 +45,9 @@ bool splitAuthority(std::string_view authority, std::string& host, std::uint16_t
     }
     port = 0;
     if (hasPort) {
-        if (portText.empty() || portText.size() > 5 ||
-            portText.find_first_not_of("0123456789") != std::string_view::npos)
-            return false;
-        unsigned long v = std::stoul(std::string(portText));
-        if (v < 1 || v > 65535) return false;
-        port = static_cast<std::uint16_t>(v);
+        auto parsed = parsePort(portText);
+        if (!parsed) return false;
+        port = *parsed;
     }
     return !host.empty();
 }
