@@ -282,6 +282,22 @@ std::string sha256File(const std::string& path) {
     return std::string(buf, 64);
 }
 
+// A WebSocket exec opened with the key and its start message sent.
+std::unique_ptr<boost::beast::websocket::stream<boost::beast::tcp_stream>> openWsExec(
+    boost::asio::io_context& ioc, int port, const std::string& key, const std::string& id, const std::string& start) {
+    namespace beast = boost::beast;
+    namespace websocket = beast::websocket;
+    auto ws = std::make_unique<websocket::stream<beast::tcp_stream>>(ioc);
+    boost::asio::ip::tcp::resolver resolver(ioc);
+    beast::get_lowest_layer(*ws).connect(resolver.resolve("127.0.0.1", std::to_string(port)));
+    ws->set_option(websocket::stream_base::decorator(
+        [key](websocket::request_type& req) { req.set(beast::http::field::authorization, "Bearer " + key); }));
+    ws->handshake("127.0.0.1", "/v1/sandboxes/" + id + "/exec/ws");
+    ws->text(true);
+    ws->write(boost::asio::buffer(start));
+    return ws;
+}
+
 // Raw HTTP over TCP, for requests the client library would not send.
 std::string rawHttp(int port, const std::string& request) {
     int s = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -356,14 +372,8 @@ TEST_F(ChannelOverHttp, ClientDisconnectKillsTheCommandsProcessGroup) {
     namespace websocket = beast::websocket;
     boost::asio::io_context ioc;
     {
-        websocket::stream<beast::tcp_stream> ws(ioc);
-        boost::asio::ip::tcp::resolver resolver(ioc);
-        beast::get_lowest_layer(ws).connect(resolver.resolve("127.0.0.1", std::to_string(port)));
-        ws.set_option(websocket::stream_base::decorator(
-            [this](websocket::request_type& req) { req.set(beast::http::field::authorization, "Bearer " + key); }));
-        ws.handshake("127.0.0.1", "/v1/sandboxes/" + id + "/exec/ws");
-        ws.text(true);
-        ws.write(boost::asio::buffer(std::string(R"({"shell":"(sleep 300; echo never) & echo started; sleep 301"})")));
+        auto wsOwner = openWsExec(ioc, port, key, id, R"({"shell":"(sleep 300; echo never) & echo started; sleep 301"})");
+        auto& ws = *wsOwner;
         std::string output;  // binary messages only: the "started" text message comes first
         while (output.find("started\n") == std::string::npos) {
             beast::flat_buffer b;
@@ -439,16 +449,9 @@ TEST_F(DaemonHttp, WebSocketExecWaitsForApprovalThenStreams) {
     std::string id = json::parse(created.body)["id"];
     int port = std::stoi(daemon->url().substr(daemon->url().rfind(':') + 1));
     namespace beast = boost::beast;
-    namespace websocket = beast::websocket;
     boost::asio::io_context ioc;
-    websocket::stream<beast::tcp_stream> ws(ioc);
-    boost::asio::ip::tcp::resolver resolver(ioc);
-    beast::get_lowest_layer(ws).connect(resolver.resolve("127.0.0.1", std::to_string(port)));
-    ws.set_option(websocket::stream_base::decorator(
-        [this](websocket::request_type& req) { req.set(beast::http::field::authorization, "Bearer " + key); }));
-    ws.handshake("127.0.0.1", "/v1/sandboxes/" + id + "/exec/ws");
-    ws.text(true);
-    ws.write(boost::asio::buffer(std::string(R"({"shell":"echo gated $TOKEN; cat"})")));
+    auto wsOwner = openWsExec(ioc, port, key, id, R"({"shell":"echo gated $TOKEN; cat"})");
+    auto& ws = *wsOwner;
     auto readText = [&] {
         beast::flat_buffer b;
         ws.read(b);
