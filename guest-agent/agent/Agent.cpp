@@ -3,20 +3,20 @@
 #include <fcntl.h>
 #include <linux/random.h>
 #include <linux/vm_sockets.h>
-#include <sys/ioctl.h>
-#include <time.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -50,7 +50,9 @@ Agent::Agent(std::string portName) : portName_(std::move(portName)) {
     stopFd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
 }
 
-Agent::Agent(UniqueFd connectedPort) : Agent(std::string()) { port_.adopt(std::move(connectedPort)); }
+Agent::Agent(UniqueFd connectedPort) : Agent(std::string()) {
+    port_.adopt(std::move(connectedPort));
+}
 
 Agent::~Agent() = default;
 
@@ -79,7 +81,8 @@ bool Agent::listenVsock() {
     // Only when a virtio vsock device is bound: the modules alone load everywhere.
     std::error_code ec;
     bool device = false;
-    for (const auto& e : std::filesystem::directory_iterator("/sys/bus/virtio/drivers/vmw_vsock_virtio_transport", ec))
+    for (const auto& e : std::filesystem::directory_iterator(
+             "/sys/bus/virtio/drivers/vmw_vsock_virtio_transport", ec))
         device = device || e.path().filename().string().rfind("virtio", 0) == 0;
     if (!device) return false;
     UniqueFd fd(::socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -87,7 +90,8 @@ bool Agent::listenVsock() {
     addr.svm_family = AF_VSOCK;
     addr.svm_cid = VMADDR_CID_ANY;
     addr.svm_port = 1024;
-    if (!fd || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd.get(), 4) != 0)
+    if (!fd || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(fd.get(), 4) != 0)
         return false;
     vsockListener_ = std::move(fd);
     agentLog("serving on vsock port 1024");
@@ -110,18 +114,21 @@ int Agent::run() {
     }
     // Tell a host that may be waiting on the previous agent instance (killed,
     // restarted by init) that its streams are gone; it reconnects with a hello.
-    port_.enqueue(protocol::encodeFrame(FrameType::reset, 0,
-                                        protocol::toJson(protocol::ResetInfo{"agent_started", "the agent (re)started"})));
+    port_.enqueue(protocol::encodeFrame(
+        FrameType::reset, 0,
+        protocol::toJson(protocol::ResetInfo{"agent_started", "the agent (re)started"})));
     while (!stopping_) pollOnce();
     return 0;
 }
 
 bool Agent::outputRoom() const { return sessionOpen_ && port_.queued() < kOutputHighWater; }
 
-void Agent::sendFrame(FrameType type, std::uint32_t stream, const std::string& payload, std::uint8_t flags) {
+void Agent::sendFrame(FrameType type, std::uint32_t stream, const std::string& payload,
+                      std::uint8_t flags) {
     // Only what belongs to the current host session is worth queueing.
     if (!sessionOpen_ && type != FrameType::hello_ack && type != FrameType::reset) return;
-    if (!port_.enqueue(protocol::encodeFrame(type, stream, payload, flags))) agentLog("output queue full, dropping a frame");
+    if (!port_.enqueue(protocol::encodeFrame(type, stream, payload, flags)))
+        agentLog("output queue full, dropping a frame");
 }
 
 void Agent::sendReset(std::uint32_t stream, const std::string& code, const std::string& message) {
@@ -145,12 +152,24 @@ void Agent::pollOnce() {
     std::int64_t now = monotonicMs();
     int timeout = !hostConnected_ ? 100 : streams_.empty() ? 1000 : 200;
     for (auto& [id, s] : streams_) {
-        if (auto d = s->nextDeadlineMs(); d > 0) timeout = static_cast<int>(std::clamp<std::int64_t>(d - now, 0, timeout));
+        if (auto d = s->nextDeadlineMs(); d > 0)
+            timeout = static_cast<int>(std::clamp<std::int64_t>(d - now, 0, timeout));
         if (s->readyToProduce()) timeout = 0;
     }
     if (raw_.mode == "source" && port_.queued() < kOutputHighWater) timeout = 0;
     int n = ::poll(set.fds.data(), set.fds.size(), timeout);
     if (n < 0) return;
+
+    // Streams' and processes' fds go first, while every owner collected above
+    // is alive: only frames from the host (reset, hello, a process start that
+    // evicts an exited one, a lost host) and the sweep below destroy owners.
+    for (std::size_t i = fixed; i < streamEnd; ++i) {
+        StreamHandler* owner = set.owners[i];
+        if (set.fds[i].revents && !owner->done())
+            owner->onFdReady(set.fds[i].fd, set.fds[i].revents);
+    }
+    for (std::size_t i = streamEnd; i < set.fds.size(); ++i)
+        if (set.fds[i].revents) procOwners[i - streamEnd]->onFdReady(set.fds[i].fd);
 
     short portRevents = set.fds[0].revents;
     if (portRevents & (POLLHUP | POLLERR)) {
@@ -179,23 +198,15 @@ void Agent::pollOnce() {
         return;
     }
     if (set.fds[3].revents & POLLIN) acceptVsock();
-    for (std::size_t i = fixed; i < streamEnd; ++i) {
-        if (!set.fds[i].revents) continue;
-        StreamHandler* owner = set.owners[i];
-        // The stream may have been dropped by a frame handled above.
-        auto it = streams_.find(owner->id());
-        if (it == streams_.end() || it->second.get() != owner || owner->done()) continue;
-        owner->onFdReady(set.fds[i].fd, set.fds[i].revents);
-    }
-    for (std::size_t i = streamEnd; i < set.fds.size(); ++i)
-        if (set.fds[i].revents) procOwners[i - streamEnd]->onFdReady(set.fds[i].fd);
     processes_.reapAll();
     pumpRawSource();
     now = monotonicMs();
     for (auto it = streams_.begin(); it != streams_.end();) {
         it->second->tick(now);
-        if (it->second->done()) it = streams_.erase(it);
-        else ++it;
+        if (it->second->done())
+            it = streams_.erase(it);
+        else
+            ++it;
     }
     if (hostConnected_ && port_.queued() > 0 && !port_.flush()) onHostGone();
 }
@@ -203,9 +214,11 @@ void Agent::pollOnce() {
 void Agent::startRaw(std::uint32_t stream, const nlohmann::json& request) {
     std::string mode = request.value("mode", "");
     std::uint64_t bytes = request.value("bytes", std::uint64_t(0));
-    if ((mode != "sink" && mode != "source" && mode != "echo") || bytes == 0 || bytes > (1ull << 32))
+    if ((mode != "sink" && mode != "source" && mode != "echo") || bytes == 0 ||
+        bytes > (1ull << 32))
         return sendReset(stream, "bad_request", "raw wants mode sink|source|echo and 1..4 GiB");
-    if (!raw_.mode.empty() || !streams_.empty()) return sendReset(stream, "busy", "raw mode needs an idle channel");
+    if (!raw_.mode.empty() || !streams_.empty())
+        return sendReset(stream, "busy", "raw mode needs an idle channel");
     raw_ = RawMode{stream, mode, bytes, monotonicMs()};
     // From the byte after this frame on, the channel carries raw bytes.
     sendFrame(FrameType::control, stream, R"({"raw":true})");
@@ -223,7 +236,8 @@ std::size_t Agent::consumeRaw(std::string_view bytes) {
 void Agent::pumpRawSource() {
     static const std::string block(kReadChunk, 'r');
     while (raw_.mode == "source" && raw_.remaining > 0 && port_.queued() < kOutputHighWater) {
-        std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(raw_.remaining, block.size()));
+        std::size_t n =
+            static_cast<std::size_t>(std::min<std::uint64_t>(raw_.remaining, block.size()));
         port_.enqueue(std::string_view(block).substr(0, n));
         raw_.remaining -= n;
     }
@@ -284,7 +298,8 @@ void Agent::dropSessionStreams() {
 void Agent::handleFrame(const protocol::Frame& frame) {
     if (frame.type == FrameType::hello) return handleHello(frame);
     if (!sessionOpen_) return;  // stale frames from before the hello
-    if (frame.type == FrameType::ping) return sendFrame(FrameType::pong, frame.stream, frame.payload);
+    if (frame.type == FrameType::ping)
+        return sendFrame(FrameType::pong, frame.stream, frame.payload);
     if (frame.type == FrameType::open) return handleOpen(frame);
     auto it = streams_.find(frame.stream);
     if (it == streams_.end()) return;  // a finished stream's stragglers
@@ -292,7 +307,8 @@ void Agent::handleFrame(const protocol::Frame& frame) {
     switch (frame.type) {
         case FrameType::window: {
             std::uint32_t credit = 0;
-            if (!protocol::decodeWindowPayload(frame.payload, credit)) return s.fail("bad_frame", "window payload must be 4 bytes");
+            if (!protocol::decodeWindowPayload(frame.payload, credit))
+                return s.fail("bad_frame", "window payload must be 4 bytes");
             s.addCredit(credit);
             return;
         }
@@ -318,7 +334,8 @@ void Agent::handleHello(const protocol::Frame& frame) {
     try {
         auto hello = protocol::parseHello(frame.payload);
         if (hello.version != protocol::kProtocolVersion) {
-            sendReset(0, "version_mismatch", "agent speaks version " + std::to_string(protocol::kProtocolVersion));
+            sendReset(0, "version_mismatch",
+                      "agent speaks version " + std::to_string(protocol::kProtocolVersion));
             return;
         }
         dropSessionStreams();
@@ -327,7 +344,8 @@ void Agent::handleHello(const protocol::Frame& frame) {
         sessionOpen_ = true;
         decoder_.setResync(false);
         sendFrame(FrameType::hello_ack, 0,
-                  protocol::toJson(protocol::HelloAck{protocol::kProtocolVersion, hello.nonce, epoch_, "airlock-agent 0.2.0"}));
+                  protocol::toJson(protocol::HelloAck{protocol::kProtocolVersion, hello.nonce,
+                                                      epoch_, "airlock-agent 0.2.0"}));
     } catch (const protocol::MessageError& e) {
         sendReset(0, "bad_hello", e.message);
     }
@@ -339,12 +357,14 @@ void Agent::handleOpen(const protocol::Frame& frame) {
     if (streams_.count(id)) return sendReset(id, "bad_frame", "stream already open");
     if (streams_.size() >= kMaxStreams) return sendReset(id, "busy", "too many open streams");
     auto request = nlohmann::json::parse(frame.payload, nullptr, false);
-    if (!request.is_object()) return sendReset(id, "bad_request", "open payload must be a JSON object");
+    if (!request.is_object())
+        return sendReset(id, "bad_request", "open payload must be a JSON object");
     std::string op = protocol::openOp(frame.payload);
     std::unique_ptr<StreamHandler> handler;
     try {
         if (op == "exec") {
-            handler = std::make_unique<ExecStream>(id, *this, protocol::parseExecRequest(frame.payload));
+            handler =
+                std::make_unique<ExecStream>(id, *this, protocol::parseExecRequest(frame.payload));
         } else if (op == "file_write") {
             handler = std::make_unique<FileWriteStream>(id, *this, request);
         } else if (op == "file_read") {
@@ -354,12 +374,15 @@ void Agent::handleOpen(const protocol::Frame& frame) {
         } else if (op == "tunnel") {
             handler = std::make_unique<TunnelStream>(id, *this, request);
         } else if (op == "egress_listen") {
-            if (egressListener()) return sendReset(id, "conflict", "an egress listener is already open");
+            if (egressListener())
+                return sendReset(id, "conflict", "an egress listener is already open");
             handler = std::make_unique<EgressListener>(id, *this, request);
         } else if (op == "egress_attach") {
             EgressListener* listener = egressListener();
-            UniqueFd conn = listener ? listener->take(request.value("connection", std::uint64_t(0))) : UniqueFd();
-            if (!conn) return sendReset(id, "not_found", "no pending egress connection with that number");
+            UniqueFd conn = listener ? listener->take(request.value("connection", std::uint64_t(0)))
+                                     : UniqueFd();
+            if (!conn)
+                return sendReset(id, "not_found", "no pending egress connection with that number");
             handler = std::make_unique<TunnelStream>(id, *this, std::move(conn));
         } else if (op == "raw") {
             return startRaw(id, request);
@@ -386,20 +409,23 @@ EgressListener* Agent::egressListener() {
 
 void Agent::handleReseed(std::uint32_t id, const nlohmann::json& request) {
     auto entropy = request.find("entropy");
-    if (entropy == request.end() || !entropy->is_string()) return sendReset(id, "bad_request", "entropy (hex) is required");
+    if (entropy == request.end() || !entropy->is_string())
+        return sendReset(id, "bad_request", "entropy (hex) is required");
     const std::string& hex = entropy->get_ref<const std::string&>();
     if (hex.size() < 64 || hex.size() > 1024 || hex.size() % 2 != 0 ||
         hex.find_first_not_of("0123456789abcdef") != std::string::npos)
         return sendReset(id, "bad_request", "entropy must be 32 to 512 bytes of lowercase hex");
     std::vector<unsigned char> bytes(hex.size() / 2);
-    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+    for (std::size_t i = 0; i < bytes.size(); ++i)
+        bytes[i] = static_cast<unsigned char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
     std::vector<unsigned char> buf(sizeof(rand_pool_info) + bytes.size());
     auto* info = reinterpret_cast<rand_pool_info*>(buf.data());
     info->entropy_count = static_cast<int>(bytes.size() * 8);
     info->buf_size = static_cast<int>(bytes.size());
     std::memcpy(info->buf, bytes.data(), bytes.size());
     UniqueFd random(::open("/dev/urandom", O_RDWR | O_CLOEXEC));
-    if (!random) return sendReset(id, "internal", std::string("open /dev/urandom: ") + std::strerror(errno));
+    if (!random)
+        return sendReset(id, "internal", std::string("open /dev/urandom: ") + std::strerror(errno));
     if (::ioctl(random.get(), RNDADDENTROPY, info) != 0)
         return sendReset(id, "internal", std::string("RNDADDENTROPY: ") + std::strerror(errno));
     if (::ioctl(random.get(), RNDRESEEDCRNG) != 0)
@@ -409,17 +435,20 @@ void Agent::handleReseed(std::uint32_t id, const nlohmann::json& request) {
         auto ns = t->get<std::uint64_t>();
         timespec now{};
         ::clock_gettime(CLOCK_REALTIME, &now);
-        auto current = static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(now.tv_nsec);
+        auto current = static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000ULL +
+                       static_cast<std::uint64_t>(now.tv_nsec);
         // Only a clock that is clearly off (a restored snapshot's) is stepped.
         if ((ns > current ? ns - current : current - ns) > 1'000'000'000ULL) {
-            timespec ts{static_cast<time_t>(ns / 1'000'000'000ULL), static_cast<long>(ns % 1'000'000'000ULL)};
+            timespec ts{static_cast<time_t>(ns / 1'000'000'000ULL),
+                        static_cast<long>(ns % 1'000'000'000ULL)};
             clockSet = ::clock_settime(CLOCK_REALTIME, &ts) == 0;
         }
     }
     sendFrame(FrameType::close, id, dumpJson({{"reseeded", true}, {"clock_set", clockSet}}));
 }
 
-void Agent::handleProcessOp(std::uint32_t id, const std::string& op, const nlohmann::json& request) {
+void Agent::handleProcessOp(std::uint32_t id, const std::string& op,
+                            const nlohmann::json& request) {
     auto reply = [&](const nlohmann::json& j) { sendFrame(FrameType::close, id, dumpJson(j)); };
     if (op == "process_start") {
         protocol::ExecRequest exec;
@@ -438,7 +467,8 @@ void Agent::handleProcessOp(std::uint32_t id, const std::string& op, const nlohm
     pid_t pid = 0;
     if (pidField != request.end() && pidField->is_string()) {
         const std::string& s = pidField->get_ref<const std::string&>();
-        if (!s.empty() && s.size() < 10 && s.find_first_not_of("0123456789") == std::string::npos) pid = std::stoi(s);
+        if (!s.empty() && s.size() < 10 && s.find_first_not_of("0123456789") == std::string::npos)
+            pid = std::stoi(s);
     }
     BackgroundProcess* proc = pid > 0 ? processes_.find(pid) : nullptr;
     if (!proc) return sendReset(id, "not_found", "no background process with that id");
@@ -451,12 +481,14 @@ void Agent::handleProcessOp(std::uint32_t id, const std::string& op, const nlohm
     }
     if (op == "process_stdin") {
         if (auto data = request.find("data"); data != request.end() && data->is_string())
-            if (!proc->writeStdin(data->get<std::string>())) return sendReset(id, "conflict", "stdin is closed");
+            if (!proc->writeStdin(data->get<std::string>()))
+                return sendReset(id, "conflict", "stdin is closed");
         if (request.value("eof", false)) proc->closeStdin();
         return reply(proc->describe());
     }
     if (op == "process_logs") {
-        auto handler = std::make_unique<ProcessLogStream>(id, *this, processes_, pid, request.value("follow", false));
+        auto handler = std::make_unique<ProcessLogStream>(id, *this, processes_, pid,
+                                                          request.value("follow", false));
         if (!handler->done()) streams_[id] = std::move(handler);
         return;
     }

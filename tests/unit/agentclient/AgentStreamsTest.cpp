@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 using test::codeOf;
 
 class AgentStreams : public ::testing::Test {
-protected:
+  protected:
     test::TempDir dir;
     test::InProcessAgent agent;
     std::shared_ptr<AgentConnection> conn = agent.connect();
@@ -38,14 +38,15 @@ protected:
         return conn->call(request, 10s);
     }
 
-
-    std::string download(const std::string& path, std::optional<std::uint64_t>* announced = nullptr) {
+    std::string download(const std::string& path,
+                         std::optional<std::uint64_t>* announced = nullptr) {
         auto s = conn->open({{"op", "file_read"}, {"path", path}, {"user", "root"}});
         std::string data;
         auto deadline = AgentStream::Clock::now() + 30s;
         while (auto e = s->next(deadline)) {
             if (e->kind == Kind::data) data += e->payload;
-            if (e->kind == Kind::control && announced) *announced = json::parse(e->payload)["size"].get<std::uint64_t>();
+            if (e->kind == Kind::control && announced)
+                *announced = json::parse(e->payload)["size"].get<std::uint64_t>();
             if (e->kind == Kind::reset) {
                 auto info = protocol::parseResetInfo(e->payload);
                 throw agentError(info.code, info.message);
@@ -56,9 +57,11 @@ protected:
     }
 
     json upload(const std::string& path, const std::string& content, std::size_t chunk = 100000) {
-        auto s = conn->open({{"op", "file_write"}, {"path", path}, {"user", "root"}, {"mode", 0600}});
+        auto s =
+            conn->open({{"op", "file_write"}, {"path", path}, {"user", "root"}, {"mode", 0600}});
         for (std::size_t off = 0; off < content.size(); off += chunk)
-            s->write(0, std::string_view(content).substr(off, chunk), AgentStream::Clock::now() + 30s);
+            s->write(0, std::string_view(content).substr(off, chunk),
+                     AgentStream::Clock::now() + 30s);
         s->closeWrite();
         while (auto e = s->next(AgentStream::Clock::now() + 30s)) {
             if (e->kind == Kind::close) return json::parse(e->payload);
@@ -88,7 +91,9 @@ TEST_F(AgentStreams, UploadCreatesParentsAndDownloadReturnsTheSameBytes) {
     EXPECT_EQ(download(path, &size), content);
     EXPECT_EQ(size.value_or(0), content.size());
     // No temporary file is left next to it.
-    EXPECT_EQ(std::distance(fs::directory_iterator(dir.path() + "/deep/er"), fs::directory_iterator{}), 1);
+    EXPECT_EQ(
+        std::distance(fs::directory_iterator(dir.path() + "/deep/er"), fs::directory_iterator{}),
+        1);
 }
 
 TEST_F(AgentStreams, AnAbortedUploadKeepsTheOldFile) {
@@ -99,7 +104,11 @@ TEST_F(AgentStreams, AnAbortedUploadKeepsTheOldFile) {
         s->write(0, "new partial", AgentStream::Clock::now() + 5s);
         s->reset("cancelled", "client went away");
     }
-    ASSERT_TRUE(test::waitFor([&] { return std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator{}) == 1; }, 5s));
+    ASSERT_TRUE(test::waitFor(
+        [&] {
+            return std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator{}) == 1;
+        },
+        5s));
     EXPECT_EQ(download(path), "old content");
 }
 
@@ -108,8 +117,14 @@ TEST_F(AgentStreams, FileErrorsMapToTypedErrors) {
     EXPECT_EQ(codeOf([&] { download(dir.path()); }), ErrorCode::conflict);
     EXPECT_EQ(codeOf([&] { download("relative/path"); }), ErrorCode::bad_request);
     EXPECT_EQ(codeOf([&] { upload(dir.path(), "x"); }), ErrorCode::conflict);
-    EXPECT_EQ(codeOf([&] { fsOp({{"action", "stat"}, {"path", dir.path() + "/nope"}}); }), ErrorCode::not_found);
-    EXPECT_EQ(codeOf([&] { fsOp({{"action", "explode"}, {"path", dir.path()}}); }), ErrorCode::bad_request);
+    EXPECT_EQ(codeOf([&] {
+                  fsOp({{"action", "stat"}, {"path", dir.path() + "/nope"}});
+              }),
+              ErrorCode::not_found);
+    EXPECT_EQ(codeOf([&] {
+                  fsOp({{"action", "explode"}, {"path", dir.path()}});
+              }),
+              ErrorCode::bad_request);
     EXPECT_EQ(codeOf([&] { fsOp({{"action", "remove"}, {"path", "/"}}); }), ErrorCode::bad_request);
 }
 
@@ -122,9 +137,13 @@ TEST_F(AgentStreams, ListStatMkdirMoveRemove) {
     EXPECT_EQ(listing["entries"][0]["name"], "f.txt");
     EXPECT_EQ(listing["entries"][0]["size"], 5);
     EXPECT_EQ(listing["entries"][0]["type"], "file");
-    fsOp({{"action", "move"}, {"path", dir.path() + "/a/b/f.txt"}, {"to", dir.path() + "/a/g.txt"}});
+    fsOp(
+        {{"action", "move"}, {"path", dir.path() + "/a/b/f.txt"}, {"to", dir.path() + "/a/g.txt"}});
     EXPECT_EQ(fsOp({{"action", "stat"}, {"path", dir.path() + "/a/g.txt"}})["size"], 5);
-    EXPECT_EQ(codeOf([&] { fsOp({{"action", "remove"}, {"path", dir.path() + "/a"}}); }), ErrorCode::conflict)
+    EXPECT_EQ(codeOf([&] {
+                  fsOp({{"action", "remove"}, {"path", dir.path() + "/a"}});
+              }),
+              ErrorCode::conflict)
         << "a non-empty directory needs recursive";
     fsOp({{"action", "remove"}, {"path", dir.path() + "/a"}, {"recursive", true}});
     EXPECT_FALSE(fs::exists(dir.path() + "/a"));
@@ -148,7 +167,8 @@ TEST_F(AgentStreams, StreamedExecDeliversOutputBeforeTheEnd) {
     auto total = AgentStream::Clock::now() - started;
     EXPECT_EQ(out, "first\nsecond\n");
     ASSERT_TRUE(firstAt);
-    EXPECT_GT(total - *firstAt, 700ms) << "the first line must arrive before the sleep, not with the exit";
+    EXPECT_GT(total - *firstAt, 700ms)
+        << "the first line must arrive before the sleep, not with the exit";
 }
 
 TEST_F(AgentStreams, StdinStreamsAndEofEndsTheCommand) {
@@ -196,12 +216,19 @@ TEST_F(AgentStreams, TtyExecHasATerminalAndSignalsReachIt) {
 }
 
 TEST_F(AgentStreams, BackgroundProcessLogsSignalAndExit) {
-    auto started = conn->call({{"op", "process_start"}, {"argv", {"/bin/sh", "-c", "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.05; done"}},
-                               {"user", "root"}},
-                              10s);
+    auto started = conn->call(
+        {{"op", "process_start"},
+         {"argv",
+          {"/bin/sh", "-c", "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.05; done"}},
+         {"user", "root"}},
+        10s);
     std::string id = started["id"];
     EXPECT_EQ(started["state"], "running");
-    ASSERT_TRUE(test::waitFor([&] { return conn->call({{"op", "process_get"}, {"id", id}}, 5s)["output_bytes"] > 30; }, 10s));
+    ASSERT_TRUE(test::waitFor(
+        [&] {
+            return conn->call({{"op", "process_get"}, {"id", id}}, 5s)["output_bytes"] > 30;
+        },
+        10s));
     auto list = conn->call({{"op", "process_list"}}, 5s);
     ASSERT_EQ(list["processes"].size(), 1u);
     // A follower sees ticks as they come, then the exit after a signal.
@@ -238,7 +265,8 @@ TEST_F(AgentStreams, TunnelReachesALocalPortBothWays) {
         int c = ::accept(listener, nullptr, nullptr);
         char buf[5];
         std::size_t got = 0;
-        while (got < 5) got += static_cast<std::size_t>(std::max<ssize_t>(0, ::read(c, buf + got, 5 - got)));
+        while (got < 5)
+            got += static_cast<std::size_t>(std::max<ssize_t>(0, ::read(c, buf + got, 5 - got)));
         std::string reply = "echo:" + std::string(buf, 5) + std::string(2 * 1024 * 1024, 'x');
         (void)!::write(c, reply.data(), reply.size());
         ::close(c);
@@ -281,6 +309,27 @@ TEST_F(AgentStreams, HundredStreamsAtOnceAndAStalledOneBlocksNobody) {
     for (int i = 0; i < 100; ++i) EXPECT_EQ(results[i].get(), "s" + std::to_string(i) + "\n");
 }
 
+// A reset that arrives in the same poll turn as output of the stream it
+// kills: the agent must not touch the destroyed handler (ASan catches it).
+// `yes` keeps the pipe readable on nearly every turn, so the race is hit.
+TEST_F(AgentStreams, ResetWhileOutputIsReadableLeavesTheAgentServing) {
+    protocol::ExecRequest flood;
+    flood.argv = {"yes"};
+    flood.user = "root";
+    for (int i = 0; i < 30; ++i) {
+        auto s = conn->open(json::parse(protocol::toJson(flood)));
+        std::size_t seen = 0;
+        while (seen < 64 * 1024) {
+            auto e = s->next(AgentStream::Clock::now() + 10s);
+            ASSERT_TRUE(e) << "no output from yes";
+            ASSERT_TRUE(e->kind == Kind::data || e->kind == Kind::control) << e->payload;
+            if (e->kind == Kind::data) seen += e->payload.size();
+        }
+        s->reset("cancelled", "test cancels a flooding command");
+    }
+    EXPECT_TRUE(conn->ping(5s));
+}
+
 TEST_F(AgentStreams, RawBaselineModesLeaveAndReenterFraming) {
     auto sink = conn->rawBench("sink", 3 * 1024 * 1024 + 5, 30s);
     ASSERT_EQ(sink.size(), 1u);
@@ -316,8 +365,9 @@ TEST(HostRobustness, GarbageAfterHandshakeFailsTheConnectionCleanly) {
             d.feed(std::string_view(buf, static_cast<std::size_t>(n)));
         }
         auto hello = protocol::parseHello(f.payload);
-        std::string ack = protocol::encodeFrame(protocol::FrameType::hello_ack, 0,
-                                                protocol::toJson(protocol::HelloAck{1, hello.nonce, 1, "fake"}));
+        std::string ack =
+            protocol::encodeFrame(protocol::FrameType::hello_ack, 0,
+                                  protocol::toJson(protocol::HelloAck{1, hello.nonce, 1, "fake"}));
         (void)!::write(guest.get(), ack.data(), ack.size());
         // Wait for the exec's open, then answer garbage.
         (void)!::read(guest.get(), buf, sizeof buf);
