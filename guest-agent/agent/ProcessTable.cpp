@@ -51,7 +51,8 @@ BackgroundProcess::~BackgroundProcess() {
     }
 }
 
-void BackgroundProcess::collectFds(std::vector<pollfd>& fds, std::vector<BackgroundProcess*>& owners) {
+void BackgroundProcess::collectFds(std::vector<pollfd>& fds,
+                                   std::vector<BackgroundProcess*>& owners) {
     for (int fd : {spawned_.stdoutFd.get(), spawned_.stderrFd.get()}) {
         if (fd < 0) continue;
         fds.push_back({fd, POLLIN, 0});
@@ -94,7 +95,8 @@ bool BackgroundProcess::writeStdin(std::string_view bytes) {
         ssize_t n = ::write(spawned_.stdinFd.get(), bytes.data(), bytes.size());
         if (n < 0) {
             if (errno == EINTR) continue;
-            if (errno == EAGAIN) return true;  // a full pipe drops the rest: the process is not reading
+            if (errno == EAGAIN)
+                return true;  // a full pipe drops the rest: the process is not reading
             spawned_.stdinFd.reset();
             return false;
         }
@@ -117,7 +119,8 @@ nlohmann::json BackgroundProcess::describe() const {
     return j;
 }
 
-nlohmann::json ProcessTable::start(const protocol::ExecRequest& request, std::string& errorCode, std::string& error) {
+nlohmann::json ProcessTable::start(const protocol::ExecRequest& request, std::string& errorCode,
+                                   std::string& error) {
     if (processes_.size() >= kMaxProcesses) {
         // Forget the oldest exited process to make room; never a running one.
         for (auto it = processes_.begin(); it != processes_.end(); ++it)
@@ -163,11 +166,13 @@ void ProcessTable::reapAll() {
     for (auto& [pid, p] : processes_) p->reap();
 }
 
-ProcessLogStream::ProcessLogStream(std::uint32_t id, FrameSink& sink, ProcessTable& table, pid_t pid, bool follow)
+ProcessLogStream::ProcessLogStream(std::uint32_t id, FrameSink& sink, ProcessTable& table,
+                                   pid_t pid, bool follow)
     : StreamHandler(id, sink), table_(table), pid_(pid), follow_(follow) {
-    auto* p = table_.find(pid);
-    cursor_ = p ? p->output().begin() : 0;
-    if (!p) fail("not_found", "no background process " + std::to_string(pid));
+    // From the first byte: if the ring has already dropped some, the first
+    // tick says so before any data.
+    cursor_ = 0;
+    if (!table_.find(pid)) fail("not_found", "no background process " + std::to_string(pid));
 }
 
 bool ProcessLogStream::readyToProduce() const {
@@ -182,7 +187,12 @@ void ProcessLogStream::tick(std::int64_t) {
     while (true) {
         std::size_t room = sendable();
         if (room == 0) return;
-        if (cursor_ < p->output().begin()) cursor_ = p->output().begin();  // overwritten before we got to it
+        if (cursor_ < p->output().begin()) {
+            // Overwritten before we got to it. The host must know: what
+            // follows may begin in the middle of a secret it masks.
+            sendControl({{"skipped", p->output().begin() - cursor_}, {"channel", 1}});
+            cursor_ = p->output().begin();
+        }
         std::string chunk = p->output().read(cursor_, room);
         if (chunk.empty()) break;
         cursor_ += chunk.size();

@@ -48,6 +48,22 @@ void MaskedOutput::onEvent(AgentStream::Event&& event) {
         event.payload = std::move(shown);
         return inner_(std::move(event));
     }
+    if (event.kind == Kind::control) {
+        // {"skipped":N,"channel":C}: the agent's output ring overran and the
+        // bytes that follow may begin in the middle of a secret.
+        auto j = nlohmann::json::parse(event.payload, nullptr, false);
+        auto channel = j.is_object() ? j.find("channel") : j.end();
+        if (j.is_object() && j.contains("skipped") && channel != j.end() &&
+            channel->is_number_unsigned() && channel->get<unsigned>() < 256) {
+            auto c = static_cast<std::uint8_t>(channel->get<unsigned>());
+            auto [it, fresh] = channels_.try_emplace(c, masker_);
+            std::string shown = it->second.gap();
+            if (!shown.empty()) {
+                grant(-static_cast<long long>(shown.size()));  // held bytes were granted when held
+                inner_(AgentStream::Event{Kind::data, c, std::move(shown)});
+            }
+        }
+    }
     if (event.kind == Kind::close || event.kind == Kind::reset) {
         for (auto& [channel, m] : channels_) {
             std::string rest = m.flush();

@@ -20,11 +20,22 @@ class StreamingMasker {
     std::string feed(std::string_view chunk);
     // The held tail, masked: at the end of the stream.
     std::string flush();
-    std::size_t held() const { return pending_.size(); }
+    // The producer dropped bytes here (a process's output ring overran).
+    // A held tail is a secret's beginning whose rest is lost: it is returned
+    // masked whole ("***"). What follows may start mid-secret: its head is
+    // held until it is as long as the longest secret form, and the longest
+    // head that ends some secret form is masked.
+    std::string gap();
+    std::size_t held() const { return pending_.size() + gapHead_.size(); }
 
   private:
+    // The head after a gap, with a secret's end masked; "" while undecided.
+    std::string resolveGapHead(bool final);
+
     std::shared_ptr<const SecretMasker> masker_;
     std::string pending_;
+    bool afterGap_ = false;
+    std::string gapHead_;  // bytes after a gap, until resolveGapHead decides
 };
 
 }  // namespace airlock

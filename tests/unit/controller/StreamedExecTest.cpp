@@ -191,5 +191,38 @@ TEST_F(StreamedExecTest, ProcessLogsAreMasked) {
     EXPECT_EQ(c.out, "secret=***\n");
 }
 
+// The agent keeps the last 1 MiB of a background process's output. Here the
+// ring's first byte falls 4 bytes into the secret: the log must not show
+// the 13 that remain, and the agent must say that it skipped bytes.
+TEST_F(StreamedExecTest, ProcessLogsMaskASecretCutByTheOutputRing) {
+    auto s = sandbox();
+    constexpr std::size_t kRing = 1024 * 1024, kSecret = 17, kInto = 4;
+    std::string after = std::to_string(kRing + kInto - kSecret);
+    auto started = controller->processOp(
+        "t1", s.id,
+        {{"op", "process_start"},
+         {"argv",
+          {"/bin/sh", "-c",
+           "head -c 1000 /dev/zero | tr '\\0' A; printf %s \"$API_TOKEN\"; head -c " + after +
+               " /dev/zero | tr '\\0' B"}},
+         {"user", "root"}});
+    std::string pid = started.at("id").get<std::string>();
+    ASSERT_TRUE(test::waitFor(
+        [&] {
+            return controller->processOp("t1", s.id, {{"op", "process_get"}, {"id", pid}})
+                       .value("state", "") == "exited";
+        },
+        10s));
+    Collector c;
+    c.stream = controller->openProcessLogs("t1", s.id, pid, false, c.handler());
+    ASSERT_TRUE(c.waitEnd());
+    ASSERT_GE(c.out.size(), 3u);
+    EXPECT_EQ(c.out.substr(0, 3), "***") << c.out.substr(0, 40);
+    EXPECT_EQ(c.out.find("Value"), std::string::npos);
+    EXPECT_EQ(c.out.find("9137"), std::string::npos);
+    EXPECT_EQ(c.out.size(), 3 + std::stoul(after)) << "only the secret's end is replaced";
+    EXPECT_EQ(c.out.find_first_not_of('B', 3), std::string::npos);
+}
+
 }  // namespace
 }  // namespace airlock

@@ -64,5 +64,45 @@ TEST(StreamingMasker, HoldsBackOnlyWhatCouldStartASecret) {
     EXPECT_EQ(none.feed("anything"), "anything");
 }
 
+// A process's output ring overran: the bytes after the gap may start in the
+// middle of a secret, and the bytes held before it may be a secret's start.
+TEST(StreamingMasker, AfterAGapTheRestOfASecretIsMaskedInAnyChunking) {
+    auto masker =
+        std::make_shared<const SecretMasker>(std::vector<std::string>{"s3cr3t-Value-9137"});
+    std::string after =
+        "lue-9137 then plain text that is long enough to decide, s3cr3t-Value-9137 end";
+    std::mt19937 rng(3);
+    for (int round = 0; round < 300; ++round) {
+        StreamingMasker stream(masker);
+        std::string shown = stream.feed("line before\n");
+        shown += stream.gap();
+        for (std::size_t pos = 0; pos < after.size();) {
+            std::size_t n = std::min<std::size_t>(after.size() - pos, 1 + rng() % 11);
+            std::string out = stream.feed(std::string_view(after).substr(pos, n));
+            EXPECT_EQ(out.find("9137"), std::string::npos) << "round " << round;
+            shown += out;
+            pos += n;
+        }
+        shown += stream.flush();
+        EXPECT_EQ(shown, "line before\n*** then plain text that is long enough to decide, *** end")
+            << "round " << round;
+    }
+}
+
+TEST(StreamingMasker, AtAGapAHeldBeginningIsMaskedAndPlainTextPassesUnchanged) {
+    auto masker =
+        std::make_shared<const SecretMasker>(std::vector<std::string>{"s3cr3t-Value-9137"});
+    StreamingMasker stream(masker);
+    EXPECT_EQ(stream.feed("x s3cr3t-Va"), "x ");
+    EXPECT_EQ(stream.gap(), "***") << "the beginning of a secret whose rest was dropped";
+    EXPECT_EQ(stream.feed("ok\n"), "") << "too short to tell yet";
+    EXPECT_EQ(stream.gap(), "ok\n") << "a second gap decides the first one's head";
+    EXPECT_EQ(stream.feed("plain"), "");
+    EXPECT_EQ(stream.flush(), "plain");
+    StreamingMasker none(std::make_shared<const SecretMasker>());
+    EXPECT_EQ(none.gap(), "");
+    EXPECT_EQ(none.feed("lue-9137"), "lue-9137");
+}
+
 }  // namespace
 }  // namespace airlock
