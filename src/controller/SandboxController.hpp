@@ -3,7 +3,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <thread>
 #include <functional>
 #include <map>
 #include <memory>
@@ -11,22 +10,23 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agentclient/AgentConnection.hpp"
 #include "agentclient/AgentTransport.hpp"
 #include "controller/ExecOptions.hpp"
 #include "controller/TemplateCatalog.hpp"
-#include "hypervisor/Hypervisor.hpp"
-#include "store/PortStore.hpp"
-#include "store/SandboxStore.hpp"
-#include "store/SnapshotStore.hpp"
-#include "store/AuditStore.hpp"
-#include "store/GatedExecStore.hpp"
-#include "policy/CommandPolicy.hpp"
 #include "core/SecretCipher.hpp"
 #include "core/SecretMasker.hpp"
 #include "egress/EgressGateway.hpp"
+#include "hypervisor/Hypervisor.hpp"
+#include "policy/CommandPolicy.hpp"
+#include "store/AuditStore.hpp"
+#include "store/GatedExecStore.hpp"
+#include "store/PortStore.hpp"
+#include "store/SandboxStore.hpp"
+#include "store/SnapshotStore.hpp"
 
 namespace airlock {
 
@@ -34,18 +34,19 @@ struct ControllerConfig {
     std::string dataDir;
     std::chrono::milliseconds bootTimeout{90'000};
     std::size_t execOutputCap = 1024 * 1024;
-    std::string qemuUser = "libvirt-qemu";  // owns per-sandbox dirs (QEMU binds the agent socket there)
+    std::string qemuUser =
+        "libvirt-qemu";  // owns per-sandbox dirs (QEMU binds the agent socket there)
     unsigned maxVcpus = 8;
     unsigned maxMemoryMib = 16384;
     AgentTransportKind transport = AgentTransportKind::serial;
-    std::int64_t defaultTimeoutS = 300;     // for creates that name none; 0 = none
+    std::int64_t defaultTimeoutS = 300;  // for creates that name none; 0 = none
     std::int64_t maxTimeoutS = 7 * 24 * 3600;
     // Spare VMs per clone shape (template build + resources, no disk): QEMU
     // already started and waiting for a migration stream, so a clone skips
     // libvirt's start-up (about 0.5 s here). Kept only while a snapshot of
     // that shape exists. 0 disables.
     unsigned sparesPerShape = 0;
-    policy::PolicyRules operatorRules;  // airlockd --policy FILE; every sandbox
+    policy::PolicyRules operatorRules;    // airlockd --policy FILE; every sandbox
     std::int64_t approvalTimeoutS = 900;  // a pending approval expires after this
     // Seals secrets at rest; without one, sandboxes cannot have secrets.
     std::shared_ptr<const SecretCipher> secretCipher;
@@ -99,15 +100,15 @@ struct CreateSandboxRequest {
 };
 
 // Opens the agent connection of an endpoint (a unix socket path or "vsock:CID:PORT").
-using AgentConnector =
-    std::function<std::shared_ptr<AgentConnection>(const std::string& endpoint, std::chrono::milliseconds)>;
+using AgentConnector = std::function<std::shared_ptr<AgentConnection>(const std::string& endpoint,
+                                                                      std::chrono::milliseconds)>;
 
 // Owns the sandbox lifecycle: every state change is written to the store
 // before it is acted on, so a restart can finish or undo it (recover()).
 // All methods are synchronous and thread-safe; the API runs them on worker
 // threads.
 class SandboxController {
-public:
+  public:
     SandboxController(ControllerConfig config, Hypervisor& hypervisor, ControllerStores stores,
                       const TemplateCatalog& templates, AgentConnector connector);
     ~SandboxController();
@@ -123,22 +124,27 @@ public:
 
     // Safety (SandboxSafety.cpp): the REST exec with approval gates, the
     // approvals, and the audit log.
-    ExecSubmission submitExec(const std::string& tenant, const std::string& id, const ExecOptions& options);
+    ExecSubmission submitExec(const std::string& tenant, const std::string& id,
+                              const ExecOptions& options);
     std::vector<GatedExec> pendingApprovals(const std::string& tenant);
     GatedExec decideApproval(const std::string& tenant, const std::string& approvalId, bool approve,
                              const std::string& reason, const std::string& decidedBy);
-    GatedExec getExec(const std::string& tenant, const std::string& sandboxId, const std::string& execId);
-    std::vector<AuditEvent> audit(const std::string& tenant, const std::string& sandboxId, const AuditQuery& query);
+    GatedExec getExec(const std::string& tenant, const std::string& sandboxId,
+                      const std::string& execId);
+    std::vector<AuditEvent> audit(const std::string& tenant, const std::string& sandboxId,
+                                  const AuditQuery& query);
     policy::Verdict judge(const SandboxRecord& r, const ExecOptions& options) const;
 
     // Egress (SandboxNetwork.cpp): replaces the allowlist of a sandbox;
     // connections opened from now on are judged by the new list.
-    SandboxRecord setNetwork(const std::string& tenant, const std::string& id, const std::vector<std::string>& allow);
+    SandboxRecord setNetwork(const std::string& tenant, const std::string& id,
+                             const std::vector<std::string>& allow);
 
     // Lifecycle (SandboxLifecycle.cpp).
     SandboxRecord pause(const std::string& tenant, const std::string& id);
     SandboxRecord resume(const std::string& tenant, const std::string& id);
-    SandboxRecord setTimeout(const std::string& tenant, const std::string& id, std::int64_t timeoutS);
+    SandboxRecord setTimeout(const std::string& tenant, const std::string& id,
+                             std::int64_t timeoutS);
     // Memory + device state, and the disk overlay frozen as a read-only
     // layer; a running sandbox is paused for the capture and goes on after.
     SnapshotRecord snapshot(const std::string& tenant, const std::string& id);
@@ -171,30 +177,36 @@ public:
         std::shared_ptr<AgentStream> stream;
         std::optional<GatedExec> pending;
     };
-    StreamedExec openExec(const std::string& tenant, const std::string& id, const ExecOptions& options,
-                          const TerminalOptions& terminal, AgentStream::Handler handler,
-                          DecisionCallback onDecision = nullptr);
+    StreamedExec openExec(const std::string& tenant, const std::string& id,
+                          const ExecOptions& options, const TerminalOptions& terminal,
+                          AgentStream::Handler handler, DecisionCallback onDecision = nullptr);
     // Runs a parked streamed exec once approved; `options` must be the ones
     // it was submitted with.
     std::shared_ptr<AgentStream> openApprovedExec(const std::string& tenant, const std::string& id,
-                                                  const std::string& execId, const ExecOptions& options,
-                                                  const TerminalOptions& terminal, AgentStream::Handler handler);
+                                                  const std::string& execId,
+                                                  const ExecOptions& options,
+                                                  const TerminalOptions& terminal,
+                                                  AgentStream::Handler handler);
     // The streamed exec ended (exit code) / its client left before a decision.
     void finishStreamedExec(const std::string& execId, int exitCode, const std::string& error);
     void abandonStreamedExec(const std::string& execId);
 
     // Files, streamed both ways; paths are checked and resolved in the guest.
-    std::shared_ptr<AgentStream> openUpload(const std::string& tenant, const std::string& id, const std::string& path,
-                                            std::optional<unsigned> mode);
+    std::shared_ptr<AgentStream> openUpload(const std::string& tenant, const std::string& id,
+                                            const std::string& path, std::optional<unsigned> mode);
     std::shared_ptr<AgentStream> openDownload(const std::string& tenant, const std::string& id,
-                                              const std::string& path, AgentStream::Handler handler);
-    nlohmann::json fileOp(const std::string& tenant, const std::string& id, const nlohmann::json& request);
+                                              const std::string& path,
+                                              AgentStream::Handler handler);
+    nlohmann::json fileOp(const std::string& tenant, const std::string& id,
+                          const nlohmann::json& request);
     // Audit of a file the API wrote into the guest (what the upload carried).
-    void recordFileWrite(const std::string& tenant, const std::string& id, const std::string& requestedPath,
-                         const std::string& writtenPath, std::uint64_t bytes, const std::string& sha256);
+    void recordFileWrite(const std::string& tenant, const std::string& id,
+                         const std::string& requestedPath, const std::string& writtenPath,
+                         std::uint64_t bytes, const std::string& sha256);
 
     // Background processes: resources with handles that outlive any client.
-    nlohmann::json processOp(const std::string& tenant, const std::string& id, const nlohmann::json& request);
+    nlohmann::json processOp(const std::string& tenant, const std::string& id,
+                             const nlohmann::json& request);
     std::shared_ptr<AgentStream> openProcessLogs(const std::string& tenant, const std::string& id,
                                                  const std::string& processId, bool follow,
                                                  AgentStream::Handler handler);
@@ -205,7 +217,8 @@ public:
     void closePort(const std::string& tenant, const std::string& id, unsigned port);
     // For the preview proxy: no API key, the port's own token instead.
     std::shared_ptr<AgentStream> openPreviewTunnel(const std::string& sandboxId, unsigned port,
-                                                   const std::string& token, AgentStream::Handler handler);
+                                                   const std::string& token,
+                                                   AgentStream::Handler handler);
 
     // At start-up: finish half-done deletes, undo half-done creates, mark
     // sandboxes whose VM vanished, and destroy domains nobody owns.
@@ -222,7 +235,7 @@ public:
     static constexpr const char* kWarmTenant = "_warm";
     static constexpr const char* kSpareTenant = "_spare";
 
-private:
+  private:
     struct Runtime {
         std::mutex mutex;  // serialises (re)connecting
         std::shared_ptr<AgentConnection> agent;
@@ -242,11 +255,12 @@ private:
     void recoverSnapshots();
     std::shared_ptr<std::mutex> lifecycleMutex(const std::string& id);
     // pause/resume: running <-> paused, written before the VM is touched.
-    SandboxRecord transition(const std::string& tenant, const std::string& id, SandboxState from, SandboxState to);
+    SandboxRecord transition(const std::string& tenant, const std::string& id, SandboxState from,
+                             SandboxState to);
 
     // Spare VMs (SandboxSpares.cpp).
-    static std::string shapeOf(const std::string& templateName, const std::string& digest, unsigned vcpus,
-                               unsigned memoryMib);
+    static std::string shapeOf(const std::string& templateName, const std::string& digest,
+                               unsigned vcpus, unsigned memoryMib);
     void wantSpare(const std::string& shape);
     std::optional<std::string> takeSpare(const std::string& shape);
     void startSpare(const std::string& shape);
@@ -264,17 +278,26 @@ private:
     SecretMasker maskerFor(const SandboxRecord& r) const;
     static SecretMasker maskerOf(const std::map<std::string, SecretSpec>& secrets);
     void runApproved(GatedExec g);
-    GatedExec parkForApproval(const SandboxRecord& r, const ExecOptions& options, const policy::Verdict& v,
-                              nlohmann::json data, const SecretMasker& masker, bool streamed);
+    GatedExec parkForApproval(const SandboxRecord& r, const ExecOptions& options,
+                              const policy::Verdict& v, nlohmann::json data,
+                              const SecretMasker& masker, bool streamed);
     void notifyDecision(const GatedExec& g);
     // The options are exactly the ones a streamed exec was parked with.
-    static bool sameStreamedRequest(const GatedExec& g, const ExecOptions& options);
+    bool sameStreamedRequest(const GatedExec& g, const ExecOptions& options) const;
+    // A parked request may name a secret's value (typed into the command):
+    // sealed like the secrets when the sandbox has any, opened to run it.
+    std::string sealRequest(const SandboxRecord& r, const std::string& requestJson) const;
+    nlohmann::json parkedRequest(const GatedExec& g) const;
+    // policy_denied, with any secret typed into the command masked.
+    static Error policyDenied(const policy::Verdict& v, const SecretMasker& masker);
     // The request the agent gets: the sandbox's environment, then the
     // command's, then the secrets scoped to it.
     protocol::ExecRequest agentRequest(const SandboxRecord& r, const ExecOptions& options,
                                        const std::map<std::string, SecretSpec>& secrets) const;
-    std::shared_ptr<AgentStream> openStreamedExec(const SandboxRecord& r, const ExecOptions& options,
-                                                  const TerminalOptions& terminal, AgentStream::Handler handler);
+    std::shared_ptr<AgentStream> openStreamedExec(const SandboxRecord& r,
+                                                  const ExecOptions& options,
+                                                  const TerminalOptions& terminal,
+                                                  AgentStream::Handler handler);
     void expireApprovals();
     std::shared_ptr<Runtime> runtime(const std::string& id);
     // A new agent session for a sandbox: kept as its connection, and its
@@ -303,14 +326,16 @@ private:
         std::shared_ptr<std::atomic<bool>> done;
     };
     std::mutex waitersMutex_;
-    std::map<std::string, DecisionCallback> decisionWaiters_;  // streamed execs waiting for a human, by exec id
-    std::set<std::string> startedApprovals_;                   // approved streamed execs already started (once only)
+    std::map<std::string, DecisionCallback>
+        decisionWaiters_;                     // streamed execs waiting for a human, by exec id
+    std::set<std::string> startedApprovals_;  // approved streamed execs already started (once only)
     std::mutex approvedRunsMutex_;
     std::vector<ApprovedRun> approvedRuns_;  // finished ones are joined when the next starts
     std::mutex gcMutex_;
     std::mutex sparesMutex_;
     std::condition_variable sparesCv_;
-    std::map<std::string, std::vector<std::string>> spares_;  // shape -> sandbox ids (tenant _spare)
+    std::map<std::string, std::vector<std::string>>
+        spares_;  // shape -> sandbox ids (tenant _spare)
     std::deque<std::string> spareRequests_;
     bool sparesStopping_ = false;
     std::thread spareThread_;

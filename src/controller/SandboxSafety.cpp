@@ -42,11 +42,13 @@ nlohmann::json optionsJson(const ExecOptions& o) {
     return j;
 }
 
-ExecOptions optionsFrom(const std::string& json) {
-    auto j = nlohmann::json::parse(json);
+// A parked request, written by optionsJson (a store that does not parse
+// throws, and the run fails with that error).
+ExecOptions optionsFrom(const nlohmann::json& j) {
+    if (!j.is_object()) throw Error(ErrorCode::internal, "the parked request is not readable");
     ExecOptions o;
     if (j.contains("shell"))
-        o.shell = j["shell"].get<std::string>();
+        o.shell = j.at("shell").get<std::string>();
     else
         o.argv = j.at("cmd").get<std::vector<std::string>>();
     o.cwd = j.value("cwd", "");
@@ -105,15 +107,13 @@ void SandboxController::requireAllowed(const SandboxRecord& r, const ExecOptions
         return;
     }
     record(r.id, r.tenant, "exec.denied", data, &masker);
-    if (v.decision == policy::Decision::deny)
-        throw Error(ErrorCode::policy_denied,
-                    "denied by the command policy: " + v.reason + " (in \"" + v.part + "\")");
+    if (v.decision == policy::Decision::deny) throw policyDenied(v, masker);
     // Approval gates exist where a client can wait for the decision (the
     // REST exec answers 202, the WebSocket exec keeps the socket); a
     // background process start answers at once.
     throw Error(ErrorCode::policy_denied,
-                "needs approval (" + v.reason + "): run it with POST /v1/sandboxes/" + r.id +
-                    "/exec or the WebSocket exec, which wait for a decision");
+                masker.mask("needs approval (" + v.reason + "): run it with POST /v1/sandboxes/" +
+                            r.id + "/exec or the WebSocket exec, which wait for a decision"));
 }
 
 ExecSubmission SandboxController::submitExec(const std::string& tenant, const std::string& id,
@@ -131,8 +131,7 @@ ExecSubmission SandboxController::submitExec(const std::string& tenant, const st
     auto masker = maskerFor(r);
     if (v.decision == policy::Decision::deny) {
         record(id, tenant, "exec.denied", data, &masker);
-        throw Error(ErrorCode::policy_denied,
-                    "denied by the command policy: " + v.reason + " (in \"" + v.part + "\")");
+        throw policyDenied(v, masker);
     }
     if (v.decision == policy::Decision::approve)
         return ExecSubmission{std::nullopt, parkForApproval(r, options, v, data, masker, false)};
@@ -160,8 +159,8 @@ GatedExec SandboxController::parkForApproval(const SandboxRecord& r, const ExecO
     auto request = optionsJson(options);
     // A streamed one runs only while its client waits (openApprovedExec).
     if (streamed) request["stream"] = true;
-    g.requestJson = request.dump();
-    g.command = commandText(options);
+    g.requestJson = sealRequest(r, request.dump());
+    g.command = masker.mask(commandText(options));  // what approvers, the API and the audit show
     g.commandClass = policy::className(v.commandClass);
     g.reason = v.reason;
     g.requestedAt = nowTimestamp();
@@ -174,10 +173,35 @@ GatedExec SandboxController::parkForApproval(const SandboxRecord& r, const ExecO
     return g;
 }
 
-bool SandboxController::sameStreamedRequest(const GatedExec& g, const ExecOptions& options) {
+bool SandboxController::sameStreamedRequest(const GatedExec& g, const ExecOptions& options) const {
     auto want = optionsJson(options);
     want["stream"] = true;
-    return nlohmann::json::parse(g.requestJson, nullptr, false) == want;
+    return parkedRequest(g) == want;
+}
+
+namespace {
+constexpr std::string_view kSealedPrefix = "sealed:";
+}
+
+std::string SandboxController::sealRequest(const SandboxRecord& r,
+                                           const std::string& requestJson) const {
+    if (r.secretsSealed.empty() || !config_.secretCipher) return requestJson;
+    return std::string(kSealedPrefix) + config_.secretCipher->seal(requestJson);
+}
+
+nlohmann::json SandboxController::parkedRequest(const GatedExec& g) const {
+    std::string_view stored = g.requestJson;
+    if (!stored.starts_with(kSealedPrefix)) return nlohmann::json::parse(stored, nullptr, false);
+    if (!config_.secretCipher)
+        throw Error(ErrorCode::internal, "exec " + g.id + " was sealed and no key is configured");
+    return nlohmann::json::parse(
+        config_.secretCipher->open(std::string(stored.substr(kSealedPrefix.size()))), nullptr,
+        false);
+}
+
+Error SandboxController::policyDenied(const policy::Verdict& v, const SecretMasker& masker) {
+    return Error(ErrorCode::policy_denied, masker.mask("denied by the command policy: " + v.reason +
+                                                       " (in \"" + v.part + "\")"));
 }
 
 void SandboxController::notifyDecision(const GatedExec& g) {
@@ -236,8 +260,8 @@ GatedExec SandboxController::decideApproval(const std::string& tenant,
             {"by", decidedBy},
             {"reason", reason}});
     auto decided = *gated_.find(g->id);
-    bool streamed =
-        nlohmann::json::parse(decided.requestJson, nullptr, false).value("stream", false);
+    auto parked = parkedRequest(decided);
+    bool streamed = parked.is_object() && parked.value("stream", false) == true;
     if (streamed) {
         // Its client runs it (or is told no); gone already: nothing runs.
         bool waiting;
@@ -273,7 +297,7 @@ void SandboxController::runApproved(GatedExec g) {
     try {
         auto r = store_.find(g.sandboxId);
         if (!r) throw Error(ErrorCode::not_found, "the sandbox is gone");
-        auto options = optionsFrom(g.requestJson);
+        auto options = optionsFrom(parkedRequest(g));
         auto started = nowTimestamp();
         auto out = runExec(*r, options);
         gated_.finish(g.id, "exited", out.result.exit_code, out.stdoutData, out.stderrData,

@@ -1,14 +1,12 @@
 // End to end: the real airlockd binary, driven over real HTTP by the CLI's
 // HTTP client and by the CLI itself; then SIGKILLed and restarted on the
 // same data dir to show that running sandboxes are adopted.
+#include <fcntl.h>
 #include <gtest/gtest.h>
-
-#include "core/Sha256.hpp"
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <netinet/in.h>
-#include <fcntl.h>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
@@ -23,6 +21,8 @@
 #include "cli/CliApp.hpp"
 #include "cli/ExecStreamClient.hpp"
 #include "cli/HttpClient.hpp"
+#include "core/SecretCipher.hpp"
+#include "core/Sha256.hpp"
 #include "support/TestEnv.hpp"
 
 namespace airlock {
@@ -44,19 +44,21 @@ int freePort() {
 }
 
 class Daemon {
-public:
+  public:
     Daemon(const std::string& dataDir, int port) : dataDir_(dataDir), port_(port) { start(); }
     ~Daemon() { stop(SIGTERM); }
 
     void start() {
+        // Beside the data dir, which does not exist before the first start.
+        std::string logPath = (fs::path(dataDir_).parent_path() / "airlockd.log").string();
+        std::string listen = "127.0.0.1:" + std::to_string(port_);
         pid_ = ::fork();
         if (pid_ == 0) {
-            int log = ::open((dataDir_ + "/../airlockd.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+            int log = ::open(logPath.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
             ::dup2(log, 1);
             ::dup2(log, 2);
-            std::string listen = "127.0.0.1:" + std::to_string(port_);
-            ::execl(AIRLOCK_BIN_DIR "/airlockd", "airlockd", "--listen", listen.c_str(), "--data-dir",
-                    dataDir_.c_str(), static_cast<char*>(nullptr));
+            ::execl(AIRLOCK_BIN_DIR "/airlockd", "airlockd", "--listen", listen.c_str(),
+                    "--data-dir", dataDir_.c_str(), static_cast<char*>(nullptr));
             ::_exit(127);
         }
         cli::HttpClient probe(url(), "");
@@ -81,14 +83,14 @@ public:
 
     std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
-private:
+  private:
     std::string dataDir_;
     int port_;
     pid_t pid_ = -1;
 };
 
 class DaemonHttp : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         ASSERT_TRUE(test::templatesBuilt()) << "run scripts/setup first";
         dataDir = tmp.path() + "/data";
@@ -107,7 +109,8 @@ protected:
         if (client) {
             try {
                 auto list = json::parse(client->request("GET", "/v1/sandboxes").body);
-                for (const auto& s : list["sandboxes"]) client->request("DELETE", "/v1/sandboxes/" + s["id"].get<std::string>());
+                for (const auto& s : list["sandboxes"])
+                    client->request("DELETE", "/v1/sandboxes/" + s["id"].get<std::string>());
             } catch (...) {
             }
         }
@@ -131,14 +134,16 @@ TEST_F(DaemonHttp, AdminKeyIsPrivateAndAuthIsEnforced) {
     cli::HttpClient anonymous(daemon->url(), "");
     auto health = anonymous.request("GET", "/healthz");
     EXPECT_EQ(health.status, 200);
-    EXPECT_TRUE(json::parse(health.body)["accel"] == "tcg" || json::parse(health.body)["accel"] == "kvm");
+    EXPECT_TRUE(json::parse(health.body)["accel"] == "tcg" ||
+                json::parse(health.body)["accel"] == "kvm");
     EXPECT_EQ(anonymous.request("GET", "/v1/sandboxes").status, 401);
     EXPECT_EQ(cli::HttpClient(daemon->url(), "wrong").request("GET", "/v1/sandboxes").status, 401);
     auto templates = client->request("GET", "/v1/templates");
     ASSERT_EQ(templates.status, 200);
     bool hasMinimal = false;
     json templateList = json::parse(templates.body);
-    for (const auto& t : templateList["templates"]) hasMinimal = hasMinimal || t["name"] == "minimal";
+    for (const auto& t : templateList["templates"])
+        hasMinimal = hasMinimal || t["name"] == "minimal";
     EXPECT_TRUE(hasMinimal) << templates.body;
 }
 
@@ -146,7 +151,9 @@ TEST_F(DaemonHttp, BadRequestsGetJsonErrors) {
     auto malformed = client->request("POST", "/v1/sandboxes", R"({"template": "minimal",)");
     EXPECT_EQ(malformed.status, 400);
     EXPECT_EQ(json::parse(malformed.body)["error"]["code"], "bad_request");
-    EXPECT_EQ(client->request("POST", "/v1/sandboxes", R"({"template":"minimal","bogus":1})").status, 400);
+    EXPECT_EQ(
+        client->request("POST", "/v1/sandboxes", R"({"template":"minimal","bogus":1})").status,
+        400);
     EXPECT_EQ(client->request("POST", "/v1/sandboxes", R"({"template":"no-such"})").status, 404);
     EXPECT_EQ(client->request("GET", "/v1/sandboxes/sbx-does-not-exist").status, 404);
     auto huge = client->request("POST", "/v1/sandboxes", std::string(17 * 1024 * 1024, ' '));
@@ -155,16 +162,19 @@ TEST_F(DaemonHttp, BadRequestsGetJsonErrors) {
 }
 
 TEST_F(DaemonHttp, SandboxLifecycleOverHttpAndCliAndAdoptionAfterSigkill) {
-    auto created = client->request("POST", "/v1/sandboxes", R"({"template":"minimal","env":{"WHO":"e2e"}})");
+    auto created =
+        client->request("POST", "/v1/sandboxes", R"({"template":"minimal","env":{"WHO":"e2e"}})");
     ASSERT_EQ(created.status, 201) << created.body;
     std::string id = json::parse(created.body)["id"];
 
-    auto ran = client->request("POST", "/v1/sandboxes/" + id + "/exec", R"({"shell":"echo hello-$((6*7)) $WHO"})");
+    auto ran = client->request("POST", "/v1/sandboxes/" + id + "/exec",
+                               R"({"shell":"echo hello-$((6*7)) $WHO"})");
     ASSERT_EQ(ran.status, 200) << ran.body;
     EXPECT_EQ(json::parse(ran.body)["stdout"], "hello-42 e2e\n");
 
     std::ostringstream out, err;
-    int code = cli::runCli({"exec", id, "--", "sh", "-c", "echo via-cli; exit 5"}, daemon->url(), key, out, err);
+    int code = cli::runCli({"exec", id, "--", "sh", "-c", "echo via-cli; exit 5"}, daemon->url(),
+                           key, out, err);
     EXPECT_EQ(code, 5);
     EXPECT_EQ(out.str(), "via-cli\n");
 
@@ -180,7 +190,8 @@ TEST_F(DaemonHttp, SandboxLifecycleOverHttpAndCliAndAdoptionAfterSigkill) {
     auto got = client->request("GET", "/v1/sandboxes/" + id);
     ASSERT_EQ(got.status, 200);
     EXPECT_EQ(json::parse(got.body)["state"], "running");
-    auto again = client->request("POST", "/v1/sandboxes/" + id + "/exec", R"({"cmd":["echo","adopted"]})");
+    auto again =
+        client->request("POST", "/v1/sandboxes/" + id + "/exec", R"({"cmd":["echo","adopted"]})");
     ASSERT_EQ(again.status, 200) << again.body;
     EXPECT_EQ(json::parse(again.body)["stdout"], "adopted\n");
     // The background process started before the SIGKILL still runs and still logs.
@@ -188,16 +199,22 @@ TEST_F(DaemonHttp, SandboxLifecycleOverHttpAndCliAndAdoptionAfterSigkill) {
     ASSERT_EQ(proc.status, 200) << proc.body;
     EXPECT_EQ(json::parse(proc.body)["state"], "running");
     std::uint64_t before = json::parse(proc.body)["output_bytes"];
-    ASSERT_TRUE(test::waitFor([&] {
-        return json::parse(client->request("GET", "/v1/sandboxes/" + id + "/processes/" + procId).body)["output_bytes"]
-                   .get<std::uint64_t>() > before;
-    }, 10s));
+    ASSERT_TRUE(test::waitFor(
+        [&] {
+            return json::parse(
+                       client->request("GET", "/v1/sandboxes/" + id + "/processes/" + procId)
+                           .body)["output_bytes"]
+                       .get<std::uint64_t>() > before;
+        },
+        10s));
 
     EXPECT_EQ(client->request("DELETE", "/v1/sandboxes/" + id).status, 204);
     EXPECT_EQ(test::countQemuProcesses(id), 0);
     EXPECT_FALSE(fs::exists(dataDir + "/sandboxes/" + id));
     EXPECT_EQ(client->request("GET", "/v1/sandboxes/" + id).status, 404);
-    EXPECT_EQ(client->request("POST", "/v1/sandboxes/" + id + "/exec", R"({"cmd":["true"]})").status, 404);
+    EXPECT_EQ(
+        client->request("POST", "/v1/sandboxes/" + id + "/exec", R"({"cmd":["true"]})").status,
+        404);
 }
 
 // Crash safety: SIGKILL while a clone is being made, with a paused sandbox and
@@ -206,8 +223,9 @@ TEST_F(DaemonHttp, SigkillMidCloneLeavesAConsistentStateAndNoOrphans) {
     auto created = client->request("POST", "/v1/sandboxes", R"({"template":"minimal"})");
     ASSERT_EQ(created.status, 201) << created.body;
     std::string source = json::parse(created.body)["id"];
-    auto marked = client->request("POST", "/v1/sandboxes/" + source + "/exec",
-                                  R"({"shell":"echo m-$$ > /dev/shm/marker; cat /dev/shm/marker"})");
+    auto marked =
+        client->request("POST", "/v1/sandboxes/" + source + "/exec",
+                        R"({"shell":"echo m-$$ > /dev/shm/marker; cat /dev/shm/marker"})");
     std::string marker = json::parse(marked.body)["stdout"];
     auto snap = client->request("POST", "/v1/sandboxes/" + source + "/snapshots");
     ASSERT_EQ(snap.status, 201) << snap.body;
@@ -229,37 +247,44 @@ TEST_F(DaemonHttp, SigkillMidCloneLeavesAConsistentStateAndNoOrphans) {
     std::set<std::string> listed;
     auto listing = client->request("GET", "/v1/sandboxes");
     ASSERT_EQ(listing.status, 200) << listing.body;
-    json listedJson = json::parse(listing.body);  // named: a temporary would die before the loop body
+    json listedJson =
+        json::parse(listing.body);  // named: a temporary would die before the loop body
     for (const auto& s : listedJson["sandboxes"]) {
         listed.insert(s["id"].get<std::string>());
         if (s["id"] == source) {
             EXPECT_EQ(s["state"], "paused");
         } else {
             EXPECT_EQ(s["state"], "running") << "a clone is either whole or gone";
-            auto r = client->request("POST", "/v1/sandboxes/" + s["id"].get<std::string>() + "/exec",
-                                     R"({"cmd":["cat","/dev/shm/marker"]})");
+            auto r =
+                client->request("POST", "/v1/sandboxes/" + s["id"].get<std::string>() + "/exec",
+                                R"({"cmd":["cat","/dev/shm/marker"]})");
             EXPECT_EQ(json::parse(r.body)["stdout"], marker);
         }
     }
     EXPECT_TRUE(listed.count(source)) << listing.body;
     std::set<std::string> dirs;
-    for (const auto& e : fs::directory_iterator(dataDir + "/sandboxes")) dirs.insert(e.path().filename().string());
+    for (const auto& e : fs::directory_iterator(dataDir + "/sandboxes"))
+        dirs.insert(e.path().filename().string());
     EXPECT_EQ(dirs, listed) << "no sandbox dir without a sandbox, no sandbox without its dir";
-    EXPECT_EQ(test::countQemuProcesses(dataDir), static_cast<int>(listed.size())) << "no orphan QEMU";
+    EXPECT_EQ(test::countQemuProcesses(dataDir), static_cast<int>(listed.size()))
+        << "no orphan QEMU";
 
     // The paused source kept its memory; the snapshot still clones.
     ASSERT_EQ(client->request("POST", "/v1/sandboxes/" + source + "/resume").status, 200);
-    auto again = client->request("POST", "/v1/sandboxes/" + source + "/exec", R"({"cmd":["cat","/dev/shm/marker"]})");
+    auto again = client->request("POST", "/v1/sandboxes/" + source + "/exec",
+                                 R"({"cmd":["cat","/dev/shm/marker"]})");
     EXPECT_EQ(json::parse(again.body)["stdout"], marker);
     auto clone = client->request("POST", "/v1/sandboxes", R"({"snapshot":")" + snapId + R"("})");
     ASSERT_EQ(clone.status, 201) << clone.body;
 
     json remaining = json::parse(client->request("GET", "/v1/sandboxes").body);
     for (const auto& s : remaining["sandboxes"])
-        EXPECT_EQ(client->request("DELETE", "/v1/sandboxes/" + s["id"].get<std::string>()).status, 204);
+        EXPECT_EQ(client->request("DELETE", "/v1/sandboxes/" + s["id"].get<std::string>()).status,
+                  204);
     EXPECT_EQ(client->request("DELETE", "/v1/snapshots/" + snapId).status, 204);
     EXPECT_EQ(client->request("GET", "/v1/snapshots/" + snapId).status, 404);
-    EXPECT_TRUE(test::waitFor([&] { return test::countQemuProcesses(dataDir) == 0; }, 20s)) << "spares go too";
+    EXPECT_TRUE(test::waitFor([&] { return test::countQemuProcesses(dataDir) == 0; }, 20s))
+        << "spares go too";
     EXPECT_TRUE(fs::is_empty(dataDir + "/sandboxes"));
     EXPECT_TRUE(fs::is_empty(dataDir + "/snapshots"));
 }
@@ -284,14 +309,16 @@ std::string sha256File(const std::string& path) {
 
 // A WebSocket exec opened with the key and its start message sent.
 std::unique_ptr<boost::beast::websocket::stream<boost::beast::tcp_stream>> openWsExec(
-    boost::asio::io_context& ioc, int port, const std::string& key, const std::string& id, const std::string& start) {
+    boost::asio::io_context& ioc, int port, const std::string& key, const std::string& id,
+    const std::string& start) {
     namespace beast = boost::beast;
     namespace websocket = beast::websocket;
     auto ws = std::make_unique<websocket::stream<beast::tcp_stream>>(ioc);
     boost::asio::ip::tcp::resolver resolver(ioc);
     beast::get_lowest_layer(*ws).connect(resolver.resolve("127.0.0.1", std::to_string(port)));
-    ws->set_option(websocket::stream_base::decorator(
-        [key](websocket::request_type& req) { req.set(beast::http::field::authorization, "Bearer " + key); }));
+    ws->set_option(websocket::stream_base::decorator([key](websocket::request_type& req) {
+        req.set(beast::http::field::authorization, "Bearer " + key);
+    }));
     ws->handshake("127.0.0.1", "/v1/sandboxes/" + id + "/exec/ws");
     ws->text(true);
     ws->write(boost::asio::buffer(start));
@@ -319,7 +346,7 @@ std::string rawHttp(int port, const std::string& request) {
 
 // One sandbox driven through every v1 endpoint over real HTTP.
 class ChannelOverHttp : public DaemonHttp {
-protected:
+  protected:
     void SetUp() override {
         DaemonHttp::SetUp();
         auto created = client->request("POST", "/v1/sandboxes", R"({"template":"minimal"})");
@@ -327,7 +354,8 @@ protected:
         id = json::parse(created.body)["id"];
         port = std::stoi(daemon->url().substr(daemon->url().rfind(':') + 1));
     }
-    cli::HttpResult call(const std::string& method, const std::string& path, const std::string& body = {}) {
+    cli::HttpResult call(const std::string& method, const std::string& path,
+                         const std::string& body = {}) {
         return client->request(method, "/v1/sandboxes/" + id + path, body);
     }
     std::string id;
@@ -335,8 +363,10 @@ protected:
 };
 
 TEST_F(ChannelOverHttp, WebSocketExecStreamsAndNeedsTheKey) {
-    std::string upgrade = "GET /v1/sandboxes/" + id + "/exec/ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
-                          "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
+    std::string upgrade = "GET /v1/sandboxes/" + id +
+                          "/exec/ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+                          "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: "
+                          "dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
     std::string answer = rawHttp(port, upgrade);
     EXPECT_EQ(answer.rfind("HTTP/1.1 401", 0), 0u) << answer.substr(0, 80);
 
@@ -344,7 +374,8 @@ TEST_F(ChannelOverHttp, WebSocketExecStreamsAndNeedsTheKey) {
     cli::StreamExecOptions o;
     o.argv = {"sh", "-c", "echo first; sleep 2; echo second >&2; exit 7"};
     o.output = [&](int channel, const char* d, std::size_t n) {
-        chunks.push_back({std::chrono::steady_clock::now(), std::to_string(channel) + ":" + std::string(d, n)});
+        chunks.push_back(
+            {std::chrono::steady_clock::now(), std::to_string(channel) + ":" + std::string(d, n)});
     };
     auto t0 = std::chrono::steady_clock::now();
     int code = cli::runStreamExec(daemon->url(), key, id, o);
@@ -372,24 +403,34 @@ TEST_F(ChannelOverHttp, ClientDisconnectKillsTheCommandsProcessGroup) {
     namespace websocket = beast::websocket;
     boost::asio::io_context ioc;
     {
-        auto wsOwner = openWsExec(ioc, port, key, id, R"({"shell":"(sleep 300; echo never) & echo started; sleep 301"})");
+        auto wsOwner = openWsExec(
+            ioc, port, key, id, R"({"shell":"(sleep 300; echo never) & echo started; sleep 301"})");
         auto& ws = *wsOwner;
         std::string output;  // binary messages only: the "started" text message comes first
         while (output.find("started\n") == std::string::npos) {
             beast::flat_buffer b;
             ws.read(b);
-            if (ws.got_binary()) output += beast::buffers_to_string(b.data());
-            else ASSERT_EQ(beast::buffers_to_string(b.data()).find("\"exit\""), std::string::npos);
+            if (ws.got_binary())
+                output += beast::buffers_to_string(b.data());
+            else
+                ASSERT_EQ(beast::buffers_to_string(b.data()).find("\"exit\""), std::string::npos);
         }
-        auto running = json::parse(call("POST", "/exec", R"({"shell":"ps | grep -c '[s]leep 30'"})").body);
+        auto running =
+            json::parse(call("POST", "/exec", R"({"shell":"ps | grep -c '[s]leep 30'"})").body);
         EXPECT_GE(std::stoi(running["stdout"].get<std::string>()), 2)
-            << "both sleeps (and their shells) run: " << call("POST", "/exec", R"({"shell":"ps"})").body;
-        beast::get_lowest_layer(ws).socket().close();  // no close handshake: the client just vanishes
+            << "both sleeps (and their shells) run: "
+            << call("POST", "/exec", R"({"shell":"ps"})").body;
+        beast::get_lowest_layer(ws)
+            .socket()
+            .close();  // no close handshake: the client just vanishes
     }
-    EXPECT_TRUE(test::waitFor([&] {
-        return call("POST", "/exec", R"({"shell":"ps | grep -c '[s]leep 30'"})").body.find("\"stdout\":\"0\\n\"") !=
-               std::string::npos;
-    }, 15s)) << "the command and its background child must die with the client";
+    EXPECT_TRUE(test::waitFor(
+        [&] {
+            return call("POST", "/exec", R"({"shell":"ps | grep -c '[s]leep 30'"})")
+                       .body.find("\"stdout\":\"0\\n\"") != std::string::npos;
+        },
+        15s))
+        << "the command and its background child must die with the client";
 }
 
 TEST_F(ChannelOverHttp, FilesAndDirectories) {
@@ -401,7 +442,8 @@ TEST_F(ChannelOverHttp, FilesAndDirectories) {
     }
     auto put = client->putFile("/v1/sandboxes/" + id + "/files?path=/tmp/up/../data/in.bin", src);
     ASSERT_EQ(put.status, 201) << put.body;
-    EXPECT_EQ(json::parse(put.body)["path"], "/tmp/data/in.bin") << "'..' is resolved inside the guest";
+    EXPECT_EQ(json::parse(put.body)["path"], "/tmp/data/in.bin")
+        << "'..' is resolved inside the guest";
     std::string got;
     auto get = client->getStreaming("/v1/sandboxes/" + id + "/files?path=/tmp/data/in.bin",
                                     [&](const char* d, std::size_t n) { got.append(d, n); });
@@ -418,23 +460,32 @@ TEST_F(ChannelOverHttp, FilesAndDirectories) {
     EXPECT_EQ(call("GET", "/files?path=/tmp/none").status, 404);
     EXPECT_EQ(call("GET", "/files?path=/tmp").status, 409);
     EXPECT_EQ(call("POST", "/fs/mkdir", R"({"path":"/tmp/newdir/sub"})").status, 201);
-    EXPECT_EQ(call("POST", "/fs/move", R"({"from":"/tmp/data/in.bin","to":"/tmp/newdir/sub/moved.bin"})").status, 200);
+    EXPECT_EQ(
+        call("POST", "/fs/move", R"({"from":"/tmp/data/in.bin","to":"/tmp/newdir/sub/moved.bin"})")
+            .status,
+        200);
     EXPECT_EQ(call("DELETE", "/files?path=/tmp/newdir").status, 409) << "not empty, not recursive";
     EXPECT_EQ(call("DELETE", "/files?path=/tmp/newdir&recursive=1").status, 204);
     EXPECT_EQ(call("GET", "/fs?path=/tmp/newdir").status, 404);
-    EXPECT_EQ(call("PUT", "/files?path=/etc/passwd", "x").status, 403) << "the default user cannot write there";
-    // Process environments hold secrets, unmasked: procfs is not downloadable, not even through a symlink.
+    EXPECT_EQ(call("PUT", "/files?path=/etc/passwd", "x").status, 403)
+        << "the default user cannot write there";
+    // Process environments hold secrets, unmasked: procfs is not downloadable, not even through a
+    // symlink.
     EXPECT_EQ(call("GET", "/files?path=/proc/self/environ").status, 403);
-    EXPECT_EQ(call("POST", "/exec", R"({"cmd":["ln","-s","/proc/1/environ","/tmp/env-link"]})").status, 403)
+    EXPECT_EQ(
+        call("POST", "/exec", R"({"cmd":["ln","-s","/proc/1/environ","/tmp/env-link"]})").status,
+        403)
         << "the command policy already refuses naming an environ file";
-    EXPECT_EQ(call("POST", "/exec", R"({"cmd":["ln","-s","/proc/self","/tmp/proc-link"]})").status, 200);
+    EXPECT_EQ(call("POST", "/exec", R"({"cmd":["ln","-s","/proc/self","/tmp/proc-link"]})").status,
+              200);
     EXPECT_EQ(call("GET", "/files?path=/tmp/proc-link/environ").status, 403);
 
     // Every change made through the API is in the audit log, the upload with its digest.
     auto audit = json::parse(call("GET", "/audit?type=file.").body)["events"];
     std::vector<std::string> types;
     for (const auto& e : audit) types.push_back(e["type"]);
-    EXPECT_EQ(types, (std::vector<std::string>{"file.written", "file.mkdir", "file.move", "file.remove"}));
+    EXPECT_EQ(types,
+              (std::vector<std::string>{"file.written", "file.mkdir", "file.move", "file.remove"}));
     ASSERT_FALSE(audit.empty());
     EXPECT_EQ(audit[0]["data"]["path"], "/tmp/data/in.bin");
     EXPECT_EQ(audit[0]["data"]["size"], original.size());
@@ -443,8 +494,9 @@ TEST_F(ChannelOverHttp, FilesAndDirectories) {
 }
 
 TEST_F(DaemonHttp, WebSocketExecWaitsForApprovalThenStreams) {
-    auto created = client->request("POST", "/v1/sandboxes",
-                                   R"({"template":"minimal","policy":{"approve":["echo gated*"]},"secrets":{"TOKEN":"s3cr3t-Value-9137"}})");
+    auto created = client->request(
+        "POST", "/v1/sandboxes",
+        R"({"template":"minimal","policy":{"approve":["echo gated*"]},"secrets":{"TOKEN":"s3cr3t-Value-9137"}})");
     ASSERT_EQ(created.status, 201) << created.body;
     std::string id = json::parse(created.body)["id"];
     int port = std::stoi(daemon->url().substr(daemon->url().rfind(':') + 1));
@@ -467,8 +519,9 @@ TEST_F(DaemonHttp, WebSocketExecWaitsForApprovalThenStreams) {
     auto approvals = json::parse(client->request("GET", "/v1/approvals").body)["approvals"];
     ASSERT_EQ(approvals.size(), 1u);
     EXPECT_EQ(approvals[0]["id"], pending["approval_id"]);
-    auto decided = client->request("POST", "/v1/approvals/" + pending["approval_id"].get<std::string>(),
-                                   R"({"decision":"approve","reason":"ok for the test"})");
+    auto decided =
+        client->request("POST", "/v1/approvals/" + pending["approval_id"].get<std::string>(),
+                        R"({"decision":"approve","reason":"ok for the test"})");
     ASSERT_EQ(decided.status, 200) << decided.body;
     EXPECT_EQ(readText()["type"], "approved");
     std::string output;
@@ -489,17 +542,104 @@ TEST_F(DaemonHttp, WebSocketExecWaitsForApprovalThenStreams) {
     }
     EXPECT_EQ(output, "gated ***\ntyped early\n") << "the secret is masked in the stream";
     EXPECT_EQ(exitMessage["exit_code"], 0);
-    auto state = json::parse(
-        client->request("GET", "/v1/sandboxes/" + id + "/execs/" + pending["exec_id"].get<std::string>()).body);
+    auto state = json::parse(client
+                                 ->request("GET", "/v1/sandboxes/" + id + "/execs/" +
+                                                      pending["exec_id"].get<std::string>())
+                                 .body);
     EXPECT_EQ(state["state"], "exited");
     EXPECT_EQ(client->request("DELETE", "/v1/sandboxes/" + id).status, 204);
 }
 
+// A canary secret goes through every path that handles command text or
+// output (REST exec, stderr and a failing exit, base64 and hex forms, a
+// denied command and a gated one that names it, a background process's
+// logs, the audit), then is looked for in every response, airlockd's log
+// and every file under the data dir, in each of its forms.
+TEST_F(DaemonHttp, ASecretCanaryIsInNoResponseLogOrFile) {
+    const std::string canary = "canary-7f3a9c1e5b";
+    auto created = client->request(
+        "POST", "/v1/sandboxes",
+        R"({"template":"minimal","policy":{"deny":["echo forbidden*"],"approve":["echo gated*"]},)"
+        R"("secrets":{"CANARY":")" +
+            canary + R"("}})");
+    ASSERT_EQ(created.status, 201) << created.body;
+    std::string id = json::parse(created.body)["id"];
+    std::vector<std::string> bodies{created.body};
+    auto call = [&](const std::string& method, const std::string& path, const std::string& body) {
+        auto r = client->request(method, "/v1/sandboxes/" + id + path, body);
+        bodies.push_back(r.body);
+        return r;
+    };
+    auto shell = [](const std::string& s) { return json{{"shell", s}}.dump(); };
+    auto ran = call("POST", "/exec",
+                    shell("echo \"$CANARY\"; printf %s \"$CANARY\" | base64; "
+                          "printf %s \"$CANARY\" | od -An -tx1 | tr -d ' \\n'; echo; echo "
+                          "\"$CANARY\" >&2; exit 3"));
+    ASSERT_EQ(ran.status, 200) << ran.body;
+    EXPECT_EQ(json::parse(ran.body)["exit_code"], 3);
+    EXPECT_EQ(json::parse(ran.body)["stdout"], "***\n***\n***\n");
+    EXPECT_EQ(json::parse(ran.body)["stderr"], "***\n");
+    EXPECT_EQ(call("POST", "/exec", shell("echo literal " + canary)).status, 200);
+    EXPECT_EQ(call("POST", "/exec", shell("echo forbidden " + canary)).status, 403);
+    auto gated = call("POST", "/exec", shell("echo gated " + canary + " \"$CANARY\""));
+    ASSERT_EQ(gated.status, 202) << gated.body;
+    auto approvals = client->request("GET", "/v1/approvals");
+    bodies.push_back(approvals.body);
+    auto decided = client->request(
+        "POST", "/v1/approvals/" + json::parse(gated.body)["approval_id"].get<std::string>(),
+        R"({"decision":"approve","reason":"canary test"})");
+    ASSERT_EQ(decided.status, 200) << decided.body;
+    bodies.push_back(decided.body);
+    std::string execPath = "/execs/" + json::parse(gated.body)["exec_id"].get<std::string>();
+    ASSERT_TRUE(test::waitFor(
+        [&] { return json::parse(call("GET", execPath, {}).body)["state"] == "exited"; }, 30s));
+    EXPECT_EQ(json::parse(bodies.back())["stdout"], "gated *** ***\n");
+    auto proc = call("POST", "/processes", shell("echo \"bg $CANARY\""));
+    ASSERT_EQ(proc.status, 201) << proc.body;
+    std::string procPath = "/processes/" + json::parse(proc.body)["id"].get<std::string>();
+    ASSERT_TRUE(test::waitFor(
+        [&] { return json::parse(call("GET", procPath, {}).body)["state"] == "exited"; }, 30s));
+    auto logs = call("GET", procPath + "/logs", {});
+    EXPECT_EQ(logs.body, "bg ***\n");
+    call("GET", "", {});
+    auto audit = call("GET", "/audit", {});
+    EXPECT_NE(audit.body.find("echo literal ***"), std::string::npos)
+        << "the audit keeps the command, masked";
+    EXPECT_EQ(call("DELETE", "", {}).status, 204);
+
+    std::string hex;
+    for (unsigned char c : canary)
+        hex += "0123456789abcdef"[c >> 4], hex += "0123456789abcdef"[c & 15];
+    std::string b64 = base64Encode(canary);
+    std::string upperHex = hex;
+    for (auto& c : upperHex) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    auto clean = [&](const std::string& where, const std::string& bytes) {
+        for (const auto& form : {canary, hex, upperHex, b64.substr(0, b64.find('='))})
+            if (auto at = bytes.find(form); at != std::string::npos)
+                ADD_FAILURE() << where << " holds " << form << ": ..."
+                              << bytes.substr(at < 100 ? 0 : at - 100, 200) << "...";
+    };
+    for (const auto& b : bodies) clean("a response", b);
+    daemon.reset();  // its log complete, the database closed
+    std::ifstream log(tmp.path() + "/airlockd.log");
+    std::stringstream logBytes;
+    logBytes << log.rdbuf();
+    ASSERT_FALSE(logBytes.str().empty());
+    clean("airlockd.log", logBytes.str());
+    for (const auto& f : fs::recursive_directory_iterator(dataDir)) {
+        if (!f.is_regular_file()) continue;
+        std::ifstream in(f.path(), std::ios::binary);
+        clean(f.path().string(), std::string(std::istreambuf_iterator<char>(in), {}));
+    }
+}
+
 TEST_F(ChannelOverHttp, BackgroundProcessesAndPreviewPorts) {
-    auto web = call("POST", "/processes",
-                    R"({"shell":"mkdir -p /tmp/www && echo preview-ok > /tmp/www/index.html && exec busybox httpd -f -p 127.0.0.1:8000 -h /tmp/www"})");
+    auto web = call(
+        "POST", "/processes",
+        R"({"shell":"mkdir -p /tmp/www && echo preview-ok > /tmp/www/index.html && exec busybox httpd -f -p 127.0.0.1:8000 -h /tmp/www"})");
     ASSERT_EQ(web.status, 201) << web.body;
-    auto echo = call("POST", "/processes", R"({"cmd":["busybox","nc","-ll","-p","9000","-e","cat"]})");
+    auto echo =
+        call("POST", "/processes", R"({"cmd":["busybox","nc","-ll","-p","9000","-e","cat"]})");
     ASSERT_EQ(echo.status, 201) << echo.body;
     auto listed = json::parse(call("GET", "/processes").body)["processes"];
     EXPECT_EQ(listed.size(), 2u);
@@ -509,7 +649,8 @@ TEST_F(ChannelOverHttp, BackgroundProcessesAndPreviewPorts) {
     std::string url = json::parse(exposed.body)["url"];
     std::string path = url.substr(url.find("/preview/"));
     cli::HttpClient anonymous(daemon->url(), "");
-    ASSERT_TRUE(test::waitFor([&] { return anonymous.request("GET", path).body == "preview-ok\n"; }, 10s));
+    ASSERT_TRUE(
+        test::waitFor([&] { return anonymous.request("GET", path).body == "preview-ok\n"; }, 10s));
     std::string wrongToken = path.substr(0, path.size() - 5) + "xxxx/";
     EXPECT_EQ(anonymous.request("GET", wrongToken).status, 404);
     std::string otherPort = path;
@@ -519,13 +660,20 @@ TEST_F(ChannelOverHttp, BackgroundProcessesAndPreviewPorts) {
     // An upgrade keeps the connection open and pipes bytes both ways: the
     // guest side here echoes everything it receives.
     auto exposed9000 = json::parse(call("POST", "/ports", R"({"port":9000})").body);
-    std::string p9000 = std::string(exposed9000["url"]).substr(std::string(exposed9000["url"]).find("/preview/"));
+    std::string p9000 =
+        std::string(exposed9000["url"]).substr(std::string(exposed9000["url"]).find("/preview/"));
     std::string answer;
-    ASSERT_TRUE(test::waitFor([&] {
-        answer = rawHttp(port, "GET " + p9000 + "chat HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nframe-bytes");
-        return answer.find("frame-bytes") != std::string::npos;
-    }, 15s)) << answer;
-    EXPECT_EQ(answer.rfind("GET /chat HTTP/1.1", 0), 0u) << "the guest sees the path without the preview prefix";
+    ASSERT_TRUE(test::waitFor(
+        [&] {
+            answer = rawHttp(port, "GET " + p9000 +
+                                       "chat HTTP/1.1\r\nHost: x\r\nConnection: "
+                                       "Upgrade\r\nUpgrade: websocket\r\n\r\nframe-bytes");
+            return answer.find("frame-bytes") != std::string::npos;
+        },
+        15s))
+        << answer;
+    EXPECT_EQ(answer.rfind("GET /chat HTTP/1.1", 0), 0u)
+        << "the guest sees the path without the preview prefix";
 
     EXPECT_EQ(json::parse(call("GET", "/ports").body)["ports"].size(), 2u);
     EXPECT_EQ(call("DELETE", "/ports/8000").status, 204);
@@ -534,23 +682,28 @@ TEST_F(ChannelOverHttp, BackgroundProcessesAndPreviewPorts) {
 
     // Logs, following until the process ends after a signal.
     std::string webId = json::parse(web.body)["id"];
-    auto ticker = call("POST", "/processes", R"({"shell":"for i in 1 2 3; do echo tick $i; sleep 0.3; done"})");
+    auto ticker = call("POST", "/processes",
+                       R"({"shell":"for i in 1 2 3; do echo tick $i; sleep 0.3; done"})");
     std::string tickerId = json::parse(ticker.body)["id"];
     std::string followed;
-    auto logs = client->getStreaming("/v1/sandboxes/" + id + "/processes/" + tickerId + "/logs?follow=1",
-                                     [&](const char* d, std::size_t n) { followed.append(d, n); });
+    auto logs =
+        client->getStreaming("/v1/sandboxes/" + id + "/processes/" + tickerId + "/logs?follow=1",
+                             [&](const char* d, std::size_t n) { followed.append(d, n); });
     EXPECT_EQ(logs.status, 200);
     EXPECT_EQ(followed, "tick 1\ntick 2\ntick 3\n");
     EXPECT_EQ(json::parse(call("GET", "/processes/" + tickerId).body)["exit_code"], 0);
     EXPECT_EQ(call("POST", "/processes/" + webId + "/signal", R"({"signal":"TERM"})").status, 200);
-    EXPECT_TRUE(test::waitFor([&] { return json::parse(call("GET", "/processes/" + webId).body)["state"] == "exited"; }, 10s));
+    EXPECT_TRUE(test::waitFor(
+        [&] { return json::parse(call("GET", "/processes/" + webId).body)["state"] == "exited"; },
+        10s));
     EXPECT_EQ(call("GET", "/processes/424242").status, 404);
     EXPECT_EQ(call("POST", "/processes/" + webId + "/signal", R"({"signal":"NOPE"})").status, 400);
 }
 
 // /tmp in the minimal guest is a tmpfs (half the RAM): 2600 MiB holds 1 GiB.
 TEST_F(DaemonHttp, GigabyteFileRoundTripKeepsItsSha256) {
-    auto created = client->request("POST", "/v1/sandboxes", R"({"template":"minimal","memory_mib":2600})");
+    auto created =
+        client->request("POST", "/v1/sandboxes", R"({"template":"minimal","memory_mib":2600})");
     ASSERT_EQ(created.status, 201) << created.body;
     std::string id = json::parse(created.body)["id"];
     std::string src = tmp.path() + "/gig.bin", back = tmp.path() + "/gig.back";
