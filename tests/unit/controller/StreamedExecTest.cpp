@@ -58,6 +58,26 @@ class StreamedExecTest : public test::ControllerFixture {
         r.secrets["DEPLOY_KEY"] = SecretSpec{"deploy-Key-5521", {"deploy*"}};
         return controller->create("t1", r);
     }
+    // Starts a background process, waits for its exit, returns its log as
+    // process logs stream it (masked); "" after a failed assertion.
+    std::string logsOfExited(const SandboxRecord& s, const std::string& script) {
+        auto started = controller->processOp(
+            "t1", s.id,
+            {{"op", "process_start"}, {"argv", {"/bin/sh", "-c", script}}, {"user", "root"}});
+        std::string pid = started.at("id").get<std::string>();
+        bool exited = test::waitFor(
+            [&] {
+                return controller->processOp("t1", s.id, {{"op", "process_get"}, {"id", pid}})
+                           .value("state", "") == "exited";
+            },
+            10s);
+        EXPECT_TRUE(exited) << "process " << pid << " did not exit";
+        Collector c;
+        c.stream = controller->openProcessLogs("t1", s.id, pid, false, c.handler());
+        EXPECT_TRUE(c.waitEnd()) << "the log of " << pid << " did not end";
+        std::lock_guard lock(c.mutex);
+        return c.out;
+    }
     ExecOptions shell(const std::string& s) {
         ExecOptions o;
         o.shell = s;
@@ -174,21 +194,7 @@ TEST_F(StreamedExecTest, DenialsAndDepartedClientsEndGatedStreams) {
 
 TEST_F(StreamedExecTest, ProcessLogsAreMasked) {
     auto s = sandbox();
-    auto started = controller->processOp("t1", s.id,
-                                         {{"op", "process_start"},
-                                          {"argv", {"/bin/sh", "-c", "echo secret=$API_TOKEN"}},
-                                          {"user", "root"}});
-    std::string pid = started.at("id").get<std::string>();
-    ASSERT_TRUE(test::waitFor(
-        [&] {
-            return controller->processOp("t1", s.id, {{"op", "process_get"}, {"id", pid}})
-                       .value("state", "") == "exited";
-        },
-        10s));
-    Collector c;
-    c.stream = controller->openProcessLogs("t1", s.id, pid, false, c.handler());
-    ASSERT_TRUE(c.waitEnd());
-    EXPECT_EQ(c.out, "secret=***\n");
+    EXPECT_EQ(logsOfExited(s, "echo secret=$API_TOKEN"), "secret=***\n");
 }
 
 // The agent keeps the last 1 MiB of a background process's output. Here the
@@ -198,30 +204,16 @@ TEST_F(StreamedExecTest, ProcessLogsMaskASecretCutByTheOutputRing) {
     auto s = sandbox();
     constexpr std::size_t kRing = 1024 * 1024, kSecret = 17, kInto = 4;
     std::string after = std::to_string(kRing + kInto - kSecret);
-    auto started = controller->processOp(
-        "t1", s.id,
-        {{"op", "process_start"},
-         {"argv",
-          {"/bin/sh", "-c",
-           "head -c 1000 /dev/zero | tr '\\0' A; printf %s \"$API_TOKEN\"; head -c " + after +
-               " /dev/zero | tr '\\0' B"}},
-         {"user", "root"}});
-    std::string pid = started.at("id").get<std::string>();
-    ASSERT_TRUE(test::waitFor(
-        [&] {
-            return controller->processOp("t1", s.id, {{"op", "process_get"}, {"id", pid}})
-                       .value("state", "") == "exited";
-        },
-        10s));
-    Collector c;
-    c.stream = controller->openProcessLogs("t1", s.id, pid, false, c.handler());
-    ASSERT_TRUE(c.waitEnd());
-    ASSERT_GE(c.out.size(), 3u);
-    EXPECT_EQ(c.out.substr(0, 3), "***") << c.out.substr(0, 40);
-    EXPECT_EQ(c.out.find("Value"), std::string::npos);
-    EXPECT_EQ(c.out.find("9137"), std::string::npos);
-    EXPECT_EQ(c.out.size(), 3 + std::stoul(after)) << "only the secret's end is replaced";
-    EXPECT_EQ(c.out.find_first_not_of('B', 3), std::string::npos);
+    std::string out = logsOfExited(s,
+                                   "head -c 1000 /dev/zero | tr '\\0' A; printf %s \"$API_TOKEN\"; "
+                                   "head -c " +
+                                       after + " /dev/zero | tr '\\0' B");
+    ASSERT_GE(out.size(), 3u);
+    EXPECT_EQ(out.substr(0, 3), "***") << out.substr(0, 40);
+    EXPECT_EQ(out.find("Value"), std::string::npos);
+    EXPECT_EQ(out.find("9137"), std::string::npos);
+    EXPECT_EQ(out.size(), 3 + std::stoul(after)) << "only the secret's end is replaced";
+    EXPECT_EQ(out.find_first_not_of('B', 3), std::string::npos);
 }
 
 }  // namespace
