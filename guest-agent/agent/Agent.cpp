@@ -212,6 +212,7 @@ void Agent::pollOnce() {
 }
 
 void Agent::startRaw(std::uint32_t stream, const nlohmann::json& request) {
+    if (!rawAllowed_) return sendReset(stream, "bad_request", "unknown op 'raw'");
     std::string mode = request.value("mode", "");
     std::uint64_t bytes = request.value("bytes", std::uint64_t(0));
     if ((mode != "sink" && mode != "source" && mode != "echo") || bytes == 0 ||

@@ -30,6 +30,9 @@ public:
     int run();
     // Thread-safe: makes run() return soon.
     void stop();
+    // The benchmark's raw op (bytes that bypass framing) is refused unless
+    // enabled: in the guest only by the kernel command line a bench sets.
+    void allowRawMode(bool on) { rawAllowed_ = on; }
 
     void sendFrame(protocol::FrameType type, std::uint32_t stream, const std::string& payload,
                    std::uint8_t flags = 0) override;
@@ -74,6 +77,7 @@ private:
         std::uint64_t remaining = 0;
         std::int64_t startedMs = 0;
     } raw_;
+    bool rawAllowed_ = false;
     void startRaw(std::uint32_t stream, const nlohmann::json& request);
     std::size_t consumeRaw(std::string_view bytes);
     void pumpRawSource();

@@ -1,6 +1,7 @@
 #include "agentclient/AgentConnection.hpp"
 #include "agentclient/AgentTransport.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -22,20 +23,9 @@ using protocol::FrameType;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kReadChunk = 64 * 1024;
+// stdin up to this size travels inside the open frame; more is streamed.
+constexpr std::size_t kInlineStdinMax = 64 * 1024;
 
-// Reads what arrives before `deadline`; returns bytes read, 0 on timeout, -1 on EOF/error.
-long readWithDeadline(int fd, std::string& into, Clock::time_point deadline) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return 0;
-    pollfd p{fd, POLLIN, 0};
-    int r = ::poll(&p, 1, static_cast<int>(left));
-    if (r <= 0) return 0;
-    char buf[kReadChunk];
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n <= 0) return -1;
-    into.assign(buf, static_cast<std::size_t>(n));
-    return n;
-}
 }  // namespace
 
 Error agentError(const std::string& code, const std::string& message) {
@@ -47,27 +37,95 @@ Error agentError(const std::string& code, const std::string& message) {
     return Error(ErrorCode::agent_error, message.empty() ? code : message);
 }
 
-AgentConnection::AgentConnection(UniqueFd fd) : fd_(std::move(fd)) {
+void PendingExec::hold(std::shared_ptr<AgentStream> stream) {
+    std::lock_guard lock(holdMutex_);
+    stream_ = stream;
+    if (!ended_.load()) streamHold_ = std::move(stream);
+}
+
+std::shared_ptr<AgentStream> PendingExec::stream() {
+    std::lock_guard lock(holdMutex_);
+    return stream_.lock();
+}
+
+void PendingExec::finish(std::optional<ExecOutput> out, std::exception_ptr error) {
+    if (ended_.exchange(true)) return;
+    std::shared_ptr<AgentStream> release;
+    {
+        std::lock_guard lock(holdMutex_);
+        release = std::move(streamHold_);
+    }
+    auto done = std::move(done_);
+    done_ = nullptr;
+    if (done) {
+        try {
+            done(std::move(out), error);
+        } catch (...) {
+            // The caller's completion must not end the agent connection.
+        }
+    }
+}
+
+void PendingExec::cancel(const Error& error) {
+    if (ended_.load()) return;
+    if (auto s = stream()) {
+        try {
+            s->reset("cancelled", error.what());
+        } catch (const std::exception&) {
+        }
+    }
+    finish(std::nullopt, std::make_exception_ptr(error));
+}
+
+AgentConnection::AgentConnection(UniqueFd fd, AgentChannelLimits limits) : fd_(std::move(fd)), limits_(limits) {
     wakeFd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    timeval tv{10, 0};
-    ::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    // Never block on the guest: frames wait in our bounded queue instead.
+    int flags = ::fcntl(fd_.get(), F_GETFL);
+    if (flags >= 0) ::fcntl(fd_.get(), F_SETFL, flags | O_NONBLOCK);
 }
 
 AgentConnection::~AgentConnection() {
     close();
-    if (reader_.joinable()) {
-        // The reader holds a reference to us, so the last one may be
-        // released on the reader thread itself, after its loop ended.
-        if (reader_.get_id() == std::this_thread::get_id()) reader_.detach();
-        else reader_.join();
+    std::lock_guard lock(joinMutex_);
+    if (thread_.joinable()) {
+        // The thread holds a reference to us, so the last one may be
+        // released on that thread itself, after its loop ended.
+        if (thread_.get_id() == std::this_thread::get_id()) thread_.detach();
+        else thread_.join();
     }
     failAll("agent connection closed");
 }
 
 void AgentConnection::close() {
     alive_ = false;
+    wake();
+    queueCv_.notify_all();
+}
+
+void AgentConnection::closeAndWait() {
+    close();
+    std::lock_guard lock(joinMutex_);
+    if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+void AgentConnection::wake() {
     std::uint64_t one = 1;
     (void)!::write(wakeFd_.get(), &one, sizeof one);
+}
+
+std::string AgentConnection::failure() const {
+    std::lock_guard lock(streamsMutex_);
+    return failure_;
+}
+
+std::size_t AgentConnection::queuedBytes() const {
+    std::lock_guard lock(queueMutex_);
+    return queueBytes_;
+}
+
+void AgentConnection::onProtocolError(ProtocolErrorHandler handler) {
+    std::lock_guard lock(handlerMutex_);
+    protocolErrorHandler_ = std::move(handler);
 }
 
 std::shared_ptr<AgentConnection> AgentConnection::connect(const std::string& endpoint,
@@ -75,10 +133,11 @@ std::shared_ptr<AgentConnection> AgentConnection::connect(const std::string& end
     return connectAgent(endpoint, timeout);
 }
 
-std::shared_ptr<AgentConnection> AgentConnection::fromFd(UniqueFd fd, std::chrono::milliseconds timeout) {
-    std::shared_ptr<AgentConnection> conn(new AgentConnection(std::move(fd)));
+std::shared_ptr<AgentConnection> AgentConnection::fromFd(UniqueFd fd, std::chrono::milliseconds timeout,
+                                                         AgentChannelLimits limits) {
+    std::shared_ptr<AgentConnection> conn(new AgentConnection(std::move(fd), limits));
     conn->handshake(timeout);
-    conn->startReader();
+    conn->startThread();
     return conn;
 }
 
@@ -90,17 +149,34 @@ void AgentConnection::handshake(std::chrono::milliseconds timeout) {
     decoder_.setResync(true);
     std::string nonce;
     auto nextHello = Clock::now();
+    char buf[kReadChunk];
     while (Clock::now() < deadline) {
         if (Clock::now() >= nextHello) {
             nonce = newSecretToken().substr(0, 24);
+            {
+                // Stale hellos nobody took are dropped: only the newest counts.
+                std::lock_guard lock(queueMutex_);
+                if (queueOffset_ == 0) {
+                    queue_.clear();
+                    queueBytes_ = 0;
+                }
+            }
             sendFrame(FrameType::hello, 0, protocol::toJson(protocol::Hello{protocol::kProtocolVersion, nonce}));
             nextHello = Clock::now() + std::chrono::milliseconds(500);
         }
-        std::string bytes;
-        long n = readWithDeadline(fd_.get(), bytes, std::min(deadline, nextHello));
-        if (n < 0) throw Error(ErrorCode::agent_error, "agent channel closed during the handshake");
-        if (n == 0) continue;
-        decoder_.feed(bytes);
+        auto until = std::min(deadline, nextHello);
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+        pollfd p{fd_.get(), static_cast<short>(POLLIN | (queuedBytes() ? POLLOUT : 0)), 0};
+        int r = ::poll(&p, 1, static_cast<int>(std::max<long>(left, 0)));
+        if (r <= 0) continue;
+        if (p.revents & POLLOUT) {
+            if (!flush()) throw Error(ErrorCode::agent_error, "agent channel closed during the handshake");
+        }
+        if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        ssize_t n = ::read(fd_.get(), buf, sizeof buf);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+        if (n <= 0) throw Error(ErrorCode::agent_error, "agent channel closed during the handshake");
+        decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
         protocol::Frame frame;
         while (decoder_.next(frame) == protocol::FrameDecoder::Result::frame) {
             if (frame.type == FrameType::reset && frame.stream == 0) {
@@ -110,92 +186,203 @@ void AgentConnection::handshake(std::chrono::milliseconds timeout) {
                 continue;
             }
             if (frame.type != FrameType::hello_ack) continue;
+            protocol::HelloAck ack;
             try {
-                auto ack = protocol::parseHelloAck(frame.payload);
-                if (ack.nonce != nonce) continue;
-                if (ack.version != protocol::kProtocolVersion)
-                    throw Error(ErrorCode::agent_error, "agent speaks protocol version " + std::to_string(ack.version));
-                epoch_ = ack.epoch;
-                agentVersion_ = ack.agent;
-                decoder_.setResync(false);
-                return;
+                ack = protocol::parseHelloAck(frame.payload);
             } catch (const protocol::MessageError&) {
                 continue;
             }
+            if (ack.nonce != nonce) continue;
+            if (ack.version != protocol::kProtocolVersion)
+                throw Error(ErrorCode::agent_error, "agent speaks protocol version " + std::to_string(ack.version));
+            epoch_ = ack.epoch;
+            agentVersion_ = ack.agent.substr(0, 128);
+            decoder_.setResync(false);
+            return;
         }
     }
     throw Error(ErrorCode::agent_timeout, "the guest agent did not answer its hello in time");
 }
 
-void AgentConnection::startReader() {
-    // The reader keeps the connection alive until close() or the socket's end.
-    reader_ = std::thread([self = shared_from_this()] { self->readerLoop(); });
+void AgentConnection::startThread() {
+    // The thread keeps the connection alive until close() or the socket's end.
+    thread_ = std::thread([self = shared_from_this()] { self->run(); });
+}
+
+void AgentConnection::enqueue(std::string bytes, bool isData) {
+    {
+        std::lock_guard lock(queueMutex_);
+        if (!alive_) throw Error(ErrorCode::agent_error, "agent connection is down: " + failure_);
+        if (!isData && queueBytes_ + bytes.size() > limits_.queueHardBytes) {
+            // Only control frames get past the data budget: the guest has not
+            // read its channel for megabytes. End the session, not the host.
+            alive_ = false;
+        } else {
+            queueBytes_ += bytes.size();
+            queue_.push_back(std::move(bytes));
+        }
+    }
+    if (!alive_) {
+        wake();
+        throw Error(ErrorCode::agent_error, "the guest stopped reading its agent channel");
+    }
+    wake();
 }
 
 void AgentConnection::sendFrame(FrameType type, std::uint32_t stream, const std::string& payload, std::uint8_t flags) {
-    std::string bytes = protocol::encodeFrame(type, stream, payload, flags);
-    std::lock_guard lock(writeMutex_);
-    std::size_t off = 0;
-    while (off < bytes.size()) {
-        ssize_t n = ::send(fd_.get(), bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            alive_ = false;
-            throw Error(ErrorCode::agent_error, std::string("agent channel write failed: ") + std::strerror(errno));
-        }
-        off += static_cast<std::size_t>(n);
-    }
+    enqueue(protocol::encodeFrame(type, stream, payload, flags), false);
 }
 
-void AgentConnection::readerLoop() {
+bool AgentConnection::trySendData(std::uint32_t stream, std::string_view payload, std::uint8_t channel) {
+    {
+        std::lock_guard lock(queueMutex_);
+        if (alive_ && queueBytes_ >= limits_.dataQueueBytes) return false;
+    }
+    enqueue(protocol::encodeFrame(FrameType::data, stream, payload, channel), true);
+    return true;
+}
+
+void AgentConnection::sendData(std::uint32_t stream, std::string_view payload, std::uint8_t channel,
+                               std::chrono::steady_clock::time_point deadline) {
+    {
+        std::unique_lock lock(queueMutex_);
+        if (!queueCv_.wait_until(lock, deadline,
+                                 [&] { return !alive_ || queueBytes_ < limits_.dataQueueBytes; }))
+            throw Error(ErrorCode::agent_timeout, "the agent stopped reading its channel");
+    }
+    enqueue(protocol::encodeFrame(FrameType::data, stream, payload, channel), true);
+}
+
+bool AgentConnection::flush() {
+    std::unique_lock lock(queueMutex_);
+    bool drainedSome = false;
+    while (!queue_.empty()) {
+        const std::string& front = queue_.front();
+        ssize_t n = ::send(fd_.get(), front.data() + queueOffset_, front.size() - queueOffset_,
+                           MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            return false;
+        }
+        queueOffset_ += static_cast<std::size_t>(n);
+        queueBytes_ -= static_cast<std::size_t>(n);
+        drainedSome = true;
+        if (queueOffset_ == front.size()) {
+            queue_.pop_front();
+            queueOffset_ = 0;
+        }
+    }
+    bool room = queueBytes_ < limits_.dataQueueBytes;
+    lock.unlock();
+    if (drainedSome && room) {
+        queueCv_.notify_all();
+        notifyDrained();
+    }
+    return true;
+}
+
+void AgentConnection::notifyDrained() {
+    std::vector<std::shared_ptr<AgentStream>> waiting;
+    {
+        std::lock_guard lock(streamsMutex_);
+        for (auto& [id, weak] : streams_)
+            if (auto s = weak.lock()) waiting.push_back(std::move(s));
+    }
+    for (auto& s : waiting)
+        if (s->wantsPump()) s->pump();
+}
+
+void AgentConnection::run() {
+    // The thread's entry point: nothing may escape it.
+    try {
+        loop();
+    } catch (const std::exception& e) {
+        logError("agentclient", std::string("agent connection thread: ") + e.what());
+    } catch (...) {
+        logError("agentclient", "agent connection thread: unknown exception");
+    }
+    failAll("agent connection closed");
+    queueCv_.notify_all();
+}
+
+void AgentConnection::loop() {
     std::string buf(kReadChunk, '\0');
     while (alive_) {
-        pollfd fds[2] = {{fd_.get(), POLLIN, 0}, {wakeFd_.get(), POLLIN, 0}};
+        short events = POLLIN;
+        if (queuedBytes() > 0) events |= POLLOUT;
+        pollfd fds[2] = {{fd_.get(), events, 0}, {wakeFd_.get(), POLLIN, 0}};
         if (::poll(fds, 2, -1) < 0) {
             if (errno == EINTR) continue;
             break;
         }
-        if (fds[1].revents) break;  // close()
+        if (fds[1].revents) {
+            std::uint64_t count;
+            (void)!::read(wakeFd_.get(), &count, sizeof count);
+            if (!alive_) break;  // close()
+        }
+        if (fds[0].revents & POLLOUT) {
+            if (!flush()) {
+                failAll("agent channel write failed (guest gone)");
+                break;
+            }
+        }
+        if (!(fds[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
         ssize_t n = ::read(fd_.get(), buf.data(), buf.size());
         if (n <= 0) {
             if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
             failAll("agent channel closed (guest gone or agent restarted)");
             break;
         }
-        std::string_view incoming(buf.data(), static_cast<std::size_t>(n));
-        incoming.remove_prefix(consumeRaw(incoming));
-        decoder_.feed(incoming);
-        protocol::Frame frame;
-        while (true) {
-            auto r = decoder_.next(frame);
-            if (r == protocol::FrameDecoder::Result::need_more) break;
-            if (r == protocol::FrameDecoder::Result::error) {
-                logWarn("agentclient", "protocol error from agent: " + decoder_.lastError());
-                failAll("protocol error from agent: " + decoder_.lastError());
-                return;
+        onBytes(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+    }
+}
+
+void AgentConnection::onBytes(std::string_view incoming) {
+    incoming.remove_prefix(consumeRaw(incoming));
+    decoder_.feed(incoming);
+    protocol::Frame frame;
+    while (alive_) {
+        auto r = decoder_.next(frame);
+        if (r == protocol::FrameDecoder::Result::need_more) break;
+        if (r == protocol::FrameDecoder::Result::error) return protocolError("bad framing: " + decoder_.lastError());
+        bool leavesFraming = frame.type == FrameType::control && frame.stream != 0 && frame.stream == rawStream_;
+        dispatch(frame);
+        if (leavesFraming) {
+            // The agent's raw bytes follow this frame at once.
+            {
+                std::lock_guard lock(rawMutex_);
+                rawActive_ = true;
             }
-            bool leavesFraming = frame.type == FrameType::control && frame.stream != 0 && frame.stream == rawStream_;
-            try {
-                dispatch(frame);
-            } catch (const std::exception& e) {
-                logWarn("agentclient", std::string("dropping connection: ") + e.what());
-                failAll(e.what());
-                return;
-            }
-            if (leavesFraming) {
-                // The agent's raw bytes follow this frame at once.
-                {
-                    std::lock_guard lock(rawMutex_);
-                    rawActive_ = true;
-                }
-                std::string rest = decoder_.takeBuffered();
-                std::string_view view(rest);
-                view.remove_prefix(consumeRaw(view));
-                decoder_.feed(view);
-            }
+            std::string rest = decoder_.takeBuffered();
+            std::string_view view(rest);
+            view.remove_prefix(consumeRaw(view));
+            decoder_.feed(view);
         }
     }
-    failAll("agent connection closed");
+}
+
+void AgentConnection::protocolError(const std::string& why) {
+    logWarn("agentclient", "agent protocol error, ending the session: " + why);
+    ProtocolErrorHandler handler;
+    {
+        std::lock_guard lock(handlerMutex_);
+        handler = std::move(protocolErrorHandler_);
+        protocolErrorHandler_ = nullptr;
+    }
+    // Tell the agent why (it may be a confused honest one), then end.
+    try {
+        sendFrame(FrameType::reset, 0, protocol::toJson(protocol::ResetInfo{"protocol_error", why}));
+        flush();
+    } catch (const std::exception&) {
+    }
+    failAll("protocol error from the agent: " + why);
+    if (handler) {
+        try {
+            handler(why, true);
+        } catch (...) {
+        }
+    }
 }
 
 void AgentConnection::failAll(const std::string& why) {
@@ -210,6 +397,9 @@ void AgentConnection::failAll(const std::string& why) {
         if (auto s = weak.lock())
             s->deliver({AgentStream::Event::Kind::reset, 0, protocol::toJson(protocol::ResetInfo{"connection_lost", why})});
     pingCv_.notify_all();
+    queueCv_.notify_all();
+    std::lock_guard lock(rawMutex_);
+    rawCv_.notify_all();
 }
 
 void AgentConnection::forget(std::uint32_t stream) {
@@ -218,52 +408,104 @@ void AgentConnection::forget(std::uint32_t stream) {
 }
 
 void AgentConnection::dispatch(const protocol::Frame& frame) {
-    if (frame.type == FrameType::pong) {
-        std::lock_guard lock(pingMutex_);
-        ++pongsSeen_;
-        pingCv_.notify_all();
-        return;
+    // Every frame the guest can send is judged here; anything the protocol
+    // does not allow ends the session (a straggler of a stream we already
+    // ended is allowed: the agent may have sent it before our reset arrived).
+    switch (frame.type) {
+        case FrameType::hello:
+        case FrameType::open:
+        case FrameType::ping:
+            return protocolError("the agent sent a host-only frame (type " +
+                                 std::to_string(static_cast<int>(frame.type)) + ")");
+        case FrameType::pong: {
+            std::lock_guard lock(pingMutex_);
+            ++pongsSeen_;
+            pingCv_.notify_all();
+            return;
+        }
+        case FrameType::hello_ack:
+            // A late answer to an earlier hello of this handshake is harmless;
+            // on a stream it is not.
+            if (frame.stream != 0) return protocolError("hello_ack on stream " + std::to_string(frame.stream));
+            return;
+        default:
+            break;
     }
     if (frame.stream == 0) {
         if (frame.type == FrameType::reset) {
             auto info = protocol::parseResetInfo(frame.payload);
+            if (info.code == "malformed") return protocolError("a session reset that is not a JSON object");
             failAll("the agent reset the session (" + info.code + ": " + info.message + ")");
+            return;
         }
-        return;  // a late hello_ack and the like
+        return protocolError("frame type " + std::to_string(static_cast<int>(frame.type)) + " on stream 0");
     }
     std::shared_ptr<AgentStream> stream;
     {
         std::lock_guard lock(streamsMutex_);
-        auto it = streams_.find(frame.stream);
-        if (it != streams_.end()) stream = it->second.lock();
-        if (stream && (frame.type == FrameType::close || frame.type == FrameType::reset)) streams_.erase(it);
+        if (frame.stream >= nextStream_) {
+            // Never opened: the host allocates stream ids.
+            stream = nullptr;
+        } else {
+            auto it = streams_.find(frame.stream);
+            if (it != streams_.end()) stream = it->second.lock();
+            if (stream && (frame.type == FrameType::close || frame.type == FrameType::reset)) streams_.erase(it);
+            if (!stream) return;  // an ended stream's stragglers
+        }
     }
-    if (!stream) return;  // a cancelled stream's stragglers
+    if (!stream) return protocolError("frame on stream " + std::to_string(frame.stream) + ", which was never opened");
     using Kind = AgentStream::Event::Kind;
+    bool ok = true;
     switch (frame.type) {
         case FrameType::window: {
             std::uint32_t credit = 0;
-            if (protocol::decodeWindowPayload(frame.payload, credit)) stream->addSendCredit(credit);
+            if (!protocol::decodeWindowPayload(frame.payload, credit))
+                return protocolError("window payload of " + std::to_string(frame.payload.size()) + " bytes");
+            stream->addSendCredit(credit);
             return;
         }
-        case FrameType::data: return stream->deliver({Kind::data, frame.flags, frame.payload});
-        case FrameType::control: return stream->deliver({Kind::control, 0, frame.payload});
-        case FrameType::close: return stream->deliver({Kind::close, 0, frame.payload});
-        case FrameType::reset: return stream->deliver({Kind::reset, 0, frame.payload});
-        default: return;
+        case FrameType::data:
+            if (frame.flags > 2) return protocolError("data on channel " + std::to_string(frame.flags));
+            ok = stream->deliver({Kind::data, frame.flags, frame.payload});
+            break;
+        case FrameType::control: ok = stream->deliver({Kind::control, 0, frame.payload}); break;
+        case FrameType::close: ok = stream->deliver({Kind::close, 0, frame.payload}); break;
+        case FrameType::reset: ok = stream->deliver({Kind::reset, 0, frame.payload}); break;
+        default: return protocolError("unexpected frame type " + std::to_string(static_cast<int>(frame.type)));
+    }
+    if (!ok) {
+        // The stream was reset on both sides; the session goes on.
+        forget(frame.stream);
+        logWarn("agentclient", "stream " + std::to_string(frame.stream) + " reset: the agent broke its flow control");
+        std::lock_guard lock(handlerMutex_);
+        if (protocolErrorHandler_) {
+            try {
+                protocolErrorHandler_("flow control broken on stream " + std::to_string(frame.stream), false);
+            } catch (...) {
+            }
+        }
     }
 }
 
-std::shared_ptr<AgentStream> AgentConnection::open(const nlohmann::json& request, AgentStream::Handler handler) {
+std::shared_ptr<AgentStream> AgentConnection::open(const nlohmann::json& request, AgentStream::Handler handler,
+                                                   bool autoGrant) {
     std::shared_ptr<AgentStream> stream;
     {
         std::lock_guard lock(streamsMutex_);
         if (!alive_) throw Error(ErrorCode::agent_error, "agent connection is down: " + failure_);
+        if (streams_.size() >= limits_.maxStreams)
+            throw Error(ErrorCode::unavailable, "this sandbox has " + std::to_string(streams_.size()) +
+                                                    " agent streams open; try again when some end");
         std::uint32_t id = nextStream_++;
-        stream = std::make_shared<AgentStream>(id, weak_from_this(), std::move(handler));
+        stream = std::make_shared<AgentStream>(id, weak_from_this(), std::move(handler), autoGrant);
         streams_[id] = stream;
     }
-    sendFrame(FrameType::open, stream->id(), request.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    try {
+        sendFrame(FrameType::open, stream->id(), request.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    } catch (...) {
+        forget(stream->id());
+        throw;
+    }
     return stream;
 }
 
@@ -281,47 +523,94 @@ nlohmann::json AgentConnection::call(const nlohmann::json& request, std::chrono:
         if (e->kind == AgentStream::Event::Kind::reset) throwReset(e->payload);
         if (e->kind == AgentStream::Event::Kind::close) {
             auto j = nlohmann::json::parse(e->payload, nullptr, false);
-            if (j.is_discarded()) throw Error(ErrorCode::agent_error, "agent sent a malformed result");
+            if (!j.is_object()) throw Error(ErrorCode::agent_error, "agent sent a malformed result");
             return j;
         }
     }
+    stream->reset("cancelled", "host timeout");
     throw Error(ErrorCode::agent_timeout, "the agent did not answer in time");
 }
 
-ExecOutput AgentConnection::exec(const protocol::ExecRequest& requestIn, std::size_t outputCap,
-                                 std::chrono::milliseconds wait) {
+std::shared_ptr<PendingExec> AgentConnection::execAsync(const protocol::ExecRequest& requestIn, std::size_t outputCap,
+                                                        PendingExec::Done done) {
     protocol::ExecRequest request = requestIn;
     request.output_cap = outputCap;
-    auto started = steadyMillis();
-    auto stream = open(nlohmann::json::parse(protocol::toJson(request)));
-    auto deadline = AgentStream::Clock::now() + wait;
-    ExecOutput out;
-    while (true) {
-        auto e = stream->next(deadline);
-        if (!e) {
-            stream->reset("cancelled", "host timeout");
-            throw Error(ErrorCode::agent_timeout, "the agent did not finish the command in time");
-        }
+    // stdin rides inside the open frame only while it fits comfortably;
+    // more streams as data under the agent's window.
+    std::string streamedStdin;
+    if (request.stdin_data.size() > kInlineStdinMax && !request.stdin_stream) {
+        streamedStdin = std::move(request.stdin_data);
+        request.stdin_data.clear();
+        request.stdin_stream = true;
+    }
+    auto pending = std::make_shared<PendingExec>();
+    pending->done_ = std::move(done);
+    pending->outputCap_ = outputCap;
+    pending->startedMs_ = steadyMillis();
+    // The handler runs on this connection's thread; it only appends to
+    // buffers bounded by the cap and grants the window back at once.
+    auto handler = [p = pending](AgentStream::Event&& e) {
+        if (p->ended()) return;
         using Kind = AgentStream::Event::Kind;
-        if (e->kind == Kind::data) {
-            // The agent enforces the cap; this guards against one that does not.
-            auto& buf = e->channel == 2 ? out.stderrData : out.stdoutData;
-            std::size_t room = outputCap > buf.size() ? outputCap - buf.size() : 0;
-            if (e->payload.size() > room) out.truncated = true;
-            buf.append(e->payload, 0, std::min(room, e->payload.size()));
-        } else if (e->kind == Kind::reset) {
-            throwReset(e->payload);
-        } else if (e->kind == Kind::close) {
+        if (e.kind == Kind::data) {
+            auto& buf = e.channel == 2 ? p->out_.stderrData : p->out_.stdoutData;
+            std::size_t room = p->outputCap_ > buf.size() ? p->outputCap_ - buf.size() : 0;
+            if (e.payload.size() > room) p->out_.truncated = true;
+            buf.append(e.payload, 0, std::min(room, e.payload.size()));
+        } else if (e.kind == Kind::reset) {
+            auto info = protocol::parseResetInfo(e.payload);
+            p->finish(std::nullopt, std::make_exception_ptr(
+                                        agentError(info.code, info.message.empty() ? info.code : info.message)));
+        } else if (e.kind == Kind::close) {
             try {
-                out.result = protocol::parseExecResult(e->payload);
+                p->out_.result = protocol::parseExecResult(e.payload);
             } catch (const protocol::MessageError& m) {
-                throw Error(ErrorCode::agent_error, m.message);
+                p->finish(std::nullopt, std::make_exception_ptr(Error(ErrorCode::agent_error, m.message)));
+                return;
             }
-            out.truncated = out.truncated || out.result.truncated;
-            out.durationMs = steadyMillis() - started;
-            return out;
+            p->out_.result.error = p->out_.result.error.substr(0, 4096);
+            p->out_.truncated = p->out_.truncated || p->out_.result.truncated;
+            p->out_.durationMs = steadyMillis() - p->startedMs_;
+            p->finish(std::move(p->out_), nullptr);
+        }
+    };
+    // The exec holds its stream until it ends and the stream's handler holds
+    // the exec: the cycle ends in finish(), which every path reaches (close,
+    // reset, a lost connection, cancel()).
+    auto stream = open(nlohmann::json::parse(protocol::toJson(request)), handler, true);
+    pending->hold(stream);
+    if (!streamedStdin.empty()) stream->writeAsync(0, std::move(streamedStdin), true);
+    else if (request.stdin_stream) stream->closeWrite();
+    return pending;
+}
+
+ExecOutput AgentConnection::exec(const protocol::ExecRequest& request, std::size_t outputCap,
+                                 std::chrono::milliseconds wait) {
+    struct Result {
+        std::mutex mutex;
+        std::condition_variable cv;
+        bool done = false;
+        std::optional<ExecOutput> out;
+        std::exception_ptr error;
+    };
+    auto result = std::make_shared<Result>();
+    auto pending = execAsync(request, outputCap, [result](std::optional<ExecOutput> out, std::exception_ptr error) {
+        std::lock_guard lock(result->mutex);
+        result->out = std::move(out);
+        result->error = error;
+        result->done = true;
+        result->cv.notify_all();
+    });
+    {
+        std::unique_lock lock(result->mutex);
+        if (!result->cv.wait_for(lock, wait, [&] { return result->done; })) {
+            lock.unlock();
+            pending->cancel(Error(ErrorCode::agent_timeout, "the agent did not finish the command in time"));
+            lock.lock();
         }
     }
+    if (result->error) std::rethrow_exception(result->error);
+    return std::move(*result->out);
 }
 
 std::size_t AgentConnection::consumeRaw(std::string_view bytes) {
@@ -354,11 +643,17 @@ std::vector<std::chrono::nanoseconds> AgentConnection::rawBench(const std::strin
         throw Error(ErrorCode::agent_error, "the agent did not enter raw mode");
     std::vector<std::chrono::nanoseconds> times;
     auto writeRaw = [&](std::string_view data) {
-        std::lock_guard lock(writeMutex_);
+        // Raw bytes go through the same queue as frames, in order.
         while (!data.empty()) {
-            ssize_t n = ::send(fd_.get(), data.data(), data.size(), MSG_NOSIGNAL);
-            if (n <= 0) throw Error(ErrorCode::agent_error, "raw write failed");
-            data.remove_prefix(static_cast<std::size_t>(n));
+            std::size_t n = std::min<std::size_t>(data.size(), protocol::kMaxPayload);
+            {
+                std::unique_lock lock(queueMutex_);
+                if (!queueCv_.wait_until(lock, deadline,
+                                         [&] { return !alive_ || queueBytes_ < limits_.dataQueueBytes; }))
+                    throw Error(ErrorCode::agent_timeout, "raw transfer timed out");
+            }
+            enqueue(std::string(data.substr(0, n)), true);
+            data.remove_prefix(n);
         }
     };
     auto waitReceived = [&](std::uint64_t count) {

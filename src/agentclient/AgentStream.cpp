@@ -7,8 +7,9 @@
 namespace airlock {
 using protocol::FrameType;
 
-AgentStream::AgentStream(std::uint32_t id, std::weak_ptr<AgentConnection> connection, Handler handler)
-    : id_(id), connection_(std::move(connection)), handler_(std::move(handler)), sendCredit_(protocol::kInitialWindow) {}
+AgentStream::AgentStream(std::uint32_t id, std::weak_ptr<AgentConnection> connection, Handler handler,
+                         bool autoGrant)
+    : id_(id), connection_(std::move(connection)), handler_(std::move(handler)), autoGrant_(autoGrant && handler_), sendCredit_(protocol::kInitialWindow), recvCredit_(protocol::kInitialWindow) {}
 
 AgentStream::~AgentStream() {
     // Dropped before its end: the agent must stop whatever it runs for us.
@@ -31,29 +32,90 @@ bool AgentStream::finished() const {
     return finished_ || cancelled_;
 }
 
-void AgentStream::deliver(Event&& event) {
-    bool terminal = event.kind == Event::Kind::close || event.kind == Event::Kind::reset;
-    if (event.kind == Event::Kind::reset) {
-        std::lock_guard lock(mutex_);
-        if (!finished_) resetPayload_ = event.payload;
-    }
+void AgentStream::endWith(Event&& event) {
     if (handler_) {
-        {
-            std::lock_guard lock(mutex_);
-            if (finished_) return;
-            if (terminal) finished_ = true;
-        }
         cv_.notify_all();
-        handler_(std::move(event));
+        try {
+            handler_(std::move(event));
+        } catch (...) {
+            // A consumer's failure ends its own stream, never the connection.
+        }
         return;
     }
     {
         std::lock_guard lock(mutex_);
-        if (finished_) return;
-        if (terminal) finished_ = true;
         queue_.push_back(std::move(event));
     }
     cv_.notify_all();
+}
+
+void AgentStream::failFlowControl(const std::string& why) {
+    std::string payload = protocol::toJson(protocol::ResetInfo{"flow_control", why});
+    {
+        std::lock_guard lock(mutex_);
+        if (finished_) return;
+        finished_ = true;
+        resetPayload_ = payload;
+        pendingOut_.clear();
+    }
+    if (auto c = connection_.lock()) {
+        try {
+            c->sendFrame(FrameType::reset, id_, payload);
+        } catch (const std::exception&) {
+        }
+    }
+    endWith({Event::Kind::reset, 0, payload});
+}
+
+bool AgentStream::deliver(Event&& event) {
+    bool terminal = event.kind == Event::Kind::close || event.kind == Event::Kind::reset;
+    std::string violation;
+    {
+        std::lock_guard lock(mutex_);
+        if (finished_) return true;  // stragglers after our end
+        if (event.kind == Event::Kind::data) {
+            // The host enforces its own window: a guest that sends more than
+            // it was granted cannot make us buffer it.
+            if (event.payload.size() > recvCredit_)
+                violation = "the agent sent " + std::to_string(event.payload.size()) +
+                            " bytes with a window of " + std::to_string(recvCredit_);
+            else
+                recvCredit_ -= event.payload.size();
+        } else if (!handler_ && !terminal && queuedEvents_ >= kMaxQueuedEvents) {
+            violation = "the agent sent more control frames than the host reads";
+        }
+        if (violation.empty()) {
+            if (event.kind == Event::Kind::reset) resetPayload_ = event.payload;
+            if (terminal) {
+                finished_ = true;
+                pendingOut_.clear();
+            }
+            if (!handler_) {
+                if (event.kind != Event::Kind::data) ++queuedEvents_;
+                queue_.push_back(std::move(event));
+            }
+        }
+    }
+    if (!violation.empty()) {
+        failFlowControl(violation);
+        return false;
+    }
+    cv_.notify_all();
+    if (handler_) {
+        std::size_t consumed = event.kind == Event::Kind::data ? event.payload.size() : 0;
+        try {
+            handler_(std::move(event));
+            if (autoGrant_) grant(consumed);
+        } catch (...) {
+            // The handler's own failure must not end the connection: reset
+            // this stream only.
+            try {
+                reset("internal", "the host failed to handle the stream");
+            } catch (...) {
+            }
+        }
+    }
+    return true;
 }
 
 void AgentStream::addSendCredit(std::uint32_t credit) {
@@ -62,6 +124,7 @@ void AgentStream::addSendCredit(std::uint32_t credit) {
         sendCredit_ += credit;
     }
     cv_.notify_all();
+    pump();
 }
 
 std::optional<AgentStream::Event> AgentStream::next(Clock::time_point deadline) {
@@ -69,6 +132,7 @@ std::optional<AgentStream::Event> AgentStream::next(Clock::time_point deadline) 
     if (!cv_.wait_until(lock, deadline, [&] { return !queue_.empty(); })) return std::nullopt;
     Event e = std::move(queue_.front());
     queue_.pop_front();
+    if (e.kind != Event::Kind::data && queuedEvents_ > 0) --queuedEvents_;
     lock.unlock();
     if (e.kind == Event::Kind::data) grant(e.payload.size());
     return e;
@@ -79,9 +143,10 @@ void AgentStream::grant(std::size_t bytes) {
     {
         std::lock_guard lock(mutex_);
         if (finished_ || cancelled_) return;
+        recvCredit_ += bytes;
     }
     // Called from I/O handlers: a connection that just failed must not throw
-    // out of them (its reader fails the stream on its own).
+    // out of them (its thread fails the stream on its own).
     try {
         if (auto c = connection_.lock())
             c->sendFrame(FrameType::window, id_, protocol::encodeWindowPayload(static_cast<std::uint32_t>(bytes)));
@@ -106,8 +171,53 @@ void AgentStream::write(std::uint8_t channel, std::string_view bytes, Clock::tim
         }
         auto c = connection_.lock();
         if (!c) throw Error(ErrorCode::agent_error, "agent connection closed");
-        c->sendFrame(FrameType::data, id_, std::string(bytes.substr(0, n)), channel);
+        c->sendData(id_, bytes.substr(0, n), channel, deadline);
         bytes.remove_prefix(n);
+    }
+}
+
+void AgentStream::writeAsync(std::uint8_t channel, std::string bytes, bool closeAfter) {
+    {
+        std::lock_guard lock(mutex_);
+        if (finished_ || cancelled_) return;
+        if (pendingOut_.empty()) pendingChannel_ = channel;
+        pendingOut_.append(bytes);
+        closeAfterPending_ = closeAfterPending_ || closeAfter;
+    }
+    pump();
+}
+
+bool AgentStream::wantsPump() const {
+    std::lock_guard lock(mutex_);
+    return !pendingOut_.empty() || closeAfterPending_;
+}
+
+void AgentStream::pump() {
+    auto c = connection_.lock();
+    if (!c) return;
+    // Under the stream's lock, so chunks leave in order whoever pumps (the
+    // connection never calls into a stream while holding its queue lock).
+    std::lock_guard lock(mutex_);
+    if (finished_ || cancelled_) {
+        pendingOut_.clear();
+        closeAfterPending_ = false;
+        return;
+    }
+    try {
+        while (!pendingOut_.empty() && sendCredit_ > 0) {
+            std::size_t n = std::min<std::size_t>(
+                {pendingOut_.size(), static_cast<std::size_t>(sendCredit_), protocol::kMaxPayload});
+            if (!c->trySendData(id_, std::string_view(pendingOut_).substr(0, n), pendingChannel_)) return;
+            sendCredit_ -= n;
+            pendingOut_.erase(0, n);
+        }
+        if (pendingOut_.empty() && closeAfterPending_) {
+            closeAfterPending_ = false;
+            c->sendFrame(FrameType::close, id_, "{}");
+        }
+    } catch (const std::exception&) {
+        pendingOut_.clear();  // the session is down; its streams fail on their own
+        closeAfterPending_ = false;
     }
 }
 
@@ -124,6 +234,8 @@ void AgentStream::reset(const std::string& code, const std::string& message) {
         std::lock_guard lock(mutex_);
         if (finished_ || cancelled_) return;
         cancelled_ = true;
+        pendingOut_.clear();
+        closeAfterPending_ = false;
     }
     cv_.notify_all();
     if (auto c = connection_.lock())

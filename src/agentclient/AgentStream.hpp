@@ -29,7 +29,8 @@ public:
     using Handler = std::function<void(Event&&)>;
     using Clock = std::chrono::steady_clock;
 
-    AgentStream(std::uint32_t id, std::weak_ptr<AgentConnection> connection, Handler handler);
+    AgentStream(std::uint32_t id, std::weak_ptr<AgentConnection> connection, Handler handler,
+                bool autoGrant = false);
     ~AgentStream();
 
     std::uint32_t id() const { return id_; }
@@ -40,6 +41,10 @@ public:
     // Sends data (split into frames), waiting for window until the deadline;
     // throws Error(agent_timeout) or Error(agent_error) when the stream ended.
     void write(std::uint8_t channel, std::string_view bytes, Clock::time_point deadline);
+    // Sends data as window arrives without holding the caller; with
+    // closeAfter, the close follows the last byte. Nothing is sent once the
+    // stream ended.
+    void writeAsync(std::uint8_t channel, std::string bytes, bool closeAfter);
     void control(const std::string& json);
     void closeWrite();
     // Cancels the stream (the agent kills what it started for it).
@@ -48,21 +53,42 @@ public:
     void grant(std::size_t bytes);
     bool finished() const;
 
-    // Called by the connection's reader thread.
-    void deliver(Event&& event);
+    // Called by the connection's thread. False when the agent broke the
+    // stream's flow control (more data than its window, or too many
+    // undelivered events): the stream is then reset on both sides.
+    bool deliver(Event&& event);
     void addSendCredit(std::uint32_t credit);
+    // The connection's send queue drained: pending writeAsync bytes go on.
+    void pump();
+    bool wantsPump() const;
+
+    // Non-data events a blocking consumer may leave unread before the stream
+    // is reset (data is bounded by the window instead).
+    static constexpr std::size_t kMaxQueuedEvents = 64;
 
 private:
+    void failFlowControl(const std::string& why);
+    // Ends the stream for us and tells the consumer; the caller holds no lock.
+    void endWith(Event&& event);
+
     std::uint32_t id_;
     std::weak_ptr<AgentConnection> connection_;
     Handler handler_;
+    bool autoGrant_;
     mutable std::mutex mutex_;
     std::condition_variable cv_;
     std::deque<Event> queue_;
+    std::size_t queuedEvents_ = 0;  // non-data events in queue_
     std::uint64_t sendCredit_;
-    bool finished_ = false;   // close or reset received
+    std::uint64_t recvCredit_;  // what the agent may still send us
+    bool finished_ = false;   // close or reset received (or a flow-control violation)
     bool cancelled_ = false;  // we reset it
     std::string resetPayload_;  // why the agent reset it, for writers
+    // writeAsync: bytes waiting for window, their channel, close after them.
+    std::string pendingOut_;
+    std::uint8_t pendingChannel_ = 0;
+    bool closeAfterPending_ = false;
+    bool pumping_ = false;
 };
 
 }  // namespace airlock

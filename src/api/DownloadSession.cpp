@@ -71,6 +71,9 @@ void DownloadSession::writeHeader(std::optional<std::uint64_t> length) {
     header_->set(http::field::content_type, contentType_);
     header_->set(http::field::cache_control, "no-store");
     if (length) header_->content_length(*length);
+    // The announced length is what the client gets: a file that grows while
+    // it is read is cut there, so the response stays well-formed HTTP.
+    remaining_ = length;
     header_->keep_alive(false);
     serializer_ = std::make_shared<http::response_serializer<http::empty_body>>(*header_);
     writing_ = true;
@@ -89,11 +92,16 @@ void DownloadSession::pump() {
         // close: everything was sent; reset mid-body: the client sees a short body.
         return finish();
     }
+    if (remaining_ && *remaining_ == 0) return finish();
+    std::size_t size = e.payload.size();
+    if (remaining_) size = static_cast<std::size_t>(std::min<std::uint64_t>(size, *remaining_));
     writing_ = true;
     stream_.expires_after(std::chrono::seconds(60));
-    asio::async_write(stream_, asio::buffer(e.payload), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+    asio::async_write(stream_, asio::buffer(e.payload.data(), size), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
         self->writing_ = false;
         if (ec) return self->finish();  // the client went away: dropping agent_ cancels the stream
+        if (self->remaining_) *self->remaining_ -= n;
+        n = self->queue_.front().payload.size();  // the window covers the whole chunk
         self->queue_.pop_front();
         // The first chunks may be written before the opener's result reached
         // the strand: keep their window until it did.

@@ -41,6 +41,7 @@ private:
     bool writing_ = false;
     bool ended_ = false;
     std::size_t ungranted_ = 0;
+    std::optional<std::uint64_t> remaining_;  // of the announced Content-Length
     std::shared_ptr<boost::beast::http::response<boost::beast::http::empty_body>> header_;
     std::shared_ptr<boost::beast::http::response_serializer<boost::beast::http::empty_body>> serializer_;
 };

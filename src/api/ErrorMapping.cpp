@@ -17,6 +17,8 @@ int httpStatusFor(ErrorCode code) {
         case ErrorCode::agent_error: return 502;
         case ErrorCode::hypervisor_error: return 500;
         case ErrorCode::unavailable: return 503;
+        case ErrorCode::too_many_requests: return 429;
+        case ErrorCode::insufficient_storage: return 507;
         case ErrorCode::internal: return 500;
     }
     return 500;

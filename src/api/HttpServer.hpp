@@ -7,6 +7,7 @@
 
 #include "api/HttpSession.hpp"
 #include "api/Router.hpp"
+#include "api/TenantLimiter.hpp"
 
 namespace airlock::api {
 
@@ -16,6 +17,7 @@ public:
     HttpServer(boost::asio::io_context& ioc, const std::string& host, unsigned short port, Router& router,
                SandboxController& controller, boost::asio::thread_pool& workers, HttpLimits limits = {});
     unsigned short port() const { return port_; }
+    std::size_t openConnections() const { return connections_.open(); }
     void stop();
 
 private:
@@ -28,6 +30,7 @@ private:
     boost::asio::thread_pool& workers_;
     HttpLimits limits_;
     unsigned short port_ = 0;
+    ConnectionCounter connections_;
 };
 
 }  // namespace airlock::api

@@ -50,8 +50,9 @@ std::map<std::string, std::string> parseQuery(std::string_view q) {
 }  // namespace
 
 HttpSession::HttpSession(asio::ip::tcp::socket&& socket, Router& router, SandboxController& controller,
-                         asio::thread_pool& workers, HttpLimits limits)
-    : stream_(std::move(socket)), router_(router), controller_(controller), workers_(workers), limits_(limits) {}
+                         asio::thread_pool& workers, HttpLimits limits, std::shared_ptr<void> connectionSlot)
+    : stream_(std::move(socket)), router_(router), controller_(controller), workers_(workers), limits_(limits),
+      connectionSlot_(std::move(connectionSlot)) {}
 
 void HttpSession::start() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->readRequest(); });
@@ -118,26 +119,33 @@ void HttpSession::onBody(beast::error_code ec) {
 
     // The controller may block for seconds: keep the I/O thread free.
     stream_.expires_never();
+    // A handler may answer later from another thread (a long exec answers
+    // when the command ends, holding no worker meanwhile).
     asio::post(workers_, [self = shared_from_this(), request = std::move(request), keepAlive, version]() mutable {
-        ApiResponse response = self->router_.handle(request);
-        asio::post(self->stream_.get_executor(), [self, response = std::move(response), keepAlive, version]() mutable {
-            self->respond(std::move(response), keepAlive, version);
+        self->router_.handle(request, [self, keepAlive, version](ApiResponse response) {
+            asio::post(self->stream_.get_executor(), [self, response = std::move(response), keepAlive, version]() mutable {
+                self->respond(std::move(response), keepAlive, version);
+            });
         });
     });
 }
 
 void HttpSession::startStream(const Router::StreamMatch& match, ApiRequest request) {
     std::string tenant;
+    TenantLimiter::Slot slot;
     if (match.authenticated) {
         try {
             // Before anything else: a WebSocket without a valid key gets a
             // 401 here and never a 101.
             tenant = router_.authenticate(request);
+            // A stream counts against its tenant for as long as it is open.
+            slot = router_.limiter().acquire(tenant);
         } catch (const Error& e) {
             return respond(errorResponse(e.code(), e.what()), false, 11);
         }
     }
-    StreamContext ctx{controller_, workers_, std::move(request), std::move(tenant), match.params};
+    StreamContext ctx{controller_, workers_, std::move(request), std::move(tenant), match.params,
+                      std::move(slot), connectionSlot_};
     stream_.expires_never();
     switch (match.kind) {
         case Router::StreamKind::exec_websocket: {

@@ -14,6 +14,7 @@ struct HttpLimits {
     std::size_t maxBodyBytes = 16 * 1024 * 1024;  // JSON bodies (exec stdin included)
     std::chrono::seconds readTimeout{30};
     std::chrono::seconds writeTimeout{60};
+    std::size_t maxConnections = 2048;  // open client connections, streams included
 };
 
 // One HTTP/1.1 connection, shaped as Beast's advanced_server: owned by
@@ -22,8 +23,10 @@ struct HttpLimits {
 // the worker pool and post their response back to the strand.
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
 public:
+    // connectionSlot: this connection's place under the server's cap, handed
+    // on to a streaming session that takes the socket over.
     HttpSession(boost::asio::ip::tcp::socket&& socket, Router& router, SandboxController& controller,
-                boost::asio::thread_pool& workers, HttpLimits limits);
+                boost::asio::thread_pool& workers, HttpLimits limits, std::shared_ptr<void> connectionSlot = nullptr);
     void start();
 
 private:
@@ -48,6 +51,7 @@ private:
     HttpLimits limits_;
     std::vector<char> drainBuffer_;
     std::size_t drainBudget_ = 0;
+    std::shared_ptr<void> connectionSlot_;
 };
 
 }  // namespace airlock::api

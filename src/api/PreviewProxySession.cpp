@@ -32,6 +32,11 @@ void PreviewProxySession::start() {
     bool upgrade = beast::websocket::is_upgrade(head_);
     if (!upgrade) head_.set(http::field::connection, "close");
     head_.set(http::field::host, "127.0.0.1:" + p[1]);
+    // The guest is untrusted: the client's credentials for airlockd (an API
+    // key, session cookies of this origin) never reach it.
+    head_.erase(http::field::authorization);
+    head_.erase(http::field::proxy_authorization);
+    head_.erase(http::field::cookie);
     std::ostringstream headBytes;
     headBytes << head_.base();
     std::string first = headBytes.str();

@@ -1,6 +1,9 @@
 #include "api/Router.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
@@ -52,6 +55,11 @@ std::vector<std::string> splitPath(const std::string& path) {
 }
 
 void Router::add(std::string method, const std::string& pattern, bool authenticated, Handler handler) {
+    addAsync(std::move(method), pattern, authenticated,
+             [handler = std::move(handler)](Context& c, Respond respond) { respond(handler(c)); });
+}
+
+void Router::addAsync(std::string method, const std::string& pattern, bool authenticated, AsyncHandler handler) {
     routes_.push_back(Route{std::move(method), splitPath(pattern), authenticated, std::move(handler)});
 }
 
@@ -82,8 +90,9 @@ Router::StreamMatch Router::matchStream(const std::string& method, const std::st
     return {};
 }
 
-Router::Router(SandboxController& controller, Authenticator& auth, std::string version)
-    : controller_(controller), auth_(auth), version_(std::move(version)) {
+Router::Router(SandboxController& controller, Authenticator& auth, std::string version,
+               std::size_t perTenantLimit)
+    : controller_(controller), auth_(auth), version_(std::move(version)), limiter_(perTenantLimit) {
     add("GET", "/healthz", false, [this](Context&) {
         return jsonResponse(200, {{"status", "ok"},
                                   {"accel", accelName(controller_.accel())},
@@ -154,22 +163,28 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
         controller_.deleteSnapshot(c.tenant, c.params[0]);
         return ApiResponse{204, "", ""};
     });
-    add("POST", "/v1/sandboxes/{}/exec", true, [this](Context& c) {
+    addAsync("POST", "/v1/sandboxes/{}/exec", true, [this](Context& c, Respond respond) {
         // Existence first: a missing sandbox is 404 whatever the body says.
         controller_.get(c.tenant, c.params[0]);
         auto options = parseExec(c.request.body);
-        auto submitted = controller_.submitExec(c.tenant, c.params[0], options);
-        if (submitted.pending) {
+        // No thread waits for the command: its end answers the request.
+        ApiRequest label{c.request.method, c.request.path, {}, {}, {}, {}, {}};
+        auto pending = controller_.submitExecAsync(
+            c.tenant, c.params[0], options,
+            [respond, label](std::optional<ExecOutput> out, std::exception_ptr error) {
+                if (out) return respond(jsonResponse(200, execOutputJson(*out)));
+                respond(responseFor(error, label));
+            });
+        if (pending) {
             // Held for a human: 202 with the handles to follow it.
-            auto j = gatedExecJson(*submitted.pending);
-            return jsonResponse(202, {{"exec_id", j["exec_id"]},
-                                      {"approval_id", j["approval_id"]},
-                                      {"state", j["state"]},
-                                      {"class", j["class"]},
-                                      {"reason", j["reason"]},
-                                      {"expires_at", j["expires_at"]}});
+            auto j = gatedExecJson(*pending);
+            respond(jsonResponse(202, {{"exec_id", j["exec_id"]},
+                                       {"approval_id", j["approval_id"]},
+                                       {"state", j["state"]},
+                                       {"class", j["class"]},
+                                       {"reason", j["reason"]},
+                                       {"expires_at", j["expires_at"]}}));
         }
-        return jsonResponse(200, execOutputJson(*submitted.output));
     });
     add("GET", "/v1/sandboxes/{}/execs/{}", true, [this](Context& c) {
         return jsonResponse(200, gatedExecJson(controller_.getExec(c.tenant, c.params[0], c.params[1])));
@@ -312,7 +327,7 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
     });
 }
 
-ApiResponse Router::dispatch(const ApiRequest& request) {
+void Router::dispatch(const ApiRequest& request, Respond& respond) {
     auto segments = splitPath(request.path);
     bool pathMatched = false;
     for (const auto& route : routes_) {
@@ -321,24 +336,66 @@ ApiResponse Router::dispatch(const ApiRequest& request) {
         pathMatched = true;
         if (route.method != request.method) continue;
         Context ctx{request, {}, std::move(params)};
-        if (route.authenticated) ctx.tenant = auth_.tenantFor(request.authorization);
-        return route.handler(ctx);
+        if (route.authenticated) {
+            ctx.tenant = auth_.tenantFor(request.authorization);
+            // Held until the answer is sent, however long that takes.
+            auto slot = limiter_.acquire(ctx.tenant);
+            respond = [slot, inner = std::move(respond)](ApiResponse r) { inner(std::move(r)); };
+        }
+        return route.handler(ctx, respond);
     }
-    if (pathMatched) return errorResponse(405, "method_not_allowed", request.method + " is not allowed on " + request.path);
-    return errorResponse(ErrorCode::not_found, "no route for " + request.method + " " + request.path);
+    if (pathMatched)
+        return respond(errorResponse(405, "method_not_allowed", request.method + " is not allowed on " + request.path));
+    respond(errorResponse(ErrorCode::not_found, "no route for " + request.method + " " + request.path));
 }
 
-ApiResponse Router::handle(const ApiRequest& request) {
+ApiResponse Router::responseFor(std::exception_ptr error, const ApiRequest& request) {
     try {
-        return dispatch(request);
+        std::rethrow_exception(error);
     } catch (const Error& e) {
-        if (httpStatusFor(e.code()) >= 500)
-            logWarn("api", request.method + " " + request.path + ": " + e.what());
+        if (httpStatusFor(e.code()) >= 500) logWarn("api", request.method + " " + request.path + ": " + e.what());
         return errorResponse(e.code(), e.what());
     } catch (const std::exception& e) {
         logError("api", request.method + " " + request.path + ": unexpected " + e.what());
-        return errorResponse(ErrorCode::internal, "internal error");
+    } catch (...) {
+        logError("api", request.method + " " + request.path + ": unexpected exception");
     }
+    return errorResponse(ErrorCode::internal, "internal error");
+}
+
+void Router::handle(const ApiRequest& request, Respond respond) {
+    // Exactly once, whoever answers first: the handler, or the error mapping
+    // for what it threw before answering.
+    auto answered = std::make_shared<std::atomic<bool>>(false);
+    Respond once = [answered, respond = std::move(respond)](ApiResponse r) {
+        if (answered->exchange(true)) return;
+        try {
+            respond(std::move(r));
+        } catch (...) {
+        }
+    };
+    try {
+        dispatch(request, once);
+    } catch (...) {
+        if (!answered->load()) once(responseFor(std::current_exception(), request));
+    }
+}
+
+ApiResponse Router::handle(const ApiRequest& request) {
+    struct Result {
+        std::mutex mutex;
+        std::condition_variable cv;
+        std::optional<ApiResponse> response;
+    };
+    auto result = std::make_shared<Result>();
+    handle(request, [result](ApiResponse r) {
+        std::lock_guard lock(result->mutex);
+        result->response = std::move(r);
+        result->cv.notify_all();
+    });
+    std::unique_lock lock(result->mutex);
+    result->cv.wait(lock, [&] { return result->response.has_value(); });
+    return std::move(*result->response);
 }
 
 }  // namespace airlock::api

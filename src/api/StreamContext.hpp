@@ -18,6 +18,10 @@ struct StreamContext {
     ApiRequest request;  // body empty: streaming sessions read it themselves
     std::string tenant;
     std::vector<std::string> params;
+    // Held for the session's life: its tenant's in-flight slot and its
+    // connection's place under the server's cap.
+    std::shared_ptr<void> tenantSlot;
+    std::shared_ptr<void> connectionSlot;
 };
 
 // Writes a complete small response and closes: used by streaming sessions

@@ -48,9 +48,17 @@ SandboxController::~SandboxController() {
     }
     sparesCv_.notify_all();
     if (spareThread_.joinable()) spareThread_.join();
-    std::lock_guard lock(approvedRunsMutex_);
-    for (auto& run : approvedRuns_)
-        if (run.thread.joinable()) run.thread.join();
+    // Agent sessions end before the controller does: their threads call
+    // back into it (exec completions, protocol errors).
+    std::map<std::string, std::shared_ptr<Runtime>> runtimes;
+    {
+        std::lock_guard lock(runtimesMutex_);
+        runtimes.swap(runtimes_);
+    }
+    for (auto& [id, rt] : runtimes) {
+        std::lock_guard lock(rt->mutex);
+        if (rt->agent) rt->agent->closeAndWait();
+    }
 }
 
 std::string SandboxController::sandboxDir(const std::string& id) const {
@@ -120,7 +128,7 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
             sealed[name] = {{"value", spec.value}, {"commands", spec.commands}};
             names.push_back(name);
         }
-        r.secretsSealed = config_.secretCipher->seal(sealed.dump());
+        r.secretsSealed = config_.secretCipher->seal(sealed.dump(), r.id);
         r.secretNamesJson = names.dump();
     }
     r.state = SandboxState::creating;
@@ -138,6 +146,7 @@ DomainSpec SandboxController::domainSpec(const SandboxRecord& r, const TemplateI
     spec.kernelPath = tmpl.kernelPath;
     spec.initrdPath = tmpl.initrdPath;
     spec.cmdline = tmpl.cmdline;
+    if (config_.benchRawChannel) spec.cmdline += " airlock.bench_raw=1";
     spec.consoleLogPath = dir + "/console.log";
     spec.agentSocketPath = dir + "/agent.sock";
     spec.agentPortName = protocol::kAgentPortName;
@@ -232,7 +241,7 @@ SandboxRecord SandboxController::get(const std::string& tenant, const std::strin
 }
 
 std::vector<SandboxRecord> SandboxController::list(const std::string& tenant) {
-    auto all = store_.list(tenant);
+    auto all = store_.list(TenantScope::only(tenant));
     std::erase_if(all, [](const SandboxRecord& r) { return r.state == SandboxState::deleting; });
     return all;
 }
@@ -253,6 +262,7 @@ std::shared_ptr<AgentConnection> SandboxController::agentFor(const std::string& 
         if (rt->agent) rt->agent->close();
         rt->agent.reset();
         rt->agent = connector_(agentEndpoint(id), std::chrono::seconds(15));
+        watchAgent(id, rt->agent);
         // The old session's egress listener went with it.
         if (auto r = store_.find(id)) {
             try {
@@ -302,6 +312,7 @@ void SandboxController::destroy(const std::string& tenant, const std::string& id
         teardown(id);
     }
     record(id, tenant, "sandbox.deleted", nlohmann::json::object());
+    cancelApprovalsOf(id, "the sandbox was deleted");
     logInfo("controller", "sandbox " + id + " deleted");
     std::lock_guard lock(lifecycleMutexesGuard_);
     lifecycleMutexes_.erase(id);
@@ -324,6 +335,29 @@ ExecOutput SandboxController::exec(const std::string& tenant, const std::string&
 }
 
 ExecOutput SandboxController::runExec(const SandboxRecord& r, const ExecOptions& options) {
+    struct Result {
+        std::mutex mutex;
+        std::condition_variable cv;
+        bool done = false;
+        std::optional<ExecOutput> out;
+        std::exception_ptr error;
+    };
+    auto result = std::make_shared<Result>();
+    runExecAsync(r, options, [result](std::optional<ExecOutput> out, std::exception_ptr error) {
+        std::lock_guard lock(result->mutex);
+        result->out = std::move(out);
+        result->error = error;
+        result->done = true;
+        result->cv.notify_all();
+    });
+    std::unique_lock lock(result->mutex);
+    result->cv.wait(lock, [&] { return result->done; });  // the timer queue bounds it
+    if (result->error) std::rethrow_exception(result->error);
+    return std::move(*result->out);
+}
+
+void SandboxController::runExecAsync(const SandboxRecord& r, const ExecOptions& options,
+                                     ExecCompletion done) {
     if (r.state != SandboxState::running)
         throw Error(ErrorCode::conflict,
                     "sandbox " + r.id + " is " + sandboxStateName(r.state) + ", not running");
@@ -332,17 +366,41 @@ ExecOutput SandboxController::runExec(const SandboxRecord& r, const ExecOptions&
     // back has every secret value masked.
     auto secrets = secretsOf(r);  // decrypted once: injection and masking
     auto request = agentRequest(r, options, secrets);
+    auto masker = std::make_shared<SecretMasker>(maskerOf(secrets));
+    // Set once the deadline is scheduled, cancelled when the exec ends first.
+    auto timer = std::make_shared<std::atomic<TimerQueue::Id>>(0);
+    auto pending = agent->execAsync(
+        request, config_.execOutputCap,
+        [this, masker, timer, done = std::move(done)](std::optional<ExecOutput> out,
+                                                      std::exception_ptr error) {
+            if (auto id = timer->exchange(0)) timers_.cancel(id);
+            if (out && !masker->empty()) {
+                out->stdoutData = masker->mask(std::move(out->stdoutData));
+                out->stderrData = masker->mask(std::move(out->stderrData));
+                out->result.error = masker->mask(std::move(out->result.error));
+            }
+            done(std::move(out), error);
+        });
     // The agent enforces the command's own timeout; the extra margin covers
     // the channel and a loaded machine.
     auto wait = std::chrono::milliseconds(request.timeout_ms) + std::chrono::seconds(15);
-    auto out = agent->exec(request, config_.execOutputCap, wait);
-    auto masker = maskerOf(secrets);
-    if (!masker.empty()) {
-        out.stdoutData = masker.mask(std::move(out.stdoutData));
-        out.stderrData = masker.mask(std::move(out.stderrData));
-        out.result.error = masker.mask(std::move(out.result.error));
-    }
-    return out;
+    std::weak_ptr<PendingExec> weak = pending;
+    auto id = timers_.schedule(TimerQueue::Clock::now() + wait, [weak] {
+        if (auto p = weak.lock())
+            p->cancel(Error(ErrorCode::agent_timeout, "the agent did not finish the command in time"));
+    });
+    timer->store(id);
+    // Ended before the deadline was stored: nothing would cancel it.
+    if (pending->ended() && timer->exchange(0)) timers_.cancel(id);
+}
+
+void SandboxController::watchAgent(const std::string& id,
+                                   const std::shared_ptr<AgentConnection>& agent) {
+    agent->onProtocolError([this, id](const std::string& why, bool sessionEnded) {
+        auto r = store_.find(id);
+        record(id, r ? r->tenant : std::string(), "agent.protocol_error",
+               {{"reason", why}, {"session_ended", sessionEnded}});
+    });
 }
 
 protocol::ExecRequest SandboxController::agentRequest(
@@ -362,7 +420,7 @@ protocol::ExecRequest SandboxController::agentRequest(
 std::map<std::string, SecretSpec> SandboxController::secretsOf(const SandboxRecord& r) const {
     std::map<std::string, SecretSpec> out;
     if (r.secretsSealed.empty() || !config_.secretCipher) return out;
-    auto j = nlohmann::json::parse(config_.secretCipher->open(r.secretsSealed));
+    auto j = nlohmann::json::parse(config_.secretCipher->open(r.secretsSealed, r.id));
     for (const auto& [name, spec] : j.items())
         out[name] = SecretSpec{spec.at("value").get<std::string>(),
                                spec.value("commands", std::vector<std::string>{})};
@@ -389,7 +447,7 @@ std::size_t SandboxController::liveConnections() {
 
 void SandboxController::recover() {
     std::map<std::string, bool> known;
-    for (const auto& r : store_.list("")) {
+    for (const auto& r : store_.list(TenantScope::all())) {
         known[domainName(r.id)] = true;
         try {
             if (r.state == SandboxState::creating || r.state == SandboxState::deleting) {

@@ -19,6 +19,7 @@
 #include "controller/TemplateCatalog.hpp"
 #include "core/SecretCipher.hpp"
 #include "core/SecretMasker.hpp"
+#include "core/TimerQueue.hpp"
 #include "egress/EgressGateway.hpp"
 #include "hypervisor/Hypervisor.hpp"
 #include "policy/CommandPolicy.hpp"
@@ -53,6 +54,9 @@ struct ControllerConfig {
     // The host side of egress (airlockd's proxy). Without one, sandboxes
     // cannot be given a network allowlist.
     std::shared_ptr<egress::EgressGateway> egress;
+    // Benchmarks only: cold-booted guests let the agent's raw channel mode
+    // (the bare-channel baseline) run. Never set by airlockd.
+    bool benchRawChannel = false;
 };
 
 // The stores the controller writes (one SQLite database in airlockd).
@@ -126,6 +130,12 @@ class SandboxController {
     // approvals, and the audit log.
     ExecSubmission submitExec(const std::string& tenant, const std::string& id,
                               const ExecOptions& options);
+    // The same without holding the caller's thread while the command runs:
+    // a parked command is returned at once; an allowed one's output (or
+    // error) arrives on `done`, called once from another thread.
+    using ExecCompletion = std::function<void(std::optional<ExecOutput>, std::exception_ptr)>;
+    std::optional<GatedExec> submitExecAsync(const std::string& tenant, const std::string& id,
+                                             const ExecOptions& options, ExecCompletion done);
     std::vector<GatedExec> pendingApprovals(const std::string& tenant);
     GatedExec decideApproval(const std::string& tenant, const std::string& approvalId, bool approve,
                              const std::string& reason, const std::string& decidedBy);
@@ -272,6 +282,11 @@ class SandboxController {
     // anything but allow is refused there, and audited.
     void requireAllowed(const SandboxRecord& r, const ExecOptions& options, const char* path);
     ExecOutput runExec(const SandboxRecord& r, const ExecOptions& options);
+    // Starts the command; `done` gets its masked output or error. The
+    // command's timeout plus a margin is enforced by the timer queue.
+    void runExecAsync(const SandboxRecord& r, const ExecOptions& options, ExecCompletion done);
+    // The agent broke the protocol: audited as agent.protocol_error.
+    void watchAgent(const std::string& id, const std::shared_ptr<AgentConnection>& agent);
     void record(const std::string& sandboxId, const std::string& tenant, const std::string& type,
                 const nlohmann::json& data, const SecretMasker* masker = nullptr);
     std::map<std::string, SecretSpec> secretsOf(const SandboxRecord& r) const;
@@ -299,6 +314,8 @@ class SandboxController {
                                                   const TerminalOptions& terminal,
                                                   AgentStream::Handler handler);
     void expireApprovals();
+    // Its pending approvals end with the sandbox (nobody may run them later).
+    void cancelApprovalsOf(const std::string& sandboxId, const std::string& why);
     std::shared_ptr<Runtime> runtime(const std::string& id);
     // A new agent session for a sandbox: kept as its connection, and its
     // egress listener opened on it when it has an allowlist.
@@ -321,16 +338,10 @@ class SandboxController {
     GatedExecStore& gated_;
     AuditStore& audit_;
     policy::CommandPolicy policy_;
-    struct ApprovedRun {
-        std::thread thread;
-        std::shared_ptr<std::atomic<bool>> done;
-    };
     std::mutex waitersMutex_;
     std::map<std::string, DecisionCallback>
         decisionWaiters_;                     // streamed execs waiting for a human, by exec id
     std::set<std::string> startedApprovals_;  // approved streamed execs already started (once only)
-    std::mutex approvedRunsMutex_;
-    std::vector<ApprovedRun> approvedRuns_;  // finished ones are joined when the next starts
     std::mutex gcMutex_;
     std::mutex sparesMutex_;
     std::condition_variable sparesCv_;
@@ -345,6 +356,9 @@ class SandboxController {
     AgentConnector connector_;
     std::mutex runtimesMutex_;
     std::map<std::string, std::shared_ptr<Runtime>> runtimes_;
+    // Exec deadlines (no thread waits for a command); declared last so it
+    // stops first.
+    TimerQueue timers_;
 };
 
 }  // namespace airlock

@@ -22,6 +22,27 @@ void requireAbsolute(const std::string& path) {
     if (path.size() > 4096 || path.find('\0') != std::string::npos)
         throw Error(ErrorCode::bad_request, "bad path");
 }
+// Guest-written JSON (process listings carry the command lines, which may
+// name a secret typed into them): every string masked, keys included.
+json maskStrings(const json& in, const SecretMasker& masker) {
+    if (in.is_string()) return masker.mask(in.get<std::string>());
+    if (in.is_array()) {
+        json out = json::array();
+        for (const auto& v : in) out.push_back(maskStrings(v, masker));
+        return out;
+    }
+    if (in.is_object()) {
+        json out = json::object();
+        for (const auto& [k, v] : in.items()) out[masker.mask(k)] = maskStrings(v, masker);
+        return out;
+    }
+    return in;
+}
+
+bool isProcessOp(const std::string& op) {
+    return op == "process_start" || op == "process_list" || op == "process_get" ||
+           op == "process_signal" || op == "process_stdin";
+}
 }  // namespace
 
 SandboxController::StreamedExec SandboxController::openExec(
@@ -137,7 +158,10 @@ json SandboxController::fileOp(const std::string& tenant, const std::string& id,
     requireAbsolute(request.value("path", std::string()));
     json r = request;
     r["op"] = "fs";
-    auto result = runningAgent(tenant, id)->call(r, kOpTimeout);
+    auto agent = runningAgent(tenant, id);
+    auto masker = maskerFor(requireOwned(tenant, id));
+    auto result = agent->call(r, kOpTimeout);
+    if (!masker.empty()) result = maskStrings(result, masker);
     // Changes to the guest's files through the API are evidence too.
     std::string action = request.value("action", "");
     if (action == "mkdir" || action == "remove" || action == "move") {
@@ -162,6 +186,9 @@ json SandboxController::processOp(const std::string& tenant, const std::string& 
                                   const json& request) {
     auto agent = runningAgent(tenant, id);
     json r = request;
+    // A closed set: nothing else reaches the agent through this door.
+    if (!r.is_object() || !r.contains("op") || !r["op"].is_string() || !isProcessOp(r["op"]))
+        throw Error(ErrorCode::bad_request, "not a process operation");
     if (r.value("op", "") == "process_start") {
         // Background processes use the same defaults as exec (user, env).
         ExecOptions o;
@@ -177,7 +204,9 @@ json SandboxController::processOp(const std::string& tenant, const std::string& 
         exec.stdin_stream = r.value("stdin_open", false);
         r = execJson(exec);
     }
-    return agent->call(r, kOpTimeout);
+    auto masker = maskerFor(requireOwned(tenant, id));
+    auto result = agent->call(r, kOpTimeout);
+    return masker.empty() ? result : maskStrings(result, masker);
 }
 
 std::shared_ptr<AgentStream> SandboxController::openProcessLogs(const std::string& tenant,

@@ -123,7 +123,7 @@ SandboxRecord SandboxController::setTimeout(const std::string& tenant, const std
 void SandboxController::enforceTimeouts() {
     expireApprovals();
     auto now = nowUnixSeconds();
-    for (const auto& r : store_.list("")) {
+    for (const auto& r : store_.list(TenantScope::all())) {
         if (r.expiresAt == 0 || r.expiresAt > now) continue;
         if (r.state != SandboxState::running && r.state != SandboxState::paused) continue;
         try {
@@ -268,7 +268,7 @@ SnapshotRecord SandboxController::getSnapshot(const std::string& tenant, const s
 }
 
 std::vector<SnapshotRecord> SandboxController::listSnapshots(const std::string& tenant) {
-    auto all = snapshots_.list(tenant);
+    auto all = snapshots_.list(TenantScope::only(tenant));
     std::erase_if(all, [](const SnapshotRecord& s) { return s.state == SnapshotState::deleted; });
     return all;
 }
@@ -298,9 +298,9 @@ void SandboxController::discardSnapshot(const SnapshotRecord& s) {
 void SandboxController::collectSnapshots() {
     std::lock_guard lock(gcMutex_);
     std::set<std::string> read;
-    for (const auto& r : store_.list(""))
+    for (const auto& r : store_.list(TenantScope::all()))
         for (const auto& l : parseLayers(r.layersJson)) read.insert(l);
-    auto all = snapshots_.list("");
+    auto all = snapshots_.list(TenantScope::all());
     for (const auto& s : all)
         if (s.state != SnapshotState::deleted)
             for (const auto& l : parseLayers(s.layersJson)) read.insert(l);
@@ -317,10 +317,10 @@ void SandboxController::collectSnapshots() {
 
 void SandboxController::recoverSnapshots() {
     std::set<std::string> readBySandboxes;
-    for (const auto& r : store_.list(""))
+    for (const auto& r : store_.list(TenantScope::all()))
         for (const auto& l : parseLayers(r.layersJson)) readBySandboxes.insert(l);
     std::set<std::string> known;
-    for (const auto& s : snapshots_.list("")) {
+    for (const auto& s : snapshots_.list(TenantScope::all())) {
         known.insert(s.id);
         if (s.state != SnapshotState::creating) continue;
         logWarn("recover", "snapshot " + s.id + " was interrupted");
@@ -426,7 +426,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant, c
 
 std::optional<SnapshotRecord> SandboxController::warmSnapshotFor(const TemplateInfo& tmpl) {
     std::optional<SnapshotRecord> found;
-    for (auto& s : snapshots_.list(kWarmTenant))
+    for (auto& s : snapshots_.list(TenantScope::only(kWarmTenant)))
         if (s.kind == "warm" && s.state == SnapshotState::ready && s.templateName == tmpl.name &&
             s.templateDigest == tmpl.digest)
             found = std::move(s);
@@ -442,7 +442,7 @@ void SandboxController::warmTemplate(const std::string& templateName) {
     auto tmpl = templates_.find(templateName);
     if (!tmpl) throw Error(ErrorCode::not_found, "no template named '" + templateName + "'");
     // Snapshots of an older build of the template can never be used again.
-    for (const auto& s : snapshots_.list(kWarmTenant))
+    for (const auto& s : snapshots_.list(TenantScope::only(kWarmTenant)))
         if (s.templateName == tmpl->name && s.templateDigest != tmpl->digest && s.state == SnapshotState::ready)
             snapshots_.updateState(s.id, SnapshotState::deleted);
     collectSnapshots();

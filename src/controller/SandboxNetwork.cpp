@@ -42,6 +42,7 @@ void SandboxController::attachEgress(const SandboxRecord& r,
 }
 
 void SandboxController::adoptAgent(const SandboxRecord& r, std::shared_ptr<AgentConnection> agent) {
+    watchAgent(r.id, agent);
     attachEgress(r, agent);  // before any command can run: they expect their proxy
     runtime(r.id)->agent = std::move(agent);
 }

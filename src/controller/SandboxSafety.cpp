@@ -118,6 +118,33 @@ void SandboxController::requireAllowed(const SandboxRecord& r, const ExecOptions
 
 ExecSubmission SandboxController::submitExec(const std::string& tenant, const std::string& id,
                                              const ExecOptions& options) {
+    struct Result {
+        std::mutex mutex;
+        std::condition_variable cv;
+        bool done = false;
+        std::optional<ExecOutput> out;
+        std::exception_ptr error;
+    };
+    auto result = std::make_shared<Result>();
+    auto pending = submitExecAsync(tenant, id, options,
+                                   [result](std::optional<ExecOutput> out, std::exception_ptr error) {
+                                       std::lock_guard lock(result->mutex);
+                                       result->out = std::move(out);
+                                       result->error = error;
+                                       result->done = true;
+                                       result->cv.notify_all();
+                                   });
+    if (pending) return ExecSubmission{std::nullopt, std::move(pending)};
+    std::unique_lock lock(result->mutex);
+    result->cv.wait(lock, [&] { return result->done; });  // the timer queue bounds it
+    if (result->error) std::rethrow_exception(result->error);
+    return ExecSubmission{std::move(result->out), std::nullopt};
+}
+
+std::optional<GatedExec> SandboxController::submitExecAsync(const std::string& tenant,
+                                                            const std::string& id,
+                                                            const ExecOptions& options,
+                                                            ExecCompletion done) {
     auto r = requireOwned(tenant, id);
     if (r.state != SandboxState::running)
         throw Error(ErrorCode::conflict,
@@ -128,24 +155,39 @@ ExecSubmission SandboxController::submitExec(const std::string& tenant, const st
                         {"cwd", options.cwd},
                         {"user", options.user.empty() ? "user" : options.user},
                         {"policy", verdictJson(v)}};
-    auto masker = maskerFor(r);
+    auto masker = std::make_shared<SecretMasker>(maskerFor(r));
     if (v.decision == policy::Decision::deny) {
-        record(id, tenant, "exec.denied", data, &masker);
-        throw policyDenied(v, masker);
+        record(id, tenant, "exec.denied", data, masker.get());
+        throw policyDenied(v, *masker);
     }
     if (v.decision == policy::Decision::approve)
-        return ExecSubmission{std::nullopt, parkForApproval(r, options, v, data, masker, false)};
-    auto started = nowTimestamp();
-    auto out = runExec(r, options);
-    data["started_at"] = started;
-    data["exit_code"] = out.result.exit_code;
-    data["duration_ms"] = out.durationMs;
-    data["stdout"] = clip(out.stdoutData);
-    data["stderr"] = clip(out.stderrData);
-    data["truncated"] = out.truncated;
-    data["timed_out"] = out.result.timed_out;
-    record(id, tenant, "exec.executed", data, &masker);
-    return ExecSubmission{std::move(out), std::nullopt};
+        return parkForApproval(r, options, v, data, *masker, false);
+    data["started_at"] = nowTimestamp();
+    runExecAsync(r, options,
+                 [this, id, tenant, data, masker, done = std::move(done)](
+                     std::optional<ExecOutput> out, std::exception_ptr error) mutable {
+                     if (out) {
+                         data["exit_code"] = out->result.exit_code;
+                         data["duration_ms"] = out->durationMs;
+                         data["stdout"] = clip(out->stdoutData);
+                         data["stderr"] = clip(out->stderrData);
+                         data["truncated"] = out->truncated;
+                         data["timed_out"] = out->result.timed_out;
+                         record(id, tenant, "exec.executed", data, masker.get());
+                     } else {
+                         std::string why = "unknown error";
+                         try {
+                             std::rethrow_exception(error);
+                         } catch (const std::exception& e) {
+                             why = e.what();
+                         } catch (...) {
+                         }
+                         data["error"] = why;
+                         record(id, tenant, "exec.failed", data, masker.get());
+                     }
+                     done(std::move(out), error);
+                 });
+    return std::nullopt;
 }
 
 GatedExec SandboxController::parkForApproval(const SandboxRecord& r, const ExecOptions& options,
@@ -186,7 +228,7 @@ constexpr std::string_view kSealedPrefix = "sealed:";
 std::string SandboxController::sealRequest(const SandboxRecord& r,
                                            const std::string& requestJson) const {
     if (r.secretsSealed.empty() || !config_.secretCipher) return requestJson;
-    return std::string(kSealedPrefix) + config_.secretCipher->seal(requestJson);
+    return std::string(kSealedPrefix) + config_.secretCipher->seal(requestJson, r.id);
 }
 
 nlohmann::json SandboxController::parkedRequest(const GatedExec& g) const {
@@ -195,7 +237,7 @@ nlohmann::json SandboxController::parkedRequest(const GatedExec& g) const {
     if (!config_.secretCipher)
         throw Error(ErrorCode::internal, "exec " + g.id + " was sealed and no key is configured");
     return nlohmann::json::parse(
-        config_.secretCipher->open(std::string(stored.substr(kSealedPrefix.size()))), nullptr,
+        config_.secretCipher->open(std::string(stored.substr(kSealedPrefix.size())), g.sandboxId), nullptr,
         false);
 }
 
@@ -238,7 +280,7 @@ void SandboxController::abandonStreamedExec(const std::string& execId) {
 
 std::vector<GatedExec> SandboxController::pendingApprovals(const std::string& tenant) {
     expireApprovals();
-    return gated_.pending(tenant);
+    return gated_.pending(TenantScope::only(tenant));
 }
 
 GatedExec SandboxController::decideApproval(const std::string& tenant,
@@ -275,57 +317,73 @@ GatedExec SandboxController::decideApproval(const std::string& tenant,
             gated_.finish(decided.id, "failed", -1, "", "", "the streaming client had left");
         return *gated_.find(g->id);
     }
-    if (approve) {
-        std::lock_guard lock(approvedRunsMutex_);
-        // A finished thread keeps its stack until joined: reap those first.
-        std::erase_if(approvedRuns_, [](ApprovedRun& run) {
-            if (!run.done->load()) return false;
-            run.thread.join();
-            return true;
-        });
-        auto done = std::make_shared<std::atomic<bool>>(false);
-        approvedRuns_.push_back(ApprovedRun{std::thread([this, decided, done] {
-                                                runApproved(decided);
-                                                done->store(true);
-                                            }),
-                                            done});
-    }
+    if (approve) runApproved(decided);
     return decided;
 }
 
 void SandboxController::runApproved(GatedExec g) {
+    // Started here, finished on the agent's thread: nothing waits for it.
+    auto fail = [this, g](const std::string& why) {
+        gated_.finish(g.id, "failed", -1, "", "", why);
+        record(g.sandboxId, g.tenant, "exec.failed",
+               {{"command", g.command}, {"exec_id", g.id}, {"error", why}});
+    };
     try {
         auto r = store_.find(g.sandboxId);
         if (!r) throw Error(ErrorCode::not_found, "the sandbox is gone");
         auto options = optionsFrom(parkedRequest(g));
         auto started = nowTimestamp();
-        auto out = runExec(*r, options);
-        gated_.finish(g.id, "exited", out.result.exit_code, out.stdoutData, out.stderrData,
-                      out.result.error);
-        auto masker = maskerFor(*r);
-        record(g.sandboxId, g.tenant, "exec.executed",
-               {{"command", g.command},
-                {"exec_id", g.id},
-                {"approval_id", g.approvalId},
-                {"cwd", options.cwd},
-                {"user", options.user.empty() ? "user" : options.user},
-                {"started_at", started},
-                {"exit_code", out.result.exit_code},
-                {"duration_ms", out.durationMs},
-                {"stdout", clip(out.stdoutData)},
-                {"stderr", clip(out.stderrData)},
-                {"truncated", out.truncated}},
-               &masker);
+        auto masker = std::make_shared<SecretMasker>(maskerFor(*r));
+        runExecAsync(*r, options,
+                     [this, g, options, started, masker, fail](std::optional<ExecOutput> out,
+                                                               std::exception_ptr error) {
+                         if (!out) {
+                             try {
+                                 std::rethrow_exception(error);
+                             } catch (const std::exception& e) {
+                                 return fail(masker->mask(e.what()));
+                             } catch (...) {
+                                 return fail("unknown error");
+                             }
+                         }
+                         gated_.finish(g.id, "exited", out->result.exit_code, out->stdoutData,
+                                       out->stderrData, out->result.error);
+                         record(g.sandboxId, g.tenant, "exec.executed",
+                                {{"command", g.command},
+                                 {"exec_id", g.id},
+                                 {"approval_id", g.approvalId},
+                                 {"cwd", options.cwd},
+                                 {"user", options.user.empty() ? "user" : options.user},
+                                 {"started_at", started},
+                                 {"exit_code", out->result.exit_code},
+                                 {"duration_ms", out->durationMs},
+                                 {"stdout", clip(out->stdoutData)},
+                                 {"stderr", clip(out->stderrData)},
+                                 {"truncated", out->truncated}},
+                                masker.get());
+                     });
     } catch (const std::exception& e) {
-        gated_.finish(g.id, "failed", -1, "", "", e.what());
-        record(g.sandboxId, g.tenant, "exec.failed",
-               {{"command", g.command}, {"exec_id", g.id}, {"error", e.what()}});
+        fail(e.what());
+    }
+}
+
+void SandboxController::cancelApprovalsOf(const std::string& sandboxId, const std::string& why) {
+    for (const auto& g : gated_.pending(TenantScope::all())) {
+        if (g.sandboxId != sandboxId) continue;
+        if (gated_.decide(g.id, "cancelled", nowTimestamp(), "airlockd", why)) {
+            record(g.sandboxId, g.tenant, "approval.cancelled",
+                   {{"approval_id", g.approvalId},
+                    {"exec_id", g.id},
+                    {"command", g.command},
+                    {"reason", why}});
+            if (auto cancelled = gated_.find(g.id)) notifyDecision(*cancelled);
+        }
     }
 }
 
 void SandboxController::expireApprovals() {
     auto now = nowUnixSeconds();
-    for (const auto& g : gated_.pending("")) {
+    for (const auto& g : gated_.pending(TenantScope::all())) {
         if (g.expiresAt > now) continue;
         if (gated_.decide(g.id, "expired", nowTimestamp(), "airlockd", "no decision in time")) {
             record(g.sandboxId, g.tenant, "approval.expired",

@@ -68,7 +68,7 @@ void SandboxController::spareWorker() {
 void SandboxController::startSpare(const std::string& shape) {
     // Only while a ready snapshot of this shape exists.
     std::optional<SnapshotRecord> source;
-    for (auto& s : snapshots_.list(""))
+    for (auto& s : snapshots_.list(TenantScope::all()))
         if (s.state == SnapshotState::ready && !s.hasDisk &&
             shapeOf(s.templateName, s.templateDigest, s.vcpus, s.memoryMib) == shape)
             source = std::move(s);
@@ -113,7 +113,7 @@ void SandboxController::startSpare(const std::string& shape) {
 
 void SandboxController::trimSpares() {
     std::set<std::string> wanted;
-    for (const auto& s : snapshots_.list(""))
+    for (const auto& s : snapshots_.list(TenantScope::all()))
         if (s.state == SnapshotState::ready && !s.hasDisk)
             wanted.insert(shapeOf(s.templateName, s.templateDigest, s.vcpus, s.memoryMib));
     std::vector<std::string> drop;

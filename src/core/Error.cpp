@@ -15,6 +15,8 @@ std::string_view errorCodeName(ErrorCode code) {
         case ErrorCode::agent_error: return "agent_error";
         case ErrorCode::hypervisor_error: return "hypervisor_error";
         case ErrorCode::unavailable: return "unavailable";
+        case ErrorCode::too_many_requests: return "too_many_requests";
+        case ErrorCode::insufficient_storage: return "insufficient_storage";
         case ErrorCode::internal: return "internal";
     }
     return "internal";

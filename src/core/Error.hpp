@@ -19,6 +19,8 @@ enum class ErrorCode {
     agent_error,
     hypervisor_error,
     unavailable,
+    too_many_requests,     // a tenant's concurrency limit (429)
+    insufficient_storage,  // the data dir's filesystem is low on space (507)
     internal,
 };
 

@@ -82,24 +82,31 @@ SecretCipher SecretCipher::fromEnvironmentOrFile(const std::string& keyFile) {
     return SecretCipher(key);
 }
 
-std::string SecretCipher::seal(const std::string& plaintext) const {
+std::string SecretCipher::seal(const std::string& plaintext, const std::string& boundTo) const {
     unsigned char nonce[12];
     if (RAND_bytes(nonce, sizeof nonce) != 1) throw Error(ErrorCode::internal, "no randomness for a nonce");
     CipherCtx ctx(EVP_CIPHER_CTX_new(), EVP_CIPHER_CTX_free);
     std::vector<unsigned char> out(sizeof nonce + plaintext.size() + 16);
     std::copy(nonce, nonce + sizeof nonce, out.begin());
     int len = 0, fin = 0;
+    int aadLen = 0;
     if (!ctx || EVP_EncryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, key_.data(), nonce) != 1 ||
+        (!boundTo.empty() &&
+         EVP_EncryptUpdate(ctx.get(), nullptr, &aadLen, reinterpret_cast<const unsigned char*>(boundTo.data()),
+                           static_cast<int>(boundTo.size())) != 1) ||
         EVP_EncryptUpdate(ctx.get(), out.data() + sizeof nonce, &len,
                           reinterpret_cast<const unsigned char*>(plaintext.data()), static_cast<int>(plaintext.size())) != 1 ||
         EVP_EncryptFinal_ex(ctx.get(), out.data() + sizeof nonce + len, &fin) != 1 ||
         EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_GET_TAG, 16, out.data() + sizeof nonce + len + fin) != 1)
         throw Error(ErrorCode::internal, "encryption failed");
-    return "v1:" + base64Encode(std::string(reinterpret_cast<const char*>(out.data()), out.size()));
+    return (boundTo.empty() ? "v1:" : "v2:") +
+           base64Encode(std::string(reinterpret_cast<const char*>(out.data()), out.size()));
 }
 
-std::string SecretCipher::open(const std::string& sealed) const {
-    if (sealed.rfind("v1:", 0) != 0) throw Error(ErrorCode::internal, "unknown sealed-secret format");
+std::string SecretCipher::open(const std::string& sealed, const std::string& boundTo) const {
+    // A bound blob never opens unbound, nor an unbound one where a binding is asked for.
+    if (sealed.rfind(boundTo.empty() ? "v1:" : "v2:", 0) != 0)
+        throw Error(ErrorCode::internal, "sealed secret has the wrong format or binding");
     std::string raw;
     try {
         raw = base64Decode(sealed.substr(3));
@@ -113,7 +120,11 @@ std::string SecretCipher::open(const std::string& sealed) const {
     CipherCtx ctx(EVP_CIPHER_CTX_new(), EVP_CIPHER_CTX_free);
     int len = 0, fin = 0;
     std::vector<unsigned char> tag(bytes + 12 + cipherLen, bytes + raw.size());
+    int aadLen = 0;
     if (!ctx || EVP_DecryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, key_.data(), bytes) != 1 ||
+        (!boundTo.empty() &&
+         EVP_DecryptUpdate(ctx.get(), nullptr, &aadLen, reinterpret_cast<const unsigned char*>(boundTo.data()),
+                           static_cast<int>(boundTo.size())) != 1) ||
         EVP_DecryptUpdate(ctx.get(), reinterpret_cast<unsigned char*>(plain.data()), &len, bytes + 12,
                           static_cast<int>(cipherLen)) != 1 ||
         EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_TAG, 16, tag.data()) != 1 ||

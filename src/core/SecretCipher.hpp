@@ -14,8 +14,11 @@ public:
     // The key from the environment, else from keyFile (created if missing).
     static SecretCipher fromEnvironmentOrFile(const std::string& keyFile);
 
-    std::string seal(const std::string& plaintext) const;
-    std::string open(const std::string& sealed) const;  // throws Error(internal) on a bad blob
+    // `boundTo` (associated data, e.g. the owning sandbox's id) is
+    // authenticated, not stored: a blob opens only with the same value, so a
+    // sealed value copied to another record is refused ("v2:" blobs).
+    std::string seal(const std::string& plaintext, const std::string& boundTo = {}) const;
+    std::string open(const std::string& sealed, const std::string& boundTo = {}) const;  // throws Error(internal) on a bad blob
 
 private:
     std::array<unsigned char, 32> key_;

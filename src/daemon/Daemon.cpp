@@ -1,5 +1,6 @@
 #include "daemon/Daemon.hpp"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <boost/asio/io_context.hpp>
@@ -63,6 +64,12 @@ LogLevel parseLevel(const std::string& s) {
 
 int runDaemon(const DaemonOptions& options) {
     setLogLevel(parseLevel(options.logLevel));
+    // Every connection, agent channel and stream is a descriptor: take the
+    // hard limit, so the connection cap, not EMFILE, is what refuses clients.
+    if (rlimit nofile{}; ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+        nofile.rlim_cur = nofile.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &nofile);
+    }
     std::string dataDir = fs::absolute(options.dataDir).lexically_normal().string();
     if (!dataDir.empty() && dataDir.back() == '/') dataDir.pop_back();
     fs::create_directories(dataDir);
@@ -172,8 +179,10 @@ int runDaemon(const DaemonOptions& options) {
     });
 
     api::Authenticator auth(keys);
-    api::Router router(controller, auth, "0.1.0");
-    api::HttpServer server(ioc, options.listenHost, options.listenPort, router, controller, workers);
+    api::Router router(controller, auth, "0.1.0", options.maxTenantRequests);
+    api::HttpLimits limits;
+    limits.maxConnections = options.maxConnections;
+    api::HttpServer server(ioc, options.listenHost, options.listenPort, router, controller, workers, limits);
     logInfo("airlockd", "listening on http://" + options.listenHost + ":" + std::to_string(server.port()));
 
     boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);

@@ -12,6 +12,7 @@ std::string daemonUsage() {
            "                [--spare-vms N] [--policy FILE] [--approval-timeout SECONDS]\n"
            "                [--egress-allow-cidr CIDR]... [--egress-max-connections N]\n"
            "                [--egress-bandwidth BYTES_PER_SECOND] [--audit-retention-days DAYS]\n"
+           "                [--max-tenant-requests N] [--max-connections N]\n"
            "                [--log-level debug|info|warn|error]\n";
 }
 
@@ -113,6 +114,10 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
             o.egressBytesPerSecond = number(value(), 1024, 1ull << 40);
         } else if (a == "--audit-retention-days") {
             o.auditRetentionDays = static_cast<unsigned>(number(value(), 0, 36500));
+        } else if (a == "--max-tenant-requests") {
+            o.maxTenantRequests = static_cast<unsigned>(number(value(), 1, 100000));
+        } else if (a == "--max-connections") {
+            o.maxConnections = static_cast<unsigned>(number(value(), 16, 1000000));
         } else if (a == "--log-level") {
             o.logLevel = value();
         } else {

@@ -23,6 +23,8 @@ struct DaemonOptions {
     unsigned egressMaxConnections = 64;         // per sandbox, open at once
     unsigned long long egressBytesPerSecond = 20ull << 20;  // per sandbox, both directions
     unsigned auditRetentionDays = 90;           // audit events older than this are pruned; 0 = keep forever
+    unsigned maxTenantRequests = 256;           // per tenant: JSON requests and streams in flight (429 beyond)
+    unsigned maxConnections = 2048;             // open client connections (closed at accept beyond)
     bool help = false;
 };
 

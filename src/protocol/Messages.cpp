@@ -158,8 +158,19 @@ ExecResult parseExecResult(const std::string& payload) {
 }
 
 ResetInfo parseResetInfo(const std::string& payload) {
-    json j = parseObject(payload, "reset");
-    return ResetInfo{getString(j, "code", "reset", false), getString(j, "message", "reset", false)};
+    // Total: a reset's payload comes from the peer, and whatever it holds the
+    // stream ends anyway. Long texts are cut so a peer cannot fill logs.
+    constexpr std::size_t kMaxText = 1024;
+    json j = json::parse(payload, nullptr, false);
+    if (!j.is_object()) return ResetInfo{"malformed", "the peer sent a malformed reset"};
+    auto text = [&](const char* key) {
+        auto it = j.find(key);
+        if (it == j.end() || !it->is_string()) return std::string();
+        std::string s = it->get<std::string>();
+        if (s.size() > kMaxText) s.resize(kMaxText);
+        return s;
+    };
+    return ResetInfo{text("code"), text("message")};
 }
 
 }  // namespace airlock::protocol

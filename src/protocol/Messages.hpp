@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,8 @@ inline constexpr const char* kAgentPortName = "org.airlock.agent.0";
 
 // Thrown by the parse functions: the message is malformed. The receiver
 // answers with a reset of that stream; it never crashes.
-struct MessageError {
+struct MessageError : std::runtime_error {
+    explicit MessageError(const std::string& what) : std::runtime_error(what), message(what) {}
     std::string message;
 };
 
@@ -72,6 +74,7 @@ Hello parseHello(const std::string& payload);
 HelloAck parseHelloAck(const std::string& payload);
 ExecRequest parseExecRequest(const std::string& payload);
 ExecResult parseExecResult(const std::string& payload);
+// Never throws: a malformed payload gives code "malformed".
 ResetInfo parseResetInfo(const std::string& payload);
 
 }  // namespace airlock::protocol

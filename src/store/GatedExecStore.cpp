@@ -94,13 +94,13 @@ std::optional<GatedExec> GatedExecStore::findByApproval(const std::string& appro
     });
 }
 
-std::vector<GatedExec> GatedExecStore::pending(const std::string& tenant) {
+std::vector<GatedExec> GatedExecStore::pending(const TenantScope& scope) {
     return db_.locked([&](sqlite3* db) {
         std::string sql = std::string("SELECT ") + kColumns + " FROM gated_execs WHERE state = 'pending_approval'";
-        if (!tenant.empty()) sql += " AND tenant = ?";
+        if (!scope.isAll()) sql += " AND tenant = ?";
         sql += " ORDER BY requested_at, id";
         Database::Statement st(db, sql);
-        if (!tenant.empty()) st.bind(1, tenant);
+        if (!scope.isAll()) st.bind(1, scope.tenant());
         std::vector<GatedExec> out;
         while (st.step()) out.push_back(readRow(st));
         return out;

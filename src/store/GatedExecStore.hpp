@@ -1,4 +1,5 @@
 #pragma once
+#include "store/TenantScope.hpp"
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,7 +39,7 @@ public:
                 const std::string& err, const std::string& error);
     std::optional<GatedExec> find(const std::string& id);
     std::optional<GatedExec> findByApproval(const std::string& approvalId);
-    std::vector<GatedExec> pending(const std::string& tenant);  // empty tenant: all
+    std::vector<GatedExec> pending(const TenantScope& scope);
 private:
     Database& db_;
 };

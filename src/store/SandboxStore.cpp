@@ -143,13 +143,13 @@ std::optional<SandboxRecord> SandboxStore::find(const std::string& id) {
     });
 }
 
-std::vector<SandboxRecord> SandboxStore::list(const std::string& tenant) {
+std::vector<SandboxRecord> SandboxStore::list(const TenantScope& scope) {
     return db_.locked([&](sqlite3* db) {
         std::string sql = std::string("SELECT ") + kColumns + " FROM sandboxes";
-        if (!tenant.empty()) sql += " WHERE tenant = ?";
+        if (!scope.isAll()) sql += " WHERE tenant = ?";
         sql += " ORDER BY created_at, id";
         Database::Statement st(db, sql);
-        if (!tenant.empty()) st.bind(1, tenant);
+        if (!scope.isAll()) st.bind(1, scope.tenant());
         std::vector<SandboxRecord> out;
         while (st.step()) out.push_back(readRow(st));
         return out;

@@ -1,4 +1,5 @@
 #pragma once
+#include "store/TenantScope.hpp"
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -22,7 +23,7 @@ public:
     void updateNetwork(const std::string& id, const std::string& networkJson);
     void updateTimeout(const std::string& id, std::int64_t timeoutS, std::int64_t expiresAt);
     std::optional<SandboxRecord> find(const std::string& id);
-    std::vector<SandboxRecord> list(const std::string& tenant);  // empty tenant: all
+    std::vector<SandboxRecord> list(const TenantScope& scope);
 private:
     void write(const SandboxRecord& r, bool replace);
     Database& db_;

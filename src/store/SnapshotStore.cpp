@@ -98,13 +98,13 @@ std::optional<SnapshotRecord> SnapshotStore::find(const std::string& id) {
     });
 }
 
-std::vector<SnapshotRecord> SnapshotStore::list(const std::string& tenant) {
+std::vector<SnapshotRecord> SnapshotStore::list(const TenantScope& scope) {
     return db_.locked([&](sqlite3* db) {
         std::string sql = std::string("SELECT ") + kColumns + " FROM snapshots";
-        if (!tenant.empty()) sql += " WHERE tenant = ?";
+        if (!scope.isAll()) sql += " WHERE tenant = ?";
         sql += " ORDER BY created_at, id";
         Database::Statement st(db, sql);
-        if (!tenant.empty()) st.bind(1, tenant);
+        if (!scope.isAll()) st.bind(1, scope.tenant());
         std::vector<SnapshotRecord> out;
         while (st.step()) out.push_back(readRow(st));
         return out;

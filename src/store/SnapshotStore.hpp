@@ -1,4 +1,5 @@
 #pragma once
+#include "store/TenantScope.hpp"
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -40,7 +41,7 @@ public:
     void updateState(const std::string& id, SnapshotState state);
     void remove(const std::string& id);
     std::optional<SnapshotRecord> find(const std::string& id);
-    std::vector<SnapshotRecord> list(const std::string& tenant);  // empty tenant: all, any kind
+    std::vector<SnapshotRecord> list(const TenantScope& scope);
 private:
     Database& db_;
 };

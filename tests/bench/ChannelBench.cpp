@@ -38,7 +38,9 @@ double mibPerSec(std::uint64_t bytes, nanoseconds d) {
 int main(int argc, char** argv) {
     int runs = argc > 1 ? std::atoi(argv[1]) : 200;
     std::uint64_t fileBytes = (argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 64) * 1024 * 1024;
-    test::RealWorld world;
+    ControllerConfig config;
+    config.benchRawChannel = true;  // the bare-channel baseline (never in airlockd)
+    test::RealWorld world(config);
     auto& controller = *world.controller;
     auto& hypervisor = *world.hypervisor;
     auto sandbox = controller.create("bench", CreateSandboxRequest{});

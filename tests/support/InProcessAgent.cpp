@@ -11,6 +11,7 @@ InProcessAgent::InProcessAgent() {
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) throw std::runtime_error("socketpair");
     hostEnd_.reset(fds[0]);
     agent_ = std::make_unique<guest::Agent>(UniqueFd(fds[1]));
+    agent_->allowRawMode(true);  // the raw baseline's unit test
     thread_ = std::thread([this] { agent_->run(); });
 }
 

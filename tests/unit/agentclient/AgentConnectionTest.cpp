@@ -12,6 +12,7 @@
 #include "protocol/Frame.hpp"
 #include "protocol/FrameDecoder.hpp"
 #include "support/InProcessAgent.hpp"
+#include "agent/Agent.hpp"
 
 namespace airlock {
 namespace {
@@ -52,6 +53,45 @@ TEST_F(AgentChannel, CwdEnvAndStdinReachTheCommand) {
     r.stdin_data = "from stdin";
     auto out = conn->exec(r, 1 << 20, 10s);
     EXPECT_EQ(out.stdoutData, "/tmp\nhi there\nfrom stdin");
+}
+
+TEST_F(AgentChannel, StdinOfMegabytesStreamsUnderFlowControl) {
+    // More than one frame (256 KiB) and more than the initial window (1 MiB):
+    // it cannot ride inside the open frame.
+    std::string input;
+    for (int i = 0; input.size() < 3 * 1024 * 1024 + 17; ++i) input += std::to_string(i) + "\n";
+    auto r = shell("wc -c; sha256sum </dev/null >/dev/null");
+    r.stdin_data = input;
+    auto out = conn->exec(r, 1 << 20, 30s);
+    EXPECT_EQ(out.result.exit_code, 0);
+    EXPECT_EQ(std::stoull(out.stdoutData), input.size());
+}
+
+TEST_F(AgentChannel, HostDeadlineCancelsACommandAndFreesItsStream) {
+    auto started = std::chrono::steady_clock::now();
+    EXPECT_THROW(conn->exec(shell("sleep 30", 0), 1024, 300ms), Error);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+    EXPECT_TRUE(conn->ping(2s));
+    EXPECT_EQ(conn->exec(shell("echo again"), 1024, 10s).stdoutData, "again\n");
+}
+
+TEST(AgentRawMode, AProductionAgentRefusesTheBenchRawOp) {
+    int fds[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    guest::Agent agent{UniqueFd(fds[1])};  // raw mode not allowed: as in the guest without the bench flag
+    std::thread loop([&] { agent.run(); });
+    {
+        auto conn = AgentConnection::fromFd(UniqueFd(fds[0]), 5s);
+        try {
+            conn->call({{"op", "raw"}, {"mode", "sink"}, {"bytes", 10}}, 5s);
+            FAIL() << "the raw op was served";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::bad_request);
+        }
+        EXPECT_TRUE(conn->ping(2s));
+    }
+    agent.stop();
+    loop.join();
 }
 
 TEST_F(AgentChannel, BinaryOutputIsPreserved) {

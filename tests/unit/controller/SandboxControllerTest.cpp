@@ -48,19 +48,19 @@ TEST_F(SandboxControllerTest, ValidatesTemplateAndResources) {
     tiny.memoryMib = 1;
     EXPECT_EQ(codeOf([&] { controller->create("t1", tiny); }), ErrorCode::bad_request);
     EXPECT_EQ(hypervisor.count(), 0u);
-    EXPECT_TRUE(store->list("").empty());
+    EXPECT_TRUE(store->list(TenantScope::all()).empty());
 }
 
 TEST_F(SandboxControllerTest, FailedBootLeavesNothingBehind) {
     failConnect = true;
     EXPECT_EQ(codeOf([&] { controller->create("t1", CreateSandboxRequest{}); }), ErrorCode::agent_timeout);
     EXPECT_EQ(hypervisor.count(), 0u) << "the domain must be destroyed";
-    EXPECT_TRUE(store->list("").empty());
+    EXPECT_TRUE(store->list(TenantScope::all()).empty());
     EXPECT_TRUE(fs::is_empty(dir.path() + "/sandboxes"));
     failConnect = false;
     hypervisor.failNextStart();
     EXPECT_EQ(codeOf([&] { controller->create("t1", CreateSandboxRequest{}); }), ErrorCode::hypervisor_error);
-    EXPECT_TRUE(store->list("").empty());
+    EXPECT_TRUE(store->list(TenantScope::all()).empty());
     EXPECT_TRUE(fs::is_empty(dir.path() + "/sandboxes"));
 }
 

@@ -131,7 +131,7 @@ TEST_F(SandboxLifecycleTest, DiskLayersAreFrozenSharedAndCollectedWithTheirLastR
     EXPECT_FALSE(fs::exists(layer));
     EXPECT_EQ(entries(dir.path() + "/snapshots"), 0u);
     EXPECT_EQ(entries(dir.path() + "/sandboxes"), 0u);
-    EXPECT_TRUE(snapshots->list("").empty());
+    EXPECT_TRUE(snapshots->list(TenantScope::all()).empty());
 }
 
 TEST_F(SandboxLifecycleTest, AFailedSnapshotResumesTheSourceAndLeavesNothing) {
@@ -139,7 +139,7 @@ TEST_F(SandboxLifecycleTest, AFailedSnapshotResumesTheSourceAndLeavesNothing) {
     hypervisor.failNextSave();
     EXPECT_EQ(codeOf([&] { controller->snapshot("t1", src.id); }), ErrorCode::hypervisor_error);
     EXPECT_EQ(hypervisor.domainState(SandboxController::domainName(src.id)), DomainState::running);
-    EXPECT_TRUE(snapshots->list("").empty());
+    EXPECT_TRUE(snapshots->list(TenantScope::all()).empty());
     EXPECT_EQ(entries(dir.path() + "/snapshots"), 0u);
 }
 
@@ -167,7 +167,7 @@ TEST_F(SandboxLifecycleTest, TimeoutsKillOrPauseAndCanBeExtended) {
     EXPECT_EQ(f.expiresAt, 0);
 
     controller->enforceTimeouts();
-    EXPECT_EQ(store->list("").size(), 3u) << "nothing has expired yet";
+    EXPECT_EQ(store->list(TenantScope::all()).size(), 3u) << "nothing has expired yet";
     store->updateTimeout(k.id, 60, nowUnixSeconds() - 1);
     store->updateTimeout(p.id, 60, nowUnixSeconds() - 1);
     controller->enforceTimeouts();
@@ -208,7 +208,7 @@ TEST_F(SandboxLifecycleTest, RecoverFinishesAPauseAndDropsAHalfTakenSnapshot) {
     restarted->recover();
     EXPECT_EQ(hypervisor.domainState(SandboxController::domainName(a.id)), DomainState::paused);
     EXPECT_EQ(hypervisor.domainState(SandboxController::domainName(b.id)), DomainState::running);
-    EXPECT_TRUE(snapshots->list("").empty());
+    EXPECT_TRUE(snapshots->list(TenantScope::all()).empty());
     EXPECT_EQ(entries(dir.path() + "/snapshots"), 0u);
 }
 
@@ -216,7 +216,7 @@ TEST_F(SandboxLifecycleTest, WarmTemplateCreatesRestoreAndColdStaysAvailable) {
     controller->warmTemplate("minimal");
     EXPECT_TRUE(controller->hasWarmSnapshot("minimal"));
     EXPECT_TRUE(controller->listSnapshots("t1").empty()) << "warm snapshots belong to no tenant";
-    EXPECT_TRUE(store->list("").empty()) << "the sandbox that was snapshotted is gone";
+    EXPECT_TRUE(store->list(TenantScope::all()).empty()) << "the sandbox that was snapshotted is gone";
     auto warm = controller->create("t1", CreateSandboxRequest{});
     EXPECT_TRUE(hypervisor.spec(SandboxController::domainName(warm.id)).incoming);
     CreateSandboxRequest cold;
@@ -227,7 +227,7 @@ TEST_F(SandboxLifecycleTest, WarmTemplateCreatesRestoreAndColdStaysAvailable) {
     needsWarm.boot = "warm";
     EXPECT_EQ(codeOf([&] { controller->create("t1", needsWarm); }), ErrorCode::conflict);
     controller->warmTemplate("minimal");  // idempotent
-    EXPECT_EQ(snapshots->list("").size(), 1u);
+    EXPECT_EQ(snapshots->list(TenantScope::all()).size(), 1u);
 }
 
 }  // namespace
@@ -274,7 +274,7 @@ TEST_F(SparePoolTest, ASnapshotGetsASpareVmThatTheNextCloneTakes) {
     controller->destroy("t1", src.id);
     controller->destroy("t1", clone.id);
     EXPECT_EQ(hypervisor.count(), 0u);
-    EXPECT_TRUE(store->list("").empty());
+    EXPECT_TRUE(store->list(TenantScope::all()).empty());
 }
 
 TEST_F(SparePoolTest, ShutdownRemovesSparesAndRecoverRemovesThoseOfACrash) {
@@ -288,7 +288,7 @@ TEST_F(SparePoolTest, ShutdownRemovesSparesAndRecoverRemovesThoseOfACrash) {
     auto next = makeController(config);
     next->recover();
     EXPECT_EQ(hypervisor.count(), 1u) << "only the source remains";
-    EXPECT_EQ(store->list("").size(), 1u);
+    EXPECT_EQ(store->list(TenantScope::all()).size(), 1u);
 
     ControllerConfig spares = config;
     spares.sparesPerShape = 1;

@@ -4,7 +4,9 @@
 // by construction (sandbox rules gate `touch`).
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -175,6 +177,120 @@ TEST_F(SecretsTest, SecretsAreInjectedMaskedScopedAndNeverStoredInTheClear) {
     CreateSandboxRequest weak;
     weak.secrets["X"] = SecretSpec{"abc", {}};
     EXPECT_EQ(codeOf([&] { controller->create("t1", weak); }), ErrorCode::bad_request);
+}
+
+
+TEST_F(SecretsTest, ASealedSecretMovedToAnotherSandboxDoesNotOpen) {
+    CreateSandboxRequest r;
+    r.secrets["TOKEN"] = SecretSpec{"victim-Secret-4411", {}};
+    auto victim = controller->create("t1", r);
+    CreateSandboxRequest mine;
+    mine.secrets["TOKEN"] = SecretSpec{"attacker-Own-9090", {}};
+    auto attacker = controller->create("t2", mine);
+    // Someone with write access to the database copies the victim's blob.
+    auto row = *store->find(attacker.id);
+    row.secretsSealed = store->find(victim.id)->secretsSealed;
+    store->replace(row);
+    ExecOptions o;
+    o.user = "root";
+    o.shell = "echo \"$TOKEN\"";
+    try {
+        auto out = controller->submitExec("t2", attacker.id, o);
+        ASSERT_TRUE(out.output);
+        EXPECT_EQ(out.output->stdoutData.find("victim-Secret"), std::string::npos)
+            << "another sandbox's secret was opened and injected";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::internal);
+    }
+}
+
+TEST_F(SecretsTest, ProcessListingsAndFileListingsAreMasked) {
+    CreateSandboxRequest r;
+    r.secrets["API_TOKEN"] = SecretSpec{"s3cr3t-Value-9137", {}};
+    auto s = controller->create("t1", r);
+    nlohmann::json start{{"op", "process_start"},
+                         {"argv", {"/bin/sh", "-c", "sleep 30 # s3cr3t-Value-9137"}},
+                         {"user", "root"}};
+    auto started = controller->processOp("t1", s.id, start);
+    EXPECT_EQ(started.dump().find("s3cr3t-Value-9137"), std::string::npos) << started.dump();
+    auto listed = controller->processOp("t1", s.id, {{"op", "process_list"}});
+    EXPECT_EQ(listed.dump().find("s3cr3t-Value-9137"), std::string::npos) << listed.dump();
+    EXPECT_NE(listed.dump().find("***"), std::string::npos) << "the command is shown, masked: " << listed.dump();
+    std::string id = started.value("id", "");
+    auto one = controller->processOp("t1", s.id, {{"op", "process_get"}, {"id", id}});
+    EXPECT_EQ(one.dump().find("s3cr3t-Value-9137"), std::string::npos) << one.dump();
+    controller->processOp("t1", s.id, {{"op", "process_signal"}, {"id", id}, {"signal", "KILL"}});
+    // Only process operations pass this door (not the bench's raw mode, not files).
+    EXPECT_EQ(codeOf([&] { controller->processOp("t1", s.id, {{"op", "raw"}, {"mode", "sink"}, {"bytes", 1}}); }),
+              ErrorCode::bad_request);
+    EXPECT_EQ(codeOf([&] { controller->processOp("t1", s.id, {{"op", "fs"}, {"action", "list"}, {"path", "/"}}); }),
+              ErrorCode::bad_request);
+}
+
+}  // namespace
+}  // namespace airlock
+
+namespace airlock {
+namespace {
+
+class ApprovalLifetimeTest : public test::ControllerFixture {};
+
+TEST_F(ApprovalLifetimeTest, PendingApprovalsEndWithTheirSandbox) {
+    CreateSandboxRequest r;
+    r.policy.approve = {"touch *"};
+    auto s = controller->create("t1", r);
+    ExecOptions o;
+    o.user = "root";
+    o.shell = "touch " + dir.path() + "/never";
+    auto submitted = controller->submitExec("t1", s.id, o);
+    ASSERT_TRUE(submitted.pending);
+    ASSERT_EQ(controller->pendingApprovals("t1").size(), 1u);
+    controller->destroy("t1", s.id);
+    EXPECT_TRUE(controller->pendingApprovals("t1").empty()) << "an approval outlived its sandbox";
+    EXPECT_EQ(codeOf([&] { controller->decideApproval("t1", submitted.pending->approvalId, true, "", "k"); }),
+              ErrorCode::conflict);
+    EXPECT_FALSE(fs::exists(dir.path() + "/never"));
+    bool audited = false;
+    for (const auto& e : controller->audit("t1", s.id, AuditQuery{}))
+        audited = audited || (e.type == "approval.cancelled" && e.dataJson.find("deleted") != std::string::npos);
+    EXPECT_TRUE(audited);
+}
+
+TEST_F(ApprovalLifetimeTest, AnEmptyTenantNeverMeansEveryTenant) {
+    controller->create("t1", CreateSandboxRequest{});
+    EXPECT_EQ(codeOf([&] { controller->list(""); }), ErrorCode::internal);
+    EXPECT_EQ(codeOf([&] { controller->pendingApprovals(""); }), ErrorCode::internal);
+    EXPECT_EQ(codeOf([&] { controller->listSnapshots(""); }), ErrorCode::internal);
+    EXPECT_EQ(store->list(TenantScope::only("t1")).size(), 1u);
+    EXPECT_TRUE(store->list(TenantScope::only("t2")).empty());
+    EXPECT_EQ(store->list(TenantScope::all()).size(), 1u);
+}
+
+TEST_F(ApprovalLifetimeTest, LongExecsHoldNoCallerThread) {
+    auto s = controller->create("t1", CreateSandboxRequest{});
+    ExecOptions o;
+    o.user = "root";
+    o.shell = "sleep 2; echo late";
+    std::mutex mutex;
+    std::condition_variable cv;
+    int finished = 0;
+    std::vector<std::string> outputs;
+    auto started = std::chrono::steady_clock::now();
+    for (int i = 0; i < 20; ++i) {
+        auto pending = controller->submitExecAsync(
+            "t1", s.id, o, [&](std::optional<ExecOutput> out, std::exception_ptr) {
+                std::lock_guard lock(mutex);
+                outputs.push_back(out ? out->stdoutData : "error");
+                ++finished;
+                cv.notify_all();
+            });
+        EXPECT_FALSE(pending);
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2))
+        << "submitting waited for the commands";
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return finished == 20; }));
+    for (const auto& out : outputs) EXPECT_EQ(out, "late\n");
 }
 
 }  // namespace

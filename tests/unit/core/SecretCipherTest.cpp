@@ -29,6 +29,17 @@ TEST(SecretCipher, SealsOpensAndRefusesTampering) {
     EXPECT_EQ(cipher.open(cipher.seal("")), "");
 }
 
+TEST(SecretCipher, ABoundBlobOpensOnlyForItsOwner) {
+    std::array<unsigned char, 32> key{};
+    key.fill(3);
+    SecretCipher cipher(key);
+    auto sealed = cipher.seal("value-of-a", "sbx-aaaa");
+    EXPECT_EQ(cipher.open(sealed, "sbx-aaaa"), "value-of-a");
+    EXPECT_THROW(cipher.open(sealed, "sbx-bbbb"), Error) << "copied to another sandbox's record";
+    EXPECT_THROW(cipher.open(sealed), Error) << "opened without its binding";
+    EXPECT_THROW(cipher.open(cipher.seal("unbound"), "sbx-aaaa"), Error) << "an unbound blob where a binding is asked";
+}
+
 TEST(SecretCipher, KeyFileIsMadeOnceWithMode0600) {
     test::TempDir dir;
     std::string file = dir.path() + "/secret.key";
