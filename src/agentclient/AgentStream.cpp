@@ -1,5 +1,7 @@
 #include "agentclient/AgentStream.hpp"
 
+#include <algorithm>
+
 #include "agentclient/AgentConnection.hpp"
 #include "core/Error.hpp"
 #include "protocol/Frame.hpp"
@@ -81,8 +83,17 @@ bool AgentStream::deliver(Event&& event) {
                             " bytes with a window of " + std::to_string(recvCredit_);
             else
                 recvCredit_ -= event.payload.size();
+        } else if (event.kind == Event::Kind::control && event.payload.size() > kMaxControlPayload) {
+            violation = "the agent sent a " + std::to_string(event.payload.size()) + "-byte control payload";
         } else if (!handler_ && !terminal && queuedEvents_ >= kMaxQueuedEvents) {
             violation = "the agent sent more control frames than the host reads";
+        } else if (event.kind == Event::Kind::control) {
+            auto now = Clock::now();
+            controlTokens_ = std::min(kControlBurst, controlTokens_ + kControlPerSecond *
+                                                                          std::chrono::duration<double>(now - controlRefilled_).count());
+            controlRefilled_ = now;
+            if (controlTokens_ < 1) violation = "the agent sent control frames faster than the host allows";
+            else controlTokens_ -= 1;
         }
         if (violation.empty()) {
             if (event.kind == Event::Kind::reset) resetPayload_ = event.payload;

@@ -65,6 +65,12 @@ public:
     // Non-data events a blocking consumer may leave unread before the stream
     // is reset (data is bounded by the window instead).
     static constexpr std::size_t kMaxQueuedEvents = 64;
+    // Control payloads are small JSON; a bigger one is a breach (a close
+    // carries results, such as listings, up to a frame). Control frames arrive at most at a bounded rate (a burst, then
+    // a steady refill), so a push consumer's queue stays bounded too.
+    static constexpr std::size_t kMaxControlPayload = 16 * 1024;
+    static constexpr double kControlBurst = 1000;
+    static constexpr double kControlPerSecond = 500;
 
 private:
     void failFlowControl(const std::string& why);
@@ -79,6 +85,8 @@ private:
     std::condition_variable cv_;
     std::deque<Event> queue_;
     std::size_t queuedEvents_ = 0;  // non-data events in queue_
+    double controlTokens_ = kControlBurst;
+    Clock::time_point controlRefilled_ = Clock::now();
     std::uint64_t sendCredit_;
     std::uint64_t recvCredit_;  // what the agent may still send us
     bool finished_ = false;   // close or reset received (or a flow-control violation)

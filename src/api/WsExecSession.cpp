@@ -255,8 +255,11 @@ void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
         }
         case Kind::control: {
             json c = json::parse(e.payload, nullptr, false);
-            if (c.is_object() && c.contains("pid"))
+            // Once: a guest repeating it cannot grow the client's queue.
+            if (c.is_object() && c.contains("pid") && !startedSent_) {
+                startedSent_ = true;
                 queue(true, json{{"type", "started"}, {"pid", c["pid"]}}.dump());
+            }
             return;
         }
         case Kind::close: {

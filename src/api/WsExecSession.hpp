@@ -68,6 +68,7 @@ class WsExecSession : public std::enable_shared_from_this<WsExecSession> {
     bool heldEof_ = false;
     bool flushingHeld_ = false;  // held stdin is being written: new stdin queues behind it
     std::optional<GatedExec> earlyDecision_;  // a decision that arrived before the pending answer
+    bool startedSent_ = false;
 };
 
 }  // namespace airlock::api

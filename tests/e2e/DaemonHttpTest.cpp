@@ -23,71 +23,18 @@
 #include "cli/HttpClient.hpp"
 #include "core/SecretCipher.hpp"
 #include "core/Sha256.hpp"
+#include "support/DaemonProcess.hpp"
 #include "support/TestEnv.hpp"
 
 namespace airlock {
 namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
+using test::Daemon;
+using test::freePort;
+using test::openWsExec;
+using test::rawHttp;
 using namespace std::chrono_literals;
-
-int freePort() {
-    int s = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(s);
-    return ntohs(a.sin_port);
-}
-
-class Daemon {
-  public:
-    Daemon(const std::string& dataDir, int port) : dataDir_(dataDir), port_(port) { start(); }
-    ~Daemon() { stop(SIGTERM); }
-
-    void start() {
-        // Beside the data dir, which does not exist before the first start.
-        std::string logPath = (fs::path(dataDir_).parent_path() / "airlockd.log").string();
-        std::string listen = "127.0.0.1:" + std::to_string(port_);
-        pid_ = ::fork();
-        if (pid_ == 0) {
-            int log = ::open(logPath.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-            ::dup2(log, 1);
-            ::dup2(log, 2);
-            ::execl(AIRLOCK_BIN_DIR "/airlockd", "airlockd", "--listen", listen.c_str(),
-                    "--data-dir", dataDir_.c_str(), static_cast<char*>(nullptr));
-            ::_exit(127);
-        }
-        cli::HttpClient probe(url(), "");
-        bool up = test::waitFor(
-            [&] {
-                try {
-                    return probe.request("GET", "/healthz", {}, {}, 5s).status == 200;
-                } catch (...) {
-                    return false;
-                }
-            },
-            90s, 100ms);
-        if (!up) throw std::runtime_error("airlockd did not come up");
-    }
-
-    void stop(int sig) {
-        if (pid_ <= 0) return;
-        ::kill(pid_, sig);
-        ::waitpid(pid_, nullptr, 0);
-        pid_ = -1;
-    }
-
-    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
-  private:
-    std::string dataDir_;
-    int port_;
-    pid_t pid_ = -1;
-};
 
 class DaemonHttp : public ::testing::Test {
   protected:
@@ -305,43 +252,6 @@ std::string sha256File(const std::string& path) {
     if (!p || std::fread(buf, 1, 64, p) != 64) return "";
     ::pclose(p);
     return std::string(buf, 64);
-}
-
-// A WebSocket exec opened with the key and its start message sent.
-std::unique_ptr<boost::beast::websocket::stream<boost::beast::tcp_stream>> openWsExec(
-    boost::asio::io_context& ioc, int port, const std::string& key, const std::string& id,
-    const std::string& start) {
-    namespace beast = boost::beast;
-    namespace websocket = beast::websocket;
-    auto ws = std::make_unique<websocket::stream<beast::tcp_stream>>(ioc);
-    boost::asio::ip::tcp::resolver resolver(ioc);
-    beast::get_lowest_layer(*ws).connect(resolver.resolve("127.0.0.1", std::to_string(port)));
-    ws->set_option(websocket::stream_base::decorator([key](websocket::request_type& req) {
-        req.set(beast::http::field::authorization, "Bearer " + key);
-    }));
-    ws->handshake("127.0.0.1", "/v1/sandboxes/" + id + "/exec/ws");
-    ws->text(true);
-    ws->write(boost::asio::buffer(start));
-    return ws;
-}
-
-// Raw HTTP over TCP, for requests the client library would not send.
-std::string rawHttp(int port, const std::string& request) {
-    int s = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return "";
-    (void)!::write(s, request.data(), request.size());
-    std::string out;
-    char buf[4096];
-    timeval tv{10, 0};
-    ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ssize_t n;
-    while ((n = ::read(s, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-    ::close(s);
-    return out;
 }
 
 // One sandbox driven through every v1 endpoint over real HTTP.

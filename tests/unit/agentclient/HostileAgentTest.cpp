@@ -337,6 +337,35 @@ TEST(HostileAgent, DataWritersWaitForRoomUntilTheirDeadline) {
     EXPECT_TRUE(conn->alive()) << "a slow guest is not a broken one";
 }
 
+TEST(HostileAgent, ControlFramesToAPushConsumerAreSmallAndRateBounded) {
+    for (bool oversized : {false, true}) {
+        Reported reported;
+        FakeGuest guest([oversized](FakeGuest& g) {
+            Frame open;
+            if (!g.readType(FrameType::open, open)) return;
+            if (oversized) {
+                g.send(FrameType::control, open.stream, "{\"pad\":\"" + std::string(20000, 'p') + "\"}");
+            } else {
+                for (int i = 0; i < 5000 && !g.stop_; ++i) g.send(FrameType::control, open.stream, R"({"pid":1})");
+            }
+            while (!g.stop_) {
+                Frame f;
+                if (g.read(f, 100ms) && f.type == FrameType::ping) g.send(FrameType::pong, 0, "");
+            }
+        });
+        auto conn = connectTo(guest, reported);
+        std::atomic<int> controls{0};
+        std::atomic<bool> reset{false};
+        auto stream = conn->open({{"op", "file_read"}, {"path", "/x"}}, [&](AgentStream::Event&& e) {
+            if (e.kind == AgentStream::Event::Kind::control) ++controls;
+            if (e.kind == AgentStream::Event::Kind::reset) reset = true;
+        });
+        ASSERT_TRUE(waitFor([&] { return reset.load(); })) << "the stream took every control frame";
+        EXPECT_LE(controls.load(), static_cast<int>(AgentStream::kControlBurst) + 100);
+        EXPECT_TRUE(conn->ping(2s)) << "the session ended for one stream's breach";
+    }
+}
+
 TEST(HostileAgent, ResetStormIsHarmless) {
     Reported reported;
     FakeGuest guest([](FakeGuest& g) {

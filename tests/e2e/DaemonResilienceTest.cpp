@@ -1,0 +1,348 @@
+// No guest and no tenant can crash, stall or bloat airlockd: the real daemon
+// over real HTTP with real minimal VMs, under hostile guests, many long
+// commands and streams, and clients that use everything they are given.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/beast/websocket.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli/HttpClient.hpp"
+#include "protocol/Frame.hpp"
+#include "protocol/Messages.hpp"
+#include "store/ApiKeyStore.hpp"
+#include "store/Database.hpp"
+#include "support/DaemonProcess.hpp"
+#include "support/TestEnv.hpp"
+
+namespace airlock {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// A TCP connection with a request written and its answer not yet read.
+class OpenRequest {
+public:
+    OpenRequest(int port, const std::string& request) {
+        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(static_cast<std::uint16_t>(port));
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return;
+        (void)!::write(fd_, request.data(), request.size());
+    }
+    ~OpenRequest() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    OpenRequest(const OpenRequest&) = delete;
+    OpenRequest& operator=(const OpenRequest&) = delete;
+    // What arrived before `wait` ran out or the peer closed, up to maxBytes.
+    std::string read(std::chrono::milliseconds wait, std::size_t maxBytes = 1 << 20) {
+        std::string out;
+        auto deadline = Clock::now() + wait;
+        char buf[65536];
+        while (out.size() < maxBytes && Clock::now() < deadline) {
+            pollfd p{fd_, POLLIN, 0};
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+            if (::poll(&p, 1, static_cast<int>(std::max<long>(left, 1))) <= 0) continue;
+            ssize_t n = ::read(fd_, buf, sizeof buf);
+            if (n <= 0) {
+                closed_ = true;
+                break;
+            }
+            out.append(buf, static_cast<std::size_t>(n));
+        }
+        return out;
+    }
+    bool closed() const { return closed_; }
+
+private:
+    int fd_ = -1;
+    bool closed_ = false;
+};
+
+std::string post(const std::string& path, const std::string& key, const std::string& body) {
+    return "POST " + path + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key +
+           "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\n\r\n" + body;
+}
+
+int statusOf(const std::string& response) {
+    if (response.rfind("HTTP/1.1 ", 0) != 0) return 0;
+    return std::stoi(response.substr(9, 3));
+}
+
+std::size_t rssKiB(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("VmRSS:", 0) == 0) return std::stoul(line.substr(6));
+    return 0;
+}
+
+class DaemonResilience : public ::testing::Test {
+protected:
+    void start(std::vector<std::string> args) {
+        ASSERT_TRUE(test::templatesBuilt()) << "run scripts/setup first";
+        dataDir = tmp.path() + "/data";
+        daemon = std::make_unique<test::Daemon>(dataDir, test::freePort(), std::move(args));
+        std::ifstream keyFile(dataDir + "/admin.key");
+        std::getline(keyFile, key);
+        // A second tenant's key, made in the daemon's own database.
+        Database db(dataDir + "/state.db");
+        otherKey = ApiKeyStore(db).createKey("tenant-b", "e2e");
+        admin = std::make_unique<cli::HttpClient>(daemon->url(), key);
+        other = std::make_unique<cli::HttpClient>(daemon->url(), otherKey);
+    }
+    void TearDown() override {
+        if (HasFailure() && daemon) {
+            std::ifstream log(daemon->logPath());
+            std::string text((std::istreambuf_iterator<char>(log)), {});
+            std::cerr << "---- airlockd log (tail) ----\n" << text.substr(text.size() > 20000 ? text.size() - 20000 : 0) << "\n";
+        }
+        for (auto* c : {admin.get(), other.get()}) {
+            if (!c) continue;
+            try {
+                for (const auto& s : json::parse(c->request("GET", "/v1/sandboxes").body)["sandboxes"])
+                    c->request("DELETE", "/v1/sandboxes/" + s["id"].get<std::string>());
+            } catch (...) {
+            }
+        }
+        daemon.reset();
+    }
+    std::string create(cli::HttpClient& c) {
+        auto r = c.request("POST", "/v1/sandboxes", R"({"template":"minimal"})");
+        EXPECT_EQ(r.status, 201) << r.body;
+        return json::parse(r.body).value("id", "");
+    }
+    // Wall time of one small REST exec (its output checked).
+    std::chrono::milliseconds timedExec(cli::HttpClient& c, const std::string& id) {
+        auto t0 = Clock::now();
+        auto r = c.request("POST", "/v1/sandboxes/" + id + "/exec", R"({"cmd":["echo","alive"]})", "application/json", 60s);
+        auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+        EXPECT_EQ(r.status, 200) << r.body;
+        EXPECT_EQ(json::parse(r.body).value("stdout", ""), "alive\n");
+        return took;
+    }
+    static std::chrono::milliseconds median(std::vector<std::chrono::milliseconds> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    }
+
+    test::TempDir tmp;
+    std::string dataDir, key, otherKey;
+    std::unique_ptr<test::Daemon> daemon;
+    std::unique_ptr<cli::HttpClient> admin, other;
+};
+
+TEST_F(DaemonResilience, LongExecsAndStreamsOfTwoTenantsHoldNoWorkerAndLimitsAnswer429) {
+    start({"--max-tenant-requests", "130"});
+    std::string a = create(*admin), b = create(*other);
+    ASSERT_FALSE(a.empty());
+    ASSERT_FALSE(b.empty());
+    int port = daemon->port();
+    // 100 long REST execs per tenant (200 in all: far more than the 16 API
+    // workers) and 25 streamed execs each (50).
+    std::vector<std::unique_ptr<OpenRequest>> execs;
+    for (int i = 0; i < 100; ++i) {
+        execs.push_back(std::make_unique<OpenRequest>(
+            port, post("/v1/sandboxes/" + a + "/exec", key, R"({"shell":"sleep 45","timeout_s":60})")));
+        execs.push_back(std::make_unique<OpenRequest>(
+            port, post("/v1/sandboxes/" + b + "/exec", otherKey, R"({"shell":"sleep 45","timeout_s":60})")));
+    }
+    boost::asio::io_context ioc;
+    std::vector<std::unique_ptr<boost::beast::websocket::stream<boost::beast::tcp_stream>>> streams;
+    for (int i = 0; i < 25; ++i) {
+        streams.push_back(test::openWsExec(ioc, port, key, a, R"({"shell":"sleep 45"})"));
+        streams.push_back(test::openWsExec(ioc, port, otherKey, b, R"({"shell":"sleep 45"})"));
+    }
+    // Every command is running in its guest (none is waiting for a worker).
+    auto running = [&](cli::HttpClient& c, const std::string& id) {
+        auto r = c.request("POST", "/v1/sandboxes/" + id + "/exec", R"({"shell":"ps | grep -c '[s]leep 45'"})");
+        return r.status == 200 ? std::stoi(json::parse(r.body).value("stdout", "0")) : -1;
+    };
+    EXPECT_TRUE(test::waitFor([&] { return running(*admin, a) >= 125; }, 60s, 500ms)) << running(*admin, a);
+    EXPECT_TRUE(test::waitFor([&] { return running(*other, b) >= 125; }, 60s, 500ms)) << running(*other, b);
+    // Meanwhile the daemon answers everyone promptly.
+    cli::HttpClient anonymous(daemon->url(), "");
+    for (int i = 0; i < 5; ++i) {
+        auto t0 = Clock::now();
+        EXPECT_EQ(anonymous.request("GET", "/healthz", {}, {}, 10s).status, 200);
+        auto list = other->request("GET", "/v1/sandboxes", {}, {}, 10s);
+        EXPECT_EQ(list.status, 200);
+        EXPECT_LT(Clock::now() - t0, 3s) << "healthz and a list took too long under load";
+    }
+    EXPECT_LT(timedExec(*other, b), 20s);
+    // Tenant A has 125 in flight: of ten more, those past 130 answer 429 at once.
+    std::vector<std::unique_ptr<OpenRequest>> extra;
+    for (int i = 0; i < 10; ++i)
+        extra.push_back(std::make_unique<OpenRequest>(
+            port, post("/v1/sandboxes/" + a + "/exec", key, R"({"shell":"sleep 45","timeout_s":60})")));
+    int tooMany = 0;
+    for (auto& r : extra) {
+        auto answer = r->read(3s, 4096);
+        if (statusOf(answer) == 429) {
+            ++tooMany;
+            EXPECT_NE(answer.find("\"too_many_requests\""), std::string::npos) << answer;
+        }
+    }
+    EXPECT_GE(tooMany, 5);
+    EXPECT_LE(tooMany, 6);
+    // Tenant B is not affected by A's limit.
+    EXPECT_EQ(other->request("GET", "/v1/sandboxes/" + b).status, 200);
+    // The long execs answer when their commands end.
+    auto answer = execs.front()->read(90s, 4096);
+    EXPECT_EQ(statusOf(answer), 200) << answer.substr(0, 200);
+}
+
+TEST_F(DaemonResilience, AHostileGuestEndsOnlyItsOwnSession) {
+    start({});
+    std::string hostile = create(*admin), victim = create(*other);
+    ASSERT_FALSE(hostile.empty());
+    ASSERT_FALSE(victim.empty());
+    std::vector<std::chrono::milliseconds> before;
+    for (int i = 0; i < 5; ++i) before.push_back(timedExec(*other, victim));
+
+    // Crafted frames: well-framed, wrong inside. A non-JSON session reset,
+    // then frames on streams never opened, a window overrun and a flood.
+    std::string evil;
+    evil += protocol::encodeFrame(protocol::FrameType::reset, 0, "\x01\x02 not json");
+    evil += protocol::encodeFrame(protocol::FrameType::close, 9999, "{\"exit_code\":\"x\"}");
+    for (int i = 0; i < 8; ++i)
+        evil += protocol::encodeFrame(protocol::FrameType::data, 1, std::string(protocol::kMaxPayload, 'o'), 1);
+    test::TempDir local;
+    std::string evilPath = local.path() + "/evil.bin";
+    std::ofstream(evilPath, std::ios::binary) << evil;
+    ASSERT_EQ(admin->putFile("/v1/sandboxes/" + hostile + "/files?path=/tmp/evil.bin", evilPath).status, 200);
+    // As root: stop the agent, take its port, write the frames, then flood
+    // the channel without reading anything, for a while.
+    std::string script =
+        "for d in /sys/class/virtio-ports/*; do [ \"$(cat $d/name)\" = org.airlock.agent.0 ] && port=/dev/${d##*/}; done; "
+        "for i in $(seq 200); do kill -9 $(pidof airlock-agent) 2>/dev/null; "
+        "if (cat /tmp/evil.bin; timeout 15 cat /dev/zero) > $port 2>/dev/null; then break; fi; sleep 0.05; done";
+    json start{{"shell", script}, {"user", "root"}};
+    auto started = admin->request("POST", "/v1/sandboxes/" + hostile + "/processes", start.dump());
+    ASSERT_EQ(started.status, 201) << started.body;
+
+    // The hostile sandbox's session ends with an audit record.
+    ASSERT_TRUE(test::waitFor(
+        [&] {
+            auto r = admin->request("GET", "/v1/sandboxes/" + hostile + "/audit?type=agent.protocol_error");
+            return r.status == 200 && !json::parse(r.body)["events"].empty();
+        },
+        60s, 500ms))
+        << admin->request("GET", "/v1/sandboxes/" + hostile + "/audit").body;
+    // Meanwhile: the other tenant's sandbox answers at its usual pace, the
+    // daemon is up and stays small.
+    std::vector<std::chrono::milliseconds> during;
+    for (int i = 0; i < 5; ++i) during.push_back(timedExec(*other, victim));
+    EXPECT_LE(median(during), median(before) * 3 + 1000ms)
+        << "before " << median(before).count() << " ms, during " << median(during).count() << " ms";
+    EXPECT_EQ(cli::HttpClient(daemon->url(), "").request("GET", "/healthz").status, 200);
+    EXPECT_LT(rssKiB(daemon->pid()), 512u * 1024) << "airlockd's RSS left its stated bound";
+    // The hostile sandbox ends in a clear state: once its flood stops, the
+    // restarted agent serves it again (or it is marked error).
+    EXPECT_TRUE(test::waitFor(
+        [&] {
+            auto r = admin->request("POST", "/v1/sandboxes/" + hostile + "/exec", R"({"cmd":["echo","back"]})", "application/json", 30s);
+            if (r.status == 200) return json::parse(r.body).value("stdout", "") == "back\n";
+            auto s = admin->request("GET", "/v1/sandboxes/" + hostile);
+            return s.status == 200 && json::parse(s.body).value("state", "") == "error";
+        },
+        120s, 1s));
+}
+
+TEST_F(DaemonResilience, KnownDefectsStayFixed) {
+    start({});
+    std::string id = create(*admin);
+    ASSERT_FALSE(id.empty());
+    std::string base = "/v1/sandboxes/" + id;
+    // REST stdin between one frame (256 KiB) and the body limit.
+    std::string input(3 * 1024 * 1024 + 5, 'i');
+    json exec{{"cmd", {"wc", "-c"}}, {"stdin", input}};
+    auto counted = admin->request("POST", base + "/exec", exec.dump());
+    ASSERT_EQ(counted.status, 200) << counted.body.substr(0, 300);
+    EXPECT_EQ(std::stoull(json::parse(counted.body).value("stdout", "0")), input.size());
+
+    // Preview: the client's credentials for airlockd never reach the guest.
+    test::TempDir local;
+    std::string capture =
+        "while IFS= read -r line; do printf '%s\\n' \"$line\" >> /tmp/req.txt; "
+        "case \"$line\" in $'\\r'|'') break;; esac; done; printf 'HTTP/1.0 200 OK\\r\\nContent-Length: 2\\r\\n\\r\\nok'";
+    std::string script = local.path() + "/cap.sh";
+    std::ofstream(script) << "#!/bin/sh\n" << capture << "\n";
+    ASSERT_EQ(admin->putFile(base + "/files?path=/tmp/cap.sh", script).status, 200);
+    auto nc = admin->request("POST", base + "/processes",
+                             R"({"cmd":["busybox","nc","-l","-p","8001","-e","/bin/sh","/tmp/cap.sh"]})");
+    ASSERT_EQ(nc.status, 201) << nc.body;
+    auto exposed = admin->request("POST", base + "/ports", R"({"port":8001})");
+    ASSERT_EQ(exposed.status, 201);
+    std::string url = json::parse(exposed.body)["url"];
+    std::string path = url.substr(url.find("/preview/"));
+    std::string answer;
+    ASSERT_TRUE(test::waitFor(
+        [&] {
+            answer = test::rawHttp(daemon->port(), "GET " + path +
+                                                       " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key +
+                                                       "\r\nCookie: session=abc\r\nX-Kept: yes\r\n\r\n");
+            return answer.find("ok") != std::string::npos;
+        },
+        20s, 500ms))
+        << answer;
+    std::string seen;
+    admin->getStreaming(base + "/files?path=/tmp/req.txt", [&](const char* d, std::size_t n) { seen.append(d, n); });
+    EXPECT_NE(seen.find("X-Kept: yes"), std::string::npos) << seen;
+    EXPECT_EQ(seen.find("Authorization"), std::string::npos) << seen;
+    EXPECT_EQ(seen.find("Cookie"), std::string::npos) << seen;
+    EXPECT_EQ(seen.find(key), std::string::npos) << seen;
+
+    // A download announces the size it found and sends exactly that, even
+    // while the file grows.
+    auto grower = admin->request("POST", base + "/processes", R"({"shell":"yes grow > /tmp/grow.txt"})");
+    ASSERT_EQ(grower.status, 201);
+    ASSERT_TRUE(test::waitFor(
+        [&] {
+            auto r = admin->request("GET", base + "/fs?path=/tmp/grow.txt");
+            return r.status == 200 && r.body.find("\"size\"") != std::string::npos &&
+                   json::parse(r.body).dump().find("\"size\":0") == std::string::npos;
+        },
+        20s, 200ms));
+    OpenRequest download(daemon->port(), "GET " + base + "/files?path=/tmp/grow.txt HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key + "\r\n\r\n");
+    std::string response = download.read(30s, 512u << 20);
+    auto headerEnd = response.find("\r\n\r\n");
+    ASSERT_NE(headerEnd, std::string::npos);
+    auto lengthAt = response.find("Content-Length: ");
+    ASSERT_NE(lengthAt, std::string::npos) << response.substr(0, headerEnd);
+    std::uint64_t announced = std::stoull(response.substr(lengthAt + 16));
+    EXPECT_TRUE(download.closed()) << "the body went on past its length";
+    EXPECT_EQ(response.size() - headerEnd - 4, announced);
+    admin->request("POST", base + "/processes/" + json::parse(grower.body)["id"].get<std::string>() + "/signal",
+                   R"({"signal":"KILL"})");
+}
+
+TEST_F(DaemonResilience, ConnectionsBeyondTheCapAreClosedAndTheServerStaysUp) {
+    start({"--max-connections", "16"});
+    std::vector<std::unique_ptr<OpenRequest>> idle;
+    for (int i = 0; i < 16; ++i) idle.push_back(std::make_unique<OpenRequest>(daemon->port(), ""));
+    std::this_thread::sleep_for(300ms);
+    OpenRequest over(daemon->port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    auto answer = over.read(5s);
+    EXPECT_TRUE(over.closed());
+    EXPECT_EQ(answer, "") << "a connection past the cap was served";
+    idle.clear();
+    EXPECT_TRUE(test::waitFor(
+        [&] { return cli::HttpClient(daemon->url(), "").request("GET", "/healthz", {}, {}, 5s).status == 200; }, 10s));
+}
+
+}  // namespace
+}  // namespace airlock

@@ -1,0 +1,117 @@
+#include "support/DaemonProcess.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <filesystem>
+#include <stdexcept>
+
+#include "cli/HttpClient.hpp"
+#include "support/TestEnv.hpp"
+
+namespace airlock::test {
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+int freePort() {
+    int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+    ::close(s);
+    return ntohs(a.sin_port);
+}
+
+Daemon::Daemon(const std::string& dataDir, int port, std::vector<std::string> extraArgs)
+    : dataDir_(dataDir), port_(port), extraArgs_(std::move(extraArgs)) {
+    start();
+}
+
+std::string Daemon::logPath() const {
+    // Beside the data dir, which does not exist before the first start.
+    return (fs::path(dataDir_).parent_path() / "airlockd.log").string();
+}
+
+void Daemon::start() {
+    std::string log = logPath();
+    std::string listen = "127.0.0.1:" + std::to_string(port_);
+    std::vector<std::string> args{"airlockd", "--listen", listen, "--data-dir", dataDir_};
+    args.insert(args.end(), extraArgs_.begin(), extraArgs_.end());
+    pid_ = ::fork();
+    if (pid_ == 0) {
+        int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        ::execv(AIRLOCK_BIN_DIR "/airlockd", argv.data());
+        ::_exit(127);
+    }
+    cli::HttpClient probe(url(), "");
+    bool up = waitFor(
+        [&] {
+            try {
+                return probe.request("GET", "/healthz", {}, {}, 5s).status == 200;
+            } catch (...) {
+                return false;
+            }
+        },
+        90s, 100ms);
+    if (!up) throw std::runtime_error("airlockd did not come up");
+}
+
+void Daemon::stop(int sig) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, sig);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+}
+
+std::unique_ptr<boost::beast::websocket::stream<boost::beast::tcp_stream>> openWsExec(
+    boost::asio::io_context& ioc, int port, const std::string& key, const std::string& id,
+    const std::string& start) {
+    namespace beast = boost::beast;
+    namespace websocket = beast::websocket;
+    auto ws = std::make_unique<websocket::stream<beast::tcp_stream>>(ioc);
+    boost::asio::ip::tcp::resolver resolver(ioc);
+    beast::get_lowest_layer(*ws).connect(resolver.resolve("127.0.0.1", std::to_string(port)));
+    ws->set_option(websocket::stream_base::decorator([key](websocket::request_type& req) {
+        req.set(beast::http::field::authorization, "Bearer " + key);
+    }));
+    ws->handshake("127.0.0.1", "/v1/sandboxes/" + id + "/exec/ws");
+    ws->text(true);
+    ws->write(boost::asio::buffer(start));
+    return ws;
+}
+
+std::string rawHttp(int port, const std::string& request) {
+    int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        ::close(s);
+        return "";
+    }
+    (void)!::write(s, request.data(), request.size());
+    std::string out;
+    char buf[4096];
+    timeval tv{10, 0};
+    ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ssize_t n;
+    while ((n = ::read(s, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+    ::close(s);
+    return out;
+}
+
+}  // namespace airlock::test

@@ -1,0 +1,43 @@
+#pragma once
+#include <sys/types.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace airlock::test {
+
+int freePort();
+
+// The real airlockd binary as a child process on a data dir, with its log
+// beside the data dir; the constructor returns once /healthz answers.
+class Daemon {
+public:
+    Daemon(const std::string& dataDir, int port, std::vector<std::string> extraArgs = {});
+    ~Daemon() { stop(SIGTERM); }
+    void start();
+    void stop(int sig);
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+    int port() const { return port_; }
+    pid_t pid() const { return pid_; }
+    std::string logPath() const;
+
+private:
+    std::string dataDir_;
+    int port_;
+    std::vector<std::string> extraArgs_;
+    pid_t pid_ = -1;
+};
+
+// A WebSocket exec opened with the key and its start message sent.
+std::unique_ptr<boost::beast::websocket::stream<boost::beast::tcp_stream>> openWsExec(
+    boost::asio::io_context& ioc, int port, const std::string& key, const std::string& id,
+    const std::string& start);
+
+// Raw HTTP over TCP, for requests the client library would not send.
+std::string rawHttp(int port, const std::string& request);
+
+}  // namespace airlock::test
