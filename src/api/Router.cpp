@@ -36,6 +36,20 @@ json portJson(const ExposedPort& p, const Router::Context& c) {
             {"created_at", p.createdAt}};
 }
 
+// What every sandbox is held to, as /healthz states it.
+json limitsJson(const EnforcedLimits& l) {
+    return {{"cpu", l.cpuQuota ? "cgroup quota of vcpus x 100% for the whole QEMU process" : "none (vcpu count only)"},
+            {"memory", l.memoryOverheadMib > 0
+                           ? "cgroup hard limit: guest memory_mib + " + std::to_string(l.memoryOverheadMib) + " MiB"
+                           : "none"},
+            {"disk", "qcow2 overlay bounded by the template's virtual disk size (the guest sees ENOSPC)"},
+            {"disk_io", l.diskBytesPerSecond || l.diskOpsPerSecond
+                            ? json{{"bytes_per_second", l.diskBytesPerSecond}, {"ops_per_second", l.diskOpsPerSecond}}
+                            : json("none")},
+            {"min_free_disk_mib", l.minFreeDiskMib},
+            {"qemu_uid", l.ownUidPerSandbox ? "one uid per sandbox" : "shared QEMU user"}};
+}
+
 ApiResponse jsonResponse(int status, const json& j) {
     return ApiResponse{status, "application/json", j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"};
 }
@@ -98,7 +112,8 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
                                   {"accel", accelName(controller_.accel())},
                                   {"agent_transport", controller_.transport() == AgentTransportKind::vsock ? "vsock" : "virtio-serial"},
                                   {"version", version_},
-                                  {"templates", controller_.templates().list().size()}});
+                                  {"templates", controller_.templates().list().size()},
+                                  {"limits", limitsJson(controller_.enforcedLimits())}});
     });
     add("GET", "/v1/templates", true, [this](Context&) {
         json list = json::array();

@@ -8,14 +8,18 @@
 #include <unistd.h>
 
 #include <array>
+#include <filesystem>
 #include <vector>
 
 #include "core/Error.hpp"
+#include "core/Ids.hpp"
+#include "core/SafeFs.hpp"
 #include "core/UniqueFd.hpp"
 
 extern char** environ;
 
 namespace airlock {
+namespace fs = std::filesystem;
 
 std::uint64_t qcow2VirtualSize(const std::string& path) {
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -30,11 +34,13 @@ std::uint64_t qcow2VirtualSize(const std::string& path) {
     return size;
 }
 
-void createOverlay(const std::string& overlay, const std::string& backing, std::uint64_t virtualSize,
-                   const std::string& owner) {
+void createOverlay(const std::string& stagingDir, const std::string& dir, const std::string& name,
+                   const std::string& backing, std::uint64_t virtualSize,
+                   std::optional<std::pair<unsigned, unsigned>> owner) {
+    std::string staged = stagingDir + "/" + newId("ov-") + ".qcow2";
     // No shell: the paths are ours, but argv keeps it that way.
     std::vector<std::string> args = {"qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-u",
-                                     "-b",       backing,  overlay, std::to_string(virtualSize)};
+                                     "-b",       backing,  staged, std::to_string(virtualSize)};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -49,13 +55,21 @@ void createOverlay(const std::string& overlay, const std::string& backing, std::
     while (::waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR) throw Error(ErrorCode::internal, "waitpid qemu-img failed");
     }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        throw Error(ErrorCode::internal, "qemu-img create " + overlay + " failed");
-    ::chmod(overlay.c_str(), 0600);
-    if (::geteuid() == 0 && !owner.empty()) {
-        if (passwd* pw = ::getpwnam(owner.c_str()))
-            if (::chown(overlay.c_str(), pw->pw_uid, pw->pw_gid) != 0)
-                throw Error(ErrorCode::internal, "cannot hand " + overlay + " to " + owner);
+    try {
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            throw Error(ErrorCode::internal, "qemu-img create " + name + " failed");
+        auto stagingFd = safefs::openDir(stagingDir);
+        auto file = safefs::openFileAt(stagingFd.get(), fs::path(staged).filename().string());
+        ::fchmod(file.get(), 0600);
+        if (owner && ::fchown(file.get(), owner->first, owner->second) != 0)
+            throw Error(ErrorCode::internal, "cannot hand " + name + " to its QEMU uid");
+        // rename() replaces a planted name (even a symlink) instead of following it.
+        auto target = safefs::openDir(dir);
+        if (::renameat(stagingFd.get(), fs::path(staged).filename().c_str(), target.get(), name.c_str()) != 0)
+            throw Error(ErrorCode::internal, "cannot move the overlay into " + dir);
+    } catch (...) {
+        ::unlink(staged.c_str());
+        throw;
     }
 }
 

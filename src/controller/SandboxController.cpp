@@ -1,6 +1,12 @@
 #include "controller/SandboxController.hpp"
 
+#include <grp.h>
 #include <pwd.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include <cerrno>
+#include <cstring>
 #include <unistd.h>
 
 #include <filesystem>
@@ -11,6 +17,7 @@
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/Ids.hpp"
+#include "core/SafeFs.hpp"
 #include "core/Log.hpp"
 #include "protocol/Messages.hpp"
 
@@ -29,8 +36,14 @@ SandboxController::SandboxController(ControllerConfig config, Hypervisor& hyperv
       audit_(stores.audit),
       policy_(config_.operatorRules),
       templates_(templates),
-      connector_(std::move(connector)) {
+      connector_(std::move(connector)),
+      uids_(config_.qemuUidBase, ::geteuid() == 0 ? config_.qemuUidCount : 0) {
     fs::create_directories(config_.dataDir + "/sandboxes");
+    // Root's alone: overlays are made here, then moved into a sandbox's dir.
+    fs::create_directories(stagingDir());
+    fs::permissions(stagingDir(), fs::perms(0700));
+    for (const auto& r : store_.list(TenantScope::all()))
+        if (r.qemuUid > 0) uids_.markUsed(static_cast<std::uint32_t>(r.qemuUid));
     // QEMU (an unprivileged user) must traverse to its sandbox directory;
     // it cannot list or read anything else here.
     fs::permissions(config_.dataDir + "/sandboxes", fs::perms(0711));
@@ -65,21 +78,37 @@ std::string SandboxController::sandboxDir(const std::string& id) const {
     return config_.dataDir + "/sandboxes/" + id;
 }
 
-void SandboxController::prepareSandboxDir(const std::string& dir) {
-    fs::create_directories(dir);
-    fs::permissions(dir, fs::perms(0750));
-    if (geteuid() == 0) {
-        if (passwd* pw = ::getpwnam(config_.qemuUser.c_str())) {
-            if (::chown(dir.c_str(), pw->pw_uid, pw->pw_gid) != 0)
-                throw Error(ErrorCode::internal, "cannot hand " + dir + " to " + config_.qemuUser);
-        }
+std::optional<std::pair<unsigned, unsigned>> SandboxController::qemuOwner(const SandboxRecord& r) const {
+    if (::geteuid() != 0) return std::nullopt;
+    if (r.qemuUid > 0) {
+        // Its own group too, unless it needs /dev/kvm (the kvm group's).
+        unsigned gid = static_cast<unsigned>(r.qemuUid);
+        if (hypervisor_.accel() == Accel::kvm)
+            if (group* g = ::getgrnam("kvm")) gid = g->gr_gid;
+        return std::make_pair(static_cast<unsigned>(r.qemuUid), gid);
+    }
+    if (passwd* pw = ::getpwnam(config_.qemuUser.c_str())) return std::make_pair(pw->pw_uid, pw->pw_gid);
+    return std::nullopt;
+}
+
+void SandboxController::prepareSandboxDir(const SandboxRecord& r) {
+    // A fresh directory under a root-owned parent: nothing QEMU planted can
+    // be in the way.
+    std::string dir = sandboxDir(r.id);
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+        throw Error(ErrorCode::internal, "cannot create " + dir + ": " + std::strerror(errno));
+    auto d = safefs::openDir(dir);
+    if (auto owner = qemuOwner(r)) {
+        if (::fchown(d.get(), owner->first, owner->second) != 0)
+            throw Error(ErrorCode::internal, "cannot hand " + dir + " to its QEMU uid");
+        // The per-sandbox uid alone may enter; the shared QEMU user's group as before.
+        ::fchmod(d.get(), r.qemuUid > 0 ? 0700 : 0750);
     }
 }
 
 std::string SandboxController::consoleTail(const std::string& id) {
-    std::ifstream in(sandboxDir(id) + "/console.log");
-    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return all.size() > 2000 ? all.substr(all.size() - 2000) : all;
+    // QEMU can write the sandbox dir: never follow what it may have planted.
+    return safefs::readTail(sandboxDir(id), "console.log", 2000);
 }
 
 SandboxRecord SandboxController::newRecord(const std::string& tenant,
@@ -133,6 +162,8 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
     }
     r.state = SandboxState::creating;
     if (!tmpl.diskPath.empty()) r.disk = "disk-0.qcow2";
+    // Last: nothing may throw once it holds a uid (teardown returns it).
+    if (uids_.enabled()) r.qemuUid = uids_.acquire();
     return r;
 }
 
@@ -153,6 +184,11 @@ DomainSpec SandboxController::domainSpec(const SandboxRecord& r, const TemplateI
     spec.vsock = config_.transport == AgentTransportKind::vsock;
     spec.accel = hypervisor_.accel();
     if (!r.disk.empty()) spec.diskPath = dir + "/" + r.disk;
+    if (r.qemuUid > 0) spec.runAs = qemuOwner(r);
+    if (config_.cpuQuota) spec.cpuQuotaPercent = r.vcpus * 100;
+    if (config_.memoryOverheadMib > 0) spec.memoryLimitMib = r.memoryMib + config_.memoryOverheadMib;
+    spec.diskBytesPerSecond = config_.diskBytesPerSecond;
+    spec.diskOpsPerSecond = config_.diskOpsPerSecond;
     return spec;
 }
 
@@ -171,6 +207,7 @@ SandboxRecord SandboxController::create(const std::string& tenant,
                                         const CreateSandboxRequest& request) {
     if (request.boot != "auto" && request.boot != "cold" && request.boot != "warm")
         throw Error(ErrorCode::bad_request, "boot must be 'auto', 'cold' or 'warm'");
+    requireFreeSpace("create");
     if (!request.snapshot.empty()) {
         if (request.boot == "cold")
             throw Error(ErrorCode::bad_request, "a clone of a snapshot cannot boot cold");
@@ -196,10 +233,9 @@ SandboxRecord SandboxController::create(const std::string& tenant,
     std::string dir = sandboxDir(r.id);
     store_.insert(r);  // written first: a crash from here on is undone by recover()
     try {
-        prepareSandboxDir(dir);
+        prepareSandboxDir(r);
         if (!r.disk.empty())
-            createOverlay(dir + "/" + r.disk, tmpl->diskPath, tmpl->diskSizeBytes,
-                          config_.qemuUser);
+            createOverlay(stagingDir(), dir, r.disk, tmpl->diskPath, tmpl->diskSizeBytes, qemuOwner(r));
         auto started = steadyMillis();
         hypervisor_.startDomain(domainSpec(r, *tmpl));
         adoptAgent(r, connector_(agentEndpoint(r.id), config_.bootTimeout));
@@ -292,12 +328,11 @@ void SandboxController::teardown(const std::string& id) {
         if (rt->agent) rt->agent->close();
         rt->agent.reset();
     }
-    std::error_code ec;
-    fs::remove_all(sandboxDir(id), ec);
-    if (ec)
-        throw Error(ErrorCode::internal, "cannot remove " + sandboxDir(id) + ": " + ec.message());
+    safefs::removeTree(sandboxDir(id));
     ports_.removeAll(id);
+    auto gone = store_.find(id);
     store_.remove(id);
+    if (gone && gone->qemuUid > 0) uids_.release(static_cast<std::uint32_t>(gone->qemuUid));
     collectSnapshots();  // its disk chain may have been the last reader of a deleted snapshot's
                          // layer
 }
@@ -437,6 +472,22 @@ SecretMasker SandboxController::maskerFor(const SandboxRecord& r) const {
     return maskerOf(secretsOf(r));
 }
 
+EnforcedLimits SandboxController::enforcedLimits() const {
+    return EnforcedLimits{config_.cpuQuota, config_.memoryOverheadMib, config_.diskBytesPerSecond,
+                          config_.diskOpsPerSecond, config_.minFreeDiskMib, uids_.enabled()};
+}
+
+void SandboxController::requireFreeSpace(const std::string& what) const {
+    if (config_.minFreeDiskMib == 0) return;
+    struct statvfs st {};
+    if (::statvfs(config_.dataDir.c_str(), &st) != 0) return;
+    std::uint64_t freeMib = static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize / (1024 * 1024);
+    if (freeMib < config_.minFreeDiskMib)
+        throw Error(ErrorCode::insufficient_storage,
+                    what + " refused: the data directory has " + std::to_string(freeMib) + " MiB free, under the " +
+                        std::to_string(config_.minFreeDiskMib) + " MiB floor");
+}
+
 std::size_t SandboxController::liveConnections() {
     std::lock_guard lock(runtimesMutex_);
     std::size_t n = 0;
@@ -488,7 +539,11 @@ void SandboxController::recover() {
         std::string id = entry.path().filename().string();
         if (!known.count(domainName(id)) || !store_.find(id)) {
             logWarn("recover", "removing orphan sandbox dir " + id);
-            fs::remove_all(entry.path(), ec);
+            try {
+                safefs::removeTree(entry.path().string());
+            } catch (const std::exception& e) {
+                logError("recover", e.what());
+            }
         }
     }
     recoverSnapshots();

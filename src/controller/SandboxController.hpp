@@ -17,6 +17,8 @@
 #include "agentclient/AgentTransport.hpp"
 #include "controller/ExecOptions.hpp"
 #include "controller/TemplateCatalog.hpp"
+#include "controller/UidPool.hpp"
+#include "core/SafeFs.hpp"
 #include "core/SecretCipher.hpp"
 #include "core/SecretMasker.hpp"
 #include "core/TimerQueue.hpp"
@@ -57,6 +59,28 @@ struct ControllerConfig {
     // Benchmarks only: cold-booted guests let the agent's raw channel mode
     // (the bare-channel baseline) run. Never set by airlockd.
     bool benchRawChannel = false;
+    // Each sandbox's QEMU runs as its own uid from [base, base + count) (as
+    // root only; count 0: every QEMU runs as qemuUser).
+    std::uint32_t qemuUidBase = 0;
+    std::uint32_t qemuUidCount = 0;
+    // Host resources per sandbox: vcpus become a CPU quota (cgroup); QEMU's
+    // whole memory is capped at the guest's RAM plus this overhead (0: no
+    // cap); its disk I/O is throttled (0: not). Below minFreeDiskMib free
+    // in the data dir, creates, snapshots and uploads are refused (507).
+    bool cpuQuota = true;
+    std::uint64_t memoryOverheadMib = 512;
+    std::uint64_t diskBytesPerSecond = 0;
+    std::uint64_t diskOpsPerSecond = 0;
+    std::uint64_t minFreeDiskMib = 0;
+};
+
+// What /healthz reports as enforced on every sandbox.
+struct EnforcedLimits {
+    bool cpuQuota = false;
+    std::uint64_t memoryOverheadMib = 0;
+    std::uint64_t diskBytesPerSecond = 0, diskOpsPerSecond = 0;
+    std::uint64_t minFreeDiskMib = 0;
+    bool ownUidPerSandbox = false;
 };
 
 // The stores the controller writes (one SQLite database in airlockd).
@@ -238,6 +262,10 @@ class SandboxController {
     Accel accel() const { return hypervisor_.accel(); }
     AgentTransportKind transport() const { return config_.transport; }
     std::size_t liveConnections();
+    EnforcedLimits enforcedLimits() const;
+    // Error(insufficient_storage) when the data dir's filesystem has less
+    // free space than the configured floor; `what` names the refused action.
+    void requireFreeSpace(const std::string& what) const;
 
     static std::string domainName(const std::string& sandboxId) { return "airlock-" + sandboxId; }
     std::string sandboxDir(const std::string& id) const;
@@ -326,7 +354,14 @@ class SandboxController {
     std::map<std::string, std::string> baseEnv(const SandboxRecord& r) const;
     std::shared_ptr<AgentConnection> agentFor(const std::string& id);
     void teardown(const std::string& id);
-    void prepareSandboxDir(const std::string& dir);
+    // The uid:gid a sandbox's QEMU and its files belong to; none when not root.
+    std::optional<std::pair<unsigned, unsigned>> qemuOwner(const SandboxRecord& r) const;
+    void prepareSandboxDir(const SandboxRecord& r);
+    // Where overlays are made before they move into a QEMU-writable dir.
+    std::string stagingDir() const { return config_.dataDir + "/staging"; }
+    // Every layer of a snapshot's chain and its memory file are what its
+    // manifest recorded (hashed again only when a file changed since).
+    void verifySnapshotFiles(const SnapshotRecord& snap);
     std::string consoleTail(const std::string& id);
     std::string agentEndpoint(const std::string& id);
 
@@ -356,6 +391,9 @@ class SandboxController {
     AgentConnector connector_;
     std::mutex runtimesMutex_;
     std::map<std::string, std::shared_ptr<Runtime>> runtimes_;
+    UidPool uids_;
+    std::mutex verifiedMutex_;
+    std::map<std::string, safefs::FileIdentity> verified_;  // path -> identity when its hash matched
     // Exec deadlines (no thread waits for a command); declared last so it
     // stops first.
     TimerQueue timers_;

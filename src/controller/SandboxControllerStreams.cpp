@@ -139,6 +139,7 @@ std::shared_ptr<AgentStream> SandboxController::openUpload(const std::string& te
                                                            const std::string& path,
                                                            std::optional<unsigned> mode) {
     requireAbsolute(path);
+    requireFreeSpace("upload");
     json request{{"op", "file_write"}, {"path", path}};
     if (mode) request["mode"] = *mode;
     return runningAgent(tenant, id)->open(request);

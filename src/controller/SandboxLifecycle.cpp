@@ -15,6 +15,7 @@
 #include "core/Error.hpp"
 #include "core/Ids.hpp"
 #include "core/Log.hpp"
+#include "core/SafeFs.hpp"
 #include "core/Sha256.hpp"
 
 namespace airlock {
@@ -147,6 +148,7 @@ void SandboxController::enforceTimeouts() {
 
 SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std::string& id) {
     requireOwned(tenant, id);
+    requireFreeSpace("snapshot");
     auto lifecycle = lifecycleMutex(id);
     std::lock_guard op(*lifecycle);
     auto r = requireOwned(tenant, id);
@@ -187,18 +189,19 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
             // The current overlay becomes the frozen layer: linked under the
             // snapshot (its canonical path, named in every later overlay's
             // header), the sandbox goes on writing a new overlay on top.
-            std::string current = sandboxDir(id) + "/" + r.disk;
+            // QEMU can write its directory: the overlay is opened without
+            // following links, checked to be a regular file, and that very
+            // file is linked (and later chmod/chown'ed through its fd).
             std::string layer = dir + "/" + kLayerFile;
-            if (::link(current.c_str(), layer.c_str()) != 0)
-                throw Error(ErrorCode::internal, "cannot link " + current + " into the snapshot");
+            UniqueFd frozen = safefs::linkFile(sandboxDir(id), r.disk, dir, kLayerFile);
             nextOverlay = nextOverlayName(r.disk);
-            createOverlay(sandboxDir(id) + "/" + nextOverlay, layer, tmpl->diskSizeBytes, config_.qemuUser);
+            createOverlay(stagingDir(), sandboxDir(id), nextOverlay, layer, tmpl->diskSizeBytes, qemuOwner(r));
             hypervisor_.switchDiskOverlay(domain, sandboxDir(id) + "/" + nextOverlay);
             diskSwitched = true;
             store_.updateDisk(id, nextOverlay, s.layersJson);
             // Nobody writes it again: read-only and root's (no-op when unprivileged).
-            ::chmod(layer.c_str(), 0444);
-            if (::geteuid() == 0 && ::chown(layer.c_str(), 0, 0) != 0)
+            ::fchmod(frozen.get(), 0444);
+            if (::geteuid() == 0 && ::fchown(frozen.get(), 0, 0) != 0)
                 logWarn("controller", "cannot hand " + layer + " back to root");
         }
         hypervisor_.saveState(domain, dir + "/" + kMemoryFile, sandboxDir(id));
@@ -228,15 +231,23 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
     }
     auto pausedMs = steadyMillis() - started;
 
+    // Modes first: a chmod changes a file's ctime, which the hash below vouches for.
+    ::chmod((dir + "/" + kMemoryFile).c_str(), 0400);
     // The manifest: enough to check the files and to know what they need.
     nlohmann::json files = nlohmann::json::array();
     std::int64_t total = 0;
     for (const char* name : {kMemoryFile, kLayerFile}) {
         std::string path = dir + "/" + name;
-        if (!fs::exists(path)) continue;
-        auto size = static_cast<std::int64_t>(fs::file_size(path));
-        total += size;
-        files.push_back({{"name", name}, {"size", size}, {"sha256", sha256FileHex(path)}});
+        if (!fs::exists(fs::symlink_status(path))) continue;
+        auto before = safefs::identity(path);
+        auto d = safefs::digest(path);
+        total += static_cast<std::int64_t>(d.size);
+        files.push_back({{"name", name}, {"size", d.size}, {"sha256", d.sha256}});
+        // Hashed just now: the first clone need not hash it again unless it changes.
+        if (safefs::identity(path) == before) {
+            std::lock_guard lock(verifiedMutex_);
+            verified_[path] = before;
+        }
     }
     nlohmann::json manifest = {{"id", s.id},
                                {"source_sandbox", id},
@@ -251,7 +262,7 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
         out << manifest.dump(2) << "\n";
     }
     ::chmod((dir + "/" + kManifestFile).c_str(), 0444);
-    ::chmod((dir + "/" + kMemoryFile).c_str(), 0400);
+
     snapshots_.markReady(s.id, total, manifest.dump());
     record(id, tenant, "snapshot.created", {{"snapshot", s.id}, {"size_bytes", total}, {"held_ms", pausedMs}});
     if (!s.hasDisk) wantSpare(shapeOf(s.templateName, s.templateDigest, s.vcpus, s.memoryMib));
@@ -379,6 +390,13 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant, c
     std::string shape = shapeOf(snap.templateName, snap.templateDigest, snap.vcpus, snap.memoryMib);
     std::optional<std::string> spare = snap.hasDisk ? std::nullopt : takeSpare(shape);
     if (spare) {
+        // The spare's VM, directory and uid become this sandbox's; what was
+        // sealed for the new id is sealed again for the spare's.
+        auto spareRecord = store_.find(*spare);
+        if (r.qemuUid > 0) uids_.release(static_cast<std::uint32_t>(r.qemuUid));
+        r.qemuUid = spareRecord ? spareRecord->qemuUid : 0;
+        if (!r.secretsSealed.empty())
+            r.secretsSealed = config_.secretCipher->seal(config_.secretCipher->open(r.secretsSealed, r.id), *spare);
         r.id = *spare;
         store_.replace(r);  // the spare's row becomes this sandbox, in one write
     } else {
@@ -387,13 +405,15 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant, c
     std::string dir = sandboxDir(r.id);
     try {
         auto started = steadyMillis();
+        verifySnapshotFiles(snap);
+        auto verified = steadyMillis();
         if (spare) {
             hypervisor_.loadState(domainName(r.id), snapshotDir(snap) + "/" + kMemoryFile, dir);
         } else {
-            prepareSandboxDir(dir);
+            prepareSandboxDir(r);
             if (!r.disk.empty())
-                createOverlay(dir + "/" + r.disk, snapshotDir(snap) + "/" + kLayerFile, tmpl->diskSizeBytes,
-                              config_.qemuUser);
+                createOverlay(stagingDir(), dir, r.disk, snapshotDir(snap) + "/" + kLayerFile, tmpl->diskSizeBytes,
+                              qemuOwner(r));
             DomainSpec spec = domainSpec(r, *tmpl);
             spec.incoming = true;
             hypervisor_.restoreDomain(spec, snapshotDir(snap) + "/" + kMemoryFile, dir);
@@ -408,8 +428,9 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant, c
         store_.updateState(r.id, SandboxState::running);
         r.state = SandboxState::running;
         logInfo("controller", "sandbox " + r.id + " running after " + std::to_string(steadyMillis() - started) +
-                                  " ms (restored " + snap.id + (spare ? " into a spare VM" : "") + " in " +
-                                  std::to_string(loaded - started) + " ms)");
+                                  " ms (files checked in " + std::to_string(verified - started) + " ms, restored " +
+                                  snap.id + (spare ? " into a spare VM" : "") + " in " +
+                                  std::to_string(loaded - verified) + " ms)");
         if (!snap.hasDisk) wantSpare(shape);
         record(r.id, r.tenant, "sandbox.created",
                {{"template", tmpl->name}, {"digest", tmpl->digest}, {"boot", "restore"}, {"snapshot", snap.id},
@@ -419,6 +440,40 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant, c
         failCreate(r.id, e);
         if (!snap.hasDisk) wantSpare(shape);
         throw;
+    }
+}
+
+void SandboxController::verifySnapshotFiles(const SnapshotRecord& snap) {
+    // The frozen layers of the chain (each snapshot's own), and this
+    // snapshot's memory state, against the manifests in the database.
+    std::vector<std::pair<std::string, nlohmann::json>> wanted;  // path -> manifest entry
+    auto expect = [&](const SnapshotRecord& s, const char* name) {
+        auto manifest = nlohmann::json::parse(s.manifestJson, nullptr, false);
+        if (!manifest.is_object() || !manifest.contains("files") || !manifest["files"].is_array())
+            throw Error(ErrorCode::internal, "snapshot " + s.id + " has no manifest");
+        for (const auto& f : manifest["files"])
+            if (f.is_object() && f.value("name", "") == name) return wanted.emplace_back(snapshotDir(s) + "/" + name, f);
+        throw Error(ErrorCode::internal, "snapshot " + s.id + "'s manifest lists no " + name);
+    };
+    expect(snap, kMemoryFile);
+    for (const auto& layerId : parseLayers(snap.layersJson)) {
+        auto layer = layerId == snap.id ? std::optional<SnapshotRecord>(snap) : snapshots_.find(layerId);
+        if (!layer) throw Error(ErrorCode::internal, "snapshot " + snap.id + " reads a layer that is gone: " + layerId);
+        expect(*layer, kLayerFile);
+    }
+    for (const auto& [path, entry] : wanted) {
+        auto id = safefs::identity(path);
+        {
+            std::lock_guard lock(verifiedMutex_);
+            auto it = verified_.find(path);
+            if (it != verified_.end() && it->second == id) continue;  // unchanged since it matched
+        }
+        auto d = safefs::digest(path);
+        if (d.sha256 != entry.value("sha256", "") || d.size != entry.value("size", std::uint64_t(0)))
+            throw Error(ErrorCode::conflict, "snapshot " + snap.id + ": " + fs::path(path).filename().string() +
+                                                 " does not match its manifest (changed or damaged); it cannot be restored");
+        std::lock_guard lock(verifiedMutex_);
+        verified_[path] = id;
     }
 }
 

@@ -84,7 +84,7 @@ void SandboxController::startSpare(const std::string& shape) {
     // A spare stays in state creating: recover() removes it after a crash.
     store_.insert(r);
     try {
-        prepareSandboxDir(sandboxDir(r.id));
+        prepareSandboxDir(r);
         DomainSpec spec = domainSpec(r, *tmpl);
         spec.incoming = true;
         hypervisor_.startDomain(spec);

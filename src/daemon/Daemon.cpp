@@ -117,6 +117,12 @@ int runDaemon(const DaemonOptions& options) {
                                 std::to_string(config.operatorRules.allow.size()) + " allow rules");
     }
     config.approvalTimeoutS = options.approvalTimeoutS;
+    config.qemuUidBase = options.qemuUidBase;
+    config.qemuUidCount = options.qemuUidCount;
+    config.memoryOverheadMib = options.sandboxMemoryOverheadMib;
+    config.diskBytesPerSecond = options.diskBytesPerSecond;
+    config.diskOpsPerSecond = options.diskOpsPerSecond;
+    config.minFreeDiskMib = options.minFreeDiskMib;
     // Secrets at rest: AES-256-GCM with AIRLOCK_SECRET_KEY or DATA_DIR/secret.key (0600).
     config.secretCipher = std::make_shared<const SecretCipher>(SecretCipher::fromEnvironmentOrFile(dataDir + "/secret.key"));
     // The I/O context and workers serve the API and the egress proxy alike.

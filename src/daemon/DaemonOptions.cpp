@@ -12,7 +12,9 @@ std::string daemonUsage() {
            "                [--spare-vms N] [--policy FILE] [--approval-timeout SECONDS]\n"
            "                [--egress-allow-cidr CIDR]... [--egress-max-connections N]\n"
            "                [--egress-bandwidth BYTES_PER_SECOND] [--audit-retention-days DAYS]\n"
-           "                [--max-tenant-requests N] [--max-connections N]\n"
+           "                [--max-tenant-requests N] [--max-connections N] [--qemu-uid-range BASE:COUNT]\n"
+           "                [--sandbox-memory-overhead MIB] [--disk-bandwidth BYTES_PER_SECOND] [--disk-iops N]\n"
+           "                [--min-free-disk MIB]\n"
            "                [--log-level debug|info|warn|error]\n";
 }
 
@@ -118,6 +120,24 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
             o.maxTenantRequests = static_cast<unsigned>(number(value(), 1, 100000));
         } else if (a == "--max-connections") {
             o.maxConnections = static_cast<unsigned>(number(value(), 16, 1000000));
+        } else if (a == "--qemu-uid-range") {
+            std::string v = value();
+            auto colon = v.find(':');
+            if (colon == std::string::npos) throw Error(ErrorCode::bad_request, "--qemu-uid-range wants BASE:COUNT");
+            o.qemuUidBase = static_cast<unsigned>(number(v.substr(0, colon), 1000, 4000000000u));
+            o.qemuUidCount = static_cast<unsigned>(number(v.substr(colon + 1), 0, 1000000));
+            if (std::uint64_t(o.qemuUidBase) + o.qemuUidCount > 4294967294ull)
+                throw Error(ErrorCode::bad_request, "--qemu-uid-range runs past the largest uid");
+        } else if (a == "--sandbox-memory-overhead") {
+            o.sandboxMemoryOverheadMib = number(value(), 0, 1 << 20);
+            if (o.sandboxMemoryOverheadMib > 0 && o.sandboxMemoryOverheadMib < 128)
+                throw Error(ErrorCode::bad_request, "--sandbox-memory-overhead must be 0 (none) or at least 128 MiB");
+        } else if (a == "--disk-bandwidth") {
+            o.diskBytesPerSecond = number(value(), 0, 1ull << 40);
+        } else if (a == "--disk-iops") {
+            o.diskOpsPerSecond = number(value(), 0, 10000000);
+        } else if (a == "--min-free-disk") {
+            o.minFreeDiskMib = number(value(), 0, 1ull << 30);
         } else if (a == "--log-level") {
             o.logLevel = value();
         } else {

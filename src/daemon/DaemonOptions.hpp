@@ -25,6 +25,12 @@ struct DaemonOptions {
     unsigned auditRetentionDays = 90;           // audit events older than this are pruned; 0 = keep forever
     unsigned maxTenantRequests = 256;           // per tenant: JSON requests and streams in flight (429 beyond)
     unsigned maxConnections = 2048;             // open client connections (closed at accept beyond)
+    unsigned qemuUidBase = 200000;              // each sandbox's QEMU gets its own uid from
+    unsigned qemuUidCount = 4096;               //   [base, base + count) (0: all run as libvirt-qemu)
+    unsigned long long sandboxMemoryOverheadMib = 512;  // QEMU's cap: guest RAM + this (0: none)
+    unsigned long long diskBytesPerSecond = 256ull << 20;  // per sandbox disk (0: unthrottled)
+    unsigned long long diskOpsPerSecond = 8000;
+    unsigned long long minFreeDiskMib = 2048;   // creates, snapshots, uploads answer 507 below this
     bool help = false;
 };
 

@@ -47,7 +47,15 @@ std::string buildDomainXml(const DomainSpec& s) {
       << "  <name>" << xmlEscape(s.name) << "</name>\n";
     if (!s.uuid.empty()) x << "  <uuid>" << xmlEscape(s.uuid) << "</uuid>\n";
     x << "  <memory unit='MiB'>" << s.memoryMib << "</memory>\n"
-      << "  <vcpu>" << s.vcpus << "</vcpu>\n"
+      << "  <vcpu>" << s.vcpus << "</vcpu>\n";
+    if (s.cpuQuotaPercent > 0)
+        // global_*: one quota for the whole process, so a guest cannot use
+        // more than its vcpus' worth of host CPU through emulator threads.
+        x << "  <cputune>\n"
+          << "    <global_period>100000</global_period>\n"
+          << "    <global_quota>" << std::uint64_t(s.cpuQuotaPercent) * 1000 << "</global_quota>\n"
+          << "  </cputune>\n";
+    x
       << "  <os>\n"
       << "    <type arch='x86_64' machine='q35'>hvm</type>\n"
       << "    <kernel>" << xmlEscape(s.kernelPath) << "</kernel>\n";
@@ -75,10 +83,18 @@ std::string buildDomainXml(const DomainSpec& s) {
         // controller hands the overlay alone to that user.
         x << "    <disk type='file' device='disk'>\n"
           << "      <driver name='qemu' type='qcow2' discard='unmap'/>\n"
-          << "      <source file='" << xmlEscape(s.diskPath) << "'>\n"
-          << "        <seclabel model='dac' relabel='no'/>\n"
-          << "      </source>\n"
-          << "      <target dev='vda' bus='virtio'/>\n"
+          << "      <source file='" << xmlEscape(s.diskPath) << "'>\n";
+        // (With a static label relabelling is off for the whole domain.)
+        if (!s.runAs) x << "        <seclabel model='dac' relabel='no'/>\n";
+        x << "      </source>\n"
+          << "      <target dev='vda' bus='virtio'/>\n";
+        if (s.diskBytesPerSecond > 0 || s.diskOpsPerSecond > 0) {
+            x << "      <iotune>\n";
+            if (s.diskBytesPerSecond > 0) x << "        <total_bytes_sec>" << s.diskBytesPerSecond << "</total_bytes_sec>\n";
+            if (s.diskOpsPerSecond > 0) x << "        <total_iops_sec>" << s.diskOpsPerSecond << "</total_iops_sec>\n";
+            x << "      </iotune>\n";
+        }
+        x
           << "    </disk>\n";
     }
     if (!s.consoleLogPath.empty())
@@ -101,6 +117,15 @@ std::string buildDomainXml(const DomainSpec& s) {
       << "      <backend model='random'>/dev/urandom</backend>\n"
       << "    </rng>\n"
       << "  </devices>\n";
+    if (s.runAs) {
+        // Its own uid, as Firecracker's jailer gives each microVM: what this
+        // QEMU can open is its sandbox's directory and the world-readable
+        // templates, nothing of another sandbox. relabel='no': the controller
+        // owns every file's ownership (libvirt would chown shared files).
+        x << "  <seclabel type='static' model='dac' relabel='no'>\n"
+          << "    <label>+" << s.runAs->first << ":+" << s.runAs->second << "</label>\n"
+          << "  </seclabel>\n";
+    }
     if (s.incoming) {
         // libvirt's own restore refuses a new UUID, so clones load their
         // state through a deferred incoming migration (DESIGN.md).

@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace airlock {
@@ -29,6 +30,17 @@ struct DomainSpec {
     std::string diskPath;
     // Start paused and wait for a migration stream (restore from a snapshot).
     bool incoming = false;
+    // The QEMU process's own uid and gid (libvirt's static DAC label, no
+    // relabelling); unset: the driver's configured QEMU user.
+    std::optional<std::pair<unsigned, unsigned>> runAs;
+    // Host resources (0: unlimited). CPU: the whole QEMU process (vCPUs,
+    // emulator and I/O threads) gets at most this many percent of one core
+    // (cgroup cpu quota). Memory: QEMU's whole footprint (cgroup hard limit,
+    // guest RAM plus QEMU's own). I/O: throttling of the root disk in QEMU.
+    unsigned cpuQuotaPercent = 0;
+    std::uint64_t memoryLimitMib = 0;
+    std::uint64_t diskBytesPerSecond = 0;
+    std::uint64_t diskOpsPerSecond = 0;
 };
 
 enum class DomainState { running, paused, shutoff, missing, other };

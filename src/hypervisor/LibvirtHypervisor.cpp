@@ -238,6 +238,19 @@ void LibvirtHypervisor::startDomain(const DomainSpec& spec) {
     // An incoming domain waits paused for its migration stream (loadState).
     DomainHandle dom(virDomainCreateXML(conn_, xml.c_str(), spec.incoming ? VIR_DOMAIN_START_PAUSED : 0));
     if (!dom) throw Error(ErrorCode::hypervisor_error, "cannot start " + spec.name + ": " + lastLibvirtError());
+    if (spec.memoryLimitMib > 0) {
+        // Set live, not in the XML: at start libvirt would also raise the
+        // process's locked-memory limit, which this host refuses.
+        virTypedParameter param{};
+        std::snprintf(param.field, sizeof param.field, "%s", VIR_DOMAIN_MEMORY_HARD_LIMIT);
+        param.type = VIR_TYPED_PARAM_ULLONG;
+        param.value.ul = spec.memoryLimitMib * 1024;  // KiB
+        if (virDomainSetMemoryParameters(dom.get(), &param, 1, VIR_DOMAIN_AFFECT_LIVE) < 0) {
+            std::string why = lastLibvirtError();
+            virDomainDestroy(dom.get());
+            throw Error(ErrorCode::hypervisor_error, "cannot limit the memory of " + spec.name + ": " + why);
+        }
+    }
 }
 
 void LibvirtHypervisor::destroyDomain(const std::string& name) {

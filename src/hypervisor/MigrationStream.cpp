@@ -38,9 +38,10 @@ UniqueFd MigrationStream::listenAt(const std::string& path) {
     if (!fd) fail("socket");
     auto addr = unixAddress(path);
     if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) fail("bind " + path);
-    // The directory (0750, QEMU user's) is the access control; the socket
-    // itself must be writable by that user.
-    ::chmod(path.c_str(), 0666);
+    // The directory (QEMU's own) is the access control; the socket itself
+    // must be writable by that user. QEMU can write the directory, so the
+    // name is never followed (a planted symlink would redirect the chmod).
+    if (::fchmodat(AT_FDCWD, path.c_str(), 0666, AT_SYMLINK_NOFOLLOW) != 0) fail("chmod " + path);
     if (::listen(fd.get(), 1) != 0) fail("listen " + path);
     return fd;
 }

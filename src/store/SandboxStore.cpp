@@ -30,7 +30,7 @@ SandboxState parseSandboxState(const std::string& s) {
 namespace {
 constexpr const char* kColumns =
     "id, tenant, template, state, vcpus, memory_mib, created_at, metadata, env, error, snapshot, disk, layers,"
-    " timeout_s, on_timeout, expires_at, policy, secrets, secret_names, network";
+    " timeout_s, on_timeout, expires_at, policy, secrets, secret_names, network, qemu_uid";
 
 SandboxRecord readRow(Database::Statement& st) {
     SandboxRecord r;
@@ -54,6 +54,7 @@ SandboxRecord readRow(Database::Statement& st) {
     r.secretsSealed = st.text(17);
     r.secretNamesJson = st.text(18);
     r.networkJson = st.text(19);
+    r.qemuUid = st.integer(20);
     return r;
 }
 }  // namespace
@@ -75,6 +76,7 @@ SandboxStore::SandboxStore(Database& db) : db_(db) {
     db_.addColumnIfMissing("sandboxes", "secrets TEXT NOT NULL DEFAULT ''");
     db_.addColumnIfMissing("sandboxes", "secret_names TEXT NOT NULL DEFAULT '[]'");
     db_.addColumnIfMissing("sandboxes", "network TEXT NOT NULL DEFAULT '[]'");
+    db_.addColumnIfMissing("sandboxes", "qemu_uid INTEGER NOT NULL DEFAULT 0");
 }
 
 void SandboxStore::updateNetwork(const std::string& id, const std::string& networkJson) {
@@ -107,13 +109,13 @@ void SandboxStore::replace(const SandboxRecord& r) { write(r, true); }
 void SandboxStore::write(const SandboxRecord& r, bool replace) {
     db_.locked([&](sqlite3* db) {
         Database::Statement st(db, std::string(replace ? "INSERT OR REPLACE" : "INSERT") + " INTO sandboxes (" + kColumns +
-                                       ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                                       ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
         st.bind(1, r.id).bind(2, r.tenant).bind(3, r.templateName).bind(4, sandboxStateName(r.state));
         st.bind(5, std::int64_t(r.vcpus)).bind(6, std::int64_t(r.memoryMib)).bind(7, r.createdAt);
         st.bind(8, r.metadataJson).bind(9, r.envJson).bind(10, r.error);
         st.bind(11, r.snapshotId).bind(12, r.disk).bind(13, r.layersJson).bind(14, r.timeoutS);
         st.bind(15, r.onTimeout).bind(16, r.expiresAt).bind(17, r.policyJson).bind(18, r.secretsSealed);
-        st.bind(19, r.secretNamesJson).bind(20, r.networkJson);
+        st.bind(19, r.secretNamesJson).bind(20, r.networkJson).bind(21, r.qemuUid);
         st.step();
     });
 }

@@ -3,8 +3,16 @@
 // create/delete cycles that must leave nothing behind. Layered fixtures as in
 // Firecracker's tests: one booted sandbox and one snapshot of it for the whole
 // suite; the clones are made from that snapshot.
+#include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -28,6 +36,8 @@ ControllerConfig lifecycleConfig() {
     ControllerConfig config;
     config.sparesPerShape = 1;
     config.defaultTimeoutS = 0;
+    config.qemuUidBase = 300000;  // each QEMU its own uid, as in airlockd
+    config.qemuUidCount = 64;
     return config;
 }
 
@@ -37,6 +47,41 @@ struct World : test::RealWorld {
     std::string snapshotId;  // of sourceId, with a marker in memory
     std::string marker;
 };
+
+// The uid a domain's QEMU process runs as (from /proc), or -1.
+long qemuUidOf(const std::string& sandboxId) {
+    for (const auto& p : fs::directory_iterator("/proc")) {
+        std::ifstream cmd(p.path() / "cmdline");
+        std::string line((std::istreambuf_iterator<char>(cmd)), {});
+        if (line.find("guest=airlock-" + sandboxId + ",") == std::string::npos) continue;
+        std::ifstream status(p.path() / "status");
+        std::string l;
+        while (std::getline(status, l))
+            if (l.rfind("Uid:", 0) == 0) return std::stol(l.substr(4));
+    }
+    return -1;
+}
+
+// What another sandbox's QEMU could do: open (or connect to) `path` as that uid.
+bool reachableAs(unsigned uid, const std::string& path) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0) ::_exit(2);
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0) ::_exit(1);
+        if (S_ISSOCK(st.st_mode)) {
+            int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
+            sockaddr_un a{};
+            a.sun_family = AF_UNIX;
+            std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+            ::_exit(::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 ? 0 : 1);
+        }
+        ::_exit(::open(path.c_str(), O_RDONLY | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0)) >= 0 ? 0 : 1);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
 
 std::size_t entries(const std::string& dir) {
     std::error_code ec;
@@ -195,6 +240,14 @@ TEST_F(Lifecycle, DebianTemplateFreezesItsDiskInLayersTheBaseNeverChanges) {
     EXPECT_EQ(layerStat.st_uid, 0u);
     EXPECT_EQ(layerStat.st_mode & 0777, 0444u);
 
+    // Each QEMU is its own uid: the clone's cannot read the source's overlay.
+    auto dRecord = *world->store->find(d.id), cRecord = *world->store->find(c.id);
+    ASSERT_GT(cRecord.qemuUid, 0);
+    std::string dOverlay = world->dir.path() + "/sandboxes/" + d.id + "/" + dRecord.disk;
+    EXPECT_FALSE(reachableAs(static_cast<unsigned>(cRecord.qemuUid), dOverlay));
+    EXPECT_TRUE(reachableAs(static_cast<unsigned>(dRecord.qemuUid), dOverlay)) << "its own QEMU must open it";
+    EXPECT_TRUE(reachableAs(static_cast<unsigned>(cRecord.qemuUid), layer)) << "a clone reads its frozen layer";
+
     // Deleting the snapshot keeps the layer its clone reads; the clone's
     // delete takes it.
     world->controller->deleteSnapshot("t", snap.id);
@@ -203,6 +256,45 @@ TEST_F(Lifecycle, DebianTemplateFreezesItsDiskInLayersTheBaseNeverChanges) {
     world->controller->destroy("t", c.id);
     world->controller->destroy("t", d.id);
     EXPECT_FALSE(fs::exists(world->dir.path() + "/snapshots/" + snap.id));
+}
+
+TEST_F(Lifecycle, EachQemuRunsAsItsOwnUidAndReachesNothingOfAnother) {
+    auto c = clone();
+    auto source = *world->store->find(world->sourceId), copy = *world->store->find(c.id);
+    ASSERT_GT(source.qemuUid, 0);
+    ASSERT_GT(copy.qemuUid, 0);
+    EXPECT_NE(source.qemuUid, copy.qemuUid);
+    EXPECT_EQ(qemuUidOf(source.id), source.qemuUid);
+    EXPECT_EQ(qemuUidOf(copy.id), copy.qemuUid);
+    auto other = static_cast<unsigned>(copy.qemuUid);
+    std::string dir = world->dir.path() + "/sandboxes/" + source.id;
+    EXPECT_FALSE(reachableAs(other, dir)) << "another sandbox's QEMU lists this sandbox's dir";
+    EXPECT_FALSE(reachableAs(other, dir + "/console.log"));
+    EXPECT_FALSE(reachableAs(other, dir + "/agent.sock")) << "another sandbox's QEMU reaches this agent";
+    std::string memory = world->dir.path() + "/snapshots/" + world->snapshotId + "/memory.state";
+    ASSERT_TRUE(fs::exists(memory));
+    EXPECT_FALSE(reachableAs(other, memory)) << "a snapshot's memory is root's alone";
+    EXPECT_FALSE(reachableAs(static_cast<unsigned>(source.qemuUid), memory));
+    world->controller->destroy("t", c.id);
+}
+
+TEST_F(Lifecycle, ASnapshotWhoseFilesChangedIsNotRestored) {
+    auto s = world->controller->snapshot("t", world->sourceId);
+    std::string memory = world->dir.path() + "/snapshots/" + s.id + "/memory.state";
+    {
+        // One byte flipped in the middle (root can; a disk fault could).
+        std::fstream f(memory, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekg(static_cast<std::streamoff>(fs::file_size(memory) / 2));
+        char b = 0;
+        f.read(&b, 1);
+        f.seekp(static_cast<std::streamoff>(fs::file_size(memory) / 2));
+        b = static_cast<char>(b ^ 0x5a);
+        f.write(&b, 1);
+    }
+    CreateSandboxRequest r;
+    r.snapshot = s.id;
+    EXPECT_EQ(test::codeOf([&] { world->controller->create("t", r); }), ErrorCode::conflict);
+    world->controller->deleteSnapshot("t", s.id);
 }
 
 }  // namespace

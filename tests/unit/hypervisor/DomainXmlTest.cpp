@@ -90,3 +90,23 @@ TEST(DomainXml, RejectsIncompleteSpecs) {
 
 }  // namespace
 }  // namespace airlock
+
+namespace airlock {
+namespace {
+
+TEST(DomainXml, ASandboxsOwnUidIsAStaticLabelWithoutRelabelling) {
+    auto s = spec();
+    s.diskPath = "/d/disk-0.qcow2";
+    auto shared = buildDomainXml(s);
+    EXPECT_FALSE(has(shared, "<seclabel type='static'"));
+    EXPECT_TRUE(has(shared, "<seclabel model='dac' relabel='no'/>")) << "the backing chain is never chowned";
+    s.runAs = std::make_pair(200007u, 200007u);
+    auto own = buildDomainXml(s);
+    EXPECT_TRUE(has(own, "<seclabel type='static' model='dac' relabel='no'>"));
+    EXPECT_TRUE(has(own, "<label>+200007:+200007</label>"));
+    EXPECT_FALSE(has(own, "<seclabel model='dac' relabel='no'/>")) << "libvirt refuses a disk override then";
+    EXPECT_LT(own.find("</devices>"), own.find("<seclabel type='static'"));
+}
+
+}  // namespace
+}  // namespace airlock
