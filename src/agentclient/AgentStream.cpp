@@ -1,6 +1,7 @@
 #include "agentclient/AgentStream.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include "agentclient/AgentConnection.hpp"
 #include "core/Error.hpp"
@@ -53,13 +54,15 @@ void AgentStream::endWith(Event&& event) {
 
 void AgentStream::failFlowControl(const std::string& why) {
     std::string payload = protocol::toJson(protocol::ResetInfo{"flow_control", why});
+    std::deque<PendingWrite> pending;
     {
         std::lock_guard lock(mutex_);
         if (finished_) return;
         finished_ = true;
         resetPayload_ = payload;
-        pendingOut_.clear();
+        pending = takePending();
     }
+    failPending(std::move(pending), why);
     if (auto c = connection_.lock()) {
         try {
             c->sendFrame(FrameType::reset, id_, payload);
@@ -72,6 +75,7 @@ void AgentStream::failFlowControl(const std::string& why) {
 bool AgentStream::deliver(Event&& event) {
     bool terminal = event.kind == Event::Kind::close || event.kind == Event::Kind::reset;
     std::string violation;
+    std::deque<PendingWrite> pending;
     {
         std::lock_guard lock(mutex_);
         if (finished_) return true;  // stragglers after our end
@@ -99,7 +103,7 @@ bool AgentStream::deliver(Event&& event) {
             if (event.kind == Event::Kind::reset) resetPayload_ = event.payload;
             if (terminal) {
                 finished_ = true;
-                pendingOut_.clear();
+                pending = takePending();
             }
             if (!handler_) {
                 if (event.kind != Event::Kind::data) ++queuedEvents_;
@@ -111,6 +115,7 @@ bool AgentStream::deliver(Event&& event) {
         failFlowControl(violation);
         return false;
     }
+    failPending(std::move(pending), "the stream ended before all data was sent");
     cv_.notify_all();
     if (handler_) {
         std::size_t consumed = event.kind == Event::Kind::data ? event.payload.size() : 0;
@@ -187,49 +192,84 @@ void AgentStream::write(std::uint8_t channel, std::string_view bytes, Clock::tim
     }
 }
 
-void AgentStream::writeAsync(std::uint8_t channel, std::string bytes, bool closeAfter) {
+void AgentStream::writeAsync(std::uint8_t channel, std::string bytes, bool closeAfter, Sent sent) {
     {
         std::lock_guard lock(mutex_);
-        if (finished_ || cancelled_) return;
-        if (pendingOut_.empty()) pendingChannel_ = channel;
-        pendingOut_.append(bytes);
-        closeAfterPending_ = closeAfterPending_ || closeAfter;
+        if (!finished_ && !cancelled_) {
+            pendingOut_.push_back(PendingWrite{channel, std::move(bytes), closeAfter, std::move(sent)});
+            sent = nullptr;
+        }
+    }
+    if (sent) {
+        sent(std::make_exception_ptr(Error(ErrorCode::agent_error, "the stream already ended")));
+        return;
     }
     pump();
 }
 
 bool AgentStream::wantsPump() const {
     std::lock_guard lock(mutex_);
-    return !pendingOut_.empty() || closeAfterPending_;
+    return !pendingOut_.empty();
+}
+
+std::deque<AgentStream::PendingWrite> AgentStream::takePending() {
+    std::deque<PendingWrite> out;
+    out.swap(pendingOut_);
+    return out;
+}
+
+void AgentStream::failPending(std::deque<PendingWrite> pending, const std::string& why) {
+    for (auto& w : pending) {
+        if (!w.sent) continue;
+        try {
+            w.sent(std::make_exception_ptr(Error(ErrorCode::agent_error, why)));
+        } catch (...) {
+        }
+    }
 }
 
 void AgentStream::pump() {
     auto c = connection_.lock();
     if (!c) return;
-    // Under the stream's lock, so chunks leave in order whoever pumps (the
-    // connection never calls into a stream while holding its queue lock).
-    std::lock_guard lock(mutex_);
-    if (finished_ || cancelled_) {
-        pendingOut_.clear();
-        closeAfterPending_ = false;
-        return;
-    }
-    try {
-        while (!pendingOut_.empty() && sendCredit_ > 0) {
-            std::size_t n = std::min<std::size_t>(
-                {pendingOut_.size(), static_cast<std::size_t>(sendCredit_), protocol::kMaxPayload});
-            if (!c->trySendData(id_, std::string_view(pendingOut_).substr(0, n), pendingChannel_)) return;
-            sendCredit_ -= n;
-            pendingOut_.erase(0, n);
+    std::vector<Sent> done;
+    std::deque<PendingWrite> failed;
+    std::string failure;
+    {
+        // Under the stream's lock, so chunks leave in order whoever pumps (the
+        // connection never calls into a stream while holding its queue lock).
+        std::lock_guard lock(mutex_);
+        if (finished_ || cancelled_) {
+            failed = takePending();
+            failure = "the stream ended before all data was sent";
+        } else {
+            try {
+                while (!pendingOut_.empty()) {
+                    auto& w = pendingOut_.front();
+                    while (!w.data.empty() && sendCredit_ > 0) {
+                        std::size_t n = std::min<std::size_t>(
+                            {w.data.size(), static_cast<std::size_t>(sendCredit_), protocol::kMaxPayload});
+                        if (!c->trySendData(id_, std::string_view(w.data).substr(0, n), w.channel)) break;
+                        sendCredit_ -= n;
+                        w.data.erase(0, n);
+                    }
+                    if (!w.data.empty()) break;  // waiting for window or queue room
+                    if (w.closeAfter) c->sendFrame(FrameType::close, id_, "{}");
+                    if (w.sent) done.push_back(std::move(w.sent));
+                    pendingOut_.pop_front();
+                }
+            } catch (const std::exception& e) {
+                failed = takePending();  // the session is down; its streams fail on their own
+                failure = e.what();
+            }
         }
-        if (pendingOut_.empty() && closeAfterPending_) {
-            closeAfterPending_ = false;
-            c->sendFrame(FrameType::close, id_, "{}");
-        }
-    } catch (const std::exception&) {
-        pendingOut_.clear();  // the session is down; its streams fail on their own
-        closeAfterPending_ = false;
     }
+    for (auto& sent : done) {
+        try {
+            sent(nullptr);
+        } catch (...) {
+        }
+    }
+    failPending(std::move(failed), failure);
 }
 
 void AgentStream::control(const std::string& json) {
@@ -241,13 +281,14 @@ void AgentStream::closeWrite() {
 }
 
 void AgentStream::reset(const std::string& code, const std::string& message) {
+    std::deque<PendingWrite> pending;
     {
         std::lock_guard lock(mutex_);
         if (finished_ || cancelled_) return;
         cancelled_ = true;
-        pendingOut_.clear();
-        closeAfterPending_ = false;
+        pending = takePending();
     }
+    failPending(std::move(pending), "the stream was cancelled: " + message);
     cv_.notify_all();
     if (auto c = connection_.lock())
         c->sendFrame(FrameType::reset, id_, protocol::toJson(protocol::ResetInfo{code, message}));

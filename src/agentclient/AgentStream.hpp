@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -42,9 +43,11 @@ public:
     // throws Error(agent_timeout) or Error(agent_error) when the stream ended.
     void write(std::uint8_t channel, std::string_view bytes, Clock::time_point deadline);
     // Sends data as window arrives without holding the caller; with
-    // closeAfter, the close follows the last byte. Nothing is sent once the
-    // stream ended.
-    void writeAsync(std::uint8_t channel, std::string bytes, bool closeAfter);
+    // closeAfter, the close follows the last byte. `sent` (optional) is
+    // called once, without locks held: with nullptr once every byte was
+    // handed to the connection, or with the error that ended the stream first.
+    using Sent = std::function<void(std::exception_ptr)>;
+    void writeAsync(std::uint8_t channel, std::string bytes, bool closeAfter, Sent sent = nullptr);
     void control(const std::string& json);
     void closeWrite();
     // Cancels the stream (the agent kills what it started for it).
@@ -92,11 +95,17 @@ private:
     bool finished_ = false;   // close or reset received (or a flow-control violation)
     bool cancelled_ = false;  // we reset it
     std::string resetPayload_;  // why the agent reset it, for writers
-    // writeAsync: bytes waiting for window, their channel, close after them.
-    std::string pendingOut_;
-    std::uint8_t pendingChannel_ = 0;
-    bool closeAfterPending_ = false;
-    bool pumping_ = false;
+    // writeAsync: writes waiting for window, in order.
+    struct PendingWrite {
+        std::uint8_t channel = 0;
+        std::string data;
+        bool closeAfter = false;
+        Sent sent;
+    };
+    std::deque<PendingWrite> pendingOut_;
+    // Ends every pending write with `error` (called without the lock).
+    void failPending(std::deque<PendingWrite> pending, const std::string& why);
+    std::deque<PendingWrite> takePending();  // under mutex_
 };
 
 }  // namespace airlock

@@ -34,4 +34,14 @@ ApiResponse errorResponse(ErrorCode code, const std::string& message) {
     return errorResponse(httpStatusFor(code), std::string(errorCodeName(code)), message);
 }
 
+ApiResponse responseForError(std::exception_ptr error) {
+    try {
+        std::rethrow_exception(error);
+    } catch (const Error& e) {
+        return errorResponse(e.code(), e.what());
+    } catch (...) {
+        return errorResponse(ErrorCode::internal, "internal error");
+    }
+}
+
 }  // namespace airlock::api

@@ -1,4 +1,5 @@
 #pragma once
+#include <exception>
 #include <string>
 
 #include "api/HttpTypes.hpp"
@@ -10,6 +11,8 @@ namespace airlock::api {
 int httpStatusFor(ErrorCode code);
 // {"error":{"code":"...","message":"..."}} with the mapped status.
 ApiResponse errorResponse(ErrorCode code, const std::string& message);
+// The response for any exception: a typed Error by its code, anything else 500.
+ApiResponse responseForError(std::exception_ptr error);
 ApiResponse errorResponse(int status, const std::string& code, const std::string& message);
 
 }  // namespace airlock::api

@@ -61,7 +61,7 @@ void PreviewProxySession::start() {
                                                                                 self->onTunnelEvent(std::move(e));
                                                                             });
                                                              });
-            tunnel->write(0, first, AgentStream::Clock::now() + std::chrono::seconds(30));
+            tunnel->writeAsync(0, std::move(first), false);  // within the initial window
         } catch (const Error& e) {
             error = errorResponse(e.code(), e.what());
             if (tunnel) tunnel->reset("cancelled", "proxy failed");
@@ -128,14 +128,9 @@ void PreviewProxySession::readFromClient() {
 
 void PreviewProxySession::sendToGuest(std::string bytes) {
     if (!tunnel_) return finish();
-    asio::post(ctx_.workers, [self = shared_from_this(), tunnel = tunnel_, bytes = std::move(bytes)] {
-        bool ok = true;
-        try {
-            tunnel->write(0, bytes, AgentStream::Clock::now() + std::chrono::seconds(60));
-        } catch (const Error&) {
-            ok = false;
-        }
-        asio::post(self->stream_.get_executor(), [self, ok] {
+    // As the guest's window allows; the client is read again once it went.
+    tunnel_->writeAsync(0, std::move(bytes), false, [self = shared_from_this()](std::exception_ptr error) {
+        asio::post(self->stream_.get_executor(), [self, ok = !error] {
             if (!ok) return self->finish();
             self->readFromClient();
         });

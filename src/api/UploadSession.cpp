@@ -22,7 +22,8 @@ UploadSession::UploadSession(beast::tcp_stream&& stream, beast::flat_buffer&& bu
     : stream_(std::move(stream)),
       buffer_(std::move(buffer)),
       parser_(std::move(header)),
-      ctx_(std::move(context)) {
+      ctx_(std::move(context)),
+      waitTimer_(stream_.get_executor()) {
     parser_.body_limit(
         std::numeric_limits<std::uint64_t>::max());  // streamed: the size is not bounded by memory
     chunk_.resize(kChunk);
@@ -91,15 +92,17 @@ void UploadSession::onChunk(beast::error_code ec) {
     received_ += n;
     if (n == 0) return readChunk();
     hash_.update(std::string_view(chunk_.data(), n));
-    asio::post(ctx_.workers, [self = shared_from_this(), data = std::string(chunk_.data(), n)] {
-        ApiResponse error;
-        try {
-            self->agent_->write(0, data, AgentStream::Clock::now() + kAgentWait);
-        } catch (const Error& e) {
-            error = errorResponse(e.code(), e.what());
-        }
+    // No thread waits for the guest's window: the next chunk is read once
+    // this one is on its way (backpressure to the client), or the upload
+    // fails if the guest takes none of it for kAgentWait.
+    waitTimer_.expires_after(kAgentWait);
+    waitTimer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+        if (!ec && self->agent_) self->agent_->reset("cancelled", "the guest took no data for a minute");
+    });
+    agent_->writeAsync(0, std::string(chunk_.data(), n), false, [self = shared_from_this()](std::exception_ptr error) {
         asio::post(self->stream_.get_executor(), [self, error] {
-            if (error.status != 200) return self->fail(error);
+            self->waitTimer_.cancel();
+            if (error) return self->fail(responseForError(error));
             self->readChunk();
         });
     });

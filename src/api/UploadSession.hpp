@@ -1,4 +1,5 @@
 #pragma once
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <memory>
@@ -36,6 +37,7 @@ class UploadSession : public std::enable_shared_from_this<UploadSession> {
     std::uint64_t received_ = 0;
     std::string path_;
     Sha256Stream hash_;  // of what went to the guest: the audit's file.written
+    boost::asio::steady_timer waitTimer_;  // a chunk the guest takes no window for
 };
 
 }  // namespace airlock::api

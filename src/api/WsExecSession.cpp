@@ -147,16 +147,10 @@ void WsExecSession::flushHeld() {
         return;
     }
     if (eof) heldEof_ = false;
-    asio::post(ctx_.workers, [self = shared_from_this(), agent, data = std::move(data), eof] {
-        bool ok = true;
-        try {
-            if (!data.empty())
-                agent->write(0, data, AgentStream::Clock::now() + std::chrono::seconds(60));
-            if (eof) agent->closeWrite();
-        } catch (const Error&) {
-            ok = false;  // the command ended; its exit message is on its way
-        }
-        asio::post(self->ws_.get_executor(), [self, ok] {
+    // No thread waits for the guest's window; an ended command's exit
+    // message is on its way when this fails.
+    agent->writeAsync(0, std::move(data), eof, [self = shared_from_this()](std::exception_ptr error) {
+        asio::post(self->ws_.get_executor(), [self, ok = !error] {
             if (!ok) return void(self->flushingHeld_ = false);
             self->flushHeld();
         });
@@ -227,17 +221,11 @@ void WsExecSession::onClientMessage(beast::error_code ec) {
         heldStdin_ += data;
         return readClient();
     }
-    // stdin: written on a worker (it waits for the agent's window); the next
-    // client message is read only after that: backpressure to the client.
-    asio::post(ctx_.workers, [self = shared_from_this(), agent, data = std::move(data)] {
-        bool ok = true;
-        try {
-            agent->write(0, data, AgentStream::Clock::now() + std::chrono::seconds(60));
-        } catch (const Error&) {
-            ok = false;  // the command ended; its exit message is on its way
-        }
-        asio::post(self->ws_.get_executor(), [self, ok] {
-            if (ok) self->readClient();
+    // stdin goes as the agent's window allows (no thread waits for it); the
+    // next client message is read only after that: backpressure to the client.
+    agent->writeAsync(0, std::move(data), false, [self = shared_from_this()](std::exception_ptr error) {
+        asio::post(self->ws_.get_executor(), [self, ok = !error] {
+            if (ok) self->readClient();  // else the command ended; its exit message is on its way
         });
     });
 }

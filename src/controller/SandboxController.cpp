@@ -291,13 +291,25 @@ std::shared_ptr<SandboxController::Runtime> SandboxController::runtime(const std
 
 std::shared_ptr<AgentConnection> SandboxController::agentFor(const std::string& id) {
     auto rt = runtime(id);
-    std::lock_guard lock(rt->mutex);
+    // Requests queue behind one reconnect for a short while only.
+    std::unique_lock lock(rt->mutex, std::defer_lock);
+    if (!lock.try_lock_for(std::chrono::seconds(2)))
+        throw Error(ErrorCode::unavailable, "the agent of sandbox " + id + " is reconnecting; retry shortly");
     if (!rt->agent || !rt->agent->alive()) {
+        if (std::chrono::steady_clock::now() < rt->retryAfter)
+            throw Error(ErrorCode::unavailable, "the agent of sandbox " + id + " is not answering (" + rt->lastFailure +
+                                                    "); retry in a few seconds");
         // After a controller restart or an agent restart: a new hello starts a
         // clean session (DESIGN.md, "The agent channel").
         if (rt->agent) rt->agent->close();
         rt->agent.reset();
-        rt->agent = connector_(agentEndpoint(id), std::chrono::seconds(15));
+        try {
+            rt->agent = connector_(agentEndpoint(id), std::chrono::seconds(15));
+        } catch (const std::exception& e) {
+            rt->retryAfter = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+            rt->lastFailure = e.what();
+            throw;
+        }
         watchAgent(id, rt->agent);
         // The old session's egress listener went with it.
         if (auto r = store_.find(id)) {

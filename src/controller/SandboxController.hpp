@@ -275,8 +275,12 @@ class SandboxController {
 
   private:
     struct Runtime {
-        std::mutex mutex;  // serialises (re)connecting
+        std::timed_mutex mutex;  // serialises (re)connecting
         std::shared_ptr<AgentConnection> agent;
+        // After a failed reconnect, requests fail fast until then: a guest
+        // that does not answer holds no worker per request.
+        std::chrono::steady_clock::time_point retryAfter{};
+        std::string lastFailure;
     };
 
     SandboxRecord createFromSnapshot(const std::string& tenant, const CreateSandboxRequest& request,

@@ -156,19 +156,19 @@ TEST_F(DaemonResilience, LongExecsAndStreamsOfTwoTenantsHoldNoWorkerAndLimitsAns
     std::vector<std::unique_ptr<OpenRequest>> execs;
     for (int i = 0; i < 100; ++i) {
         execs.push_back(std::make_unique<OpenRequest>(
-            port, post("/v1/sandboxes/" + a + "/exec", key, R"({"shell":"sleep 45","timeout_s":60})")));
+            port, post("/v1/sandboxes/" + a + "/exec", key, R"({"shell":"sleep 100","timeout_s":150})")));
         execs.push_back(std::make_unique<OpenRequest>(
-            port, post("/v1/sandboxes/" + b + "/exec", otherKey, R"({"shell":"sleep 45","timeout_s":60})")));
+            port, post("/v1/sandboxes/" + b + "/exec", otherKey, R"({"shell":"sleep 100","timeout_s":150})")));
     }
     boost::asio::io_context ioc;
     std::vector<std::unique_ptr<boost::beast::websocket::stream<boost::beast::tcp_stream>>> streams;
     for (int i = 0; i < 25; ++i) {
-        streams.push_back(test::openWsExec(ioc, port, key, a, R"({"shell":"sleep 45"})"));
-        streams.push_back(test::openWsExec(ioc, port, otherKey, b, R"({"shell":"sleep 45"})"));
+        streams.push_back(test::openWsExec(ioc, port, key, a, R"({"shell":"sleep 100"})"));
+        streams.push_back(test::openWsExec(ioc, port, otherKey, b, R"({"shell":"sleep 100"})"));
     }
     // Every command is running in its guest (none is waiting for a worker).
     auto running = [&](cli::HttpClient& c, const std::string& id) {
-        auto r = c.request("POST", "/v1/sandboxes/" + id + "/exec", R"({"shell":"ps | grep -c '[s]leep 45'"})");
+        auto r = c.request("POST", "/v1/sandboxes/" + id + "/exec", R"({"shell":"ps | grep -c '[s]leep 100'"})");
         return r.status == 200 ? std::stoi(json::parse(r.body).value("stdout", "0")) : -1;
     };
     EXPECT_TRUE(test::waitFor([&] { return running(*admin, a) >= 125; }, 60s, 500ms)) << running(*admin, a);
@@ -183,11 +183,11 @@ TEST_F(DaemonResilience, LongExecsAndStreamsOfTwoTenantsHoldNoWorkerAndLimitsAns
         EXPECT_LT(Clock::now() - t0, 3s) << "healthz and a list took too long under load";
     }
     EXPECT_LT(timedExec(*other, b), 20s);
-    // Tenant A has 125 in flight: of ten more, those past 130 answer 429 at once.
+    // Tenant A has 125 in flight: of twenty more, those past 130 answer 429 at once.
     std::vector<std::unique_ptr<OpenRequest>> extra;
-    for (int i = 0; i < 10; ++i)
+    for (int i = 0; i < 20; ++i)
         extra.push_back(std::make_unique<OpenRequest>(
-            port, post("/v1/sandboxes/" + a + "/exec", key, R"({"shell":"sleep 45","timeout_s":60})")));
+            port, post("/v1/sandboxes/" + a + "/exec", key, R"({"shell":"sleep 100","timeout_s":150})")));
     int tooMany = 0;
     for (auto& r : extra) {
         auto answer = r->read(3s, 4096);
@@ -196,13 +196,14 @@ TEST_F(DaemonResilience, LongExecsAndStreamsOfTwoTenantsHoldNoWorkerAndLimitsAns
             EXPECT_NE(answer.find("\"too_many_requests\""), std::string::npos) << answer;
         }
     }
-    EXPECT_GE(tooMany, 5);
-    EXPECT_LE(tooMany, 6);
+    EXPECT_GE(tooMany, 10) << "the limit let most of them through";
     // Tenant B is not affected by A's limit.
     EXPECT_EQ(other->request("GET", "/v1/sandboxes/" + b).status, 200);
-    // The long execs answer when their commands end.
-    auto answer = execs.front()->read(90s, 4096);
-    EXPECT_EQ(statusOf(answer), 200) << answer.substr(0, 200);
+    // Deleting the sandboxes ends the long execs: each answers at once.
+    EXPECT_EQ(admin->request("DELETE", "/v1/sandboxes/" + a).status, 204);
+    auto answer = execs.front()->read(30s, 4096);
+    EXPECT_NE(statusOf(answer), 0) << "an exec of a deleted sandbox never answered";
+    EXPECT_NE(statusOf(answer), 200);
 }
 
 TEST_F(DaemonResilience, AHostileGuestEndsOnlyItsOwnSession) {
@@ -223,13 +224,13 @@ TEST_F(DaemonResilience, AHostileGuestEndsOnlyItsOwnSession) {
     test::TempDir local;
     std::string evilPath = local.path() + "/evil.bin";
     std::ofstream(evilPath, std::ios::binary) << evil;
-    ASSERT_EQ(admin->putFile("/v1/sandboxes/" + hostile + "/files?path=/tmp/evil.bin", evilPath).status, 200);
+    ASSERT_EQ(admin->putFile("/v1/sandboxes/" + hostile + "/files?path=/tmp/evil.bin", evilPath).status, 201);
     // As root: stop the agent, take its port, write the frames, then flood
     // the channel without reading anything, for a while.
     std::string script =
         "for d in /sys/class/virtio-ports/*; do [ \"$(cat $d/name)\" = org.airlock.agent.0 ] && port=/dev/${d##*/}; done; "
         "for i in $(seq 200); do kill -9 $(pidof airlock-agent) 2>/dev/null; "
-        "if (cat /tmp/evil.bin; timeout 15 cat /dev/zero) > $port 2>/dev/null; then break; fi; sleep 0.05; done";
+        "if { cat /tmp/evil.bin; timeout 15 cat /dev/zero; true; } > $port 2>/dev/null; then break; fi; sleep 0.05; done";
     json start{{"shell", script}, {"user", "root"}};
     auto started = admin->request("POST", "/v1/sandboxes/" + hostile + "/processes", start.dump());
     ASSERT_EQ(started.status, 201) << started.body;
@@ -281,7 +282,7 @@ TEST_F(DaemonResilience, KnownDefectsStayFixed) {
         "case \"$line\" in $'\\r'|'') break;; esac; done; printf 'HTTP/1.0 200 OK\\r\\nContent-Length: 2\\r\\n\\r\\nok'";
     std::string script = local.path() + "/cap.sh";
     std::ofstream(script) << "#!/bin/sh\n" << capture << "\n";
-    ASSERT_EQ(admin->putFile(base + "/files?path=/tmp/cap.sh", script).status, 200);
+    ASSERT_EQ(admin->putFile(base + "/files?path=/tmp/cap.sh", script).status, 201);
     auto nc = admin->request("POST", base + "/processes",
                              R"({"cmd":["busybox","nc","-l","-p","8001","-e","/bin/sh","/tmp/cap.sh"]})");
     ASSERT_EQ(nc.status, 201) << nc.body;
@@ -341,7 +342,19 @@ TEST_F(DaemonResilience, ConnectionsBeyondTheCapAreClosedAndTheServerStaysUp) {
     EXPECT_EQ(answer, "") << "a connection past the cap was served";
     idle.clear();
     EXPECT_TRUE(test::waitFor(
-        [&] { return cli::HttpClient(daemon->url(), "").request("GET", "/healthz", {}, {}, 5s).status == 200; }, 10s));
+        [&] {
+            try {
+                return cli::HttpClient(daemon->url(), "").request("GET", "/healthz", {}, {}, 5s).status == 200;
+            } catch (const std::exception&) {
+                return false;  // the freed slots come back as the server sees the closes
+            }
+        },
+        10s));
+    // And it states what it enforces.
+    auto health = json::parse(cli::HttpClient(daemon->url(), "").request("GET", "/healthz").body);
+    ASSERT_TRUE(health.contains("limits")) << health.dump();
+    for (const char* k : {"cpu", "memory", "disk", "disk_io", "min_free_disk_mib", "qemu_uid"})
+        EXPECT_TRUE(health["limits"].contains(k)) << k;
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include "support/TestEnv.hpp"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 
 #include "ControllerFixture.hpp"
@@ -35,6 +37,58 @@ TEST_F(SandboxControllerTest, CreateBootsAndPersistsARunningSandbox) {
     EXPECT_EQ(spec.kernelPath, "/k");
     EXPECT_TRUE(fs::is_directory(dir.path() + "/sandboxes/" + r.id));
     EXPECT_EQ(store->find(r.id)->state, SandboxState::running);
+}
+
+TEST_F(SandboxControllerTest, ResourcesBecomeHostLimitsAndEachSandboxItsOwnUid) {
+    ControllerConfig config;
+    config.dataDir = dir.path();
+    config.memoryOverheadMib = 256;
+    config.diskBytesPerSecond = 1 << 20;
+    config.diskOpsPerSecond = 100;
+    config.qemuUidBase = 410000;
+    config.qemuUidCount = 2;
+    controller = makeController(config);
+    CreateSandboxRequest two;
+    two.vcpus = 2;
+    two.memoryMib = 512;
+    auto a = controller->create("t1", two);
+    auto& spec = hypervisor.spec(SandboxController::domainName(a.id));
+    EXPECT_EQ(spec.cpuQuotaPercent, 200u) << "vcpus become a quota";
+    EXPECT_EQ(spec.memoryLimitMib, 512u + 256u) << "guest memory plus QEMU's own";
+    EXPECT_EQ(spec.diskBytesPerSecond, 1u << 20);
+    EXPECT_EQ(spec.diskOpsPerSecond, 100u);
+    ASSERT_TRUE(spec.runAs);
+    EXPECT_EQ(spec.runAs->first, 410000u);
+    auto b = controller->create("t1", CreateSandboxRequest{});
+    EXPECT_EQ(hypervisor.spec(SandboxController::domainName(b.id)).runAs->first, 410001u);
+    EXPECT_EQ(fs::status(dir.path() + "/sandboxes/" + b.id).permissions() & fs::perms::all, fs::perms(0700));
+    struct stat st {};
+    ::stat((dir.path() + "/sandboxes/" + b.id).c_str(), &st);
+    EXPECT_EQ(st.st_uid, 410001u) << "its directory is its QEMU's";
+    EXPECT_EQ(codeOf([&] { controller->create("t1", CreateSandboxRequest{}); }), ErrorCode::unavailable)
+        << "the uid range is used up";
+    controller->destroy("t1", a.id);
+    auto c = controller->create("t1", CreateSandboxRequest{});
+    EXPECT_EQ(hypervisor.spec(SandboxController::domainName(c.id)).runAs->first, 410000u) << "a freed uid comes back";
+    auto limits = controller->enforcedLimits();
+    EXPECT_TRUE(limits.cpuQuota);
+    EXPECT_TRUE(limits.ownUidPerSandbox);
+}
+
+TEST_F(SandboxControllerTest, LowDiskRefusesCreatesSnapshotsAndUploadsBeforeTheyStart) {
+    auto r = controller->create("t1", CreateSandboxRequest{});
+    ControllerConfig config;
+    config.dataDir = dir.path();
+    config.minFreeDiskMib = 1ull << 40;  // more than any disk has
+    controller = makeController(config);
+    auto before = hypervisor.count();
+    EXPECT_EQ(codeOf([&] { controller->create("t1", CreateSandboxRequest{}); }), ErrorCode::insufficient_storage);
+    EXPECT_EQ(hypervisor.count(), before) << "nothing was started";
+    EXPECT_EQ(store->list(TenantScope::all()).size(), 1u) << "nothing was recorded";
+    EXPECT_EQ(codeOf([&] { controller->snapshot("t1", r.id); }), ErrorCode::insufficient_storage);
+    EXPECT_EQ(codeOf([&] { controller->openUpload("t1", r.id, "/tmp/x", std::nullopt); }),
+              ErrorCode::insufficient_storage);
+    EXPECT_TRUE(snapshots->list(TenantScope::all()).empty());
 }
 
 TEST_F(SandboxControllerTest, ValidatesTemplateAndResources) {
