@@ -351,9 +351,10 @@ void Router::dispatch(const ApiRequest& request, Respond& respond) {
         pathMatched = true;
         if (route.method != request.method) continue;
         Context ctx{request, {}, std::move(params)};
-        if (route.authenticated) {
-            ctx.tenant = auth_.tenantFor(request.authorization);
-            // Held until the answer is sent, however long that takes.
+        if (route.authenticated) ctx.tenant = auth_.tenantFor(request.authorization);
+        // Held until the answer is sent, however long that takes. A delete
+        // is never refused: a tenant at its limit must be able to free things.
+        if (route.authenticated && request.method != "DELETE") {
             auto slot = limiter_.acquire(ctx.tenant);
             respond = [slot, inner = std::move(respond)](ApiResponse r) { inner(std::move(r)); };
         }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "../controller/ControllerFixture.hpp"
@@ -116,6 +118,60 @@ TEST_F(RouterTest, AgentTimeoutIs504) {
 TEST(SplitPath, IgnoresRepeatedSlashes) {
     EXPECT_EQ(splitPath("//v1///sandboxes/x/"), (std::vector<std::string>{"v1", "sandboxes", "x"}));
     EXPECT_TRUE(splitPath("/").empty());
+}
+
+}  // namespace
+}  // namespace airlock::api
+
+namespace airlock::api {
+namespace {
+
+class RouterLimitTest : public test::ControllerFixture {
+protected:
+    RouterLimitTest() : keys(*db), auth(keys), router(*controller, auth, "test", 2) {
+        key = keys.createKey("t1", "test");
+        otherKey = keys.createKey("t2", "other");
+    }
+    ApiRequest request(const std::string& method, const std::string& path, const std::string& k,
+                       const std::string& body = {}) {
+        ApiRequest r;
+        r.method = method;
+        r.path = path;
+        r.body = body;
+        r.authorization = "Bearer " + k;
+        return r;
+    }
+    ApiKeyStore keys;
+    Authenticator auth;
+    Router router;
+    std::string key, otherKey;
+};
+
+TEST_F(RouterLimitTest, ATenantAtItsLimitGets429ButMayStillDeleteAndOthersGoOn) {
+    auto s = controller->create("t1", CreateSandboxRequest{});
+    // Two long execs hold both of t1's slots until they answer.
+    std::mutex mutex;
+    std::condition_variable cv;
+    int answered = 0;
+    auto body = R"({"cmd":["sleep","2"],"user":"root"})";
+    for (int i = 0; i < 2; ++i)
+        router.handle(request("POST", "/v1/sandboxes/" + s.id + "/exec", key, body), [&](ApiResponse) {
+            std::lock_guard lock(mutex);
+            ++answered;
+            cv.notify_all();
+        });
+    EXPECT_EQ(router.limiter().inUse("t1"), 2u) << "a running exec holds its slot, not a thread";
+    auto refused = router.handle(request("GET", "/v1/sandboxes", key));
+    EXPECT_EQ(refused.status, 429);
+    EXPECT_NE(refused.body.find("too_many_requests"), std::string::npos);
+    EXPECT_EQ(router.handle(request("GET", "/v1/sandboxes", otherKey)).status, 200) << "another tenant goes on";
+    EXPECT_EQ(router.handle(request("DELETE", "/v1/sandboxes/" + s.id, key)).status, 204)
+        << "a tenant at its limit can still free its sandboxes";
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return answered == 2; }))
+        << "execs of a deleted sandbox never answered";
+    lock.unlock();
+    EXPECT_EQ(router.limiter().inUse("t1"), 0u);
 }
 
 }  // namespace
