@@ -212,7 +212,7 @@ void AgentConnection::startThread() {
 void AgentConnection::enqueue(std::string bytes, bool isData) {
     {
         std::lock_guard lock(queueMutex_);
-        if (!alive_) throw Error(ErrorCode::agent_error, "agent connection is down: " + failure_);
+        if (!alive_) throw Error(ErrorCode::agent_error, "the agent connection is down");
         if (!isData && queueBytes_ + bytes.size() > limits_.queueHardBytes) {
             // Only control frames get past the data budget: the guest has not
             // read its channel for megabytes. End the session, not the host.
@@ -492,7 +492,7 @@ std::shared_ptr<AgentStream> AgentConnection::open(const nlohmann::json& request
     std::shared_ptr<AgentStream> stream;
     {
         std::lock_guard lock(streamsMutex_);
-        if (!alive_) throw Error(ErrorCode::agent_error, "agent connection is down: " + failure_);
+        if (!alive_) throw Error(ErrorCode::agent_error, "the agent connection is down");
         if (streams_.size() >= limits_.maxStreams)
             throw Error(ErrorCode::unavailable, "this sandbox has " + std::to_string(streams_.size()) +
                                                     " agent streams open; try again when some end");
@@ -607,6 +607,8 @@ ExecOutput AgentConnection::exec(const protocol::ExecRequest& request, std::size
             lock.unlock();
             pending->cancel(Error(ErrorCode::agent_timeout, "the agent did not finish the command in time"));
             lock.lock();
+            // Whoever ended it (the cancel or a result that just won) calls done.
+            result->cv.wait(lock, [&] { return result->done; });
         }
     }
     if (result->error) std::rethrow_exception(result->error);

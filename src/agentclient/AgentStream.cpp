@@ -272,15 +272,31 @@ void AgentStream::pump() {
     failPending(std::move(failed), failure);
 }
 
-void AgentStream::control(const std::string& json) {
-    if (auto c = connection_.lock()) c->sendFrame(FrameType::control, id_, json);
+// Called from I/O handlers: a session that is down (or a guest that stopped
+// reading) must not throw out of them; the stream's reset tells its consumer.
+bool AgentStream::control(const std::string& json) noexcept {
+    try {
+        if (auto c = connection_.lock()) {
+            c->sendFrame(FrameType::control, id_, json);
+            return true;
+        }
+    } catch (...) {
+    }
+    return false;
 }
 
-void AgentStream::closeWrite() {
-    if (auto c = connection_.lock()) c->sendFrame(FrameType::close, id_, "{}");
+bool AgentStream::closeWrite() noexcept {
+    try {
+        if (auto c = connection_.lock()) {
+            c->sendFrame(FrameType::close, id_, "{}");
+            return true;
+        }
+    } catch (...) {
+    }
+    return false;
 }
 
-void AgentStream::reset(const std::string& code, const std::string& message) {
+void AgentStream::reset(const std::string& code, const std::string& message) noexcept {
     std::deque<PendingWrite> pending;
     {
         std::lock_guard lock(mutex_);
@@ -290,8 +306,12 @@ void AgentStream::reset(const std::string& code, const std::string& message) {
     }
     failPending(std::move(pending), "the stream was cancelled: " + message);
     cv_.notify_all();
-    if (auto c = connection_.lock())
-        c->sendFrame(FrameType::reset, id_, protocol::toJson(protocol::ResetInfo{code, message}));
+    try {
+        if (auto c = connection_.lock())
+            c->sendFrame(FrameType::reset, id_, protocol::toJson(protocol::ResetInfo{code, message}));
+    } catch (...) {
+        // The session is down: the agent drops the stream with it.
+    }
 }
 
 }  // namespace airlock

@@ -48,10 +48,12 @@ public:
     // handed to the connection, or with the error that ended the stream first.
     using Sent = std::function<void(std::exception_ptr)>;
     void writeAsync(std::uint8_t channel, std::string bytes, bool closeAfter, Sent sent = nullptr);
-    void control(const std::string& json);
-    void closeWrite();
+    // Never throw (they run in I/O handlers): false when nothing could be
+    // sent because the session is down; the stream's reset says why.
+    bool control(const std::string& json) noexcept;
+    bool closeWrite() noexcept;
     // Cancels the stream (the agent kills what it started for it).
-    void reset(const std::string& code, const std::string& message);
+    void reset(const std::string& code, const std::string& message) noexcept;
     // Push consumers: returns window for bytes they consumed.
     void grant(std::size_t bytes);
     bool finished() const;

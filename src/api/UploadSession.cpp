@@ -30,8 +30,11 @@ UploadSession::UploadSession(beast::tcp_stream&& stream, beast::flat_buffer&& bu
 }
 
 void UploadSession::fail(const ApiResponse& response) {
+    if (ended_) return;
+    ended_ = true;
+    waitTimer_.cancel();
     if (agent_) agent_->reset("cancelled", "upload failed");
-    agent_.reset();
+    agent_.reset();  // breaks the handler's reference cycle
     writeSimpleResponse(stream_, response, [self = shared_from_this()] {});
 }
 
@@ -55,8 +58,12 @@ void UploadSession::start() {
                 }
             }
             self->path_ = path;
-            self->agent_ = self->ctx_.controller.openUpload(self->ctx_.tenant, self->ctx_.params[0],
-                                                            path, mode);
+            // The guest's answer (or its refusal mid-way) arrives on the strand.
+            self->agent_ = self->ctx_.controller.openUpload(
+                self->ctx_.tenant, self->ctx_.params[0], path, mode, [self](AgentStream::Event&& e) {
+                    asio::post(self->stream_.get_executor(),
+                               [self, e = std::move(e)]() mutable { self->onAgentEvent(std::move(e)); });
+                });
         } catch (const Error& e) {
             error = errorResponse(e.code(), e.what());
         } catch (const std::exception& e) {
@@ -64,12 +71,14 @@ void UploadSession::start() {
         }
         asio::post(self->stream_.get_executor(), [self, error] {
             if (!self->agent_) return self->fail(error);
+            if (self->ended_) return void(self->agent_.reset());
             self->readChunk();
         });
     });
 }
 
 void UploadSession::readChunk() {
+    if (ended_) return;
     if (parser_.is_done()) return finishUpload();
     parser_.get().body().data = chunk_.data();
     parser_.get().body().size = chunk_.size();
@@ -84,6 +93,8 @@ void UploadSession::onChunk(beast::error_code ec) {
     if (ec) {
         // The client went away mid-upload: the agent discards the partial file.
         logWarn("api", "upload aborted: " + ec.message());
+        ended_ = true;
+        waitTimer_.cancel();
         if (agent_) agent_->reset("cancelled", "client went away");
         agent_.reset();
         return;
@@ -102,6 +113,7 @@ void UploadSession::onChunk(beast::error_code ec) {
     agent_->writeAsync(0, std::string(chunk_.data(), n), false, [self = shared_from_this()](std::exception_ptr error) {
         asio::post(self->stream_.get_executor(), [self, error] {
             self->waitTimer_.cancel();
+            if (self->ended_) return;
             if (error) return self->fail(responseForError(error));
             self->readChunk();
         });
@@ -109,43 +121,46 @@ void UploadSession::onChunk(beast::error_code ec) {
 }
 
 void UploadSession::finishUpload() {
-    asio::post(ctx_.workers, [self = shared_from_this()] {
-        ApiResponse response;
+    // Every byte is on its way: the guest's close (or reset) answers; no
+    // thread waits for it, a timer bounds it.
+    finishing_ = true;
+    agent_->closeWrite();
+    waitTimer_.expires_after(kAgentWait);
+    waitTimer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+        if (!ec) self->fail(errorResponse(ErrorCode::agent_timeout, "the agent did not confirm the upload"));
+    });
+}
+
+void UploadSession::onAgentEvent(AgentStream::Event&& e) {
+    if (ended_) return;
+    if (e.kind == AgentStream::Event::Kind::reset) {
+        auto info = protocol::parseResetInfo(e.payload);
+        Error error = agentError(info.code, info.message);
+        return fail(errorResponse(error.code(), error.what()));
+    }
+    if (e.kind != AgentStream::Event::Kind::close) return;
+    if (!finishing_) return fail(errorResponse(ErrorCode::agent_error, "the agent ended the upload early"));
+    ended_ = true;
+    waitTimer_.cancel();
+    agent_.reset();
+    // The guest's word, type-checked: any shape is answered, none throws.
+    json j = json::parse(e.payload, nullptr, false);
+    if (!j.is_object()) j = json::object();
+    j["bytes_received"] = received_;
+    j["sha256"] = hash_.hexDigest();
+    // The path the guest resolved ("..", symlinks) is what was written; it
+    // is its own word, kept beside the asked one.
+    std::string written = j.contains("path") && j["path"].is_string() ? j["path"].get<std::string>() : path_;
+    ApiResponse response{201, "application/json", j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"};
+    // The audit write (SQLite) is not for the I/O thread.
+    asio::post(ctx_.workers, [self = shared_from_this(), written, sha = j["sha256"].get<std::string>(), response] {
         try {
-            self->agent_->closeWrite();
-            auto deadline = AgentStream::Clock::now() + kAgentWait;
-            while (true) {
-                auto e = self->agent_->next(deadline);
-                if (!e)
-                    throw Error(ErrorCode::agent_timeout, "the agent did not confirm the upload");
-                if (e->kind == AgentStream::Event::Kind::reset) {
-                    auto info = protocol::parseResetInfo(e->payload);
-                    throw agentError(info.code, info.message);
-                }
-                if (e->kind == AgentStream::Event::Kind::close) {
-                    json j = json::parse(e->payload, nullptr, false);
-                    if (j.is_discarded()) j = json::object();
-                    j["bytes_received"] = self->received_;
-                    j["sha256"] = self->hash_.hexDigest();
-                    // The path the guest resolved ("..", symlinks) is what was written.
-                    // The path the guest reports is its own word: kept beside the asked one.
-                    std::string written = j.contains("path") && j["path"].is_string()
-                                              ? j["path"].get<std::string>()
-                                              : self->path_;
-                    self->ctx_.controller.recordFileWrite(self->ctx_.tenant, self->ctx_.params[0],
-                                                          self->path_, written, self->received_,
-                                                          j["sha256"].get<std::string>());
-                    response = ApiResponse{201, "application/json", j.dump() + "\n"};
-                    break;
-                }
-            }
-        } catch (const Error& e) {
-            response = errorResponse(e.code(), e.what());
+            self->ctx_.controller.recordFileWrite(self->ctx_.tenant, self->ctx_.params[0], self->path_, written,
+                                                  self->received_, sha);
+        } catch (const std::exception&) {
         }
-        asio::post(self->stream_.get_executor(), [self, response] {
-            self->agent_.reset();
-            writeSimpleResponse(self->stream_, response, [self] {});
-        });
+        asio::post(self->stream_.get_executor(),
+                   [self, response] { writeSimpleResponse(self->stream_, response, [self] {}); });
     });
 }
 

@@ -26,6 +26,7 @@ class UploadSession : public std::enable_shared_from_this<UploadSession> {
     void readChunk();
     void onChunk(boost::beast::error_code ec);
     void finishUpload();
+    void onAgentEvent(AgentStream::Event&& event);
     void fail(const ApiResponse& response);
 
     boost::beast::tcp_stream stream_;
@@ -37,7 +38,9 @@ class UploadSession : public std::enable_shared_from_this<UploadSession> {
     std::uint64_t received_ = 0;
     std::string path_;
     Sha256Stream hash_;  // of what went to the guest: the audit's file.written
-    boost::asio::steady_timer waitTimer_;  // a chunk the guest takes no window for
+    boost::asio::steady_timer waitTimer_;  // a chunk the guest takes no window for, or its answer
+    bool finishing_ = false;  // all bytes sent, the guest's answer awaited
+    bool ended_ = false;
 };
 
 }  // namespace airlock::api

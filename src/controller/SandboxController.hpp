@@ -227,7 +227,8 @@ class SandboxController {
 
     // Files, streamed both ways; paths are checked and resolved in the guest.
     std::shared_ptr<AgentStream> openUpload(const std::string& tenant, const std::string& id,
-                                            const std::string& path, std::optional<unsigned> mode);
+                                            const std::string& path, std::optional<unsigned> mode,
+                                            AgentStream::Handler handler = nullptr);
     std::shared_ptr<AgentStream> openDownload(const std::string& tenant, const std::string& id,
                                               const std::string& path,
                                               AgentStream::Handler handler);

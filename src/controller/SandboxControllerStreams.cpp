@@ -137,12 +137,13 @@ void SandboxController::finishStreamedExec(const std::string& execId, int exitCo
 std::shared_ptr<AgentStream> SandboxController::openUpload(const std::string& tenant,
                                                            const std::string& id,
                                                            const std::string& path,
-                                                           std::optional<unsigned> mode) {
+                                                           std::optional<unsigned> mode,
+                                                           AgentStream::Handler handler) {
     requireAbsolute(path);
     requireFreeSpace("upload");
     json request{{"op", "file_write"}, {"path", path}};
     if (mode) request["mode"] = *mode;
-    return runningAgent(tenant, id)->open(request);
+    return runningAgent(tenant, id)->open(request, std::move(handler));
 }
 
 std::shared_ptr<AgentStream> SandboxController::openDownload(const std::string& tenant,

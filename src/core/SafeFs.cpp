@@ -24,35 +24,50 @@ std::pair<std::string, std::string> splitParent(const std::string& path) {
     return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
 }
 
-// Empties the directory open at `dir` (which it consumes).
-void removeContents(UniqueFd dir, const std::string& where) {
-    int fd = ::dup(dir.get());
-    if (fd < 0) fail("dup", where);
-    DIR* d = ::fdopendir(fd);
-    if (!d) {
-        ::close(fd);
-        fail("fdopendir", where);
-    }
-    std::vector<std::pair<std::string, bool>> entries;
-    while (dirent* e = ::readdir(d)) {
-        std::string name = e->d_name;
-        if (name == "." || name == "..") continue;
-        entries.emplace_back(name, e->d_type == DT_DIR);
-    }
-    ::closedir(d);
-    for (const auto& [name, isDir] : entries) {
-        if (::unlinkat(dir.get(), name.c_str(), 0) == 0 || errno == ENOENT) continue;
-        if (errno != EISDIR && errno != EPERM) fail("unlink", where + "/" + name);
-        // A directory (never followed if it became a symlink meanwhile).
-        int sub = ::openat(dir.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (sub < 0) {
-            if (errno == ENOENT) continue;
-            fail("open", where + "/" + name);
+constexpr int kMaxDepth = 32;
+
+// Empties the directory open at `dir`. Deeper than kMaxDepth, a directory is
+// moved up into `top` (the tree being removed) instead of descended into, so
+// neither descriptors nor stack grow with a tree a hostile QEMU made deep;
+// `top`'s own loop picks the moved ones up.
+void removeContents(int dir, const std::string& where, int depth, int top, unsigned& moved) {
+    while (true) {
+        int fd = ::dup(dir);
+        if (fd < 0) fail("dup", where);
+        DIR* d = ::fdopendir(fd);
+        if (!d) {
+            ::close(fd);
+            fail("fdopendir", where);
         }
-        removeContents(UniqueFd(sub), where + "/" + name);
-        if (::unlinkat(dir.get(), name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT)
-            fail("rmdir", where + "/" + name);
-        (void)isDir;
+        ::rewinddir(d);
+        std::vector<std::string> entries;
+        while (dirent* e = ::readdir(d)) {
+            std::string name = e->d_name;
+            if (name != "." && name != "..") entries.push_back(name);
+            if (entries.size() >= 4096) break;  // bounded per pass; the loop comes back
+        }
+        ::closedir(d);
+        if (entries.empty()) return;
+        for (const auto& name : entries) {
+            if (::unlinkat(dir, name.c_str(), 0) == 0 || errno == ENOENT) continue;
+            if (errno != EISDIR && errno != EPERM) fail("unlink", where + "/" + name);
+            if (::unlinkat(dir, name.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT) continue;
+            if (depth >= kMaxDepth) {
+                std::string flat = ".removing-" + std::to_string(moved++);
+                if (::renameat(dir, name.c_str(), top, flat.c_str()) != 0) fail("move up", where + "/" + name);
+                continue;
+            }
+            // A directory (never followed if it became a symlink meanwhile).
+            int sub = ::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub < 0) {
+                if (errno == ENOENT) continue;
+                fail("open", where + "/" + name);
+            }
+            UniqueFd subFd(sub);
+            removeContents(subFd.get(), where + "/" + name, depth + 1, top, moved);
+            if (::unlinkat(dir, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) fail("rmdir", where + "/" + name);
+        }
+        // Read again until empty: moved-up directories land at the top.
     }
 }
 
@@ -64,7 +79,7 @@ UniqueFd openDir(const std::string& path) {
     return fd;
 }
 
-UniqueFd openFileAt(int dir, const std::string& name, int flags) {
+UniqueFd openFileAt(int dir, const std::string& name, int flags, bool singleLink) {
     if (name.empty() || name.find('/') != std::string::npos)
         throw Error(ErrorCode::internal, "bad file name '" + name + "'");
     UniqueFd fd(::openat(dir, name.c_str(), flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
@@ -72,13 +87,16 @@ UniqueFd openFileAt(int dir, const std::string& name, int flags) {
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) fail("cannot stat", name);
     if (!S_ISREG(st.st_mode)) throw Error(ErrorCode::internal, name + " is not a regular file");
+    // A second name could be a hard link to someone else's file (should the
+    // kernel's protected_hardlinks be off): refused where it matters.
+    if (singleLink && st.st_nlink != 1) throw Error(ErrorCode::internal, name + " has other links");
     return fd;
 }
 
 std::string readTail(const std::string& dirPath, const std::string& name, std::size_t maxBytes) {
     try {
         auto dir = openDir(dirPath);
-        auto fd = openFileAt(dir.get(), name);
+        auto fd = openFileAt(dir.get(), name, O_RDONLY, true);
         struct stat st {};
         if (::fstat(fd.get(), &st) != 0) return {};
         auto size = static_cast<std::uint64_t>(st.st_size);
@@ -105,14 +123,16 @@ void removeTree(const std::string& path) {
         if (errno == ENOENT) return;
         fail("cannot open", path);
     }
-    removeContents(UniqueFd(fd), path);
+    UniqueFd top(fd);
+    unsigned moved = 0;
+    removeContents(top.get(), path, 0, top.get(), moved);
     if (::unlinkat(parentFd.get(), name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) fail("cannot remove", path);
 }
 
 UniqueFd linkFile(const std::string& fromDir, const std::string& name, const std::string& toDir,
                   const std::string& toName) {
     auto from = openDir(fromDir);
-    auto file = openFileAt(from.get(), name);
+    auto file = openFileAt(from.get(), name, O_RDONLY, true);
     auto to = openDir(toDir);
     // Links the inode we opened and checked, not whatever the name points at now.
     std::string self = "/proc/self/fd/" + std::to_string(file.get());

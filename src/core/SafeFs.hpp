@@ -18,8 +18,9 @@ namespace safefs {
 
 // A directory, never through a symlink at its last component.
 UniqueFd openDir(const std::string& path);
-// A regular file `name` in `dir` (O_NOFOLLOW; anything but a regular file is refused).
-UniqueFd openFileAt(int dir, const std::string& name, int flags = O_RDONLY);
+// A regular file `name` in `dir` (O_NOFOLLOW; anything but a regular file is
+// refused; with singleLink, so is a file with other hard links).
+UniqueFd openFileAt(int dir, const std::string& name, int flags = O_RDONLY, bool singleLink = false);
 // The last `maxBytes` of a regular file; "" when it is missing or not a regular file.
 std::string readTail(const std::string& dirPath, const std::string& name, std::size_t maxBytes);
 // Removes `path` and everything under it without following any symlink;

@@ -266,22 +266,18 @@ void EgressSession::onConnected(const tcp::endpoint& endpoint) {
 
 void EgressSession::sendToGuest(std::string bytes, bool closeAfter) {
     // One write at a time (ordering); the next upstream read waits for it.
-    asio::post(shared_->workers,
-               [self = shared_from_this(), tunnel = tunnel_, bytes = std::move(bytes), closeAfter] {
-                   bool ok = true;
-                   try {
-                       if (!bytes.empty()) tunnel->write(0, bytes, AgentStream::Clock::now() + 60s);
-                       if (closeAfter) tunnel->closeWrite();
-                   } catch (const std::exception&) {
-                       ok = false;
-                   }
-                   asio::post(self->strand_, [self, ok, closeAfter] {
-                       if (self->phase_ == Phase::done) return;
-                       if (!ok) return self->finish("the guest stopped reading");
-                       if (closeAfter) return;  // the guest's close (or a timer) ends it
-                       if (self->phase_ == Phase::relay) self->readUpstream();
-                   });
-               });
+    // No thread waits for the guest's window: a guest that takes nothing
+    // lets the idle timer end the session, which fails the write.
+    if (!tunnel_) return finish("the tunnel is gone");
+    tunnel_->writeAsync(0, std::move(bytes), closeAfter,
+                        [self = shared_from_this(), closeAfter](std::exception_ptr error) {
+                            asio::post(self->strand_, [self, ok = !error, closeAfter] {
+                                if (self->phase_ == Phase::done) return;
+                                if (!ok) return self->finish("the guest stopped reading");
+                                if (closeAfter) return;  // the guest's close (or a timer) ends it
+                                if (self->phase_ == Phase::relay) self->readUpstream();
+                            });
+                        });
 }
 
 void EgressSession::readUpstream() {

@@ -62,6 +62,35 @@ TEST_F(SafeFsTest, RemovingATreeNeverFollowsItsLinks) {
     EXPECT_TRUE(fs::exists(outside + "/keep/file"));
 }
 
+TEST_F(SafeFsTest, ADeepTreeIsRemovedWithBoundedDescriptors) {
+    // Deeper than any path may be long: built by fd, as a hostile QEMU could.
+    UniqueFd cur(::open(sandbox.c_str(), O_RDONLY | O_DIRECTORY));
+    for (int i = 0; i < 600; ++i) {
+        ASSERT_EQ(::mkdirat(cur.get(), "dddddddddddddddd", 0700), 0);
+        if (i % 50 == 0) {
+            int f = ::openat(cur.get(), "file", O_WRONLY | O_CREAT, 0600);
+            ::close(f);
+        }
+        cur.reset(::openat(cur.get(), "dddddddddddddddd", O_RDONLY | O_DIRECTORY));
+        ASSERT_TRUE(cur.valid());
+    }
+    cur.reset();
+    auto fds = [] { return std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator{}); };
+    auto before = fds();
+    safefs::removeTree(sandbox);
+    EXPECT_FALSE(fs::exists(sandbox));
+    EXPECT_EQ(fds(), before);
+}
+
+TEST_F(SafeFsTest, AHardLinkedNameIsNeverReadOrLinked) {
+    std::string other = sandbox + "/console.log";
+    ASSERT_EQ(::link(host.c_str(), other.c_str()), 0);  // root may; QEMU could with protected_hardlinks off
+    EXPECT_EQ(safefs::readTail(sandbox, "console.log", 2000), "");
+    std::string snapshot = dir.path() + "/snapshot";
+    fs::create_directories(snapshot);
+    EXPECT_THROW(safefs::linkFile(sandbox, "console.log", snapshot, "disk.qcow2"), Error);
+}
+
 TEST_F(SafeFsTest, LinkingRefusesASymlinkAndLinksTheFileItChecked) {
     std::string snapshot = dir.path() + "/snapshot";
     fs::create_directories(snapshot);
