@@ -30,11 +30,14 @@ TimerQueue::Id TimerQueue::schedule(Clock::time_point deadline, std::function<vo
 }
 
 bool TimerQueue::cancel(Id id) {
-    std::lock_guard lock(mutex_);
-    auto it = deadlines_.find(id);
-    if (it == deadlines_.end()) return false;
-    timers_.erase({it->second, id});
-    deadlines_.erase(it);
+    {
+        std::lock_guard lock(mutex_);
+        auto it = deadlines_.find(id);
+        if (it == deadlines_.end()) return false;
+        timers_.erase({it->second, id});
+        deadlines_.erase(it);
+    }
+    cv_.notify_all();  // the runner may be waiting for the one just cancelled
     return true;
 }
 
@@ -51,8 +54,10 @@ void TimerQueue::run() {
             continue;
         }
         auto first = timers_.begin();
-        if (Clock::now() < first->first.first) {
-            cv_.wait_until(lock, first->first.first);
+        // A copy: the node may be erased (cancel, destruction) while we wait.
+        const Clock::time_point deadline = first->first.first;
+        if (Clock::now() < deadline) {
+            cv_.wait_until(lock, deadline);
             continue;
         }
         auto callback = std::move(first->second);
