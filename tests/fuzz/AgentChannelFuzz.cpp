@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <algorithm>
 #include <cstdlib>
 #include <future>
 #include <string>
@@ -66,7 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         auto type = static_cast<protocol::FrameType>(1 + data[i] % 10);
         std::uint32_t stream = data[i + 1] % 5;
         std::uint8_t flags = data[i + 2];
-        std::size_t len = (static_cast<std::size_t>(data[i + 3]) << 8 | data[i + 4]) * 8;
+        std::size_t len = std::min<std::size_t>((static_cast<std::size_t>(data[i + 3]) << 8 | data[i + 4]) * 8, protocol::kMaxPayload);
         i += 5;
         std::string payload;
         std::size_t take = std::min(len, size - i);
