@@ -13,6 +13,7 @@
 #include <boost/beast/websocket.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -62,6 +63,10 @@ class DaemonHttp : public ::testing::Test {
             }
         }
         daemon.reset();
+        // Sandboxes outlive their daemon by design: none of a test's may
+        // outlive the test (the acceptance scripts count every QEMU).
+        if (int n = test::killQemusOf(dataDir))
+            std::cerr << "warning: " << n << " QEMU process(es) of this test outlived airlockd; killed\n";
     }
 
     test::TempDir tmp;

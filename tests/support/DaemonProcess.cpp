@@ -9,6 +9,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 #include "cli/HttpClient.hpp"
@@ -91,6 +92,19 @@ std::unique_ptr<boost::beast::websocket::stream<boost::beast::tcp_stream>> openW
     ws->text(true);
     ws->write(boost::asio::buffer(start));
     return ws;
+}
+
+int killQemusOf(const std::string& dataDir) {
+    int killed = 0;
+    std::error_code ec;
+    for (const auto& p : fs::directory_iterator("/proc", ec)) {
+        std::ifstream cmd(p.path() / "cmdline");
+        std::string line((std::istreambuf_iterator<char>(cmd)), {});
+        if (line.find("qemu-system") == std::string::npos || line.find(dataDir) == std::string::npos) continue;
+        ::kill(std::stoi(p.path().filename().string()), SIGKILL);
+        ++killed;
+    }
+    return killed;
 }
 
 std::string rawHttp(int port, const std::string& request) {

@@ -32,6 +32,10 @@ private:
     pid_t pid_ = -1;
 };
 
+// SIGKILLs every QEMU whose command line names `dataDir` (what a stopped
+// daemon's sandboxes left running); returns how many there were.
+int killQemusOf(const std::string& dataDir);
+
 // A WebSocket exec opened with the key and its start message sent.
 std::unique_ptr<boost::beast::websocket::stream<boost::beast::tcp_stream>> openWsExec(
     boost::asio::io_context& ioc, int port, const std::string& key, const std::string& id,
