@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/AwaitedResult.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/Ids.hpp"
@@ -586,33 +587,13 @@ std::shared_ptr<PendingExec> AgentConnection::execAsync(const protocol::ExecRequ
 
 ExecOutput AgentConnection::exec(const protocol::ExecRequest& request, std::size_t outputCap,
                                  std::chrono::milliseconds wait) {
-    struct Result {
-        std::mutex mutex;
-        std::condition_variable cv;
-        bool done = false;
-        std::optional<ExecOutput> out;
-        std::exception_ptr error;
-    };
-    auto result = std::make_shared<Result>();
-    auto pending = execAsync(request, outputCap, [result](std::optional<ExecOutput> out, std::exception_ptr error) {
-        std::lock_guard lock(result->mutex);
-        result->out = std::move(out);
-        result->error = error;
-        result->done = true;
-        result->cv.notify_all();
-    });
-    {
-        std::unique_lock lock(result->mutex);
-        if (!result->cv.wait_for(lock, wait, [&] { return result->done; })) {
-            lock.unlock();
-            pending->cancel(Error(ErrorCode::agent_timeout, "the agent did not finish the command in time"));
-            lock.lock();
-            // Whoever ended it (the cancel or a result that just won) calls done.
-            result->cv.wait(lock, [&] { return result->done; });
-        }
-    }
-    if (result->error) std::rethrow_exception(result->error);
-    return std::move(*result->out);
+    AwaitedResult<ExecOutput> result;
+    auto pending = execAsync(request, outputCap, result.callback());
+    // Past the wait it is cancelled; whoever ends it (the cancel or a result
+    // that just won) completes the result.
+    if (!result.waitFor(wait))
+        pending->cancel(Error(ErrorCode::agent_timeout, "the agent did not finish the command in time"));
+    return result.get();
 }
 
 std::size_t AgentConnection::consumeRaw(std::string_view bytes) {

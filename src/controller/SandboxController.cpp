@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/DiskLayers.hpp"
+#include "core/AwaitedResult.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/Ids.hpp"
@@ -382,25 +383,9 @@ ExecOutput SandboxController::exec(const std::string& tenant, const std::string&
 }
 
 ExecOutput SandboxController::runExec(const SandboxRecord& r, const ExecOptions& options) {
-    struct Result {
-        std::mutex mutex;
-        std::condition_variable cv;
-        bool done = false;
-        std::optional<ExecOutput> out;
-        std::exception_ptr error;
-    };
-    auto result = std::make_shared<Result>();
-    runExecAsync(r, options, [result](std::optional<ExecOutput> out, std::exception_ptr error) {
-        std::lock_guard lock(result->mutex);
-        result->out = std::move(out);
-        result->error = error;
-        result->done = true;
-        result->cv.notify_all();
-    });
-    std::unique_lock lock(result->mutex);
-    result->cv.wait(lock, [&] { return result->done; });  // the timer queue bounds it
-    if (result->error) std::rethrow_exception(result->error);
-    return std::move(*result->out);
+    AwaitedResult<ExecOutput> result;
+    runExecAsync(r, options, result.callback());
+    return result.get();  // the timer queue bounds it
 }
 
 void SandboxController::runExecAsync(const SandboxRecord& r, const ExecOptions& options,

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/SandboxController.hpp"
+#include "core/AwaitedResult.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/Ids.hpp"
@@ -118,27 +119,10 @@ void SandboxController::requireAllowed(const SandboxRecord& r, const ExecOptions
 
 ExecSubmission SandboxController::submitExec(const std::string& tenant, const std::string& id,
                                              const ExecOptions& options) {
-    struct Result {
-        std::mutex mutex;
-        std::condition_variable cv;
-        bool done = false;
-        std::optional<ExecOutput> out;
-        std::exception_ptr error;
-    };
-    auto result = std::make_shared<Result>();
-    auto pending = submitExecAsync(tenant, id, options,
-                                   [result](std::optional<ExecOutput> out, std::exception_ptr error) {
-                                       std::lock_guard lock(result->mutex);
-                                       result->out = std::move(out);
-                                       result->error = error;
-                                       result->done = true;
-                                       result->cv.notify_all();
-                                   });
-    if (pending) return ExecSubmission{std::nullopt, std::move(pending)};
-    std::unique_lock lock(result->mutex);
-    result->cv.wait(lock, [&] { return result->done; });  // the timer queue bounds it
-    if (result->error) std::rethrow_exception(result->error);
-    return ExecSubmission{std::move(result->out), std::nullopt};
+    AwaitedResult<ExecOutput> result;
+    if (auto pending = submitExecAsync(tenant, id, options, result.callback()))
+        return ExecSubmission{std::nullopt, std::move(pending)};
+    return ExecSubmission{result.get(), std::nullopt};  // the timer queue bounds it
 }
 
 std::optional<GatedExec> SandboxController::submitExecAsync(const std::string& tenant,
