@@ -4,11 +4,10 @@
 #include <pwd.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -18,8 +17,8 @@
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/Ids.hpp"
-#include "core/SafeFs.hpp"
 #include "core/Log.hpp"
+#include "core/SafeFs.hpp"
 #include "protocol/Messages.hpp"
 
 namespace airlock {
@@ -79,7 +78,8 @@ std::string SandboxController::sandboxDir(const std::string& id) const {
     return config_.dataDir + "/sandboxes/" + id;
 }
 
-std::optional<std::pair<unsigned, unsigned>> SandboxController::qemuOwner(const SandboxRecord& r) const {
+std::optional<std::pair<unsigned, unsigned>> SandboxController::qemuOwner(
+    const SandboxRecord& r) const {
     if (::geteuid() != 0) return std::nullopt;
     if (r.qemuUid > 0) {
         // Its own group too, unless it needs /dev/kvm (the kvm group's).
@@ -88,7 +88,8 @@ std::optional<std::pair<unsigned, unsigned>> SandboxController::qemuOwner(const 
             if (group* g = ::getgrnam("kvm")) gid = g->gr_gid;
         return std::make_pair(static_cast<unsigned>(r.qemuUid), gid);
     }
-    if (passwd* pw = ::getpwnam(config_.qemuUser.c_str())) return std::make_pair(pw->pw_uid, pw->pw_gid);
+    if (passwd* pw = ::getpwnam(config_.qemuUser.c_str()))
+        return std::make_pair(pw->pw_uid, pw->pw_gid);
     return std::nullopt;
 }
 
@@ -187,7 +188,8 @@ DomainSpec SandboxController::domainSpec(const SandboxRecord& r, const TemplateI
     if (!r.disk.empty()) spec.diskPath = dir + "/" + r.disk;
     if (r.qemuUid > 0) spec.runAs = qemuOwner(r);
     if (config_.cpuQuota) spec.cpuQuotaPercent = r.vcpus * 100;
-    if (config_.memoryOverheadMib > 0) spec.memoryLimitMib = r.memoryMib + config_.memoryOverheadMib;
+    if (config_.memoryOverheadMib > 0)
+        spec.memoryLimitMib = r.memoryMib + config_.memoryOverheadMib;
     spec.diskBytesPerSecond = config_.diskBytesPerSecond;
     spec.diskOpsPerSecond = config_.diskOpsPerSecond;
     return spec;
@@ -236,7 +238,8 @@ SandboxRecord SandboxController::create(const std::string& tenant,
     try {
         prepareSandboxDir(r);
         if (!r.disk.empty())
-            createOverlay(stagingDir(), dir, r.disk, tmpl->diskPath, tmpl->diskSizeBytes, qemuOwner(r));
+            createOverlay(stagingDir(), dir, r.disk, tmpl->diskPath, tmpl->diskSizeBytes,
+                          qemuOwner(r));
         auto started = steadyMillis();
         hypervisor_.startDomain(domainSpec(r, *tmpl));
         adoptAgent(r, connector_(agentEndpoint(r.id), config_.bootTimeout));
@@ -245,6 +248,9 @@ SandboxRecord SandboxController::create(const std::string& tenant,
         logInfo("controller", "sandbox " + r.id + " running after " +
                                   std::to_string(steadyMillis() - started) + " ms (template " +
                                   tmpl->name + ", cold boot)");
+        if (r.disk.empty())
+            wantSpare(shapeOf(tmpl->name, tmpl->digest, r.vcpus, r.memoryMib),
+                      config_.spareDelayForLive);
         record(r.id, r.tenant, "sandbox.created",
                {{"template", tmpl->name},
                 {"digest", tmpl->digest},
@@ -295,10 +301,12 @@ std::shared_ptr<AgentConnection> SandboxController::agentFor(const std::string& 
     // Requests queue behind one reconnect for a short while only.
     std::unique_lock lock(rt->mutex, std::defer_lock);
     if (!lock.try_lock_for(std::chrono::seconds(2)))
-        throw Error(ErrorCode::unavailable, "the agent of sandbox " + id + " is reconnecting; retry shortly");
+        throw Error(ErrorCode::unavailable,
+                    "the agent of sandbox " + id + " is reconnecting; retry shortly");
     if (!rt->agent || !rt->agent->alive()) {
         if (std::chrono::steady_clock::now() < rt->retryAfter)
-            throw Error(ErrorCode::unavailable, "the agent of sandbox " + id + " is not answering (" + rt->lastFailure +
+            throw Error(ErrorCode::unavailable, "the agent of sandbox " + id +
+                                                    " is not answering (" + rt->lastFailure +
                                                     "); retry in a few seconds");
         // After a controller restart or an agent restart: a new hello starts a
         // clean session (DESIGN.md, "The agent channel").
@@ -362,6 +370,7 @@ void SandboxController::destroy(const std::string& tenant, const std::string& id
     record(id, tenant, "sandbox.deleted", nlohmann::json::object());
     cancelApprovalsOf(id, "the sandbox was deleted");
     logInfo("controller", "sandbox " + id + " deleted");
+    trimSpares();  // it may have been the last of its shape
     std::lock_guard lock(lifecycleMutexesGuard_);
     lifecycleMutexes_.erase(id);
 }
@@ -401,25 +410,26 @@ void SandboxController::runExecAsync(const SandboxRecord& r, const ExecOptions& 
     auto masker = std::make_shared<SecretMasker>(maskerOf(secrets));
     // Set once the deadline is scheduled, cancelled when the exec ends first.
     auto timer = std::make_shared<std::atomic<TimerQueue::Id>>(0);
-    auto pending = agent->execAsync(
-        request, config_.execOutputCap,
-        [this, masker, timer, done = std::move(done)](std::optional<ExecOutput> out,
-                                                      std::exception_ptr error) {
-            if (auto id = timer->exchange(0)) timers_.cancel(id);
-            if (out && !masker->empty()) {
-                out->stdoutData = masker->mask(std::move(out->stdoutData));
-                out->stderrData = masker->mask(std::move(out->stderrData));
-                out->result.error = masker->mask(std::move(out->result.error));
-            }
-            done(std::move(out), error);
-        });
+    auto pending =
+        agent->execAsync(request, config_.execOutputCap,
+                         [this, masker, timer, done = std::move(done)](
+                             std::optional<ExecOutput> out, std::exception_ptr error) {
+                             if (auto id = timer->exchange(0)) timers_.cancel(id);
+                             if (out && !masker->empty()) {
+                                 out->stdoutData = masker->mask(std::move(out->stdoutData));
+                                 out->stderrData = masker->mask(std::move(out->stderrData));
+                                 out->result.error = masker->mask(std::move(out->result.error));
+                             }
+                             done(std::move(out), error);
+                         });
     // The agent enforces the command's own timeout; the extra margin covers
     // the channel and a loaded machine.
     auto wait = std::chrono::milliseconds(request.timeout_ms) + std::chrono::seconds(15);
     std::weak_ptr<PendingExec> weak = pending;
     auto id = timers_.schedule(TimerQueue::Clock::now() + wait, [weak] {
         if (auto p = weak.lock())
-            p->cancel(Error(ErrorCode::agent_timeout, "the agent did not finish the command in time"));
+            p->cancel(
+                Error(ErrorCode::agent_timeout, "the agent did not finish the command in time"));
     });
     timer->store(id);
     // Ended before the deadline was stored: nothing would cancel it.
@@ -470,8 +480,9 @@ SecretMasker SandboxController::maskerFor(const SandboxRecord& r) const {
 }
 
 EnforcedLimits SandboxController::enforcedLimits() const {
-    return EnforcedLimits{config_.cpuQuota, config_.memoryOverheadMib, config_.diskBytesPerSecond,
-                          config_.diskOpsPerSecond, config_.minFreeDiskMib, uids_.enabled()};
+    return EnforcedLimits{config_.cpuQuota,           config_.memoryOverheadMib,
+                          config_.diskBytesPerSecond, config_.diskOpsPerSecond,
+                          config_.minFreeDiskMib,     uids_.enabled()};
 }
 
 void SandboxController::requireFreeSpace(const std::string& what) const {
@@ -481,8 +492,9 @@ void SandboxController::requireFreeSpace(const std::string& what) const {
     std::uint64_t freeMib = static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize / (1024 * 1024);
     if (freeMib < config_.minFreeDiskMib)
         throw Error(ErrorCode::insufficient_storage,
-                    what + " refused: the data directory has " + std::to_string(freeMib) + " MiB free, under the " +
-                        std::to_string(config_.minFreeDiskMib) + " MiB floor");
+                    what + " refused: the data directory has " + std::to_string(freeMib) +
+                        " MiB free, under the " + std::to_string(config_.minFreeDiskMib) +
+                        " MiB floor");
 }
 
 std::size_t SandboxController::liveConnections() {

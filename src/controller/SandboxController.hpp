@@ -46,9 +46,15 @@ struct ControllerConfig {
     std::int64_t maxTimeoutS = 7 * 24 * 3600;
     // Spare VMs per clone shape (template build + resources, no disk): QEMU
     // already started and waiting for a migration stream, so a clone skips
-    // libvirt's start-up (about 0.5 s here). Kept only while a snapshot of
-    // that shape exists. 0 disables.
+    // libvirt's start-up (about 1 s here). Kept only while a snapshot or a
+    // live sandbox of that shape exists. 0 disables.
     unsigned sparesPerShape = 0;
+    // A live sandbox's shape gets its spare this long after the create: a
+    // sandbox deleted sooner never costs a VM start. 0 (the default): a
+    // snapshot often follows a create within a second, and a fork at once;
+    // the price is a spare start per lone create-run-delete (a delete waits
+    // for a spare still starting, up to about a second here).
+    std::chrono::milliseconds spareDelayForLive{0};
     policy::PolicyRules operatorRules;    // airlockd --policy FILE; every sandbox
     std::int64_t approvalTimeoutS = 900;  // a pending approval expires after this
     // Seals secrets at rest; without one, sandboxes cannot have secrets.
@@ -304,10 +310,20 @@ class SandboxController {
     // Spare VMs (SandboxSpares.cpp).
     static std::string shapeOf(const std::string& templateName, const std::string& digest,
                                unsigned vcpus, unsigned memoryMib);
-    void wantSpare(const std::string& shape);
+    // Asks the worker for a spare of this shape, after delay (a live
+    // sandbox's shape: short-lived sandboxes never cost one).
+    void wantSpare(const std::string& shape,
+                   std::chrono::milliseconds delay = std::chrono::milliseconds(0));
     std::optional<std::string> takeSpare(const std::string& shape);
+    struct SpareShape {
+        std::string templateName, digest;
+        unsigned vcpus = 0, memoryMib = 0;
+    };
+    std::map<std::string, SpareShape> spareShapes();  // by shapeOf(): the shapes worth a spare now
     void startSpare(const std::string& shape);
-    void trimSpares();
+    // Removes spares (and queued requests) of shapes no longer in use;
+    // waitForStart: also one being started (a delete leaves no VM behind).
+    void trimSpares(bool waitForStart = true);
     void spareWorker();
 
     SandboxRecord requireOwned(const std::string& tenant, const std::string& id);
@@ -387,7 +403,12 @@ class SandboxController {
     std::condition_variable sparesCv_;
     std::map<std::string, std::vector<std::string>>
         spares_;  // shape -> sandbox ids (tenant _spare)
-    std::deque<std::string> spareRequests_;
+    struct SpareRequest {
+        std::string shape;
+        std::chrono::steady_clock::time_point due;
+    };
+    std::deque<SpareRequest> spareRequests_;
+    std::optional<std::string> spareStarting_;  // the shape the worker is starting now
     bool sparesStopping_ = false;
     std::thread spareThread_;
     std::mutex lifecycleMutexesGuard_;
@@ -398,7 +419,8 @@ class SandboxController {
     std::map<std::string, std::shared_ptr<Runtime>> runtimes_;
     UidPool uids_;
     std::mutex verifiedMutex_;
-    std::map<std::string, safefs::FileIdentity> verified_;  // path -> identity when its hash matched
+    std::map<std::string, safefs::FileIdentity>
+        verified_;  // path -> identity when its hash matched
     // Exec deadlines (no thread waits for a command); declared last so it
     // stops first.
     TimerQueue timers_;

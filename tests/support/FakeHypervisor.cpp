@@ -7,6 +7,13 @@
 namespace airlock::test {
 
 void FakeHypervisor::startDomain(const DomainSpec& spec) {
+    ++starts;
+    ++startsInFlight;
+    struct InFlight {
+        std::atomic<int>& n;
+        ~InFlight() { --n; }
+    } inFlight{startsInFlight};
+    if (int ms = startDelayMs.load()) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     std::lock_guard lock(mutex_);
     if (failNextStart_) {
         failNextStart_ = false;
@@ -15,6 +22,13 @@ void FakeHypervisor::startDomain(const DomainSpec& spec) {
     if (domains_.count(spec.name)) throw Error(ErrorCode::hypervisor_error, "domain exists");
     domains_[spec.name] = spec;
     paused_[spec.name] = spec.incoming;
+    startedBy_[spec.name] = std::this_thread::get_id();
+}
+
+std::thread::id FakeHypervisor::startedBy(const std::string& name) {
+    std::lock_guard lock(mutex_);
+    auto it = startedBy_.find(name);
+    return it == startedBy_.end() ? std::thread::id{} : it->second;
 }
 
 void FakeHypervisor::destroyDomain(const std::string& name) {
@@ -35,9 +49,11 @@ void FakeHypervisor::resumeDomain(const std::string& name) {
     paused_[name] = false;
 }
 
-void FakeHypervisor::saveState(const std::string& name, const std::string& statePath, const std::string&) {
+void FakeHypervisor::saveState(const std::string& name, const std::string& statePath,
+                               const std::string&) {
     std::lock_guard lock(mutex_);
-    if (!domains_.count(name) || !paused_[name]) throw Error(ErrorCode::hypervisor_error, "save needs a paused domain");
+    if (!domains_.count(name) || !paused_[name])
+        throw Error(ErrorCode::hypervisor_error, "save needs a paused domain");
     if (failNextSave_) {
         failNextSave_ = false;
         throw Error(ErrorCode::hypervisor_error, "fake save failure");
@@ -45,9 +61,11 @@ void FakeHypervisor::saveState(const std::string& name, const std::string& state
     std::ofstream(statePath) << "state of " << name << "\n";
 }
 
-void FakeHypervisor::loadState(const std::string& name, const std::string& statePath, const std::string&) {
+void FakeHypervisor::loadState(const std::string& name, const std::string& statePath,
+                               const std::string&) {
     std::lock_guard lock(mutex_);
-    if (!domains_.count(name) || !domains_[name].incoming) throw Error(ErrorCode::hypervisor_error, "not waiting for state");
+    if (!domains_.count(name) || !domains_[name].incoming)
+        throw Error(ErrorCode::hypervisor_error, "not waiting for state");
     std::ifstream in(statePath);
     if (!in) throw Error(ErrorCode::hypervisor_error, "no state file " + statePath);
 }

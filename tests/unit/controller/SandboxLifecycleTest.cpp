@@ -34,7 +34,9 @@ CreateSandboxRequest fromSnapshot(const std::string& id) {
 std::size_t entries(const std::string& dir) {
     std::size_t n = 0;
     std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); ++it) ++n;
+    for (auto it = fs::recursive_directory_iterator(dir, ec);
+         it != fs::recursive_directory_iterator(); ++it)
+        ++n;
     return n;
 }
 
@@ -44,7 +46,8 @@ TEST_F(SandboxLifecycleTest, PauseAndResumeRecordTheStateAndGateExec) {
     EXPECT_EQ(controller->pause("t1", r.id).state, SandboxState::paused);
     EXPECT_EQ(hypervisor.domainState(domain), DomainState::paused);
     EXPECT_EQ(store->find(r.id)->state, SandboxState::paused);
-    EXPECT_EQ(controller->pause("t1", r.id).state, SandboxState::paused) << "pausing twice is harmless";
+    EXPECT_EQ(controller->pause("t1", r.id).state, SandboxState::paused)
+        << "pausing twice is harmless";
     ExecOptions o;
     o.argv = {"true"};
     o.user = "root";  // the in-process agent runs on the host
@@ -85,7 +88,8 @@ TEST_F(SandboxLifecycleTest, SnapshotOfAMemoryOnlySandboxAndItsClones) {
     EXPECT_EQ(controller->exec("t1", c1.id, o).result.exit_code, 0);
 
     // Another tenant sees nothing; a clone cannot change the resources.
-    EXPECT_EQ(codeOf([&] { controller->create("t2", fromSnapshot(snap.id)); }), ErrorCode::not_found);
+    EXPECT_EQ(codeOf([&] { controller->create("t2", fromSnapshot(snap.id)); }),
+              ErrorCode::not_found);
     auto bigger = fromSnapshot(snap.id);
     bigger.memoryMib = 512;
     EXPECT_EQ(codeOf([&] { controller->create("t1", bigger); }), ErrorCode::bad_request);
@@ -108,7 +112,8 @@ TEST_F(SandboxLifecycleTest, DiskLayersAreFrozenSharedAndCollectedWithTheirLastR
     ASSERT_TRUE(snap.hasDisk);
     std::string layer = dir.path() + "/snapshots/" + snap.id + "/disk.qcow2";
     ASSERT_TRUE(fs::exists(layer));
-    EXPECT_EQ(fs::status(layer).permissions() & fs::perms::all, fs::perms(0444)) << "a frozen layer is read-only";
+    EXPECT_EQ(fs::status(layer).permissions() & fs::perms::all, fs::perms(0444))
+        << "a frozen layer is read-only";
     auto after = store->find(src.id);
     EXPECT_EQ(after->disk, "disk-1.qcow2") << "the source goes on writing a new overlay";
     EXPECT_EQ(hypervisor.spec(SandboxController::domainName(src.id)).diskPath,
@@ -216,7 +221,8 @@ TEST_F(SandboxLifecycleTest, WarmTemplateCreatesRestoreAndColdStaysAvailable) {
     controller->warmTemplate("minimal");
     EXPECT_TRUE(controller->hasWarmSnapshot("minimal"));
     EXPECT_TRUE(controller->listSnapshots("t1").empty()) << "warm snapshots belong to no tenant";
-    EXPECT_TRUE(store->list(TenantScope::all()).empty()) << "the sandbox that was snapshotted is gone";
+    EXPECT_TRUE(store->list(TenantScope::all()).empty())
+        << "the sandbox that was snapshotted is gone";
     auto warm = controller->create("t1", CreateSandboxRequest{});
     EXPECT_TRUE(hypervisor.spec(SandboxController::domainName(warm.id)).incoming);
     CreateSandboxRequest cold;
@@ -237,19 +243,23 @@ namespace airlock {
 namespace {
 
 class SparePoolTest : public test::ControllerFixture {
-protected:
-    SparePoolTest() {
+  protected:
+    SparePoolTest() { controller = makeController(sparesConfig()); }
+    ControllerConfig sparesConfig() {
         ControllerConfig config;
         config.dataDir = dir.path();
         config.sparesPerShape = 1;
-        controller = makeController(config);
+        config.spareDelayForLive = std::chrono::milliseconds(300);
+        return config;
     }
 };
 
-TEST_F(SparePoolTest, ASnapshotGetsASpareVmThatTheNextCloneTakes) {
+TEST_F(SparePoolTest, ALiveSandboxOrSnapshotKeepsASpareVmThatTheNextCloneTakes) {
     auto src = controller->create("t1", CreateSandboxRequest{});
-    auto snap = controller->snapshot("t1", src.id);
-    ASSERT_TRUE(test::waitFor([&] { return controller->spareCount() == 1; }, std::chrono::seconds(10)));
+    // A fork usually follows its snapshot at once: the spare is started for
+    // the live sandbox's shape, before any snapshot.
+    ASSERT_TRUE(
+        test::waitFor([&] { return controller->spareCount() == 1; }, std::chrono::seconds(10)));
     // The spare is a paused domain waiting for state, invisible to tenants.
     EXPECT_EQ(hypervisor.count(), 2u);
     EXPECT_EQ(controller->list("t1").size(), 1u);
@@ -258,29 +268,75 @@ TEST_F(SparePoolTest, ASnapshotGetsASpareVmThatTheNextCloneTakes) {
         if (name != SandboxController::domainName(src.id)) spareDomain = name;
     EXPECT_TRUE(hypervisor.spec(spareDomain).incoming);
 
+    auto snap = controller->snapshot("t1", src.id);
     CreateSandboxRequest fromSnap;
     fromSnap.snapshot = snap.id;
     auto clone = controller->create("t1", fromSnap);
     EXPECT_EQ(SandboxController::domainName(clone.id), spareDomain) << "the clone is the spare";
     EXPECT_EQ(store->find(clone.id)->tenant, "t1");
     EXPECT_EQ(hypervisor.domainState(spareDomain), DomainState::running);
-    ASSERT_TRUE(test::waitFor([&] { return controller->spareCount() == 1; }, std::chrono::seconds(10)))
+    ASSERT_TRUE(
+        test::waitFor([&] { return controller->spareCount() == 1; }, std::chrono::seconds(10)))
         << "and a new spare takes its place";
 
-    // No snapshot of that shape left: no spare either.
+    // The snapshot gone, live sandboxes of the shape still keep the spare.
     controller->deleteSnapshot("t1", snap.id);
-    EXPECT_EQ(controller->spareCount(), 0u);
-    EXPECT_EQ(hypervisor.count(), 2u) << "the source and the clone remain";
+    EXPECT_EQ(controller->spareCount(), 1u);
     controller->destroy("t1", src.id);
+    EXPECT_EQ(controller->spareCount(), 1u) << "the clone is still live";
+    // Nothing of that shape left: no spare either.
     controller->destroy("t1", clone.id);
+    EXPECT_EQ(controller->spareCount(), 0u);
     EXPECT_EQ(hypervisor.count(), 0u);
     EXPECT_TRUE(store->list(TenantScope::all()).empty());
+}
+
+TEST_F(SparePoolTest, ACloneRightAfterTheSnapshotWaitsForTheSpareOnItsWay) {
+    hypervisor.startDelayMs = 1000;  // a spare takes a while to start
+    auto src = controller->create("t1", CreateSandboxRequest{});
+    auto snap = controller->snapshot("t1", src.id);
+    ASSERT_EQ(controller->spareCount(), 0u) << "the spare is still on its way";
+    CreateSandboxRequest fromSnap;
+    fromSnap.snapshot = snap.id;
+    auto clone = controller->create("t1", fromSnap);
+    EXPECT_NE(hypervisor.startedBy(SandboxController::domainName(clone.id)),
+              std::this_thread::get_id())
+        << "the clone took the spare the worker started, not a VM of its own";
+    controller->destroy("t1", clone.id);
+    controller->destroy("t1", src.id);
+    controller->deleteSnapshot("t1", snap.id);
+    EXPECT_EQ(hypervisor.count(), 0u);
+}
+
+TEST_F(SparePoolTest, AShortLivedSandboxNeverCostsASpare) {
+    auto src = controller->create("t1", CreateSandboxRequest{});
+    controller->destroy("t1", src.id);  // within the 300 ms the spare waits for
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    EXPECT_EQ(hypervisor.starts.load(), 1) << "only the sandbox's own VM was started";
+    EXPECT_EQ(controller->spareCount(), 0u);
+}
+
+TEST_F(SparePoolTest, ADeleteWaitsForASpareStillStartingAndLeavesNoVm) {
+    controller.reset();
+    ControllerConfig config = sparesConfig();
+    config.spareDelayForLive = std::chrono::milliseconds(0);
+    controller = makeController(config);
+    hypervisor.startDelayMs = 800;
+    auto src = controller->create("t1", CreateSandboxRequest{});
+    ASSERT_TRUE(test::waitFor([&] { return hypervisor.startsInFlight.load() == 1; },
+                              std::chrono::seconds(10)))
+        << "the spare is starting";
+    controller->destroy("t1", src.id);
+    EXPECT_EQ(hypervisor.startsInFlight.load(), 0) << "the delete waited for the spare's start";
+    EXPECT_EQ(hypervisor.count(), 0u) << "and removed it: no VM left";
+    EXPECT_EQ(controller->spareCount(), 0u);
 }
 
 TEST_F(SparePoolTest, ShutdownRemovesSparesAndRecoverRemovesThoseOfACrash) {
     auto src = controller->create("t1", CreateSandboxRequest{});
     controller->snapshot("t1", src.id);
-    ASSERT_TRUE(test::waitFor([&] { return controller->spareCount() == 1; }, std::chrono::seconds(10)));
+    ASSERT_TRUE(
+        test::waitFor([&] { return controller->spareCount() == 1; }, std::chrono::seconds(10)));
     // A crash: the controller is gone without shutdown(); its spare's row is
     // still "creating", so the next start removes it.
     ControllerConfig config;
