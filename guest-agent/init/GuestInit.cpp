@@ -9,6 +9,7 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -16,6 +17,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -205,8 +207,8 @@ void GuestInit::mountFilesystems() {
     mountOne("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755", 0755);
     // gid 5 is the conventional tty group; ptmxmode=666 lets the
     // unprivileged sandbox user allocate its own PTYs.
-    mountOne("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-             "gid=5,mode=0620,ptmxmode=0666", 0755);
+    mountOne("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "gid=5,mode=0620,ptmxmode=0666",
+             0755);
     // POSIX shared memory (Python multiprocessing, Chromium, ...) needs it.
     mountOne("tmpfs", "/dev/shm", "tmpfs", kSafe, "mode=1777", 01777);
     mountOne("tmpfs", "/tmp", "tmpfs", kSafe, "mode=1777", 01777);
@@ -249,13 +251,16 @@ void GuestInit::switchRootIfAsked() {
     auto pos = cmdline.find(kKey);
     if (pos == std::string::npos) return;
     auto end = cmdline.find_first_of(" \n", pos);
-    std::string device = cmdline.substr(pos + kKey.size(), end == std::string::npos ? end : end - pos - kKey.size());
+    std::string device =
+        cmdline.substr(pos + kKey.size(), end == std::string::npos ? end : end - pos - kKey.size());
     // virtio_blk probes asynchronously: wait for the node (bounded).
     for (int i = 0; i < 500 && ::access(device.c_str(), F_OK) != 0; ++i) ::usleep(10'000);
-    if (!makeDir("/newroot", 0755) || ::mount(device.c_str(), "/newroot", "ext4", MS_NOATIME, nullptr) != 0) {
+    if (!makeDir("/newroot", 0755) ||
+        ::mount(device.c_str(), "/newroot", "ext4", MS_NOATIME, nullptr) != 0) {
         logErrno("mount root " + device, errno);
         return;  // the initramfs stays root: the agent still answers and reports
     }
+    growFilesystem(device, "/newroot");
     // The agent comes from the initramfs, so the disk image never has to
     // match the agent's version; /run moves over with the other mounts.
     std::string carried = "/run/airlock-agent";
@@ -263,16 +268,44 @@ void GuestInit::switchRootIfAsked() {
     for (const char* m : {"/dev", "/proc", "/sys", "/run"}) {
         std::string target = std::string("/newroot") + m;
         makeDir(target.c_str(), 0755);
-        if (::mount(m, target.c_str(), nullptr, MS_MOVE, nullptr) != 0) logErrno(std::string("move ") + m, errno);
+        if (::mount(m, target.c_str(), nullptr, MS_MOVE, nullptr) != 0)
+            logErrno(std::string("move ") + m, errno);
     }
-    if (::chdir("/newroot") != 0 || ::mount(".", "/", nullptr, MS_MOVE, nullptr) != 0 || ::chroot(".") != 0 ||
-        ::chdir("/") != 0) {
+    if (::chdir("/newroot") != 0 || ::mount(".", "/", nullptr, MS_MOVE, nullptr) != 0 ||
+        ::chroot(".") != 0 || ::chdir("/") != 0) {
         logErrno("switch root", errno);
         return;
     }
     // The disk's /tmp is a plain directory: a tmpfs as in the minimal image.
     mountOne("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", 01777);
     log("root is " + device);
+}
+
+// The disk's virtual size is the sandbox's disk_gib, which may be larger
+// than the image's ext4: grow the filesystem online to fill it (the kernel
+// does it; the initramfs has no resize2fs). Writes beyond it get ENOSPC here
+// in the guest; the host's overlay never grows past the virtual size.
+void GuestInit::growFilesystem(const std::string& device, const char* mountPoint) {
+    // From <linux/fs.h> and the kernel's ext4.h (the first clashes with
+    // <sys/mount.h>, the second is not exported).
+    constexpr unsigned long kBlkGetSize64 = _IOR(0x12, 114, std::size_t);
+    constexpr unsigned long kExt4ResizeFs = _IOW('f', 16, std::uint64_t);
+    Fd dev(::open(device.c_str(), O_RDONLY | O_CLOEXEC));
+    std::uint64_t bytes = 0;
+    if (!dev.valid() || ::ioctl(dev.get(), kBlkGetSize64, &bytes) != 0) {
+        logErrno("size of " + device, errno);
+        return;
+    }
+    struct statfs st {};
+    if (::statfs(mountPoint, &st) != 0 || st.f_bsize <= 0) {
+        logErrno("statfs root", errno);
+        return;
+    }
+    std::uint64_t blocks = bytes / static_cast<std::uint64_t>(st.f_bsize);
+    Fd dir(::open(mountPoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    // Equal to the current size: the kernel has nothing to do.
+    if (!dir.valid() || ::ioctl(dir.get(), kExt4ResizeFs, &blocks) != 0)
+        logErrno("grow the root filesystem", errno);
 }
 
 void GuestInit::setHostname() {
@@ -297,8 +330,8 @@ void GuestInit::loadModules() {
         rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
         if (line.empty() || line.front() == '#') continue;
 
-        std::string path = line.front() == '/' ? std::string(line)
-                                               : config_.moduleDir + "/" + std::string(line);
+        std::string path =
+            line.front() == '/' ? std::string(line) : config_.moduleDir + "/" + std::string(line);
         Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
         if (!fd) {
             logErrno("open module " + path, errno);
@@ -421,9 +454,9 @@ void GuestInit::onAgentExit(int status) {
     auto uptime = now - agentStartedAt_;
     if (uptime >= config_.healthyAfter) backoff_ = config_.backoffInitial;
 
-    log(config_.agentPath + " (pid " + std::to_string(agentPid_) + ") " +
-        describeStatus(status) + " after " + std::to_string(toMs(uptime)) +
-        " ms; restarting in " + std::to_string(backoff_.count()) + " ms");
+    log(config_.agentPath + " (pid " + std::to_string(agentPid_) + ") " + describeStatus(status) +
+        " after " + std::to_string(toMs(uptime)) + " ms; restarting in " +
+        std::to_string(backoff_.count()) + " ms");
 
     agentPid_ = -1;
     nextStartAt_ = now + backoff_;

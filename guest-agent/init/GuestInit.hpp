@@ -14,7 +14,7 @@ namespace airlock::init {
 // Owns one file descriptor, so early-return error paths cannot leak it
 // into the agent (which inherits everything not CLOEXEC).
 class Fd {
-public:
+  public:
     Fd() = default;
     explicit Fd(int fd) noexcept : fd_(fd) {}
     ~Fd();
@@ -28,7 +28,7 @@ public:
     explicit operator bool() const noexcept { return valid(); }
     void reset(int fd = -1) noexcept;
 
-private:
+  private:
     int fd_ = -1;
 };
 
@@ -46,13 +46,13 @@ struct InitConfig {
 };
 
 class GuestInit {
-public:
+  public:
     explicit GuestInit(InitConfig config = {});
 
     // Never returns: PID 1 exiting makes the kernel panic.
     [[noreturn]] void run();
 
-private:
+  private:
     using Clock = std::chrono::steady_clock;
 
     void log(std::string_view message) const;
@@ -60,11 +60,12 @@ private:
 
     void ignoreTerminationSignals();
     void mountFilesystems();
-    void mountOne(const char* source, const char* target, const char* type,
-                  unsigned long flags, const char* data, mode_t dirMode);
+    void mountOne(const char* source, const char* target, const char* type, unsigned long flags,
+                  const char* data, mode_t dirMode);
     // With airlock.root=DEV on the kernel command line (the debian template):
     // mounts DEV, carries the agent over in /run and makes DEV the root.
     void switchRootIfAsked();
+    void growFilesystem(const std::string& device, const char* mountPoint);
     bool copyFile(const std::string& from, const std::string& to, mode_t mode) const;
     void setHostname();
     void loadModules();

@@ -1,13 +1,11 @@
 #include "api/RequestParsing.hpp"
 
-#include "egress/EgressAllowlist.hpp"
-
-#include "core/Clock.hpp"
-
 #include <regex>
 
+#include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/JsonFields.hpp"
+#include "egress/EgressAllowlist.hpp"
 
 namespace airlock::api {
 namespace {
@@ -26,7 +24,8 @@ unsigned readUnsigned(const json& j, const char* key, unsigned min, unsigned max
 
 std::string readString(const json& j, const char* key, std::size_t maxBytes = kMaxValueBytes) {
     const json& v = j.at(key);
-    if (!v.is_string()) throw Error(ErrorCode::bad_request, std::string("'") + key + "' must be a string");
+    if (!v.is_string())
+        throw Error(ErrorCode::bad_request, std::string("'") + key + "' must be a string");
     if (v.get_ref<const std::string&>().size() > maxBytes)
         throw Error(ErrorCode::bad_request, std::string("'") + key + "' is too long");
     return v.get<std::string>();
@@ -34,15 +33,20 @@ std::string readString(const json& j, const char* key, std::size_t maxBytes = kM
 
 std::map<std::string, std::string> readStringMap(const json& j, const char* key, bool envNames) {
     const json& v = j.at(key);
-    if (!v.is_object()) throw Error(ErrorCode::bad_request, std::string("'") + key + "' must be an object of strings");
-    if (v.size() > kMaxMapEntries) throw Error(ErrorCode::bad_request, std::string("'") + key + "' has too many entries");
+    if (!v.is_object())
+        throw Error(ErrorCode::bad_request,
+                    std::string("'") + key + "' must be an object of strings");
+    if (v.size() > kMaxMapEntries)
+        throw Error(ErrorCode::bad_request, std::string("'") + key + "' has too many entries");
     static const std::regex envName("[A-Za-z_][A-Za-z0-9_]*");
     std::map<std::string, std::string> out;
     for (const auto& [k, val] : v.items()) {
         if (!val.is_string() || val.get_ref<const std::string&>().size() > kMaxValueBytes)
-            throw Error(ErrorCode::bad_request, std::string("'") + key + "." + k + "' must be a string (at most 16 KiB)");
+            throw Error(ErrorCode::bad_request,
+                        std::string("'") + key + "." + k + "' must be a string (at most 16 KiB)");
         if (k.empty() || k.size() > 256 || (envNames && !std::regex_match(k, envName)))
-            throw Error(ErrorCode::bad_request, std::string("'") + key + "' has an invalid name '" + k + "'");
+            throw Error(ErrorCode::bad_request,
+                        std::string("'") + key + "' has an invalid name '" + k + "'");
         out[k] = val.get<std::string>();
     }
     return out;
@@ -51,9 +55,11 @@ std::map<std::string, std::string> readStringMap(const json& j, const char* key,
 
 CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     json j = parseJsonBody(body);
-    rejectUnknownFields(j, {"template", "snapshot", "boot", "vcpus", "memory_mib", "timeout_s", "on_timeout", "metadata", "env",
-                            "policy", "secrets", "network"},
-                        "sandbox request");
+    rejectUnknownFields(
+        j,
+        {"template", "snapshot", "boot", "vcpus", "memory_mib", "disk_gib", "timeout_s",
+         "on_timeout", "metadata", "env", "policy", "secrets", "network"},
+        "sandbox request");
     CreateSandboxRequest r;
     if (j.contains("template") && j.contains("snapshot"))
         throw Error(ErrorCode::bad_request, "give 'template' or 'snapshot', not both");
@@ -66,6 +72,7 @@ CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     if (j.contains("boot")) r.boot = readString(j, "boot", 16);
     if (j.contains("vcpus")) r.vcpus = readUnsigned(j, "vcpus", 1, 64);
     if (j.contains("memory_mib")) r.memoryMib = readUnsigned(j, "memory_mib", 1, 1 << 20);
+    if (j.contains("disk_gib")) r.diskGib = readUnsigned(j, "disk_gib", 1, 1 << 20);
     if (j.contains("timeout_s")) r.timeoutS = readUnsigned(j, "timeout_s", 0, 7 * 24 * 3600);
     if (j.contains("on_timeout")) r.onTimeout = readString(j, "on_timeout", 16);
     if (j.contains("metadata")) r.metadata = readStringMap(j, "metadata", false);
@@ -77,21 +84,29 @@ CreateSandboxRequest parseCreateSandbox(const std::string& body) {
 }
 
 std::vector<std::string> parseNetwork(const nlohmann::json& j) {
-    if (!j.is_object()) throw Error(ErrorCode::bad_request, "'network' must be an object like {\"allow\":[\"host\",...]}");
+    if (!j.is_object())
+        throw Error(ErrorCode::bad_request,
+                    "'network' must be an object like {\"allow\":[\"host\",...]}");
     rejectUnknownFields(j, {"allow"}, "network");
     auto it = j.find("allow");
-    if (it == j.end()) throw Error(ErrorCode::bad_request, "'network.allow' is required (an empty list: no network)");
-    if (!it->is_array()) throw Error(ErrorCode::bad_request, "'network.allow' must be a list of host names");
+    if (it == j.end())
+        throw Error(ErrorCode::bad_request,
+                    "'network.allow' is required (an empty list: no network)");
+    if (!it->is_array())
+        throw Error(ErrorCode::bad_request, "'network.allow' must be a list of host names");
     std::vector<std::string> out;
     for (const auto& e : *it) {
-        if (!e.is_string()) throw Error(ErrorCode::bad_request, "'network.allow' entries must be strings");
+        if (!e.is_string())
+            throw Error(ErrorCode::bad_request, "'network.allow' entries must be strings");
         out.push_back(e.get<std::string>());
     }
     egress::EgressAllowlist::parse(out);  // a bad entry is a 400 naming it
     return out;
 }
 
-std::vector<std::string> parseNetworkUpdate(const std::string& body) { return parseNetwork(parseJsonBody(body)); }
+std::vector<std::string> parseNetworkUpdate(const std::string& body) {
+    return parseNetwork(parseJsonBody(body));
+}
 
 std::map<std::string, SecretSpec> parseSecrets(const nlohmann::json& j) {
     // Messages name the secret, never its value.
@@ -112,36 +127,45 @@ std::map<std::string, SecretSpec> parseSecrets(const nlohmann::json& j) {
             spec.value = v["value"].get<std::string>();
             if (v.contains("commands")) {
                 if (!v["commands"].is_array() || v["commands"].size() > 50)
-                    throw Error(ErrorCode::bad_request, "secret " + name + ": 'commands' must be a list of globs");
+                    throw Error(ErrorCode::bad_request,
+                                "secret " + name + ": 'commands' must be a list of globs");
                 for (const auto& g : v["commands"]) {
                     if (!g.is_string() || g.get_ref<const std::string&>().empty())
-                        throw Error(ErrorCode::bad_request, "secret " + name + ": 'commands' must be a list of globs");
+                        throw Error(ErrorCode::bad_request,
+                                    "secret " + name + ": 'commands' must be a list of globs");
                     spec.commands.push_back(g.get<std::string>());
                 }
             }
         } else {
-            throw Error(ErrorCode::bad_request, "secret " + name + " must be a string or {\"value\",\"commands\"}");
+            throw Error(ErrorCode::bad_request,
+                        "secret " + name + " must be a string or {\"value\",\"commands\"}");
         }
         if (spec.value.size() > 16 * 1024 || spec.value.find('\0') != std::string::npos)
-            throw Error(ErrorCode::bad_request, "secret " + name + " is too long or holds a NUL byte");
+            throw Error(ErrorCode::bad_request,
+                        "secret " + name + " is too long or holds a NUL byte");
         out[name] = std::move(spec);
     }
     return out;
 }
 
 policy::PolicyRules parsePolicyRules(const nlohmann::json& j) {
-    if (!j.is_object()) throw Error(ErrorCode::bad_request, "'policy' must be an object with deny/approve/allow lists");
+    if (!j.is_object())
+        throw Error(ErrorCode::bad_request,
+                    "'policy' must be an object with deny/approve/allow lists");
     rejectUnknownFields(j, {"deny", "approve", "allow"}, "policy");
     policy::PolicyRules rules;
     auto list = [&](const char* key, std::vector<std::string>& out) {
         auto it = j.find(key);
         if (it == j.end()) return;
         if (!it->is_array() || it->size() > 200)
-            throw Error(ErrorCode::bad_request, std::string("'policy.") + key + "' must be a list of at most 200 globs");
+            throw Error(ErrorCode::bad_request,
+                        std::string("'policy.") + key + "' must be a list of at most 200 globs");
         for (const auto& g : *it) {
-            if (!g.is_string() || g.get_ref<const std::string&>().empty() || g.get_ref<const std::string&>().size() > 512)
+            if (!g.is_string() || g.get_ref<const std::string&>().empty() ||
+                g.get_ref<const std::string&>().size() > 512)
                 throw Error(ErrorCode::bad_request,
-                            std::string("'policy.") + key + "' entries must be non-empty strings of at most 512 bytes");
+                            std::string("'policy.") + key +
+                                "' entries must be non-empty strings of at most 512 bytes");
             out.push_back(g.get<std::string>());
         }
     };
@@ -180,16 +204,20 @@ namespace {
 ExecOptions parseExecFields(const json& j) {
     ExecOptions o;
     bool hasCmd = j.contains("cmd"), hasShell = j.contains("shell");
-    if (hasCmd == hasShell) throw Error(ErrorCode::bad_request, "give exactly one of 'cmd' (argv array) or 'shell' (string)");
+    if (hasCmd == hasShell)
+        throw Error(ErrorCode::bad_request,
+                    "give exactly one of 'cmd' (argv array) or 'shell' (string)");
     if (hasCmd) {
         const json& cmd = j["cmd"];
         if (!cmd.is_array() || cmd.empty())
             throw Error(ErrorCode::bad_request, "'cmd' must be a non-empty array of strings");
         for (const auto& a : cmd) {
-            if (!a.is_string()) throw Error(ErrorCode::bad_request, "'cmd' must be a non-empty array of strings");
+            if (!a.is_string())
+                throw Error(ErrorCode::bad_request, "'cmd' must be a non-empty array of strings");
             o.argv.push_back(a.get<std::string>());
         }
-        if (o.argv.size() > protocol::kMaxArgv) throw Error(ErrorCode::bad_request, "'cmd' has too many arguments");
+        if (o.argv.size() > protocol::kMaxArgv)
+            throw Error(ErrorCode::bad_request, "'cmd' has too many arguments");
         if (o.argv[0].empty()) throw Error(ErrorCode::bad_request, "'cmd[0]' must not be empty");
     } else {
         o.shell = readString(j, "shell", protocol::kMaxArgBytes);
@@ -197,14 +225,16 @@ ExecOptions parseExecFields(const json& j) {
     }
     if (j.contains("cwd")) {
         o.cwd = readString(j, "cwd", 4096);
-        if (o.cwd.empty() || o.cwd[0] != '/') throw Error(ErrorCode::bad_request, "'cwd' must be an absolute path");
+        if (o.cwd.empty() || o.cwd[0] != '/')
+            throw Error(ErrorCode::bad_request, "'cwd' must be an absolute path");
     }
     if (j.contains("env")) o.env = readStringMap(j, "env", true);
     if (j.contains("timeout_s")) o.timeoutS = readUnsigned(j, "timeout_s", 1, kMaxExecTimeoutS);
     if (j.contains("stdin")) o.stdinData = readString(j, "stdin", 8 * 1024 * 1024);
     if (j.contains("user")) {
         o.user = readString(j, "user", 64);
-        if (o.user != "user" && o.user != "root") throw Error(ErrorCode::bad_request, "'user' must be \"user\" or \"root\"");
+        if (o.user != "user" && o.user != "root")
+            throw Error(ErrorCode::bad_request, "'user' must be \"user\" or \"root\"");
     }
     return o;
 }
@@ -212,14 +242,16 @@ ExecOptions parseExecFields(const json& j) {
 
 ExecOptions parseExec(const std::string& body) {
     json j = parseJsonBody(body);
-    rejectUnknownFields(j, {"cmd", "shell", "cwd", "env", "timeout_s", "stdin", "user"}, "exec request");
+    rejectUnknownFields(j, {"cmd", "shell", "cwd", "env", "timeout_s", "stdin", "user"},
+                        "exec request");
     return parseExecFields(j);
 }
 
 ExecOptions parseExecStart(const std::string& body, TerminalOptions& terminal) {
     json j = parseJsonBody(body);
-    rejectUnknownFields(j, {"cmd", "shell", "cwd", "env", "timeout_s", "stdin", "user", "tty", "rows", "cols"},
-                        "exec start message");
+    rejectUnknownFields(
+        j, {"cmd", "shell", "cwd", "env", "timeout_s", "stdin", "user", "tty", "rows", "cols"},
+        "exec start message");
     if (j.contains("tty")) {
         if (!j["tty"].is_boolean()) throw Error(ErrorCode::bad_request, "'tty' must be a boolean");
         terminal.tty = j["tty"].get<bool>();
@@ -242,20 +274,23 @@ json parseProcessStart(const std::string& body) {
            {"user", o.user},
            {"env", o.env}};
     if (j.contains("stdin_open")) {
-        if (!j["stdin_open"].is_boolean()) throw Error(ErrorCode::bad_request, "'stdin_open' must be a boolean");
+        if (!j["stdin_open"].is_boolean())
+            throw Error(ErrorCode::bad_request, "'stdin_open' must be a boolean");
         r["stdin_open"] = j["stdin_open"];
     }
     return r;
 }
 
 nlohmann::json sandboxJson(const SandboxRecord& r) {
-    json j{{"id", r.id},
-           {"template", r.templateName},
-           {"state", sandboxStateName(r.state)},
-           {"vcpus", r.vcpus},
-           {"memory_mib", r.memoryMib},
-           {"created_at", r.createdAt},
-           {"metadata", json::parse(r.metadataJson, nullptr, false)}};
+    json j{
+        {"id", r.id},
+        {"template", r.templateName},
+        {"state", sandboxStateName(r.state)},
+        {"vcpus", r.vcpus},
+        {"memory_mib", r.memoryMib},
+        {"disk_gib", r.diskBytes > 0 ? json(r.diskBytes / (1024ull * 1024 * 1024)) : json(nullptr)},
+        {"created_at", r.createdAt},
+        {"metadata", json::parse(r.metadataJson, nullptr, false)}};
     if (j["metadata"].is_discarded()) j["metadata"] = json::object();
     if (!r.error.empty()) j["error"] = r.error;
     j["timeout_s"] = r.timeoutS;
@@ -294,7 +329,8 @@ nlohmann::json gatedExecJson(const GatedExec& g) {
 nlohmann::json auditEventJson(const AuditEvent& e) {
     json data = json::parse(e.dataJson, nullptr, false);
     if (data.is_discarded()) data = json::object();
-    return {{"seq", e.seq}, {"at", e.at}, {"type", e.type}, {"sandbox", e.sandboxId}, {"data", data}};
+    return {
+        {"seq", e.seq}, {"at", e.at}, {"type", e.type}, {"sandbox", e.sandboxId}, {"data", data}};
 }
 
 nlohmann::json snapshotJson(const SnapshotRecord& s) {
@@ -314,12 +350,9 @@ nlohmann::json snapshotJson(const SnapshotRecord& s) {
 }
 
 nlohmann::json execOutputJson(const ExecOutput& out) {
-    json j{{"exit_code", out.result.exit_code},
-           {"stdout", out.stdoutData},
-           {"stderr", out.stderrData},
-           {"duration_ms", out.durationMs},
-           {"truncated", out.truncated},
-           {"timed_out", out.result.timed_out}};
+    json j{{"exit_code", out.result.exit_code}, {"stdout", out.stdoutData},
+           {"stderr", out.stderrData},          {"duration_ms", out.durationMs},
+           {"truncated", out.truncated},        {"timed_out", out.result.timed_out}};
     if (out.result.signal) j["signal"] = *out.result.signal;
     if (!out.result.error.empty()) {
         j["error"] = out.result.error;

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <mutex>
 #include <cstdint>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "api/ErrorMapping.hpp"
@@ -19,39 +19,48 @@ using nlohmann::json;
 std::string queryValue(const Router::Context& c, const char* key) {
     auto it = c.request.query.find(key);
     if (it == c.request.query.end() || it->second.empty())
-        throw Error(ErrorCode::bad_request, std::string("query parameter '") + key + "' is required");
+        throw Error(ErrorCode::bad_request,
+                    std::string("query parameter '") + key + "' is required");
     return it->second;
 }
 
 std::string stringField(const json& j, const char* key) {
     auto it = j.find(key);
-    if (it == j.end() || !it->is_string()) throw Error(ErrorCode::bad_request, std::string("'") + key + "' must be a string");
+    if (it == j.end() || !it->is_string())
+        throw Error(ErrorCode::bad_request, std::string("'") + key + "' must be a string");
     return it->get<std::string>();
 }
 
 json portJson(const ExposedPort& p, const Router::Context& c) {
     std::string host = c.request.host.empty() ? "127.0.0.1:8080" : c.request.host;
     return {{"port", p.port},
-            {"url", "http://" + host + "/preview/" + p.sandboxId + "/" + std::to_string(p.port) + "/" + p.token + "/"},
+            {"url", "http://" + host + "/preview/" + p.sandboxId + "/" + std::to_string(p.port) +
+                        "/" + p.token + "/"},
             {"created_at", p.createdAt}};
 }
 
 // What every sandbox is held to, as /healthz states it.
 json limitsJson(const EnforcedLimits& l) {
-    return {{"cpu", l.cpuQuota ? "cgroup quota of vcpus x 100% for the whole QEMU process" : "none (vcpu count only)"},
-            {"memory", l.memoryOverheadMib > 0
-                           ? "cgroup hard limit: guest memory_mib + " + std::to_string(l.memoryOverheadMib) + " MiB"
-                           : "none"},
-            {"disk", "qcow2 overlay bounded by the template's virtual disk size (the guest sees ENOSPC)"},
+    return {{"cpu", l.cpuQuota ? "cgroup quota of vcpus x 100% for the whole QEMU process"
+                               : "none (vcpu count only)"},
+            {"memory", l.memoryOverheadMib > 0 ? "cgroup hard limit: guest memory_mib + " +
+                                                     std::to_string(l.memoryOverheadMib) + " MiB"
+                                               : "none"},
+            {"disk",
+             "qcow2 overlay bounded by the sandbox's disk_gib (its virtual size; the guest sees "
+             "ENOSPC); "
+             "a create needs its whole disk free above min_free_disk_mib"},
             {"disk_io", l.diskBytesPerSecond || l.diskOpsPerSecond
-                            ? json{{"bytes_per_second", l.diskBytesPerSecond}, {"ops_per_second", l.diskOpsPerSecond}}
+                            ? json{{"bytes_per_second", l.diskBytesPerSecond},
+                                   {"ops_per_second", l.diskOpsPerSecond}}
                             : json("none")},
             {"min_free_disk_mib", l.minFreeDiskMib},
             {"qemu_uid", l.ownUidPerSandbox ? "one uid per sandbox" : "shared QEMU user"}};
 }
 
 ApiResponse jsonResponse(int status, const json& j) {
-    return ApiResponse{status, "application/json", j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"};
+    return ApiResponse{status, "application/json",
+                       j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"};
 }
 }  // namespace
 
@@ -68,28 +77,36 @@ std::vector<std::string> splitPath(const std::string& path) {
     return out;
 }
 
-void Router::add(std::string method, const std::string& pattern, bool authenticated, Handler handler) {
+void Router::add(std::string method, const std::string& pattern, bool authenticated,
+                 Handler handler) {
     addAsync(std::move(method), pattern, authenticated,
              [handler = std::move(handler)](Context& c, Respond respond) { respond(handler(c)); });
 }
 
-void Router::addAsync(std::string method, const std::string& pattern, bool authenticated, AsyncHandler handler) {
-    routes_.push_back(Route{std::move(method), splitPath(pattern), authenticated, std::move(handler)});
+void Router::addAsync(std::string method, const std::string& pattern, bool authenticated,
+                      AsyncHandler handler) {
+    routes_.push_back(
+        Route{std::move(method), splitPath(pattern), authenticated, std::move(handler)});
 }
 
-void Router::addStream(std::string method, const std::string& pattern, bool authenticated, StreamKind kind) {
+void Router::addStream(std::string method, const std::string& pattern, bool authenticated,
+                       StreamKind kind) {
     bool prefix = pattern.size() > 3 && pattern.substr(pattern.size() - 3) == "/**";
     std::string p = prefix ? pattern.substr(0, pattern.size() - 3) : pattern;
-    streamRoutes_.push_back(StreamRoute{std::move(method), splitPath(p), authenticated, kind, prefix});
+    streamRoutes_.push_back(
+        StreamRoute{std::move(method), splitPath(p), authenticated, kind, prefix});
 }
 
-bool Router::matchPattern(const std::vector<std::string>& pattern, const std::vector<std::string>& segments,
+bool Router::matchPattern(const std::vector<std::string>& pattern,
+                          const std::vector<std::string>& segments,
                           std::vector<std::string>& params, bool prefix) {
     if (prefix ? segments.size() < pattern.size() : segments.size() != pattern.size()) return false;
     params.clear();
     for (std::size_t i = 0; i < pattern.size(); ++i) {
-        if (pattern[i] == "{}") params.push_back(segments[i]);
-        else if (pattern[i] != segments[i]) return false;
+        if (pattern[i] == "{}")
+            params.push_back(segments[i]);
+        else if (pattern[i] != segments[i])
+            return false;
     }
     return true;
 }
@@ -108,12 +125,15 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
                std::size_t perTenantLimit)
     : controller_(controller), auth_(auth), version_(std::move(version)), limiter_(perTenantLimit) {
     add("GET", "/healthz", false, [this](Context&) {
-        return jsonResponse(200, {{"status", "ok"},
-                                  {"accel", accelName(controller_.accel())},
-                                  {"agent_transport", controller_.transport() == AgentTransportKind::vsock ? "vsock" : "virtio-serial"},
-                                  {"version", version_},
-                                  {"templates", controller_.templates().list().size()},
-                                  {"limits", limitsJson(controller_.enforcedLimits())}});
+        return jsonResponse(
+            200,
+            {{"status", "ok"},
+             {"accel", accelName(controller_.accel())},
+             {"agent_transport",
+              controller_.transport() == AgentTransportKind::vsock ? "vsock" : "virtio-serial"},
+             {"version", version_},
+             {"templates", controller_.templates().list().size()},
+             {"limits", limitsJson(controller_.enforcedLimits())}});
     });
     add("GET", "/v1/templates", true, [this](Context&) {
         json list = json::array();
@@ -154,7 +174,8 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
     add("POST", "/v1/sandboxes/{}/timeout", true, [this](Context& c) {
         controller_.get(c.tenant, c.params[0]);
         auto timeout = parseTimeoutUpdate(c.request.body);
-        return jsonResponse(200, sandboxJson(controller_.setTimeout(c.tenant, c.params[0], timeout)));
+        return jsonResponse(200,
+                            sandboxJson(controller_.setTimeout(c.tenant, c.params[0], timeout)));
     });
     add("PUT", "/v1/sandboxes/{}/network", true, [this](Context& c) {
         controller_.get(c.tenant, c.params[0]);
@@ -202,7 +223,8 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
         }
     });
     add("GET", "/v1/sandboxes/{}/execs/{}", true, [this](Context& c) {
-        return jsonResponse(200, gatedExecJson(controller_.getExec(c.tenant, c.params[0], c.params[1])));
+        return jsonResponse(200,
+                            gatedExecJson(controller_.getExec(c.tenant, c.params[0], c.params[1])));
     });
     add("GET", "/v1/approvals", true, [this](Context& c) {
         json list = json::array();
@@ -221,20 +243,23 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
     });
     add("POST", "/v1/approvals/{}", true, [this](Context& c) {
         auto decision = parseApprovalDecision(c.request.body);
-        auto g = controller_.decideApproval(c.tenant, c.params[0], decision.approve, decision.reason,
-                                            "api-key:" + c.tenant);
+        auto g = controller_.decideApproval(c.tenant, c.params[0], decision.approve,
+                                            decision.reason, "api-key:" + c.tenant);
         return jsonResponse(200, gatedExecJson(g));
     });
     add("GET", "/v1/sandboxes/{}/audit", true, [this](Context& c) {
         AuditQuery q;
-        auto param = [&](const char* k) { return c.request.query.count(k) ? c.request.query.at(k) : std::string(); };
+        auto param = [&](const char* k) {
+            return c.request.query.count(k) ? c.request.query.at(k) : std::string();
+        };
         q.type = param("type");
         q.since = param("since");
         auto number = [&](const char* k, std::int64_t def, std::int64_t max) -> std::int64_t {
             std::string v = param(k);
             if (v.empty()) return def;
             if (v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos)
-                throw Error(ErrorCode::bad_request, std::string("'") + k + "' must be a non-negative integer");
+                throw Error(ErrorCode::bad_request,
+                            std::string("'") + k + "' must be a non-negative integer");
             return std::min<std::int64_t>(std::stoll(v), max);
         };
         q.after = number("after", 0, INT64_MAX);
@@ -264,8 +289,11 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
         return jsonResponse(200, controller_.fileOp(c.tenant, c.params[0], r));
     });
     add("DELETE", "/v1/sandboxes/{}/files", true, [this](Context& c) {
-        std::string recursive = c.request.query.count("recursive") ? c.request.query.at("recursive") : "";
-        json r{{"action", "remove"}, {"path", queryValue(c, "path")}, {"recursive", recursive == "1" || recursive == "true"}};
+        std::string recursive =
+            c.request.query.count("recursive") ? c.request.query.at("recursive") : "";
+        json r{{"action", "remove"},
+               {"path", queryValue(c, "path")},
+               {"recursive", recursive == "1" || recursive == "true"}};
         controller_.fileOp(c.tenant, c.params[0], r);
         return ApiResponse{204, "", ""};
     });
@@ -278,7 +306,9 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
     add("POST", "/v1/sandboxes/{}/fs/move", true, [this](Context& c) {
         json body = parseJsonBody(c.request.body);
         rejectUnknownFields(body, {"from", "to"}, "move request");
-        json r{{"action", "move"}, {"path", stringField(body, "from")}, {"to", stringField(body, "to")}};
+        json r{{"action", "move"},
+               {"path", stringField(body, "from")},
+               {"to", stringField(body, "to")}};
         if (r["to"].get<std::string>().empty() || r["to"].get<std::string>()[0] != '/')
             throw Error(ErrorCode::bad_request, "'to' must be an absolute path");
         return jsonResponse(200, controller_.fileOp(c.tenant, c.params[0], r));
@@ -291,17 +321,22 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
         return jsonResponse(201, controller_.processOp(c.tenant, c.params[0], request));
     });
     add("GET", "/v1/sandboxes/{}/processes", true, [this](Context& c) {
-        return jsonResponse(200, controller_.processOp(c.tenant, c.params[0], {{"op", "process_list"}}));
+        return jsonResponse(200,
+                            controller_.processOp(c.tenant, c.params[0], {{"op", "process_list"}}));
     });
     add("GET", "/v1/sandboxes/{}/processes/{}", true, [this](Context& c) {
-        return jsonResponse(200, controller_.processOp(c.tenant, c.params[0], {{"op", "process_get"}, {"id", c.params[1]}}));
+        return jsonResponse(200,
+                            controller_.processOp(c.tenant, c.params[0],
+                                                  {{"op", "process_get"}, {"id", c.params[1]}}));
     });
     add("POST", "/v1/sandboxes/{}/processes/{}/signal", true, [this](Context& c) {
         json body = parseJsonBody(c.request.body);
         rejectUnknownFields(body, {"signal"}, "signal request");
         std::string sig = body.contains("signal") ? stringField(body, "signal") : "TERM";
-        return jsonResponse(200, controller_.processOp(c.tenant, c.params[0],
-                                                       {{"op", "process_signal"}, {"id", c.params[1]}, {"signal", sig}}));
+        return jsonResponse(200,
+                            controller_.processOp(
+                                c.tenant, c.params[0],
+                                {{"op", "process_signal"}, {"id", c.params[1]}, {"signal", sig}}));
     });
     add("POST", "/v1/sandboxes/{}/processes/{}/stdin", true, [this](Context& c) {
         json body = parseJsonBody(c.request.body);
@@ -309,7 +344,8 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
         json r{{"op", "process_stdin"}, {"id", c.params[1]}};
         if (body.contains("data")) r["data"] = stringField(body, "data");
         if (body.contains("eof")) {
-            if (!body["eof"].is_boolean()) throw Error(ErrorCode::bad_request, "'eof' must be a boolean");
+            if (!body["eof"].is_boolean())
+                throw Error(ErrorCode::bad_request, "'eof' must be a boolean");
             r["eof"] = body["eof"];
         }
         return jsonResponse(200, controller_.processOp(c.tenant, c.params[0], r));
@@ -323,11 +359,14 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
             throw Error(ErrorCode::bad_request, "'port' must be an integer");
         auto p = body["port"].get<std::int64_t>();
         if (p < 1 || p > 65535) throw Error(ErrorCode::bad_request, "'port' must be 1-65535");
-        return jsonResponse(201, portJson(controller_.exposePort(c.tenant, c.params[0], static_cast<unsigned>(p)), c));
+        return jsonResponse(
+            201,
+            portJson(controller_.exposePort(c.tenant, c.params[0], static_cast<unsigned>(p)), c));
     });
     add("GET", "/v1/sandboxes/{}/ports", true, [this](Context& c) {
         json list = json::array();
-        for (const auto& p : controller_.listPorts(c.tenant, c.params[0])) list.push_back(portJson(p, c));
+        for (const auto& p : controller_.listPorts(c.tenant, c.params[0]))
+            list.push_back(portJson(p, c));
         return jsonResponse(200, {{"ports", list}});
     });
     add("DELETE", "/v1/sandboxes/{}/ports/{}", true, [this](Context& c) {
@@ -361,15 +400,18 @@ void Router::dispatch(const ApiRequest& request, Respond& respond) {
         return route.handler(ctx, respond);
     }
     if (pathMatched)
-        return respond(errorResponse(405, "method_not_allowed", request.method + " is not allowed on " + request.path));
-    respond(errorResponse(ErrorCode::not_found, "no route for " + request.method + " " + request.path));
+        return respond(errorResponse(405, "method_not_allowed",
+                                     request.method + " is not allowed on " + request.path));
+    respond(
+        errorResponse(ErrorCode::not_found, "no route for " + request.method + " " + request.path));
 }
 
 ApiResponse Router::responseFor(std::exception_ptr error, const ApiRequest& request) {
     try {
         std::rethrow_exception(error);
     } catch (const Error& e) {
-        if (httpStatusFor(e.code()) >= 500) logWarn("api", request.method + " " + request.path + ": " + e.what());
+        if (httpStatusFor(e.code()) >= 500)
+            logWarn("api", request.method + " " + request.path + ": " + e.what());
         return errorResponse(e.code(), e.what());
     } catch (const std::exception& e) {
         logError("api", request.method + " " + request.path + ": unexpected " + e.what());

@@ -163,7 +163,26 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
         r.secretNamesJson = names.dump();
     }
     r.state = SandboxState::creating;
-    if (!tmpl.diskPath.empty()) r.disk = "disk-0.qcow2";
+    if (tmpl.diskPath.empty()) {
+        if (request.diskGib)
+            throw Error(
+                ErrorCode::bad_request,
+                "template '" + tmpl.name + "' has no disk (its files live in its memory_mib)");
+    } else {
+        // The overlay's virtual size: the guest's ext4 is grown to it at boot
+        // and writes past it get ENOSPC in the guest, never on the host.
+        std::uint64_t minGib = (tmpl.diskSizeBytes + kGiB - 1) / kGiB;
+        std::uint64_t gib = request.diskGib.value_or(minGib);
+        if (gib < minGib || gib > config_.maxDiskGib)
+            throw Error(ErrorCode::bad_request,
+                        "disk_gib must be between " + std::to_string(minGib) +
+                            " (the template's disk) and " + std::to_string(config_.maxDiskGib));
+        r.diskBytes = gib * kGiB;
+        r.disk = "disk-0.qcow2";
+        // The whole disk must fit above the floor: one sandbox filling its
+        // disk cannot take the host's last free space.
+        requireFreeSpace("create", r.diskBytes);
+    }
     // Last: nothing may throw once it holds a uid (teardown returns it).
     if (uids_.enabled()) r.qemuUid = uids_.acquire();
     return r;
@@ -226,7 +245,8 @@ SandboxRecord SandboxController::create(const std::string& tenant,
     if (request.boot != "cold") {
         auto warm = warmSnapshotFor(*tmpl);
         if (warm && (!request.vcpus || *request.vcpus == warm->vcpus) &&
-            (!request.memoryMib || *request.memoryMib == warm->memoryMib))
+            (!request.memoryMib || *request.memoryMib == warm->memoryMib) &&
+            (!request.diskGib || *request.diskGib * kGiB == tmpl->diskSizeBytes))
             return createFromSnapshot(tenant, request, *warm);
         if (request.boot == "warm")
             throw Error(ErrorCode::conflict, "template '" + tmpl->name + "' has no warm snapshot" +
@@ -238,8 +258,7 @@ SandboxRecord SandboxController::create(const std::string& tenant,
     try {
         prepareSandboxDir(r);
         if (!r.disk.empty())
-            createOverlay(stagingDir(), dir, r.disk, tmpl->diskPath, tmpl->diskSizeBytes,
-                          qemuOwner(r));
+            createOverlay(stagingDir(), dir, r.disk, tmpl->diskPath, r.diskBytes, qemuOwner(r));
         auto started = steadyMillis();
         hypervisor_.startDomain(domainSpec(r, *tmpl));
         adoptAgent(r, connector_(agentEndpoint(r.id), config_.bootTimeout));
@@ -485,16 +504,18 @@ EnforcedLimits SandboxController::enforcedLimits() const {
                           config_.minFreeDiskMib,     uids_.enabled()};
 }
 
-void SandboxController::requireFreeSpace(const std::string& what) const {
+void SandboxController::requireFreeSpace(const std::string& what, std::uint64_t needBytes) const {
     if (config_.minFreeDiskMib == 0) return;
     struct statvfs st {};
     if (::statvfs(config_.dataDir.c_str(), &st) != 0) return;
     std::uint64_t freeMib = static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize / (1024 * 1024);
-    if (freeMib < config_.minFreeDiskMib)
-        throw Error(ErrorCode::insufficient_storage,
-                    what + " refused: the data directory has " + std::to_string(freeMib) +
-                        " MiB free, under the " + std::to_string(config_.minFreeDiskMib) +
-                        " MiB floor");
+    std::uint64_t needMib = (needBytes + 1024 * 1024 - 1) / (1024 * 1024);
+    if (freeMib < config_.minFreeDiskMib + needMib)
+        throw Error(
+            ErrorCode::insufficient_storage,
+            what + " refused: the data directory has " + std::to_string(freeMib) +
+                " MiB free, under the " + std::to_string(config_.minFreeDiskMib) + " MiB floor" +
+                (needMib ? " plus the " + std::to_string(needMib) + " MiB of its disk" : ""));
 }
 
 std::size_t SandboxController::liveConnections() {

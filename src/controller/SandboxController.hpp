@@ -41,6 +41,7 @@ struct ControllerConfig {
         "libvirt-qemu";  // owns per-sandbox dirs (QEMU binds the agent socket there)
     unsigned maxVcpus = 8;
     unsigned maxMemoryMib = 16384;
+    unsigned maxDiskGib = 256;
     AgentTransportKind transport = AgentTransportKind::serial;
     std::int64_t defaultTimeoutS = 300;  // for creates that name none; 0 = none
     std::int64_t maxTimeoutS = 7 * 24 * 3600;
@@ -126,6 +127,8 @@ struct CreateSandboxRequest {
     std::string onTimeout = "kill";        // kill | pause
     std::optional<unsigned> vcpus;
     std::optional<unsigned> memoryMib;
+    std::optional<unsigned>
+        diskGib;  // the disk's size (templates with a disk); default: the template's
     std::map<std::string, std::string> metadata;
     std::map<std::string, std::string> env;
     policy::PolicyRules policy;  // per-sandbox rules (deny > approve > allow > defaults)
@@ -272,7 +275,9 @@ class SandboxController {
     EnforcedLimits enforcedLimits() const;
     // Error(insufficient_storage) when the data dir's filesystem has less
     // free space than the configured floor; `what` names the refused action.
-    void requireFreeSpace(const std::string& what) const;
+    // needBytes: what the action may still write (a new disk's full size).
+    void requireFreeSpace(const std::string& what, std::uint64_t needBytes = 0) const;
+    static constexpr std::uint64_t kGiB = 1024ull * 1024 * 1024;
 
     static std::string domainName(const std::string& sandboxId) { return "airlock-" + sandboxId; }
     std::string sandboxDir(const std::string& id) const;

@@ -79,8 +79,8 @@ std::string SandboxController::snapshotDir(const SnapshotRecord& s) const {
 
 // ---------------------------------------------------------------- pause / resume / timeout
 
-SandboxRecord SandboxController::transition(const std::string& tenant, const std::string& id, SandboxState from,
-                                            SandboxState to) {
+SandboxRecord SandboxController::transition(const std::string& tenant, const std::string& id,
+                                            SandboxState from, SandboxState to) {
     const bool pausing = to == SandboxState::paused;
     requireOwned(tenant, id);
     auto lifecycle = lifecycleMutex(id);
@@ -88,12 +88,15 @@ SandboxRecord SandboxController::transition(const std::string& tenant, const std
     auto r = requireOwned(tenant, id);
     if (r.state == to) return r;  // pausing (resuming) twice is harmless
     if (r.state != from)
-        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state) + "; only a " +
-                                             sandboxStateName(from) + " sandbox can be " + (pausing ? "paused" : "resumed"));
+        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state) +
+                                             "; only a " + sandboxStateName(from) +
+                                             " sandbox can be " + (pausing ? "paused" : "resumed"));
     store_.updateState(id, to);  // written first; recover() reconciles a crash in between
     try {
-        if (pausing) hypervisor_.suspendDomain(domainName(id));
-        else hypervisor_.resumeDomain(domainName(id));
+        if (pausing)
+            hypervisor_.suspendDomain(domainName(id));
+        else
+            hypervisor_.resumeDomain(domainName(id));
     } catch (...) {
         store_.updateState(id, from);
         throw;
@@ -112,10 +115,11 @@ SandboxRecord SandboxController::resume(const std::string& tenant, const std::st
     return transition(tenant, id, SandboxState::paused, SandboxState::running);
 }
 
-SandboxRecord SandboxController::setTimeout(const std::string& tenant, const std::string& id, std::int64_t timeoutS) {
+SandboxRecord SandboxController::setTimeout(const std::string& tenant, const std::string& id,
+                                            std::int64_t timeoutS) {
     if (timeoutS < 0 || timeoutS > config_.maxTimeoutS)
-        throw Error(ErrorCode::bad_request,
-                    "timeout_s must be between 0 (none) and " + std::to_string(config_.maxTimeoutS));
+        throw Error(ErrorCode::bad_request, "timeout_s must be between 0 (none) and " +
+                                                std::to_string(config_.maxTimeoutS));
     requireOwned(tenant, id);
     store_.updateTimeout(id, timeoutS, timeoutS > 0 ? nowUnixSeconds() + timeoutS : 0);
     return requireOwned(tenant, id);
@@ -153,10 +157,13 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
     std::lock_guard op(*lifecycle);
     auto r = requireOwned(tenant, id);
     if (r.state != SandboxState::running && r.state != SandboxState::paused)
-        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state) +
-                                             "; only a running or paused sandbox can be snapshotted");
+        throw Error(ErrorCode::conflict,
+                    "sandbox " + id + " is " + sandboxStateName(r.state) +
+                        "; only a running or paused sandbox can be snapshotted");
     auto tmpl = templates_.find(r.templateName);
-    if (!tmpl) throw Error(ErrorCode::conflict, "template '" + r.templateName + "' of sandbox " + id + " is gone");
+    if (!tmpl)
+        throw Error(ErrorCode::conflict,
+                    "template '" + r.templateName + "' of sandbox " + id + " is gone");
 
     SnapshotRecord s;
     s.id = newId("snap-");
@@ -195,7 +202,8 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
             std::string layer = dir + "/" + kLayerFile;
             UniqueFd frozen = safefs::linkFile(sandboxDir(id), r.disk, dir, kLayerFile);
             nextOverlay = nextOverlayName(r.disk);
-            createOverlay(stagingDir(), sandboxDir(id), nextOverlay, layer, tmpl->diskSizeBytes, qemuOwner(r));
+            createOverlay(stagingDir(), sandboxDir(id), nextOverlay, layer,
+                          r.diskBytes ? r.diskBytes : tmpl->diskSizeBytes, qemuOwner(r));
             hypervisor_.switchDiskOverlay(domain, sandboxDir(id) + "/" + nextOverlay);
             diskSwitched = true;
             store_.updateDisk(id, nextOverlay, s.layersJson);
@@ -212,7 +220,8 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
             try {
                 hypervisor_.resumeDomain(domain);
             } catch (const std::exception& again) {
-                logError("controller", "cannot resume " + id + " after a failed snapshot: " + again.what());
+                logError("controller",
+                         "cannot resume " + id + " after a failed snapshot: " + again.what());
             }
         }
         if (diskSwitched) {
@@ -249,14 +258,15 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
             verified_[path] = before;
         }
     }
-    nlohmann::json manifest = {{"id", s.id},
-                               {"source_sandbox", id},
-                               {"template", {{"name", s.templateName}, {"digest", s.templateDigest}}},
-                               {"resources", {{"vcpus", s.vcpus}, {"memory_mib", s.memoryMib}}},
-                               {"layers", layers},
-                               {"files", files},
-                               {"size_bytes", total},
-                               {"created_at", s.createdAt}};
+    nlohmann::json manifest = {
+        {"id", s.id},
+        {"source_sandbox", id},
+        {"template", {{"name", s.templateName}, {"digest", s.templateDigest}}},
+        {"resources", {{"vcpus", s.vcpus}, {"memory_mib", s.memoryMib}}},
+        {"layers", layers},
+        {"files", files},
+        {"size_bytes", total},
+        {"created_at", s.createdAt}};
     {
         std::ofstream out(dir + "/" + kManifestFile, std::ios::trunc);
         out << manifest.dump(2) << "\n";
@@ -264,10 +274,11 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
     ::chmod((dir + "/" + kManifestFile).c_str(), 0444);
 
     snapshots_.markReady(s.id, total, manifest.dump());
-    record(id, tenant, "snapshot.created", {{"snapshot", s.id}, {"size_bytes", total}, {"held_ms", pausedMs}});
+    record(id, tenant, "snapshot.created",
+           {{"snapshot", s.id}, {"size_bytes", total}, {"held_ms", pausedMs}});
     if (!s.hasDisk) wantSpare(shapeOf(s.templateName, s.templateDigest, s.vcpus, s.memoryMib));
-    logInfo("controller", "snapshot " + s.id + " of " + id + ": " + std::to_string(total) + " bytes, sandbox held for " +
-                              std::to_string(pausedMs) + " ms");
+    logInfo("controller", "snapshot " + s.id + " of " + id + ": " + std::to_string(total) +
+                              " bytes, sandbox held for " + std::to_string(pausedMs) + " ms");
     return *snapshots_.find(s.id);
 }
 
@@ -302,7 +313,8 @@ void SandboxController::deleteSnapshot(const std::string& tenant, const std::str
 void SandboxController::discardSnapshot(const SnapshotRecord& s) {
     std::error_code ec;
     fs::remove_all(snapshotDir(s), ec);
-    if (ec) throw Error(ErrorCode::internal, "cannot remove " + snapshotDir(s) + ": " + ec.message());
+    if (ec)
+        throw Error(ErrorCode::internal, "cannot remove " + snapshotDir(s) + ": " + ec.message());
     snapshots_.remove(s.id);
 }
 
@@ -351,7 +363,8 @@ void SandboxController::recoverSnapshots() {
     for (const char* sub : {"/snapshots", "/warm"}) {
         std::error_code ec;
         for (const auto& entry : fs::directory_iterator(config_.dataDir + sub, ec)) {
-            if (known.count(entry.path().filename().string()) && snapshots_.find(entry.path().filename().string()))
+            if (known.count(entry.path().filename().string()) &&
+                snapshots_.find(entry.path().filename().string()))
                 continue;
             logWarn("recover", "removing orphan snapshot dir " + entry.path().string());
             fs::remove_all(entry.path(), ec);
@@ -365,24 +378,43 @@ void SandboxController::reseed(AgentConnection& agent) {
     auto nowNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
                      std::chrono::system_clock::now().time_since_epoch())
                      .count();
-    agent.call({{"op", "reseed"}, {"entropy", hostEntropyHex(64)}, {"time_ns", static_cast<std::uint64_t>(nowNs)}},
+    agent.call({{"op", "reseed"},
+                {"entropy", hostEntropyHex(64)},
+                {"time_ns", static_cast<std::uint64_t>(nowNs)}},
                std::chrono::seconds(15));
 }
 
-SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant, const CreateSandboxRequest& request,
+SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
+                                                    const CreateSandboxRequest& request,
                                                     const SnapshotRecord& snap) {
     auto tmpl = templates_.find(snap.templateName);
     if (!tmpl || tmpl->digest != snap.templateDigest)
-        throw Error(ErrorCode::conflict, "snapshot " + snap.id + " was taken from template '" + snap.templateName +
-                                             "' " + snap.templateDigest + ", which this server no longer has");
+        throw Error(ErrorCode::conflict, "snapshot " + snap.id + " was taken from template '" +
+                                             snap.templateName + "' " + snap.templateDigest +
+                                             ", which this server no longer has");
     if (request.vcpus && *request.vcpus != snap.vcpus)
-        throw Error(ErrorCode::bad_request, "a clone keeps its snapshot's vcpus (" + std::to_string(snap.vcpus) + ")");
-    if (request.memoryMib && *request.memoryMib != snap.memoryMib)
         throw Error(ErrorCode::bad_request,
-                    "a clone keeps its snapshot's memory_mib (" + std::to_string(snap.memoryMib) + ")");
+                    "a clone keeps its snapshot's vcpus (" + std::to_string(snap.vcpus) + ")");
+    if (request.memoryMib && *request.memoryMib != snap.memoryMib)
+        throw Error(ErrorCode::bad_request, "a clone keeps its snapshot's memory_mib (" +
+                                                std::to_string(snap.memoryMib) + ")");
     CreateSandboxRequest fixed = request;
     fixed.vcpus = snap.vcpus;
     fixed.memoryMib = snap.memoryMib;
+    if (snap.hasDisk) {
+        // A clone's disk is its snapshot's size (the frozen layer's).
+        std::uint64_t layerBytes = tmpl->diskSizeBytes;
+        try {
+            layerBytes = qcow2VirtualSize(snapshotDir(snap) + "/" + kLayerFile);
+        } catch (const std::exception&) {
+            // verifySnapshotFiles() below says what is wrong with it
+        }
+        auto layerGib = static_cast<unsigned>((layerBytes + kGiB - 1) / kGiB);
+        if (request.diskGib && *request.diskGib != layerGib)
+            throw Error(ErrorCode::bad_request,
+                        "a clone keeps its snapshot's disk_gib (" + std::to_string(layerGib) + ")");
+        fixed.diskGib = layerGib;
+    }
     SandboxRecord r = newRecord(tenant, fixed, *tmpl);
     if (snap.kind == "user") r.snapshotId = snap.id;
     r.disk = snap.hasDisk ? "disk-0.qcow2" : "";
@@ -396,7 +428,8 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant, c
         if (r.qemuUid > 0) uids_.release(static_cast<std::uint32_t>(r.qemuUid));
         r.qemuUid = spareRecord ? spareRecord->qemuUid : 0;
         if (!r.secretsSealed.empty())
-            r.secretsSealed = config_.secretCipher->seal(config_.secretCipher->open(r.secretsSealed, r.id), *spare);
+            r.secretsSealed = config_.secretCipher->seal(
+                config_.secretCipher->open(r.secretsSealed, r.id), *spare);
         r.id = *spare;
         store_.replace(r);  // the spare's row becomes this sandbox, in one write
     } else {
@@ -412,8 +445,8 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant, c
         } else {
             prepareSandboxDir(r);
             if (!r.disk.empty())
-                createOverlay(stagingDir(), dir, r.disk, snapshotDir(snap) + "/" + kLayerFile, tmpl->diskSizeBytes,
-                              qemuOwner(r));
+                createOverlay(stagingDir(), dir, r.disk, snapshotDir(snap) + "/" + kLayerFile,
+                              r.diskBytes, qemuOwner(r));
             DomainSpec spec = domainSpec(r, *tmpl);
             spec.incoming = true;
             hypervisor_.restoreDomain(spec, snapshotDir(snap) + "/" + kMemoryFile, dir);
@@ -422,19 +455,25 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant, c
         hypervisor_.resumeDomain(domainName(r.id));
         // A new hello gives the clone its own agent session; then fresh
         // entropy before anyone can run a command in it.
-        std::shared_ptr<AgentConnection> agent = connector_(agentEndpoint(r.id), std::chrono::seconds(30));
+        std::shared_ptr<AgentConnection> agent =
+            connector_(agentEndpoint(r.id), std::chrono::seconds(30));
         reseed(*agent);
         adoptAgent(r, std::move(agent));
         store_.updateState(r.id, SandboxState::running);
         r.state = SandboxState::running;
-        logInfo("controller", "sandbox " + r.id + " running after " + std::to_string(steadyMillis() - started) +
-                                  " ms (files checked in " + std::to_string(verified - started) + " ms, restored " +
-                                  snap.id + (spare ? " into a spare VM" : "") + " in " +
-                                  std::to_string(loaded - verified) + " ms)");
+        logInfo("controller", "sandbox " + r.id + " running after " +
+                                  std::to_string(steadyMillis() - started) +
+                                  " ms (files checked in " + std::to_string(verified - started) +
+                                  " ms, restored " + snap.id + (spare ? " into a spare VM" : "") +
+                                  " in " + std::to_string(loaded - verified) + " ms)");
         if (!snap.hasDisk) wantSpare(shape);
         record(r.id, r.tenant, "sandbox.created",
-               {{"template", tmpl->name}, {"digest", tmpl->digest}, {"boot", "restore"}, {"snapshot", snap.id},
-                {"policy", nlohmann::json::parse(r.policyJson)}, {"network", nlohmann::json::parse(r.networkJson)}});
+               {{"template", tmpl->name},
+                {"digest", tmpl->digest},
+                {"boot", "restore"},
+                {"snapshot", snap.id},
+                {"policy", nlohmann::json::parse(r.policyJson)},
+                {"network", nlohmann::json::parse(r.networkJson)}});
         return r;
     } catch (const std::exception& e) {
         failCreate(r.id, e);
@@ -452,13 +491,17 @@ void SandboxController::verifySnapshotFiles(const SnapshotRecord& snap) {
         if (!manifest.is_object() || !manifest.contains("files") || !manifest["files"].is_array())
             throw Error(ErrorCode::internal, "snapshot " + s.id + " has no manifest");
         for (const auto& f : manifest["files"])
-            if (f.is_object() && f.value("name", "") == name) return wanted.emplace_back(snapshotDir(s) + "/" + name, f);
+            if (f.is_object() && f.value("name", "") == name)
+                return wanted.emplace_back(snapshotDir(s) + "/" + name, f);
         throw Error(ErrorCode::internal, "snapshot " + s.id + "'s manifest lists no " + name);
     };
     expect(snap, kMemoryFile);
     for (const auto& layerId : parseLayers(snap.layersJson)) {
-        auto layer = layerId == snap.id ? std::optional<SnapshotRecord>(snap) : snapshots_.find(layerId);
-        if (!layer) throw Error(ErrorCode::internal, "snapshot " + snap.id + " reads a layer that is gone: " + layerId);
+        auto layer =
+            layerId == snap.id ? std::optional<SnapshotRecord>(snap) : snapshots_.find(layerId);
+        if (!layer)
+            throw Error(ErrorCode::internal,
+                        "snapshot " + snap.id + " reads a layer that is gone: " + layerId);
         expect(*layer, kLayerFile);
     }
     for (const auto& [path, entry] : wanted) {
@@ -469,9 +512,12 @@ void SandboxController::verifySnapshotFiles(const SnapshotRecord& snap) {
             if (it != verified_.end() && it->second == id) continue;  // unchanged since it matched
         }
         auto d = safefs::digest(path);
-        if (d.sha256 != entry.value("sha256", "") || d.size != entry.value("size", std::uint64_t(0)))
-            throw Error(ErrorCode::conflict, "snapshot " + snap.id + ": " + fs::path(path).filename().string() +
-                                                 " does not match its manifest (changed or damaged); it cannot be restored");
+        if (d.sha256 != entry.value("sha256", "") ||
+            d.size != entry.value("size", std::uint64_t(0)))
+            throw Error(
+                ErrorCode::conflict,
+                "snapshot " + snap.id + ": " + fs::path(path).filename().string() +
+                    " does not match its manifest (changed or damaged); it cannot be restored");
         std::lock_guard lock(verifiedMutex_);
         verified_[path] = id;
     }
@@ -498,7 +544,8 @@ void SandboxController::warmTemplate(const std::string& templateName) {
     if (!tmpl) throw Error(ErrorCode::not_found, "no template named '" + templateName + "'");
     // Snapshots of an older build of the template can never be used again.
     for (const auto& s : snapshots_.list(TenantScope::only(kWarmTenant)))
-        if (s.templateName == tmpl->name && s.templateDigest != tmpl->digest && s.state == SnapshotState::ready)
+        if (s.templateName == tmpl->name && s.templateDigest != tmpl->digest &&
+            s.state == SnapshotState::ready)
             snapshots_.updateState(s.id, SnapshotState::deleted);
     collectSnapshots();
     if (warmSnapshotFor(*tmpl)) return;

@@ -3,37 +3,36 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
 
 #include "agentclient/AgentConnection.hpp"
 #include "agentclient/AgentTransport.hpp"
 #include "api/Authenticator.hpp"
 #include "api/HttpServer.hpp"
+#include "api/RequestParsing.hpp"
 #include "api/Router.hpp"
 #include "controller/SandboxController.hpp"
 #include "controller/TemplateCatalog.hpp"
 #include "core/Clock.hpp"
-#include "egress/EgressProxy.hpp"
 #include "core/Error.hpp"
 #include "core/Log.hpp"
+#include "egress/EgressProxy.hpp"
 #include "hypervisor/AccelProbe.hpp"
 #include "hypervisor/LibvirtHypervisor.hpp"
 #include "store/ApiKeyStore.hpp"
+#include "store/AuditStore.hpp"
 #include "store/Database.hpp"
+#include "store/GatedExecStore.hpp"
 #include "store/PortStore.hpp"
 #include "store/SandboxStore.hpp"
 #include "store/SnapshotStore.hpp"
-#include "store/AuditStore.hpp"
-#include "store/GatedExecStore.hpp"
-#include "api/RequestParsing.hpp"
-#include <nlohmann/json.hpp>
-
-#include <atomic>
-#include <thread>
 
 #ifndef AIRLOCK_DEFAULT_TEMPLATES_DIR
 #define AIRLOCK_DEFAULT_TEMPLATES_DIR "build/templates"
@@ -66,7 +65,8 @@ int runDaemon(const DaemonOptions& options) {
     setLogLevel(parseLevel(options.logLevel));
     // Every connection, agent channel and stream is a descriptor: take the
     // hard limit, so the connection cap, not EMFILE, is what refuses clients.
-    if (rlimit nofile{}; ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    if (rlimit nofile{};
+        ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
         nofile.rlim_cur = nofile.rlim_max;
         ::setrlimit(RLIMIT_NOFILE, &nofile);
     }
@@ -89,7 +89,8 @@ int runDaemon(const DaemonOptions& options) {
         logInfo("airlockd", "created an admin API key in " + dataDir + "/admin.key");
     }
 
-    std::string templatesDir = options.templatesDir.empty() ? AIRLOCK_DEFAULT_TEMPLATES_DIR : options.templatesDir;
+    std::string templatesDir =
+        options.templatesDir.empty() ? AIRLOCK_DEFAULT_TEMPLATES_DIR : options.templatesDir;
     TemplateCatalog templates(templatesDir);
     if (templates.list().empty()) logWarn("airlockd", "no templates found in " + templatesDir);
 
@@ -103,17 +104,20 @@ int runDaemon(const DaemonOptions& options) {
     config.defaultTimeoutS = options.defaultTimeoutS;
     config.sparesPerShape = options.spareVms;
     config.transport = resolveAgentTransport(options.agentTransport, hostHasVhostVsock());
-    logInfo("airlockd", std::string("agent transport: ") +
-                            (config.transport == AgentTransportKind::vsock ? "vsock" : "virtio-serial") + " (requested " +
-                            options.agentTransport + ")");
+    logInfo("airlockd",
+            std::string("agent transport: ") +
+                (config.transport == AgentTransportKind::vsock ? "vsock" : "virtio-serial") +
+                " (requested " + options.agentTransport + ")");
     if (!options.policyFile.empty()) {
         std::ifstream in(options.policyFile);
         if (!in) throw Error(ErrorCode::bad_request, "--policy: cannot read " + options.policyFile);
         auto j = nlohmann::json::parse(in, nullptr, false);
-        if (j.is_discarded()) throw Error(ErrorCode::bad_request, "--policy: " + options.policyFile + " is not JSON");
+        if (j.is_discarded())
+            throw Error(ErrorCode::bad_request, "--policy: " + options.policyFile + " is not JSON");
         config.operatorRules = api::parsePolicyRules(j);
-        logInfo("airlockd", "operator policy from " + options.policyFile + ": " + std::to_string(config.operatorRules.deny.size()) +
-                                " deny, " + std::to_string(config.operatorRules.approve.size()) + " approve, " +
+        logInfo("airlockd", "operator policy from " + options.policyFile + ": " +
+                                std::to_string(config.operatorRules.deny.size()) + " deny, " +
+                                std::to_string(config.operatorRules.approve.size()) + " approve, " +
                                 std::to_string(config.operatorRules.allow.size()) + " allow rules");
     }
     config.approvalTimeoutS = options.approvalTimeoutS;
@@ -123,34 +127,43 @@ int runDaemon(const DaemonOptions& options) {
     config.diskBytesPerSecond = options.diskBytesPerSecond;
     config.diskOpsPerSecond = options.diskOpsPerSecond;
     config.minFreeDiskMib = options.minFreeDiskMib;
+    config.maxDiskGib = options.maxDiskGib;
     // Secrets at rest: AES-256-GCM with AIRLOCK_SECRET_KEY or DATA_DIR/secret.key (0600).
-    config.secretCipher = std::make_shared<const SecretCipher>(SecretCipher::fromEnvironmentOrFile(dataDir + "/secret.key"));
+    config.secretCipher = std::make_shared<const SecretCipher>(
+        SecretCipher::fromEnvironmentOrFile(dataDir + "/secret.key"));
     // The I/O context and workers serve the API and the egress proxy alike.
     boost::asio::io_context ioc;
     boost::asio::thread_pool workers(16);
     egress::EgressSettings egressSettings;
-    for (const auto& cidr : options.egressAllowCidrs) egressSettings.allowCidrs.push_back(egress::CidrRange::parse(cidr));
+    for (const auto& cidr : options.egressAllowCidrs)
+        egressSettings.allowCidrs.push_back(egress::CidrRange::parse(cidr));
     egressSettings.maxConnections = options.egressMaxConnections;
     egressSettings.bytesPerSecond = options.egressBytesPerSecond;
-    for (const auto& r : egressSettings.allowCidrs) logWarn("airlockd", "egress may reach " + r.text() + " (--egress-allow-cidr)");
+    for (const auto& r : egressSettings.allowCidrs)
+        logWarn("airlockd", "egress may reach " + r.text() + " (--egress-allow-cidr)");
     // Egress has its own workers (blocking writes towards slow guests, name
     // lookups): a guest that stops reading cannot starve the API's.
     boost::asio::thread_pool egressWorkers(8);
     auto egressProxy = std::make_shared<egress::EgressProxy>(
         ioc, egressWorkers, egressSettings,
-        [&audit](const std::string& sandboxId, const std::string& tenant, const std::string& type, const nlohmann::json& data) {
-            audit.append(AuditEvent{0, sandboxId, tenant, nowTimestamp(), type,
-                                    data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
+        [&audit](const std::string& sandboxId, const std::string& tenant, const std::string& type,
+                 const nlohmann::json& data) {
+            audit.append(
+                AuditEvent{0, sandboxId, tenant, nowTimestamp(), type,
+                           data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
         });
     config.egress = egressProxy;
-    SandboxController controller(config, hypervisor, ControllerStores{sandboxes, ports, snapshots, gatedExecs, audit}, templates,
-                                 [](const std::string& endpoint, std::chrono::milliseconds timeout) {
-                                     return connectAgent(endpoint, timeout);
-                                 });
+    SandboxController controller(
+        config, hypervisor, ControllerStores{sandboxes, ports, snapshots, gatedExecs, audit},
+        templates, [](const std::string& endpoint, std::chrono::milliseconds timeout) {
+            return connectAgent(endpoint, timeout);
+        });
     controller.recover();
 
     for (const auto& name : options.warmTemplates)
-        if (!templates.find(name)) throw Error(ErrorCode::bad_request, "--warm-templates: no template named '" + name + "'");
+        if (!templates.find(name))
+            throw Error(ErrorCode::bad_request,
+                        "--warm-templates: no template named '" + name + "'");
 
     // Timeouts are enforced about once a second; warm templates are prepared
     // in the background (creates boot cold until their snapshot is ready).
@@ -174,13 +187,17 @@ int runDaemon(const DaemonOptions& options) {
             if (options.auditRetentionDays > 0 && nowUnixSeconds() >= nextPrune) {
                 nextPrune = nowUnixSeconds() + 600;
                 try {
-                    auto cutoff = formatUnixSeconds(nowUnixSeconds() - std::int64_t(options.auditRetentionDays) * 86400);
-                    if (auto n = audit.prune(cutoff)) logInfo("airlockd", "audit retention: pruned " + std::to_string(n) + " events of deleted sandboxes");
+                    auto cutoff = formatUnixSeconds(
+                        nowUnixSeconds() - std::int64_t(options.auditRetentionDays) * 86400);
+                    if (auto n = audit.prune(cutoff))
+                        logInfo("airlockd", "audit retention: pruned " + std::to_string(n) +
+                                                " events of deleted sandboxes");
                 } catch (const std::exception& e) {
                     logError("airlockd", std::string("audit retention: ") + e.what());
                 }
             }
-            for (int i = 0; i < 10 && !stopping; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            for (int i = 0; i < 10 && !stopping; ++i)
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
     });
 
@@ -188,12 +205,15 @@ int runDaemon(const DaemonOptions& options) {
     api::Router router(controller, auth, "0.1.0", options.maxTenantRequests);
     api::HttpLimits limits;
     limits.maxConnections = options.maxConnections;
-    api::HttpServer server(ioc, options.listenHost, options.listenPort, router, controller, workers, limits);
-    logInfo("airlockd", "listening on http://" + options.listenHost + ":" + std::to_string(server.port()));
+    api::HttpServer server(ioc, options.listenHost, options.listenPort, router, controller, workers,
+                           limits);
+    logInfo("airlockd",
+            "listening on http://" + options.listenHost + ":" + std::to_string(server.port()));
 
     boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code&, int sig) {
-        logInfo("airlockd", "signal " + std::to_string(sig) + ": stopping (sandboxes keep running)");
+        logInfo("airlockd",
+                "signal " + std::to_string(sig) + ": stopping (sandboxes keep running)");
         server.stop();
         ioc.stop();
     });

@@ -7,14 +7,18 @@ namespace airlock {
 
 std::string daemonUsage() {
     return "usage: airlockd [--listen HOST:PORT] [--data-dir DIR] [--templates-dir DIR]\n"
-           "                [--accel auto|kvm|tcg] [--libvirt-uri URI] [--agent-transport auto|serial|vsock]\n"
-           "                [--exec-output-cap BYTES] [--default-timeout SECONDS] [--warm-templates NAME,...]\n"
+           "                [--accel auto|kvm|tcg] [--libvirt-uri URI] [--agent-transport "
+           "auto|serial|vsock]\n"
+           "                [--exec-output-cap BYTES] [--default-timeout SECONDS] "
+           "[--warm-templates NAME,...]\n"
            "                [--spare-vms N] [--policy FILE] [--approval-timeout SECONDS]\n"
            "                [--egress-allow-cidr CIDR]... [--egress-max-connections N]\n"
            "                [--egress-bandwidth BYTES_PER_SECOND] [--audit-retention-days DAYS]\n"
-           "                [--max-tenant-requests N] [--max-connections N] [--qemu-uid-range BASE:COUNT]\n"
-           "                [--sandbox-memory-overhead MIB] [--disk-bandwidth BYTES_PER_SECOND] [--disk-iops N]\n"
-           "                [--min-free-disk MIB]\n"
+           "                [--max-tenant-requests N] [--max-connections N] [--qemu-uid-range "
+           "BASE:COUNT]\n"
+           "                [--sandbox-memory-overhead MIB] [--disk-bandwidth BYTES_PER_SECOND] "
+           "[--disk-iops N]\n"
+           "                [--min-free-disk MIB] [--max-disk-gib GIB]\n"
            "                [--log-level debug|info|warn|error]\n";
 }
 
@@ -27,10 +31,12 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
             return args[++i];
         };
         auto number = [&](const std::string& v, unsigned long long min, unsigned long long max) {
-            if (v.empty() || v.size() > 15 || v.find_first_not_of("0123456789") != std::string::npos ||
-                std::stoull(v) < min || std::stoull(v) > max)
-                throw Error(ErrorCode::bad_request,
-                            a + " wants a number from " + std::to_string(min) + " to " + std::to_string(max));
+            if (v.empty() || v.size() > 15 ||
+                v.find_first_not_of("0123456789") != std::string::npos || std::stoull(v) < min ||
+                std::stoull(v) > max)
+                throw Error(ErrorCode::bad_request, a + " wants a number from " +
+                                                        std::to_string(min) + " to " +
+                                                        std::to_string(max));
             return std::stoull(v);
         };
         if (a == "--help" || a == "-h") {
@@ -38,14 +44,16 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
         } else if (a == "--listen") {
             std::string v = value();
             auto colon = v.rfind(':');
-            if (colon == std::string::npos) throw Error(ErrorCode::bad_request, "--listen wants HOST:PORT");
+            if (colon == std::string::npos)
+                throw Error(ErrorCode::bad_request, "--listen wants HOST:PORT");
             o.listenHost = v.substr(0, colon);
             int port = -1;
             try {
                 port = std::stoi(v.substr(colon + 1));
             } catch (...) {
             }
-            if (port < 0 || port > 65535) throw Error(ErrorCode::bad_request, "--listen has a bad port");
+            if (port < 0 || port > 65535)
+                throw Error(ErrorCode::bad_request, "--listen has a bad port");
             o.listenPort = static_cast<unsigned short>(port);
         } else if (a == "--data-dir") {
             o.dataDir = value();
@@ -59,8 +67,10 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
             o.libvirtUri = value();
         } else if (a == "--agent-transport") {
             o.agentTransport = value();
-            if (o.agentTransport != "auto" && o.agentTransport != "serial" && o.agentTransport != "vsock")
-                throw Error(ErrorCode::bad_request, "--agent-transport must be auto, serial or vsock");
+            if (o.agentTransport != "auto" && o.agentTransport != "serial" &&
+                o.agentTransport != "vsock")
+                throw Error(ErrorCode::bad_request,
+                            "--agent-transport must be auto, serial or vsock");
         } else if (a == "--exec-output-cap") {
             std::string v = value();
             try {
@@ -71,7 +81,8 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
                 throw Error(ErrorCode::bad_request, "--exec-output-cap wants a number of bytes");
             }
             if (o.execOutputCap < 1024 || o.execOutputCap > (256u << 20))
-                throw Error(ErrorCode::bad_request, "--exec-output-cap must be between 1 KiB and 256 MiB");
+                throw Error(ErrorCode::bad_request,
+                            "--exec-output-cap must be between 1 KiB and 256 MiB");
         } else if (a == "--default-timeout") {
             std::string v = value();
             try {
@@ -82,17 +93,21 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
                 throw Error(ErrorCode::bad_request, "--default-timeout wants a number of seconds");
             }
             if (o.defaultTimeoutS < 0 || o.defaultTimeoutS > 7 * 24 * 3600)
-                throw Error(ErrorCode::bad_request, "--default-timeout must be between 0 (none) and 604800");
+                throw Error(ErrorCode::bad_request,
+                            "--default-timeout must be between 0 (none) and 604800");
         } else if (a == "--policy") {
             o.policyFile = value();
         } else if (a == "--approval-timeout") {
             std::string v = value();
-            if (v.empty() || v.size() > 7 || v.find_first_not_of("0123456789") != std::string::npos || std::stoll(v) < 10)
-                throw Error(ErrorCode::bad_request, "--approval-timeout wants a number of seconds (at least 10)");
+            if (v.empty() || v.size() > 7 ||
+                v.find_first_not_of("0123456789") != std::string::npos || std::stoll(v) < 10)
+                throw Error(ErrorCode::bad_request,
+                            "--approval-timeout wants a number of seconds (at least 10)");
             o.approvalTimeoutS = std::stoll(v);
         } else if (a == "--spare-vms") {
             std::string v = value();
-            if (v.empty() || v.size() > 2 || v.find_first_not_of("0123456789") != std::string::npos || std::stoul(v) > 16)
+            if (v.empty() || v.size() > 2 ||
+                v.find_first_not_of("0123456789") != std::string::npos || std::stoul(v) > 16)
                 throw Error(ErrorCode::bad_request, "--spare-vms wants a number from 0 to 16");
             o.spareVms = static_cast<unsigned>(std::stoul(v));
         } else if (a == "--warm-templates") {
@@ -101,7 +116,8 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
             std::size_t start = 0;
             while (start <= v.size()) {
                 auto comma = v.find(',', start);
-                std::string name = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+                std::string name =
+                    v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
                 if (!name.empty()) o.warmTemplates.push_back(name);
                 if (comma == std::string::npos) break;
                 start = comma + 1;
@@ -123,7 +139,8 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
         } else if (a == "--qemu-uid-range") {
             std::string v = value();
             auto colon = v.find(':');
-            if (colon == std::string::npos) throw Error(ErrorCode::bad_request, "--qemu-uid-range wants BASE:COUNT");
+            if (colon == std::string::npos)
+                throw Error(ErrorCode::bad_request, "--qemu-uid-range wants BASE:COUNT");
             o.qemuUidBase = static_cast<unsigned>(number(v.substr(0, colon), 1000, 4000000000u));
             o.qemuUidCount = static_cast<unsigned>(number(v.substr(colon + 1), 0, 1000000));
             if (std::uint64_t(o.qemuUidBase) + o.qemuUidCount > 4294967294ull)
@@ -131,11 +148,14 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
         } else if (a == "--sandbox-memory-overhead") {
             o.sandboxMemoryOverheadMib = number(value(), 0, 1 << 20);
             if (o.sandboxMemoryOverheadMib > 0 && o.sandboxMemoryOverheadMib < 128)
-                throw Error(ErrorCode::bad_request, "--sandbox-memory-overhead must be 0 (none) or at least 128 MiB");
+                throw Error(ErrorCode::bad_request,
+                            "--sandbox-memory-overhead must be 0 (none) or at least 128 MiB");
         } else if (a == "--disk-bandwidth") {
             o.diskBytesPerSecond = number(value(), 0, 1ull << 40);
         } else if (a == "--disk-iops") {
             o.diskOpsPerSecond = number(value(), 0, 10000000);
+        } else if (a == "--max-disk-gib") {
+            o.maxDiskGib = static_cast<unsigned>(number(value(), 1, 1u << 20));
         } else if (a == "--min-free-disk") {
             o.minFreeDiskMib = number(value(), 0, 1ull << 30);
         } else if (a == "--log-level") {

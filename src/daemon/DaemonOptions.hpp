@@ -10,27 +10,30 @@ struct DaemonOptions {
     std::string dataDir = "data";
     std::string templatesDir;  // empty: the build's template output
     std::string accel = "auto";
-    std::string libvirtUri;    // empty: the embedded driver under dataDir
+    std::string libvirtUri;  // empty: the embedded driver under dataDir
     std::string logLevel = "info";
-    std::string agentTransport = "auto";  // auto | serial | vsock
+    std::string agentTransport = "auto";      // auto | serial | vsock
     std::size_t execOutputCap = 1024 * 1024;  // per stream of a buffered exec
     long long defaultTimeoutS = 300;          // sandboxes that name no timeout_s; 0 = none
     std::vector<std::string> warmTemplates;   // templates given a ready snapshot at start
     unsigned spareVms = 1;                    // pre-started VMs per clone shape (0: none)
-    std::string policyFile;                   // operator command rules (JSON deny/approve/allow globs)
-    long long approvalTimeoutS = 900;         // pending approvals expire after this
-    std::vector<std::string> egressAllowCidrs;  // private ranges egress may reach anyway (tests, on-prem registries)
-    unsigned egressMaxConnections = 64;         // per sandbox, open at once
+    std::string policyFile;            // operator command rules (JSON deny/approve/allow globs)
+    long long approvalTimeoutS = 900;  // pending approvals expire after this
+    std::vector<std::string>
+        egressAllowCidrs;  // private ranges egress may reach anyway (tests, on-prem registries)
+    unsigned egressMaxConnections = 64;                     // per sandbox, open at once
     unsigned long long egressBytesPerSecond = 20ull << 20;  // per sandbox, both directions
-    unsigned auditRetentionDays = 90;           // audit events older than this are pruned; 0 = keep forever
-    unsigned maxTenantRequests = 256;           // per tenant: JSON requests and streams in flight (429 beyond)
-    unsigned maxConnections = 2048;             // open client connections (closed at accept beyond)
-    unsigned qemuUidBase = 200000;              // each sandbox's QEMU gets its own uid from
-    unsigned qemuUidCount = 4096;               //   [base, base + count) (0: all run as libvirt-qemu)
-    unsigned long long sandboxMemoryOverheadMib = 512;  // QEMU's cap: guest RAM + this (0: none)
+    unsigned auditRetentionDays = 90;  // audit events older than this are pruned; 0 = keep forever
+    unsigned maxTenantRequests =
+        256;                         // per tenant: JSON requests and streams in flight (429 beyond)
+    unsigned maxConnections = 2048;  // open client connections (closed at accept beyond)
+    unsigned qemuUidBase = 200000;   // each sandbox's QEMU gets its own uid from
+    unsigned qemuUidCount = 4096;    //   [base, base + count) (0: all run as libvirt-qemu)
+    unsigned long long sandboxMemoryOverheadMib = 512;     // QEMU's cap: guest RAM + this (0: none)
     unsigned long long diskBytesPerSecond = 256ull << 20;  // per sandbox disk (0: unthrottled)
     unsigned long long diskOpsPerSecond = 8000;
-    unsigned long long minFreeDiskMib = 2048;   // creates, snapshots, uploads answer 507 below this
+    unsigned maxDiskGib = 256;                 // the largest disk_gib a create may ask for
+    unsigned long long minFreeDiskMib = 2048;  // creates, snapshots, uploads answer 507 below this
     bool help = false;
 };
 

@@ -23,16 +23,18 @@ struct SandboxRecord {
     std::string envJson = "{}";       // default environment for every exec
     std::string error;                // why it is in state error
     std::string snapshotId;           // the snapshot it was cloned from, if any
-    std::string disk;                 // current disk overlay (file name in its dir), if it has a disk
-    std::string layersJson = "[]";    // snapshot ids whose frozen disk layers its disk chain reads
-    std::int64_t timeoutS = 0;        // 0: no timeout
-    std::string onTimeout = "kill";   // kill | pause
-    std::int64_t expiresAt = 0;       // unix seconds; 0: never
-    std::string policyJson = "{}";    // per-sandbox command rules {"deny":[],"approve":[],"allow":[]}
-    std::string secretsSealed;        // AES-GCM sealed JSON {"NAME":{"value","commands"}}; "" = none
+    std::string disk;               // current disk overlay (file name in its dir), if it has a disk
+    std::string layersJson = "[]";  // snapshot ids whose frozen disk layers its disk chain reads
+    std::int64_t timeoutS = 0;      // 0: no timeout
+    std::string onTimeout = "kill";  // kill | pause
+    std::int64_t expiresAt = 0;      // unix seconds; 0: never
+    std::string policyJson = "{}";  // per-sandbox command rules {"deny":[],"approve":[],"allow":[]}
+    std::string secretsSealed;      // AES-GCM sealed JSON {"NAME":{"value","commands"}}; "" = none
     std::string secretNamesJson = "[]";  // the names alone, in the clear
     std::string networkJson = "[]";      // egress allowlist entries; empty: no network at all
-    std::int64_t qemuUid = 0;            // the uid its QEMU runs as (its own); 0: the shared QEMU user
+    std::int64_t qemuUid = 0;  // the uid its QEMU runs as (its own); 0: the shared QEMU user
+    std::uint64_t diskBytes =
+        0;  // its disk's virtual size (disk_gib); 0: no disk, or the template's
 };
 
 }  // namespace airlock

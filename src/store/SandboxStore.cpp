@@ -8,12 +8,18 @@ namespace airlock {
 
 std::string sandboxStateName(SandboxState s) {
     switch (s) {
-        case SandboxState::creating: return "creating";
-        case SandboxState::running: return "running";
-        case SandboxState::paused: return "paused";
-        case SandboxState::stopped: return "stopped";
-        case SandboxState::error: return "error";
-        case SandboxState::deleting: return "deleting";
+        case SandboxState::creating:
+            return "creating";
+        case SandboxState::running:
+            return "running";
+        case SandboxState::paused:
+            return "paused";
+        case SandboxState::stopped:
+            return "stopped";
+        case SandboxState::error:
+            return "error";
+        case SandboxState::deleting:
+            return "deleting";
     }
     return "error";
 }
@@ -29,8 +35,10 @@ SandboxState parseSandboxState(const std::string& s) {
 
 namespace {
 constexpr const char* kColumns =
-    "id, tenant, template, state, vcpus, memory_mib, created_at, metadata, env, error, snapshot, disk, layers,"
-    " timeout_s, on_timeout, expires_at, policy, secrets, secret_names, network, qemu_uid";
+    "id, tenant, template, state, vcpus, memory_mib, created_at, metadata, env, error, snapshot, "
+    "disk, layers,"
+    " timeout_s, on_timeout, expires_at, policy, secrets, secret_names, network, qemu_uid, "
+    "disk_bytes";
 
 SandboxRecord readRow(Database::Statement& st) {
     SandboxRecord r;
@@ -55,6 +63,7 @@ SandboxRecord readRow(Database::Statement& st) {
     r.secretNamesJson = st.text(18);
     r.networkJson = st.text(19);
     r.qemuUid = st.integer(20);
+    r.diskBytes = static_cast<std::uint64_t>(st.integer(21));
     return r;
 }
 }  // namespace
@@ -77,6 +86,7 @@ SandboxStore::SandboxStore(Database& db) : db_(db) {
     db_.addColumnIfMissing("sandboxes", "secret_names TEXT NOT NULL DEFAULT '[]'");
     db_.addColumnIfMissing("sandboxes", "network TEXT NOT NULL DEFAULT '[]'");
     db_.addColumnIfMissing("sandboxes", "qemu_uid INTEGER NOT NULL DEFAULT 0");
+    db_.addColumnIfMissing("sandboxes", "disk_bytes INTEGER NOT NULL DEFAULT 0");
 }
 
 void SandboxStore::updateNetwork(const std::string& id, const std::string& networkJson) {
@@ -87,7 +97,8 @@ void SandboxStore::updateNetwork(const std::string& id, const std::string& netwo
     });
 }
 
-void SandboxStore::updateDisk(const std::string& id, const std::string& disk, const std::string& layersJson) {
+void SandboxStore::updateDisk(const std::string& id, const std::string& disk,
+                              const std::string& layersJson) {
     db_.locked([&](sqlite3* db) {
         Database::Statement st(db, "UPDATE sandboxes SET disk = ?, layers = ? WHERE id = ?");
         st.bind(1, disk).bind(2, layersJson).bind(3, id);
@@ -95,9 +106,11 @@ void SandboxStore::updateDisk(const std::string& id, const std::string& disk, co
     });
 }
 
-void SandboxStore::updateTimeout(const std::string& id, std::int64_t timeoutS, std::int64_t expiresAt) {
+void SandboxStore::updateTimeout(const std::string& id, std::int64_t timeoutS,
+                                 std::int64_t expiresAt) {
     db_.locked([&](sqlite3* db) {
-        Database::Statement st(db, "UPDATE sandboxes SET timeout_s = ?, expires_at = ? WHERE id = ?");
+        Database::Statement st(db,
+                               "UPDATE sandboxes SET timeout_s = ?, expires_at = ? WHERE id = ?");
         st.bind(1, timeoutS).bind(2, expiresAt).bind(3, id);
         st.step();
     });
@@ -108,19 +121,30 @@ void SandboxStore::replace(const SandboxRecord& r) { write(r, true); }
 
 void SandboxStore::write(const SandboxRecord& r, bool replace) {
     db_.locked([&](sqlite3* db) {
-        Database::Statement st(db, std::string(replace ? "INSERT OR REPLACE" : "INSERT") + " INTO sandboxes (" + kColumns +
-                                       ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-        st.bind(1, r.id).bind(2, r.tenant).bind(3, r.templateName).bind(4, sandboxStateName(r.state));
+        Database::Statement st(db, std::string(replace ? "INSERT OR REPLACE" : "INSERT") +
+                                       " INTO sandboxes (" + kColumns +
+                                       ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+        st.bind(1, r.id)
+            .bind(2, r.tenant)
+            .bind(3, r.templateName)
+            .bind(4, sandboxStateName(r.state));
         st.bind(5, std::int64_t(r.vcpus)).bind(6, std::int64_t(r.memoryMib)).bind(7, r.createdAt);
         st.bind(8, r.metadataJson).bind(9, r.envJson).bind(10, r.error);
         st.bind(11, r.snapshotId).bind(12, r.disk).bind(13, r.layersJson).bind(14, r.timeoutS);
-        st.bind(15, r.onTimeout).bind(16, r.expiresAt).bind(17, r.policyJson).bind(18, r.secretsSealed);
-        st.bind(19, r.secretNamesJson).bind(20, r.networkJson).bind(21, r.qemuUid);
+        st.bind(15, r.onTimeout)
+            .bind(16, r.expiresAt)
+            .bind(17, r.policyJson)
+            .bind(18, r.secretsSealed);
+        st.bind(19, r.secretNamesJson)
+            .bind(20, r.networkJson)
+            .bind(21, r.qemuUid)
+            .bind(22, static_cast<std::int64_t>(r.diskBytes));
         st.step();
     });
 }
 
-void SandboxStore::updateState(const std::string& id, SandboxState state, const std::string& error) {
+void SandboxStore::updateState(const std::string& id, SandboxState state,
+                               const std::string& error) {
     db_.locked([&](sqlite3* db) {
         Database::Statement st(db, "UPDATE sandboxes SET state = ?, error = ? WHERE id = ?");
         st.bind(1, sandboxStateName(state)).bind(2, error).bind(3, id);
@@ -138,7 +162,8 @@ void SandboxStore::remove(const std::string& id) {
 
 std::optional<SandboxRecord> SandboxStore::find(const std::string& id) {
     return db_.locked([&](sqlite3* db) -> std::optional<SandboxRecord> {
-        Database::Statement st(db, std::string("SELECT ") + kColumns + " FROM sandboxes WHERE id = ?");
+        Database::Statement st(db,
+                               std::string("SELECT ") + kColumns + " FROM sandboxes WHERE id = ?");
         st.bind(1, id);
         if (!st.step()) return std::nullopt;
         return readRow(st);

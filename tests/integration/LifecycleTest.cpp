@@ -12,9 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <fstream>
-
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "agentclient/AgentConnection.hpp"
@@ -66,7 +65,9 @@ long qemuUidOf(const std::string& sandboxId) {
 bool reachableAs(unsigned uid, const std::string& path) {
     pid_t pid = ::fork();
     if (pid == 0) {
-        if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0) ::_exit(2);
+        if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 ||
+            ::setresuid(uid, uid, uid) != 0)
+            ::_exit(2);
         struct stat st {};
         if (::stat(path.c_str(), &st) != 0) ::_exit(1);
         if (S_ISSOCK(st.st_mode)) {
@@ -76,7 +77,8 @@ bool reachableAs(unsigned uid, const std::string& path) {
             std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
             ::_exit(::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 ? 0 : 1);
         }
-        ::_exit(::open(path.c_str(), O_RDONLY | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0)) >= 0 ? 0 : 1);
+        ::_exit(::open(path.c_str(), O_RDONLY | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0)) >= 0 ? 0
+                                                                                              : 1);
     }
     int status = 0;
     ::waitpid(pid, &status, 0);
@@ -91,13 +93,15 @@ std::size_t entries(const std::string& dir) {
 }
 
 class Lifecycle : public ::testing::Test {
-protected:
+  protected:
     static void SetUpTestSuite() {
         ASSERT_TRUE(test::templatesBuilt()) << "run scripts/setup first: no minimal template";
         world = new World;
         world->sourceId = world->controller->create("t", CreateSandboxRequest{}).id;
-        world->marker = run(world->sourceId, "echo mem-$$-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \\n') "
-                                             "| tee /dev/shm/marker").stdoutData;
+        world->marker = run(world->sourceId,
+                            "echo mem-$$-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \\n') "
+                            "| tee /dev/shm/marker")
+                            .stdoutData;
         ASSERT_FALSE(world->marker.empty());
         world->snapshotId = world->controller->snapshot("t", world->sourceId).id;
     }
@@ -106,14 +110,17 @@ protected:
         if (!world) return;
         if (world->controller) {
             world->controller->shutdown();
-            for (const auto& r : world->controller->list("t")) world->controller->destroy("t", r.id);
-            for (const auto& s : world->controller->listSnapshots("t")) world->controller->deleteSnapshot("t", s.id);
+            for (const auto& r : world->controller->list("t"))
+                world->controller->destroy("t", r.id);
+            for (const auto& s : world->controller->listSnapshots("t"))
+                world->controller->deleteSnapshot("t", s.id);
         }
         delete world;
         world = nullptr;
     }
 
-    static ExecOutput run(const std::string& id, const std::string& script, const std::string& user = "user") {
+    static ExecOutput run(const std::string& id, const std::string& script,
+                          const std::string& user = "user") {
         ExecOptions o;
         o.shell = script;
         o.user = user;
@@ -135,7 +142,8 @@ TEST_F(Lifecycle, PauseFreezesTheGuestAndResumeKeepsItsMemory) {
     auto id = world->sourceId;
     auto uptime = [&] { return std::stod(run(id, "cut -d' ' -f1 /proc/uptime").stdoutData); };
     world->controller->pause("t", id);
-    EXPECT_EQ(world->hypervisor->domainState(SandboxController::domainName(id)), DomainState::paused);
+    EXPECT_EQ(world->hypervisor->domainState(SandboxController::domainName(id)),
+              DomainState::paused);
     EXPECT_EQ(test::codeOf([&] { run(id, "true"); }), ErrorCode::conflict);
     world->controller->resume("t", id);
     double before = uptime();
@@ -154,7 +162,8 @@ TEST_F(Lifecycle, ClonesCarryTheSnapshotsMemoryButNotItsIdentity) {
     EXPECT_EQ(run(c1.id, "cat /dev/shm/marker").stdoutData, world->marker);
     EXPECT_EQ(run(c2.id, "cat /dev/shm/marker").stdoutData, world->marker);
     run(c1.id, "echo clone-one > /dev/shm/marker");
-    EXPECT_EQ(run(c2.id, "cat /dev/shm/marker").stdoutData, world->marker) << "clones share nothing";
+    EXPECT_EQ(run(c2.id, "cat /dev/shm/marker").stdoutData, world->marker)
+        << "clones share nothing";
     EXPECT_EQ(run(world->sourceId, "cat /dev/shm/marker").stdoutData, world->marker);
 
     // Fresh entropy in each (the kernel CRNG is reseeded from the host).
@@ -178,7 +187,8 @@ TEST_F(Lifecycle, ASpareVmIsWaitingForTheNextClone) {
         << "a snapshot of a disk-less template asks for a spare VM";
     auto c = clone();
     EXPECT_EQ(run(c.id, "cat /dev/shm/marker").stdoutData, world->marker);
-    ASSERT_TRUE(test::waitFor([&] { return world->controller->spareCount() >= 1; }, 60s)) << "and refills it";
+    ASSERT_TRUE(test::waitFor([&] { return world->controller->spareCount() >= 1; }, 60s))
+        << "and refills it";
     world->controller->destroy("t", c.id);
 }
 
@@ -210,10 +220,37 @@ TEST_F(Lifecycle, DebianTemplateFreezesItsDiskInLayersTheBaseNeverChanges) {
     ASSERT_EQ(::stat(tmpl->diskPath.c_str(), &baseBefore), 0);
     CreateSandboxRequest request;
     request.templateName = "debian";
+    // One GiB more than the image: the guest's root grows to it at boot.
+    const unsigned diskGib = static_cast<unsigned>((tmpl->diskSizeBytes >> 30) + 1);
+    request.diskGib = diskGib;
     auto d = world->controller->create("t", request);
-    auto tools = run(d.id, "python3 -c 'print(6*7)' && git --version >/dev/null && node -e 'console.log(1)'");
+    auto tools = run(
+        d.id, "python3 -c 'print(6*7)' && git --version >/dev/null && node -e 'console.log(1)'");
     EXPECT_EQ(tools.result.exit_code, 0) << tools.stderrData;
     EXPECT_EQ(tools.stdoutData, "42\n1\n");
+
+    // disk_gib bounds the disk: the guest sees a root of that size and
+    // ENOSPC past it, while the host's overlay stays small.
+    auto rootSize = run(d.id, "df -B1 --output=size / | tail -1");
+    std::uint64_t rootBytes = std::stoull(rootSize.stdoutData);
+    EXPECT_GT(rootBytes, (std::uint64_t(diskGib) << 30) - (600ull << 20))
+        << "the root filesystem grew to disk_gib";
+    EXPECT_LE(rootBytes, std::uint64_t(diskGib) << 30);
+    auto full = run(d.id,
+                    "fallocate -l " + std::to_string(diskGib + 1) +
+                        "G /var/tmp/too-big; rc=$?; rm -f /var/tmp/too-big; exit $rc",
+                    "root");
+    EXPECT_NE(full.result.exit_code, 0);
+    EXPECT_NE(full.stderrData.find("No space left on device"), std::string::npos)
+        << full.stderrData;
+    auto fits = run(d.id, "fallocate -l 256M /var/tmp/fits && rm /var/tmp/fits && echo ok", "root");
+    EXPECT_EQ(fits.stdoutData, "ok\n") << fits.stderrData;
+    std::string overlay =
+        world->dir.path() + "/sandboxes/" + d.id + "/" + world->store->find(d.id)->disk;
+    struct stat overlayStat {};
+    ASSERT_EQ(::stat(overlay.c_str(), &overlayStat), 0);
+    EXPECT_LT(std::uint64_t(overlayStat.st_blocks) * 512, 1ull << 30)
+        << "the host's overlay did not fill";
     run(d.id, "echo before-snapshot > ~/state && sync");
     auto snap = world->controller->snapshot("t", d.id);
     ASSERT_TRUE(snap.hasDisk);
@@ -223,6 +260,9 @@ TEST_F(Lifecycle, DebianTemplateFreezesItsDiskInLayersTheBaseNeverChanges) {
     fromSnap.snapshot = snap.id;
     auto c = world->controller->create("t", fromSnap);
     EXPECT_EQ(run(c.id, "cat ~/state").stdoutData, "before-snapshot\n");
+    EXPECT_EQ(world->store->find(c.id)->diskBytes, std::uint64_t(diskGib) << 30)
+        << "a clone keeps disk_gib";
+    EXPECT_EQ(run(c.id, "df -B1 --output=size / | tail -1").stdoutData, rootSize.stdoutData);
     EXPECT_EQ(run(d.id, "cat ~/state").stdoutData, "after-snapshot\n");
     run(c.id, "echo clone > ~/state && sync");
     EXPECT_EQ(run(d.id, "cat ~/state").stdoutData, "after-snapshot\n");
@@ -245,8 +285,10 @@ TEST_F(Lifecycle, DebianTemplateFreezesItsDiskInLayersTheBaseNeverChanges) {
     ASSERT_GT(cRecord.qemuUid, 0);
     std::string dOverlay = world->dir.path() + "/sandboxes/" + d.id + "/" + dRecord.disk;
     EXPECT_FALSE(reachableAs(static_cast<unsigned>(cRecord.qemuUid), dOverlay));
-    EXPECT_TRUE(reachableAs(static_cast<unsigned>(dRecord.qemuUid), dOverlay)) << "its own QEMU must open it";
-    EXPECT_TRUE(reachableAs(static_cast<unsigned>(cRecord.qemuUid), layer)) << "a clone reads its frozen layer";
+    EXPECT_TRUE(reachableAs(static_cast<unsigned>(dRecord.qemuUid), dOverlay))
+        << "its own QEMU must open it";
+    EXPECT_TRUE(reachableAs(static_cast<unsigned>(cRecord.qemuUid), layer))
+        << "a clone reads its frozen layer";
 
     // Deleting the snapshot keeps the layer its clone reads; the clone's
     // delete takes it.
@@ -270,7 +312,8 @@ TEST_F(Lifecycle, EachQemuRunsAsItsOwnUidAndReachesNothingOfAnother) {
     std::string dir = world->dir.path() + "/sandboxes/" + source.id;
     EXPECT_FALSE(reachableAs(other, dir)) << "another sandbox's QEMU lists this sandbox's dir";
     EXPECT_FALSE(reachableAs(other, dir + "/console.log"));
-    EXPECT_FALSE(reachableAs(other, dir + "/agent.sock")) << "another sandbox's QEMU reaches this agent";
+    EXPECT_FALSE(reachableAs(other, dir + "/agent.sock"))
+        << "another sandbox's QEMU reaches this agent";
     std::string memory = world->dir.path() + "/snapshots/" + world->snapshotId + "/memory.state";
     ASSERT_TRUE(fs::exists(memory));
     EXPECT_FALSE(reachableAs(other, memory)) << "a snapshot's memory is root's alone";

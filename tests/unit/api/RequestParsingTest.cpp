@@ -1,10 +1,8 @@
-#include "api/RequestParsing.hpp"
-
 #include <gtest/gtest.h>
 
-#include "support/TestEnv.hpp"
-
+#include "api/RequestParsing.hpp"
 #include "core/Error.hpp"
+#include "support/TestEnv.hpp"
 
 namespace airlock::api {
 namespace {
@@ -12,39 +10,58 @@ namespace {
 using test::codeOf;
 
 TEST(RequestParsing, CreateSandboxDefaultsAndFields) {
-    auto r = parseCreateSandbox(R"({"template":"minimal","vcpus":2,"memory_mib":512,"metadata":{"k":"v"},"env":{"A":"1"}})");
+    auto r = parseCreateSandbox(
+        R"({"template":"minimal","vcpus":2,"memory_mib":512,"metadata":{"k":"v"},"env":{"A":"1"}})");
     EXPECT_EQ(r.templateName, "minimal");
     EXPECT_EQ(*r.vcpus, 2u);
     EXPECT_EQ(*r.memoryMib, 512u);
     EXPECT_EQ(r.metadata.at("k"), "v");
     EXPECT_EQ(r.env.at("A"), "1");
     EXPECT_EQ(parseCreateSandbox("{}").templateName, "minimal");
+    EXPECT_FALSE(parseCreateSandbox("{}").diskGib);
+    EXPECT_EQ(*parseCreateSandbox(R"({"template":"debian","disk_gib":20})").diskGib, 20u);
+}
+
+TEST(RequestParsing, SandboxJsonStatesItsDiskGib) {
+    SandboxRecord r;
+    r.id = "sbx-a";
+    EXPECT_TRUE(sandboxJson(r)["disk_gib"].is_null()) << "no disk";
+    r.diskBytes = 7ull << 30;
+    EXPECT_EQ(sandboxJson(r)["disk_gib"], 7);
 }
 
 TEST(RequestParsing, CreateSandboxRejectsBadInput) {
-    for (const char* bad : {R"({"template": "minimal",)", R"({"template":"minimal","bogus_field":1})", R"([])",
-                            R"({"template":7})", R"({"template":""})", R"({"vcpus":"2"})", R"({"vcpus":0})",
-                            R"({"vcpus":2.5})", R"({"metadata":{"k":1}})", R"({"env":{"1BAD":"x"}})",
-                            R"({"env":{"A B":"x"}})", R"({"env":["A"]})"}) {
+    for (const char* bad :
+         {R"({"template": "minimal",)", R"({"template":"minimal","bogus_field":1})", R"([])",
+          R"({"template":7})", R"({"template":""})", R"({"vcpus":"2"})", R"({"vcpus":0})",
+          R"({"vcpus":2.5})", R"({"metadata":{"k":1}})", R"({"env":{"1BAD":"x"}})",
+          R"({"env":{"A B":"x"}})", R"({"env":["A"]})", R"({"disk_gib":"8"})", R"({"disk_gib":0})",
+          R"({"disk_gib":-1})", R"({"disk_gib":1.5})"}) {
         EXPECT_EQ(codeOf([&] { parseCreateSandbox(bad); }), ErrorCode::bad_request) << bad;
     }
 }
 
 TEST(RequestParsing, NetworkAllowlist) {
-    auto r = parseCreateSandbox(R"({"network":{"allow":["pypi.org","*.npmjs.org","registry.local:5000"]}})");
-    EXPECT_EQ(r.networkAllow, (std::vector<std::string>{"pypi.org", "*.npmjs.org", "registry.local:5000"}));
+    auto r = parseCreateSandbox(
+        R"({"network":{"allow":["pkgs.example.org","*.mirror.example.net","registry.local:5000"]}})");
+    EXPECT_EQ(r.networkAllow, (std::vector<std::string>{"pkgs.example.org", "*.mirror.example.net",
+                                                        "registry.local:5000"}));
     EXPECT_TRUE(parseCreateSandbox(R"({"network":{"allow":[]}})").networkAllow.empty());
-    EXPECT_EQ(parseNetworkUpdate(R"({"allow":["example.com"]})"), std::vector<std::string>{"example.com"});
-    for (const char* bad : {R"({"network":[]})", R"({"network":{}})", R"({"network":{"allow":"example.com"}})",
-                            R"({"network":{"allow":[1]}})", R"({"network":{"allow":["*"]}})",
-                            R"({"network":{"allow":["a b"]}})", R"({"network":{"allow":[],"deny":[]}})"})
+    EXPECT_EQ(parseNetworkUpdate(R"({"allow":["example.com"]})"),
+              std::vector<std::string>{"example.com"});
+    for (const char* bad :
+         {R"({"network":[]})", R"({"network":{}})", R"({"network":{"allow":"example.com"}})",
+          R"({"network":{"allow":[1]}})", R"({"network":{"allow":["*"]}})",
+          R"({"network":{"allow":["a b"]}})", R"({"network":{"allow":[],"deny":[]}})"})
         EXPECT_EQ(codeOf([&] { parseCreateSandbox(bad); }), ErrorCode::bad_request) << bad;
-    for (const char* bad : {"", "[]", R"({"allow":["ok.com"],"x":1})", R"({"allow":["10.0.0.0/8"]})"})
+    for (const char* bad :
+         {"", "[]", R"({"allow":["ok.com"],"x":1})", R"({"allow":["10.0.0.0/8"]})"})
         EXPECT_EQ(codeOf([&] { parseNetworkUpdate(bad); }), ErrorCode::bad_request) << bad;
 }
 
 TEST(RequestParsing, ExecCmdOrShell) {
-    auto a = parseExec(R"({"cmd":["ls","-l"],"cwd":"/tmp","timeout_s":5,"stdin":"x","env":{"A":"b"}})");
+    auto a =
+        parseExec(R"({"cmd":["ls","-l"],"cwd":"/tmp","timeout_s":5,"stdin":"x","env":{"A":"b"}})");
     EXPECT_EQ(a.argv, (std::vector<std::string>{"ls", "-l"}));
     EXPECT_EQ(a.cwd, "/tmp");
     EXPECT_EQ(a.timeoutS, 5u);
@@ -58,10 +75,11 @@ TEST(RequestParsing, ExecCmdOrShell) {
 }
 
 TEST(RequestParsing, ExecRejectsBadInput) {
-    for (const char* bad : {R"({})", R"({"cmd":["a"],"shell":"b"})", R"({"cmd":[]})", R"({"cmd":"ls"})",
-                            R"({"cmd":[1]})", R"({"cmd":[""]})", R"({"shell":""})", R"({"cmd":["a"],"cwd":"rel"})",
-                            R"({"cmd":["a"],"timeout_s":0})", R"({"cmd":["a"],"timeout_s":-1})",
-                            R"({"cmd":["a"],"user":"admin"})", R"({"cmd":["a"],"extra":true})"}) {
+    for (const char* bad :
+         {R"({})", R"({"cmd":["a"],"shell":"b"})", R"({"cmd":[]})", R"({"cmd":"ls"})",
+          R"({"cmd":[1]})", R"({"cmd":[""]})", R"({"shell":""})", R"({"cmd":["a"],"cwd":"rel"})",
+          R"({"cmd":["a"],"timeout_s":0})", R"({"cmd":["a"],"timeout_s":-1})",
+          R"({"cmd":["a"],"user":"admin"})", R"({"cmd":["a"],"extra":true})"}) {
         EXPECT_EQ(codeOf([&] { parseExec(bad); }), ErrorCode::bad_request) << bad;
     }
 }

@@ -1,6 +1,7 @@
 // Pause/resume, snapshots, clones, timeouts and the snapshot GC over the fake
 // hypervisor (real agents in-process, real qemu-img overlays).
 #include <gtest/gtest.h>
+#include <sys/statvfs.h>
 
 #include <filesystem>
 #include <fstream>
@@ -103,6 +104,66 @@ TEST_F(SandboxLifecycleTest, SnapshotOfAMemoryOnlySandboxAndItsClones) {
     EXPECT_EQ(entries(dir.path() + "/sandboxes"), 0u);
     EXPECT_EQ(entries(dir.path() + "/snapshots"), 0u);
     EXPECT_EQ(hypervisor.count(), 0u);
+}
+
+TEST_F(SandboxLifecycleTest, DiskGibSizesEveryOverlayOfASandboxAndItsClones) {
+    constexpr std::uint64_t kGiB = 1024ull * 1024 * 1024;
+    auto sized = fromTemplate("disky");
+    sized.diskGib = 3;
+    auto src = controller->create("t1", sized);
+    EXPECT_EQ(src.diskBytes, 3 * kGiB);
+    EXPECT_EQ(store->find(src.id)->diskBytes, 3 * kGiB) << "recorded";
+    std::string sdir = dir.path() + "/sandboxes/";
+    EXPECT_EQ(qcow2VirtualSize(sdir + src.id + "/disk-0.qcow2"), 3 * kGiB)
+        << "the guest's disk is disk_gib";
+    auto snap = controller->snapshot("t1", src.id);
+    EXPECT_EQ(qcow2VirtualSize(sdir + src.id + "/disk-1.qcow2"), 3 * kGiB)
+        << "the overlay after a snapshot too";
+    auto clone = controller->create("t1", fromSnapshot(snap.id));
+    EXPECT_EQ(clone.diskBytes, 3 * kGiB) << "a clone keeps its snapshot's size";
+    EXPECT_EQ(qcow2VirtualSize(sdir + clone.id + "/disk-0.qcow2"), 3 * kGiB);
+    auto resized = fromSnapshot(snap.id);
+    resized.diskGib = 4;
+    EXPECT_EQ(codeOf([&] { controller->create("t1", resized); }), ErrorCode::bad_request);
+
+    auto plain = controller->create("t1", fromTemplate("disky"));
+    EXPECT_EQ(plain.diskBytes, 1 * kGiB) << "default: the template's size, in whole GiB";
+    for (const auto& id : {src.id, clone.id, plain.id}) controller->destroy("t1", id);
+    controller->deleteSnapshot("t1", snap.id);
+}
+
+TEST_F(SandboxLifecycleTest, DiskGibIsValidatedAndMustFitAboveTheFreeSpaceFloor) {
+    auto diskless = fromTemplate("minimal");
+    diskless.diskGib = 2;
+    EXPECT_EQ(codeOf([&] { controller->create("t1", diskless); }), ErrorCode::bad_request)
+        << "a template without a disk has no disk_gib";
+    auto zero = fromTemplate("disky");
+    zero.diskGib = 0;
+    EXPECT_EQ(codeOf([&] { controller->create("t1", zero); }), ErrorCode::bad_request);
+    auto huge = fromTemplate("disky");
+    huge.diskGib = 257;  // the default maximum is 256
+    EXPECT_EQ(codeOf([&] { controller->create("t1", huge); }), ErrorCode::bad_request);
+
+    // A floor just under today's free space: a 1 GiB disk fits above it only
+    // if the floor leaves room; a disk larger than the room is refused (507)
+    // before anything is started or recorded.
+    struct statvfs st {};
+    ASSERT_EQ(::statvfs(dir.path().c_str(), &st), 0);
+    std::uint64_t freeMib = static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize / (1024 * 1024);
+    ASSERT_GT(freeMib, 8192u) << "this test needs some free space";
+    ControllerConfig config;
+    config.dataDir = dir.path();
+    config.minFreeDiskMib = freeMib - 4096;  // about 4 GiB of room
+    controller = makeController(config);
+    auto tooBig = fromTemplate("disky");
+    tooBig.diskGib = 16;
+    EXPECT_EQ(codeOf([&] { controller->create("t1", tooBig); }), ErrorCode::insufficient_storage);
+    EXPECT_EQ(hypervisor.count(), 0u);
+    EXPECT_TRUE(store->list(TenantScope::all()).empty());
+    auto fits = fromTemplate("disky");
+    fits.diskGib = 1;
+    auto r = controller->create("t1", fits);
+    controller->destroy("t1", r.id);
 }
 
 TEST_F(SandboxLifecycleTest, DiskLayersAreFrozenSharedAndCollectedWithTheirLastReader) {

@@ -65,15 +65,16 @@ class SandboxNetworkTest : public test::ControllerFixture {
 
 TEST_F(SandboxNetworkTest, EverySandboxGetsTheProxyAndItsAllowlist) {
     CreateSandboxRequest r;
-    r.networkAllow = {"Registry.NPMJS.org", "*.pypi.org", "localhost:8080"};
+    r.networkAllow = {"Pkgs.Example.ORG", "*.mirror.example.net", "localhost:8080"};
     auto s = controller->create("t1", r);
     EXPECT_EQ(nlohmann::json::parse(s.networkJson),
-              nlohmann::json({"registry.npmjs.org", "*.pypi.org", "localhost:8080"}));
+              nlohmann::json({"pkgs.example.org", "*.mirror.example.net", "localhost:8080"}));
     ASSERT_EQ(gateway->attaches.size(), 1u);
     EXPECT_EQ(gateway->attaches[0].sandbox, s.id);
     EXPECT_EQ(gateway->attaches[0].tenant, "t1");
-    EXPECT_EQ(gateway->attaches[0].allow,
-              (std::vector<std::string>{"registry.npmjs.org", "*.pypi.org", "localhost:8080"}));
+    EXPECT_EQ(
+        gateway->attaches[0].allow,
+        (std::vector<std::string>{"pkgs.example.org", "*.mirror.example.net", "localhost:8080"}));
     std::string env = envOf(s.id);
     EXPECT_NE(env.find("http_proxy=http://127.0.0.1:3128\n"), std::string::npos) << env;
     EXPECT_NE(env.find("https_proxy=http://127.0.0.1:3128\n"), std::string::npos);

@@ -127,12 +127,12 @@ ProxyRequestParser::Status parse(const std::string& head, ProxyRequest& r,
 TEST(ProxyRequest, ParsesConnect) {
     ProxyRequest r;
     ASSERT_EQ(
-        parse("CONNECT Registry.NPMJS.org:443 HTTP/1.1\r\nHost: registry.npmjs.org:443\r\n\r\n", r),
+        parse("CONNECT Pkgs.Example.ORG:443 HTTP/1.1\r\nHost: pkgs.example.org:443\r\n\r\n", r),
         ProxyRequestParser::Status::complete);
     EXPECT_TRUE(r.connect);
-    EXPECT_EQ(r.host, "registry.npmjs.org");
+    EXPECT_EQ(r.host, "pkgs.example.org");
     EXPECT_EQ(r.port, 443);
-    EXPECT_EQ(r.destination(), "registry.npmjs.org:443");
+    EXPECT_EQ(r.destination(), "pkgs.example.org:443");
     ASSERT_EQ(parse("CONNECT [2001:db8::1]:8443 HTTP/1.1\r\n\r\n", r),
               ProxyRequestParser::Status::complete);
     EXPECT_EQ(r.host, "2001:db8::1");

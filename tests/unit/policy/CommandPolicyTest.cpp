@@ -2,10 +2,9 @@
 // get, including the bypass forms (operators after an allowed prefix, $() and
 // backticks, nested sh -c, env/xargs/sudo wrappers, quoting tricks, newlines)
 // and inline code given to interpreters.
-#include "policy/CommandPolicy.hpp"
-
 #include <gtest/gtest.h>
 
+#include "policy/CommandPolicy.hpp"
 #include "policy/ShellSplitter.hpp"
 
 namespace airlock::policy {
@@ -65,7 +64,7 @@ const Case kCorpus[] = {
     // network: allowed (the egress proxy decides destinations), git push approved
     {"curl -sSf https://example.com", A, C::network},
     {"wget -q https://example.com/x.tar.gz", A, C::network},
-    {"git clone https://github.com/x/y.git", A, C::network},
+    {"git clone https://git.example.org/x/y.git", A, C::network},
     {"git fetch origin && git pull", A, C::network},
     {"ssh host uptime", A, C::network},
     {"scp a.txt host:/tmp/", A, C::network},
@@ -84,7 +83,7 @@ const Case kCorpus[] = {
     {"pnpm add -D vitest", P, C::dependency_change},
     {"cargo add serde", P, C::dependency_change},
     {"cargo update", P, C::dependency_change},
-    {"go get github.com/x/y@latest", P, C::dependency_change},
+    {"go get git.example.org/x/y@latest", P, C::dependency_change},
     {"go mod tidy", P, C::dependency_change},
     {"gem install rails", P, C::dependency_change},
     {"bundle install", P, C::dependency_change},
@@ -174,7 +173,8 @@ TEST(CommandPolicy, CorpusOfAtLeastOneHundredCommands) {
     CommandPolicy policy;
     for (const auto& c : kCorpus) {
         auto v = policy.judgeShell(c.shell);
-        EXPECT_EQ(decisionName(v.decision), decisionName(c.decision)) << c.shell << "  -> " << v.reason;
+        EXPECT_EQ(decisionName(v.decision), decisionName(c.decision))
+            << c.shell << "  -> " << v.reason;
         EXPECT_EQ(className(v.commandClass), className(c.cls)) << c.shell << "  -> " << v.reason;
     }
 }
@@ -184,12 +184,14 @@ TEST(CommandPolicy, ArgvIsJudgedWithoutASplitButShellArgumentsAre) {
     EXPECT_EQ(policy.judgeArgv({"echo", "rm -rf /; cat .env"}).decision, Decision::allow)
         << "an argv word is data, not a command";
     EXPECT_EQ(policy.judgeArgv({"sh", "-c", "rm -rf /"}).decision, Decision::deny);
-    EXPECT_EQ(policy.judgeArgv({"/usr/bin/env", "bash", "-c", "cat .env"}).decision, Decision::deny);
+    EXPECT_EQ(policy.judgeArgv({"/usr/bin/env", "bash", "-c", "cat .env"}).decision,
+              Decision::deny);
     EXPECT_EQ(policy.judgeArgv({"git", "push"}).decision, Decision::approve);
     auto code = policy.judgeArgv({"python3", "-c", "import os; print(os.getcwd())"});
     EXPECT_EQ(code.commandClass, CommandClass::code_execution);
     ASSERT_EQ(code.inlineCode.size(), 1u);
-    EXPECT_EQ(code.inlineCode[0], "import os; print(os.getcwd())") << "inline code is kept for the audit log";
+    EXPECT_EQ(code.inlineCode[0], "import os; print(os.getcwd())")
+        << "inline code is kept for the audit log";
 }
 
 TEST(CommandPolicy, RulesOverrideDefaultsDenyFirst) {
@@ -218,7 +220,8 @@ TEST(CommandPolicy, RulesOverrideDefaultsDenyFirst) {
 TEST(CommandPolicy, GlobsMatchWholeCommands) {
     EXPECT_TRUE(CommandPolicy::globMatch("git push*", "git push origin main"));
     EXPECT_TRUE(CommandPolicy::globMatch("git push*", "git push"));
-    EXPECT_TRUE(CommandPolicy::globMatch("git push*", "git pushx")) << "a glob is literal text, not words";
+    EXPECT_TRUE(CommandPolicy::globMatch("git push*", "git pushx"))
+        << "a glob is literal text, not words";
     EXPECT_FALSE(CommandPolicy::globMatch("git push", "git push origin"));
     EXPECT_TRUE(CommandPolicy::globMatch("npm ? x", "npm i x"));
     EXPECT_TRUE(CommandPolicy::globMatch("*", ""));
@@ -226,7 +229,8 @@ TEST(CommandPolicy, GlobsMatchWholeCommands) {
 }
 
 TEST(ShellSplitter, SplitsOperatorsSubstitutionsAndRedirects) {
-    auto parts = ShellSplitter::split("a 'b c' \"d $(e f)\" > out.txt 2>&1 | g `h` && i; j\nk < in");
+    auto parts =
+        ShellSplitter::split("a 'b c' \"d $(e f)\" > out.txt 2>&1 | g `h` && i; j\nk < in");
     std::vector<std::string> firsts;
     for (const auto& p : parts) firsts.push_back(p.words.empty() ? "" : p.words[0]);
     EXPECT_EQ(firsts, (std::vector<std::string>{"e", "a", "h", "g", "i", "j", "k"}));
@@ -234,7 +238,8 @@ TEST(ShellSplitter, SplitsOperatorsSubstitutionsAndRedirects) {
     EXPECT_EQ(parts[1].redirects, std::vector<std::string>{"out.txt"});
     EXPECT_EQ(parts.back().inputs, std::vector<std::string>{"in"});
     // Garbage never throws and never loops.
-    for (const char* junk : {"'unterminated", "\"also", "$(((", "`", "((((", ")))", "\\", "a >", "<<"})
+    for (const char* junk :
+         {"'unterminated", "\"also", "$(((", "`", "((((", ")))", "\\", "a >", "<<"})
         EXPECT_NO_THROW(ShellSplitter::split(junk)) << junk;
 }
 
