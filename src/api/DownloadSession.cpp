@@ -11,9 +11,12 @@ namespace http = beast::http;
 namespace asio = boost::asio;
 using Kind = AgentStream::Event::Kind;
 
-DownloadSession::DownloadSession(beast::tcp_stream&& stream, StreamContext context, Opener opener, bool sized,
-                                 std::string contentType)
-    : stream_(std::move(stream)), ctx_(std::move(context)), opener_(std::move(opener)), sized_(sized),
+DownloadSession::DownloadSession(beast::tcp_stream&& stream, StreamContext context, Opener opener,
+                                 bool sized, std::string contentType)
+    : stream_(std::move(stream)),
+      ctx_(std::move(context)),
+      opener_(std::move(opener)),
+      sized_(sized),
       contentType_(std::move(contentType)) {}
 
 void DownloadSession::start() {
@@ -22,7 +25,8 @@ void DownloadSession::start() {
         std::shared_ptr<AgentStream> agent;
         try {
             agent = self->opener_([self](AgentStream::Event&& e) {
-                asio::post(self->stream_.get_executor(), [self, e = std::move(e)]() mutable { self->onEvent(std::move(e)); });
+                asio::post(self->stream_.get_executor(),
+                           [self, e = std::move(e)]() mutable { self->onEvent(std::move(e)); });
             });
         } catch (const Error& e) {
             error = errorResponse(e.code(), e.what());
@@ -56,7 +60,8 @@ void DownloadSession::onEvent(AgentStream::Event&& event) {
     }
     if (!headerSent_ && sized_ && event.kind == Kind::control) {
         auto j = nlohmann::json::parse(event.payload, nullptr, false);
-        if (j.is_object() && j.contains("size") && j["size"].is_number_unsigned()) writeHeader(j["size"].get<std::uint64_t>());
+        if (j.is_object() && j.contains("size") && j["size"].is_number_unsigned())
+            writeHeader(j["size"].get<std::uint64_t>());
         return;
     }
     if (event.kind == Kind::control) return;
@@ -78,11 +83,12 @@ void DownloadSession::writeHeader(std::optional<std::uint64_t> length) {
     serializer_ = std::make_shared<http::response_serializer<http::empty_body>>(*header_);
     writing_ = true;
     stream_.expires_after(std::chrono::seconds(60));
-    http::async_write_header(stream_, *serializer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-        self->writing_ = false;
-        if (ec) return self->finish();
-        self->pump();
-    });
+    http::async_write_header(stream_, *serializer_,
+                             [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                                 self->writing_ = false;
+                                 if (ec) return self->finish();
+                                 self->pump();
+                             });
 }
 
 void DownloadSession::pump() {
@@ -97,18 +103,21 @@ void DownloadSession::pump() {
     if (remaining_) size = static_cast<std::size_t>(std::min<std::uint64_t>(size, *remaining_));
     writing_ = true;
     stream_.expires_after(std::chrono::seconds(60));
-    asio::async_write(stream_, asio::buffer(e.payload.data(), size), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-        self->writing_ = false;
-        if (ec) return self->finish();  // the client went away: dropping agent_ cancels the stream
-        if (self->remaining_) *self->remaining_ -= n;
-        n = self->queue_.front().payload.size();  // the window covers the whole chunk
-        self->queue_.pop_front();
-        // The first chunks may be written before the opener's result reached
-        // the strand: keep their window until it did.
-        self->ungranted_ += n;
-        if (self->agent_) self->agent_->grant(std::exchange(self->ungranted_, 0));
-        self->pump();
-    });
+    asio::async_write(
+        stream_, asio::buffer(e.payload.data(), size),
+        [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+            self->writing_ = false;
+            if (ec)
+                return self->finish();  // the client went away: dropping agent_ cancels the stream
+            if (self->remaining_) *self->remaining_ -= n;
+            n = self->queue_.front().payload.size();  // the window covers the whole chunk
+            self->queue_.pop_front();
+            // The first chunks may be written before the opener's result reached
+            // the strand: keep their window until it did.
+            self->ungranted_ += n;
+            if (self->agent_) self->agent_->grant(std::exchange(self->ungranted_, 0));
+            self->pump();
+        });
 }
 
 void DownloadSession::finish() {

@@ -15,15 +15,15 @@ namespace airlock::api {
 // order; each chunk's window goes back to the agent only after it reached the
 // client, so a slow client slows the guest's sender, not our memory.
 class DownloadSession : public std::enable_shared_from_this<DownloadSession> {
-public:
+  public:
     using Opener = std::function<std::shared_ptr<AgentStream>(AgentStream::Handler)>;
     // sized: the agent announces {"size"} first (Content-Length); otherwise
     // the body ends when the connection closes.
-    DownloadSession(boost::beast::tcp_stream&& stream, StreamContext context, Opener opener, bool sized,
-                    std::string contentType);
+    DownloadSession(boost::beast::tcp_stream&& stream, StreamContext context, Opener opener,
+                    bool sized, std::string contentType);
     void start();
 
-private:
+  private:
     void onEvent(AgentStream::Event&& event);
     void writeHeader(std::optional<std::uint64_t> length);
     void pump();
@@ -43,7 +43,8 @@ private:
     std::size_t ungranted_ = 0;
     std::optional<std::uint64_t> remaining_;  // of the announced Content-Length
     std::shared_ptr<boost::beast::http::response<boost::beast::http::empty_body>> header_;
-    std::shared_ptr<boost::beast::http::response_serializer<boost::beast::http::empty_body>> serializer_;
+    std::shared_ptr<boost::beast::http::response_serializer<boost::beast::http::empty_body>>
+        serializer_;
 };
 
 }  // namespace airlock::api

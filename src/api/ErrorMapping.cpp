@@ -6,20 +6,34 @@ namespace airlock::api {
 
 int httpStatusFor(ErrorCode code) {
     switch (code) {
-        case ErrorCode::bad_request: return 400;
-        case ErrorCode::unauthorized: return 401;
-        case ErrorCode::forbidden: return 403;
-        case ErrorCode::policy_denied: return 403;
-        case ErrorCode::not_found: return 404;
-        case ErrorCode::conflict: return 409;
-        case ErrorCode::payload_too_large: return 413;
-        case ErrorCode::agent_timeout: return 504;
-        case ErrorCode::agent_error: return 502;
-        case ErrorCode::hypervisor_error: return 500;
-        case ErrorCode::unavailable: return 503;
-        case ErrorCode::too_many_requests: return 429;
-        case ErrorCode::insufficient_storage: return 507;
-        case ErrorCode::internal: return 500;
+        case ErrorCode::bad_request:
+            return 400;
+        case ErrorCode::unauthorized:
+            return 401;
+        case ErrorCode::forbidden:
+            return 403;
+        case ErrorCode::policy_denied:
+            return 403;
+        case ErrorCode::not_found:
+            return 404;
+        case ErrorCode::conflict:
+            return 409;
+        case ErrorCode::payload_too_large:
+            return 413;
+        case ErrorCode::agent_timeout:
+            return 504;
+        case ErrorCode::agent_error:
+            return 502;
+        case ErrorCode::hypervisor_error:
+            return 500;
+        case ErrorCode::unavailable:
+            return 503;
+        case ErrorCode::too_many_requests:
+            return 429;
+        case ErrorCode::insufficient_storage:
+            return 507;
+        case ErrorCode::internal:
+            return 500;
     }
     return 500;
 }

@@ -9,9 +9,15 @@ namespace airlock::api {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
-HttpServer::HttpServer(asio::io_context& ioc, const std::string& host, unsigned short port, Router& router,
-                       SandboxController& controller, asio::thread_pool& workers, HttpLimits limits)
-    : ioc_(ioc), acceptor_(asio::make_strand(ioc)), router_(router), controller_(controller), workers_(workers), limits_(limits),
+HttpServer::HttpServer(asio::io_context& ioc, const std::string& host, unsigned short port,
+                       Router& router, SandboxController& controller, asio::thread_pool& workers,
+                       HttpLimits limits)
+    : ioc_(ioc),
+      acceptor_(asio::make_strand(ioc)),
+      router_(router),
+      controller_(controller),
+      workers_(workers),
+      limits_(limits),
       connections_(limits.maxConnections) {
     boost::system::error_code ec;
     auto address = asio::ip::make_address(host, ec);
@@ -20,32 +26,36 @@ HttpServer::HttpServer(asio::io_context& ioc, const std::string& host, unsigned 
     acceptor_.open(endpoint.protocol());
     acceptor_.set_option(asio::socket_base::reuse_address(true));
     acceptor_.bind(endpoint, ec);
-    if (ec) throw Error(ErrorCode::unavailable, "cannot listen on " + host + ":" + std::to_string(port) + ": " + ec.message());
+    if (ec)
+        throw Error(ErrorCode::unavailable,
+                    "cannot listen on " + host + ":" + std::to_string(port) + ": " + ec.message());
     acceptor_.listen(asio::socket_base::max_listen_connections);
     port_ = acceptor_.local_endpoint().port();
     accept();
 }
 
 void HttpServer::accept() {
-    acceptor_.async_accept(asio::make_strand(ioc_), [this](boost::system::error_code ec, tcp::socket socket) {
-        if (ec == asio::error::operation_aborted) return;
-        if (!ec) {
-            // Over the cap the connection is closed at once: a client that
-            // opens thousands cannot exhaust the daemon's descriptors.
-            if (auto slot = connections_.tryAcquire()) {
-                std::make_shared<HttpSession>(std::move(socket), router_, controller_, workers_, limits_,
-                                              std::move(slot))
-                    ->start();
-            } else {
-                boost::system::error_code ignored;
-                socket.close(ignored);
-                logWarn("api", "connection refused: " + std::to_string(connections_.max()) + " connections open");
+    acceptor_.async_accept(
+        asio::make_strand(ioc_), [this](boost::system::error_code ec, tcp::socket socket) {
+            if (ec == asio::error::operation_aborted) return;
+            if (!ec) {
+                // Over the cap the connection is closed at once: a client that
+                // opens thousands cannot exhaust the daemon's descriptors.
+                if (auto slot = connections_.tryAcquire()) {
+                    std::make_shared<HttpSession>(std::move(socket), router_, controller_, workers_,
+                                                  limits_, std::move(slot))
+                        ->start();
+                } else {
+                    boost::system::error_code ignored;
+                    socket.close(ignored);
+                    logWarn("api", "connection refused: " + std::to_string(connections_.max()) +
+                                       " connections open");
+                }
+            } else if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space) {
+                logWarn("api", "accept failed: " + ec.message());
             }
-        } else if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space) {
-            logWarn("api", "accept failed: " + ec.message());
-        }
-        accept();
-    });
+            accept();
+        });
 }
 
 void HttpServer::stop() {

@@ -13,14 +13,15 @@ namespace airlock::api {
 
 // Accepts connections and hands each to an HttpSession on its own strand.
 class HttpServer {
-public:
-    HttpServer(boost::asio::io_context& ioc, const std::string& host, unsigned short port, Router& router,
-               SandboxController& controller, boost::asio::thread_pool& workers, HttpLimits limits = {});
+  public:
+    HttpServer(boost::asio::io_context& ioc, const std::string& host, unsigned short port,
+               Router& router, SandboxController& controller, boost::asio::thread_pool& workers,
+               HttpLimits limits = {});
     unsigned short port() const { return port_; }
     std::size_t openConnections() const { return connections_.open(); }
     void stop();
 
-private:
+  private:
     void accept();
 
     boost::asio::io_context& ioc_;

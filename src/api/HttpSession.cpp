@@ -1,9 +1,9 @@
 #include "api/HttpSession.hpp"
 
-#include <limits>
 #include <boost/asio/dispatch.hpp>
-#include <boost/beast/websocket/rfc6455.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
+#include <limits>
 
 #include "api/DownloadSession.hpp"
 #include "api/ErrorMapping.hpp"
@@ -27,7 +27,8 @@ std::map<std::string, std::string> parseQuery(std::string_view q) {
             } else if (s[i] == '%' && i + 2 < s.size() &&
                        std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
                        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
-                out.push_back(static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16)));
+                out.push_back(
+                    static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16)));
                 i += 2;
             } else {
                 out.push_back(s[i]);
@@ -41,7 +42,8 @@ std::map<std::string, std::string> parseQuery(std::string_view q) {
         auto part = q.substr(0, amp);
         auto eq = part.find('=');
         if (!part.empty())
-            out[decode(part.substr(0, eq))] = eq == std::string_view::npos ? "" : decode(part.substr(eq + 1));
+            out[decode(part.substr(0, eq))] =
+                eq == std::string_view::npos ? "" : decode(part.substr(eq + 1));
         if (amp == std::string_view::npos) break;
         q.remove_prefix(amp + 1);
     }
@@ -49,9 +51,14 @@ std::map<std::string, std::string> parseQuery(std::string_view q) {
 }
 }  // namespace
 
-HttpSession::HttpSession(asio::ip::tcp::socket&& socket, Router& router, SandboxController& controller,
-                         asio::thread_pool& workers, HttpLimits limits, std::shared_ptr<void> connectionSlot)
-    : stream_(std::move(socket)), router_(router), controller_(controller), workers_(workers), limits_(limits),
+HttpSession::HttpSession(asio::ip::tcp::socket&& socket, Router& router,
+                         SandboxController& controller, asio::thread_pool& workers,
+                         HttpLimits limits, std::shared_ptr<void> connectionSlot)
+    : stream_(std::move(socket)),
+      router_(router),
+      controller_(controller),
+      workers_(workers),
+      limits_(limits),
       connectionSlot_(std::move(connectionSlot)) {}
 
 void HttpSession::start() {
@@ -66,8 +73,9 @@ void HttpSession::readRequest() {
     // as "greater" and rejects every Content-Length.)
     header_->body_limit(std::numeric_limits<std::uint64_t>::max());
     stream_.expires_after(limits_.readTimeout);
-    http::async_read_header(stream_, buffer_, *header_,
-                            [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onHeader(ec); });
+    http::async_read_header(
+        stream_, buffer_, *header_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onHeader(ec); });
 }
 
 namespace {
@@ -86,29 +94,41 @@ ApiRequest requestHead(const http::request<http::empty_body>& req) {
 }  // namespace
 
 void HttpSession::onHeader(beast::error_code ec) {
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::connection_reset ||
-        ec == asio::error::eof)
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+        ec == asio::error::connection_reset || ec == asio::error::eof)
         return close();
-    if (ec) return respond(errorResponse(ErrorCode::bad_request, "malformed HTTP request: " + ec.message()), false, 11);
+    if (ec)
+        return respond(
+            errorResponse(ErrorCode::bad_request, "malformed HTTP request: " + ec.message()), false,
+            11);
     ApiRequest head = requestHead(header_->get());
     auto match = router_.matchStream(head.method, head.path);
     if (match.kind != Router::StreamKind::none) return startStream(match, std::move(head));
     if (auto length = header_->content_length(); length && *length > limits_.maxBodyBytes)
         return respond(errorResponse(ErrorCode::payload_too_large,
-                                     "request body exceeds " + std::to_string(limits_.maxBodyBytes) + " bytes"),
+                                     "request body exceeds " +
+                                         std::to_string(limits_.maxBodyBytes) + " bytes"),
                        false, 11);
     parser_.emplace(std::move(*header_));
     parser_->body_limit(limits_.maxBodyBytes);
-    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code e, std::size_t) { self->onBody(e); });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code e, std::size_t) { self->onBody(e); });
 }
 
 void HttpSession::onBody(beast::error_code ec) {
     if (ec == http::error::body_limit)
         return respond(errorResponse(ErrorCode::payload_too_large,
-                                     "request body exceeds " + std::to_string(limits_.maxBodyBytes) + " bytes"),
+                                     "request body exceeds " +
+                                         std::to_string(limits_.maxBodyBytes) + " bytes"),
                        false, 11);
-    if (ec == beast::error::timeout || ec == asio::error::connection_reset || ec == http::error::end_of_stream) return close();
-    if (ec) return respond(errorResponse(ErrorCode::bad_request, "malformed HTTP request: " + ec.message()), false, 11);
+    if (ec == beast::error::timeout || ec == asio::error::connection_reset ||
+        ec == http::error::end_of_stream)
+        return close();
+    if (ec)
+        return respond(
+            errorResponse(ErrorCode::bad_request, "malformed HTTP request: " + ec.message()), false,
+            11);
 
     auto& req = parser_->get();
     http::request<http::empty_body> headOnly(req.base());
@@ -121,11 +141,13 @@ void HttpSession::onBody(beast::error_code ec) {
     stream_.expires_never();
     // A handler may answer later from another thread (a long exec answers
     // when the command ends, holding no worker meanwhile).
-    asio::post(workers_, [self = shared_from_this(), request = std::move(request), keepAlive, version]() mutable {
+    asio::post(workers_, [self = shared_from_this(), request = std::move(request), keepAlive,
+                          version]() mutable {
         self->router_.handle(request, [self, keepAlive, version](ApiResponse response) {
-            asio::post(self->stream_.get_executor(), [self, response = std::move(response), keepAlive, version]() mutable {
-                self->respond(std::move(response), keepAlive, version);
-            });
+            asio::post(self->stream_.get_executor(),
+                       [self, response = std::move(response), keepAlive, version]() mutable {
+                           self->respond(std::move(response), keepAlive, version);
+                       });
         });
     });
 }
@@ -133,35 +155,45 @@ void HttpSession::onBody(beast::error_code ec) {
 void HttpSession::startStream(const Router::StreamMatch& match, ApiRequest request) {
     std::string tenant;
     TenantLimiter::Slot slot;
-    if (match.authenticated) {
+    if (match.roles != Router::kPublic) {
         try {
-            // Before anything else: a WebSocket without a valid key gets a
-            // 401 here and never a 101.
-            tenant = router_.authenticate(request);
-            // A stream counts against its tenant for as long as it is open.
-            slot = router_.limiter().acquire(tenant);
+            // Before anything else: a WebSocket without a valid key (401) or
+            // with a role that may not use it (403) never gets a 101.
+            auto [who, actsOn] = router_.authorize(request, match.roles, match.params);
+            tenant = std::move(actsOn);
+            // Every keyed stream is a sandbox's: another tenant's (or a
+            // missing) sandbox answers 404 here, before any upgrade.
+            if (!match.params.empty()) controller_.get(tenant, match.params[0]);
+            // A stream counts against its caller's tenant for as long as it is open.
+            slot = router_.limiter().acquire(who.tenant);
         } catch (const Error& e) {
             return respond(errorResponse(e.code(), e.what()), false, 11);
         }
     }
-    StreamContext ctx{controller_, workers_, std::move(request), std::move(tenant), match.params,
-                      std::move(slot), connectionSlot_};
+    StreamContext ctx{controller_,  workers_,        std::move(request), std::move(tenant),
+                      match.params, std::move(slot), connectionSlot_};
     stream_.expires_never();
     switch (match.kind) {
         case Router::StreamKind::exec_websocket: {
             auto head = header_->release();
             if (!beast::websocket::is_upgrade(head))
-                return respond(errorResponse(ErrorCode::bad_request, "this endpoint speaks WebSocket only"), false, 11);
-            std::make_shared<WsExecSession>(std::move(stream_), std::move(head), std::move(ctx))->start();
+                return respond(
+                    errorResponse(ErrorCode::bad_request, "this endpoint speaks WebSocket only"),
+                    false, 11);
+            std::make_shared<WsExecSession>(std::move(stream_), std::move(head), std::move(ctx))
+                ->start();
             return;
         }
         case Router::StreamKind::upload: {
             // The parser keeps its state (and what it buffered) across the move.
-            std::make_shared<UploadSession>(std::move(stream_), std::move(buffer_), std::move(*header_), std::move(ctx))->start();
+            std::make_shared<UploadSession>(std::move(stream_), std::move(buffer_),
+                                            std::move(*header_), std::move(ctx))
+                ->start();
             return;
         }
         case Router::StreamKind::download: {
-            auto path = ctx.request.query.count("path") ? ctx.request.query.at("path") : std::string();
+            auto path =
+                ctx.request.query.count("path") ? ctx.request.query.at("path") : std::string();
             auto& controller = controller_;
             auto tenantId = ctx.tenant;
             auto sandbox = ctx.params[0];
@@ -175,7 +207,8 @@ void HttpSession::startStream(const Router::StreamMatch& match, ApiRequest reque
             return;
         }
         case Router::StreamKind::process_logs: {
-            auto follow = ctx.request.query.count("follow") ? ctx.request.query.at("follow") : std::string();
+            auto follow =
+                ctx.request.query.count("follow") ? ctx.request.query.at("follow") : std::string();
             bool doFollow = follow == "1" || follow == "true";
             auto& controller = controller_;
             auto tenantId = ctx.tenant;
@@ -184,14 +217,16 @@ void HttpSession::startStream(const Router::StreamMatch& match, ApiRequest reque
             std::make_shared<DownloadSession>(
                 std::move(stream_), std::move(ctx),
                 [&controller, tenantId, sandbox, process, doFollow](AgentStream::Handler h) {
-                    return controller.openProcessLogs(tenantId, sandbox, process, doFollow, std::move(h));
+                    return controller.openProcessLogs(tenantId, sandbox, process, doFollow,
+                                                      std::move(h));
                 },
                 false, "text/plain; charset=utf-8")
                 ->start();
             return;
         }
         case Router::StreamKind::preview:
-            std::make_shared<PreviewProxySession>(std::move(stream_), std::move(buffer_), header_->release(), std::move(ctx))
+            std::make_shared<PreviewProxySession>(std::move(stream_), std::move(buffer_),
+                                                  header_->release(), std::move(ctx))
                 ->start();
             return;
         case Router::StreamKind::none:
@@ -200,9 +235,11 @@ void HttpSession::startStream(const Router::StreamMatch& match, ApiRequest reque
 }
 
 void HttpSession::respond(ApiResponse response, bool keepAlive, unsigned version) {
-    response_ = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(response.status), version);
+    response_ = std::make_shared<http::response<http::string_body>>(
+        static_cast<http::status>(response.status), version);
     response_->set(http::field::server, "airlockd");
-    if (!response.contentType.empty()) response_->set(http::field::content_type, response.contentType);
+    if (!response.contentType.empty())
+        response_->set(http::field::content_type, response.contentType);
     response_->body() = std::move(response.body);
     response_->keep_alive(keepAlive);
     response_->prepare_payload();
@@ -232,11 +269,12 @@ void HttpSession::close() {
 
 void HttpSession::drain() {
     drainBuffer_.resize(64 * 1024);
-    stream_.async_read_some(asio::buffer(drainBuffer_), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-        if (ec || n >= self->drainBudget_) return;
-        self->drainBudget_ -= n;
-        self->drain();
-    });
+    stream_.async_read_some(asio::buffer(drainBuffer_),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                                if (ec || n >= self->drainBudget_) return;
+                                self->drainBudget_ -= n;
+                                self->drain();
+                            });
 }
 
 }  // namespace airlock::api

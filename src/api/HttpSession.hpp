@@ -22,14 +22,15 @@ struct HttpLimits {
 // timeouts. Route handlers may block (a create boots a VM), so they run on
 // the worker pool and post their response back to the strand.
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
-public:
+  public:
     // connectionSlot: this connection's place under the server's cap, handed
     // on to a streaming session that takes the socket over.
-    HttpSession(boost::asio::ip::tcp::socket&& socket, Router& router, SandboxController& controller,
-                boost::asio::thread_pool& workers, HttpLimits limits, std::shared_ptr<void> connectionSlot = nullptr);
+    HttpSession(boost::asio::ip::tcp::socket&& socket, Router& router,
+                SandboxController& controller, boost::asio::thread_pool& workers, HttpLimits limits,
+                std::shared_ptr<void> connectionSlot = nullptr);
     void start();
 
-private:
+  private:
     void readRequest();
     void onHeader(boost::beast::error_code ec);
     void onBody(boost::beast::error_code ec);

@@ -15,8 +15,12 @@ namespace asio = boost::asio;
 using Kind = AgentStream::Event::Kind;
 
 PreviewProxySession::PreviewProxySession(beast::tcp_stream&& stream, beast::flat_buffer&& buffer,
-                                         http::request<http::empty_body>&& head, StreamContext context)
-    : stream_(std::move(stream)), buffer_(std::move(buffer)), head_(std::move(head)), ctx_(std::move(context)) {
+                                         http::request<http::empty_body>&& head,
+                                         StreamContext context)
+    : stream_(std::move(stream)),
+      buffer_(std::move(buffer)),
+      head_(std::move(head)),
+      ctx_(std::move(context)) {
     readBuffer_.resize(64 * 1024);
 }
 
@@ -54,13 +58,12 @@ void PreviewProxySession::start() {
             } catch (...) {
                 throw Error(ErrorCode::not_found, "no such preview");
             }
-            tunnel = self->ctx_.controller.openPreviewTunnel(self->ctx_.params[0], port, self->ctx_.params[2],
-                                                             [self](AgentStream::Event&& e) {
-                                                                 asio::post(self->stream_.get_executor(),
-                                                                            [self, e = std::move(e)]() mutable {
-                                                                                self->onTunnelEvent(std::move(e));
-                                                                            });
-                                                             });
+            tunnel = self->ctx_.controller.openPreviewTunnel(
+                self->ctx_.params[0], port, self->ctx_.params[2], [self](AgentStream::Event&& e) {
+                    asio::post(self->stream_.get_executor(), [self, e = std::move(e)]() mutable {
+                        self->onTunnelEvent(std::move(e));
+                    });
+                });
             tunnel->writeAsync(0, std::move(first), false);  // within the initial window
         } catch (const Error& e) {
             error = errorResponse(e.code(), e.what());
@@ -108,33 +111,37 @@ void PreviewProxySession::pumpToClient() {
                           if (ec) return self->finish();
                           self->toClient_.pop_front();
                           self->ungranted_ += n;
-                          if (self->tunnel_) self->tunnel_->grant(std::exchange(self->ungranted_, 0));
+                          if (self->tunnel_)
+                              self->tunnel_->grant(std::exchange(self->ungranted_, 0));
                           self->pumpToClient();
                       });
 }
 
 void PreviewProxySession::readFromClient() {
     if (ended_) return;
-    stream_.socket().async_read_some(asio::buffer(readBuffer_), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-        if (self->ended_) return;
-        if (ec) {
-            // Client finished sending (or left): half-close towards the guest.
-            if (self->tunnel_) self->tunnel_->closeWrite();
-            return;
-        }
-        self->sendToGuest(std::string(self->readBuffer_.data(), n));
-    });
+    stream_.socket().async_read_some(
+        asio::buffer(readBuffer_),
+        [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+            if (self->ended_) return;
+            if (ec) {
+                // Client finished sending (or left): half-close towards the guest.
+                if (self->tunnel_) self->tunnel_->closeWrite();
+                return;
+            }
+            self->sendToGuest(std::string(self->readBuffer_.data(), n));
+        });
 }
 
 void PreviewProxySession::sendToGuest(std::string bytes) {
     if (!tunnel_) return finish();
     // As the guest's window allows; the client is read again once it went.
-    tunnel_->writeAsync(0, std::move(bytes), false, [self = shared_from_this()](std::exception_ptr error) {
-        asio::post(self->stream_.get_executor(), [self, ok = !error] {
-            if (!ok) return self->finish();
-            self->readFromClient();
-        });
-    });
+    tunnel_->writeAsync(0, std::move(bytes), false,
+                        [self = shared_from_this()](std::exception_ptr error) {
+                            asio::post(self->stream_.get_executor(), [self, ok = !error] {
+                                if (!ok) return self->finish();
+                                self->readFromClient();
+                            });
+                        });
 }
 
 void PreviewProxySession::finish() {

@@ -15,12 +15,13 @@ namespace airlock::api {
 // an upgrade); everything after it, a body or WebSocket frames, is piped raw
 // both ways. The token is the port's own capability: no API key.
 class PreviewProxySession : public std::enable_shared_from_this<PreviewProxySession> {
-public:
+  public:
     PreviewProxySession(boost::beast::tcp_stream&& stream, boost::beast::flat_buffer&& buffer,
-                        boost::beast::http::request<boost::beast::http::empty_body>&& head, StreamContext context);
+                        boost::beast::http::request<boost::beast::http::empty_body>&& head,
+                        StreamContext context);
     void start();
 
-private:
+  private:
     void onTunnelEvent(AgentStream::Event&& event);
     void pumpToClient();
     void sendToGuest(std::string bytes);

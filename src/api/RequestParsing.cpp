@@ -281,6 +281,55 @@ json parseProcessStart(const std::string& body) {
     return r;
 }
 
+bool isValidTenantName(const std::string& name) {
+    if (name.empty() || name.size() > 63) return false;
+    auto lowerOrDigit = [](char ch) {
+        return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+    };
+    if (!lowerOrDigit(name[0])) return false;
+    for (char ch : name)
+        if (!lowerOrDigit(ch) && ch != '.' && ch != '_' && ch != '-') return false;
+    return true;
+}
+
+KeyRequest parseKeyRequest(const std::string& body, std::int64_t now) {
+    json j = parseJsonBody(body);
+    rejectUnknownFields(j, {"tenant", "role", "name", "expires_at"}, "key request");
+    KeyRequest r;
+    if (!j.contains("tenant")) throw Error(ErrorCode::bad_request, "'tenant' is required");
+    r.tenant = readString(j, "tenant", 63);
+    if (!isValidTenantName(r.tenant))
+        throw Error(
+            ErrorCode::bad_request,
+            "'tenant' must be 1-63 of a-z, 0-9, '.', '_', '-', starting with a letter or digit");
+    if (!j.contains("role"))
+        throw Error(ErrorCode::bad_request, "'role' is required (agent, approver or admin)");
+    auto role = parseRole(readString(j, "role", 16));
+    if (!role) throw Error(ErrorCode::bad_request, "'role' must be agent, approver or admin");
+    r.role = *role;
+    r.name = j.contains("name") ? readString(j, "name", 64) : std::string();
+    if (r.name.empty()) throw Error(ErrorCode::bad_request, "'name' is required (1-64 bytes)");
+    for (unsigned char ch : r.name)
+        if (ch < 0x20 || ch == 0x7f)
+            throw Error(ErrorCode::bad_request, "'name' must be printable");
+    if (j.contains("expires_at") && !j["expires_at"].is_null()) {
+        auto at = parseTimestamp(readString(j, "expires_at", 40));
+        if (!at) throw Error(ErrorCode::bad_request, "'expires_at' must be an RFC 3339 time");
+        if (*at <= now) throw Error(ErrorCode::bad_request, "'expires_at' is in the past");
+        r.expiresAt = *at;
+    }
+    return r;
+}
+
+nlohmann::json keyJson(const ApiKeyRecord& k) {
+    return {{"id", k.id},
+            {"tenant", k.tenant},
+            {"role", roleName(k.role)},
+            {"name", k.name},
+            {"created_at", k.createdAt},
+            {"expires_at", k.expiresAt > 0 ? json(formatUnixSeconds(k.expiresAt)) : json(nullptr)}};
+}
+
 nlohmann::json sandboxJson(const SandboxRecord& r) {
     json j{
         {"id", r.id},

@@ -4,6 +4,7 @@
 
 #include "controller/ExecOptions.hpp"
 #include "controller/SandboxController.hpp"
+#include "store/ApiKeyStore.hpp"
 
 namespace airlock::api {
 
@@ -33,6 +34,17 @@ ApprovalDecision parseApprovalDecision(const std::string& body);
 std::int64_t parseTimeoutUpdate(const std::string& body);
 // Action routes (pause, resume, snapshots) take no fields: empty or {}.
 void parseEmptyBody(const std::string& body, const char* what);
+
+// POST /v1/keys: {"tenant","role","name","expires_at"?}.
+struct KeyRequest {
+    std::string tenant, name;
+    Role role = Role::agent;
+    std::int64_t expiresAt = 0;  // unix seconds; 0: never
+};
+KeyRequest parseKeyRequest(const std::string& body, std::int64_t now);
+// Tenant names: 1-63 of [a-z0-9._-], starting with a letter or digit.
+bool isValidTenantName(const std::string& name);
+nlohmann::json keyJson(const ApiKeyRecord& k);
 
 nlohmann::json sandboxJson(const SandboxRecord& r);
 nlohmann::json snapshotJson(const SnapshotRecord& s);

@@ -58,6 +58,11 @@ json limitsJson(const EnforcedLimits& l) {
             {"qemu_uid", l.ownUidPerSandbox ? "one uid per sandbox" : "shared QEMU user"}};
 }
 
+// What a listing covers: the caller's tenant, or for an admin every tenant.
+TenantScope scopeOf(const Router::Context& c) {
+    return c.admin() ? TenantScope::all() : TenantScope::only(c.tenant);
+}
+
 ApiResponse jsonResponse(int status, const json& j) {
     return ApiResponse{status, "application/json",
                        j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"};
@@ -77,24 +82,58 @@ std::vector<std::string> splitPath(const std::string& path) {
     return out;
 }
 
-void Router::add(std::string method, const std::string& pattern, bool authenticated,
-                 Handler handler) {
-    addAsync(std::move(method), pattern, authenticated,
+void Router::add(std::string method, const std::string& pattern, Roles roles, Handler handler) {
+    addAsync(std::move(method), pattern, roles,
              [handler = std::move(handler)](Context& c, Respond respond) { respond(handler(c)); });
 }
 
-void Router::addAsync(std::string method, const std::string& pattern, bool authenticated,
+void Router::addAsync(std::string method, const std::string& pattern, Roles roles,
                       AsyncHandler handler) {
-    routes_.push_back(
-        Route{std::move(method), splitPath(pattern), authenticated, std::move(handler)});
+    routes_.push_back(Route{std::move(method), splitPath(pattern), roles, std::move(handler)});
 }
 
-void Router::addStream(std::string method, const std::string& pattern, bool authenticated,
+void Router::addStream(std::string method, const std::string& pattern, Roles roles,
                        StreamKind kind) {
     bool prefix = pattern.size() > 3 && pattern.substr(pattern.size() - 3) == "/**";
     std::string p = prefix ? pattern.substr(0, pattern.size() - 3) : pattern;
-    streamRoutes_.push_back(
-        StreamRoute{std::move(method), splitPath(p), authenticated, kind, prefix});
+    streamRoutes_.push_back(StreamRoute{std::move(method), splitPath(p), roles, kind, prefix});
+}
+
+namespace {
+std::string rolesText(Router::Roles roles) {
+    std::string out;
+    for (Role r : {Role::agent, Role::approver, Role::admin})
+        if (roles & (1u << static_cast<unsigned>(r)))
+            out += (out.empty() ? "" : " or ") + roleName(r);
+    return out;
+}
+std::string joinPattern(const std::vector<std::string>& pattern) {
+    std::string out;
+    for (const auto& s : pattern) out += "/" + s;
+    return out.empty() ? "/" : out;
+}
+}  // namespace
+
+std::pair<Principal, std::string> Router::authorize(const ApiRequest& request, Roles roles,
+                                                    const std::vector<std::string>& params) {
+    Principal who = auth_.principalFor(request.authorization);
+    if (!(roles & (1u << static_cast<unsigned>(who.role))))
+        throw Error(ErrorCode::forbidden, request.method + " " + request.path + " needs an " +
+                                              rolesText(roles) + " key; this key's role is " +
+                                              roleName(who.role));
+    std::string tenant = who.tenant;
+    // An admin acts on any tenant's object, as its owner would.
+    if (who.role == Role::admin && !params.empty())
+        if (auto owner = controller_.ownerOf(params[0])) tenant = *owner;
+    return {std::move(who), std::move(tenant)};
+}
+
+std::vector<Router::RouteInfo> Router::routeTable() const {
+    std::vector<RouteInfo> out;
+    for (const auto& r : routes_) out.push_back({r.method, joinPattern(r.pattern), r.roles, false});
+    for (const auto& r : streamRoutes_)
+        out.push_back({r.method, joinPattern(r.pattern) + (r.prefix ? "/**" : ""), r.roles, true});
+    return out;
 }
 
 bool Router::matchPattern(const std::vector<std::string>& pattern,
@@ -116,15 +155,19 @@ Router::StreamMatch Router::matchStream(const std::string& method, const std::st
     for (const auto& r : streamRoutes_) {
         std::vector<std::string> params;
         if (r.method == method && matchPattern(r.pattern, segments, params, r.prefix))
-            return StreamMatch{r.kind, r.authenticated, std::move(params)};
+            return StreamMatch{r.kind, r.roles, std::move(params)};
     }
     return {};
 }
 
-Router::Router(SandboxController& controller, Authenticator& auth, std::string version,
-               std::size_t perTenantLimit)
-    : controller_(controller), auth_(auth), version_(std::move(version)), limiter_(perTenantLimit) {
-    add("GET", "/healthz", false, [this](Context&) {
+Router::Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& keys,
+               std::string version, std::size_t perTenantLimit)
+    : controller_(controller),
+      auth_(auth),
+      keys_(keys),
+      version_(std::move(version)),
+      limiter_(perTenantLimit) {
+    add("GET", "/healthz", kPublic, [this](Context&) {
         return jsonResponse(
             200,
             {{"status", "ok"},
@@ -135,7 +178,7 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
              {"templates", controller_.templates().list().size()},
              {"limits", limitsJson(controller_.enforcedLimits())}});
     });
-    add("GET", "/v1/templates", true, [this](Context&) {
+    add("GET", "/v1/templates", kAnyRole, [this](Context&) {
         json list = json::array();
         for (const auto& t : controller_.templates().list())
             list.push_back({{"name", t.name},
@@ -147,59 +190,66 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
                             {"warm", controller_.hasWarmSnapshot(t.name)}});
         return jsonResponse(200, {{"templates", list}});
     });
-    add("POST", "/v1/sandboxes", true, [this](Context& c) {
+    add("POST", "/v1/sandboxes", kDrivers, [this](Context& c) {
         auto request = parseCreateSandbox(c.request.body);
         return jsonResponse(201, sandboxJson(controller_.create(c.tenant, request)));
     });
-    add("GET", "/v1/sandboxes", true, [this](Context& c) {
+    add("GET", "/v1/sandboxes", kAnyRole, [this](Context& c) {
         json list = json::array();
-        for (const auto& r : controller_.list(c.tenant)) list.push_back(sandboxJson(r));
+        // An admin sees every tenant's, each naming its tenant.
+        for (const auto& r : controller_.list(scopeOf(c))) {
+            list.push_back(sandboxJson(r));
+            if (c.admin()) list.back()["tenant"] = r.tenant;
+        }
         return jsonResponse(200, {{"sandboxes", list}});
     });
-    add("GET", "/v1/sandboxes/{}", true, [this](Context& c) {
+    add("GET", "/v1/sandboxes/{}", kAnyRole, [this](Context& c) {
         return jsonResponse(200, sandboxJson(controller_.get(c.tenant, c.params[0])));
     });
-    add("DELETE", "/v1/sandboxes/{}", true, [this](Context& c) {
+    add("DELETE", "/v1/sandboxes/{}", kDrivers, [this](Context& c) {
         controller_.destroy(c.tenant, c.params[0]);
         return ApiResponse{204, "", ""};
     });
-    add("POST", "/v1/sandboxes/{}/pause", true, [this](Context& c) {
+    add("POST", "/v1/sandboxes/{}/pause", kDrivers, [this](Context& c) {
         parseEmptyBody(c.request.body, "pause request");
         return jsonResponse(200, sandboxJson(controller_.pause(c.tenant, c.params[0])));
     });
-    add("POST", "/v1/sandboxes/{}/resume", true, [this](Context& c) {
+    add("POST", "/v1/sandboxes/{}/resume", kDrivers, [this](Context& c) {
         parseEmptyBody(c.request.body, "resume request");
         return jsonResponse(200, sandboxJson(controller_.resume(c.tenant, c.params[0])));
     });
-    add("POST", "/v1/sandboxes/{}/timeout", true, [this](Context& c) {
+    add("POST", "/v1/sandboxes/{}/timeout", kDrivers, [this](Context& c) {
         controller_.get(c.tenant, c.params[0]);
         auto timeout = parseTimeoutUpdate(c.request.body);
         return jsonResponse(200,
                             sandboxJson(controller_.setTimeout(c.tenant, c.params[0], timeout)));
     });
-    add("PUT", "/v1/sandboxes/{}/network", true, [this](Context& c) {
+    add("PUT", "/v1/sandboxes/{}/network", kDrivers, [this](Context& c) {
         controller_.get(c.tenant, c.params[0]);
         auto allow = parseNetworkUpdate(c.request.body);
         return jsonResponse(200, sandboxJson(controller_.setNetwork(c.tenant, c.params[0], allow)));
     });
-    add("POST", "/v1/sandboxes/{}/snapshots", true, [this](Context& c) {
+    add("POST", "/v1/sandboxes/{}/snapshots", kDrivers, [this](Context& c) {
         controller_.get(c.tenant, c.params[0]);
         parseEmptyBody(c.request.body, "snapshot request");
         return jsonResponse(201, snapshotJson(controller_.snapshot(c.tenant, c.params[0])));
     });
-    add("GET", "/v1/snapshots", true, [this](Context& c) {
+    add("GET", "/v1/snapshots", kAnyRole, [this](Context& c) {
         json list = json::array();
-        for (const auto& s : controller_.listSnapshots(c.tenant)) list.push_back(snapshotJson(s));
+        for (const auto& s : controller_.listSnapshots(scopeOf(c))) {
+            list.push_back(snapshotJson(s));
+            if (c.admin()) list.back()["tenant"] = s.tenant;
+        }
         return jsonResponse(200, {{"snapshots", list}});
     });
-    add("GET", "/v1/snapshots/{}", true, [this](Context& c) {
+    add("GET", "/v1/snapshots/{}", kAnyRole, [this](Context& c) {
         return jsonResponse(200, snapshotJson(controller_.getSnapshot(c.tenant, c.params[0])));
     });
-    add("DELETE", "/v1/snapshots/{}", true, [this](Context& c) {
+    add("DELETE", "/v1/snapshots/{}", kDrivers, [this](Context& c) {
         controller_.deleteSnapshot(c.tenant, c.params[0]);
         return ApiResponse{204, "", ""};
     });
-    addAsync("POST", "/v1/sandboxes/{}/exec", true, [this](Context& c, Respond respond) {
+    addAsync("POST", "/v1/sandboxes/{}/exec", kDrivers, [this](Context& c, Respond respond) {
         // Existence first: a missing sandbox is 404 whatever the body says.
         controller_.get(c.tenant, c.params[0]);
         auto options = parseExec(c.request.body);
@@ -222,13 +272,13 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
                                        {"expires_at", j["expires_at"]}}));
         }
     });
-    add("GET", "/v1/sandboxes/{}/execs/{}", true, [this](Context& c) {
+    add("GET", "/v1/sandboxes/{}/execs/{}", kAnyRole, [this](Context& c) {
         return jsonResponse(200,
                             gatedExecJson(controller_.getExec(c.tenant, c.params[0], c.params[1])));
     });
-    add("GET", "/v1/approvals", true, [this](Context& c) {
+    add("GET", "/v1/approvals", kReviewers, [this](Context& c) {
         json list = json::array();
-        for (const auto& g : controller_.pendingApprovals(c.tenant)) {
+        for (const auto& g : controller_.pendingApprovals(scopeOf(c))) {
             auto j = gatedExecJson(g);
             list.push_back({{"id", g.approvalId},
                             {"exec_id", g.id},
@@ -238,16 +288,20 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
                             {"reason", g.reason},
                             {"requested_at", g.requestedAt},
                             {"expires_at", j["expires_at"]}});
+            if (c.admin()) list.back()["tenant"] = g.tenant;
         }
         return jsonResponse(200, {{"approvals", list}});
     });
-    add("POST", "/v1/approvals/{}", true, [this](Context& c) {
+    add("POST", "/v1/approvals/{}", kReviewers, [this](Context& c) {
         auto decision = parseApprovalDecision(c.request.body);
-        auto g = controller_.decideApproval(c.tenant, c.params[0], decision.approve,
-                                            decision.reason, "api-key:" + c.tenant);
+        // The deciding key by id and name, not just its tenant.
+        auto g =
+            controller_.decideApproval(c.tenant, c.params[0], decision.approve, decision.reason,
+                                       "key:" + c.principal.keyId + " (" + c.principal.keyName +
+                                           ", " + roleName(c.principal.role) + ")");
         return jsonResponse(200, gatedExecJson(g));
     });
-    add("GET", "/v1/sandboxes/{}/audit", true, [this](Context& c) {
+    add("GET", "/v1/sandboxes/{}/audit", kAnyRole, [this](Context& c) {
         AuditQuery q;
         auto param = [&](const char* k) {
             return c.request.query.count(k) ? c.request.query.at(k) : std::string();
@@ -275,20 +329,22 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
         return jsonResponse(200, out);
     });
 
+    addKeyRoutes();
+
     // Streaming routes: served by the HTTP session's streaming sessions.
-    addStream("GET", "/v1/sandboxes/{}/exec/ws", true, StreamKind::exec_websocket);
-    addStream("PUT", "/v1/sandboxes/{}/files", true, StreamKind::upload);
-    addStream("GET", "/v1/sandboxes/{}/files", true, StreamKind::download);
-    addStream("GET", "/v1/sandboxes/{}/processes/{}/logs", true, StreamKind::process_logs);
+    addStream("GET", "/v1/sandboxes/{}/exec/ws", kDrivers, StreamKind::exec_websocket);
+    addStream("PUT", "/v1/sandboxes/{}/files", kDrivers, StreamKind::upload);
+    addStream("GET", "/v1/sandboxes/{}/files", kDrivers, StreamKind::download);
+    addStream("GET", "/v1/sandboxes/{}/processes/{}/logs", kDrivers, StreamKind::process_logs);
     for (const char* m : {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
-        addStream(m, "/preview/{}/{}/{}/**", false, StreamKind::preview);
+        addStream(m, "/preview/{}/{}/{}/**", kPublic, StreamKind::preview);
 
     // Files and directories (paths are resolved inside the guest).
-    add("GET", "/v1/sandboxes/{}/fs", true, [this](Context& c) {
+    add("GET", "/v1/sandboxes/{}/fs", kDrivers, [this](Context& c) {
         json r{{"action", "list"}, {"path", queryValue(c, "path")}};
         return jsonResponse(200, controller_.fileOp(c.tenant, c.params[0], r));
     });
-    add("DELETE", "/v1/sandboxes/{}/files", true, [this](Context& c) {
+    add("DELETE", "/v1/sandboxes/{}/files", kDrivers, [this](Context& c) {
         std::string recursive =
             c.request.query.count("recursive") ? c.request.query.at("recursive") : "";
         json r{{"action", "remove"},
@@ -297,13 +353,13 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
         controller_.fileOp(c.tenant, c.params[0], r);
         return ApiResponse{204, "", ""};
     });
-    add("POST", "/v1/sandboxes/{}/fs/mkdir", true, [this](Context& c) {
+    add("POST", "/v1/sandboxes/{}/fs/mkdir", kDrivers, [this](Context& c) {
         json body = parseJsonBody(c.request.body);
         rejectUnknownFields(body, {"path"}, "mkdir request");
         json r{{"action", "mkdir"}, {"path", stringField(body, "path")}};
         return jsonResponse(201, controller_.fileOp(c.tenant, c.params[0], r));
     });
-    add("POST", "/v1/sandboxes/{}/fs/move", true, [this](Context& c) {
+    add("POST", "/v1/sandboxes/{}/fs/move", kDrivers, [this](Context& c) {
         json body = parseJsonBody(c.request.body);
         rejectUnknownFields(body, {"from", "to"}, "move request");
         json r{{"action", "move"},
@@ -315,21 +371,21 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
     });
 
     // Background processes.
-    add("POST", "/v1/sandboxes/{}/processes", true, [this](Context& c) {
+    add("POST", "/v1/sandboxes/{}/processes", kDrivers, [this](Context& c) {
         controller_.get(c.tenant, c.params[0]);
         auto request = parseProcessStart(c.request.body);
         return jsonResponse(201, controller_.processOp(c.tenant, c.params[0], request));
     });
-    add("GET", "/v1/sandboxes/{}/processes", true, [this](Context& c) {
+    add("GET", "/v1/sandboxes/{}/processes", kDrivers, [this](Context& c) {
         return jsonResponse(200,
                             controller_.processOp(c.tenant, c.params[0], {{"op", "process_list"}}));
     });
-    add("GET", "/v1/sandboxes/{}/processes/{}", true, [this](Context& c) {
+    add("GET", "/v1/sandboxes/{}/processes/{}", kDrivers, [this](Context& c) {
         return jsonResponse(200,
                             controller_.processOp(c.tenant, c.params[0],
                                                   {{"op", "process_get"}, {"id", c.params[1]}}));
     });
-    add("POST", "/v1/sandboxes/{}/processes/{}/signal", true, [this](Context& c) {
+    add("POST", "/v1/sandboxes/{}/processes/{}/signal", kDrivers, [this](Context& c) {
         json body = parseJsonBody(c.request.body);
         rejectUnknownFields(body, {"signal"}, "signal request");
         std::string sig = body.contains("signal") ? stringField(body, "signal") : "TERM";
@@ -338,7 +394,7 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
                                 c.tenant, c.params[0],
                                 {{"op", "process_signal"}, {"id", c.params[1]}, {"signal", sig}}));
     });
-    add("POST", "/v1/sandboxes/{}/processes/{}/stdin", true, [this](Context& c) {
+    add("POST", "/v1/sandboxes/{}/processes/{}/stdin", kDrivers, [this](Context& c) {
         json body = parseJsonBody(c.request.body);
         rejectUnknownFields(body, {"data", "eof"}, "stdin request");
         json r{{"op", "process_stdin"}, {"id", c.params[1]}};
@@ -352,7 +408,7 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
     });
 
     // Preview ports.
-    add("POST", "/v1/sandboxes/{}/ports", true, [this](Context& c) {
+    add("POST", "/v1/sandboxes/{}/ports", kDrivers, [this](Context& c) {
         json body = parseJsonBody(c.request.body);
         rejectUnknownFields(body, {"port"}, "port request");
         if (!body.contains("port") || !body["port"].is_number_integer())
@@ -363,13 +419,13 @@ Router::Router(SandboxController& controller, Authenticator& auth, std::string v
             201,
             portJson(controller_.exposePort(c.tenant, c.params[0], static_cast<unsigned>(p)), c));
     });
-    add("GET", "/v1/sandboxes/{}/ports", true, [this](Context& c) {
+    add("GET", "/v1/sandboxes/{}/ports", kDrivers, [this](Context& c) {
         json list = json::array();
         for (const auto& p : controller_.listPorts(c.tenant, c.params[0]))
             list.push_back(portJson(p, c));
         return jsonResponse(200, {{"ports", list}});
     });
-    add("DELETE", "/v1/sandboxes/{}/ports/{}", true, [this](Context& c) {
+    add("DELETE", "/v1/sandboxes/{}/ports/{}", kDrivers, [this](Context& c) {
         unsigned port = 0;
         try {
             port = static_cast<unsigned>(std::stoul(c.params[1]));
@@ -389,12 +445,14 @@ void Router::dispatch(const ApiRequest& request, Respond& respond) {
         if (!matchPattern(route.pattern, segments, params)) continue;
         pathMatched = true;
         if (route.method != request.method) continue;
-        Context ctx{request, {}, std::move(params)};
-        if (route.authenticated) ctx.tenant = auth_.tenantFor(request.authorization);
+        Context ctx{request, {}, std::move(params), {}};
+        if (route.roles != kPublic)
+            std::tie(ctx.principal, ctx.tenant) = authorize(request, route.roles, ctx.params);
         // Held until the answer is sent, however long that takes. A delete
         // is never refused: a tenant at its limit must be able to free things.
-        if (route.authenticated && request.method != "DELETE") {
-            auto slot = limiter_.acquire(ctx.tenant);
+        // Counted against the caller's own tenant.
+        if (route.roles != kPublic && request.method != "DELETE") {
+            auto slot = limiter_.acquire(ctx.principal.tenant);
             respond = [slot, inner = std::move(respond)](ApiResponse r) { inner(std::move(r)); };
         }
         return route.handler(ctx, respond);

@@ -15,11 +15,27 @@ namespace airlock::api {
 // call and maps the result back to JSON; errors are mapped in one place
 // (ErrorMapping) by handle().
 class Router {
-public:
+  public:
+    // The roles a route accepts (a bit per Role); kPublic: no key at all.
+    using Roles = unsigned;
+    static constexpr Roles kPublic = 0;
+    static constexpr Roles kAgent = 1u << static_cast<unsigned>(Role::agent);
+    static constexpr Roles kApprover = 1u << static_cast<unsigned>(Role::approver);
+    static constexpr Roles kAdmin = 1u << static_cast<unsigned>(Role::admin);
+    static constexpr Roles kDrivers = kAgent | kAdmin;       // run and change things
+    static constexpr Roles kReviewers = kApprover | kAdmin;  // decide approvals
+    static constexpr Roles kAnyRole = kAgent | kApprover | kAdmin;
+    static constexpr Roles kAdmins = kAdmin;
+
     struct Context {
         const ApiRequest& request;
-        std::string tenant;                 // empty for unauthenticated routes
-        std::vector<std::string> params;    // the {…} segments of the path, in order
+        // The tenant whose objects the call acts on: the key's own, or for an
+        // admin key the owner of the object its path names. Empty for
+        // unauthenticated routes.
+        std::string tenant;
+        std::vector<std::string> params;  // the {…} segments of the path, in order
+        Principal principal;              // who calls (authenticated routes)
+        bool admin() const { return principal.role == Role::admin; }
     };
     using Handler = std::function<ApiResponse(Context&)>;
     // Routes whose work outlives the call (a command runs for an hour): the
@@ -28,8 +44,8 @@ public:
     using Respond = std::function<void(ApiResponse)>;
     using AsyncHandler = std::function<void(Context&, Respond)>;
 
-    Router(SandboxController& controller, Authenticator& auth, std::string version,
-           std::size_t perTenantLimit = 256);
+    Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& keys,
+           std::string version, std::size_t perTenantLimit = 256);
 
     // Never throws; `respond` is called exactly once (maybe on another thread).
     void handle(const ApiRequest& request, Respond respond);
@@ -44,29 +60,43 @@ public:
     enum class StreamKind { none, exec_websocket, upload, download, process_logs, preview };
     struct StreamMatch {
         StreamKind kind = StreamKind::none;
-        bool authenticated = true;
+        Roles roles = kDrivers;
         std::vector<std::string> params;
     };
     StreamMatch matchStream(const std::string& method, const std::string& path) const;
-    // Throws Error(unauthorized).
-    std::string authenticate(const ApiRequest& request) { return auth_.tenantFor(request.authorization); }
+    // The caller of a route that accepts `roles`, and the tenant it acts on
+    // (see Context::tenant). Throws Error(unauthorized) for a bad key and
+    // Error(forbidden) for a role the route does not accept.
+    std::pair<Principal, std::string> authorize(const ApiRequest& request, Roles roles,
+                                                const std::vector<std::string>& params);
+    // Every route with the roles it accepts ("GET /v1/sandboxes/{}": kAnyRole),
+    // for docs and the route-walking tests.
+    struct RouteInfo {
+        std::string method, pattern;
+        Roles roles;
+        bool stream;
+    };
+    std::vector<RouteInfo> routeTable() const;
 
-private:
+  private:
     struct Route {
         std::string method;
         std::vector<std::string> pattern;  // "{}" matches one segment
-        bool authenticated;
+        Roles roles;
         AsyncHandler handler;
     };
-    void add(std::string method, const std::string& pattern, bool authenticated, Handler handler);
-    void addAsync(std::string method, const std::string& pattern, bool authenticated, AsyncHandler handler);
-    void addStream(std::string method, const std::string& pattern, bool authenticated, StreamKind kind);
-    static bool matchPattern(const std::vector<std::string>& pattern, const std::vector<std::string>& segments,
+    void add(std::string method, const std::string& pattern, Roles roles, Handler handler);
+    void addAsync(std::string method, const std::string& pattern, Roles roles,
+                  AsyncHandler handler);
+    void addStream(std::string method, const std::string& pattern, Roles roles, StreamKind kind);
+    void addKeyRoutes();
+    static bool matchPattern(const std::vector<std::string>& pattern,
+                             const std::vector<std::string>& segments,
                              std::vector<std::string>& params, bool prefix = false);
     struct StreamRoute {
         std::string method;
         std::vector<std::string> pattern;
-        bool authenticated;
+        Roles roles;
         StreamKind kind;
         bool prefix;  // the pattern matches the start of the path (preview)
     };
@@ -75,6 +105,7 @@ private:
 
     SandboxController& controller_;
     Authenticator& auth_;
+    ApiKeyStore& keys_;
     std::string version_;
     std::vector<Route> routes_;
     TenantLimiter limiter_;

@@ -11,7 +11,7 @@ namespace airlock::api {
 // streams until closed) against one limit, so one tenant cannot take every
 // worker, agent stream and socket: beyond it, Error(too_many_requests).
 class TenantLimiter {
-public:
+  public:
     explicit TenantLimiter(std::size_t perTenant) : perTenant_(perTenant) {}
     // A held slot; released when the last copy goes.
     using Slot = std::shared_ptr<void>;
@@ -19,7 +19,7 @@ public:
     std::size_t inUse(const std::string& tenant) const;
     std::size_t limit() const { return perTenant_; }
 
-private:
+  private:
     // Shared with every slot: a slot may be released after the limiter is
     // gone (an exec completing while the daemon shuts down).
     struct State {
@@ -32,14 +32,14 @@ private:
 
 // Open connections against one cap (the HTTP server's accept loop).
 class ConnectionCounter {
-public:
+  public:
     explicit ConnectionCounter(std::size_t max) : max_(max) {}
     // Empty when the cap is reached.
     std::shared_ptr<void> tryAcquire();
     std::size_t open() const;
     std::size_t max() const { return max_; }
 
-private:
+  private:
     struct State {
         std::mutex mutex;
         std::size_t open = 0;

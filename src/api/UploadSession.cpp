@@ -60,9 +60,11 @@ void UploadSession::start() {
             self->path_ = path;
             // The guest's answer (or its refusal mid-way) arrives on the strand.
             self->agent_ = self->ctx_.controller.openUpload(
-                self->ctx_.tenant, self->ctx_.params[0], path, mode, [self](AgentStream::Event&& e) {
-                    asio::post(self->stream_.get_executor(),
-                               [self, e = std::move(e)]() mutable { self->onAgentEvent(std::move(e)); });
+                self->ctx_.tenant, self->ctx_.params[0], path, mode,
+                [self](AgentStream::Event&& e) {
+                    asio::post(self->stream_.get_executor(), [self, e = std::move(e)]() mutable {
+                        self->onAgentEvent(std::move(e));
+                    });
                 });
         } catch (const Error& e) {
             error = errorResponse(e.code(), e.what());
@@ -108,16 +110,18 @@ void UploadSession::onChunk(beast::error_code ec) {
     // fails if the guest takes none of it for kAgentWait.
     waitTimer_.expires_after(kAgentWait);
     waitTimer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-        if (!ec && self->agent_) self->agent_->reset("cancelled", "the guest took no data for a minute");
+        if (!ec && self->agent_)
+            self->agent_->reset("cancelled", "the guest took no data for a minute");
     });
-    agent_->writeAsync(0, std::string(chunk_.data(), n), false, [self = shared_from_this()](std::exception_ptr error) {
-        asio::post(self->stream_.get_executor(), [self, error] {
-            self->waitTimer_.cancel();
-            if (self->ended_) return;
-            if (error) return self->fail(responseForError(error));
-            self->readChunk();
-        });
-    });
+    agent_->writeAsync(0, std::string(chunk_.data(), n), false,
+                       [self = shared_from_this()](std::exception_ptr error) {
+                           asio::post(self->stream_.get_executor(), [self, error] {
+                               self->waitTimer_.cancel();
+                               if (self->ended_) return;
+                               if (error) return self->fail(responseForError(error));
+                               self->readChunk();
+                           });
+                       });
 }
 
 void UploadSession::finishUpload() {
@@ -127,7 +131,9 @@ void UploadSession::finishUpload() {
     agent_->closeWrite();
     waitTimer_.expires_after(kAgentWait);
     waitTimer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-        if (!ec) self->fail(errorResponse(ErrorCode::agent_timeout, "the agent did not confirm the upload"));
+        if (!ec)
+            self->fail(
+                errorResponse(ErrorCode::agent_timeout, "the agent did not confirm the upload"));
     });
 }
 
@@ -139,7 +145,8 @@ void UploadSession::onAgentEvent(AgentStream::Event&& e) {
         return fail(errorResponse(error.code(), error.what()));
     }
     if (e.kind != AgentStream::Event::Kind::close) return;
-    if (!finishing_) return fail(errorResponse(ErrorCode::agent_error, "the agent ended the upload early"));
+    if (!finishing_)
+        return fail(errorResponse(ErrorCode::agent_error, "the agent ended the upload early"));
     ended_ = true;
     waitTimer_.cancel();
     agent_.reset();
@@ -150,13 +157,16 @@ void UploadSession::onAgentEvent(AgentStream::Event&& e) {
     j["sha256"] = hash_.hexDigest();
     // The path the guest resolved ("..", symlinks) is what was written; it
     // is its own word, kept beside the asked one.
-    std::string written = j.contains("path") && j["path"].is_string() ? j["path"].get<std::string>() : path_;
-    ApiResponse response{201, "application/json", j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"};
+    std::string written =
+        j.contains("path") && j["path"].is_string() ? j["path"].get<std::string>() : path_;
+    ApiResponse response{201, "application/json",
+                         j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"};
     // The audit write (SQLite) is not for the I/O thread.
-    asio::post(ctx_.workers, [self = shared_from_this(), written, sha = j["sha256"].get<std::string>(), response] {
+    asio::post(ctx_.workers, [self = shared_from_this(), written,
+                              sha = j["sha256"].get<std::string>(), response] {
         try {
-            self->ctx_.controller.recordFileWrite(self->ctx_.tenant, self->ctx_.params[0], self->path_, written,
-                                                  self->received_, sha);
+            self->ctx_.controller.recordFileWrite(self->ctx_.tenant, self->ctx_.params[0],
+                                                  self->path_, written, self->received_, sha);
         } catch (const std::exception&) {
         }
         asio::post(self->stream_.get_executor(),

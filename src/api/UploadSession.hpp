@@ -37,9 +37,9 @@ class UploadSession : public std::enable_shared_from_this<UploadSession> {
     std::vector<char> chunk_;
     std::uint64_t received_ = 0;
     std::string path_;
-    Sha256Stream hash_;  // of what went to the guest: the audit's file.written
+    Sha256Stream hash_;                    // of what went to the guest: the audit's file.written
     boost::asio::steady_timer waitTimer_;  // a chunk the guest takes no window for, or its answer
-    bool finishing_ = false;  // all bytes sent, the guest's answer awaited
+    bool finishing_ = false;               // all bytes sent, the guest's answer awaited
     bool ended_ = false;
 };
 

@@ -149,12 +149,13 @@ void WsExecSession::flushHeld() {
     if (eof) heldEof_ = false;
     // No thread waits for the guest's window; an ended command's exit
     // message is on its way when this fails.
-    agent->writeAsync(0, std::move(data), eof, [self = shared_from_this()](std::exception_ptr error) {
-        asio::post(self->ws_.get_executor(), [self, ok = !error] {
-            if (!ok) return void(self->flushingHeld_ = false);
-            self->flushHeld();
-        });
-    });
+    agent->writeAsync(0, std::move(data), eof,
+                      [self = shared_from_this()](std::exception_ptr error) {
+                          asio::post(self->ws_.get_executor(), [self, ok = !error] {
+                              if (!ok) return void(self->flushingHeld_ = false);
+                              self->flushHeld();
+                          });
+                      });
 }
 
 void WsExecSession::readClient() {
@@ -223,11 +224,13 @@ void WsExecSession::onClientMessage(beast::error_code ec) {
     }
     // stdin goes as the agent's window allows (no thread waits for it); the
     // next client message is read only after that: backpressure to the client.
-    agent->writeAsync(0, std::move(data), false, [self = shared_from_this()](std::exception_ptr error) {
-        asio::post(self->ws_.get_executor(), [self, ok = !error] {
-            if (ok) self->readClient();  // else the command ended; its exit message is on its way
+    agent->writeAsync(
+        0, std::move(data), false, [self = shared_from_this()](std::exception_ptr error) {
+            asio::post(self->ws_.get_executor(), [self, ok = !error] {
+                if (ok)
+                    self->readClient();  // else the command ended; its exit message is on its way
+            });
         });
-    });
 }
 
 void WsExecSession::onAgentEvent(AgentStream::Event&& e) {

@@ -1,7 +1,7 @@
 #include "cli/CliApp.hpp"
 
-#include <nlohmann/json.hpp>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <ostream>
 
 #include "cli/ExecStreamClient.hpp"
@@ -26,6 +26,10 @@ const char* kUsage =
     "  kill [-s SIG] ID PROC              signal a background process (default TERM)\n"
     "  port expose ID PORT | port ls ID | port rm ID PORT   preview ports\n"
     "  templates                          list templates\n"
+    "  keys create TENANT ROLE NAME [--expires RFC3339]   mint a key (agent|approver|admin; admin "
+    "key)\n"
+    "  keys ls [--tenant T] | keys rm KEY_ID              list keys (no secrets) | revoke one\n"
+    "  approvals ls | approvals approve|deny APPROVAL_ID [REASON]   (approver or admin key)\n"
     "environment: AIRLOCK_URL (default http://127.0.0.1:8080), AIRLOCK_API_KEY\n";
 
 struct CliError {
@@ -37,7 +41,8 @@ json expectJson(const HttpResult& r, int wanted) {
     json j = json::parse(r.body, nullptr, false);
     if (r.status != wanted) {
         std::string msg = "HTTP " + std::to_string(r.status);
-        if (!j.is_discarded() && j.contains("error")) msg += ": " + j["error"].value("message", std::string());
+        if (!j.is_discarded() && j.contains("error"))
+            msg += ": " + j["error"].value("message", std::string());
         throw CliError{msg, 1};
     }
     return j;
@@ -49,14 +54,16 @@ std::string takeTemplate(std::vector<std::string>& args) {
         if (args[i] == "--") break;
         if (args[i] == "--template" && i + 1 < args.size()) {
             t = args[i + 1];
-            args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i) + 2);
+            args.erase(args.begin() + static_cast<long>(i),
+                       args.begin() + static_cast<long>(i) + 2);
             break;
         }
     }
     return t;
 }
 
-std::vector<std::string> commandAfterDashes(const std::vector<std::string>& args, std::size_t from) {
+std::vector<std::string> commandAfterDashes(const std::vector<std::string>& args,
+                                            std::size_t from) {
     std::vector<std::string> cmd;
     std::size_t i = from;
     if (i < args.size() && args[i] == "--") ++i;
@@ -66,13 +73,15 @@ std::vector<std::string> commandAfterDashes(const std::vector<std::string>& args
 }
 
 std::string createSandbox(HttpClient& c, const std::string& tmpl) {
-    return expectJson(c.request("POST", "/v1/sandboxes", json{{"template", tmpl}}.dump()), 201)["id"];
+    return expectJson(c.request("POST", "/v1/sandboxes", json{{"template", tmpl}}.dump()),
+                      201)["id"];
 }
 
 std::string urlEncode(const std::string& s) {
     std::string out;
     for (unsigned char c : s) {
-        if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') out.push_back(static_cast<char>(c));
+        if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~')
+            out.push_back(static_cast<char>(c));
         else {
             char buf[4];
             std::snprintf(buf, sizeof buf, "%%%02X", c);
@@ -85,13 +94,15 @@ std::string urlEncode(const std::string& s) {
 // "ID:/path" -> {ID, /path}; empty id when it is a local path.
 std::pair<std::string, std::string> splitRemote(const std::string& arg) {
     auto colon = arg.find(':');
-    if (arg.rfind("sbx-", 0) == 0 && colon != std::string::npos) return {arg.substr(0, colon), arg.substr(colon + 1)};
+    if (arg.rfind("sbx-", 0) == 0 && colon != std::string::npos)
+        return {arg.substr(0, colon), arg.substr(colon + 1)};
     return {"", arg};
 }
 
-int execIn(HttpClient& c, const std::string& id, const std::vector<std::string>& cmd, std::ostream& out,
-           std::ostream& err) {
-    json res = expectJson(c.request("POST", "/v1/sandboxes/" + id + "/exec", json{{"cmd", cmd}}.dump()), 200);
+int execIn(HttpClient& c, const std::string& id, const std::vector<std::string>& cmd,
+           std::ostream& out, std::ostream& err) {
+    json res = expectJson(
+        c.request("POST", "/v1/sandboxes/" + id + "/exec", json{{"cmd", cmd}}.dump()), 200);
     out << res.value("stdout", std::string());
     err << res.value("stderr", std::string());
     out.flush();
@@ -101,8 +112,8 @@ int execIn(HttpClient& c, const std::string& id, const std::vector<std::string>&
 }
 }  // namespace
 
-int runCli(const std::vector<std::string>& argsIn, const std::string& url, const std::string& apiKey,
-           std::ostream& out, std::ostream& err) {
+int runCli(const std::vector<std::string>& argsIn, const std::string& url,
+           const std::string& apiKey, std::ostream& out, std::ostream& err) {
     std::vector<std::string> args = argsIn;
     if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
         (args.empty() ? err : out) << kUsage;
@@ -120,22 +131,27 @@ int runCli(const std::vector<std::string>& argsIn, const std::string& url, const
             json res = expectJson(client.request("GET", "/v1/sandboxes"), 200);
             out << "ID                        TEMPLATE   STATE     CREATED\n";
             for (const auto& s : res["sandboxes"])
-                out << s.value("id", "") << "  " << s.value("template", "") << "    " << s.value("state", "") << "   "
-                    << s.value("created_at", "") << "\n";
+                out << s.value("id", "") << "  " << s.value("template", "") << "    "
+                    << s.value("state", "") << "   " << s.value("created_at", "") << "\n";
             return 0;
         }
         if (cmd == "templates") {
             json res = expectJson(client.request("GET", "/v1/templates"), 200);
-            for (const auto& t : res["templates"]) out << t.value("name", "") << "  " << t.value("digest", "") << "\n";
+            for (const auto& t : res["templates"])
+                out << t.value("name", "") << "  " << t.value("digest", "") << "\n";
             return 0;
         }
         if (cmd == "exec") {
             StreamExecOptions options;
             while (!args.empty() && args[0].rfind("-", 0) == 0 && args[0] != "--") {
-                if (args[0] == "-t" || args[0] == "--tty") options.tty = true;
-                else if (args[0] == "-i" || args[0] == "--interactive") options.interactive = true;
-                else if (args[0] == "-it" || args[0] == "-ti") options.tty = options.interactive = true;
-                else throw CliError{"unknown exec option " + args[0], 2};
+                if (args[0] == "-t" || args[0] == "--tty")
+                    options.tty = true;
+                else if (args[0] == "-i" || args[0] == "--interactive")
+                    options.interactive = true;
+                else if (args[0] == "-it" || args[0] == "-ti")
+                    options.tty = options.interactive = true;
+                else
+                    throw CliError{"unknown exec option " + args[0], 2};
                 args.erase(args.begin());
             }
             if (args.empty()) throw CliError{"exec needs a sandbox id", 2};
@@ -148,18 +164,24 @@ int runCli(const std::vector<std::string>& argsIn, const std::string& url, const
             return runStreamExec(url, apiKey, args[0], options);
         }
         if (cmd == "cp") {
-            if (args.size() != 2) throw CliError{"usage: airlock cp LOCAL ID:/path | ID:/path LOCAL", 2};
+            if (args.size() != 2)
+                throw CliError{"usage: airlock cp LOCAL ID:/path | ID:/path LOCAL", 2};
             auto [srcId, srcPath] = splitRemote(args[0]);
             auto [dstId, dstPath] = splitRemote(args[1]);
-            if (srcId.empty() == dstId.empty()) throw CliError{"exactly one side of cp must be ID:/path", 2};
+            if (srcId.empty() == dstId.empty())
+                throw CliError{"exactly one side of cp must be ID:/path", 2};
             if (!dstId.empty()) {
-                expectJson(client.putFile("/v1/sandboxes/" + dstId + "/files?path=" + urlEncode(dstPath), srcPath), 201);
+                expectJson(
+                    client.putFile("/v1/sandboxes/" + dstId + "/files?path=" + urlEncode(dstPath),
+                                   srcPath),
+                    201);
                 return 0;
             }
             std::FILE* f = std::fopen(dstPath.c_str(), "wb");
             if (!f) throw CliError{"cannot write " + dstPath, 1};
-            auto r = client.getStreaming("/v1/sandboxes/" + srcId + "/files?path=" + urlEncode(srcPath),
-                                         [f](const char* d, std::size_t n) { std::fwrite(d, 1, n, f); });
+            auto r =
+                client.getStreaming("/v1/sandboxes/" + srcId + "/files?path=" + urlEncode(srcPath),
+                                    [f](const char* d, std::size_t n) { std::fwrite(d, 1, n, f); });
             std::fclose(f);
             if (r.status != 200) {
                 std::remove(dstPath.c_str());
@@ -169,13 +191,16 @@ int runCli(const std::vector<std::string>& argsIn, const std::string& url, const
         }
         if (cmd == "ps") {
             if (args.empty()) throw CliError{"ps needs a sandbox id", 2};
-            json res = expectJson(client.request("GET", "/v1/sandboxes/" + args[0] + "/processes"), 200);
+            json res =
+                expectJson(client.request("GET", "/v1/sandboxes/" + args[0] + "/processes"), 200);
             out << "ID       STATE     EXIT  COMMAND\n";
             for (const auto& p : res["processes"]) {
                 std::string cmdline;
-                for (const auto& a : p["cmd"]) cmdline += (cmdline.empty() ? "" : " ") + a.get<std::string>();
+                for (const auto& a : p["cmd"])
+                    cmdline += (cmdline.empty() ? "" : " ") + a.get<std::string>();
                 out << p.value("id", "") << "  " << p.value("state", "") << "  "
-                    << (p.contains("exit_code") ? std::to_string(p["exit_code"].get<int>()) : "-") << "  " << cmdline << "\n";
+                    << (p.contains("exit_code") ? std::to_string(p["exit_code"].get<int>()) : "-")
+                    << "  " << cmdline << "\n";
             }
             return 0;
         }
@@ -191,8 +216,8 @@ int runCli(const std::vector<std::string>& argsIn, const std::string& url, const
             bool follow = !args.empty() && (args[0] == "-f" || args[0] == "--follow");
             if (follow) args.erase(args.begin());
             if (args.size() != 2) throw CliError{"usage: airlock logs [-f] ID PROC", 2};
-            auto r = client.getStreaming("/v1/sandboxes/" + args[0] + "/processes/" + args[1] + "/logs" +
-                                             (follow ? "?follow=1" : ""),
+            auto r = client.getStreaming("/v1/sandboxes/" + args[0] + "/processes/" + args[1] +
+                                             "/logs" + (follow ? "?follow=1" : ""),
                                          [&out](const char* d, std::size_t n) {
                                              out.write(d, static_cast<std::streamsize>(n));
                                              out.flush();
@@ -207,8 +232,9 @@ int runCli(const std::vector<std::string>& argsIn, const std::string& url, const
                 args.erase(args.begin(), args.begin() + 2);
             }
             if (args.size() != 2) throw CliError{"usage: airlock kill [-s SIG] ID PROC", 2};
-            expectJson(client.request("POST", "/v1/sandboxes/" + args[0] + "/processes/" + args[1] + "/signal",
-                                      json{{"signal", sig}}.dump()),
+            expectJson(client.request(
+                           "POST", "/v1/sandboxes/" + args[0] + "/processes/" + args[1] + "/signal",
+                           json{{"signal", sig}}.dump()),
                        200);
             return 0;
         }
@@ -221,19 +247,81 @@ int runCli(const std::vector<std::string>& argsIn, const std::string& url, const
                 return 0;
             }
             if (args.size() == 2 && args[0] == "ls") {
-                json res = expectJson(client.request("GET", "/v1/sandboxes/" + args[1] + "/ports"), 200);
-                for (const auto& p : res["ports"]) out << p.value("port", 0) << "  " << p.value("url", "") << "\n";
+                json res =
+                    expectJson(client.request("GET", "/v1/sandboxes/" + args[1] + "/ports"), 200);
+                for (const auto& p : res["ports"])
+                    out << p.value("port", 0) << "  " << p.value("url", "") << "\n";
                 return 0;
             }
             if (args.size() == 3 && args[0] == "rm") {
-                expectJson(client.request("DELETE", "/v1/sandboxes/" + args[1] + "/ports/" + args[2]), 204);
+                expectJson(
+                    client.request("DELETE", "/v1/sandboxes/" + args[1] + "/ports/" + args[2]),
+                    204);
                 return 0;
             }
             throw CliError{"usage: airlock port expose ID PORT | port ls ID | port rm ID PORT", 2};
         }
+        if (cmd == "keys") {
+            if (args.size() >= 4 && args[0] == "create") {
+                json body{{"tenant", args[1]}, {"role", args[2]}, {"name", args[3]}};
+                if (args.size() == 6 && args[4] == "--expires")
+                    body["expires_at"] = args[5];
+                else if (args.size() != 4)
+                    throw CliError{
+                        "usage: airlock keys create TENANT ROLE NAME [--expires RFC3339]", 2};
+                json res = expectJson(client.request("POST", "/v1/keys", body.dump()), 201);
+                out << res.value("id", "") << "  " << res.value("key", "") << "\n";
+                err << "airlock: the key is shown this once\n";
+                return 0;
+            }
+            if (!args.empty() && args[0] == "ls" &&
+                (args.size() == 1 || (args.size() == 3 && args[1] == "--tenant"))) {
+                json res = expectJson(
+                    client.request("GET", args.size() == 3 ? "/v1/keys?tenant=" + urlEncode(args[2])
+                                                           : "/v1/keys"),
+                    200);
+                for (const auto& k : res["keys"])
+                    out << k.value("id", "") << "  " << k.value("tenant", "") << "  "
+                        << k.value("role", "") << "  " << k.value("name", "") << "  "
+                        << (k["expires_at"].is_string() ? k["expires_at"].get<std::string>()
+                                                        : "never")
+                        << "\n";
+                return 0;
+            }
+            if (args.size() == 2 && args[0] == "rm") {
+                expectJson(client.request("DELETE", "/v1/keys/" + urlEncode(args[1])), 204);
+                return 0;
+            }
+            throw CliError{
+                "usage: airlock keys create TENANT ROLE NAME [--expires T] | keys ls [--tenant T] "
+                "| keys rm ID",
+                2};
+        }
+        if (cmd == "approvals") {
+            if (args.size() == 1 && args[0] == "ls") {
+                json res = expectJson(client.request("GET", "/v1/approvals"), 200);
+                for (const auto& a : res["approvals"])
+                    out << a.value("id", "") << "  " << a.value("sandbox", "") << "  "
+                        << a.value("class", "") << "  " << a.value("command", "") << "\n";
+                return 0;
+            }
+            if ((args.size() == 2 || args.size() == 3) &&
+                (args[0] == "approve" || args[0] == "deny")) {
+                json body{{"decision", args[0]}};
+                if (args.size() == 3) body["reason"] = args[2];
+                json res = expectJson(
+                    client.request("POST", "/v1/approvals/" + urlEncode(args[1]), body.dump()),
+                    200);
+                out << res.value("exec_id", "") << "  " << res.value("state", "") << "\n";
+                return 0;
+            }
+            throw CliError{
+                "usage: airlock approvals ls | approvals approve|deny APPROVAL_ID [REASON]", 2};
+        }
         if (cmd == "rm") {
             if (args.empty()) throw CliError{"rm needs a sandbox id", 2};
-            for (const auto& id : args) expectJson(client.request("DELETE", "/v1/sandboxes/" + id), 204);
+            for (const auto& id : args)
+                expectJson(client.request("DELETE", "/v1/sandboxes/" + id), 204);
             return 0;
         }
         if (cmd == "run") {

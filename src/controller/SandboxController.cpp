@@ -302,10 +302,27 @@ SandboxRecord SandboxController::get(const std::string& tenant, const std::strin
     return requireOwned(tenant, id);
 }
 
-std::vector<SandboxRecord> SandboxController::list(const std::string& tenant) {
-    auto all = store_.list(TenantScope::only(tenant));
-    std::erase_if(all, [](const SandboxRecord& r) { return r.state == SandboxState::deleting; });
+std::vector<SandboxRecord> SandboxController::list(const TenantScope& scope) {
+    auto all = store_.list(scope);
+    std::erase_if(all, [](const SandboxRecord& r) {
+        return r.state == SandboxState::deleting ||
+               r.tenant.rfind('_', 0) == 0;  // internal: _spare, _warm
+    });
     return all;
+}
+
+std::optional<std::string> SandboxController::ownerOf(const std::string& id) {
+    std::optional<std::string> owner;
+    if (isValidId(id, "sbx-")) {
+        if (auto r = store_.find(id)) owner = r->tenant;
+    } else if (isValidId(id, "snap-")) {
+        if (auto s = snapshots_.find(id)) owner = s->tenant;
+    } else if (isValidId(id, "apr-")) {
+        if (auto g = gated_.findByApproval(id)) owner = g->tenant;
+    }
+    if (owner && owner->rfind('_', 0) == 0)
+        return std::nullopt;  // internal objects are nobody's to touch
+    return owner;
 }
 
 std::shared_ptr<SandboxController::Runtime> SandboxController::runtime(const std::string& id) {

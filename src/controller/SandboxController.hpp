@@ -152,7 +152,15 @@ class SandboxController {
 
     SandboxRecord create(const std::string& tenant, const CreateSandboxRequest& request);
     SandboxRecord get(const std::string& tenant, const std::string& id);
-    std::vector<SandboxRecord> list(const std::string& tenant);
+    // A tenant's, or every tenant's (TenantScope::all(): never the internal
+    // spares and warm sandboxes).
+    std::vector<SandboxRecord> list(const TenantScope& scope);
+    std::vector<SandboxRecord> list(const std::string& tenant) {
+        return list(TenantScope::only(tenant));
+    }
+    // The tenant owning a sandbox (sbx-), snapshot (snap-) or approval
+    // (apr-) id; nullopt for anything else or an internal object.
+    std::optional<std::string> ownerOf(const std::string& id);
     void destroy(const std::string& tenant, const std::string& id);
     // Judged by the command policy first: denied -> Error(policy_denied); a
     // command that needs approval -> Error(policy_denied) too (submitExec
@@ -169,7 +177,10 @@ class SandboxController {
     using ExecCompletion = std::function<void(std::optional<ExecOutput>, std::exception_ptr)>;
     std::optional<GatedExec> submitExecAsync(const std::string& tenant, const std::string& id,
                                              const ExecOptions& options, ExecCompletion done);
-    std::vector<GatedExec> pendingApprovals(const std::string& tenant);
+    std::vector<GatedExec> pendingApprovals(const TenantScope& scope);
+    std::vector<GatedExec> pendingApprovals(const std::string& tenant) {
+        return pendingApprovals(TenantScope::only(tenant));
+    }
     GatedExec decideApproval(const std::string& tenant, const std::string& approvalId, bool approve,
                              const std::string& reason, const std::string& decidedBy);
     GatedExec getExec(const std::string& tenant, const std::string& sandboxId,
@@ -192,7 +203,10 @@ class SandboxController {
     // layer; a running sandbox is paused for the capture and goes on after.
     SnapshotRecord snapshot(const std::string& tenant, const std::string& id);
     SnapshotRecord getSnapshot(const std::string& tenant, const std::string& id);
-    std::vector<SnapshotRecord> listSnapshots(const std::string& tenant);
+    std::vector<SnapshotRecord> listSnapshots(const TenantScope& scope);
+    std::vector<SnapshotRecord> listSnapshots(const std::string& tenant) {
+        return listSnapshots(TenantScope::only(tenant));
+    }
     void deleteSnapshot(const std::string& tenant, const std::string& id);
     // Takes the ready snapshot of a template (boot, wait for the agent,
     // snapshot, destroy) unless one for its current digest exists.

@@ -289,9 +289,12 @@ SnapshotRecord SandboxController::getSnapshot(const std::string& tenant, const s
     return *s;
 }
 
-std::vector<SnapshotRecord> SandboxController::listSnapshots(const std::string& tenant) {
-    auto all = snapshots_.list(TenantScope::only(tenant));
-    std::erase_if(all, [](const SnapshotRecord& s) { return s.state == SnapshotState::deleted; });
+std::vector<SnapshotRecord> SandboxController::listSnapshots(const TenantScope& scope) {
+    auto all = snapshots_.list(scope);
+    std::erase_if(all, [](const SnapshotRecord& s) {
+        return s.state == SnapshotState::deleted ||
+               s.tenant.rfind('_', 0) == 0;  // internal: warm snapshots
+    });
     return all;
 }
 

@@ -221,8 +221,8 @@ nlohmann::json SandboxController::parkedRequest(const GatedExec& g) const {
     if (!config_.secretCipher)
         throw Error(ErrorCode::internal, "exec " + g.id + " was sealed and no key is configured");
     return nlohmann::json::parse(
-        config_.secretCipher->open(std::string(stored.substr(kSealedPrefix.size())), g.sandboxId), nullptr,
-        false);
+        config_.secretCipher->open(std::string(stored.substr(kSealedPrefix.size())), g.sandboxId),
+        nullptr, false);
 }
 
 Error SandboxController::policyDenied(const policy::Verdict& v, const SecretMasker& masker) {
@@ -262,9 +262,9 @@ void SandboxController::abandonStreamedExec(const std::string& execId) {
     }
 }
 
-std::vector<GatedExec> SandboxController::pendingApprovals(const std::string& tenant) {
+std::vector<GatedExec> SandboxController::pendingApprovals(const TenantScope& scope) {
     expireApprovals();
-    return gated_.pending(TenantScope::only(tenant));
+    return gated_.pending(scope);
 }
 
 GatedExec SandboxController::decideApproval(const std::string& tenant,

@@ -1,6 +1,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace airlock {
@@ -9,8 +10,13 @@ namespace airlock {
 std::string formatTimestamp(std::chrono::system_clock::time_point tp);
 inline std::string nowTimestamp() { return formatTimestamp(std::chrono::system_clock::now()); }
 
+// Unix seconds of an RFC 3339 time ("2026-12-01T10:00:00Z", fractions and
+// a "+02:00" offset allowed); nullopt for anything else.
+std::optional<std::int64_t> parseTimestamp(const std::string& text);
+
 inline std::int64_t nowUnixSeconds() {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
         .count();
 }
 inline std::string formatUnixSeconds(std::int64_t seconds) {

@@ -85,7 +85,7 @@ int runDaemon(const DaemonOptions& options) {
     GatedExecStore gatedExecs(db);
     AuditStore audit(db);
     if (keys.empty()) {
-        writeAdminKey(dataDir + "/admin.key", keys.createKey("admin", "admin"));
+        writeAdminKey(dataDir + "/admin.key", keys.create("admin", Role::admin, "admin").key);
         logInfo("airlockd", "created an admin API key in " + dataDir + "/admin.key");
     }
 
@@ -202,7 +202,7 @@ int runDaemon(const DaemonOptions& options) {
     });
 
     api::Authenticator auth(keys);
-    api::Router router(controller, auth, "0.1.0", options.maxTenantRequests);
+    api::Router router(controller, auth, keys, "0.1.0", options.maxTenantRequests);
     api::HttpLimits limits;
     limits.maxConnections = options.maxConnections;
     api::HttpServer server(ioc, options.listenHost, options.listenPort, router, controller, workers,

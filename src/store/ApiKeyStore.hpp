@@ -1,22 +1,51 @@
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "store/Database.hpp"
 
 namespace airlock {
 
+// What a key may do. agent: create and drive sandboxes; approver: read and
+// decide its tenant's approvals, never run commands; admin: keys, tenants,
+// and every tenant's objects.
+enum class Role { agent, approver, admin };
+std::string roleName(Role role);
+std::optional<Role> parseRole(const std::string& name);
+
+struct ApiKeyRecord {
+    std::string id;  // key-...: names the key in listings, audit and DELETE
+    std::string tenant;
+    Role role = Role::agent;
+    std::string name;
+    std::string createdAt;
+    std::int64_t expiresAt = 0;  // unix seconds; 0: never
+};
+
 // API keys are stored as SHA-256 hashes only; a leaked state.db does not leak keys.
 class ApiKeyStore {
-public:
+  public:
     explicit ApiKeyStore(Database& db);
-    // Creates a key for `tenant` and returns it in clear text (shown once).
-    std::string createKey(const std::string& tenant, const std::string& label);
-    // The tenant the key belongs to, if any.
-    std::optional<std::string> tenantForKey(const std::string& key);
+    struct Created {
+        ApiKeyRecord record;
+        std::string key;  // in clear text: shown once
+    };
+    Created create(const std::string& tenant, Role role, const std::string& name,
+                   std::int64_t expiresAt = 0);
+    // The key's record if it exists and has not expired at `now`.
+    std::optional<ApiKeyRecord> findValid(const std::string& key, std::int64_t now);
+    std::optional<ApiKeyRecord> find(const std::string& id);
+    // Every key, or a tenant's; never the hashes.
+    std::vector<ApiKeyRecord> list(const std::optional<std::string>& tenant);
+    // False when there is no such key.
+    bool remove(const std::string& id);
+    // Admin keys that have not expired at `now`.
+    std::size_t liveAdmins(std::int64_t now);
     bool empty();
 
-private:
+  private:
     Database& db_;
 };
 

@@ -66,7 +66,8 @@ class DaemonHttp : public ::testing::Test {
         // Sandboxes outlive their daemon by design: none of a test's may
         // outlive the test (the acceptance scripts count every QEMU).
         if (int n = test::killQemusOf(dataDir))
-            std::cerr << "warning: " << n << " QEMU process(es) of this test outlived airlockd; killed\n";
+            std::cerr << "warning: " << n
+                      << " QEMU process(es) of this test outlived airlockd; killed\n";
     }
 
     test::TempDir tmp;
@@ -241,6 +242,36 @@ TEST_F(DaemonHttp, SigkillMidCloneLeavesAConsistentStateAndNoOrphans) {
     EXPECT_TRUE(fs::is_empty(dataDir + "/snapshots"));
 }
 
+TEST_F(DaemonHttp, CliMintsListsAndRevokesKeysAndListsApprovals) {
+    std::ostringstream out, err;
+    ASSERT_EQ(
+        cli::runCli({"keys", "create", "acme", "approver", "alice"}, daemon->url(), key, out, err),
+        0)
+        << err.str();
+    std::istringstream created(out.str());
+    std::string id, secret;
+    created >> id >> secret;
+    EXPECT_EQ(id.rfind("key-", 0), 0u);
+    std::ostringstream listed, e2;
+    ASSERT_EQ(cli::runCli({"keys", "ls", "--tenant", "acme"}, daemon->url(), key, listed, e2), 0)
+        << e2.str();
+    EXPECT_NE(listed.str().find(id + "  acme  approver  alice  never"), std::string::npos)
+        << listed.str();
+    EXPECT_EQ(listed.str().find(secret), std::string::npos) << "no secret in a listing";
+    std::ostringstream approvals, e3;
+    EXPECT_EQ(cli::runCli({"approvals", "ls"}, daemon->url(), secret, approvals, e3), 0)
+        << e3.str();
+    std::ostringstream o4, e4;
+    EXPECT_EQ(cli::runCli({"keys", "ls"}, daemon->url(), secret, o4, e4), 1)
+        << "an approver manages no keys";
+    EXPECT_NE(e4.str().find("HTTP 403"), std::string::npos) << e4.str();
+    std::ostringstream o5, e5;
+    ASSERT_EQ(cli::runCli({"keys", "rm", id}, daemon->url(), key, o5, e5), 0) << e5.str();
+    std::ostringstream o6, e6;
+    EXPECT_EQ(cli::runCli({"approvals", "ls"}, daemon->url(), secret, o6, e6), 1);
+    EXPECT_NE(e6.str().find("HTTP 401"), std::string::npos) << "revoked at once: " << e6.str();
+}
+
 TEST_F(DaemonHttp, CliRunCreatesExecsAndDeletes) {
     std::ostringstream out, err;
     int code = cli::runCli({"run", "--", "sh", "-c", "echo in-run"}, daemon->url(), key, out, err);
@@ -311,6 +342,45 @@ TEST_F(ChannelOverHttp, WebSocketExecStreamsAndNeedsTheKey) {
     EXPECT_EQ(tty, "has-tty\r\n");
 
     EXPECT_THROW(cli::runStreamExec(daemon->url(), "wrong-key", id, o), std::runtime_error);
+}
+
+// Streams check roles and tenants before anything else: a key that may not
+// use the route never gets a 101, and a revoked key stops at once.
+TEST_F(ChannelOverHttp, StreamsNeverUpgradeForAWrongRoleTenantOrRevokedKey) {
+    auto mint = [&](const std::string& tenant, const std::string& role) {
+        auto r = client->request(
+            "POST", "/v1/keys",
+            R"({"tenant":")" + tenant + R"(","role":")" + role + R"(","name":"e2e"})");
+        EXPECT_EQ(r.status, 201) << r.body;
+        return json::parse(r.body);
+    };
+    auto upgrade = [&](const std::string& k) {
+        std::string answer =
+            rawHttp(port, "GET /v1/sandboxes/" + id +
+                              "/exec/ws HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + k +
+                              "\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                              "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: "
+                              "dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n");
+        return answer.substr(0, 12);
+    };
+    auto approver = mint("admin", "approver");
+    auto stranger = mint("elsewhere", "agent");
+    auto revoked = mint("admin", "agent");
+    EXPECT_EQ(upgrade(approver["key"]), "HTTP/1.1 403") << "an approver runs nothing";
+    EXPECT_EQ(upgrade(stranger["key"]), "HTTP/1.1 404")
+        << "another tenant's sandbox does not exist for it";
+    ASSERT_EQ(client->request("DELETE", "/v1/keys/" + revoked["id"].get<std::string>()).status,
+              204);
+    EXPECT_EQ(upgrade(revoked["key"]), "HTTP/1.1 401");
+    cli::HttpClient approverClient(daemon->url(), approver["key"]);
+    EXPECT_EQ(
+        approverClient.request("PUT", "/v1/sandboxes/" + id + "/files?path=/tmp/x", "data").status,
+        403);
+    EXPECT_EQ(
+        approverClient.request("GET", "/v1/sandboxes/" + id + "/files?path=/etc/hostname").status,
+        403);
+    EXPECT_EQ(approverClient.request("GET", "/v1/sandboxes/" + id).status, 200)
+        << "it may read the sandbox";
 }
 
 TEST_F(ChannelOverHttp, ClientDisconnectKillsTheCommandsProcessGroup) {

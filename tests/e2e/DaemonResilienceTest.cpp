@@ -33,7 +33,7 @@ using Clock = std::chrono::steady_clock;
 
 // A TCP connection with a request written and its answer not yet read.
 class OpenRequest {
-public:
+  public:
     OpenRequest(int port, const std::string& request) {
         fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         sockaddr_in a{};
@@ -55,7 +55,9 @@ public:
         char buf[65536];
         while (out.size() < maxBytes && Clock::now() < deadline) {
             pollfd p{fd_, POLLIN, 0};
-            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+            auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())
+                    .count();
             if (::poll(&p, 1, static_cast<int>(std::max<long>(left, 1))) <= 0) continue;
             ssize_t n = ::read(fd_, buf, sizeof buf);
             if (n <= 0) {
@@ -68,7 +70,7 @@ public:
     }
     bool closed() const { return closed_; }
 
-private:
+  private:
     int fd_ = -1;
     bool closed_ = false;
 };
@@ -93,7 +95,7 @@ std::size_t rssKiB(pid_t pid) {
 }
 
 class DaemonResilience : public ::testing::Test {
-protected:
+  protected:
     void start(std::vector<std::string> args) {
         ASSERT_TRUE(test::templatesBuilt()) << "run scripts/setup first";
         dataDir = tmp.path() + "/data";
@@ -102,7 +104,7 @@ protected:
         std::getline(keyFile, key);
         // A second tenant's key, made in the daemon's own database.
         Database db(dataDir + "/state.db");
-        otherKey = ApiKeyStore(db).createKey("tenant-b", "e2e");
+        otherKey = ApiKeyStore(db).create("tenant-b", Role::agent, "e2e").key;
         admin = std::make_unique<cli::HttpClient>(daemon->url(), key);
         other = std::make_unique<cli::HttpClient>(daemon->url(), otherKey);
     }
@@ -110,12 +112,14 @@ protected:
         if (HasFailure() && daemon) {
             std::ifstream log(daemon->logPath());
             std::string text((std::istreambuf_iterator<char>(log)), {});
-            std::cerr << "---- airlockd log (tail) ----\n" << text.substr(text.size() > 20000 ? text.size() - 20000 : 0) << "\n";
+            std::cerr << "---- airlockd log (tail) ----\n"
+                      << text.substr(text.size() > 20000 ? text.size() - 20000 : 0) << "\n";
         }
         for (auto* c : {admin.get(), other.get()}) {
             if (!c) continue;
             try {
-                for (const auto& s : json::parse(c->request("GET", "/v1/sandboxes").body)["sandboxes"])
+                for (const auto& s :
+                     json::parse(c->request("GET", "/v1/sandboxes").body)["sandboxes"])
                     c->request("DELETE", "/v1/sandboxes/" + s["id"].get<std::string>());
             } catch (...) {
             }
@@ -124,7 +128,8 @@ protected:
         // Sandboxes outlive their daemon by design: none of this test's may
         // outlive the test (a tenant at its limit could not list them above).
         if (int n = test::killQemusOf(dataDir))
-            std::cerr << "warning: " << n << " QEMU process(es) of this test outlived airlockd; killed\n";
+            std::cerr << "warning: " << n
+                      << " QEMU process(es) of this test outlived airlockd; killed\n";
     }
     std::string create(cli::HttpClient& c) {
         auto r = c.request("POST", "/v1/sandboxes", R"({"template":"minimal"})");
@@ -134,7 +139,8 @@ protected:
     // Wall time of one small REST exec (its output checked).
     std::chrono::milliseconds timedExec(cli::HttpClient& c, const std::string& id) {
         auto t0 = Clock::now();
-        auto r = c.request("POST", "/v1/sandboxes/" + id + "/exec", R"({"cmd":["echo","alive"]})", "application/json", 60s);
+        auto r = c.request("POST", "/v1/sandboxes/" + id + "/exec", R"({"cmd":["echo","alive"]})",
+                           "application/json", 60s);
         auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
         EXPECT_EQ(r.status, 200) << r.body;
         EXPECT_EQ(json::parse(r.body).value("stdout", ""), "alive\n");
@@ -155,34 +161,41 @@ TEST_F(DaemonResilience, LongExecsAndStreamsOfTwoTenantsHoldNoWorkerAndLimitsAns
     start({"--max-tenant-requests", "130"});
     // Two sandboxes per tenant: 100 long REST execs per tenant (200 in all,
     // far more than the 16 API workers) and 25 streamed execs each (50).
-    std::vector<std::string> a = {create(*admin), create(*admin)}, b = {create(*other), create(*other)};
+    std::vector<std::string> a = {create(*admin), create(*admin)},
+                             b = {create(*other), create(*other)};
     for (const auto& id : {a[0], a[1], b[0], b[1]}) ASSERT_FALSE(id.empty());
     int port = daemon->port();
     std::vector<std::unique_ptr<OpenRequest>> execs;
     for (int i = 0; i < 100; ++i) {
+        execs.push_back(
+            std::make_unique<OpenRequest>(port, post("/v1/sandboxes/" + a[i % 2] + "/exec", key,
+                                                     R"({"shell":"sleep 100","timeout_s":150})")));
         execs.push_back(std::make_unique<OpenRequest>(
-            port, post("/v1/sandboxes/" + a[i % 2] + "/exec", key, R"({"shell":"sleep 100","timeout_s":150})")));
-        execs.push_back(std::make_unique<OpenRequest>(
-            port, post("/v1/sandboxes/" + b[i % 2] + "/exec", otherKey, R"({"shell":"sleep 100","timeout_s":150})")));
+            port, post("/v1/sandboxes/" + b[i % 2] + "/exec", otherKey,
+                       R"({"shell":"sleep 100","timeout_s":150})")));
     }
     boost::asio::io_context ioc;
     std::vector<std::unique_ptr<boost::beast::websocket::stream<boost::beast::tcp_stream>>> streams;
     for (int i = 0; i < 25; ++i) {
         streams.push_back(test::openWsExec(ioc, port, key, a[i % 2], R"({"shell":"sleep 100"})"));
-        streams.push_back(test::openWsExec(ioc, port, otherKey, b[i % 2], R"({"shell":"sleep 100"})"));
+        streams.push_back(
+            test::openWsExec(ioc, port, otherKey, b[i % 2], R"({"shell":"sleep 100"})"));
     }
     // Every command is running in its guest (none is waiting for a worker).
     auto running = [&](cli::HttpClient& c, const std::vector<std::string>& ids) {
         int n = 0;
         for (const auto& id : ids) {
-            auto r = c.request("POST", "/v1/sandboxes/" + id + "/exec", R"({"shell":"ps | grep -c '[s]leep 100'"})");
+            auto r = c.request("POST", "/v1/sandboxes/" + id + "/exec",
+                               R"({"shell":"ps | grep -c '[s]leep 100'"})");
             if (r.status != 200) return -1;
             n += std::stoi(json::parse(r.body).value("stdout", "0"));
         }
         return n;
     };
-    EXPECT_TRUE(test::waitFor([&] { return running(*admin, a) >= 125; }, 90s, 500ms)) << running(*admin, a);
-    EXPECT_TRUE(test::waitFor([&] { return running(*other, b) >= 125; }, 90s, 500ms)) << running(*other, b);
+    EXPECT_TRUE(test::waitFor([&] { return running(*admin, a) >= 125; }, 90s, 500ms))
+        << running(*admin, a);
+    EXPECT_TRUE(test::waitFor([&] { return running(*other, b) >= 125; }, 90s, 500ms))
+        << running(*other, b);
     // Meanwhile the daemon answers everyone promptly.
     cli::HttpClient anonymous(daemon->url(), "");
     for (int i = 0; i < 5; ++i) {
@@ -196,8 +209,9 @@ TEST_F(DaemonResilience, LongExecsAndStreamsOfTwoTenantsHoldNoWorkerAndLimitsAns
     // Tenant A has 125 in flight: of twenty more, those past 130 answer 429 at once.
     std::vector<std::unique_ptr<OpenRequest>> extra;
     for (int i = 0; i < 20; ++i)
-        extra.push_back(std::make_unique<OpenRequest>(
-            port, post("/v1/sandboxes/" + a[i % 2] + "/exec", key, R"({"shell":"sleep 100","timeout_s":150})")));
+        extra.push_back(
+            std::make_unique<OpenRequest>(port, post("/v1/sandboxes/" + a[i % 2] + "/exec", key,
+                                                     R"({"shell":"sleep 100","timeout_s":150})")));
     int tooMany = 0;
     std::map<int, int> statuses;
     for (auto& r : extra) {
@@ -209,7 +223,8 @@ TEST_F(DaemonResilience, LongExecsAndStreamsOfTwoTenantsHoldNoWorkerAndLimitsAns
         }
     }
     std::string seen;
-    for (auto [status, n] : statuses) seen += std::to_string(status) + "x" + std::to_string(n) + " ";
+    for (auto [status, n] : statuses)
+        seen += std::to_string(status) + "x" + std::to_string(n) + " ";
     EXPECT_GE(tooMany, 10) << "the limit let most of them through: " << seen;
     // Tenant B is not affected by A's limit.
     EXPECT_EQ(other->request("GET", "/v1/sandboxes/" + b[0]).status, 200);
@@ -237,17 +252,22 @@ TEST_F(DaemonResilience, AHostileGuestEndsOnlyItsOwnSession) {
     evil += protocol::encodeFrame(protocol::FrameType::reset, 0, "\x01\x02 not json");
     evil += protocol::encodeFrame(protocol::FrameType::close, 9999, "{\"exit_code\":\"x\"}");
     for (int i = 0; i < 8; ++i)
-        evil += protocol::encodeFrame(protocol::FrameType::data, 1, std::string(protocol::kMaxPayload, 'o'), 1);
+        evil += protocol::encodeFrame(protocol::FrameType::data, 1,
+                                      std::string(protocol::kMaxPayload, 'o'), 1);
     test::TempDir local;
     std::string evilPath = local.path() + "/evil.bin";
     std::ofstream(evilPath, std::ios::binary) << evil;
-    ASSERT_EQ(admin->putFile("/v1/sandboxes/" + hostile + "/files?path=/tmp/evil.bin", evilPath).status, 201);
+    ASSERT_EQ(
+        admin->putFile("/v1/sandboxes/" + hostile + "/files?path=/tmp/evil.bin", evilPath).status,
+        201);
     // As root: stop the agent, take its port, write the frames, then flood
     // the channel without reading anything, for a while.
     std::string script =
-        "for d in /sys/class/virtio-ports/*; do [ \"$(cat $d/name)\" = org.airlock.agent.0 ] && port=/dev/${d##*/}; done; "
+        "for d in /sys/class/virtio-ports/*; do [ \"$(cat $d/name)\" = org.airlock.agent.0 ] && "
+        "port=/dev/${d##*/}; done; "
         "for i in $(seq 200); do kill -9 $(pidof airlock-agent) 2>/dev/null; "
-        "if { cat /tmp/evil.bin; timeout 15 cat /dev/zero; true; } > $port 2>/dev/null; then break; fi; sleep 0.05; done";
+        "if { cat /tmp/evil.bin; timeout 15 cat /dev/zero; true; } > $port 2>/dev/null; then "
+        "break; fi; sleep 0.05; done";
     json start{{"shell", script}, {"user", "root"}};
     auto started = admin->request("POST", "/v1/sandboxes/" + hostile + "/processes", start.dump());
     ASSERT_EQ(started.status, 201) << started.body;
@@ -255,7 +275,8 @@ TEST_F(DaemonResilience, AHostileGuestEndsOnlyItsOwnSession) {
     // The hostile sandbox's session ends with an audit record.
     ASSERT_TRUE(test::waitFor(
         [&] {
-            auto r = admin->request("GET", "/v1/sandboxes/" + hostile + "/audit?type=agent.protocol_error");
+            auto r = admin->request(
+                "GET", "/v1/sandboxes/" + hostile + "/audit?type=agent.protocol_error");
             return r.status == 200 && !json::parse(r.body)["events"].empty();
         },
         60s, 500ms))
@@ -272,7 +293,8 @@ TEST_F(DaemonResilience, AHostileGuestEndsOnlyItsOwnSession) {
     // restarted agent serves it again (or it is marked error).
     EXPECT_TRUE(test::waitFor(
         [&] {
-            auto r = admin->request("POST", "/v1/sandboxes/" + hostile + "/exec", R"({"cmd":["echo","back"]})", "application/json", 30s);
+            auto r = admin->request("POST", "/v1/sandboxes/" + hostile + "/exec",
+                                    R"({"cmd":["echo","back"]})", "application/json", 30s);
             if (r.status == 200) return json::parse(r.body).value("stdout", "") == "back\n";
             auto s = admin->request("GET", "/v1/sandboxes/" + hostile);
             return s.status == 200 && json::parse(s.body).value("state", "") == "error";
@@ -296,12 +318,14 @@ TEST_F(DaemonResilience, KnownDefectsStayFixed) {
     test::TempDir local;
     std::string capture =
         "while IFS= read -r line; do printf '%s\\n' \"$line\" >> /tmp/req.txt; "
-        "case \"$line\" in $'\\r'|'') break;; esac; done; printf 'HTTP/1.0 200 OK\\r\\nContent-Length: 2\\r\\n\\r\\nok'";
+        "case \"$line\" in $'\\r'|'') break;; esac; done; printf 'HTTP/1.0 200 "
+        "OK\\r\\nContent-Length: 2\\r\\n\\r\\nok'";
     std::string script = local.path() + "/cap.sh";
     std::ofstream(script) << "#!/bin/sh\n" << capture << "\n";
     ASSERT_EQ(admin->putFile(base + "/files?path=/tmp/cap.sh", script).status, 201);
-    auto nc = admin->request("POST", base + "/processes",
-                             R"({"cmd":["busybox","nc","-l","-p","8001","-e","/bin/sh","/tmp/cap.sh"]})");
+    auto nc =
+        admin->request("POST", base + "/processes",
+                       R"({"cmd":["busybox","nc","-l","-p","8001","-e","/bin/sh","/tmp/cap.sh"]})");
     ASSERT_EQ(nc.status, 201) << nc.body;
     auto exposed = admin->request("POST", base + "/ports", R"({"port":8001})");
     ASSERT_EQ(exposed.status, 201);
@@ -310,15 +334,16 @@ TEST_F(DaemonResilience, KnownDefectsStayFixed) {
     std::string answer;
     ASSERT_TRUE(test::waitFor(
         [&] {
-            answer = test::rawHttp(daemon->port(), "GET " + path +
-                                                       " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key +
-                                                       "\r\nCookie: session=abc\r\nX-Kept: yes\r\n\r\n");
+            answer = test::rawHttp(
+                daemon->port(), "GET " + path + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                                    key + "\r\nCookie: session=abc\r\nX-Kept: yes\r\n\r\n");
             return answer.find("ok") != std::string::npos;
         },
         20s, 500ms))
         << answer;
     std::string seen;
-    admin->getStreaming(base + "/files?path=/tmp/req.txt", [&](const char* d, std::size_t n) { seen.append(d, n); });
+    admin->getStreaming(base + "/files?path=/tmp/req.txt",
+                        [&](const char* d, std::size_t n) { seen.append(d, n); });
     EXPECT_NE(seen.find("X-Kept: yes"), std::string::npos) << seen;
     EXPECT_EQ(seen.find("Authorization"), std::string::npos) << seen;
     EXPECT_EQ(seen.find("Cookie"), std::string::npos) << seen;
@@ -326,7 +351,8 @@ TEST_F(DaemonResilience, KnownDefectsStayFixed) {
 
     // A download announces the size it found and sends exactly that, even
     // while the file grows.
-    auto grower = admin->request("POST", base + "/processes", R"({"shell":"yes grow > /tmp/grow.txt"})");
+    auto grower =
+        admin->request("POST", base + "/processes", R"({"shell":"yes grow > /tmp/grow.txt"})");
     ASSERT_EQ(grower.status, 201);
     ASSERT_TRUE(test::waitFor(
         [&] {
@@ -335,7 +361,10 @@ TEST_F(DaemonResilience, KnownDefectsStayFixed) {
                    json::parse(r.body).dump().find("\"size\":0") == std::string::npos;
         },
         20s, 200ms));
-    OpenRequest download(daemon->port(), "GET " + base + "/files?path=/tmp/grow.txt HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key + "\r\n\r\n");
+    OpenRequest download(
+        daemon->port(),
+        "GET " + base + "/files?path=/tmp/grow.txt HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+            key + "\r\n\r\n");
     std::string response = download.read(30s, 512u << 20);
     auto headerEnd = response.find("\r\n\r\n");
     ASSERT_NE(headerEnd, std::string::npos);
@@ -344,8 +373,10 @@ TEST_F(DaemonResilience, KnownDefectsStayFixed) {
     std::uint64_t announced = std::stoull(response.substr(lengthAt + 16));
     EXPECT_TRUE(download.closed()) << "the body went on past its length";
     EXPECT_EQ(response.size() - headerEnd - 4, announced);
-    admin->request("POST", base + "/processes/" + json::parse(grower.body)["id"].get<std::string>() + "/signal",
-                   R"({"signal":"KILL"})");
+    admin->request(
+        "POST",
+        base + "/processes/" + json::parse(grower.body)["id"].get<std::string>() + "/signal",
+        R"({"signal":"KILL"})");
 }
 
 TEST_F(DaemonResilience, ConnectionsBeyondTheCapAreClosedAndTheServerStaysUp) {
@@ -361,7 +392,9 @@ TEST_F(DaemonResilience, ConnectionsBeyondTheCapAreClosedAndTheServerStaysUp) {
     EXPECT_TRUE(test::waitFor(
         [&] {
             try {
-                return cli::HttpClient(daemon->url(), "").request("GET", "/healthz", {}, {}, 5s).status == 200;
+                return cli::HttpClient(daemon->url(), "")
+                           .request("GET", "/healthz", {}, {}, 5s)
+                           .status == 200;
             } catch (const std::exception&) {
                 return false;  // the freed slots come back as the server sees the closes
             }

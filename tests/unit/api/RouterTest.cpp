@@ -1,5 +1,3 @@
-#include "api/Router.hpp"
-
 #include <gtest/gtest.h>
 
 #include <condition_variable>
@@ -7,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../controller/ControllerFixture.hpp"
+#include "api/Router.hpp"
 #include "store/ApiKeyStore.hpp"
 
 namespace airlock::api {
@@ -14,14 +13,14 @@ namespace {
 using nlohmann::json;
 
 class RouterTest : public test::ControllerFixture {
-protected:
-    RouterTest() : keys(*db), auth(keys), router(*controller, auth, "test") {
-        key = keys.createKey("t1", "test");
-        otherKey = keys.createKey("t2", "other");
+  protected:
+    RouterTest() : keys(*db), auth(keys), router(*controller, auth, keys, "test") {
+        key = keys.create("t1", Role::agent, "test").key;
+        otherKey = keys.create("t2", Role::agent, "other").key;
     }
 
-    ApiResponse call(const std::string& method, const std::string& path, const std::string& body = {},
-                     const std::string& withKey = "default") {
+    ApiResponse call(const std::string& method, const std::string& path,
+                     const std::string& body = {}, const std::string& withKey = "default") {
         ApiRequest r;
         r.method = method;
         r.path = path;
@@ -60,12 +59,14 @@ TEST_F(RouterTest, UnknownRouteAndWrongMethod) {
 
 TEST_F(RouterTest, BadBodiesAre400) {
     EXPECT_EQ(call("POST", "/v1/sandboxes", R"({"template": "minimal",)").status, 400);
-    EXPECT_EQ(call("POST", "/v1/sandboxes", R"({"template":"minimal","bogus_field":1})").status, 400);
+    EXPECT_EQ(call("POST", "/v1/sandboxes", R"({"template":"minimal","bogus_field":1})").status,
+              400);
     EXPECT_EQ(call("POST", "/v1/sandboxes", R"({"template":"no-such-template"})").status, 404);
 }
 
 TEST_F(RouterTest, CreateExecDeleteLifecycle) {
-    auto created = call("POST", "/v1/sandboxes", R"({"template":"minimal","metadata":{"owner":"ci"}})");
+    auto created =
+        call("POST", "/v1/sandboxes", R"({"template":"minimal","metadata":{"owner":"ci"}})");
     ASSERT_EQ(created.status, 201) << created.body;
     auto sbx = json::parse(created.body);
     std::string id = sbx["id"];
@@ -79,7 +80,8 @@ TEST_F(RouterTest, CreateExecDeleteLifecycle) {
     EXPECT_EQ(json::parse(call("GET", "/v1/sandboxes", "", otherKey).body)["sandboxes"].size(), 0u);
     EXPECT_EQ(call("GET", "/v1/sandboxes/" + id, "", otherKey).status, 404);
 
-    auto ran = call("POST", "/v1/sandboxes/" + id + "/exec", R"({"shell":"echo hi; exit 4","user":"root"})");
+    auto ran = call("POST", "/v1/sandboxes/" + id + "/exec",
+                    R"({"shell":"echo hi; exit 4","user":"root"})");
     ASSERT_EQ(ran.status, 200) << ran.body;
     auto res = json::parse(ran.body);
     EXPECT_EQ(res["exit_code"], 4);
@@ -101,10 +103,14 @@ TEST_F(RouterTest, NetworkAllowlistRoute) {
     EXPECT_EQ(put.status, 200) << put.body;
     EXPECT_EQ(json::parse(put.body)["network"]["allow"], json::array());
     // This fixture's controller has no egress proxy: an allowlist cannot be served.
-    EXPECT_EQ(call("PUT", "/v1/sandboxes/" + id + "/network", R"({"allow":["example.com"]})").status, 400);
-    EXPECT_EQ(call("PUT", "/v1/sandboxes/" + id + "/network", R"({"allow":["bad host"]})").status, 400);
+    EXPECT_EQ(
+        call("PUT", "/v1/sandboxes/" + id + "/network", R"({"allow":["example.com"]})").status,
+        400);
+    EXPECT_EQ(call("PUT", "/v1/sandboxes/" + id + "/network", R"({"allow":["bad host"]})").status,
+              400);
     EXPECT_EQ(call("PUT", "/v1/sandboxes/" + id + "/network", R"({"deny":[]})").status, 400);
-    EXPECT_EQ(call("PUT", "/v1/sandboxes/" + id + "/network", R"({"allow":[]})", otherKey).status, 404);
+    EXPECT_EQ(call("PUT", "/v1/sandboxes/" + id + "/network", R"({"allow":[]})", otherKey).status,
+              404);
     EXPECT_EQ(call("POST", "/v1/sandboxes/" + id + "/network", R"({"allow":[]})").status, 405);
 }
 
@@ -127,10 +133,10 @@ namespace airlock::api {
 namespace {
 
 class RouterLimitTest : public test::ControllerFixture {
-protected:
-    RouterLimitTest() : keys(*db), auth(keys), router(*controller, auth, "test", 2) {
-        key = keys.createKey("t1", "test");
-        otherKey = keys.createKey("t2", "other");
+  protected:
+    RouterLimitTest() : keys(*db), auth(keys), router(*controller, auth, keys, "test", 2) {
+        key = keys.create("t1", Role::agent, "test").key;
+        otherKey = keys.create("t2", Role::agent, "other").key;
     }
     ApiRequest request(const std::string& method, const std::string& path, const std::string& k,
                        const std::string& body = {}) {
@@ -155,16 +161,18 @@ TEST_F(RouterLimitTest, ATenantAtItsLimitGets429ButMayStillDeleteAndOthersGoOn) 
     int answered = 0;
     auto body = R"({"cmd":["sleep","2"],"user":"root"})";
     for (int i = 0; i < 2; ++i)
-        router.handle(request("POST", "/v1/sandboxes/" + s.id + "/exec", key, body), [&](ApiResponse) {
-            std::lock_guard lock(mutex);
-            ++answered;
-            cv.notify_all();
-        });
+        router.handle(request("POST", "/v1/sandboxes/" + s.id + "/exec", key, body),
+                      [&](ApiResponse) {
+                          std::lock_guard lock(mutex);
+                          ++answered;
+                          cv.notify_all();
+                      });
     EXPECT_EQ(router.limiter().inUse("t1"), 2u) << "a running exec holds its slot, not a thread";
     auto refused = router.handle(request("GET", "/v1/sandboxes", key));
     EXPECT_EQ(refused.status, 429);
     EXPECT_NE(refused.body.find("too_many_requests"), std::string::npos);
-    EXPECT_EQ(router.handle(request("GET", "/v1/sandboxes", otherKey)).status, 200) << "another tenant goes on";
+    EXPECT_EQ(router.handle(request("GET", "/v1/sandboxes", otherKey)).status, 200)
+        << "another tenant goes on";
     EXPECT_EQ(router.handle(request("DELETE", "/v1/sandboxes/" + s.id, key)).status, 204)
         << "a tenant at its limit can still free its sandboxes";
     std::unique_lock lock(mutex);
@@ -172,7 +180,8 @@ TEST_F(RouterLimitTest, ATenantAtItsLimitGets429ButMayStillDeleteAndOthersGoOn) 
         << "execs of a deleted sandbox never answered";
     lock.unlock();
     // Released as each answer's last holder goes, just after it was sent.
-    EXPECT_TRUE(test::waitFor([&] { return router.limiter().inUse("t1") == 0; }, std::chrono::seconds(5)));
+    EXPECT_TRUE(
+        test::waitFor([&] { return router.limiter().inUse("t1") == 0; }, std::chrono::seconds(5)));
 }
 
 }  // namespace
