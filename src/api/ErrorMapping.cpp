@@ -29,6 +29,7 @@ int httpStatusFor(ErrorCode code) {
         case ErrorCode::unavailable:
             return 503;
         case ErrorCode::too_many_requests:
+        case ErrorCode::quota_exceeded:
             return 429;
         case ErrorCode::insufficient_storage:
             return 507;

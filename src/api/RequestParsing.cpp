@@ -321,6 +321,68 @@ KeyRequest parseKeyRequest(const std::string& body, std::int64_t now) {
     return r;
 }
 
+TenantRecord parseTenantUpdate(const std::string& name, const std::string& body) {
+    if (!isValidTenantName(name))
+        throw Error(ErrorCode::bad_request, "bad tenant name '" + name + "'");
+    json j = parseJsonBody(body);
+    rejectUnknownFields(j, {"quota", "policy", "network"}, "tenant");
+    TenantRecord t;
+    t.name = name;
+    if (j.contains("quota")) {
+        const json& q = j["quota"];
+        requireObject(q, "'quota'");
+        rejectUnknownFields(
+            q, {"sandboxes", "vcpus", "memory_mib", "disk_gib", "snapshots", "concurrent_execs"},
+            "quota");
+        auto get = [&](const char* k, std::optional<std::uint64_t>& v) {
+            if (q.contains(k)) v = readUnsigned(q, k, 0, 1u << 30);
+        };
+        get("sandboxes", t.quota.sandboxes);
+        get("vcpus", t.quota.vcpus);
+        get("memory_mib", t.quota.memoryMib);
+        get("disk_gib", t.quota.diskGib);
+        get("snapshots", t.quota.snapshots);
+        get("concurrent_execs", t.quota.concurrentExecs);
+    }
+    if (j.contains("policy")) {
+        auto rules = parsePolicyRules(j["policy"]);
+        t.deny = rules.deny;
+        t.approve = rules.approve;
+        t.allow = rules.allow;
+    }
+    if (j.contains("network")) {
+        t.networkAllow = parseNetwork(j["network"]);
+        t.networkSet = true;
+    }
+    return t;
+}
+
+nlohmann::json tenantJson(const TenantRecord& t, const TenantUsage& usage) {
+    json quota = json::object();
+    auto put = [&](const char* k, const std::optional<std::uint64_t>& v) {
+        if (v) quota[k] = *v;
+    };
+    put("sandboxes", t.quota.sandboxes);
+    put("vcpus", t.quota.vcpus);
+    put("memory_mib", t.quota.memoryMib);
+    put("disk_gib", t.quota.diskGib);
+    put("snapshots", t.quota.snapshots);
+    put("concurrent_execs", t.quota.concurrentExecs);
+    json j{{"name", t.name},
+           {"quota", quota},
+           {"policy", {{"deny", t.deny}, {"approve", t.approve}, {"allow", t.allow}}},
+           {"usage",
+            {{"sandboxes", usage.sandboxes},
+             {"vcpus", usage.vcpus},
+             {"memory_mib", usage.memoryMib},
+             {"disk_gib", usage.diskGib},
+             {"snapshots", usage.snapshots},
+             {"concurrent_execs", usage.concurrentExecs}}},
+           {"updated_at", t.updatedAt.empty() ? json(nullptr) : json(t.updatedAt)}};
+    j["network"] = t.networkSet ? json{{"allow", t.networkAllow}} : json(nullptr);
+    return j;
+}
+
 nlohmann::json keyJson(const ApiKeyRecord& k) {
     return {{"id", k.id},
             {"tenant", k.tenant},

@@ -45,6 +45,9 @@ KeyRequest parseKeyRequest(const std::string& body, std::int64_t now);
 // Tenant names: 1-63 of [a-z0-9._-], starting with a letter or digit.
 bool isValidTenantName(const std::string& name);
 nlohmann::json keyJson(const ApiKeyRecord& k);
+// PUT /v1/tenants/{name}: {"quota":{...},"policy":{...},"network":{"allow":[...]}}.
+TenantRecord parseTenantUpdate(const std::string& name, const std::string& body);
+nlohmann::json tenantJson(const TenantRecord& t, const TenantUsage& usage);
 
 nlohmann::json sandboxJson(const SandboxRecord& r);
 nlohmann::json snapshotJson(const SnapshotRecord& s);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "api/ErrorMapping.hpp"
 #include "api/RequestParsing.hpp"
@@ -117,6 +118,12 @@ std::string joinPattern(const std::vector<std::string>& pattern) {
 std::pair<Principal, std::string> Router::authorize(const ApiRequest& request, Roles roles,
                                                     const std::vector<std::string>& params) {
     Principal who = auth_.principalFor(request.authorization);
+    // Another tenant's object does not exist for this key, whatever its
+    // role: 404 before 403, so a role check never confirms an id.
+    if (who.role != Role::admin && !params.empty()) {
+        auto owner = controller_.ownerOf(params[0]);
+        if (owner && *owner != who.tenant) throw Error(ErrorCode::not_found, "no " + params[0]);
+    }
     if (!(roles & (1u << static_cast<unsigned>(who.role))))
         throw Error(ErrorCode::forbidden, request.method + " " + request.path + " needs an " +
                                               rolesText(roles) + " key; this key's role is " +
@@ -299,6 +306,13 @@ Router::Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& 
             controller_.decideApproval(c.tenant, c.params[0], decision.approve, decision.reason,
                                        "key:" + c.principal.keyId + " (" + c.principal.keyName +
                                            ", " + roleName(c.principal.role) + ")");
+        // A quick approved command is answered with its outcome: wait for
+        // it a little (approvals are human-paced; the wait is bounded).
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+        while (g.state == "running" && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            g = controller_.getExec(c.tenant, g.sandboxId, g.id);
+        }
         return jsonResponse(200, gatedExecJson(g));
     });
     add("GET", "/v1/sandboxes/{}/audit", kAnyRole, [this](Context& c) {

@@ -90,6 +90,7 @@ class Router {
                   AsyncHandler handler);
     void addStream(std::string method, const std::string& pattern, Roles roles, StreamKind kind);
     void addKeyRoutes();
+    std::string metricsText();
     static bool matchPattern(const std::vector<std::string>& pattern,
                              const std::vector<std::string>& segments,
                              std::vector<std::string>& params, bool prefix = false);

@@ -1,5 +1,11 @@
-// The key routes (admin only): mint a key with a role for a tenant, list
-// keys without their secrets, revoke one at once.
+// The admin routes: keys (mint with a role, list without secrets, revoke at
+// once), tenants (rules, network bounds, quotas, usage) and /metrics.
+#include <dirent.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
 #include "api/RequestParsing.hpp"
 #include "api/Router.hpp"
 #include "core/Clock.hpp"
@@ -11,6 +17,43 @@ namespace airlock::api {
 namespace {
 ApiResponse keysJsonResponse(int status, const nlohmann::json& j) {
     return ApiResponse{status, "application/json", j.dump() + "\n"};
+}
+
+// Resident memory of every sandbox QEMU on the host (their command lines
+// name the domain airlock-sbx-...).
+std::uint64_t qemuRssBytes() {
+    std::uint64_t total = 0;
+    DIR* proc = ::opendir("/proc");
+    if (!proc) return 0;
+    while (dirent* e = ::readdir(proc)) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+        std::string base = std::string("/proc/") + e->d_name;
+        std::ifstream cmd(base + "/cmdline", std::ios::binary);
+        std::string cmdline((std::istreambuf_iterator<char>(cmd)),
+                            std::istreambuf_iterator<char>());
+        if (cmdline.find("qemu-system") == std::string::npos ||
+            cmdline.find("airlock-sbx-") == std::string::npos)
+            continue;
+        std::ifstream status(base + "/status");
+        std::string line;
+        while (std::getline(status, line))
+            if (line.rfind("VmRSS:", 0) == 0) total += std::stoull(line.substr(6)) * 1024;
+    }
+    ::closedir(proc);
+    return total;
+}
+
+std::string label(const std::string& v) {
+    std::string out;
+    for (char ch : v) {
+        if (ch == '\\' || ch == '"') out += '\\';
+        if (ch == '\n') {
+            out += "\\n";
+            continue;
+        }
+        out += ch;
+    }
+    return out;
 }
 }  // namespace
 
@@ -46,6 +89,65 @@ void Router::addKeyRoutes() {
         logInfo("api", "key " + key->id + " revoked by " + c.principal.keyId);
         return ApiResponse{204, "", ""};
     });
+
+    add("PUT", "/v1/tenants/{}", kAdmins, [this](Context& c) {
+        auto t = controller_.putTenant(parseTenantUpdate(c.params[0], c.request.body));
+        logInfo("api", "tenant " + t.name + " set by " + c.principal.keyId);
+        return keysJsonResponse(200, tenantJson(t, controller_.usageOf(t.name)));
+    });
+    add("GET", "/v1/tenants/{}", kAdmins, [this](Context& c) {
+        const std::string& name = c.params[0];
+        if (!isValidTenantName(name))
+            throw Error(ErrorCode::bad_request, "bad tenant name '" + name + "'");
+        auto t = controller_.findTenant(name);
+        // A tenant exists once it has settings or keys.
+        if (!t && keys_.list(name).empty()) throw Error(ErrorCode::not_found, "no tenant " + name);
+        TenantRecord shown = t ? *t : TenantRecord{};
+        shown.name = name;
+        return keysJsonResponse(200, tenantJson(shown, controller_.usageOf(name)));
+    });
+    add("GET", "/v1/tenants", kAdmins, [this](Context&) {
+        std::map<std::string, TenantRecord> all;
+        for (const auto& k : keys_.list(std::nullopt)) all[k.tenant].name = k.tenant;
+        for (auto& t : controller_.listTenants()) all[t.name] = t;
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& [name, t] : all) list.push_back(tenantJson(t, controller_.usageOf(name)));
+        return keysJsonResponse(200, {{"tenants", list}});
+    });
+
+    add("GET", "/metrics", kAdmins, [this](Context&) {
+        return ApiResponse{200, "text/plain; version=0.0.4", metricsText()};
+    });
+}
+
+std::string Router::metricsText() {
+    std::ostringstream m;
+    std::map<std::pair<std::string, std::string>, std::uint64_t> sandboxes;
+    for (const auto& r : controller_.list(TenantScope::all()))
+        ++sandboxes[{r.tenant, sandboxStateName(r.state)}];
+    m << "# HELP airlock_sandboxes Sandboxes by tenant and state.\n# TYPE airlock_sandboxes "
+         "gauge\n";
+    for (const auto& [key, n] : sandboxes)
+        m << "airlock_sandboxes{tenant=\"" << label(key.first) << "\",state=\"" << key.second
+          << "\"} " << n << "\n";
+    std::map<std::string, std::uint64_t> approvals;
+    for (const auto& g : controller_.pendingApprovals(TenantScope::all())) ++approvals[g.tenant];
+    m << "# HELP airlock_approvals_pending Gated commands waiting for a decision.\n"
+         "# TYPE airlock_approvals_pending gauge\n";
+    for (const auto& [tenant, n] : approvals)
+        m << "airlock_approvals_pending{tenant=\"" << label(tenant) << "\"} " << n << "\n";
+    m << "# HELP airlock_audit_events_total Audit records by type since start (egress decisions, "
+         "agent protocol "
+         "errors, approvals, execs).\n# TYPE airlock_audit_events_total counter\n";
+    for (const auto& [type, n] : controller_.auditCounts())
+        m << "airlock_audit_events_total{type=\"" << label(type) << "\"} " << n << "\n";
+    m << "# HELP airlock_qemu_rss_bytes Resident memory of all sandbox QEMU processes.\n"
+         "# TYPE airlock_qemu_rss_bytes gauge\nairlock_qemu_rss_bytes "
+      << qemuRssBytes() << "\n";
+    m << controller_.createLatency().exposition("airlock_create_seconds",
+                                                "Create (boot or restore) to a ready agent.");
+    m << controller_.execLatency().exposition("airlock_exec_seconds", "REST exec durations.");
+    return m.str();
 }
 
 }  // namespace airlock::api

@@ -143,6 +143,7 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
     if (!allow.empty() && !config_.egress)
         throw Error(ErrorCode::bad_request, "this server has no egress proxy");
     r.networkJson = nlohmann::json(allow.texts()).dump();
+    requireWithinFloor(tenant, request.policy, allow.texts());
     r.policyJson = nlohmann::json{{"deny", request.policy.deny},
                                   {"approve", request.policy.approve},
                                   {"allow", request.policy.allow}}
@@ -254,7 +255,19 @@ SandboxRecord SandboxController::create(const std::string& tenant,
     }
     SandboxRecord r = newRecord(tenant, request, *tmpl);
     std::string dir = sandboxDir(r.id);
-    store_.insert(r);  // written first: a crash from here on is undone by recover()
+    {
+        // Checked and counted in one step: a tenant's parallel creates
+        // cannot both take the last unit of its quota.
+        auto quota = quotaLock(tenant);
+        std::lock_guard counted(*quota);
+        try {
+            requireSandboxQuota(r);
+        } catch (...) {
+            if (r.qemuUid > 0) uids_.release(static_cast<std::uint32_t>(r.qemuUid));
+            throw;
+        }
+        store_.insert(r);  // written first: a crash from here on is undone by recover()
+    }
     try {
         prepareSandboxDir(r);
         if (!r.disk.empty())
@@ -264,6 +277,7 @@ SandboxRecord SandboxController::create(const std::string& tenant,
         adoptAgent(r, connector_(agentEndpoint(r.id), config_.bootTimeout));
         store_.updateState(r.id, SandboxState::running);
         r.state = SandboxState::running;
+        createLatency_.observe(static_cast<double>(steadyMillis() - started) / 1000.0);
         logInfo("controller", "sandbox " + r.id + " running after " +
                                   std::to_string(steadyMillis() - started) + " ms (template " +
                                   tmpl->name + ", cold boot)");

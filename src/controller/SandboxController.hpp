@@ -18,6 +18,7 @@
 #include "controller/ExecOptions.hpp"
 #include "controller/TemplateCatalog.hpp"
 #include "controller/UidPool.hpp"
+#include "core/LatencyHistogram.hpp"
 #include "core/SafeFs.hpp"
 #include "core/SecretCipher.hpp"
 #include "core/SecretMasker.hpp"
@@ -30,6 +31,7 @@
 #include "store/PortStore.hpp"
 #include "store/SandboxStore.hpp"
 #include "store/SnapshotStore.hpp"
+#include "store/TenantStore.hpp"
 
 namespace airlock {
 
@@ -42,6 +44,8 @@ struct ControllerConfig {
     unsigned maxVcpus = 8;
     unsigned maxMemoryMib = 16384;
     unsigned maxDiskGib = 256;
+    // Tenants' rules, network bounds and quotas (none: no tenant has any).
+    TenantStore* tenants = nullptr;
     AgentTransportKind transport = AgentTransportKind::serial;
     std::int64_t defaultTimeoutS = 300;  // for creates that name none; 0 = none
     std::int64_t maxTimeoutS = 7 * 24 * 3600;
@@ -88,6 +92,12 @@ struct EnforcedLimits {
     std::uint64_t diskBytesPerSecond = 0, diskOpsPerSecond = 0;
     std::uint64_t minFreeDiskMib = 0;
     bool ownUidPerSandbox = false;
+};
+
+// What a tenant holds, against its quota.
+struct TenantUsage {
+    std::uint64_t sandboxes = 0, vcpus = 0, memoryMib = 0, diskGib = 0, snapshots = 0,
+                  concurrentExecs = 0;
 };
 
 // The stores the controller writes (one SQLite database in airlockd).
@@ -161,6 +171,17 @@ class SandboxController {
     // The tenant owning a sandbox (sbx-), snapshot (snap-) or approval
     // (apr-) id; nullopt for anything else or an internal object.
     std::optional<std::string> ownerOf(const std::string& id);
+    // What a tenant holds now (GET /v1/tenants/{name}).
+    TenantUsage usageOf(const std::string& tenant);
+    // PUT /v1/tenants/{name}: replaces its settings (network entries checked).
+    TenantRecord putTenant(TenantRecord t);
+    std::optional<TenantRecord> findTenant(const std::string& name);
+    std::vector<TenantRecord> listTenants();
+    // For /metrics: create and REST exec latencies, and audit events by type
+    // (egress decisions, agent protocol errors, approvals...).
+    const LatencyHistogram& createLatency() const { return createLatency_; }
+    const LatencyHistogram& execLatency() const { return execLatency_; }
+    std::map<std::string, std::uint64_t> auditCounts();
     void destroy(const std::string& tenant, const std::string& id);
     // Judged by the command policy first: denied -> Error(policy_denied); a
     // command that needs approval -> Error(policy_denied) too (submitExec
@@ -325,6 +346,27 @@ class SandboxController {
     // pause/resume: running <-> paused, written before the VM is touched.
     SandboxRecord transition(const std::string& tenant, const std::string& id, SandboxState from,
                              SandboxState to);
+
+    // Tenants (SandboxTenants.cpp).
+    std::optional<TenantRecord> tenantOf(const std::string& tenant) const;
+    // Error(forbidden) when a sandbox's allow rules would open what the
+    // operator's or its tenant's deny/approve rules close, or its network
+    // allowlist reaches outside the tenant's.
+    void requireWithinFloor(const std::string& tenant, const policy::PolicyRules& rules,
+                            const std::vector<std::string>& networkAllow) const;
+    policy::PolicyRules rulesWithTenant(const SandboxRecord& r) const;
+    std::shared_ptr<std::mutex> quotaLock(const std::string& tenant);
+    void requireSandboxQuota(const SandboxRecord& r);  // Error(quota_exceeded)
+    void requireSnapshotQuota(const std::string& tenant);
+    using ExecSlot = std::shared_ptr<std::string>;  // released when the last copy goes
+    ExecSlot acquireExecSlot(const std::string& tenant);
+    LatencyHistogram createLatency_, execLatency_;
+    std::mutex auditCountsMutex_;
+    std::map<std::string, std::uint64_t> auditCounts_;
+    std::mutex quotaLocksGuard_;
+    std::map<std::string, std::shared_ptr<std::mutex>> quotaLocks_;
+    std::mutex execCountMutex_;
+    std::map<std::string, std::uint64_t> execsInFlight_;
 
     // Spare VMs (SandboxSpares.cpp).
     static std::string shapeOf(const std::string& templateName, const std::string& digest,

@@ -153,6 +153,7 @@ void SandboxController::enforceTimeouts() {
 SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std::string& id) {
     requireOwned(tenant, id);
     requireFreeSpace("snapshot");
+    requireSnapshotQuota(tenant);
     auto lifecycle = lifecycleMutex(id);
     std::lock_guard op(*lifecycle);
     auto r = requireOwned(tenant, id);
@@ -423,6 +424,14 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
     r.disk = snap.hasDisk ? "disk-0.qcow2" : "";
     r.layersJson = snap.hasDisk ? snap.layersJson : "[]";
     std::string shape = shapeOf(snap.templateName, snap.templateDigest, snap.vcpus, snap.memoryMib);
+    auto quota = quotaLock(tenant);
+    std::unique_lock counted(*quota);  // checked and counted in one step
+    try {
+        requireSandboxQuota(r);
+    } catch (...) {
+        if (r.qemuUid > 0) uids_.release(static_cast<std::uint32_t>(r.qemuUid));
+        throw;
+    }
     std::optional<std::string> spare = snap.hasDisk ? std::nullopt : takeSpare(shape);
     if (spare) {
         // The spare's VM, directory and uid become this sandbox's; what was
@@ -438,6 +447,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
     } else {
         store_.insert(r);  // written first (with the layers it reads: the GC keeps them)
     }
+    counted.unlock();
     std::string dir = sandboxDir(r.id);
     try {
         auto started = steadyMillis();
@@ -464,6 +474,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
         adoptAgent(r, std::move(agent));
         store_.updateState(r.id, SandboxState::running);
         r.state = SandboxState::running;
+        createLatency_.observe(static_cast<double>(steadyMillis() - started) / 1000.0);
         logInfo("controller", "sandbox " + r.id + " running after " +
                                   std::to_string(steadyMillis() - started) +
                                   " ms (files checked in " + std::to_string(verified - started) +

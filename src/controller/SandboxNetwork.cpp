@@ -52,6 +52,8 @@ SandboxRecord SandboxController::setNetwork(const std::string& tenant, const std
     auto list = egress::EgressAllowlist::parse(allow);
     if (!list.empty() && !config_.egress)
         throw Error(ErrorCode::bad_request, "this server has no egress proxy");
+    requireOwned(tenant, id);
+    requireWithinFloor(tenant, {}, list.texts());
     auto lifecycle = lifecycleMutex(id);
     std::lock_guard op(*lifecycle);
     auto r = requireOwned(tenant, id);

@@ -83,13 +83,27 @@ void SandboxController::record(const std::string& sandboxId, const std::string& 
         // A secret never reaches the audit log, not even typed into a command.
         if (masker) text = masker->mask(std::move(text));
         audit_.append(AuditEvent{0, sandboxId, tenant, nowTimestamp(), type, text});
+        std::lock_guard lock(auditCountsMutex_);
+        ++auditCounts_[type];
     } catch (const std::exception& e) {
         logError("audit", "cannot record " + type + " of " + sandboxId + ": " + e.what());
     }
 }
 
-policy::Verdict SandboxController::judge(const SandboxRecord& r, const ExecOptions& options) const {
+policy::PolicyRules SandboxController::rulesWithTenant(const SandboxRecord& r) const {
     auto rules = rulesFrom(r.policyJson);
+    if (auto t = tenantOf(r.tenant)) {
+        // deny > approve > allow: the tenant's deny and approve rules win
+        // over the sandbox's own allow.
+        rules.deny.insert(rules.deny.end(), t->deny.begin(), t->deny.end());
+        rules.approve.insert(rules.approve.end(), t->approve.begin(), t->approve.end());
+        rules.allow.insert(rules.allow.end(), t->allow.begin(), t->allow.end());
+    }
+    return rules;
+}
+
+policy::Verdict SandboxController::judge(const SandboxRecord& r, const ExecOptions& options) const {
+    auto rules = rulesWithTenant(r);
     return options.shell ? policy_.judgeShell(*options.shell, rules)
                          : policy_.judgeArgv(options.argv, rules);
 }
@@ -147,10 +161,12 @@ std::optional<GatedExec> SandboxController::submitExecAsync(const std::string& t
     if (v.decision == policy::Decision::approve)
         return parkForApproval(r, options, v, data, *masker, false);
     data["started_at"] = nowTimestamp();
+    auto slot = acquireExecSlot(tenant);  // the tenant's concurrent_execs, held until it ends
     runExecAsync(r, options,
-                 [this, id, tenant, data, masker, done = std::move(done)](
+                 [this, id, tenant, data, masker, slot, done = std::move(done)](
                      std::optional<ExecOutput> out, std::exception_ptr error) mutable {
                      if (out) {
+                         execLatency_.observe(static_cast<double>(out->durationMs) / 1000.0);
                          data["exit_code"] = out->result.exit_code;
                          data["duration_ms"] = out->durationMs;
                          data["stdout"] = clip(out->stdoutData);

@@ -20,6 +20,7 @@ enum class ErrorCode {
     hypervisor_error,
     unavailable,
     too_many_requests,     // a tenant's concurrency limit (429)
+    quota_exceeded,        // a tenant's quota (429), named in the message
     insufficient_storage,  // the data dir's filesystem is low on space (507)
     internal,
 };
@@ -27,11 +28,11 @@ enum class ErrorCode {
 std::string_view errorCodeName(ErrorCode code);
 
 class Error : public std::runtime_error {
-public:
+  public:
     Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
     ErrorCode code() const { return code_; }
 
-private:
+  private:
     ErrorCode code_;
 };
 

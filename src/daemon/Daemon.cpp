@@ -33,6 +33,7 @@
 #include "store/PortStore.hpp"
 #include "store/SandboxStore.hpp"
 #include "store/SnapshotStore.hpp"
+#include "store/TenantStore.hpp"
 
 #ifndef AIRLOCK_DEFAULT_TEMPLATES_DIR
 #define AIRLOCK_DEFAULT_TEMPLATES_DIR "build/templates"
@@ -80,6 +81,7 @@ int runDaemon(const DaemonOptions& options) {
     ::chmod((dataDir + "/state.db").c_str(), 0600);
     SandboxStore sandboxes(db);
     ApiKeyStore keys(db);
+    TenantStore tenants(db);
     PortStore ports(db);
     SnapshotStore snapshots(db);
     GatedExecStore gatedExecs(db);
@@ -128,6 +130,7 @@ int runDaemon(const DaemonOptions& options) {
     config.diskOpsPerSecond = options.diskOpsPerSecond;
     config.minFreeDiskMib = options.minFreeDiskMib;
     config.maxDiskGib = options.maxDiskGib;
+    config.tenants = &tenants;
     // Secrets at rest: AES-256-GCM with AIRLOCK_SECRET_KEY or DATA_DIR/secret.key (0600).
     config.secretCipher = std::make_shared<const SecretCipher>(
         SecretCipher::fromEnvironmentOrFile(dataDir + "/secret.key"));

@@ -1,0 +1,107 @@
+#include "store/TenantStore.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace airlock {
+
+namespace {
+using nlohmann::json;
+
+json quotaToJson(const TenantQuota& q) {
+    json j = json::object();
+    auto put = [&](const char* k, const std::optional<std::uint64_t>& v) {
+        if (v) j[k] = *v;
+    };
+    put("sandboxes", q.sandboxes);
+    put("vcpus", q.vcpus);
+    put("memory_mib", q.memoryMib);
+    put("disk_gib", q.diskGib);
+    put("snapshots", q.snapshots);
+    put("concurrent_execs", q.concurrentExecs);
+    return j;
+}
+
+TenantQuota quotaFromJson(const json& j) {
+    TenantQuota q;
+    auto get = [&](const char* k, std::optional<std::uint64_t>& v) {
+        if (j.is_object() && j.contains(k) && j[k].is_number_unsigned())
+            v = j[k].get<std::uint64_t>();
+    };
+    get("sandboxes", q.sandboxes);
+    get("vcpus", q.vcpus);
+    get("memory_mib", q.memoryMib);
+    get("disk_gib", q.diskGib);
+    get("snapshots", q.snapshots);
+    get("concurrent_execs", q.concurrentExecs);
+    return q;
+}
+
+std::vector<std::string> strings(const json& j, const char* k) {
+    std::vector<std::string> out;
+    if (j.is_object() && j.contains(k) && j[k].is_array())
+        for (const auto& v : j[k])
+            if (v.is_string()) out.push_back(v.get<std::string>());
+    return out;
+}
+
+TenantRecord readRow(Database::Statement& st) {
+    TenantRecord t;
+    t.name = st.text(0);
+    t.quota = quotaFromJson(json::parse(st.text(1), nullptr, false));
+    json policy = json::parse(st.text(2), nullptr, false);
+    t.deny = strings(policy, "deny");
+    t.approve = strings(policy, "approve");
+    t.allow = strings(policy, "allow");
+    json network = json::parse(st.text(3), nullptr, false);
+    t.networkSet = network.is_object() && network.contains("allow");
+    t.networkAllow = strings(network, "allow");
+    t.updatedAt = st.text(4);
+    return t;
+}
+}  // namespace
+
+TenantStore::TenantStore(Database& db) : db_(db) {
+    db_.exec(
+        "CREATE TABLE IF NOT EXISTS tenants (name TEXT PRIMARY KEY, quota TEXT NOT NULL, policy "
+        "TEXT NOT NULL,"
+        " network TEXT NOT NULL, updated_at TEXT NOT NULL)");
+}
+
+void TenantStore::put(const TenantRecord& t) {
+    json policy{{"deny", t.deny}, {"approve", t.approve}, {"allow", t.allow}};
+    json network = t.networkSet ? json{{"allow", t.networkAllow}} : json::object();
+    db_.locked([&](sqlite3* db) {
+        Database::Statement st(
+            db,
+            "INSERT OR REPLACE INTO tenants (name, quota, policy, network, updated_at)"
+            " VALUES (?,?,?,?,?)");
+        st.bind(1, t.name)
+            .bind(2, quotaToJson(t.quota).dump())
+            .bind(3, policy.dump())
+            .bind(4, network.dump());
+        st.bind(5, t.updatedAt);
+        st.step();
+    });
+}
+
+std::optional<TenantRecord> TenantStore::find(const std::string& name) {
+    return db_.locked([&](sqlite3* db) -> std::optional<TenantRecord> {
+        Database::Statement st(
+            db, "SELECT name, quota, policy, network, updated_at FROM tenants WHERE name = ?");
+        st.bind(1, name);
+        if (!st.step()) return std::nullopt;
+        return readRow(st);
+    });
+}
+
+std::vector<TenantRecord> TenantStore::list() {
+    return db_.locked([&](sqlite3* db) {
+        std::vector<TenantRecord> out;
+        Database::Statement st(
+            db, "SELECT name, quota, policy, network, updated_at FROM tenants ORDER BY name");
+        while (st.step()) out.push_back(readRow(st));
+        return out;
+    });
+}
+
+}  // namespace airlock

@@ -1,0 +1,137 @@
+// Tenants: their rules are the floor under every sandbox's own, and their
+// quotas are checked before anything starts.
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "ControllerFixture.hpp"
+#include "core/Error.hpp"
+#include "store/TenantStore.hpp"
+#include "support/TestEnv.hpp"
+
+namespace airlock {
+namespace {
+using test::codeOf;
+
+class SandboxTenantsTest : public test::ControllerFixture {
+  protected:
+    SandboxTenantsTest() : tenants(*db) {
+        ControllerConfig config;
+        config.dataDir = dir.path();
+        config.tenants = &tenants;
+        config.operatorRules.approve = {"shutdown*"};
+        controller = makeController(config);
+        TenantRecord acme;
+        acme.name = "acme";
+        acme.deny = {"curl *"};
+        acme.approve = {"git push*"};
+        acme.quota.sandboxes = 2;
+        acme.quota.snapshots = 1;
+        acme.quota.vcpus = 3;
+        acme.quota.concurrentExecs = 1;
+        controller->putTenant(acme);
+    }
+    static CreateSandboxRequest allowing(std::vector<std::string> allow) {
+        CreateSandboxRequest r;
+        r.policy.allow = std::move(allow);
+        return r;
+    }
+    static ExecOptions shell(const std::string& s) {
+        ExecOptions o;
+        o.shell = s;
+        o.user = "root";
+        return o;
+    }
+    TenantStore tenants;
+};
+
+TEST_F(SandboxTenantsTest, ASandboxMayTightenButNeverOpenWhatItsTenantOrTheOperatorCloses) {
+    for (auto allow : {std::vector<std::string>{"*"},
+                       {"curl *"},
+                       {"curl -s*"},
+                       {"git *"},
+                       {"git push --force*"},
+                       {"shutdown now"},
+                       {" * "}}) {
+        EXPECT_EQ(codeOf([&] { controller->create("acme", allowing(allow)); }),
+                  ErrorCode::forbidden)
+            << allow[0];
+    }
+    try {
+        controller->create("acme", allowing({"git push*"}));
+        FAIL() << "expected forbidden";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("the tenant's approve rule 'git push*'"),
+                  std::string::npos)
+            << e.what();
+    }
+    EXPECT_EQ(store->list(TenantScope::all()).size(), 0u) << "nothing was created";
+
+    CreateSandboxRequest tighter;
+    tighter.policy.deny = {"wget *"};
+    tighter.policy.allow = {"make test"};
+    auto s = controller->create("acme", tighter);
+    // The tenant's rules apply at exec time, above the sandbox's own.
+    EXPECT_EQ(codeOf([&] { controller->exec("acme", s.id, shell("curl http://x/")); }),
+              ErrorCode::policy_denied);
+    auto gated = controller->submitExec("acme", s.id, shell("git push origin HEAD"));
+    EXPECT_TRUE(gated.pending) << "the tenant's approve rule gates it";
+    EXPECT_EQ(controller->exec("acme", s.id, shell("echo fine")).stdoutData, "fine\n");
+    // Another tenant has no such floor.
+    EXPECT_NO_THROW(controller->create("other", allowing({"curl *"})));
+}
+
+TEST_F(SandboxTenantsTest, QuotasAreCheckedBeforeAnythingStartsAndFreedWithTheirObjects) {
+    auto a = controller->create("acme", CreateSandboxRequest{});
+    CreateSandboxRequest two;
+    two.vcpus = 2;
+    auto b = controller->create("acme", two);
+    auto domains = hypervisor.count();
+    try {
+        controller->create("acme", CreateSandboxRequest{});
+        FAIL() << "expected quota_exceeded";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::quota_exceeded);
+        EXPECT_NE(std::string(e.what()).find("sandboxes"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(hypervisor.count(), domains) << "no VM was started";
+    auto u = controller->usageOf("acme");
+    EXPECT_EQ(u.sandboxes, 2u);
+    EXPECT_EQ(u.vcpus, 3u);
+    controller->destroy("acme", a.id);
+    CreateSandboxRequest big;
+    big.vcpus = 2;
+    EXPECT_EQ(codeOf([&] { controller->create("acme", big); }), ErrorCode::quota_exceeded)
+        << "vcpus: 2 + 2 > 3";
+    auto c = controller->create("acme", CreateSandboxRequest{});  // 1 + 2 vcpus fit
+
+    auto snap = controller->snapshot("acme", b.id);
+    EXPECT_EQ(codeOf([&] { controller->snapshot("acme", c.id); }), ErrorCode::quota_exceeded);
+    controller->deleteSnapshot("acme", snap.id);
+    EXPECT_NO_THROW(controller->deleteSnapshot("acme", controller->snapshot("acme", c.id).id));
+    EXPECT_EQ(controller->usageOf("acme").snapshots, 0u);
+    controller->destroy("acme", b.id);
+    controller->destroy("acme", c.id);
+    EXPECT_EQ(controller->usageOf("acme").sandboxes, 0u);
+}
+
+TEST_F(SandboxTenantsTest, ConcurrentExecsAreHeldToTheQuotaAndReleasedWhenTheyEnd) {
+    auto s = controller->create("acme", CreateSandboxRequest{});
+    std::promise<void> ended;
+    auto pending = controller->submitExecAsync(
+        "acme", s.id, shell("sleep 1"),
+        [&](std::optional<ExecOutput>, std::exception_ptr) { ended.set_value(); });
+    ASSERT_FALSE(pending);
+    EXPECT_EQ(controller->usageOf("acme").concurrentExecs, 1u);
+    EXPECT_EQ(codeOf([&] { controller->submitExec("acme", s.id, shell("true")); }),
+              ErrorCode::quota_exceeded);
+    ended.get_future().wait();
+    ASSERT_TRUE(test::waitFor([&] { return controller->usageOf("acme").concurrentExecs == 0; },
+                              std::chrono::seconds(5)));
+    auto again = controller->submitExec("acme", s.id, shell("echo again"));
+    ASSERT_TRUE(again.output);
+    EXPECT_EQ(again.output->stdoutData, "again\n");
+}
+
+}  // namespace
+}  // namespace airlock
