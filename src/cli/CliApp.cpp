@@ -30,6 +30,7 @@ const char* kUsage =
     "key)\n"
     "  keys ls [--tenant T] | keys rm KEY_ID              list keys (no secrets) | revoke one\n"
     "  approvals ls | approvals approve|deny APPROVAL_ID [REASON]   (approver or admin key)\n"
+    "  tenants set NAME JSON | tenants get NAME | tenants ls   rules, quotas, usage (admin key)\n"
     "environment: AIRLOCK_URL (default http://127.0.0.1:8080), AIRLOCK_API_KEY\n";
 
 struct CliError {
@@ -296,6 +297,29 @@ int runCli(const std::vector<std::string>& argsIn, const std::string& url,
                 "usage: airlock keys create TENANT ROLE NAME [--expires T] | keys ls [--tenant T] "
                 "| keys rm ID",
                 2};
+        }
+        if (cmd == "tenants") {
+            if (args.size() == 3 && args[0] == "set") {
+                json res = expectJson(
+                    client.request("PUT", "/v1/tenants/" + urlEncode(args[1]), args[2]), 200);
+                out << res.dump(2) << "\n";
+                return 0;
+            }
+            if (args.size() == 2 && args[0] == "get") {
+                out << expectJson(client.request("GET", "/v1/tenants/" + urlEncode(args[1])), 200)
+                           .dump(2)
+                    << "\n";
+                return 0;
+            }
+            if (args.size() == 1 && args[0] == "ls") {
+                json res = expectJson(client.request("GET", "/v1/tenants"), 200);
+                for (const auto& t : res["tenants"])
+                    out << t.value("name", "") << "  sandboxes " << t["usage"].value("sandboxes", 0)
+                        << "\n";
+                return 0;
+            }
+            throw CliError{"usage: airlock tenants set NAME JSON | tenants get NAME | tenants ls",
+                           2};
         }
         if (cmd == "approvals") {
             if (args.size() == 1 && args[0] == "ls") {

@@ -242,7 +242,7 @@ TEST_F(DaemonHttp, SigkillMidCloneLeavesAConsistentStateAndNoOrphans) {
     EXPECT_TRUE(fs::is_empty(dataDir + "/snapshots"));
 }
 
-TEST_F(DaemonHttp, CliMintsListsAndRevokesKeysAndListsApprovals) {
+TEST_F(DaemonHttp, CliManagesKeysTenantsAndListsApprovals) {
     std::ostringstream out, err;
     ASSERT_EQ(
         cli::runCli({"keys", "create", "acme", "approver", "alice"}, daemon->url(), key, out, err),
@@ -270,6 +270,22 @@ TEST_F(DaemonHttp, CliMintsListsAndRevokesKeysAndListsApprovals) {
     std::ostringstream o6, e6;
     EXPECT_EQ(cli::runCli({"approvals", "ls"}, daemon->url(), secret, o6, e6), 1);
     EXPECT_NE(e6.str().find("HTTP 401"), std::string::npos) << "revoked at once: " << e6.str();
+
+    std::ostringstream o7, e7;
+    ASSERT_EQ(cli::runCli({"tenants", "set", "acme", R"({"quota":{"sandboxes":3}})"}, daemon->url(),
+                          key, o7, e7),
+              0)
+        << e7.str();
+    std::ostringstream o8, e8;
+    ASSERT_EQ(cli::runCli({"tenants", "get", "acme"}, daemon->url(), key, o8, e8), 0) << e8.str();
+    auto tenant = json::parse(o8.str());
+    EXPECT_EQ(tenant["quota"]["sandboxes"], 3);
+    EXPECT_EQ(tenant["usage"]["sandboxes"], 0);
+    std::ostringstream o9, e9;
+    EXPECT_EQ(cli::runCli({"tenants", "set", "acme", R"({"quota":{"bogus":1}})"}, daemon->url(),
+                          key, o9, e9),
+              1);
+    EXPECT_NE(e9.str().find("HTTP 400"), std::string::npos) << e9.str();
 }
 
 TEST_F(DaemonHttp, CliRunCreatesExecsAndDeletes) {
