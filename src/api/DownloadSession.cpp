@@ -45,6 +45,7 @@ void DownloadSession::start() {
 }
 
 void DownloadSession::fail(const ApiResponse& response) {
+    if (ended_) return;  // answered once: a second response would interleave on the wire
     ended_ = true;
     agent_.reset();
     queue_.clear();

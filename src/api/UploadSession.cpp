@@ -42,6 +42,7 @@ void UploadSession::start() {
     // Opening may connect to the agent: not on the I/O thread.
     asio::post(ctx_.workers, [self = shared_from_this()] {
         ApiResponse error;
+        std::shared_ptr<AgentStream> agent;
         try {
             auto path = self->ctx_.request.query.count("path") ? self->ctx_.request.query.at("path")
                                                                : std::string();
@@ -58,8 +59,10 @@ void UploadSession::start() {
                 }
             }
             self->path_ = path;
-            // The guest's answer (or its refusal mid-way) arrives on the strand.
-            self->agent_ = self->ctx_.controller.openUpload(
+            // The guest's answer (or its refusal mid-way) arrives on the
+            // strand, possibly before the step below: agent_ is only ever
+            // touched there.
+            agent = self->ctx_.controller.openUpload(
                 self->ctx_.tenant, self->ctx_.params[0], path, mode,
                 [self](AgentStream::Event&& e) {
                     asio::post(self->stream_.get_executor(), [self, e = std::move(e)]() mutable {
@@ -71,9 +74,11 @@ void UploadSession::start() {
         } catch (const std::exception& e) {
             error = errorResponse(ErrorCode::internal, e.what());
         }
-        asio::post(self->stream_.get_executor(), [self, error] {
-            if (!self->agent_) return self->fail(error);
-            if (self->ended_) return void(self->agent_.reset());
+        asio::post(self->stream_.get_executor(), [self, agent, error] {
+            if (!agent) return self->fail(error);
+            if (self->ended_)  // the guest ended it already, and the client was answered
+                return agent->reset("cancelled", "upload already answered");
+            self->agent_ = agent;
             self->readChunk();
         });
     });
@@ -93,6 +98,7 @@ void UploadSession::readChunk() {
 void UploadSession::onChunk(beast::error_code ec) {
     if (ec == http::error::need_buffer) ec = {};
     if (ec) {
+        if (ended_) return;
         // The client went away mid-upload: the agent discards the partial file.
         logWarn("api", "upload aborted: " + ec.message());
         ended_ = true;
@@ -101,6 +107,10 @@ void UploadSession::onChunk(beast::error_code ec) {
         agent_.reset();
         return;
     }
+    // The guest may have refused the file while this read was pending (the
+    // body was often in the buffer already): the session is over, and
+    // agent_ is gone with it.
+    if (ended_) return;
     std::size_t n = chunk_.size() - parser_.get().body().size;
     received_ += n;
     if (n == 0) return readChunk();

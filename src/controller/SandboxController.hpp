@@ -240,6 +240,8 @@ class SandboxController {
     // after a crash recover() removes them).
     void shutdown();
     std::size_t spareCount();
+    // No spare starting and none asked for: what a count of VMs can rely on.
+    bool sparesIdle();
 
     // Ownership + state check, then the sandbox's agent connection (one per
     // sandbox: virtio-serial takes one host at a time).

@@ -70,6 +70,11 @@ std::size_t SandboxController::spareCount() {
     return n;
 }
 
+bool SandboxController::sparesIdle() {
+    std::lock_guard lock(sparesMutex_);
+    return !spareStarting_ && spareRequests_.empty();
+}
+
 void SandboxController::spareWorker() {
     while (true) {
         std::string shape;

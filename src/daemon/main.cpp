@@ -2,9 +2,11 @@
 #include <cstdio>
 
 #include "core/Error.hpp"
+#include "daemon/CrashReport.hpp"
 #include "daemon/Daemon.hpp"
 
 int main(int argc, char** argv) {
+    airlock::installCrashReport();
     std::signal(SIGPIPE, SIG_IGN);
     try {
         auto options = airlock::parseDaemonOptions({argv + 1, argv + argc});

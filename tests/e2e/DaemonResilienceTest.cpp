@@ -109,6 +109,9 @@ class DaemonResilience : public ::testing::Test {
         other = std::make_unique<cli::HttpClient>(daemon->url(), otherKey);
     }
     void TearDown() override {
+        if (daemon) {
+            EXPECT_EQ(daemon->endedHow(), "") << "airlockd died during the test";
+        }
         if (HasFailure() && daemon) {
             std::ifstream log(daemon->logPath());
             std::string text((std::istreambuf_iterator<char>(log)), {});

@@ -70,6 +70,15 @@ void Daemon::start() {
     if (!up) throw std::runtime_error("airlockd did not come up");
 }
 
+std::string Daemon::endedHow() {
+    if (pid_ <= 0) return "";
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) != pid_) return "";
+    pid_ = -1;
+    if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+    return "exited with " + std::to_string(WEXITSTATUS(status));
+}
+
 void Daemon::stop(int sig) {
     if (pid_ <= 0) return;
     ::kill(pid_, sig);

@@ -24,6 +24,9 @@ public:
     int port() const { return port_; }
     pid_t pid() const { return pid_; }
     std::string logPath() const;
+    // How the process ended ("killed by signal 11", "exited with 1"), or ""
+    // while it runs: a test that fails tells whether the daemon died under it.
+    std::string endedHow();
 
 private:
     std::string dataDir_;
