@@ -38,7 +38,8 @@ class FailureRecap : public ::testing::EmptyTestEventListener {
         std::cout << "\n==== failure recap (" << failures_.size() << " failed assertion(s)) ====\n";
         for (std::size_t i = 0; i < failures_.size() && i < kShown; ++i)
             std::cout << "-- " << failures_[i] << "\n";
-        if (failures_.size() > kShown) std::cout << "-- and " << failures_.size() - kShown << " more\n";
+        if (failures_.size() > kShown)
+            std::cout << "-- and " << failures_.size() - kShown << " more\n";
         std::cout.flush();
     }
 
