@@ -1,6 +1,7 @@
 #pragma once
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <memory>
 #include <string>
@@ -11,18 +12,20 @@
 
 namespace airlock::api {
 
-// Accepts connections and hands each to an HttpSession on its own strand.
+// Accepts connections and hands each to an HttpSession on its own strand;
+// with a TLS context, each goes through a TlsPipe first (HTTPS and WSS).
 class HttpServer {
   public:
     HttpServer(boost::asio::io_context& ioc, const std::string& host, unsigned short port,
                Router& router, SandboxController& controller, boost::asio::thread_pool& workers,
-               HttpLimits limits = {});
+               HttpLimits limits = {}, std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
     unsigned short port() const { return port_; }
     std::size_t openConnections() const { return connections_.open(); }
     void stop();
 
   private:
     void accept();
+    void serve(boost::asio::ip::tcp::socket socket, std::shared_ptr<void> slot);
 
     boost::asio::io_context& ioc_;
     boost::asio::ip::tcp::acceptor acceptor_;
@@ -32,6 +35,7 @@ class HttpServer {
     HttpLimits limits_;
     unsigned short port_ = 0;
     ConnectionCounter connections_;
+    std::shared_ptr<boost::asio::ssl::context> tls_;
 };
 
 }  // namespace airlock::api

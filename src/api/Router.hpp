@@ -77,6 +77,8 @@ class Router {
         bool stream;
     };
     std::vector<RouteInfo> routeTable() const;
+    // GET /metrics's body (also served without a key on --metrics-listen).
+    std::string metricsText();
 
   private:
     struct Route {
@@ -90,7 +92,6 @@ class Router {
                   AsyncHandler handler);
     void addStream(std::string method, const std::string& pattern, Roles roles, StreamKind kind);
     void addKeyRoutes();
-    std::string metricsText();
     static bool matchPattern(const std::vector<std::string>& pattern,
                              const std::vector<std::string>& segments,
                              std::vector<std::string>& params, bool prefix = false);

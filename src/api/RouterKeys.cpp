@@ -139,8 +139,23 @@ std::string Router::metricsText() {
     m << "# HELP airlock_audit_events_total Audit records by type since start (egress decisions, "
          "agent protocol "
          "errors, approvals, execs).\n# TYPE airlock_audit_events_total counter\n";
-    for (const auto& [type, n] : controller_.auditCounts())
+    auto counts = controller_.auditCounts();
+    for (const auto& [type, n] : counts)
         m << "airlock_audit_events_total{type=\"" << label(type) << "\"} " << n << "\n";
+    // The two a dashboard alerts on, by their own names (zero until seen).
+    auto count = [&](const std::string& type) {
+        auto it = counts.find(type);
+        return it == counts.end() ? std::uint64_t{0} : std::uint64_t(it->second);
+    };
+    m << "# HELP airlock_egress_decisions_total Egress requests by the proxy's decision.\n"
+         "# TYPE airlock_egress_decisions_total counter\n";
+    for (const char* decision : {"allowed", "denied", "failed"})
+        m << "airlock_egress_decisions_total{decision=\"" << decision << "\"} "
+          << count(std::string("egress.") + decision) << "\n";
+    m << "# HELP airlock_agent_protocol_errors_total Agent sessions ended for a malformed or "
+         "hostile frame.\n# TYPE airlock_agent_protocol_errors_total counter\n"
+         "airlock_agent_protocol_errors_total "
+      << count("agent.protocol_error") << "\n";
     m << "# HELP airlock_qemu_rss_bytes Resident memory of all sandbox QEMU processes.\n"
          "# TYPE airlock_qemu_rss_bytes gauge\nairlock_qemu_rss_bytes "
       << qemuRssBytes() << "\n";

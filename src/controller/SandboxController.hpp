@@ -182,6 +182,9 @@ class SandboxController {
     const LatencyHistogram& createLatency() const { return createLatency_; }
     const LatencyHistogram& execLatency() const { return execLatency_; }
     std::map<std::string, std::uint64_t> auditCounts();
+    // Audit records made outside the controller (the egress proxy's) are
+    // counted here too.
+    void countAudit(const std::string& type);
     void destroy(const std::string& tenant, const std::string& id);
     // Judged by the command policy first: denied -> Error(policy_denied); a
     // command that needs approval -> Error(policy_denied) too (submitExec

@@ -148,6 +148,11 @@ std::optional<TenantRecord> SandboxController::findTenant(const std::string& nam
     return config_.tenants ? config_.tenants->find(name) : std::nullopt;
 }
 
+void SandboxController::countAudit(const std::string& type) {
+    std::lock_guard lock(auditCountsMutex_);
+    ++auditCounts_[type];
+}
+
 std::map<std::string, std::uint64_t> SandboxController::auditCounts() {
     std::lock_guard lock(auditCountsMutex_);
     return auditCounts_;

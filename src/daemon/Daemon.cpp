@@ -16,8 +16,10 @@
 #include "agentclient/AgentTransport.hpp"
 #include "api/Authenticator.hpp"
 #include "api/HttpServer.hpp"
+#include "api/MetricsServer.hpp"
 #include "api/RequestParsing.hpp"
 #include "api/Router.hpp"
+#include "api/TlsContext.hpp"
 #include "controller/SandboxController.hpp"
 #include "controller/TemplateCatalog.hpp"
 #include "core/Clock.hpp"
@@ -71,6 +73,10 @@ int runDaemon(const DaemonOptions& options) {
         nofile.rlim_cur = nofile.rlim_max;
         ::setrlimit(RLIMIT_NOFILE, &nofile);
     }
+    // A bad certificate or key stops the start before anything else happens.
+    std::shared_ptr<boost::asio::ssl::context> tls;
+    if (!options.tlsCertFile.empty())
+        tls = api::makeServerTlsContext(options.tlsCertFile, options.tlsKeyFile);
     std::string dataDir = fs::absolute(options.dataDir).lexically_normal().string();
     if (!dataDir.empty() && dataDir.back() == '/') dataDir.pop_back();
     fs::create_directories(dataDir);
@@ -147,13 +153,16 @@ int runDaemon(const DaemonOptions& options) {
     // Egress has its own workers (blocking writes towards slow guests, name
     // lookups): a guest that stops reading cannot starve the API's.
     boost::asio::thread_pool egressWorkers(8);
+    // The proxy starts before the controller that counts its decisions.
+    std::atomic<SandboxController*> controllerForCounts{nullptr};
     auto egressProxy = std::make_shared<egress::EgressProxy>(
         ioc, egressWorkers, egressSettings,
-        [&audit](const std::string& sandboxId, const std::string& tenant, const std::string& type,
-                 const nlohmann::json& data) {
+        [&audit, &controllerForCounts](const std::string& sandboxId, const std::string& tenant,
+                                       const std::string& type, const nlohmann::json& data) {
             audit.append(
                 AuditEvent{0, sandboxId, tenant, nowTimestamp(), type,
                            data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
+            if (auto* c = controllerForCounts.load()) c->countAudit(type);
         });
     config.egress = egressProxy;
     SandboxController controller(
@@ -161,6 +170,7 @@ int runDaemon(const DaemonOptions& options) {
         templates, [](const std::string& endpoint, std::chrono::milliseconds timeout) {
             return connectAgent(endpoint, timeout);
         });
+    controllerForCounts = &controller;
     controller.recover();
 
     for (const auto& name : options.warmTemplates)
@@ -209,15 +219,24 @@ int runDaemon(const DaemonOptions& options) {
     api::HttpLimits limits;
     limits.maxConnections = options.maxConnections;
     api::HttpServer server(ioc, options.listenHost, options.listenPort, router, controller, workers,
-                           limits);
-    logInfo("airlockd",
-            "listening on http://" + options.listenHost + ":" + std::to_string(server.port()));
+                           limits, tls);
+    logInfo("airlockd", std::string("listening on ") + (tls ? "https://" : "http://") +
+                            options.listenHost + ":" + std::to_string(server.port()));
+    std::unique_ptr<api::MetricsServer> metricsServer;
+    if (!options.metricsListenHost.empty()) {
+        metricsServer = std::make_unique<api::MetricsServer>(
+            ioc, options.metricsListenHost, options.metricsListenPort, workers,
+            [&router] { return router.metricsText(); });
+        logInfo("airlockd", "metrics (no key) on http://" + options.metricsListenHost + ":" +
+                                std::to_string(metricsServer->port()) + "/metrics");
+    }
 
     boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code&, int sig) {
         logInfo("airlockd",
                 "signal " + std::to_string(sig) + ": stopping (sandboxes keep running)");
         server.stop();
+        if (metricsServer) metricsServer->stop();
         ioc.stop();
     });
     ioc.run();

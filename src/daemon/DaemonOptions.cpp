@@ -1,5 +1,7 @@
 #include "daemon/DaemonOptions.hpp"
 
+#include <tuple>
+
 #include "core/Error.hpp"
 #include "egress/AddressPolicy.hpp"
 
@@ -19,6 +21,7 @@ std::string daemonUsage() {
            "                [--sandbox-memory-overhead MIB] [--disk-bandwidth BYTES_PER_SECOND] "
            "[--disk-iops N]\n"
            "                [--min-free-disk MIB] [--max-disk-gib GIB]\n"
+           "                [--tls-cert PEM --tls-key PEM] [--metrics-listen HOST:PORT]\n"
            "                [--log-level debug|info|warn|error]\n";
 }
 
@@ -39,22 +42,29 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
                                                         std::to_string(max));
             return std::stoull(v);
         };
+        auto hostPort = [&](const std::string& v) -> std::pair<std::string, unsigned short> {
+            auto colon = v.rfind(':');
+            if (colon == std::string::npos || colon == 0)
+                throw Error(ErrorCode::bad_request, a + " wants HOST:PORT");
+            std::string port = v.substr(colon + 1);
+            if (port.empty() || port.size() > 5 ||
+                port.find_first_not_of("0123456789") != std::string::npos ||
+                std::stoi(port) > 65535)
+                throw Error(ErrorCode::bad_request, a + " has a bad port");
+            return {v.substr(0, colon), static_cast<unsigned short>(std::stoi(port))};
+        };
         if (a == "--help" || a == "-h") {
             o.help = true;
         } else if (a == "--listen") {
-            std::string v = value();
-            auto colon = v.rfind(':');
-            if (colon == std::string::npos)
-                throw Error(ErrorCode::bad_request, "--listen wants HOST:PORT");
-            o.listenHost = v.substr(0, colon);
-            int port = -1;
-            try {
-                port = std::stoi(v.substr(colon + 1));
-            } catch (...) {
-            }
-            if (port < 0 || port > 65535)
-                throw Error(ErrorCode::bad_request, "--listen has a bad port");
-            o.listenPort = static_cast<unsigned short>(port);
+            std::tie(o.listenHost, o.listenPort) = hostPort(value());
+        } else if (a == "--metrics-listen") {
+            auto [host, port] = hostPort(value());
+            o.metricsListenHost = host;
+            o.metricsListenPort = port;
+        } else if (a == "--tls-cert") {
+            o.tlsCertFile = value();
+        } else if (a == "--tls-key") {
+            o.tlsKeyFile = value();
         } else if (a == "--data-dir") {
             o.dataDir = value();
         } else if (a == "--templates-dir") {
@@ -164,6 +174,8 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
             throw Error(ErrorCode::bad_request, "unknown option " + a);
         }
     }
+    if (o.tlsCertFile.empty() != o.tlsKeyFile.empty())
+        throw Error(ErrorCode::bad_request, "--tls-cert and --tls-key go together");
     return o;
 }
 

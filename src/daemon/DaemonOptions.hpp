@@ -7,6 +7,9 @@ namespace airlock {
 struct DaemonOptions {
     std::string listenHost = "127.0.0.1";
     unsigned short listenPort = 8080;
+    std::string tlsCertFile, tlsKeyFile;  // both: HTTPS and WSS on --listen (TLS 1.2 at least)
+    std::string metricsListenHost;        // non-empty: GET /metrics without a key there
+    unsigned short metricsListenPort = 0;
     std::string dataDir = "data";
     std::string templatesDir;  // empty: the build's template output
     std::string accel = "auto";

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -57,9 +58,15 @@ void Daemon::start() {
         ::execv(AIRLOCK_BIN_DIR "/airlockd", argv.data());
         ::_exit(127);
     }
+    bool tls = std::find(extraArgs_.begin(), extraArgs_.end(), "--tls-cert") != extraArgs_.end();
     cli::HttpClient probe(url(), "");
     bool up = waitFor(
         [&] {
+            if (tls) {  // the plain client cannot ask; the log says when it listens
+                std::ifstream in(log);
+                std::string text((std::istreambuf_iterator<char>(in)), {});
+                return text.find("listening on https://") != std::string::npos;
+            }
             try {
                 return probe.request("GET", "/healthz", {}, {}, 5s).status == 200;
             } catch (...) {

@@ -32,6 +32,23 @@ TEST(DaemonOptions, EgressAndRetentionFlags) {
     EXPECT_ANY_THROW(parseDaemonOptions({"--audit-retention-days", "-1"}));
 }
 
+TEST(DaemonOptions, TlsAndMetricsListener) {
+    auto o = parseDaemonOptions({"--tls-cert", "/c.pem", "--tls-key", "/k.pem", "--metrics-listen",
+                                 "10.0.0.5:9100"});
+    EXPECT_EQ(o.tlsCertFile, "/c.pem");
+    EXPECT_EQ(o.tlsKeyFile, "/k.pem");
+    EXPECT_EQ(o.metricsListenHost, "10.0.0.5");
+    EXPECT_EQ(o.metricsListenPort, 9100);
+    auto plain = parseDaemonOptions({});
+    EXPECT_TRUE(plain.tlsCertFile.empty()) << "plain HTTP is the default";
+    EXPECT_TRUE(plain.metricsListenHost.empty()) << "no unauthenticated listener by default";
+    EXPECT_ANY_THROW(parseDaemonOptions({"--tls-cert", "/c.pem"})) << "a certificate needs its key";
+    EXPECT_ANY_THROW(parseDaemonOptions({"--tls-key", "/k.pem"}));
+    EXPECT_ANY_THROW(parseDaemonOptions({"--metrics-listen", "9100"}));
+    EXPECT_ANY_THROW(parseDaemonOptions({"--metrics-listen", ":9100"}));
+    EXPECT_ANY_THROW(parseDaemonOptions({"--metrics-listen", "h:-1"}));
+}
+
 TEST(DaemonOptions, RejectsBadFlags) {
     EXPECT_ANY_THROW(parseDaemonOptions({"--listen", "nohostport"}));
     EXPECT_ANY_THROW(parseDaemonOptions({"--listen", "h:99999"}));

@@ -1,0 +1,34 @@
+#pragma once
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <functional>
+#include <string>
+
+#include "api/TenantLimiter.hpp"
+
+namespace airlock::api {
+
+// --metrics-listen: GET /metrics in Prometheus text, without a key, on an
+// address of its own (for a scraper on a private network); nothing else is
+// served there, every other request is 404. One request per connection,
+// small bounded reads, a few connections at most.
+class MetricsServer {
+  public:
+    MetricsServer(boost::asio::io_context& ioc, const std::string& host, unsigned short port,
+                  boost::asio::thread_pool& workers, std::function<std::string()> metrics);
+    unsigned short port() const { return port_; }
+    void stop();
+
+  private:
+    void accept();
+
+    boost::asio::io_context& ioc_;
+    boost::asio::ip::tcp::acceptor acceptor_;
+    boost::asio::thread_pool& workers_;
+    std::function<std::string()> metrics_;
+    unsigned short port_ = 0;
+    ConnectionCounter connections_{32};
+};
+
+}  // namespace airlock::api

@@ -1,0 +1,79 @@
+#include "api/TlsPipe.hpp"
+
+#include <boost/asio/write.hpp>
+
+namespace airlock::api {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using namespace std::chrono_literals;
+
+namespace {
+constexpr auto kHandshakeTimeout = 10s;
+constexpr auto kShutdownTimeout = 2s;
+}  // namespace
+
+TlsPipe::TlsPipe(asio::ip::tcp::socket&& client, asio::local::stream_protocol::socket&& inner,
+                 asio::ssl::context& ctx, std::shared_ptr<void> connectionSlot)
+    : tls_(beast::tcp_stream(std::move(client)), ctx),
+      inner_(std::move(inner)),
+      connectionSlot_(std::move(connectionSlot)) {}
+
+void TlsPipe::start() {
+    // A client that connects and says nothing holds a slot for 10 s at most.
+    beast::get_lowest_layer(tls_).expires_after(kHandshakeTimeout);
+    tls_.async_handshake(asio::ssl::stream_base::server,
+                         [self = shared_from_this()](beast::error_code ec) {
+                             if (ec) return self->close();
+                             // From here the HttpSession's own timeouts rule:
+                             // it closes its end, and the pipe follows.
+                             beast::get_lowest_layer(self->tls_).expires_never();
+                             self->clientToInner();
+                             self->innerToClient();
+                         });
+}
+
+void TlsPipe::clientToInner() {
+    tls_.async_read_some(asio::buffer(up_),
+                         [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                             if (ec) {
+                                 // The client is done sending: the session reads its end of
+                                 // file, answers what it has, and closes its side.
+                                 boost::system::error_code ignored;
+                                 self->inner_.shutdown(asio::socket_base::shutdown_send, ignored);
+                                 return;
+                             }
+                             asio::async_write(self->inner_, asio::buffer(self->up_.data(), n),
+                                               [self](beast::error_code ec, std::size_t) {
+                                                   if (ec) return self->close();
+                                                   self->clientToInner();
+                                               });
+                         });
+}
+
+void TlsPipe::innerToClient() {
+    inner_.async_read_some(
+        asio::buffer(down_), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+            if (ec) {
+                // The session closed the connection: end TLS properly (a
+                // close_notify), bounded in time, then close.
+                beast::get_lowest_layer(self->tls_).expires_after(kShutdownTimeout);
+                self->tls_.async_shutdown([self](beast::error_code) { self->close(); });
+                return;
+            }
+            asio::async_write(self->tls_, asio::buffer(self->down_.data(), n),
+                              [self](beast::error_code ec, std::size_t) {
+                                  if (ec) return self->close();
+                                  self->innerToClient();
+                              });
+        });
+}
+
+void TlsPipe::close() {
+    if (closed_) return;
+    closed_ = true;
+    boost::system::error_code ignored;
+    inner_.close(ignored);
+    beast::get_lowest_layer(tls_).socket().close(ignored);
+}
+
+}  // namespace airlock::api

@@ -1,0 +1,36 @@
+#pragma once
+#include <array>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <memory>
+
+namespace airlock::api {
+
+// One TLS connection: the handshake, then bytes both ways between the TLS
+// stream and a local socket whose other end is an ordinary HttpSession.
+// Every session type (JSON, uploads, downloads, WebSockets, previews) thus
+// gets HTTPS and WSS without knowing it. Memory per connection: two 16 KiB
+// buffers plus OpenSSL's own.
+class TlsPipe : public std::enable_shared_from_this<TlsPipe> {
+  public:
+    TlsPipe(boost::asio::ip::tcp::socket&& client,
+            boost::asio::local::stream_protocol::socket&& inner, boost::asio::ssl::context& ctx,
+            std::shared_ptr<void> connectionSlot);
+    void start();
+
+  private:
+    void clientToInner();
+    void innerToClient();
+    void close();
+
+    boost::beast::ssl_stream<boost::beast::tcp_stream> tls_;
+    boost::asio::local::stream_protocol::socket inner_;
+    std::shared_ptr<void> connectionSlot_;
+    std::array<char, 16 * 1024> up_{};
+    std::array<char, 16 * 1024> down_{};
+    bool closed_ = false;
+};
+
+}  // namespace airlock::api
