@@ -28,6 +28,7 @@
 #include "core/SecretCipher.hpp"
 #include "core/Sha256.hpp"
 #include "support/DaemonProcess.hpp"
+#include "support/OpenApiRoutes.hpp"
 #include "support/TestEnv.hpp"
 
 namespace airlock {
@@ -407,6 +408,113 @@ TEST_F(ChannelOverHttp, StreamsNeverUpgradeForAWrongRoleTenantOrRevokedKey) {
         403);
     EXPECT_EQ(approverClient.request("GET", "/v1/sandboxes/" + id).status, 200)
         << "it may read the sandbox";
+}
+
+// Every route of api/openapi.yaml (kept equal to the route table by a unit
+// test), walked with no key, a revoked key, each role and another tenant's
+// key: 401, 403 and 404 exactly where the roles say, never a 101 for a key
+// that may not open the stream. Allowed calls name objects that do not exist
+// or carry a body with an unknown field, so the walk changes nothing.
+TEST_F(ChannelOverHttp, EveryRouteAnswersEachKindOfKeyAsItsRolesSay) {
+    auto mint = [&](const std::string& tenant, const std::string& role) {
+        auto r = client->request("POST", "/v1/keys",
+                                 R"({"tenant":")" + tenant + R"(","role":")" + role +
+                                     R"(","name":"walk"})");
+        EXPECT_EQ(r.status, 201) << r.body;
+        return json::parse(r.body);
+    };
+    // The fixture's sandbox belongs to the admin key's tenant: the walk's
+    // own, made by its agent key.
+    std::string agentKey = mint("acme", "agent")["key"];
+    std::string approverKey = mint("acme", "approver")["key"];
+    std::string otherKey = mint("globex", "agent")["key"];
+    auto revoked = mint("acme", "agent");
+    ASSERT_EQ(client->request("DELETE", "/v1/keys/" + revoked["id"].get<std::string>()).status,
+              204);
+    cli::HttpClient agent(daemon->url(), agentKey);
+    auto created = agent.request("POST", "/v1/sandboxes", R"({"template":"minimal"})");
+    ASSERT_EQ(created.status, 201) << created.body;
+    const std::string real = json::parse(created.body)["id"];
+    const std::string fake = "sbx-aaaaaaaaaaaaaaaaaaaa";
+
+    // The path with its parameters filled: the sandbox's id first, harmless
+    // values for the rest.
+    auto fill = [](const std::string& pattern, const std::string& sandbox) {
+        std::string out;
+        bool firstParam = true;
+        for (std::size_t i = 0; i < pattern.size(); ++i) {
+            if (pattern[i] != '{') {
+                out += pattern[i];
+                continue;
+            }
+            std::size_t close = pattern.find('}', i);
+            std::string name = pattern.substr(i + 1, close - i - 1);
+            i = close;
+            bool sandboxParam = firstParam && out == "/v1/sandboxes/";
+            firstParam = false;
+            if (sandboxParam) out += sandbox;
+            else if (name == "name") out += "acme";
+            else if (name == "pid" || name == "port") out += "4242";
+            else if (out.rfind("/v1/snapshots/", 0) == 0) out += "snap-aaaaaaaaaaaaaaaaaaaa";
+            else if (out.rfind("/v1/approvals/", 0) == 0) out += "apr-aaaaaaaaaaaaaaaaaaaa";
+            else if (out.rfind("/v1/keys/", 0) == 0) out += "key-aaaaaaaaaaaaaaaaaaaa";
+            else out += "x-aaaaaaaaaaaaaaaaaaaa";
+        }
+        return out;
+    };
+    auto statusOf = [&](const test::DocumentedRoute& route, const std::string& path,
+                        const std::string& withKey) {
+        if (route.path.size() > 3 && route.path.substr(route.path.size() - 3) == "/ws") {
+            std::string head = "GET " + path +
+                               " HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: "
+                               "websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: "
+                               "dGhlIHNhbXBsZSBub25jZQ==\r\n";
+            if (!withKey.empty()) head += "Authorization: Bearer " + withKey + "\r\n";
+            std::string answer = rawHttp(port, head + "\r\n");
+            if (answer.size() < 12) return 0;
+            return std::stoi(answer.substr(9, 3));
+        }
+        cli::HttpClient c(daemon->url(), withKey);
+        std::string body = route.method == "GET" || route.method == "DELETE" ? "" : R"({"walk":true})";
+        return c.request(route.method, path, body).status;
+    };
+
+    struct Caller {
+        std::string name, key, role;
+        bool otherTenant = false;
+    };
+    std::vector<Caller> callers{{"no key", "", ""},
+                                {"a revoked key", revoked["key"], ""},
+                                {"an agent key", agentKey, "agent"},
+                                {"an approver key", approverKey, "approver"},
+                                {"an admin key", key, "admin"},
+                                {"another tenant's agent key", otherKey, "agent", true}};
+    std::size_t walked = 0;
+    for (const auto& route : test::documentedRoutes()) {
+        if (route.roles.empty()) continue;  // public
+        bool sandboxRoute = route.path.rfind("/v1/sandboxes/{", 0) == 0;
+        for (const auto& caller : callers) {
+            std::string what = route.method + " " + route.path + " with " + caller.name;
+            if (caller.role.empty()) {
+                EXPECT_EQ(statusOf(route, fill(route.path, real), caller.key), 401) << what;
+            } else if (caller.otherTenant && sandboxRoute) {
+                EXPECT_EQ(statusOf(route, fill(route.path, real), caller.key), 404)
+                    << what << ": another tenant's sandbox does not exist for it";
+            } else if (!route.has(caller.role)) {
+                EXPECT_EQ(statusOf(route, fill(route.path, real), caller.key), 403) << what;
+            } else {
+                int status = statusOf(route, fill(route.path, fake), caller.key);
+                EXPECT_TRUE(status != 401 && status != 403 && status != 101 && status >= 200 &&
+                            status < 500)
+                    << what << " answered " << status;
+            }
+            ++walked;
+        }
+    }
+    EXPECT_GT(walked, 6u * 40u);
+    // Nothing the walk was refused touched the sandbox.
+    EXPECT_EQ(agent.request("GET", "/v1/sandboxes/" + real).status, 200);
+    EXPECT_EQ(agent.request("DELETE", "/v1/sandboxes/" + real).status, 204);
 }
 
 // The guest's refusal of an upload can reach the daemon before the body

@@ -10,6 +10,7 @@
 #include "api/Router.hpp"
 #include "core/Clock.hpp"
 #include "store/ApiKeyStore.hpp"
+#include "support/OpenApiRoutes.hpp"
 
 namespace airlock::api {
 namespace {
@@ -212,32 +213,9 @@ TEST_F(RouterRolesTest, AdminsSeeEveryTenantAndManageKeys) {
 // api/openapi.yaml states each operation's roles (x-roles); they must be the
 // route table's, route for route.
 TEST_F(RouterRolesTest, OpenApiStatesTheRolesOfEveryRoute) {
-    std::ifstream in(std::string(AIRLOCK_SOURCE_DIR) + "/api/openapi.yaml");
-    ASSERT_TRUE(in) << "api/openapi.yaml";
-    auto normalize = [](std::string path) {
-        std::string out;
-        for (std::size_t i = 0; i < path.size(); ++i) {
-            if (path[i] == '{') {
-                out += "{}";
-                i = path.find('}', i);
-            } else {
-                out += path[i];
-            }
-        }
-        return out;
-    };
     std::map<std::string, std::string> documented;  // "GET /v1/x/{}" -> "[agent, admin]"
-    std::string line, path, method;
-    while (std::getline(in, line)) {
-        if (line.rfind("  /", 0) == 0 && line.back() == ':') {
-            path = normalize(line.substr(2, line.size() - 3));
-        } else if (line.rfind("    ", 0) == 0 && line[4] != ' ' && line.back() == ':') {
-            method = line.substr(4, line.size() - 5);
-            for (auto& ch : method) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-        } else if (line.rfind("      x-roles: ", 0) == 0) {
-            documented[method + " " + path] = line.substr(15);
-        }
-    }
+    for (const auto& route : test::documentedRoutes())
+        if (!route.roles.empty()) documented[route.method + " " + route.normalized] = route.roles;
     auto text = [](Router::Roles roles) {
         std::string out;
         for (Role r : {Role::agent, Role::approver, Role::admin})
