@@ -45,6 +45,11 @@ ApiResponse errorResponse(int status, const std::string& code, const std::string
                        j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"};
 }
 
+ApiResponse jsonResponse(int status, const nlohmann::json& j) {
+    return ApiResponse{status, "application/json",
+                       j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"};
+}
+
 ApiResponse errorResponse(ErrorCode code, const std::string& message) {
     return errorResponse(httpStatusFor(code), std::string(errorCodeName(code)), message);
 }

@@ -331,18 +331,13 @@ TenantRecord parseTenantUpdate(const std::string& name, const std::string& body)
     if (j.contains("quota")) {
         const json& q = j["quota"];
         requireObject(q, "'quota'");
-        rejectUnknownFields(
-            q, {"sandboxes", "vcpus", "memory_mib", "disk_gib", "snapshots", "concurrent_execs"},
-            "quota");
-        auto get = [&](const char* k, std::optional<std::uint64_t>& v) {
-            if (q.contains(k)) v = readUnsigned(q, k, 0, 1u << 30);
-        };
-        get("sandboxes", t.quota.sandboxes);
-        get("vcpus", t.quota.vcpus);
-        get("memory_mib", t.quota.memoryMib);
-        get("disk_gib", t.quota.diskGib);
-        get("snapshots", t.quota.snapshots);
-        get("concurrent_execs", t.quota.concurrentExecs);
+        for (const auto& [key, value] : q.items()) {
+            bool known = false;
+            for (const auto& f : kTenantQuotaFields) known = known || key == f.name;
+            if (!known) throw Error(ErrorCode::bad_request, "unknown field '" + key + "' in quota");
+        }
+        for (const auto& f : kTenantQuotaFields)
+            if (q.contains(f.name)) t.quota.*f.limit = readUnsigned(q, f.name, 0, 1u << 30);
     }
     if (j.contains("policy")) {
         auto rules = parsePolicyRules(j["policy"]);
@@ -358,26 +353,15 @@ TenantRecord parseTenantUpdate(const std::string& name, const std::string& body)
 }
 
 nlohmann::json tenantJson(const TenantRecord& t, const TenantUsage& usage) {
-    json quota = json::object();
-    auto put = [&](const char* k, const std::optional<std::uint64_t>& v) {
-        if (v) quota[k] = *v;
-    };
-    put("sandboxes", t.quota.sandboxes);
-    put("vcpus", t.quota.vcpus);
-    put("memory_mib", t.quota.memoryMib);
-    put("disk_gib", t.quota.diskGib);
-    put("snapshots", t.quota.snapshots);
-    put("concurrent_execs", t.quota.concurrentExecs);
+    json quota = json::object(), used = json::object();
+    for (const auto& f : kTenantQuotaFields) {
+        if (t.quota.*f.limit) quota[f.name] = *(t.quota.*f.limit);
+        used[f.name] = usage.*f.used;
+    }
     json j{{"name", t.name},
            {"quota", quota},
            {"policy", {{"deny", t.deny}, {"approve", t.approve}, {"allow", t.allow}}},
-           {"usage",
-            {{"sandboxes", usage.sandboxes},
-             {"vcpus", usage.vcpus},
-             {"memory_mib", usage.memoryMib},
-             {"disk_gib", usage.diskGib},
-             {"snapshots", usage.snapshots},
-             {"concurrent_execs", usage.concurrentExecs}}},
+           {"usage", used},
            {"updated_at", t.updatedAt.empty() ? json(nullptr) : json(t.updatedAt)}};
     j["network"] = t.networkSet ? json{{"allow", t.networkAllow}} : json(nullptr);
     return j;

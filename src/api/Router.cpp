@@ -63,11 +63,6 @@ json limitsJson(const EnforcedLimits& l) {
 TenantScope scopeOf(const Router::Context& c) {
     return c.admin() ? TenantScope::all() : TenantScope::only(c.tenant);
 }
-
-ApiResponse jsonResponse(int status, const json& j) {
-    return ApiResponse{status, "application/json",
-                       j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"};
-}
 }  // namespace
 
 std::vector<std::string> splitPath(const std::string& path) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "api/ErrorMapping.hpp"
 #include "api/RequestParsing.hpp"
 #include "api/Router.hpp"
 #include "core/Clock.hpp"
@@ -15,10 +16,6 @@
 namespace airlock::api {
 
 namespace {
-ApiResponse keysJsonResponse(int status, const nlohmann::json& j) {
-    return ApiResponse{status, "application/json", j.dump() + "\n"};
-}
-
 // Resident memory of every sandbox QEMU on the host (their command lines
 // name the domain airlock-sbx-...).
 std::uint64_t qemuRssBytes() {
@@ -65,7 +62,7 @@ void Router::addKeyRoutes() {
                            request.tenant + ") created by " + c.principal.keyId);
         auto j = keyJson(created.record);
         j["key"] = created.key;  // shown once: only its hash is kept
-        return keysJsonResponse(201, j);
+        return jsonResponse(201, j);
     });
     add("GET", "/v1/keys", kAdmins, [this](Context& c) {
         std::optional<std::string> tenant;
@@ -75,7 +72,7 @@ void Router::addKeyRoutes() {
         }
         nlohmann::json list = nlohmann::json::array();
         for (const auto& k : keys_.list(tenant)) list.push_back(keyJson(k));
-        return keysJsonResponse(200, {{"keys", list}});
+        return jsonResponse(200, {{"keys", list}});
     });
     add("DELETE", "/v1/keys/{}", kAdmins, [this](Context& c) {
         auto key = keys_.find(c.params[0]);
@@ -93,7 +90,7 @@ void Router::addKeyRoutes() {
     add("PUT", "/v1/tenants/{}", kAdmins, [this](Context& c) {
         auto t = controller_.putTenant(parseTenantUpdate(c.params[0], c.request.body));
         logInfo("api", "tenant " + t.name + " set by " + c.principal.keyId);
-        return keysJsonResponse(200, tenantJson(t, controller_.usageOf(t.name)));
+        return jsonResponse(200, tenantJson(t, controller_.usageOf(t.name)));
     });
     add("GET", "/v1/tenants/{}", kAdmins, [this](Context& c) {
         const std::string& name = c.params[0];
@@ -104,7 +101,7 @@ void Router::addKeyRoutes() {
         if (!t && keys_.list(name).empty()) throw Error(ErrorCode::not_found, "no tenant " + name);
         TenantRecord shown = t ? *t : TenantRecord{};
         shown.name = name;
-        return keysJsonResponse(200, tenantJson(shown, controller_.usageOf(name)));
+        return jsonResponse(200, tenantJson(shown, controller_.usageOf(name)));
     });
     add("GET", "/v1/tenants", kAdmins, [this](Context&) {
         std::map<std::string, TenantRecord> all;
@@ -112,7 +109,7 @@ void Router::addKeyRoutes() {
         for (auto& t : controller_.listTenants()) all[t.name] = t;
         nlohmann::json list = nlohmann::json::array();
         for (const auto& [name, t] : all) list.push_back(tenantJson(t, controller_.usageOf(name)));
-        return keysJsonResponse(200, {{"tenants", list}});
+        return jsonResponse(200, {{"tenants", list}});
     });
 
     add("GET", "/metrics", kAdmins, [this](Context&) {

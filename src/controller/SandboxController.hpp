@@ -95,11 +95,6 @@ struct EnforcedLimits {
 };
 
 // What a tenant holds, against its quota.
-struct TenantUsage {
-    std::uint64_t sandboxes = 0, vcpus = 0, memoryMib = 0, diskGib = 0, snapshots = 0,
-                  concurrentExecs = 0;
-};
-
 // The stores the controller writes (one SQLite database in airlockd).
 struct ControllerStores {
     SandboxStore& sandboxes;

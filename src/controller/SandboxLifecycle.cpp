@@ -153,7 +153,7 @@ void SandboxController::enforceTimeouts() {
 SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std::string& id) {
     requireOwned(tenant, id);
     requireFreeSpace("snapshot");
-    requireSnapshotQuota(tenant);
+    requireSnapshotQuota(tenant);  // early, cheap; checked again where it is counted
     auto lifecycle = lifecycleMutex(id);
     std::lock_guard op(*lifecycle);
     auto r = requireOwned(tenant, id);
@@ -180,7 +180,14 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
     if (s.hasDisk) layers.push_back(s.id);
     s.layersJson = nlohmann::json(layers).dump();
     s.createdAt = nowTimestamp();
-    snapshots_.insert(s);  // written first: recover() removes a half-taken snapshot
+    {
+        // Checked and counted in one step: two snapshots at once cannot both
+        // take the tenant's last one.
+        auto quota = quotaLock(tenant);
+        std::lock_guard counted(*quota);
+        requireSnapshotQuota(tenant);
+        snapshots_.insert(s);  // written first: recover() removes a half-taken snapshot
+    }
 
     std::string dir = snapshotDir(s);
     std::string domain = domainName(id);

@@ -9,30 +9,16 @@ using nlohmann::json;
 
 json quotaToJson(const TenantQuota& q) {
     json j = json::object();
-    auto put = [&](const char* k, const std::optional<std::uint64_t>& v) {
-        if (v) j[k] = *v;
-    };
-    put("sandboxes", q.sandboxes);
-    put("vcpus", q.vcpus);
-    put("memory_mib", q.memoryMib);
-    put("disk_gib", q.diskGib);
-    put("snapshots", q.snapshots);
-    put("concurrent_execs", q.concurrentExecs);
+    for (const auto& f : kTenantQuotaFields)
+        if (q.*f.limit) j[f.name] = *(q.*f.limit);
     return j;
 }
 
 TenantQuota quotaFromJson(const json& j) {
     TenantQuota q;
-    auto get = [&](const char* k, std::optional<std::uint64_t>& v) {
-        if (j.is_object() && j.contains(k) && j[k].is_number_unsigned())
-            v = j[k].get<std::uint64_t>();
-    };
-    get("sandboxes", q.sandboxes);
-    get("vcpus", q.vcpus);
-    get("memory_mib", q.memoryMib);
-    get("disk_gib", q.diskGib);
-    get("snapshots", q.snapshots);
-    get("concurrent_execs", q.concurrentExecs);
+    for (const auto& f : kTenantQuotaFields)
+        if (j.is_object() && j.contains(f.name) && j[f.name].is_number_unsigned())
+            q.*f.limit = j[f.name].get<std::uint64_t>();
     return q;
 }
 

@@ -1,4 +1,5 @@
 #pragma once
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,6 +16,28 @@ struct TenantQuota {
     std::optional<std::uint64_t> snapshots;
     std::optional<std::uint64_t> concurrentExecs;
 };
+
+// What a tenant holds now, figure for figure against its quota.
+struct TenantUsage {
+    std::uint64_t sandboxes = 0, vcpus = 0, memoryMib = 0, diskGib = 0, snapshots = 0,
+                  concurrentExecs = 0;
+};
+
+// The quota's figures by their JSON names: the one list the store, the
+// request parser and the API's answers all read and write.
+struct TenantQuotaField {
+    const char* name;
+    std::optional<std::uint64_t> TenantQuota::*limit;
+    std::uint64_t TenantUsage::*used;
+};
+inline constexpr std::array<TenantQuotaField, 6> kTenantQuotaFields{{
+    {"sandboxes", &TenantQuota::sandboxes, &TenantUsage::sandboxes},
+    {"vcpus", &TenantQuota::vcpus, &TenantUsage::vcpus},
+    {"memory_mib", &TenantQuota::memoryMib, &TenantUsage::memoryMib},
+    {"disk_gib", &TenantQuota::diskGib, &TenantUsage::diskGib},
+    {"snapshots", &TenantQuota::snapshots, &TenantUsage::snapshots},
+    {"concurrent_execs", &TenantQuota::concurrentExecs, &TenantUsage::concurrentExecs},
+}};
 
 // A tenant's settings (PUT /v1/tenants/{name}). Its command rules are the
 // floor under every sandbox of the tenant; its network allowlist bounds

@@ -2,7 +2,9 @@
 // quotas are checked before anything starts.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
+#include <thread>
 
 #include "ControllerFixture.hpp"
 #include "core/Error.hpp"
@@ -113,6 +115,32 @@ TEST_F(SandboxTenantsTest, QuotasAreCheckedBeforeAnythingStartsAndFreedWithTheir
     controller->destroy("acme", b.id);
     controller->destroy("acme", c.id);
     EXPECT_EQ(controller->usageOf("acme").sandboxes, 0u);
+}
+
+// Two snapshots at once (of two sandboxes, so no sandbox lock orders them)
+// cannot both take the tenant's last snapshot.
+TEST_F(SandboxTenantsTest, SimultaneousSnapshotsCannotBothTakeTheLastOne) {
+    auto a = controller->create("acme", CreateSandboxRequest{});
+    auto b = controller->create("acme", CreateSandboxRequest{});
+    for (int round = 0; round < 20; ++round) {
+        std::atomic<int> taken{0}, refused{0};
+        std::vector<std::string> ids(2);
+        std::vector<std::thread> threads;
+        for (int i = 0; i < 2; ++i)
+            threads.emplace_back([&, i] {
+                try {
+                    ids[i] = controller->snapshot("acme", i == 0 ? a.id : b.id).id;
+                    ++taken;
+                } catch (const Error& e) {
+                    if (e.code() == ErrorCode::quota_exceeded) ++refused;
+                }
+            });
+        for (auto& t : threads) t.join();
+        ASSERT_EQ(taken.load(), 1) << "round " << round;
+        ASSERT_EQ(refused.load(), 1);
+        for (const auto& id : ids)
+            if (!id.empty()) controller->deleteSnapshot("acme", id);
+    }
 }
 
 TEST_F(SandboxTenantsTest, ConcurrentExecsAreHeldToTheQuotaAndReleasedWhenTheyEnd) {
