@@ -18,6 +18,7 @@ HttpServer::HttpServer(asio::io_context& ioc, const std::string& host, unsigned 
                        HttpLimits limits, std::shared_ptr<asio::ssl::context> tls)
     : ioc_(ioc),
       acceptor_(asio::make_strand(ioc)),
+      acceptBackoff_(acceptor_.get_executor()),
       router_(router),
       controller_(controller),
       workers_(workers),
@@ -55,7 +56,15 @@ void HttpServer::accept() {
                                        " connections open");
                 }
             } else if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space) {
-                logWarn("api", "accept failed: " + ec.message());
+                // Out of descriptors: the pending connection stays in the
+                // backlog, so accepting again at once would spin the I/O
+                // thread. Breathe, then try.
+                logWarn("api", "accept failed: " + ec.message() + "; retrying in 200 ms");
+                acceptBackoff_.expires_after(std::chrono::milliseconds(200));
+                acceptBackoff_.async_wait([this](boost::system::error_code waitEc) {
+                    if (!waitEc) accept();
+                });
+                return;
             }
             accept();
         });
@@ -100,6 +109,7 @@ void HttpServer::serve(tcp::socket socket, std::shared_ptr<void> slot) {
 void HttpServer::stop() {
     boost::system::error_code ec;
     acceptor_.close(ec);
+    acceptBackoff_.cancel();
 }
 
 }  // namespace airlock::api

@@ -2,6 +2,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <memory>
 #include <string>
@@ -29,6 +30,7 @@ class HttpServer {
 
     boost::asio::io_context& ioc_;
     boost::asio::ip::tcp::acceptor acceptor_;
+    boost::asio::steady_timer acceptBackoff_;
     Router& router_;
     SandboxController& controller_;
     boost::asio::thread_pool& workers_;

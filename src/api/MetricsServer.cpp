@@ -96,6 +96,7 @@ MetricsServer::MetricsServer(asio::io_context& ioc, const std::string& host, uns
                              asio::thread_pool& workers, std::function<std::string()> metrics)
     : ioc_(ioc),
       acceptor_(asio::make_strand(ioc)),
+      acceptBackoff_(acceptor_.get_executor()),
       workers_(workers),
       metrics_(std::move(metrics)) {
     boost::system::error_code ec;
@@ -114,24 +115,33 @@ MetricsServer::MetricsServer(asio::io_context& ioc, const std::string& host, uns
 }
 
 void MetricsServer::accept() {
-    acceptor_.async_accept(asio::make_strand(ioc_),
-                           [this](boost::system::error_code ec, tcp::socket socket) {
-                               if (ec == asio::error::operation_aborted) return;
-                               if (!ec) {
-                                   if (auto slot = connections_.tryAcquire())
-                                       std::make_shared<MetricsSession>(std::move(socket), workers_,
-                                                                        metrics_, std::move(slot))
-                                           ->start();
-                                   else
-                                       socket.close(ec);
-                               }
-                               accept();
-                           });
+    acceptor_.async_accept(
+        asio::make_strand(ioc_), [this](boost::system::error_code ec, tcp::socket socket) {
+            if (ec == asio::error::operation_aborted) return;
+            if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space) {
+                // Accepting again at once would spin the I/O thread.
+                acceptBackoff_.expires_after(std::chrono::milliseconds(200));
+                acceptBackoff_.async_wait([this](boost::system::error_code waitEc) {
+                    if (!waitEc) accept();
+                });
+                return;
+            }
+            if (!ec) {
+                if (auto slot = connections_.tryAcquire())
+                    std::make_shared<MetricsSession>(std::move(socket), workers_, metrics_,
+                                                     std::move(slot))
+                        ->start();
+                else
+                    socket.close(ec);
+            }
+            accept();
+        });
 }
 
 void MetricsServer::stop() {
     boost::system::error_code ec;
     acceptor_.close(ec);
+    acceptBackoff_.cancel();
 }
 
 }  // namespace airlock::api

@@ -1,6 +1,7 @@
 #pragma once
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <functional>
 #include <string>
@@ -25,6 +26,7 @@ class MetricsServer {
 
     boost::asio::io_context& ioc_;
     boost::asio::ip::tcp::acceptor acceptor_;
+    boost::asio::steady_timer acceptBackoff_;
     boost::asio::thread_pool& workers_;
     std::function<std::string()> metrics_;
     unsigned short port_ = 0;

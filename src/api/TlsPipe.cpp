@@ -10,13 +10,23 @@ using namespace std::chrono_literals;
 namespace {
 constexpr auto kHandshakeTimeout = 10s;
 constexpr auto kShutdownTimeout = 2s;
+constexpr auto kWriteTimeout = 60s;  // as an HttpSession's own writes
 }  // namespace
 
 TlsPipe::TlsPipe(asio::ip::tcp::socket&& client, asio::local::stream_protocol::socket&& inner,
                  asio::ssl::context& ctx, std::shared_ptr<void> connectionSlot)
     : tls_(beast::tcp_stream(std::move(client)), ctx),
       inner_(std::move(inner)),
-      connectionSlot_(std::move(connectionSlot)) {}
+      connectionSlot_(std::move(connectionSlot)),
+      writeDeadline_(tls_.get_executor()),
+      shutdownDeadline_(tls_.get_executor()) {}
+
+void TlsPipe::arm(asio::steady_timer& timer, std::chrono::steady_clock::duration after) {
+    timer.expires_after(after);
+    timer.async_wait([self = shared_from_this()](beast::error_code ec) {
+        if (!ec) self->close();
+    });
+}
 
 void TlsPipe::start() {
     // A client that connects and says nothing holds a slot for 10 s at most.
@@ -24,8 +34,9 @@ void TlsPipe::start() {
     tls_.async_handshake(asio::ssl::stream_base::server,
                          [self = shared_from_this()](beast::error_code ec) {
                              if (ec) return self->close();
-                             // From here the HttpSession's own timeouts rule:
-                             // it closes its end, and the pipe follows.
+                             // From here the HttpSession's timeouts bound the
+                             // client's silence (it closes its end, the pipe
+                             // follows); the pipe's own bound its writes.
                              beast::get_lowest_layer(self->tls_).expires_never();
                              self->clientToInner();
                              self->innerToClient();
@@ -56,12 +67,15 @@ void TlsPipe::innerToClient() {
             if (ec) {
                 // The session closed the connection: end TLS properly (a
                 // close_notify), bounded in time, then close.
-                beast::get_lowest_layer(self->tls_).expires_after(kShutdownTimeout);
+                if (self->closed_) return;
+                self->arm(self->shutdownDeadline_, kShutdownTimeout);
                 self->tls_.async_shutdown([self](beast::error_code) { self->close(); });
                 return;
             }
+            self->arm(self->writeDeadline_, kWriteTimeout);
             asio::async_write(self->tls_, asio::buffer(self->down_.data(), n),
                               [self](beast::error_code ec, std::size_t) {
+                                  self->writeDeadline_.cancel();
                                   if (ec) return self->close();
                                   self->innerToClient();
                               });
@@ -71,6 +85,8 @@ void TlsPipe::innerToClient() {
 void TlsPipe::close() {
     if (closed_) return;
     closed_ = true;
+    writeDeadline_.cancel();
+    shutdownDeadline_.cancel();
     boost::system::error_code ignored;
     inner_.close(ignored);
     beast::get_lowest_layer(tls_).socket().close(ignored);

@@ -2,8 +2,10 @@
 #include <array>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
+#include <chrono>
 #include <memory>
 
 namespace airlock::api {
@@ -24,10 +26,16 @@ class TlsPipe : public std::enable_shared_from_this<TlsPipe> {
     void clientToInner();
     void innerToClient();
     void close();
+    // Closes the connection when `timer` expires first (a client that stops
+    // reading, or never answers the TLS close): the ssl layer's own waits
+    // are not bounded by the tcp_stream's timeouts.
+    void arm(boost::asio::steady_timer& timer, std::chrono::steady_clock::duration after);
 
     boost::beast::ssl_stream<boost::beast::tcp_stream> tls_;
     boost::asio::local::stream_protocol::socket inner_;
     std::shared_ptr<void> connectionSlot_;
+    boost::asio::steady_timer writeDeadline_;
+    boost::asio::steady_timer shutdownDeadline_;
     std::array<char, 16 * 1024> up_{};
     std::array<char, 16 * 1024> down_{};
     bool closed_ = false;
