@@ -264,13 +264,18 @@ TEST_F(DaemonResilience, AHostileGuestEndsOnlyItsOwnSession) {
         admin->putFile("/v1/sandboxes/" + hostile + "/files?path=/tmp/evil.bin", evilPath).status,
         201);
     // As root: stop the agent, take its port, write the frames, then flood
-    // the channel without reading anything, for a while.
+    // the channel without reading anything, for a while. The killed agent
+    // may have left half a frame on the wire: a frame's worth of zeros first
+    // completes it (the host skips the rest as stale bytes up to the next
+    // magic), so the crafted frames are read as frames.
     std::string script =
         "for d in /sys/class/virtio-ports/*; do [ \"$(cat $d/name)\" = org.airlock.agent.0 ] && "
         "port=/dev/${d##*/}; done; "
-        "for i in $(seq 200); do kill -9 $(pidof airlock-agent) 2>/dev/null; "
-        "if { cat /tmp/evil.bin; timeout 15 cat /dev/zero; true; } > $port 2>/dev/null; then "
-        "break; fi; sleep 0.05; done";
+        "for i in $(seq 400); do kill -9 $(pidof airlock-agent) 2>/dev/null; "
+        "if { head -c " +
+        std::to_string(protocol::kMaxPayload + protocol::kHeaderSize) +
+        " /dev/zero; cat /tmp/evil.bin; timeout 15 cat /dev/zero; true; } > $port 2>/dev/null; "
+        "then break; fi; sleep 0.05; done";
     json start{{"shell", script}, {"user", "root"}};
     auto started = admin->request("POST", "/v1/sandboxes/" + hostile + "/processes", start.dump());
     ASSERT_EQ(started.status, 201) << started.body;
