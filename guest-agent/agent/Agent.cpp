@@ -23,6 +23,7 @@
 #include "agent/EgressListener.hpp"
 #include "agent/ExecStream.hpp"
 #include "agent/FileStreams.hpp"
+#include "agent/WorkspaceStreams.hpp"
 #include "agent/Spawn.hpp"
 #include "agent/TunnelStream.hpp"
 #include "protocol/Messages.hpp"
@@ -370,6 +371,10 @@ void Agent::handleOpen(const protocol::Frame& frame) {
             handler = std::make_unique<FileWriteStream>(id, *this, request);
         } else if (op == "file_read") {
             handler = std::make_unique<FileReadStream>(id, *this, request);
+        } else if (op == "workspace_scan") {
+            handler = std::make_unique<WorkspaceScanStream>(id, *this, request);
+        } else if (op == "archive_unpack") {
+            handler = std::make_unique<ArchiveUnpackStream>(id, *this, request);
         } else if (op == "fs") {
             return runFsOp(id, *this, request);
         } else if (op == "tunnel") {

@@ -35,6 +35,7 @@ Error agentError(const std::string& code, const std::string& message) {
     if (code == "permission_denied") return Error(ErrorCode::forbidden, message);
     if (code == "bad_request") return Error(ErrorCode::bad_request, message);
     if (code == "busy") return Error(ErrorCode::unavailable, message);
+    if (code == "too_large") return Error(ErrorCode::payload_too_large, message);
     return Error(ErrorCode::agent_error, message.empty() ? code : message);
 }
 

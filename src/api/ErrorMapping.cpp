@@ -18,6 +18,8 @@ int httpStatusFor(ErrorCode code) {
             return 404;
         case ErrorCode::conflict:
             return 409;
+        case ErrorCode::unprocessable:
+            return 422;
         case ErrorCode::payload_too_large:
             return 413;
         case ErrorCode::agent_timeout:

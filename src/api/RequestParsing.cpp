@@ -1,5 +1,7 @@
 #include "api/RequestParsing.hpp"
 
+#include "api/WorkspaceParsing.hpp"
+
 #include <regex>
 
 #include "core/Clock.hpp"
@@ -58,7 +60,7 @@ CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     rejectUnknownFields(
         j,
         {"template", "snapshot", "boot", "vcpus", "memory_mib", "disk_gib", "timeout_s",
-         "on_timeout", "metadata", "env", "policy", "secrets", "network"},
+         "on_timeout", "metadata", "env", "policy", "secrets", "network", "workspace"},
         "sandbox request");
     CreateSandboxRequest r;
     if (j.contains("template") && j.contains("snapshot"))
@@ -80,6 +82,7 @@ CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     if (j.contains("policy")) r.policy = parsePolicyRules(j["policy"]);
     if (j.contains("secrets")) r.secrets = parseSecrets(j["secrets"]);
     if (j.contains("network")) r.networkAllow = parseNetwork(j["network"]);
+    if (j.contains("workspace")) r.workspace = parseWorkspaceSpec(j["workspace"]);
     return r;
 }
 

@@ -194,6 +194,8 @@ Router::Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& 
     });
     add("POST", "/v1/sandboxes", kDrivers, [this](Context& c) {
         auto request = parseCreateSandbox(c.request.body);
+        if (request.workspace)
+            return jsonResponse(201, sandboxJson(workspaces().createSandbox(c.tenant, request)));
         return jsonResponse(201, sandboxJson(controller_.create(c.tenant, request)));
     });
     add("GET", "/v1/sandboxes", kAnyRole, [this](Context& c) {
@@ -306,7 +308,9 @@ Router::Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& 
         auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
         while (g.state == "running" && std::chrono::steady_clock::now() < deadline) {
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
-            g = controller_.getExec(c.tenant, g.sandboxId, g.id);
+            auto now = controller_.findGated(g.id);  // an exec or a push
+            if (!now) break;
+            g = *now;
         }
         return jsonResponse(200, gatedExecJson(g));
     });
@@ -339,6 +343,7 @@ Router::Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& 
     });
 
     addKeyRoutes();
+    addWorkspaceRoutes();
 
     // Streaming routes: served by the HTTP session's streaming sessions.
     addStream("GET", "/v1/sandboxes/{}/exec/ws", kDrivers, StreamKind::exec_websocket);

@@ -8,6 +8,7 @@
 #include "api/HttpTypes.hpp"
 #include "api/TenantLimiter.hpp"
 #include "controller/SandboxController.hpp"
+#include "workspace/WorkspaceService.hpp"
 
 namespace airlock::api {
 
@@ -55,6 +56,8 @@ class Router {
     static ApiResponse responseFor(std::exception_ptr error, const ApiRequest& request);
 
     TenantLimiter& limiter() { return limiter_; }
+    // Repository workspaces (without: their routes answer 503).
+    void setWorkspaces(workspace::WorkspaceService* w) { workspaces_ = w; }
 
     // Routes whose bodies stream (the HTTP session serves them itself).
     enum class StreamKind { none, exec_websocket, upload, download, process_logs, preview };
@@ -92,6 +95,8 @@ class Router {
                   AsyncHandler handler);
     void addStream(std::string method, const std::string& pattern, Roles roles, StreamKind kind);
     void addKeyRoutes();
+    void addWorkspaceRoutes();
+    workspace::WorkspaceService& workspaces();
     static bool matchPattern(const std::vector<std::string>& pattern,
                              const std::vector<std::string>& segments,
                              std::vector<std::string>& params, bool prefix = false);
@@ -111,6 +116,7 @@ class Router {
     std::string version_;
     std::vector<Route> routes_;
     TenantLimiter limiter_;
+    workspace::WorkspaceService* workspaces_ = nullptr;
 };
 
 std::vector<std::string> splitPath(const std::string& path);

@@ -34,6 +34,7 @@ SandboxController::SandboxController(ControllerConfig config, Hypervisor& hyperv
       snapshots_(stores.snapshots),
       gated_(stores.gatedExecs),
       audit_(stores.audit),
+      workspaces_(stores.workspaces),
       policy_(config_.operatorRules),
       templates_(templates),
       connector_(std::move(connector)),
@@ -417,6 +418,7 @@ void SandboxController::destroy(const std::string& tenant, const std::string& id
         store_.updateState(id, SandboxState::deleting);
         teardown(id);
     }
+    if (workspaces_) workspaces_->remove(id);
     record(id, tenant, "sandbox.deleted", nlohmann::json::object());
     cancelApprovalsOf(id, "the sandbox was deleted");
     logInfo("controller", "sandbox " + id + " deleted");
@@ -457,7 +459,7 @@ void SandboxController::runExecAsync(const SandboxRecord& r, const ExecOptions& 
     // back has every secret value masked.
     auto secrets = secretsOf(r);  // decrypted once: injection and masking
     auto request = agentRequest(r, options, secrets);
-    auto masker = std::make_shared<SecretMasker>(maskerOf(secrets));
+    auto masker = std::make_shared<SecretMasker>(maskerOf(r, secrets));
     // Set once the deadline is scheduled, cancelled when the exec ends first.
     auto timer = std::make_shared<std::atomic<TimerQueue::Id>>(0);
     auto pending =
@@ -519,14 +521,27 @@ std::map<std::string, SecretSpec> SandboxController::secretsOf(const SandboxReco
     return out;
 }
 
-SecretMasker SandboxController::maskerOf(const std::map<std::string, SecretSpec>& secrets) {
+SecretMasker SandboxController::maskerOf(const SandboxRecord& r,
+                                        const std::map<std::string, SecretSpec>& secrets) const {
     std::vector<std::string> values;
     for (const auto& [name, spec] : secrets) values.push_back(spec.value);
+    ExtraSecrets extra;
+    {
+        std::lock_guard lock(hooksMutex_);
+        extra = extraSecrets_;
+    }
+    if (extra) {
+        try {
+            for (auto& v : extra(r)) values.push_back(std::move(v));
+        } catch (const std::exception& e) {
+            logError("controller", std::string("extra secrets: ") + e.what());
+        }
+    }
     return SecretMasker(values);
 }
 
 SecretMasker SandboxController::maskerFor(const SandboxRecord& r) const {
-    return maskerOf(secretsOf(r));
+    return maskerOf(r, secretsOf(r));
 }
 
 EnforcedLimits SandboxController::enforcedLimits() const {

@@ -18,6 +18,7 @@
 #include "controller/ExecOptions.hpp"
 #include "controller/TemplateCatalog.hpp"
 #include "controller/UidPool.hpp"
+#include "controller/WorkspaceSpec.hpp"
 #include "core/LatencyHistogram.hpp"
 #include "core/SafeFs.hpp"
 #include "core/SecretCipher.hpp"
@@ -32,6 +33,7 @@
 #include "store/SandboxStore.hpp"
 #include "store/SnapshotStore.hpp"
 #include "store/TenantStore.hpp"
+#include "store/WorkspaceStore.hpp"
 
 namespace airlock {
 
@@ -102,6 +104,8 @@ struct ControllerStores {
     SnapshotStore& snapshots;
     GatedExecStore& gatedExecs;
     AuditStore& audit;
+    // Workspace records follow their sandbox into snapshots and clones.
+    WorkspaceStore* workspaces = nullptr;
 };
 
 // What POST .../exec did: ran it, or parked it for a human decision.
@@ -139,6 +143,9 @@ struct CreateSandboxRequest {
     policy::PolicyRules policy;  // per-sandbox rules (deny > approve > allow > defaults)
     std::map<std::string, SecretSpec> secrets;
     std::vector<std::string> networkAllow;  // egress allowlist; empty: no network
+    // A repository workspace (the workspace service prepares it; the
+    // controller itself ignores it).
+    std::optional<WorkspaceSpec> workspace;
 };
 
 // Opens the agent connection of an endpoint (a unix socket path or "vsock:CID:PORT").
@@ -299,6 +306,28 @@ class SandboxController {
                                                    const std::string& token,
                                                    AgentStream::Handler handler);
 
+    // Workspaces (the workspace service sets these): a write through the
+    // files API is checked against the sandbox's write scope (throws
+    // Error(forbidden)); a decided publish approval (a push) goes back to the
+    // service, on a thread of its own.
+    using WriteGuard = std::function<void(const SandboxRecord&, const std::string& path)>;
+    using PublishHandler = std::function<void(const GatedExec&, bool approved)>;
+    void setWorkspaceHooks(WriteGuard guard, PublishHandler publish);
+    // More values masked like a sandbox's secrets (its tenant's git
+    // credentials: typed into a command, they still never reach the audit).
+    using ExtraSecrets = std::function<std::vector<std::string>(const SandboxRecord&)>;
+    void setExtraSecrets(ExtraSecrets source);
+    // Parks an action of class publish for a human: `id` names it (its
+    // GatedExec id), `request` is what the handler gets back.
+    GatedExec parkPublish(const SandboxRecord& r, const std::string& id, const std::string& command,
+                          const std::string& reason, const nlohmann::json& request);
+    // running -> state (pushed, rejected, failed) with why.
+    void finishPublish(const std::string& id, const std::string& state, const std::string& error);
+    std::optional<GatedExec> findGated(const std::string& id) { return gated_.find(id); }
+    void recordEvent(const SandboxRecord& r, const std::string& type, const nlohmann::json& data) {
+        record(r.id, r.tenant, type, data);
+    }
+
     // At start-up: finish half-done deletes, undo half-done creates, mark
     // sandboxes whose VM vanished, and destroy domains nobody owns.
     void recover();
@@ -401,7 +430,8 @@ class SandboxController {
                 const nlohmann::json& data, const SecretMasker* masker = nullptr);
     std::map<std::string, SecretSpec> secretsOf(const SandboxRecord& r) const;
     SecretMasker maskerFor(const SandboxRecord& r) const;
-    static SecretMasker maskerOf(const std::map<std::string, SecretSpec>& secrets);
+    // The secrets' values and the extra ones (setExtraSecrets).
+    SecretMasker maskerOf(const SandboxRecord& r, const std::map<std::string, SecretSpec>& secrets) const;
     void runApproved(GatedExec g);
     GatedExec parkForApproval(const SandboxRecord& r, const ExecOptions& options,
                               const policy::Verdict& v, nlohmann::json data,
@@ -454,6 +484,12 @@ class SandboxController {
     SnapshotStore& snapshots_;
     GatedExecStore& gated_;
     AuditStore& audit_;
+    WorkspaceStore* workspaces_;
+    mutable std::mutex hooksMutex_;
+    WriteGuard writeGuard_;
+    PublishHandler publishHandler_;
+    ExtraSecrets extraSecrets_;
+    void checkWrite(const SandboxRecord& r, const std::string& path);
     policy::CommandPolicy policy_;
     std::mutex waitersMutex_;
     std::map<std::string, DecisionCallback>

@@ -94,7 +94,7 @@ std::shared_ptr<AgentStream> SandboxController::openStreamedExec(const SandboxRe
     request.cols = terminal.cols;
     request.stdin_stream = terminal.stdinStream;
     return MaskedOutput::open(*agent, execJson(request),
-                              std::make_shared<const SecretMasker>(maskerOf(secrets)),
+                              std::make_shared<const SecretMasker>(maskerOf(record, secrets)),
                               std::move(handler));
 }
 
@@ -140,6 +140,7 @@ std::shared_ptr<AgentStream> SandboxController::openUpload(const std::string& te
                                                            std::optional<unsigned> mode,
                                                            AgentStream::Handler handler) {
     requireAbsolute(path);
+    checkWrite(requireOwned(tenant, id), path);
     requireFreeSpace("upload");
     json request{{"op", "file_write"}, {"path", path}};
     if (mode) request["mode"] = *mode;
@@ -160,6 +161,11 @@ json SandboxController::fileOp(const std::string& tenant, const std::string& id,
     requireAbsolute(request.value("path", std::string()));
     json r = request;
     r["op"] = "fs";
+    if (std::string a = request.value("action", ""); a == "mkdir" || a == "remove" || a == "move") {
+        auto owned = requireOwned(tenant, id);
+        checkWrite(owned, request.value("path", ""));
+        if (a == "move") checkWrite(owned, request.value("to", ""));
+    }
     auto agent = runningAgent(tenant, id);
     auto masker = maskerFor(requireOwned(tenant, id));
     auto result = agent->call(r, kOpTimeout);

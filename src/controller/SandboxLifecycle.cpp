@@ -188,6 +188,7 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
         requireSnapshotQuota(tenant);
         snapshots_.insert(s);  // written first: recover() removes a half-taken snapshot
     }
+    if (workspaces_) workspaces_->copy(id, s.id);  // its clones get the sandbox's workspace
 
     std::string dir = snapshotDir(s);
     std::string domain = domainName(id);
@@ -313,6 +314,7 @@ void SandboxController::deleteSnapshot(const std::string& tenant, const std::str
     // Hidden at once; its disk layer stays while a clone (or a later
     // snapshot) still reads it, and goes with the last of them.
     snapshots_.updateState(id, SnapshotState::deleted);
+    if (workspaces_) workspaces_->remove(id);
     std::error_code ec;
     fs::remove(snapshotDir(s) + "/" + kMemoryFile, ec);
     fs::remove(snapshotDir(s) + "/" + kManifestFile, ec);
@@ -488,6 +490,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
                                   " ms, restored " + snap.id + (spare ? " into a spare VM" : "") +
                                   " in " + std::to_string(loaded - verified) + " ms)");
         if (!snap.hasDisk) wantSpare(shape);
+        if (workspaces_ && snap.kind == "user") workspaces_->copy(snap.id, r.id);
         record(r.id, r.tenant, "sandbox.created",
                {{"template", tmpl->name},
                 {"digest", tmpl->digest},

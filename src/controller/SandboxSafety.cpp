@@ -303,6 +303,20 @@ GatedExec SandboxController::decideApproval(const std::string& tenant,
             {"reason", reason}});
     auto decided = *gated_.find(g->id);
     auto parked = parkedRequest(decided);
+    if (parked.is_object() && parked.value("kind", "") == "publish") {
+        PublishHandler handler;
+        {
+            std::lock_guard lock(hooksMutex_);
+            handler = publishHandler_;
+        }
+        if (!handler) {
+            if (approve) gated_.finish(decided.id, "failed", -1, "", "", "workspaces are not configured");
+        } else {
+            // A push talks to a remote: never on the approver's request thread.
+            std::thread([handler, decided, approve] { handler(decided, approve); }).detach();
+        }
+        return decided;
+    }
     bool streamed = parked.is_object() && parked.value("stream", false) == true;
     if (streamed) {
         // Its client runs it (or is told no); gone already: nothing runs.
@@ -412,6 +426,52 @@ std::vector<AuditEvent> SandboxController::audit(const std::string& tenant,
     if (owner.empty() || owner != tenant)
         throw Error(ErrorCode::not_found, "no sandbox " + sandboxId);
     return audit_.query(sandboxId, query);
+}
+
+void SandboxController::setWorkspaceHooks(WriteGuard guard, PublishHandler publish) {
+    std::lock_guard lock(hooksMutex_);
+    writeGuard_ = std::move(guard);
+    publishHandler_ = std::move(publish);
+}
+
+void SandboxController::setExtraSecrets(ExtraSecrets source) {
+    std::lock_guard lock(hooksMutex_);
+    extraSecrets_ = std::move(source);
+}
+
+void SandboxController::checkWrite(const SandboxRecord& r, const std::string& path) {
+    WriteGuard guard;
+    {
+        std::lock_guard lock(hooksMutex_);
+        guard = writeGuard_;
+    }
+    if (guard) guard(r, path);
+}
+
+GatedExec SandboxController::parkPublish(const SandboxRecord& r, const std::string& id,
+                                         const std::string& command, const std::string& reason,
+                                         const nlohmann::json& request) {
+    expireApprovals();
+    GatedExec g;
+    g.id = id;
+    g.approvalId = newId("apr-");
+    g.sandboxId = r.id;
+    g.tenant = r.tenant;
+    nlohmann::json parked = request;
+    parked["kind"] = "publish";
+    g.requestJson = parked.dump();
+    g.command = command;
+    g.commandClass = "publish";
+    g.reason = reason;
+    g.requestedAt = nowTimestamp();
+    g.expiresAt = nowUnixSeconds() + config_.approvalTimeoutS;
+    gated_.insert(g);
+    return g;
+}
+
+void SandboxController::finishPublish(const std::string& id, const std::string& state,
+                                      const std::string& error) {
+    gated_.finish(id, state, state == "pushed" ? 0 : -1, "", "", error);
 }
 
 }  // namespace airlock

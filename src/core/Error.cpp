@@ -16,6 +16,8 @@ std::string_view errorCodeName(ErrorCode code) {
             return "not_found";
         case ErrorCode::conflict:
             return "conflict";
+        case ErrorCode::unprocessable:
+            return "unprocessable";
         case ErrorCode::payload_too_large:
             return "payload_too_large";
         case ErrorCode::agent_timeout:

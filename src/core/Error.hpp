@@ -14,6 +14,7 @@ enum class ErrorCode {
     policy_denied,  // the command policy refused a command (403)
     not_found,
     conflict,
+    unprocessable,  // well-formed but cannot be carried out: an unreachable repository, an unknown ref (422)
     payload_too_large,
     agent_timeout,
     agent_error,

@@ -31,7 +31,10 @@
 #include "store/ApiKeyStore.hpp"
 #include "store/AuditStore.hpp"
 #include "store/Database.hpp"
+#include "store/CredentialStore.hpp"
 #include "store/GatedExecStore.hpp"
+#include "store/WorkspaceStore.hpp"
+#include "workspace/WorkspaceService.hpp"
 #include "store/PortStore.hpp"
 #include "store/SandboxStore.hpp"
 #include "store/SnapshotStore.hpp"
@@ -92,6 +95,8 @@ int runDaemon(const DaemonOptions& options) {
     SnapshotStore snapshots(db);
     GatedExecStore gatedExecs(db);
     AuditStore audit(db);
+    CredentialStore credentials(db);
+    WorkspaceStore workspaceRecords(db);
     if (keys.empty()) {
         writeAdminKey(dataDir + "/admin.key", keys.create("admin", Role::admin, "admin").key);
         logInfo("airlockd", "created an admin API key in " + dataDir + "/admin.key");
@@ -166,7 +171,7 @@ int runDaemon(const DaemonOptions& options) {
         });
     config.egress = egressProxy;
     SandboxController controller(
-        config, hypervisor, ControllerStores{sandboxes, ports, snapshots, gatedExecs, audit},
+        config, hypervisor, ControllerStores{sandboxes, ports, snapshots, gatedExecs, audit, &workspaceRecords},
         templates, [](const std::string& endpoint, std::chrono::milliseconds timeout) {
             return connectAgent(endpoint, timeout);
         });
@@ -214,8 +219,16 @@ int runDaemon(const DaemonOptions& options) {
         }
     });
 
+    workspace::WorkspaceConfig workspaceConfig;
+    workspaceConfig.dataDir = dataDir;
+    workspaceConfig.addressPolicy = egress::AddressPolicy(egressSettings.allowCidrs);
+    workspaceConfig.cipher = config.secretCipher;
+    workspaceConfig.pushBranchPrefix = options.pushBranchPrefix;
+    workspace::WorkspaceService workspaces(workspaceConfig, controller, credentials, workspaceRecords);
+
     api::Authenticator auth(keys);
     api::Router router(controller, auth, keys, "0.1.0", options.maxTenantRequests);
+    router.setWorkspaces(&workspaces);
     api::HttpLimits limits;
     limits.maxConnections = options.maxConnections;
     api::HttpServer server(ioc, options.listenHost, options.listenPort, router, controller, workers,

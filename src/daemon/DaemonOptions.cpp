@@ -22,6 +22,7 @@ std::string daemonUsage() {
            "[--disk-iops N]\n"
            "                [--min-free-disk MIB] [--max-disk-gib GIB]\n"
            "                [--tls-cert PEM --tls-key PEM] [--metrics-listen HOST:PORT]\n"
+           "                [--push-branch-prefix PREFIX]\n"
            "                [--log-level debug|info|warn|error]\n";
 }
 
@@ -132,6 +133,11 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
                 if (comma == std::string::npos) break;
                 start = comma + 1;
             }
+        } else if (a == "--push-branch-prefix") {
+            o.pushBranchPrefix = value();
+            if (o.pushBranchPrefix.empty() || o.pushBranchPrefix.size() > 100 ||
+                o.pushBranchPrefix.find("..") != std::string::npos || o.pushBranchPrefix[0] == '/')
+                throw Error(ErrorCode::bad_request, "--push-branch-prefix: a branch name prefix such as agent/");
         } else if (a == "--egress-allow-cidr") {
             std::string v = value();
             egress::CidrRange::parse(v);  // a typo is an error now, not a silent miss later

@@ -23,7 +23,9 @@ struct DaemonOptions {
     std::string policyFile;            // operator command rules (JSON deny/approve/allow globs)
     long long approvalTimeoutS = 900;  // pending approvals expire after this
     std::vector<std::string>
-        egressAllowCidrs;  // private ranges egress may reach anyway (tests, on-prem registries)
+        egressAllowCidrs;
+    // Workspace pushes go only to branches under this prefix.
+    std::string pushBranchPrefix = "agent/";  // private ranges egress may reach anyway (tests, on-prem registries)
     unsigned egressMaxConnections = 64;                     // per sandbox, open at once
     unsigned long long egressBytesPerSecond = 20ull << 20;  // per sandbox, both directions
     unsigned auditRetentionDays = 90;  // audit events older than this are pruned; 0 = keep forever

@@ -1,0 +1,203 @@
+#include "workspace/WorkingTree.hpp"
+
+#include "protocol/FileArchive.hpp"
+#include "protocol/PathGlob.hpp"
+
+namespace airlock::workspace {
+
+Scan parseScan(const std::string& bytes) {
+    Scan scan;
+    auto bad = [](const std::string& why) {
+        return Error(ErrorCode::agent_error, "workspace scan: " + why);
+    };
+    std::size_t i = 0;
+    auto field = [&]() -> std::string {
+        auto end = bytes.find('\0', i);
+        if (end == std::string::npos) throw bad("unterminated record");
+        std::string f = bytes.substr(i, end - i);
+        i = end + 1;
+        return f;
+    };
+    while (i < bytes.size()) {
+        std::string rec = field();
+        if (rec.rfind("I ", 0) == 0) {
+            std::string p = rec.substr(2);
+            std::string bare = !p.empty() && p.back() == '/' ? p.substr(0, p.size() - 1) : p;
+            if (!protocol::isSafeRelativePath(bare)) throw bad("unsafe path");
+            scan.ignored.push_back(p);
+            continue;
+        }
+        if (rec.size() < 6 + 1 + 40 + 2 || rec[6] != ' ' || rec[47] != ' ')
+            throw bad("malformed record");
+        ScannedFile f;
+        std::string mode = rec.substr(0, 6);
+        if (mode == "100644")
+            f.mode = GIT_FILEMODE_BLOB;
+        else if (mode == "100755")
+            f.mode = GIT_FILEMODE_BLOB_EXECUTABLE;
+        else if (mode == "120000")
+            f.mode = GIT_FILEMODE_LINK;
+        else
+            throw bad("unknown mode " + mode);
+        f.id = rec.substr(7, 40);
+        if (f.id.find_first_not_of("0123456789abcdef") != std::string::npos) throw bad("bad id");
+        f.path = rec.substr(48);
+        if (!protocol::isSafeRelativePath(f.path)) throw bad("unsafe path");
+        if (f.mode == GIT_FILEMODE_LINK) f.linkTarget = field();
+        scan.files.push_back(std::move(f));
+    }
+    return scan;
+}
+
+git_oid buildWorkingTree(git_repository* repo, const Scan& scan,
+                         const std::map<std::string, git_oid>& gitlinks,
+                         const FileReader& readFile) {
+    git_odb* rawOdb = nullptr;
+    check(git_repository_odb(&rawOdb, repo), ErrorCode::internal, "odb");
+    Odb odb(rawOdb);
+    git_index* rawIndex = nullptr;
+    check(git_index_new(&rawIndex), ErrorCode::internal, "index");
+    Index index(rawIndex);
+    auto add = [&](const std::string& path, std::uint32_t mode, const git_oid& id) {
+        git_index_entry e{};
+        e.mode = mode;
+        e.id = id;
+        e.path = path.c_str();
+        check(git_index_add(index.get(), &e), ErrorCode::unprocessable,
+              "the working tree has a path git refuses (" + path + ")");
+    };
+    for (const auto& f : scan.files) {
+        if (gitlinks.count(f.path)) continue;
+        git_oid id;
+        if (f.mode == GIT_FILEMODE_LINK) {
+            check(git_blob_create_from_buffer(&id, repo, f.linkTarget.data(), f.linkTarget.size()),
+                  ErrorCode::internal, "blob");
+        } else if (git_oid_fromstr(&id, f.id.c_str()) == 0 && git_odb_exists(odb.get(), &id)) {
+            // a blob we hold already: the content is ours, not the guest's word
+        } else {
+            std::string bytes = readFile(f.path);
+            check(git_blob_create_from_buffer(&id, repo, bytes.data(), bytes.size()),
+                  ErrorCode::internal, "blob");
+        }
+        add(f.path, f.mode, id);
+    }
+    for (const auto& [path, id] : gitlinks) add(path, GIT_FILEMODE_COMMIT, id);
+    git_oid tree;
+    check(git_index_write_tree_to(&tree, index.get(), repo), ErrorCode::unprocessable,
+          "writing the tree");
+    return tree;
+}
+
+bool inScope(const std::vector<std::string>& scope, const std::string& path) {
+    if (scope.empty()) return true;
+    for (const auto& glob : scope)
+        if (protocol::wildmatch(glob, path)) return true;
+    return false;
+}
+
+namespace {
+const char* statusName(git_delta_t s) {
+    switch (s) {
+        case GIT_DELTA_ADDED:
+            return "added";
+        case GIT_DELTA_DELETED:
+            return "deleted";
+        case GIT_DELTA_MODIFIED:
+            return "modified";
+        case GIT_DELTA_RENAMED:
+            return "renamed";
+        case GIT_DELTA_COPIED:
+            return "copied";
+        case GIT_DELTA_TYPECHANGE:
+            return "typechange";
+        default:
+            return "unmodified";
+    }
+}
+
+Tree lookupTree(git_repository* repo, const git_oid& id) {
+    git_object* raw = nullptr;
+    check(git_object_lookup(&raw, repo, &id, GIT_OBJECT_ANY), ErrorCode::internal,
+          "tree " + oidHex(id));
+    Object obj(raw);
+    git_object* peeled = nullptr;
+    check(git_object_peel(&peeled, obj.get(), GIT_OBJECT_TREE), ErrorCode::internal,
+          "tree " + oidHex(id));
+    return Tree(reinterpret_cast<git_tree*>(peeled));
+}
+}  // namespace
+
+TreeDiff diffTrees(git_repository* repo, const git_oid& base, const git_oid& tree,
+                   const std::vector<std::string>& scope) {
+    Tree oldTree = lookupTree(repo, base), newTree = lookupTree(repo, tree);
+    git_diff_options opts;
+    git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
+    opts.flags = GIT_DIFF_SHOW_BINARY | GIT_DIFF_IGNORE_SUBMODULES;
+    opts.id_abbrev = GIT_OID_HEXSZ;
+    git_diff* raw = nullptr;
+    check(git_diff_tree_to_tree(&raw, repo, oldTree.get(), newTree.get(), &opts),
+          ErrorCode::internal, "diff");
+    Diff diff(raw);
+    git_diff_find_options find;
+    git_diff_find_options_init(&find, GIT_DIFF_FIND_OPTIONS_VERSION);
+    find.flags = GIT_DIFF_FIND_RENAMES;
+    check(git_diff_find_similar(diff.get(), &find), ErrorCode::internal, "renames");
+    TreeDiff out;
+    GitBuf buf;
+    check(git_diff_to_buf(&buf.buf, diff.get(), GIT_DIFF_FORMAT_PATCH), ErrorCode::internal,
+          "patch");
+    out.patch = buf.str();
+    std::size_t n = git_diff_num_deltas(diff.get());
+    for (std::size_t i = 0; i < n; ++i) {
+        const git_diff_delta* d = git_diff_get_delta(diff.get(), i);
+        git_patch* rawPatch = nullptr;
+        std::size_t adds = 0, dels = 0;
+        if (git_patch_from_diff(&rawPatch, diff.get(), i) == 0 && rawPatch) {
+            Patch patch(rawPatch);
+            git_patch_line_stats(nullptr, &adds, &dels, patch.get());
+        }
+        std::string path = d->new_file.path ? d->new_file.path : "";
+        std::string oldPath = d->old_file.path ? d->old_file.path : path;
+        bool scoped = inScope(scope, path) && (oldPath == path || inScope(scope, oldPath));
+        bool binary = (d->flags & GIT_DIFF_FLAG_BINARY) != 0;
+        out.files.push_back({{"path", path},
+                             {"old_path", oldPath},
+                             {"status", statusName(d->status)},
+                             {"additions", adds},
+                             {"deletions", dels},
+                             {"binary", binary},
+                             {"in_scope", scoped}});
+        out.additions += adds;
+        out.deletions += dels;
+        if (!scoped) {
+            if (!inScope(scope, path)) out.outOfScope.push_back(path);
+            if (oldPath != path && !inScope(scope, oldPath)) out.outOfScope.push_back(oldPath);
+        }
+    }
+    return out;
+}
+
+namespace {
+struct FlattenState {
+    std::map<std::string, TreeFile>* out;
+};
+int flattenEntry(const char* root, const git_tree_entry* e, void* payload) {
+    auto* s = static_cast<FlattenState*>(payload);
+    git_filemode_t mode = git_tree_entry_filemode(e);
+    if (mode == GIT_FILEMODE_TREE) return 0;
+    (*s->out)[std::string(root) + git_tree_entry_name(e)] =
+        TreeFile{static_cast<std::uint32_t>(mode), *git_tree_entry_id(e)};
+    return 0;
+}
+}  // namespace
+
+std::map<std::string, TreeFile> flattenTree(git_repository* repo, const git_oid& id) {
+    Tree tree = lookupTree(repo, id);
+    std::map<std::string, TreeFile> out;
+    FlattenState state{&out};
+    check(git_tree_walk(tree.get(), GIT_TREEWALK_PRE, flattenEntry, &state), ErrorCode::internal,
+          "tree walk");
+    return out;
+}
+
+}  // namespace airlock::workspace

@@ -1,0 +1,115 @@
+#pragma once
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "controller/SandboxController.hpp"
+#include "core/SecretCipher.hpp"
+#include "egress/AddressPolicy.hpp"
+#include "store/CredentialStore.hpp"
+#include "store/WorkspaceStore.hpp"
+#include "workspace/CheckoutArchive.hpp"
+#include "workspace/GitRemoteAccess.hpp"
+#include "workspace/WorkingTree.hpp"
+
+namespace airlock::workspace {
+
+struct WorkspaceConfig {
+    std::string dataDir;  // mirrors and scratch live under dataDir + "/git"
+    egress::AddressPolicy addressPolicy;
+    std::shared_ptr<const SecretCipher> cipher;
+    std::string pushBranchPrefix = "agent/";         // pushes go only to branches under it
+    std::uint64_t maxFileBytes = 100ull << 20;       // one file read back from the guest
+    std::uint64_t maxTransferBytes = 1024ull << 20;  // all files read back for one diff
+    std::chrono::seconds gitTimeout{300};
+};
+
+// POST /v1/credentials
+struct CredentialSpec {
+    std::string name, kind, host, username, secret, knownHosts;
+};
+
+// Repository workspaces: mirrors and checkouts on the host (libgit2), the
+// guest gets files and a clean .git, never a credential; the diff, commit
+// and push are computed on the host from the files the agent streams back,
+// so nothing the agent does to its own .git changes them. A push is always
+// a publish approval; the push itself runs on this service's worker.
+class WorkspaceService {
+  public:
+    WorkspaceService(WorkspaceConfig config, SandboxController& controller,
+                     CredentialStore& credentials, WorkspaceStore& workspaces);
+    ~WorkspaceService();
+    WorkspaceService(const WorkspaceService&) = delete;
+    WorkspaceService& operator=(const WorkspaceService&) = delete;
+
+    // Credentials: the secret sealed at rest, never returned.
+    CredentialRecord addCredential(const std::string& tenant, const CredentialSpec& spec);
+    std::vector<CredentialRecord> listCredentials(const std::string& tenant);
+    void removeCredential(const std::string& tenant, const std::string& name);
+
+    // A sandbox with request.workspace set: the repository is fetched and
+    // resolved first (bad credential, ref or branch: nothing boots), then
+    // the sandbox is created and the checkout sent in; a failure there
+    // destroys the sandbox.
+    SandboxRecord createSandbox(const std::string& tenant, const CreateSandboxRequest& request);
+
+    nlohmann::json info(const std::string& tenant, const std::string& id);
+    std::string diffPatch(const std::string& tenant, const std::string& id);
+    nlohmann::json diffJson(const std::string& tenant, const std::string& id);
+    nlohmann::json commit(const std::string& tenant, const std::string& id,
+                          const std::string& message, const std::string& authorName,
+                          const std::string& authorEmail);
+    nlohmann::json requestPush(const std::string& tenant, const std::string& id,
+                               const std::string& commit);
+    nlohmann::json pushState(const std::string& tenant, const std::string& id,
+                             const std::string& pushId);
+    void reset(const std::string& tenant, const std::string& id, bool cleanIgnored);
+
+  private:
+    struct Record;
+    struct Snapshot;
+    Record load(const std::string& tenant, const std::string& id);
+    void save(const std::string& id, const std::string& tenant, const Record& r);
+    std::optional<BrokeredCredential> openCredential(const std::string& tenant,
+                                                     const std::string& name, const RemoteUrl& url);
+    std::string tenantDir(const std::string& tenant) const;
+    std::string mirrorPath(const std::string& tenant, const RemoteUrl& url) const;
+    // Fetches the remote into its mirror (made when missing) under the mirror's lock.
+    std::string fetchMirror(const std::string& tenant, const RemoteUrl& url,
+                            const std::optional<BrokeredCredential>& credential);
+    // The tenant's scratch object store: commits and the guest's blobs,
+    // reading the mirrors' objects through alternates.
+    Repository openWorkRepo(const std::string& tenant, const std::vector<std::string>& mirrors);
+    Snapshot snapshot(const std::string& tenant, const std::string& id, const Record& r);
+    void sendArchive(const std::string& tenant, const std::string& id, const std::string& path,
+                     const std::function<void(CheckoutArchive&)>& fill);
+    void populate(const std::string& tenant, const std::string& id, const Record& r, bool resetOnly,
+                  const Scan* current);
+    std::shared_ptr<std::mutex> lockFor(std::map<std::string, std::shared_ptr<std::mutex>>& m,
+                                        const std::string& key);
+    void checkWrite(const SandboxRecord& r, const std::string& path);
+    void onPublishDecision(const GatedExec& g, bool approved);
+    void runPush(GatedExec g);
+    void pushWorker();
+
+    WorkspaceConfig config_;
+    SandboxController& controller_;
+    CredentialStore& credentials_;
+    WorkspaceStore& workspaces_;
+    std::mutex locksGuard_;
+    std::map<std::string, std::shared_ptr<std::mutex>> mirrorLocks_, sandboxLocks_, tenantLocks_;
+    std::mutex queueMutex_;
+    std::condition_variable queueCv_;
+    std::deque<GatedExec> pushQueue_;
+    bool stopping_ = false;
+    std::thread worker_;
+};
+
+}  // namespace airlock::workspace
