@@ -78,7 +78,13 @@ void ArchiveReader::feed(std::string_view bytes) {
             header_.append(bytes.substr(0, take));
             bytes.remove_prefix(take);
             if (header_.size() < want) continue;
-            if (want == 3) continue;  // now the path length is known
+            if (want == 3) {  // now the path length is known
+                auto* p = reinterpret_cast<const unsigned char*>(header_.data());
+                std::size_t pathLen = (std::size_t(p[1]) << 8) | p[2];
+                if (pathLen == 0 || pathLen > archive::kMaxPath)
+                    throw MessageError("bad archive path length");
+                continue;
+            }
             parseHeader();
             header_.clear();
             inEntry_ = true;
