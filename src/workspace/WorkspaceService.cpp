@@ -74,8 +74,10 @@ std::string drain(const std::shared_ptr<AgentStream>& stream, std::uint64_t limi
 bool validBranch(const std::string& branch) {
     int valid = 0;
     std::string ref = "refs/heads/" + branch;
+    // What git branch refuses beyond the ref rules: a leading "-", "HEAD".
     return git_reference_name_is_valid(&valid, ref.c_str()) == 0 && valid &&
-           branch.find("..") == std::string::npos && branch.size() <= 200;
+           branch.find("..") == std::string::npos && branch.size() <= 200 && branch[0] != '-' &&
+           branch != "HEAD";
 }
 
 std::string gitlinkFile(const std::string& smPath, const std::string& name) {

@@ -1,0 +1,379 @@
+// Repository workspaces end to end: a real airlockd, real VMs, and a real
+// smart-HTTP git server on 127.0.0.1 (git http-backend behind Basic auth)
+// serving a repository with a submodule, a binary file, an ignored
+// directory and a second branch. The server's password is a canary that
+// no response, log or file of the daemon may ever contain.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/HttpClient.hpp"
+#include "support/DaemonProcess.hpp"
+#include "support/TestEnv.hpp"
+
+extern char** environ;
+
+namespace airlock {
+namespace {
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+std::string run(const std::string& cmd) {
+    std::string out;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (!p) return out;
+    std::array<char, 4096> buf{};
+    while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+    ::pclose(p);
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+    return out;
+}
+
+bool portOpen(int port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    return ok;
+}
+
+class Workspaces : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        world = new World();
+        World& w = *world;
+        w.canary = "e2e-Canary-" + std::to_string(::getpid()) + "-pw";
+        w.repos = w.tmp.path() + "/repos";
+        std::string made = run(std::string("bash ") + AIRLOCK_SOURCE_DIR +
+                               "/tests/fixtures/make-fixture-repos.sh " + w.repos);
+        auto pos = made.find("main=");
+        ASSERT_NE(pos, std::string::npos) << made;
+        w.mainCommit = made.substr(pos + 5, 40);
+        w.featureCommit = made.substr(made.find("feature=") + 8, 40);
+        w.gitPort = test::freePort();
+        std::string script = std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/git-http-server.py";
+        std::string port = std::to_string(w.gitPort),
+                    other = "http://localhost:" + std::to_string(test::freePort());
+        std::vector<std::string> args{"python3", script,       "--root", w.repos,         "--port",
+                                      port,      "--password", w.canary, "--redirect-to", other};
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        ASSERT_EQ(::posix_spawnp(&w.gitServer, "python3", nullptr, nullptr, argv.data(), environ),
+                  0);
+        ASSERT_TRUE(test::waitFor([&] { return portOpen(w.gitPort); }, 20s))
+            << "the git server did not start";
+        w.repo = "http://127.0.0.1:" + port + "/demo.git";
+        w.dataDir = w.tmp.path() + "/data";
+        w.daemon = std::make_unique<test::Daemon>(
+            w.dataDir, test::freePort(),
+            std::vector<std::string>{"--egress-allow-cidr", "127.0.0.1/32"});
+        std::ifstream keyFile(w.dataDir + "/admin.key");
+        std::getline(keyFile, w.key);
+        auto r = api("POST", "/v1/credentials",
+                     json{{"name", "fx"},
+                          {"kind", "https-basic"},
+                          {"host", "127.0.0.1:" + port},
+                          {"username", "git"},
+                          {"secret", w.canary}}
+                         .dump());
+        ASSERT_EQ(r.status, 201) << r.body;
+    }
+    static void TearDownTestSuite() {
+        World& w = *world;
+        // The canary is nowhere: not in a response, the log or any file.
+        for (const auto& body : w.bodies)
+            EXPECT_EQ(body.find(w.canary), std::string::npos) << body.substr(0, 300);
+        EXPECT_EQ(run("grep -rlF --binary-files=text -- '" + w.canary + "' '" + w.dataDir + "' '" +
+                      w.daemon->logPath() + "' 2>/dev/null"),
+                  "");
+        EXPECT_EQ(w.daemon->endedHow(), "") << "airlockd died during the tests";
+        if (::testing::UnitTest::GetInstance()->failed_test_count() > 0) {
+            std::ifstream log(w.daemon->logPath());
+            std::string text((std::istreambuf_iterator<char>(log)), {});
+            std::cerr << "---- airlockd log (tail) ----\n"
+                      << text.substr(text.size() > 20000 ? text.size() - 20000 : 0) << "\n";
+        }
+        w.daemon.reset();
+        test::killQemusOf(w.dataDir);
+        if (w.gitServer > 0) {
+            ::kill(w.gitServer, SIGTERM);
+            ::waitpid(w.gitServer, nullptr, 0);
+        }
+        delete world;
+        world = nullptr;
+    }
+
+    struct World {
+        test::TempDir tmp;
+        std::string canary, repos, repo, mainCommit, featureCommit, dataDir, key;
+        int gitPort = 0;
+        pid_t gitServer = -1;
+        std::unique_ptr<test::Daemon> daemon;
+        std::vector<std::string> bodies;
+        // The canary as a pattern that does not contain it: what the guest
+        // is asked to look for must not plant it in the guest's memory
+        // (a snapshot of which lands in the data dir).
+        std::string pattern() const {
+            return canary.substr(0, canary.size() - 1) + "[" + canary.back() + "]";
+        }
+    };
+    static World* world;
+
+    static cli::HttpResult api(const std::string& method, const std::string& path,
+                               const std::string& body = {}) {
+        cli::HttpClient c(world->daemon->url(), world->key);
+        auto r = c.request(method, path, body);
+        world->bodies.push_back(r.body);
+        return r;
+    }
+    static json exec(const std::string& id, const std::string& script) {
+        auto r = api("POST", "/v1/sandboxes/" + id + "/exec",
+                     json{{"cmd", {"sh", "-c", script}}}.dump());
+        EXPECT_EQ(r.status, 200) << r.body;
+        auto j = json::parse(r.body, nullptr, false);
+        return j.is_object() ? j : json::object();
+    }
+    static std::string out(const std::string& id, const std::string& script) {
+        auto j = exec(id, script);
+        std::string s = j.value("stdout", "");
+        while (!s.empty() && s.back() == '\n') s.pop_back();
+        return s;
+    }
+    static std::string remoteBranch(const std::string& branch) {
+        return run("git --git-dir=" + world->repos + "/demo.git rev-parse -q --verify refs/heads/" +
+                   branch + " 2>/dev/null");
+    }
+    // Waits until the push leaves the states before its outcome.
+    static json settledPush(const std::string& id, const std::string& push) {
+        json state;
+        test::waitFor(
+            [&] {
+                state = json::parse(
+                    api("GET", "/v1/sandboxes/" + id + "/workspace/pushes/" + push).body, nullptr,
+                    false);
+                std::string s = state.is_object() ? state.value("state", "") : "";
+                return s != "pending_approval" && s != "pushing";
+            },
+            60s, 200ms);
+        return state;
+    }
+    static json requestPush(const std::string& id, const std::string& commit) {
+        auto r =
+            api("POST", "/v1/sandboxes/" + id + "/workspace/push", json{{"commit", commit}}.dump());
+        EXPECT_EQ(r.status, 202) << r.body;
+        return json::parse(r.body, nullptr, false);
+    }
+    static void decide(const json& push, const std::string& decision) {
+        auto r = api("POST", "/v1/approvals/" + push.value("approval_id", ""),
+                     json{{"decision", decision}, {"reason", "e2e"}}.dump());
+        EXPECT_EQ(r.status, 200) << r.body;
+    }
+};
+Workspaces::World* Workspaces::world = nullptr;
+
+TEST_F(Workspaces, ByCommitOnATemplateWithoutGitWithItsWriteScopeEnforced) {
+    auto r = api("POST", "/v1/sandboxes",
+                 json{{"template", "minimal"},
+                      {"workspace",
+                       {{"repo", world->repo},
+                        {"commit", world->featureCommit},
+                        {"branch", "agent/min"},
+                        {"credential", "fx"},
+                        {"write_scope", {"src/**"}},
+                        {"enforce_scope", true}}}}
+                     .dump());
+    ASSERT_EQ(r.status, 201) << r.body;
+    std::string id = json::parse(r.body)["id"];
+    auto ws = json::parse(api("GET", "/v1/sandboxes/" + id + "/workspace").body);
+    EXPECT_EQ(ws["base_commit"], world->featureCommit);
+    EXPECT_EQ(ws["changed_files"], 0);
+    // No git in this guest: the agent wrote the files and the .git.
+    EXPECT_EQ(
+        out(id, "cat /workspace/FEATURE.md /workspace/.git/HEAD /workspace/vendor/lib/helper.py"),
+        "feature work\nref: refs/heads/agent/min\ndef helper(): return 42");
+    EXPECT_EQ(out(id, "grep -c '" + world->pattern() +
+                          "' /workspace/.git/config; grep -c url /workspace/.git/config"),
+              "0\n2");
+    // The files API keeps to the scope; commands are caught at commit.
+    cli::HttpClient c(world->daemon->url(), world->key);
+    EXPECT_EQ(c.request("PUT", "/v1/sandboxes/" + id + "/files?path=/workspace/README.md", "x",
+                        "application/octet-stream")
+                  .status,
+              403);
+    EXPECT_EQ(c.request("PUT", "/v1/sandboxes/" + id + "/files?path=/workspace/src/../README.md",
+                        "x", "application/octet-stream")
+                  .status,
+              403);
+    EXPECT_EQ(c.request("PUT", "/v1/sandboxes/" + id + "/files?path=/workspace/src/new.py",
+                        "print(1)\n", "application/octet-stream")
+                  .status,
+              201);
+    exec(id, "echo changed >> /workspace/README.md");
+    auto diff = json::parse(api("GET", "/v1/sandboxes/" + id + "/workspace/diff?format=json").body);
+    EXPECT_EQ(diff["out_of_scope"], json::array({"README.md"})) << diff.dump();
+    auto commit = api("POST", "/v1/sandboxes/" + id + "/workspace/commit",
+                      R"({"message":"m","author":{"name":"A","email":"a@example.invalid"}})");
+    EXPECT_EQ(commit.status, 409);
+    EXPECT_NE(commit.body.find("README.md"), std::string::npos);
+    // Reset puts the tree back: the stray file goes, the README is restored.
+    ASSERT_EQ(api("POST", "/v1/sandboxes/" + id + "/workspace/reset", "{}").status, 200);
+    EXPECT_EQ(
+        out(id, "test -e /workspace/src/new.py && echo stray; tail -c 20 /workspace/README.md"),
+        "fixture repository.");
+    EXPECT_EQ(json::parse(api("GET", "/v1/sandboxes/" + id + "/workspace").body)["changed_files"],
+              0);
+    EXPECT_EQ(api("DELETE", "/v1/sandboxes/" + id).status, 204);
+}
+
+TEST_F(Workspaces, RefusalsComeBeforeAnythingBoots) {
+    auto create = [&](const json& ws) {
+        return api("POST", "/v1/sandboxes", json{{"template", "minimal"}, {"workspace", ws}}.dump())
+            .status;
+    };
+    EXPECT_EQ(create({{"repo", world->repo}, {"branch", "agent/x"}, {"credential", "nope"}}), 404);
+    EXPECT_EQ(create({{"repo", world->repo},
+                      {"branch", "agent/x"},
+                      {"ref", "no-such-ref"},
+                      {"credential", "fx"}}),
+              422);
+    EXPECT_EQ(create({{"repo", world->repo}, {"branch", "agent/x"}}),
+              422);  // no credential: 401 from git
+    EXPECT_EQ(create({{"repo", world->repo}, {"branch", "-bad"}, {"credential", "fx"}}), 400);
+    EXPECT_EQ(create({{"repo", "http://git:pw@127.0.0.1:1/x.git"}, {"branch", "agent/x"}}), 400);
+    EXPECT_EQ(
+        create({{"repo", world->repo}, {"branch", "agent/x"}, {"credential", "fx"}, {"bogus", 1}}),
+        400);
+    std::string redirect =
+        "http://127.0.0.1:" + std::to_string(world->gitPort) + "/redirect/demo.git";
+    EXPECT_EQ(create({{"repo", redirect}, {"branch", "agent/x"}, {"credential", "fx"}}), 422);
+    EXPECT_EQ(create({{"repo", "http://10.0.0.1/x.git"}, {"branch", "agent/x"}}), 403);
+    // A credential for another host is never sent.
+    ASSERT_EQ(
+        api("POST", "/v1/credentials",
+            R"({"name":"elsewhere","kind":"https-token","host":"127.0.0.1:1","secret":"x-e2e-other"})")
+            .status,
+        201);
+    EXPECT_EQ(create({{"repo", world->repo}, {"branch", "agent/x"}, {"credential", "elsewhere"}}),
+              403);
+    EXPECT_EQ(api("DELETE", "/v1/credentials/elsewhere").status, 204);
+    auto list = json::parse(api("GET", "/v1/sandboxes").body)["sandboxes"];
+    for (const auto& s : list) EXPECT_NE(s.value("state", ""), "creating");
+    EXPECT_TRUE(list.empty()) << "a refused workspace left a sandbox: " << list.dump();
+}
+
+TEST_F(Workspaces, PushesWaitForAHumanKeepTheLeaseAndNeverForce) {
+    auto r = api("POST", "/v1/sandboxes",
+                 json{{"template", "debian"},
+                      {"workspace",
+                       {{"repo", world->repo},
+                        {"ref", "main"},
+                        {"branch", "agent/e2e"},
+                        {"credential", "fx"}}}}
+                     .dump());
+    ASSERT_EQ(r.status, 201) << r.body;
+    std::string id = json::parse(r.body)["id"];
+    // The guest's view: clean, at the base, no credential anywhere.
+    EXPECT_EQ(out(id,
+                  "cd /workspace && git status --porcelain | wc -l; git log -1 --format=%H; "
+                  "git config --get-regexp credential | wc -l; "
+                  "(env; cat /proc/[0-9]*/cmdline) 2>/dev/null | grep -c '" +
+                      world->pattern() + "'"),
+              "0\n" + world->mainCommit + "\n0\n0");
+    exec(id, "cd /workspace && printf 'def add(a, b):\\n    return b + a\\n' > src/app.py");
+    auto commit = api(
+        "POST", "/v1/sandboxes/" + id + "/workspace/commit",
+        R"({"message":"agent: swap","author":{"name":"Agent","email":"agent@example.invalid"}})");
+    ASSERT_EQ(commit.status, 201) << commit.body;
+    std::string c1 = json::parse(commit.body)["commit"];
+    EXPECT_EQ(json::parse(commit.body)["parent"], world->mainCommit);
+    // A wiped and re-made .git in the guest changes nothing the host shows.
+    std::string tree =
+        json::parse(api("GET", "/v1/sandboxes/" + id + "/workspace/diff?format=json").body)["tree"];
+    exec(id,
+         "cd /workspace && rm -rf .git && git init -q && git add -A && git -c user.name=x -c "
+         "user.email=x@x "
+         "commit -qm x");
+    EXPECT_EQ(
+        json::parse(api("GET", "/v1/sandboxes/" + id + "/workspace/diff?format=json").body)["tree"],
+        tree);
+
+    // Denied: nothing reaches the remote.
+    auto denied = requestPush(id, c1);
+    decide(denied, "deny");
+    EXPECT_EQ(settledPush(id, denied["push_id"])["state"], "denied");
+    EXPECT_EQ(remoteBranch("agent/e2e"), "");
+    // The server refuses (a pre-receive hook): rejected, not pushed.
+    std::string hook = world->repos + "/demo.git/hooks/pre-receive";
+    { std::ofstream(hook) << "#!/bin/sh\necho 'protected by policy' >&2\nexit 1\n"; }
+    ::chmod(hook.c_str(), 0755);
+    auto refused = requestPush(id, c1);
+    decide(refused, "approve");
+    auto state = settledPush(id, refused["push_id"]);
+    EXPECT_EQ(state["state"], "rejected") << state.dump();
+    EXPECT_EQ(remoteBranch("agent/e2e"), "");
+    ::unlink(hook.c_str());
+    // The branch exists on the remote at a commit ours does not contain:
+    // not a fast-forward, so not pushed (and never forced).
+    run("git --git-dir=" + world->repos + "/demo.git update-ref refs/heads/agent/e2e " +
+        world->featureCommit);
+    auto nonFf = requestPush(id, c1);
+    decide(nonFf, "approve");
+    state = settledPush(id, nonFf["push_id"]);
+    EXPECT_EQ(state["state"], "rejected") << state.dump();
+    EXPECT_NE(state.value("error", "").find("fast-forward"), std::string::npos) << state.dump();
+    EXPECT_EQ(remoteBranch("agent/e2e"), world->featureCommit);
+    // The branch moves between the request and the approval: the lease holds.
+    run("git --git-dir=" + world->repos + "/demo.git update-ref -d refs/heads/agent/e2e");
+    auto leased = requestPush(id, c1);
+    run("git --git-dir=" + world->repos + "/demo.git update-ref refs/heads/agent/e2e " +
+        world->mainCommit);
+    decide(leased, "approve");
+    state = settledPush(id, leased["push_id"]);
+    EXPECT_EQ(state["state"], "rejected") << state.dump();
+    EXPECT_EQ(remoteBranch("agent/e2e"), world->mainCommit);
+    // With the remote branch at the base, the approved push is a fast-forward.
+    auto good = requestPush(id, c1);
+    decide(good, "approve");
+    EXPECT_EQ(settledPush(id, good["push_id"])["state"], "pushed");
+    EXPECT_EQ(remoteBranch("agent/e2e"), c1);
+    // Only the last commit, only under the prefix.
+    EXPECT_EQ(api("POST", "/v1/sandboxes/" + id + "/workspace/push",
+                  json{{"commit", world->mainCommit}}.dump())
+                  .status,
+              409);
+
+    // A snapshot's clone has the workspace, its head and the guest's edit.
+    auto snap = api("POST", "/v1/sandboxes/" + id + "/snapshots", "{}");
+    ASSERT_EQ(snap.status, 201) << snap.body;
+    auto clone =
+        api("POST", "/v1/sandboxes", json{{"snapshot", json::parse(snap.body)["id"]}}.dump());
+    ASSERT_EQ(clone.status, 201) << clone.body;
+    std::string cloneId = json::parse(clone.body)["id"];
+    auto cws = json::parse(api("GET", "/v1/sandboxes/" + cloneId + "/workspace").body);
+    EXPECT_EQ(cws["base_commit"], world->mainCommit);
+    EXPECT_EQ(cws["head"], c1);
+    EXPECT_EQ(cws["changed_files"], 1);
+    auto audit = api("GET", "/v1/sandboxes/" + id + "/audit").body;
+    for (const char* type :
+         {"workspace.cloned", "workspace.committed", "workspace.diffed", "push.requested",
+          "push.denied", "push.approved", "push.pushed", "push.rejected"})
+        EXPECT_NE(audit.find(type), std::string::npos) << type;
+    EXPECT_EQ(api("DELETE", "/v1/sandboxes/" + cloneId).status, 204);
+    EXPECT_EQ(api("DELETE", "/v1/sandboxes/" + id).status, 204);
+}
+
+}  // namespace
+}  // namespace airlock
