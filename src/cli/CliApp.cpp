@@ -1,3 +1,4 @@
+#include <optional>
 #include "cli/CliApp.hpp"
 
 #include <cstdio>
@@ -14,6 +15,11 @@ using nlohmann::json;
 const char* kUsage =
     "usage: airlock <command> [args]\n"
     "  create [--template T]              create a sandbox, print its id\n"
+    "  create --repo URL [--ref REF|--commit SHA] --branch NAME [--credential NAME] [--path DIR]\n"
+    "                                     ...with a repository workspace (checked out on the host)\n"
+    "  diff ID [--stat]                   the workspace's diff against its base (computed on the host)\n"
+    "  commit ID -m MSG [--author 'Name <email>']   commit the workspace on the host\n"
+    "  push ID [COMMIT]                   ask to push the last commit (waits for an approver)\n"
     "  ls                                 list sandboxes\n"
     "  exec [-t|--tty] [-i] ID -- CMD...   run a command, stream its output, exit with its code\n"
     "                                     (-t: terminal, raw mode; -i: forward stdin)\n"
@@ -73,6 +79,29 @@ std::vector<std::string> commandAfterDashes(const std::vector<std::string>& args
     return cmd;
 }
 
+// Removes "--name VALUE" from args (before any "--"); nullopt when absent.
+std::optional<std::string> takeOption(std::vector<std::string>& args, const std::string& name) {
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        if (args[i] == "--") break;
+        if (args[i] == name) {
+            if (i + 1 >= args.size()) throw CliError{name + " needs a value", 2};
+            std::string v = args[i + 1];
+            args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i) + 2);
+            return v;
+        }
+    }
+    return std::nullopt;
+}
+
+bool takeFlag(std::vector<std::string>& args, const std::string& name) {
+    for (std::size_t i = 0; i < args.size(); ++i)
+        if (args[i] == name) {
+            args.erase(args.begin() + static_cast<long>(i));
+            return true;
+        }
+    return false;
+}
+
 std::string createSandbox(HttpClient& c, const std::string& tmpl) {
     return expectJson(c.request("POST", "/v1/sandboxes", json{{"template", tmpl}}.dump()),
                       201)["id"];
@@ -125,7 +154,86 @@ int runCli(const std::vector<std::string>& argsIn, const std::string& url,
         const std::string cmd = args[0];
         args.erase(args.begin());
         if (cmd == "create") {
-            out << createSandbox(client, takeTemplate(args)) << "\n";
+            std::string tmpl = takeTemplate(args);
+            auto repo = takeOption(args, "--repo");
+            if (!repo) {
+                out << createSandbox(client, tmpl) << "\n";
+                return 0;
+            }
+            json ws{{"repo", *repo}};
+            if (auto v = takeOption(args, "--ref")) ws["ref"] = *v;
+            if (auto v = takeOption(args, "--commit")) ws["commit"] = *v;
+            auto branch = takeOption(args, "--branch");
+            if (!branch) throw CliError{"create --repo needs --branch NAME (the task branch)", 2};
+            ws["branch"] = *branch;
+            if (auto v = takeOption(args, "--credential")) ws["credential"] = *v;
+            if (auto v = takeOption(args, "--path")) ws["path"] = *v;
+            json res = expectJson(
+                client.request("POST", "/v1/sandboxes", json{{"template", tmpl}, {"workspace", ws}}.dump()), 201);
+            out << res.value("id", "") << "\n";
+            return 0;
+        }
+        if (cmd == "diff") {
+            bool stat = takeFlag(args, "--stat");
+            if (args.size() != 1) throw CliError{"usage: airlock diff ID [--stat]", 2};
+            std::string base = "/v1/sandboxes/" + args[0] + "/workspace/diff";
+            if (!stat) {
+                auto r = client.request("GET", base);
+                if (r.status != 200) expectJson(r, 200);
+                out << r.body;
+                return 0;
+            }
+            json res = expectJson(client.request("GET", base + "?format=json"), 200);
+            for (const auto& f : res["files"]) {
+                out << " " << f.value("path", "");
+                if (f.value("old_path", "") != f.value("path", "")) out << " (from " << f.value("old_path", "") << ")";
+                out << " | " << f.value("status", "");
+                if (f.value("binary", false))
+                    out << " binary";
+                else
+                    out << " +" << f.value("additions", 0) << " -" << f.value("deletions", 0);
+                if (!f.value("in_scope", true)) out << "  [out of scope]";
+                out << "\n";
+            }
+            out << " " << res["files"].size() << " files changed, " << res.value("additions", 0) << " insertions(+), "
+                << res.value("deletions", 0) << " deletions(-); tree " << res.value("tree", "") << "\n";
+            return 0;
+        }
+        if (cmd == "commit") {
+            auto message = takeOption(args, "-m");
+            auto author = takeOption(args, "--author");
+            if (!message || args.size() != 1)
+                throw CliError{"usage: airlock commit ID -m MSG [--author 'Name <email>']", 2};
+            std::string name = "Airlock agent", email = "agent@airlock.invalid";
+            if (author) {
+                auto lt = author->find('<'), gt = author->find('>');
+                if (lt == std::string::npos || gt == std::string::npos || gt < lt)
+                    throw CliError{"--author must look like 'Name <email>'", 2};
+                name = author->substr(0, lt);
+                while (!name.empty() && name.back() == ' ') name.pop_back();
+                email = author->substr(lt + 1, gt - lt - 1);
+            }
+            json res = expectJson(client.request("POST", "/v1/sandboxes/" + args[0] + "/workspace/commit",
+                                                 json{{"message", *message},
+                                                      {"author", {{"name", name}, {"email", email}}}}
+                                                     .dump()),
+                                  201);
+            out << res.value("commit", "") << "\n";
+            return 0;
+        }
+        if (cmd == "push") {
+            if (args.empty() || args.size() > 2) throw CliError{"usage: airlock push ID [COMMIT]", 2};
+            std::string commit = args.size() == 2 ? args[1] : "";
+            if (commit.empty()) {
+                json ws = expectJson(client.request("GET", "/v1/sandboxes/" + args[0] + "/workspace"), 200);
+                if (!ws["head"].is_string()) throw CliError{"nothing to push: commit first (airlock commit)", 1};
+                commit = ws["head"];
+            }
+            json res = expectJson(client.request("POST", "/v1/sandboxes/" + args[0] + "/workspace/push",
+                                                 json{{"commit", commit}}.dump()),
+                                  202);
+            out << res.value("push_id", "") << "  waiting for approval " << res.value("approval_id", "") << " ("
+                << res.value("repo", "") << " " << res.value("branch", "") << " at " << commit.substr(0, 12) << ")\n";
             return 0;
         }
         if (cmd == "ls") {

@@ -14,8 +14,10 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/CliApp.hpp"
 #include "cli/HttpClient.hpp"
 #include "support/DaemonProcess.hpp"
 #include "support/TestEnv.hpp"
@@ -293,6 +295,12 @@ TEST_F(Workspaces, PushesWaitForAHumanKeepTheLeaseAndNeverForce) {
                       world->pattern() + "'"),
               "0\n" + world->mainCommit + "\n0\n0");
     exec(id, "cd /workspace && printf 'def add(a, b):\\n    return b + a\\n' > src/app.py");
+    // The CLI reads the same host-computed diff.
+    std::ostringstream cliOut, cliErr;
+    EXPECT_EQ(cli::runCli({"diff", id, "--stat"}, world->daemon->url(), world->key, cliOut, cliErr), 0)
+        << cliErr.str();
+    EXPECT_NE(cliOut.str().find(" src/app.py | modified +1 -1"), std::string::npos) << cliOut.str();
+    EXPECT_NE(cliOut.str().find("1 files changed"), std::string::npos) << cliOut.str();
     auto commit = api(
         "POST", "/v1/sandboxes/" + id + "/workspace/commit",
         R"({"message":"agent: swap","author":{"name":"Agent","email":"agent@example.invalid"}})");
