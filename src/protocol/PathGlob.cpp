@@ -3,8 +3,9 @@
 namespace airlock::protocol {
 namespace {
 
-// Returns 1 on a match, 0 on no match, -1 when no later split can match
-// either (git's abort rule: it keeps "*" from going exponential).
+// Returns 1 on a match, 0 on no match, -1 when no other split can match
+// either, -2 when only an enclosing "**" may still match (git's abort
+// rules: they keep runs of "*" from going exponential).
 int match(const char* p, const char* pEnd, const char* t, const char* tEnd, const char* pStart) {
     for (; p < pEnd; ++p, ++t) {
         if (*p == '*') {
@@ -17,22 +18,23 @@ int match(const char* p, const char* pEnd, const char* t, const char* tEnd, cons
                 for (const char* s = t;; ++s) {
                     if (s == t || s[-1] == '/') {
                         int r = match(rest, pEnd, s, tEnd, pStart);
-                        if (r != 0) return r;
+                        if (r == 1 || r == -1) return r;
                     }
                     if (s == tEnd) return -1;
                 }
             }
-            // One segment's worth.
+            // One segment's worth ("**" elsewhere is a "*").
             if (q == pEnd) {
                 for (const char* s = t; s < tEnd; ++s)
                     if (*s == '/') return 0;
                 return 1;
             }
-            for (const char* s = t;; ++s) {
+            for (const char* s = t; s < tEnd; ++s) {
                 int r = match(q, pEnd, s, tEnd, pStart);
                 if (r != 0) return r;
-                if (s == tEnd || *s == '/') return 0;
+                if (*s == '/') return -2;  // a later "**" may still place it
             }
+            return -1;  // the rest cannot match at the end of the text: no earlier split can
         }
         if (t == tEnd) return -1;
         if (*p == '?') {
