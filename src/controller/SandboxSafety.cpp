@@ -310,10 +310,16 @@ GatedExec SandboxController::decideApproval(const std::string& tenant,
             handler = publishHandler_;
         }
         if (!handler) {
-            if (approve) gated_.finish(decided.id, "failed", -1, "", "", "workspaces are not configured");
+            if (approve)
+                gated_.finish(decided.id, "failed", -1, "", "", "workspaces are not configured");
         } else {
-            // A push talks to a remote: never on the approver's request thread.
-            std::thread([handler, decided, approve] { handler(decided, approve); }).detach();
+            // The handler only queues the push (its worker talks to the
+            // remote): nothing slow on the approver's request thread.
+            try {
+                handler(decided, approve);
+            } catch (const std::exception& e) {
+                logError("controller", std::string("publish decision: ") + e.what());
+            }
         }
         return decided;
     }

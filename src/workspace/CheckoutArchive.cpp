@@ -1,5 +1,8 @@
 #include "workspace/CheckoutArchive.hpp"
 
+#include <strings.h>
+
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -57,37 +60,69 @@ struct WalkState {
     git_repository* repo;
     std::string prefix;
     std::string error;
+    std::exception_ptr thrown;  // from the sink: kept out of libgit2's C frames
 };
+
+// A tree entry named .git (any case) would write into the guest's own
+// repository (hooks that run at its next git command): git refuses such
+// trees, and so do we.
+bool namesGitDir(const std::string& path) {
+    std::size_t i = 0;
+    while (i <= path.size()) {
+        std::size_t j = path.find('/', i);
+        if (j == std::string::npos) j = path.size();
+        if (j - i == 4 && ::strncasecmp(path.data() + i, ".git", 4) == 0) return true;
+        i = j + 1;
+    }
+    return false;
+}
 
 int walkEntry(const char* root, const git_tree_entry* entry, void* payload) {
     auto* s = static_cast<WalkState*>(payload);
     std::string path = s->prefix + root + git_tree_entry_name(entry);
     git_filemode_t mode = git_tree_entry_filemode(entry);
-    if (mode == GIT_FILEMODE_TREE) return 0;
-    if (mode == GIT_FILEMODE_COMMIT) {  // a submodule: its directory, filled on its own
-        s->out->addDirectory(path);
-        return 0;
-    }
-    git_blob* raw = nullptr;
-    if (git_blob_lookup(&raw, s->repo, git_tree_entry_id(entry)) < 0) {
-        s->error = "missing blob for " + path + ": " + gitMessage();
+    if (namesGitDir(path)) {
+        s->error = "the tree has an entry named .git (" + path + "): refused";
         return -1;
     }
-    Blob blob(raw);
-    std::string_view bytes(static_cast<const char*>(git_blob_rawcontent(blob.get())),
-                           static_cast<std::size_t>(git_blob_rawsize(blob.get())));
-    if (mode == GIT_FILEMODE_LINK)
-        s->out->addSymlink(path, bytes);
-    else
-        s->out->addFile(path, mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0755 : 0644, bytes);
-    return 0;
+    if (mode == GIT_FILEMODE_TREE) return 0;
+    try {
+        if (mode == GIT_FILEMODE_COMMIT) {  // a submodule: its directory, filled on its own
+            s->out->addDirectory(path);
+            return 0;
+        }
+        git_blob* raw = nullptr;
+        if (git_blob_lookup(&raw, s->repo, git_tree_entry_id(entry)) < 0) {
+            s->error = "missing blob for " + path + ": " + gitMessage();
+            return -1;
+        }
+        Blob blob(raw);
+        std::string_view bytes(static_cast<const char*>(git_blob_rawcontent(blob.get())),
+                               static_cast<std::size_t>(git_blob_rawsize(blob.get())));
+        if (mode == GIT_FILEMODE_LINK) {
+            if (bytes.empty() || bytes.size() > protocol::archive::kMaxLinkTarget) {
+                s->error = "the symlink " + path + " has a target git itself would not check out";
+                return -1;
+            }
+            s->out->addSymlink(path, bytes);
+        } else {
+            s->out->addFile(path, mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0755 : 0644, bytes);
+        }
+        return 0;
+    } catch (...) {
+        s->thrown = std::current_exception();
+        return -1;
+    }
 }
 }  // namespace
 
 void CheckoutArchive::addTree(git_repository* repo, const git_tree* tree,
                               const std::string& prefix) {
-    WalkState state{this, repo, prefix.empty() ? "" : prefix + "/", {}};
-    if (git_tree_walk(tree, GIT_TREEWALK_PRE, walkEntry, &state) < 0)
+    WalkState state{this, repo, prefix.empty() ? "" : prefix + "/", {}, nullptr};
+    int rc = git_tree_walk(tree, GIT_TREEWALK_PRE, walkEntry, &state);
+    if (state.thrown) std::rethrow_exception(state.thrown);
+    if (rc < 0 && !state.error.empty()) throw Error(ErrorCode::unprocessable, state.error);
+    if (rc < 0)
         throw Error(ErrorCode::internal,
                     state.error.empty() ? "walking the tree: " + gitMessage() : state.error);
 }
@@ -102,12 +137,23 @@ void CheckoutArchive::addHostDirectory(const std::string& dir, const std::string
         } else if (e.is_directory()) {
             addDirectory(rel);
         } else if (e.is_regular_file()) {
+            // In pieces: a pack can be as large as the repository.
             std::ifstream in(e.path(), std::ios::binary);
-            std::stringstream ss;
-            ss << in.rdbuf();
+            auto size = static_cast<std::uint64_t>(fs::file_size(e.path()));
             auto perms = fs::status(e.path()).permissions();
             bool exec = (perms & fs::perms::owner_exec) != fs::perms::none;
-            addFile(rel, exec ? 0755 : 0644, ss.str());
+            put(protocol::archiveHeader(archive::kFile, rel, exec ? 0755 : 0644, size));
+            std::string chunk(std::min<std::uint64_t>(size, 1 << 20), '\0');
+            std::uint64_t left = size;
+            while (left > 0) {
+                auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, chunk.size()));
+                if (!in.read(chunk.data(), static_cast<std::streamsize>(n)))
+                    throw Error(ErrorCode::internal, "reading " + e.path().string());
+                put(std::string_view(chunk.data(), n));
+                left -= n;
+            }
+            ++entries_;
+            bytes_ += size;
         }
     }
 }

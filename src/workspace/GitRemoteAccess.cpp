@@ -175,6 +175,11 @@ void GitRemoteAccess::fetchInto(git_repository* mirror) {
     git_strarray refspecs{const_cast<char**>(specs), 2};
     if (git_remote_fetch(remote.get(), &refspecs, &opts, "airlock fetch") < 0)
         fail(state, "fetching " + url_.text);
+    // The remote's default branch becomes the mirror's HEAD: a workspace
+    // that names no ref starts from what a clone would check out.
+    GitBuf head;
+    if (git_remote_default_branch(&head.buf, remote.get()) == 0 && !head.str().empty())
+        git_repository_set_head(mirror, head.str().c_str());
 }
 
 std::string GitRemoteAccess::branchValue(git_repository* repo, const std::string& branch) {
@@ -233,6 +238,7 @@ void GitRemoteAccess::push(git_repository* repo, const std::string& localRef,
         std::string msg = state.refusal.empty() ? gitMessage() : state.refusal;
         // libgit2 reports a refused non-fast-forward update as an error.
         if (msg.find("fast-forward") != std::string::npos ||
+            msg.find("fastforward") != std::string::npos ||
             msg.find("rejected") != std::string::npos)
             throw PushRejected("the server rejected the push: " + msg);
         fail(state, "pushing to " + url_.text);

@@ -50,14 +50,21 @@ Scan parseScan(const std::string& bytes) {
 }
 
 git_oid buildWorkingTree(git_repository* repo, const Scan& scan,
-                         const std::map<std::string, git_oid>& gitlinks,
-                         const FileReader& readFile) {
+                         const std::map<std::string, git_oid>& gitlinks, const FileReader& readFile,
+                         std::uint64_t maxBytes) {
     git_odb* rawOdb = nullptr;
     check(git_repository_odb(&rawOdb, repo), ErrorCode::internal, "odb");
     Odb odb(rawOdb);
     git_index* rawIndex = nullptr;
     check(git_index_new(&rawIndex), ErrorCode::internal, "index");
     Index index(rawIndex);
+    std::uint64_t total = 0;
+    auto count = [&](std::uint64_t n) {
+        total += n;
+        if (total > maxBytes)
+            throw Error(ErrorCode::payload_too_large, "the working tree holds more than " +
+                                                          std::to_string(maxBytes >> 20) + " MiB");
+    };
     auto add = [&](const std::string& path, std::uint32_t mode, const git_oid& id) {
         git_index_entry e{};
         e.mode = mode;
@@ -69,13 +76,20 @@ git_oid buildWorkingTree(git_repository* repo, const Scan& scan,
     for (const auto& f : scan.files) {
         if (gitlinks.count(f.path)) continue;
         git_oid id;
+        std::size_t size = 0;
+        git_object_t type = GIT_OBJECT_INVALID;
         if (f.mode == GIT_FILEMODE_LINK) {
+            count(f.linkTarget.size());
             check(git_blob_create_from_buffer(&id, repo, f.linkTarget.data(), f.linkTarget.size()),
                   ErrorCode::internal, "blob");
-        } else if (git_oid_fromstr(&id, f.id.c_str()) == 0 && git_odb_exists(odb.get(), &id)) {
-            // a blob we hold already: the content is ours, not the guest's word
+        } else if (git_oid_fromstr(&id, f.id.c_str()) == 0 &&
+                   git_odb_read_header(&size, &type, odb.get(), &id) == 0 &&
+                   type == GIT_OBJECT_BLOB) {
+            // A blob we hold already: the content is ours, not the guest's word.
+            count(size);
         } else {
             std::string bytes = readFile(f.path);
+            count(bytes.size());
             check(git_blob_create_from_buffer(&id, repo, bytes.data(), bytes.size()),
                   ErrorCode::internal, "blob");
         }
@@ -127,8 +141,30 @@ Tree lookupTree(git_repository* repo, const git_oid& id) {
 }
 }  // namespace
 
+namespace {
+struct PatchSink {
+    std::string* out;
+    std::size_t max;
+    bool overflow = false;
+};
+int printLine(const git_diff_delta*, const git_diff_hunk*, const git_diff_line* line,
+              void* payload) {
+    auto* sink = static_cast<PatchSink*>(payload);
+    if (sink->out->size() + line->content_len + 1 > sink->max) {
+        sink->overflow = true;
+        return -1;
+    }
+    // As git_diff_to_buf prints it: context and changed lines get their sign.
+    if (line->origin == GIT_DIFF_LINE_CONTEXT || line->origin == GIT_DIFF_LINE_ADDITION ||
+        line->origin == GIT_DIFF_LINE_DELETION)
+        sink->out->push_back(line->origin);
+    sink->out->append(line->content, line->content_len);
+    return 0;
+}
+}  // namespace
+
 TreeDiff diffTrees(git_repository* repo, const git_oid& base, const git_oid& tree,
-                   const std::vector<std::string>& scope) {
+                   const std::vector<std::string>& scope, std::size_t maxPatchBytes) {
     Tree oldTree = lookupTree(repo, base), newTree = lookupTree(repo, tree);
     git_diff_options opts;
     git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
@@ -143,10 +179,13 @@ TreeDiff diffTrees(git_repository* repo, const git_oid& base, const git_oid& tre
     find.flags = GIT_DIFF_FIND_RENAMES;
     check(git_diff_find_similar(diff.get(), &find), ErrorCode::internal, "renames");
     TreeDiff out;
-    GitBuf buf;
-    check(git_diff_to_buf(&buf.buf, diff.get(), GIT_DIFF_FORMAT_PATCH), ErrorCode::internal,
-          "patch");
-    out.patch = buf.str();
+    PatchSink sink{&out.patch, maxPatchBytes};
+    if (git_diff_print(diff.get(), GIT_DIFF_FORMAT_PATCH, printLine, &sink) < 0) {
+        if (sink.overflow)
+            throw Error(ErrorCode::payload_too_large,
+                        "the diff is larger than " + std::to_string(maxPatchBytes >> 20) + " MiB");
+        check(-1, ErrorCode::internal, "patch");
+    }
     std::size_t n = git_diff_num_deltas(diff.get());
     for (std::size_t i = 0; i < n; ++i) {
         const git_diff_delta* d = git_diff_get_delta(diff.get(), i);

@@ -32,9 +32,11 @@ Scan parseScan(const std::string& bytes);
 // the tree only ever names content the host holds. Gitlinks (submodules)
 // keep their base values. Returns the tree id.
 using FileReader = std::function<std::string(const std::string& path)>;
+// Every file counts against maxBytes, claimed or read (a guest naming one
+// big blob under many paths gets no further than one reading them all).
 git_oid buildWorkingTree(git_repository* repo, const Scan& scan,
-                         const std::map<std::string, git_oid>& gitlinks,
-                         const FileReader& readFile);
+                         const std::map<std::string, git_oid>& gitlinks, const FileReader& readFile,
+                         std::uint64_t maxBytes = 4ull << 30);
 
 struct TreeDiff {
     std::string patch;  // git's patch format: full index lines, binary patches, renames
@@ -45,8 +47,9 @@ struct TreeDiff {
 
 // base -> tree, renames found; a file is in scope when `scope` is empty or
 // one of its globs matches its path (and its old path, for a rename).
+// The patch stops at maxPatchBytes (Error(payload_too_large)).
 TreeDiff diffTrees(git_repository* repo, const git_oid& base, const git_oid& tree,
-                   const std::vector<std::string>& scope);
+                   const std::vector<std::string>& scope, std::size_t maxPatchBytes = 256u << 20);
 
 bool inScope(const std::vector<std::string>& scope, const std::string& path);
 

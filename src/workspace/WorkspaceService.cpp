@@ -1,7 +1,11 @@
 #include "workspace/WorkspaceService.hpp"
 
+#include <netdb.h>
+#include <sys/socket.h>
+
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "core/Clock.hpp"
 #include "core/Ids.hpp"
@@ -9,6 +13,7 @@
 #include "core/Sha256.hpp"
 #include "protocol/FileArchive.hpp"
 #include "workspace/CheckoutArchive.hpp"
+#include "workspace/GitSocket.hpp"
 
 namespace airlock::workspace {
 namespace fs = std::filesystem;
@@ -80,6 +85,65 @@ bool validBranch(const std::string& branch) {
            branch != "HEAD";
 }
 
+// name -> (path, url) of a .gitmodules file: [submodule "name"] sections
+// with path = and url = keys; anything else is ignored. Values may be
+// quoted; no includes, no continuation lines.
+std::map<std::string, std::pair<std::string, std::string>> parseGitmodules(std::string_view text) {
+    std::map<std::string, std::pair<std::string, std::string>> mods;
+    std::string section;
+    auto trim = [](std::string v) {
+        auto a = v.find_first_not_of(" \t\r");
+        if (a == std::string::npos) return std::string();
+        auto b = v.find_last_not_of(" \t\r");
+        return v.substr(a, b - a + 1);
+    };
+    std::size_t i = 0;
+    while (i < text.size() && mods.size() < 256) {
+        std::size_t j = text.find('\n', i);
+        if (j == std::string_view::npos) j = text.size();
+        std::string line = trim(std::string(text.substr(i, j - i)));
+        i = j + 1;
+        if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+        if (line[0] == '[') {
+            section.clear();
+            static const std::string head = "[submodule \"";
+            if (line.rfind(head, 0) == 0 && line.size() > head.size() + 2 &&
+                line.substr(line.size() - 2) == "\"]")
+                section = line.substr(head.size(), line.size() - head.size() - 2);
+            continue;
+        }
+        if (section.empty()) continue;
+        auto eq = line.find('=');
+        if (eq == std::string::npos) continue;
+        std::string key = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
+        if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
+            value = value.substr(1, value.size() - 2);
+        for (auto& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (key == "path") mods[section].first = value;
+        if (key == "url") mods[section].second = value;
+    }
+    return mods;
+}
+
+// A credential over plain http would cross the network in the clear: only
+// to addresses the operator opened (a loopback test server, an on-prem host).
+void requireOperatorOpened(const RemoteUrl& url, const egress::AddressPolicy& policy) {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    if (::getaddrinfo(url.host.c_str(), nullptr, &hints, &res) != 0)
+        throw Error(ErrorCode::unprocessable, "cannot resolve " + url.host);
+    std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> hold(res, ::freeaddrinfo);
+    for (addrinfo* a = res; a; a = a->ai_next) {
+        if (a->ai_family != AF_INET) continue;
+        auto* sin = reinterpret_cast<sockaddr_in*>(a->ai_addr);
+        if (!policy.operatorAllowed(boost::asio::ip::address_v4(ntohl(sin->sin_addr.s_addr))))
+            throw Error(ErrorCode::bad_request,
+                        "a credential goes only over https (plain http only to ranges the operator "
+                        "opened)");
+    }
+}
+
 std::string gitlinkFile(const std::string& smPath, const std::string& name) {
     std::string up;
     for (auto part : fs::path(smPath)) {
@@ -144,6 +208,7 @@ WorkspaceService::WorkspaceService(WorkspaceConfig config, SandboxController& co
       credentials_(credentials),
       workspaces_(workspaces) {
     initGit();
+    installGitSocket(config_.addressPolicy, std::chrono::seconds(30), std::chrono::seconds(120));
     fs::create_directories(config_.dataDir + "/git");
     fs::permissions(config_.dataDir + "/git", fs::perms::owner_all, fs::perm_options::replace);
     // Scratch checkouts of a previous run are garbage.
@@ -231,6 +296,7 @@ std::optional<BrokeredCredential> WorkspaceService::openCredential(const std::st
     if ((c->kind == "ssh-key") != (url.scheme == "ssh"))
         throw Error(ErrorCode::bad_request, "credential '" + name + "' is a " + c->kind +
                                                 " and the repository is " + url.scheme);
+    if (url.scheme == "http") requireOperatorOpened(url, config_.addressPolicy);
     if (!config_.cipher) throw Error(ErrorCode::unavailable, "no secret key is configured");
     return BrokeredCredential{
         c->kind, c->host, c->username,
@@ -283,12 +349,18 @@ Repository WorkspaceService::openWorkRepo(const std::string& tenant,
         std::ifstream in(altFile);
         existing.assign(std::istreambuf_iterator<char>(in), {});
     }
+    std::string wanted = existing;
     for (const auto& m : mirrors) {
         std::string line = m + "/objects";
-        if (existing.find(line + "\n") == std::string::npos) existing += line + "\n";
+        if (wanted.find(line + "\n") == std::string::npos) wanted += line + "\n";
     }
-    fs::create_directories(path + "/objects/info");
-    std::ofstream(altFile, std::ios::trunc) << existing;
+    if (wanted != existing) {
+        // Replaced in one rename: a reader never sees it half written.
+        fs::create_directories(path + "/objects/info");
+        std::string tmp = altFile + ".tmp";
+        std::ofstream(tmp, std::ios::trunc) << wanted;
+        fs::rename(tmp, altFile);
+    }
     return openRepo(path);
 }
 
@@ -361,7 +433,8 @@ SandboxRecord WorkspaceService::createSandbox(const std::string& tenant,
         Object commitObj(peeled);
         rec.baseCommit = oidHex(*git_object_id(commitObj.get()));
         if (spec.submodules) {
-            // .gitmodules of that commit, read with libgit2's config parser.
+            // .gitmodules of that commit (its own small parser: libgit2's
+            // config reader would follow include.path to the host's files).
             Tree tree;
             {
                 git_tree* t = nullptr;
@@ -376,31 +449,9 @@ SandboxRecord WorkspaceService::createSandbox(const std::string& tenant,
                 check(git_blob_lookup(&b, repo.get(), git_tree_entry_id(entry.get())),
                       ErrorCode::internal, ".gitmodules");
                 Blob blob(b);
-                std::string scratch = tenantDir(tenant) + "/scratch/" + newId("gm-");
-                fs::create_directories(scratch);
-                std::string file = scratch + "/gitmodules";
-                std::ofstream(file, std::ios::binary)
-                    .write(static_cast<const char*>(git_blob_rawcontent(blob.get())),
-                           static_cast<std::streamsize>(git_blob_rawsize(blob.get())));
-                git_config* rawCfg = nullptr;
-                check(git_config_open_ondisk(&rawCfg, file.c_str()), ErrorCode::unprocessable,
-                      ".gitmodules");
-                Config cfg(rawCfg);
-                std::map<std::string, std::pair<std::string, std::string>>
-                    mods;  // name -> path, url
-                git_config_iterator* it = nullptr;
-                check(git_config_iterator_glob_new(&it, cfg.get(), "^submodule\\..*\\.(path|url)$"),
-                      ErrorCode::internal, "config");
-                git_config_entry* ce = nullptr;
-                while (git_config_next(&ce, it) == 0) {
-                    std::string key = ce->name;
-                    auto dot = key.rfind('.');
-                    std::string name = key.substr(10, dot - 10);
-                    (key.substr(dot + 1) == "path" ? mods[name].first : mods[name].second) =
-                        ce->value;
-                }
-                git_config_iterator_free(it);
-                fs::remove_all(scratch);
+                auto mods = parseGitmodules(
+                    std::string_view(static_cast<const char*>(git_blob_rawcontent(blob.get())),
+                                     static_cast<std::size_t>(git_blob_rawsize(blob.get()))));
                 for (const auto& [name, pu] : mods) {
                     const auto& [smPath, smUrl] = pu;
                     if (smPath.empty() || smUrl.empty()) continue;
@@ -535,7 +586,11 @@ json WorkspaceService::info(const std::string& tenant, const std::string& id) {
     auto r = load(tenant, id);
     auto lock = lockFor(sandboxLocks_, id);
     std::lock_guard hold(*lock);
-    auto snap = snapshot(tenant, id, r);
+    // A paused or stopped sandbox still has its record; only the count of
+    // changed files needs the guest.
+    json changed = nullptr;
+    if (controller_.get(tenant, id).state == SandboxState::running)
+        changed = snapshot(tenant, id, r).diff.files.size();
     json subs = json::array();
     for (const auto& s : r.submodules) subs.push_back({{"path", s.path}, {"commit", s.commit}});
     return {{"repo", r.repo},
@@ -548,7 +603,7 @@ json WorkspaceService::info(const std::string& tenant, const std::string& id) {
             {"credential", r.credential},
             {"head", r.head.empty() ? json(nullptr) : json(r.head)},
             {"submodules", subs},
-            {"changed_files", snap.diff.files.size()}};
+            {"changed_files", changed}};
 }
 
 WorkspaceService::Snapshot WorkspaceService::snapshot(const std::string& tenant,
@@ -585,9 +640,37 @@ WorkspaceService::Snapshot WorkspaceService::snapshot(const std::string& tenant,
                             std::to_string(config_.maxTransferBytes >> 20) + " MiB");
         return bytes;
     };
+    Commit base = lookupCommit(work.get(), r.baseCommit);
+    if (!snap.scan.ignored.empty()) {
+        // Git ignores untracked files only: a tracked file the rules match
+        // is still part of the tree (read back; gone means deleted).
+        std::set<std::string> present;
+        for (const auto& f : snap.scan.files) present.insert(f.path);
+        for (const auto& [path, file] : flattenTree(work.get(), *git_commit_tree_id(base.get()))) {
+            if (file.mode == GIT_FILEMODE_COMMIT || present.count(path)) continue;
+            bool ignored = false;
+            for (const auto& ig : snap.scan.ignored)
+                if (ig.back() == '/' ? path.rfind(ig, 0) == 0 : path == ig) ignored = true;
+            if (!ignored) continue;
+            if (file.mode == GIT_FILEMODE_LINK) {
+                snap.scan.files.push_back({path, file.mode, oidHex(file.id), ""});
+                continue;
+            }
+            std::string bytes;
+            try {
+                bytes = readFile(path);
+            } catch (const Error& e) {
+                if (e.code() == ErrorCode::not_found) continue;
+                throw;
+            }
+            git_oid id;
+            check(git_blob_create_from_buffer(&id, work.get(), bytes.data(), bytes.size()),
+                  ErrorCode::internal, "blob");
+            snap.scan.files.push_back({path, file.mode, oidHex(id), ""});
+        }
+    }
     git_oid tree = buildWorkingTree(work.get(), snap.scan, gitlinks, readFile);
     snap.tree = oidHex(tree);
-    Commit base = lookupCommit(work.get(), r.baseCommit);
     snap.diff = diffTrees(work.get(), *git_commit_tree_id(base.get()), tree, r.writeScope);
     return snap;
 }

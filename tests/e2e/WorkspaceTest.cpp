@@ -230,13 +230,19 @@ TEST_F(Workspaces, ByCommitOnATemplateWithoutGitWithItsWriteScopeEnforced) {
                       R"({"message":"m","author":{"name":"A","email":"a@example.invalid"}})");
     EXPECT_EQ(commit.status, 409);
     EXPECT_NE(commit.body.find("README.md"), std::string::npos);
-    // Reset puts the tree back: the stray file goes, the README is restored.
+    // Reset puts the tree back: the stray file goes, the README is restored;
+    // ignored files stay unless asked.
+    exec(id, "mkdir -p /workspace/node_modules/x && echo kept > /workspace/node_modules/x/y");
     ASSERT_EQ(api("POST", "/v1/sandboxes/" + id + "/workspace/reset", "{}").status, 200);
     EXPECT_EQ(
         out(id, "test -e /workspace/src/new.py && echo stray; tail -c 20 /workspace/README.md"),
         "fixture repository.");
     EXPECT_EQ(json::parse(api("GET", "/v1/sandboxes/" + id + "/workspace").body)["changed_files"],
               0);
+    EXPECT_EQ(out(id, "cat /workspace/node_modules/x/y"), "kept");
+    ASSERT_EQ(api("POST", "/v1/sandboxes/" + id + "/workspace/reset", R"({"clean_ignored":true})").status, 200);
+    EXPECT_EQ(out(id, "test -e /workspace/node_modules && echo left; cat /workspace/FEATURE.md"), "feature work");
+    EXPECT_EQ(api("POST", "/v1/sandboxes/" + id + "/workspace/reset", R"({"clean_ignored":1})").status, 400);
     EXPECT_EQ(api("DELETE", "/v1/sandboxes/" + id).status, 204);
 }
 
