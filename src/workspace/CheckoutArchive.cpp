@@ -236,6 +236,11 @@ std::string prepareGitDir(const std::string& scratch, const std::string& mirrorP
         setConfig(repo.get(), "submodule." + sm.name + ".url", sm.url);
         setConfig(repo.get(), "submodule." + sm.name + ".active", "true");
     }
+    // The clone's reflogs name the mirror's path on the host: the guest has
+    // no business knowing it (git starts new ones as it goes).
+    std::error_code ec;
+    fs::remove_all(gitDir + "/logs", ec);
+    for (const auto& sm : submodules) fs::remove_all(gitDir + "/modules/" + sm.name + "/logs", ec);
     return gitDir;
 }
 

@@ -14,8 +14,8 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli/CliApp.hpp"
 #include "cli/HttpClient.hpp"
@@ -240,9 +240,24 @@ TEST_F(Workspaces, ByCommitOnATemplateWithoutGitWithItsWriteScopeEnforced) {
     EXPECT_EQ(json::parse(api("GET", "/v1/sandboxes/" + id + "/workspace").body)["changed_files"],
               0);
     EXPECT_EQ(out(id, "cat /workspace/node_modules/x/y"), "kept");
-    ASSERT_EQ(api("POST", "/v1/sandboxes/" + id + "/workspace/reset", R"({"clean_ignored":true})").status, 200);
-    EXPECT_EQ(out(id, "test -e /workspace/node_modules && echo left; cat /workspace/FEATURE.md"), "feature work");
-    EXPECT_EQ(api("POST", "/v1/sandboxes/" + id + "/workspace/reset", R"({"clean_ignored":1})").status, 400);
+    // A rule that matches tracked files does not make them deleted: git
+    // ignores untracked files only.
+    exec(id, "echo 'dist/' >> /workspace/.gitignore");
+    auto ignoring =
+        json::parse(api("GET", "/v1/sandboxes/" + id + "/workspace/diff?format=json").body);
+    ASSERT_EQ(ignoring["files"].size(), 1u) << ignoring.dump();
+    EXPECT_EQ(ignoring["files"][0]["path"], ".gitignore");
+    EXPECT_EQ(ignoring["files"][0]["status"], "modified");
+    ASSERT_EQ(
+        api("POST", "/v1/sandboxes/" + id + "/workspace/reset", R"({"clean_ignored":true})").status,
+        200);
+    EXPECT_EQ(out(id,
+                  "test -e /workspace/node_modules && echo left; cat /workspace/FEATURE.md; "
+                  "head -1 /workspace/dist/bundle.js"),
+              "feature work\n/* generated */");
+    EXPECT_EQ(
+        api("POST", "/v1/sandboxes/" + id + "/workspace/reset", R"({"clean_ignored":1})").status,
+        400);
     EXPECT_EQ(api("DELETE", "/v1/sandboxes/" + id).status, 204);
 }
 
@@ -303,7 +318,8 @@ TEST_F(Workspaces, PushesWaitForAHumanKeepTheLeaseAndNeverForce) {
     exec(id, "cd /workspace && printf 'def add(a, b):\\n    return b + a\\n' > src/app.py");
     // The CLI reads the same host-computed diff.
     std::ostringstream cliOut, cliErr;
-    EXPECT_EQ(cli::runCli({"diff", id, "--stat"}, world->daemon->url(), world->key, cliOut, cliErr), 0)
+    EXPECT_EQ(cli::runCli({"diff", id, "--stat"}, world->daemon->url(), world->key, cliOut, cliErr),
+              0)
         << cliErr.str();
     EXPECT_NE(cliOut.str().find(" src/app.py | modified +1 -1"), std::string::npos) << cliOut.str();
     EXPECT_NE(cliOut.str().find("1 files changed"), std::string::npos) << cliOut.str();
