@@ -324,6 +324,9 @@ class SandboxController {
     // running -> state (pushed, rejected, failed) with why.
     void finishPublish(const std::string& id, const std::string& state, const std::string& error);
     std::optional<GatedExec> findGated(const std::string& id) { return gated_.find(id); }
+    std::vector<GatedExec> runningGated(const std::string& idPrefix) {
+        return gated_.running(idPrefix);
+    }
     void recordEvent(const SandboxRecord& r, const std::string& type, const nlohmann::json& data) {
         record(r.id, r.tenant, type, data);
     }
@@ -431,7 +434,8 @@ class SandboxController {
     std::map<std::string, SecretSpec> secretsOf(const SandboxRecord& r) const;
     SecretMasker maskerFor(const SandboxRecord& r) const;
     // The secrets' values and the extra ones (setExtraSecrets).
-    SecretMasker maskerOf(const SandboxRecord& r, const std::map<std::string, SecretSpec>& secrets) const;
+    SecretMasker maskerOf(const SandboxRecord& r,
+                          const std::map<std::string, SecretSpec>& secrets) const;
     void runApproved(GatedExec g);
     GatedExec parkForApproval(const SandboxRecord& r, const ExecOptions& options,
                               const policy::Verdict& v, nlohmann::json data,

@@ -5,7 +5,8 @@
 namespace airlock {
 namespace {
 constexpr const char* kColumns =
-    "id, approval_id, sandbox, tenant, request, command, class, reason, state, requested_at, expires_at, decided_at,"
+    "id, approval_id, sandbox, tenant, request, command, class, reason, state, requested_at, "
+    "expires_at, decided_at,"
     " decided_by, decision_reason, exit_code, stdout, stderr, error";
 
 GatedExec readRow(Database::Statement& st) {
@@ -35,31 +36,49 @@ GatedExec readRow(Database::Statement& st) {
 GatedExecStore::GatedExecStore(Database& db) : db_(db) {
     db_.exec(
         "CREATE TABLE IF NOT EXISTS gated_execs ("
-        " id TEXT PRIMARY KEY, approval_id TEXT UNIQUE NOT NULL, sandbox TEXT NOT NULL, tenant TEXT NOT NULL,"
-        " request TEXT NOT NULL, command TEXT NOT NULL, class TEXT NOT NULL, reason TEXT NOT NULL, state TEXT NOT NULL,"
-        " requested_at TEXT NOT NULL, expires_at INTEGER NOT NULL, decided_at TEXT NOT NULL DEFAULT '',"
-        " decided_by TEXT NOT NULL DEFAULT '', decision_reason TEXT NOT NULL DEFAULT '', exit_code INTEGER NOT NULL DEFAULT -1,"
-        " stdout TEXT NOT NULL DEFAULT '', stderr TEXT NOT NULL DEFAULT '', error TEXT NOT NULL DEFAULT '')");
+        " id TEXT PRIMARY KEY, approval_id TEXT UNIQUE NOT NULL, sandbox TEXT NOT NULL, tenant "
+        "TEXT NOT NULL,"
+        " request TEXT NOT NULL, command TEXT NOT NULL, class TEXT NOT NULL, reason TEXT NOT NULL, "
+        "state TEXT NOT NULL,"
+        " requested_at TEXT NOT NULL, expires_at INTEGER NOT NULL, decided_at TEXT NOT NULL "
+        "DEFAULT '',"
+        " decided_by TEXT NOT NULL DEFAULT '', decision_reason TEXT NOT NULL DEFAULT '', exit_code "
+        "INTEGER NOT NULL DEFAULT -1,"
+        " stdout TEXT NOT NULL DEFAULT '', stderr TEXT NOT NULL DEFAULT '', error TEXT NOT NULL "
+        "DEFAULT '')");
 }
 
 void GatedExecStore::insert(const GatedExec& e) {
     db_.locked([&](sqlite3* db) {
         Database::Statement st(db, std::string("INSERT INTO gated_execs (") + kColumns +
                                        ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-        st.bind(1, e.id).bind(2, e.approvalId).bind(3, e.sandboxId).bind(4, e.tenant).bind(5, e.requestJson);
-        st.bind(6, e.command).bind(7, e.commandClass).bind(8, e.reason).bind(9, e.state).bind(10, e.requestedAt);
-        st.bind(11, e.expiresAt).bind(12, e.decidedAt).bind(13, e.decidedBy).bind(14, e.decisionReason);
+        st.bind(1, e.id)
+            .bind(2, e.approvalId)
+            .bind(3, e.sandboxId)
+            .bind(4, e.tenant)
+            .bind(5, e.requestJson);
+        st.bind(6, e.command)
+            .bind(7, e.commandClass)
+            .bind(8, e.reason)
+            .bind(9, e.state)
+            .bind(10, e.requestedAt);
+        st.bind(11, e.expiresAt)
+            .bind(12, e.decidedAt)
+            .bind(13, e.decidedBy)
+            .bind(14, e.decisionReason);
         st.bind(15, e.exitCode).bind(16, e.stdoutData).bind(17, e.stderrData).bind(18, e.error);
         st.step();
     });
 }
 
-bool GatedExecStore::decide(const std::string& id, const std::string& state, const std::string& decidedAt,
-                            const std::string& decidedBy, const std::string& reason) {
+bool GatedExecStore::decide(const std::string& id, const std::string& state,
+                            const std::string& decidedAt, const std::string& decidedBy,
+                            const std::string& reason) {
     return db_.locked([&](sqlite3* db) {
-        Database::Statement st(db,
-                               "UPDATE gated_execs SET state = ?, decided_at = ?, decided_by = ?, decision_reason = ?"
-                               " WHERE id = ? AND state = 'pending_approval'");
+        Database::Statement st(
+            db,
+            "UPDATE gated_execs SET state = ?, decided_at = ?, decided_by = ?, decision_reason = ?"
+            " WHERE id = ? AND state = 'pending_approval'");
         st.bind(1, state).bind(2, decidedAt).bind(3, decidedBy).bind(4, reason).bind(5, id);
         st.step();
         return sqlite3_changes(db) == 1;
@@ -67,10 +86,12 @@ bool GatedExecStore::decide(const std::string& id, const std::string& state, con
 }
 
 void GatedExecStore::finish(const std::string& id, const std::string& state, std::int64_t exitCode,
-                            const std::string& out, const std::string& err, const std::string& error) {
+                            const std::string& out, const std::string& err,
+                            const std::string& error) {
     db_.locked([&](sqlite3* db) {
         Database::Statement st(db,
-                               "UPDATE gated_execs SET state = ?, exit_code = ?, stdout = ?, stderr = ?, error = ? WHERE id = ?");
+                               "UPDATE gated_execs SET state = ?, exit_code = ?, stdout = ?, "
+                               "stderr = ?, error = ? WHERE id = ?");
         st.bind(1, state).bind(2, exitCode).bind(3, out).bind(4, err).bind(5, error).bind(6, id);
         st.step();
     });
@@ -78,7 +99,8 @@ void GatedExecStore::finish(const std::string& id, const std::string& state, std
 
 std::optional<GatedExec> GatedExecStore::find(const std::string& id) {
     return db_.locked([&](sqlite3* db) -> std::optional<GatedExec> {
-        Database::Statement st(db, std::string("SELECT ") + kColumns + " FROM gated_execs WHERE id = ?");
+        Database::Statement st(
+            db, std::string("SELECT ") + kColumns + " FROM gated_execs WHERE id = ?");
         st.bind(1, id);
         if (!st.step()) return std::nullopt;
         return readRow(st);
@@ -87,7 +109,8 @@ std::optional<GatedExec> GatedExecStore::find(const std::string& id) {
 
 std::optional<GatedExec> GatedExecStore::findByApproval(const std::string& approvalId) {
     return db_.locked([&](sqlite3* db) -> std::optional<GatedExec> {
-        Database::Statement st(db, std::string("SELECT ") + kColumns + " FROM gated_execs WHERE approval_id = ?");
+        Database::Statement st(
+            db, std::string("SELECT ") + kColumns + " FROM gated_execs WHERE approval_id = ?");
         st.bind(1, approvalId);
         if (!st.step()) return std::nullopt;
         return readRow(st);
@@ -96,11 +119,24 @@ std::optional<GatedExec> GatedExecStore::findByApproval(const std::string& appro
 
 std::vector<GatedExec> GatedExecStore::pending(const TenantScope& scope) {
     return db_.locked([&](sqlite3* db) {
-        std::string sql = std::string("SELECT ") + kColumns + " FROM gated_execs WHERE state = 'pending_approval'";
+        std::string sql = std::string("SELECT ") + kColumns +
+                          " FROM gated_execs WHERE state = 'pending_approval'";
         if (!scope.isAll()) sql += " AND tenant = ?";
         sql += " ORDER BY requested_at, id";
         Database::Statement st(db, sql);
         if (!scope.isAll()) st.bind(1, scope.tenant());
+        std::vector<GatedExec> out;
+        while (st.step()) out.push_back(readRow(st));
+        return out;
+    });
+}
+
+std::vector<GatedExec> GatedExecStore::running(const std::string& idPrefix) {
+    return db_.locked([&](sqlite3* db) {
+        Database::Statement st(
+            db, std::string("SELECT ") + kColumns +
+                    " FROM gated_execs WHERE state = 'running' AND substr(id, 1, ?) = ?");
+        st.bind(1, static_cast<std::int64_t>(idPrefix.size())).bind(2, idPrefix);
         std::vector<GatedExec> out;
         while (st.step()) out.push_back(readRow(st));
         return out;

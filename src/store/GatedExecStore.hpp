@@ -1,11 +1,11 @@
 #pragma once
-#include "store/TenantScope.hpp"
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "store/Database.hpp"
+#include "store/TenantScope.hpp"
 
 namespace airlock {
 
@@ -29,18 +29,21 @@ struct GatedExec {
 };
 
 class GatedExecStore {
-public:
+  public:
     explicit GatedExecStore(Database& db);
     void insert(const GatedExec& e);
     // pending_approval -> state, only if still pending; false when it was not.
     bool decide(const std::string& id, const std::string& state, const std::string& decidedAt,
                 const std::string& decidedBy, const std::string& reason);
-    void finish(const std::string& id, const std::string& state, std::int64_t exitCode, const std::string& out,
-                const std::string& err, const std::string& error);
+    void finish(const std::string& id, const std::string& state, std::int64_t exitCode,
+                const std::string& out, const std::string& err, const std::string& error);
     std::optional<GatedExec> find(const std::string& id);
     std::optional<GatedExec> findByApproval(const std::string& approvalId);
     std::vector<GatedExec> pending(const TenantScope& scope);
-private:
+    // Approved and started, not finished: what a restart interrupted.
+    std::vector<GatedExec> running(const std::string& idPrefix);
+
+  private:
     Database& db_;
 };
 

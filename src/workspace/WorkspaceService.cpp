@@ -215,6 +215,15 @@ WorkspaceService::WorkspaceService(WorkspaceConfig config, SandboxController& co
     std::error_code ec;
     for (auto& t : fs::directory_iterator(config_.dataDir + "/git", ec))
         fs::remove_all(t.path() / "scratch", ec);
+    // A push a restart interrupted did not happen as far as anyone knows:
+    // failed, and the agent may ask again (the lease is checked anew).
+    for (const auto& g : controller_.runningGated("psh-")) {
+        controller_.finishPublish(g.id, "failed", "airlockd restarted during the push; ask again");
+        controller_.recordEvent(refOf(g.sandboxId, g.tenant), "push.rejected",
+                                {{"push_id", g.id},
+                                 {"reason", "airlockd restarted during the push"},
+                                 {"failed", true}});
+    }
     worker_ = std::thread([this] { pushWorker(); });
     controller_.setWorkspaceHooks(
         [this](const SandboxRecord& r, const std::string& path) { checkWrite(r, path); },

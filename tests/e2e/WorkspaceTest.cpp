@@ -274,6 +274,22 @@ TEST_F(Workspaces, RefusalsComeBeforeAnythingBoots) {
               422);
     EXPECT_EQ(create({{"repo", world->repo}, {"branch", "agent/x"}}),
               422);  // no credential: 401 from git
+    // A wrong secret fails at once, not after a loop of retries.
+    ASSERT_EQ(api("POST", "/v1/credentials",
+                  json{{"name", "wrong"},
+                       {"kind", "https-basic"},
+                       {"host", "127.0.0.1:" + std::to_string(world->gitPort)},
+                       {"username", "git"},
+                       {"secret", "not-the-password"}}
+                      .dump())
+                  .status,
+              201);
+    auto started = std::chrono::steady_clock::now();
+    EXPECT_EQ(create({{"repo", world->repo}, {"branch", "agent/x"}, {"credential", "wrong"}}), 422);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 20s);
+    auto listed = api("GET", "/v1/credentials");
+    EXPECT_EQ(listed.body.find("not-the-password"), std::string::npos) << listed.body;
+    EXPECT_EQ(api("DELETE", "/v1/credentials/wrong").status, 204);
     EXPECT_EQ(create({{"repo", world->repo}, {"branch", "-bad"}, {"credential", "fx"}}), 400);
     EXPECT_EQ(create({{"repo", "http://git:pw@127.0.0.1:1/x.git"}, {"branch", "agent/x"}}), 400);
     EXPECT_EQ(
