@@ -128,7 +128,17 @@ void UploadSession::onChunk(beast::error_code ec) {
                            asio::post(self->stream_.get_executor(), [self, error] {
                                self->waitTimer_.cancel();
                                if (self->ended_) return;
-                               if (error) return self->fail(responseForError(error));
+                               if (error) {
+                                   // The guest's reset says why (403, 404...) and may
+                                   // be right behind this failure on the strand: it
+                                   // answers first if it comes within a moment.
+                                   self->waitTimer_.expires_after(std::chrono::seconds(2));
+                                   self->waitTimer_.async_wait([self, error](beast::error_code ec) {
+                                       if (!ec && !self->ended_)
+                                           self->fail(responseForError(error));
+                                   });
+                                   return;
+                               }
                                self->readChunk();
                            });
                        });
