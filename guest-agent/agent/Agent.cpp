@@ -380,13 +380,16 @@ void Agent::handleOpen(const protocol::Frame& frame) {
         } else if (op == "tunnel") {
             handler = std::make_unique<TunnelStream>(id, *this, request);
         } else if (op == "egress_listen") {
-            if (egressListener())
-                return sendReset(id, "conflict", "an egress listener is already open");
+            // The egress proxy and the package proxy's ecosystems: a few
+            // ports, each listened on once (a second bind of a port fails).
+            if (egressListeners().size() >= kMaxEgressListeners)
+                return sendReset(id, "conflict", "too many egress listeners are open");
             handler = std::make_unique<EgressListener>(id, *this, request);
         } else if (op == "egress_attach") {
-            EgressListener* listener = egressListener();
-            UniqueFd conn = listener ? listener->take(request.value("connection", std::uint64_t(0)))
-                                     : UniqueFd();
+            UniqueFd conn;
+            auto number = request.value("connection", std::uint64_t(0));
+            for (EgressListener* listener : egressListeners())
+                if ((conn = listener->take(number))) break;
             if (!conn)
                 return sendReset(id, "not_found", "no pending egress connection with that number");
             handler = std::make_unique<TunnelStream>(id, *this, std::move(conn));
@@ -407,10 +410,11 @@ void Agent::handleOpen(const protocol::Frame& frame) {
     if (!handler->done()) streams_[id] = std::move(handler);
 }
 
-EgressListener* Agent::egressListener() {
+std::vector<EgressListener*> Agent::egressListeners() {
+    std::vector<EgressListener*> out;
     for (auto& [id, s] : streams_)
-        if (auto* l = dynamic_cast<EgressListener*>(s.get()); l && !l->done()) return l;
-    return nullptr;
+        if (auto* l = dynamic_cast<EgressListener*>(s.get()); l && !l->done()) out.push_back(l);
+    return out;
 }
 
 void Agent::handleReseed(std::uint32_t id, const nlohmann::json& request) {

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <vector>
 #include <memory>
 #include <string>
 
@@ -21,6 +22,7 @@ class EgressListener;
 class Agent : public FrameSink {
 public:
     static constexpr std::size_t kMaxStreams = 256;
+    static constexpr std::size_t kMaxEgressListeners = 4;  // egress + npm, PyPI, apt
 
     explicit Agent(std::string portName);
     // Serves an already open byte stream (tests: one end of a socketpair).
@@ -54,7 +56,7 @@ private:
     // no vmgenid), and set the wall clock the snapshot froze.
     void handleReseed(std::uint32_t stream, const nlohmann::json& request);
     // The session's egress listener (at most one), if open.
-    EgressListener* egressListener();
+    std::vector<EgressListener*> egressListeners();
     void sendReset(std::uint32_t stream, const std::string& code, const std::string& message);
     void dropSessionStreams();
 

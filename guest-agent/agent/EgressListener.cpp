@@ -46,7 +46,10 @@ void EgressListener::onFdReady(int, short) {
     while (pending_.size() < kMaxPending) {
         UniqueFd conn(::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
         if (!conn) return;
-        std::uint64_t n = nextConnection_++;
+        // Numbered across every listener of the agent: an attach names the
+        // connection alone (egress and the package ports share the op).
+        static std::uint64_t nextConnection = 1;
+        std::uint64_t n = nextConnection++;
         pending_[n] = Pending{std::move(conn), monotonicMs()};
         sendControl({{"accepted", n}});
     }

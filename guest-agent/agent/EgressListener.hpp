@@ -7,7 +7,8 @@
 
 namespace airlock::guest {
 
-// The guest end of egress (op "egress_listen"): a TCP listener on
+// The guest end of egress and of the package proxy (op "egress_listen", one
+// listener per port: the egress proxy's and each package ecosystem's): a TCP listener on
 // 127.0.0.1:PORT that commands reach through http_proxy/https_proxy. The
 // guest has no network interface but lo; every connection accepted here is
 // announced to the host ({"accepted":N} control) and waits until the host
@@ -35,7 +36,6 @@ class EgressListener : public StreamHandler {
         std::int64_t acceptedMs = 0;
     };
     UniqueFd listener_;
-    std::uint64_t nextConnection_ = 1;
     std::map<std::uint64_t, Pending> pending_;
 };
 

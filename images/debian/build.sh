@@ -19,7 +19,7 @@ umask 022
 export LC_ALL=C
 
 readonly SUITE=bookworm
-readonly PACKAGES=python3,git,nodejs,npm,ca-certificates,curl,build-essential,procps,iproute2,less,xz-utils,unzip
+readonly PACKAGES=python3,python3-pip,python3-venv,git,nodejs,npm,ca-certificates,curl,build-essential,procps,iproute2,less,xz-utils,unzip
 readonly DISK_SIZE=6G
 readonly CMDLINE="console=ttyS0 panic=-1 quiet init_on_free=1 airlock.root=/dev/vda"
 # The unprivileged sandbox user (uid 1000, as in the minimal template), a
@@ -28,6 +28,7 @@ readonly HOOKS=(
     'chroot "$1" useradd --create-home --uid 1000 --user-group --shell /bin/bash user'
     'echo airlock >"$1/etc/hostname"'
     'printf "127.0.0.1 localhost airlock\n::1 localhost\n" >"$1/etc/hosts"'
+    'sh "$AIRLOCK_PACKAGE_PROXY_HOOK" "$1"'
     'rm -rf "$1"/var/lib/apt/lists/* "$1"/usr/share/doc/* "$1"/usr/share/man/* "$1"/var/cache/apt/*.bin'
 )
 # Bump when the image layout below changes (what goes into the ext4 image).
@@ -71,7 +72,10 @@ sha() { sha256sum "$1" | cut -d' ' -f1; }
 
 # The root filesystem depends on its recipe only (suite, packages, hooks,
 # layout); the template also on the minimal template's boot files.
-RECIPE=$(printf '%s\n' "$SUITE" "$PACKAGES" "${HOOKS[@]}" "$LAYOUT_VERSION" | sha256sum | cut -d' ' -f1)
+# The package-proxy hook (npmrc, pip.conf, apt sources) is part of the recipe.
+export AIRLOCK_PACKAGE_PROXY_HOOK
+AIRLOCK_PACKAGE_PROXY_HOOK=$(dirname "$(realpath "${BASH_SOURCE[0]}")")/package-proxy.sh
+RECIPE=$(printf '%s\n' "$SUITE" "$PACKAGES" "${HOOKS[@]}" "$LAYOUT_VERSION" "$(sha "$AIRLOCK_PACKAGE_PROXY_HOOK")" | sha256sum | cut -d' ' -f1)
 INPUTS=$(printf '%s\n' "recipe=$RECIPE" "cmdline=$CMDLINE" "script=$(sha "$SCRIPT")" "minimal=$(cat "$MINIMAL/DIGEST")")
 STAMP=$DEST/.inputs
 if ((!FORCE)) && [[ -f $STAMP && -f $DEST/template.json && -f $DEST/base.qcow2 ]] &&

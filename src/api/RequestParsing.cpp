@@ -8,6 +8,7 @@
 #include "core/Error.hpp"
 #include "core/JsonFields.hpp"
 #include "egress/EgressAllowlist.hpp"
+#include "packages/PackageRules.hpp"
 
 namespace airlock::api {
 namespace {
@@ -60,7 +61,7 @@ CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     rejectUnknownFields(
         j,
         {"template", "snapshot", "boot", "vcpus", "memory_mib", "disk_gib", "timeout_s",
-         "on_timeout", "metadata", "env", "policy", "secrets", "network", "workspace"},
+         "on_timeout", "metadata", "env", "policy", "secrets", "network", "workspace", "packages"},
         "sandbox request");
     CreateSandboxRequest r;
     if (j.contains("template") && j.contains("snapshot"))
@@ -83,6 +84,7 @@ CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     if (j.contains("secrets")) r.secrets = parseSecrets(j["secrets"]);
     if (j.contains("network")) r.networkAllow = parseNetwork(j["network"]);
     if (j.contains("workspace")) r.workspace = parseWorkspaceSpec(j["workspace"]);
+    if (j.contains("packages")) r.packages = packages::PackageRules::parse(j["packages"]).toJson();
     return r;
 }
 
@@ -400,6 +402,7 @@ nlohmann::json sandboxJson(const SandboxRecord& r) {
     if (j["secrets"].is_discarded()) j["secrets"] = json::array();
     json allow = json::parse(r.networkJson, nullptr, false);
     j["network"] = {{"allow", allow.is_array() ? allow : json::array()}};
+    j["packages"] = packages::PackageRules::fromStored(r.packagesJson).toJson();
     return j;
 }
 

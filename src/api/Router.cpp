@@ -12,6 +12,7 @@
 #include "api/RequestParsing.hpp"
 #include "core/JsonFields.hpp"
 #include "core/Log.hpp"
+#include "packages/PackageRules.hpp"
 
 namespace airlock::api {
 namespace {
@@ -194,6 +195,11 @@ Router::Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& 
     });
     add("POST", "/v1/sandboxes", kDrivers, [this](Context& c) {
         auto request = parseCreateSandbox(c.request.body);
+        // A dry run serves what the rules refuse: not the agent's to choose.
+        if (request.packages && request.packages->value("dry_run", false) &&
+            c.principal.role == Role::agent)
+            throw Error(ErrorCode::forbidden,
+                        "an agent key cannot turn the package rules into a dry run");
         if (request.workspace)
             return jsonResponse(201, sandboxJson(workspaces().createSandbox(c.tenant, request)));
         return jsonResponse(201, sandboxJson(controller_.create(c.tenant, request)));
@@ -313,6 +319,31 @@ Router::Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& 
             g = *now;
         }
         return jsonResponse(200, gatedExecJson(g));
+    });
+    add("GET", "/v1/sandboxes/{}/packages", kAnyRole, [this](Context& c) {
+        // The package proxy's records of this sandbox, oldest first.
+        auto param = [&](const char* k) {
+            return c.request.query.count(k) ? c.request.query.at(k) : std::string();
+        };
+        std::string ecosystem = param("ecosystem"), decision = param("decision");
+        if (!ecosystem.empty() && !packages::parseEcosystem(ecosystem))
+            throw Error(ErrorCode::bad_request, "'ecosystem' must be npm, pypi or apt");
+        if (!decision.empty() && decision != "allow" && decision != "deny" && decision != "approve")
+            throw Error(ErrorCode::bad_request, "'decision' must be allow, deny or approve");
+        AuditQuery q;
+        q.type = "package.";
+        q.limit = 10000;
+        json list = json::array();
+        for (const auto& e : controller_.audit(c.tenant, c.params[0], q)) {
+            auto data = json::parse(e.dataJson, nullptr, false);
+            if (!data.is_object()) continue;
+            if (!ecosystem.empty() && data.value("ecosystem", "") != ecosystem) continue;
+            if (!decision.empty() && data.value("decision", "") != decision) continue;
+            json item{{"seq", e.seq}, {"at", e.at}, {"type", e.type}};
+            item.update(data);
+            list.push_back(std::move(item));
+        }
+        return jsonResponse(200, {{"packages", list}});
     });
     add("GET", "/v1/sandboxes/{}/audit", kAnyRole, [this](Context& c) {
         AuditQuery q;

@@ -144,6 +144,8 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
     if (!allow.empty() && !config_.egress)
         throw Error(ErrorCode::bad_request, "this server has no egress proxy");
     r.networkJson = nlohmann::json(allow.texts()).dump();
+    if (request.packages)
+        r.packagesJson = packages::PackageRules::parse(*request.packages).toJson().dump();
     requireWithinFloor(tenant, request.policy, allow.texts());
     r.policyJson = nlohmann::json{{"deny", request.policy.deny},
                                   {"approve", request.policy.approve},
@@ -375,6 +377,7 @@ std::shared_ptr<AgentConnection> SandboxController::agentFor(const std::string& 
         if (auto r = store_.find(id)) {
             try {
                 attachEgress(*r, rt->agent);
+                attachPackages(*r, rt->agent);
             } catch (const std::exception& e) {
                 logError("controller", "egress for " + id + ": " + e.what());
             }
@@ -385,6 +388,7 @@ std::shared_ptr<AgentConnection> SandboxController::agentFor(const std::string& 
 
 void SandboxController::teardown(const std::string& id) {
     if (config_.egress) config_.egress->detach(id);
+    if (config_.packages) config_.packages->detach(id);
     hypervisor_.destroyDomain(domainName(id));
     std::shared_ptr<Runtime> rt;
     {

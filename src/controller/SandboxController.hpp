@@ -25,6 +25,8 @@
 #include "core/SecretMasker.hpp"
 #include "core/TimerQueue.hpp"
 #include "egress/EgressGateway.hpp"
+#include "packages/PackageGateway.hpp"
+#include "packages/PackageService.hpp"
 #include "hypervisor/Hypervisor.hpp"
 #include "policy/CommandPolicy.hpp"
 #include "store/AuditStore.hpp"
@@ -69,6 +71,8 @@ struct ControllerConfig {
     // The host side of egress (airlockd's proxy). Without one, sandboxes
     // cannot be given a network allowlist.
     std::shared_ptr<egress::EgressGateway> egress;
+    // The package proxy. Without one, guests have no package registry.
+    std::shared_ptr<packages::PackageGateway> packages;
     // Benchmarks only: cold-booted guests let the agent's raw channel mode
     // (the bare-channel baseline) run. Never set by airlockd.
     bool benchRawChannel = false;
@@ -143,6 +147,8 @@ struct CreateSandboxRequest {
     policy::PolicyRules policy;  // per-sandbox rules (deny > approve > allow > defaults)
     std::map<std::string, SecretSpec> secrets;
     std::vector<std::string> networkAllow;  // egress allowlist; empty: no network
+    // Package rules (validated: packages::PackageRules); nullopt: the defaults.
+    std::optional<nlohmann::json> packages;
     // A repository workspace (the workspace service prepares it; the
     // controller itself ignores it).
     std::optional<WorkspaceSpec> workspace;
@@ -323,6 +329,9 @@ class SandboxController {
                           const std::string& reason, const nlohmann::json& request);
     // running -> state (pushed, rejected, failed) with why.
     void finishPublish(const std::string& id, const std::string& state, const std::string& error);
+    // The package proxy's approvals: the standing one for a package version
+    // in a sandbox, or a new request an approver sees in GET /v1/approvals.
+    packages::PackageApprovalState packageApproval(const packages::PackageApprovalRequest& request);
     std::optional<GatedExec> findGated(const std::string& id) { return gated_.find(id); }
     std::vector<GatedExec> runningGated(const std::string& idPrefix) {
         return gated_.running(idPrefix);
@@ -465,6 +474,8 @@ class SandboxController {
     // egress listener opened on it when it has an allowlist.
     void adoptAgent(const SandboxRecord& r, std::shared_ptr<AgentConnection> agent);
     void attachEgress(const SandboxRecord& r, const std::shared_ptr<AgentConnection>& agent);
+    // The package proxy's listeners on it (one per ecosystem served).
+    void attachPackages(const SandboxRecord& r, const std::shared_ptr<AgentConnection>& agent);
     // Every command's environment: the sandbox's, plus the proxy variables
     // when it has egress.
     std::map<std::string, std::string> baseEnv(const SandboxRecord& r) const;

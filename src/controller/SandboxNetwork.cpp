@@ -4,6 +4,7 @@
 #include "controller/SandboxController.hpp"
 #include "core/Log.hpp"
 #include "egress/EgressAllowlist.hpp"
+#include "packages/PackageRules.hpp"
 
 namespace airlock {
 
@@ -29,6 +30,18 @@ std::map<std::string, std::string> SandboxController::baseEnv(const SandboxRecor
             env[name] = proxy;
         env["no_proxy"] = env["NO_PROXY"] = "localhost,127.0.0.1,::1";
     }
+    if (config_.packages) {
+        // The package managers' own settings are in the template (/etc/npmrc,
+        // /etc/pip.conf, apt's sources); these reach tools that read only the environment.
+        if (config_.packages->serves(packages::Ecosystem::npm))
+            env["npm_config_registry"] =
+                "http://127.0.0.1:" + std::to_string(packages::kGuestNpmPort) + "/";
+        if (config_.packages->serves(packages::Ecosystem::pypi)) {
+            env["PIP_INDEX_URL"] =
+                "http://127.0.0.1:" + std::to_string(packages::kGuestPypiPort) + "/simple/";
+            env["PIP_TRUSTED_HOST"] = "127.0.0.1";
+        }
+    }
     for (auto& [k, v] : parseEnvJson(r.envJson)) env[k] = v;
     return env;
 }
@@ -41,9 +54,16 @@ void SandboxController::attachEgress(const SandboxRecord& r,
     config_.egress->attach(r.id, r.tenant, agent, allowlistOf(r));
 }
 
+void SandboxController::attachPackages(const SandboxRecord& r,
+                                       const std::shared_ptr<AgentConnection>& agent) {
+    if (!config_.packages) return;
+    config_.packages->attach(r.id, r.tenant, agent, packages::PackageRules::fromStored(r.packagesJson));
+}
+
 void SandboxController::adoptAgent(const SandboxRecord& r, std::shared_ptr<AgentConnection> agent) {
     watchAgent(r.id, agent);
     attachEgress(r, agent);  // before any command can run: they expect their proxy
+    attachPackages(r, agent);
     runtime(r.id)->agent = std::move(agent);
 }
 

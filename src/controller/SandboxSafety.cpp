@@ -303,6 +303,11 @@ GatedExec SandboxController::decideApproval(const std::string& tenant,
             {"reason", reason}});
     auto decided = *gated_.find(g->id);
     auto parked = parkedRequest(decided);
+    if (parked.is_object() && parked.value("kind", "") == "package") {
+        // Nothing runs: the package proxy lets the version through from now on.
+        if (approve) gated_.finish(decided.id, "approved", 0, "", "", "");
+        return *gated_.find(g->id);
+    }
     if (parked.is_object() && parked.value("kind", "") == "publish") {
         PublishHandler handler;
         {
@@ -473,6 +478,36 @@ GatedExec SandboxController::parkPublish(const SandboxRecord& r, const std::stri
     g.expiresAt = nowUnixSeconds() + config_.approvalTimeoutS;
     gated_.insert(g);
     return g;
+}
+
+packages::PackageApprovalState SandboxController::packageApproval(
+    const packages::PackageApprovalRequest& q) {
+    using State = packages::PackageApprovalState::State;
+    expireApprovals();
+    std::string key =
+        std::string(packages::ecosystemName(q.ecosystem)) + ":" + q.name + "@" + q.version;
+    std::string request = nlohmann::json{{"kind", "package"}, {"package", key}}.dump();
+    if (auto g = gated_.findLatestRequest(q.sandboxId, request)) {
+        if (g->state == "approved") return {State::approved, g->approvalId};
+        if (g->state == "pending_approval") return {State::pending, g->approvalId};
+        if (g->state == "denied") return {State::denied, g->approvalId};
+        // expired: asked again below
+    }
+    GatedExec g;
+    g.id = newId("ex-");
+    g.approvalId = newId("apr-");
+    g.sandboxId = q.sandboxId;
+    g.tenant = q.tenant;
+    g.requestJson = request;
+    g.command = "install " + key;
+    g.commandClass = "package";
+    g.reason = q.reason;
+    g.requestedAt = nowTimestamp();
+    g.expiresAt = nowUnixSeconds() + config_.approvalTimeoutS;
+    gated_.insert(g);
+    record(q.sandboxId, q.tenant, "approval.requested",
+           {{"approval_id", g.approvalId}, {"package", key}, {"class", "package"}, {"reason", q.reason}});
+    return {State::pending, g.approvalId};
 }
 
 void SandboxController::finishPublish(const std::string& id, const std::string& state,

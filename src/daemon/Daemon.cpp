@@ -26,6 +26,7 @@
 #include "core/Error.hpp"
 #include "core/Log.hpp"
 #include "egress/EgressProxy.hpp"
+#include "packages/PackageProxy.hpp"
 #include "hypervisor/AccelProbe.hpp"
 #include "hypervisor/LibvirtHypervisor.hpp"
 #include "store/ApiKeyStore.hpp"
@@ -153,6 +154,8 @@ int runDaemon(const DaemonOptions& options) {
         egressSettings.allowCidrs.push_back(egress::CidrRange::parse(cidr));
     egressSettings.maxConnections = options.egressMaxConnections;
     egressSettings.bytesPerSecond = options.egressBytesPerSecond;
+    auto packageUpstreams = packages::PackageUpstreams::parse(options.packageUpstreams);
+    egressSettings.reservedHosts = packageUpstreams.hosts();
     for (const auto& r : egressSettings.allowCidrs)
         logWarn("airlockd", "egress may reach " + r.text() + " (--egress-allow-cidr)");
     // Egress has its own workers (blocking writes towards slow guests, name
@@ -170,6 +173,31 @@ int runDaemon(const DaemonOptions& options) {
             if (auto* c = controllerForCounts.load()) c->countAudit(type);
         });
     config.egress = egressProxy;
+    std::shared_ptr<packages::PackageProxy> packageProxy;
+    if (!options.packageUpstreams.empty()) {
+        packages::PackageServiceConfig pc;
+        pc.upstreams = packageUpstreams;
+        pc.cacheDir = dataDir + "/packages";
+        pc.cacheBytes = std::uint64_t(options.packageCacheGib) << 30;
+        pc.allowCidrs = egressSettings.allowCidrs;
+        auto service = std::make_shared<packages::PackageService>(
+            pc,
+            [&audit, &controllerForCounts](const std::string& sandboxId, const std::string& tenant,
+                                           const std::string& type, const nlohmann::json& data) {
+                audit.append(AuditEvent{
+                    0, sandboxId, tenant, nowTimestamp(), type,
+                    data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
+                if (auto* c = controllerForCounts.load()) c->countAudit(type);
+            },
+            [&controllerForCounts](const packages::PackageApprovalRequest& q) {
+                auto* c = controllerForCounts.load();
+                if (!c) return packages::PackageApprovalState{packages::PackageApprovalState::State::denied, ""};
+                return c->packageApproval(q);
+            });
+        packageProxy = std::make_shared<packages::PackageProxy>(service, packages::PackageProxySettings{});
+        config.packages = packageProxy;
+        for (const auto& spec : options.packageUpstreams) logInfo("airlockd", "package upstream " + spec);
+    }
     SandboxController controller(
         config, hypervisor, ControllerStores{sandboxes, ports, snapshots, gatedExecs, audit, &workspaceRecords},
         templates, [](const std::string& endpoint, std::chrono::milliseconds timeout) {

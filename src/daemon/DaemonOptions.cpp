@@ -4,6 +4,7 @@
 
 #include "core/Error.hpp"
 #include "egress/AddressPolicy.hpp"
+#include "packages/PackageService.hpp"
 
 namespace airlock {
 
@@ -23,6 +24,7 @@ std::string daemonUsage() {
            "                [--min-free-disk MIB] [--max-disk-gib GIB]\n"
            "                [--tls-cert PEM --tls-key PEM] [--metrics-listen HOST:PORT]\n"
            "                [--push-branch-prefix PREFIX]\n"
+           "                [--package-upstream npm=URL|pypi=URL|apt=URL]... [--package-cache-gib GIB]\n"
            "                [--log-level debug|info|warn|error]\n";
 }
 
@@ -138,6 +140,11 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
             if (o.pushBranchPrefix.empty() || o.pushBranchPrefix.size() > 100 ||
                 o.pushBranchPrefix.find("..") != std::string::npos || o.pushBranchPrefix[0] == '/')
                 throw Error(ErrorCode::bad_request, "--push-branch-prefix: a branch name prefix such as agent/");
+        } else if (a == "--package-upstream") {
+            o.packageUpstreams.push_back(value());
+            packages::PackageUpstreams::parse(o.packageUpstreams);  // a bad URL fails at start
+        } else if (a == "--package-cache-gib") {
+            o.packageCacheGib = static_cast<unsigned>(number(value(), 1, 1 << 20));
         } else if (a == "--egress-allow-cidr") {
             std::string v = value();
             egress::CidrRange::parse(v);  // a typo is an error now, not a silent miss later

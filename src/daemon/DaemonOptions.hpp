@@ -25,7 +25,11 @@ struct DaemonOptions {
     std::vector<std::string>
         egressAllowCidrs;
     // Workspace pushes go only to branches under this prefix.
-    std::string pushBranchPrefix = "agent/";  // private ranges egress may reach anyway (tests, on-prem registries)
+    std::string pushBranchPrefix = "agent/";
+    // Package registries guests install from (npm=URL, pypi=URL, apt=URL...);
+    // none: no package proxy.
+    std::vector<std::string> packageUpstreams;
+    unsigned packageCacheGib = 5;  // private ranges egress may reach anyway (tests, on-prem registries)
     unsigned egressMaxConnections = 64;                     // per sandbox, open at once
     unsigned long long egressBytesPerSecond = 20ull << 20;  // per sandbox, both directions
     unsigned auditRetentionDays = 90;  // audit events older than this are pruned; 0 = keep forever

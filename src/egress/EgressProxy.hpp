@@ -24,6 +24,9 @@ struct EgressSettings {
     std::chrono::milliseconds headTimeout{15'000};
     std::chrono::milliseconds connectTimeout{15'000};
     std::chrono::milliseconds idleTimeout{300'000};
+    // Hosts egress never opens, whatever the allowlist: the package
+    // registries, reached only through the package proxy.
+    std::vector<std::string> reservedHosts;
     unsigned maxAuditPerMinute =
         600;  // per sandbox; beyond it attempts are counted (egress.suppressed)
 };

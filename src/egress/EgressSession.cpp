@@ -170,6 +170,15 @@ void EgressSession::onHeadBytes() {
 
 void EgressSession::decide() {
     auto allow = sandbox_->allowlist();
+    std::string host = request_.host;
+    for (auto& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    while (!host.empty() && host.back() == '.') host.pop_back();
+    for (const auto& reserved : shared_->settings.reservedHosts)
+        if (host == reserved)
+            return refuse(403, "egress.denied",
+                          request_.host +
+                              " is a package registry: packages come through the sandbox's package "
+                              "proxy (npm_config_registry, PIP_INDEX_URL, apt's sources), not egress");
     if (!allow.hostListed(request_.host))
         return refuse(403, "egress.denied", request_.host + " is not on the sandbox's allowlist");
     phase_ = Phase::resolving;

@@ -117,6 +117,18 @@ std::optional<GatedExec> GatedExecStore::findByApproval(const std::string& appro
     });
 }
 
+std::optional<GatedExec> GatedExecStore::findLatestRequest(const std::string& sandboxId,
+                                                          const std::string& requestJson) {
+    return db_.locked([&](sqlite3* db) -> std::optional<GatedExec> {
+        Database::Statement st(db, std::string("SELECT ") + kColumns +
+                                       " FROM gated_execs WHERE sandbox = ? AND request = ?"
+                                       " ORDER BY requested_at DESC, rowid DESC LIMIT 1");
+        st.bind(1, sandboxId).bind(2, requestJson);
+        if (!st.step()) return std::nullopt;
+        return readRow(st);
+    });
+}
+
 std::vector<GatedExec> GatedExecStore::pending(const TenantScope& scope) {
     return db_.locked([&](sqlite3* db) {
         std::string sql = std::string("SELECT ") + kColumns +

@@ -39,6 +39,10 @@ class GatedExecStore {
                 const std::string& out, const std::string& err, const std::string& error);
     std::optional<GatedExec> find(const std::string& id);
     std::optional<GatedExec> findByApproval(const std::string& approvalId);
+    // The newest parked request of a sandbox with exactly this request JSON
+    // (a package version waiting for, or given, an approval).
+    std::optional<GatedExec> findLatestRequest(const std::string& sandboxId,
+                                               const std::string& requestJson);
     std::vector<GatedExec> pending(const TenantScope& scope);
     // Approved and started, not finished: what a restart interrupted.
     std::vector<GatedExec> running(const std::string& idPrefix);

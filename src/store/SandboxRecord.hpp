@@ -32,6 +32,7 @@ struct SandboxRecord {
     std::string secretsSealed;      // AES-GCM sealed JSON {"NAME":{"value","commands"}}; "" = none
     std::string secretNamesJson = "[]";  // the names alone, in the clear
     std::string networkJson = "[]";      // egress allowlist entries; empty: no network at all
+    std::string packagesJson;  // package rules (packages::PackageRules JSON); "": the defaults
     std::int64_t qemuUid = 0;  // the uid its QEMU runs as (its own); 0: the shared QEMU user
     std::uint64_t diskBytes =
         0;  // its disk's virtual size (disk_gib); 0: no disk, or the template's

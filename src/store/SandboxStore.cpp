@@ -38,7 +38,7 @@ constexpr const char* kColumns =
     "id, tenant, template, state, vcpus, memory_mib, created_at, metadata, env, error, snapshot, "
     "disk, layers,"
     " timeout_s, on_timeout, expires_at, policy, secrets, secret_names, network, qemu_uid, "
-    "disk_bytes";
+    "disk_bytes, packages";
 
 SandboxRecord readRow(Database::Statement& st) {
     SandboxRecord r;
@@ -64,6 +64,7 @@ SandboxRecord readRow(Database::Statement& st) {
     r.networkJson = st.text(19);
     r.qemuUid = st.integer(20);
     r.diskBytes = static_cast<std::uint64_t>(st.integer(21));
+    r.packagesJson = st.text(22);
     return r;
 }
 }  // namespace
@@ -87,6 +88,7 @@ SandboxStore::SandboxStore(Database& db) : db_(db) {
     db_.addColumnIfMissing("sandboxes", "network TEXT NOT NULL DEFAULT '[]'");
     db_.addColumnIfMissing("sandboxes", "qemu_uid INTEGER NOT NULL DEFAULT 0");
     db_.addColumnIfMissing("sandboxes", "disk_bytes INTEGER NOT NULL DEFAULT 0");
+    db_.addColumnIfMissing("sandboxes", "packages TEXT NOT NULL DEFAULT ''");
 }
 
 void SandboxStore::updateNetwork(const std::string& id, const std::string& networkJson) {
@@ -123,7 +125,7 @@ void SandboxStore::write(const SandboxRecord& r, bool replace) {
     db_.locked([&](sqlite3* db) {
         Database::Statement st(db, std::string(replace ? "INSERT OR REPLACE" : "INSERT") +
                                        " INTO sandboxes (" + kColumns +
-                                       ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                                       ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
         st.bind(1, r.id)
             .bind(2, r.tenant)
             .bind(3, r.templateName)
@@ -138,7 +140,8 @@ void SandboxStore::write(const SandboxRecord& r, bool replace) {
         st.bind(19, r.secretNamesJson)
             .bind(20, r.networkJson)
             .bind(21, r.qemuUid)
-            .bind(22, static_cast<std::int64_t>(r.diskBytes));
+            .bind(22, static_cast<std::int64_t>(r.diskBytes))
+            .bind(23, r.packagesJson);
         st.step();
     });
 }

@@ -1,0 +1,356 @@
+#include "packages/PackageProxy.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <condition_variable>
+
+#include "agentclient/AgentConnection.hpp"
+#include "core/Error.hpp"
+#include "core/Log.hpp"
+#include "core/UniqueFd.hpp"
+#include "protocol/Messages.hpp"
+
+namespace airlock::packages {
+
+namespace asio = boost::asio;
+using Kind = AgentStream::Event::Kind;
+using Clock = std::chrono::steady_clock;
+
+struct SandboxPackageState {
+    std::string id, tenant;
+    std::mutex mutex;  // guards rules
+    PackageRules rules;
+    std::weak_ptr<AgentConnection> agent;
+    std::map<Ecosystem, std::shared_ptr<AgentStream>> listeners;
+    std::map<Ecosystem, unsigned> ports;
+    std::atomic<unsigned> open{0};
+    std::atomic<bool> detached{false};
+    SandboxPackages snapshot() {
+        std::lock_guard lock(mutex);
+        return {id, tenant, rules};
+    }
+};
+
+namespace {
+struct HeadRequest {
+    std::string method, target, version;
+    std::map<std::string, std::string> headers;  // names lower-case
+};
+
+// The request line and headers; false on anything malformed.
+bool parseHead(const std::string& head, HeadRequest& out) {
+    auto lineEnd = head.find("\r\n");
+    std::string line = head.substr(0, lineEnd);
+    auto s1 = line.find(' ');
+    auto s2 = s1 == std::string::npos ? std::string::npos : line.find(' ', s1 + 1);
+    if (s2 == std::string::npos) return false;
+    out.method = line.substr(0, s1);
+    out.target = line.substr(s1 + 1, s2 - s1 - 1);
+    out.version = line.substr(s2 + 1);
+    if (out.version != "HTTP/1.1" && out.version != "HTTP/1.0") return false;
+    if (out.target.empty() || out.target[0] != '/') {
+        // Absolute form (a client that takes us for a forward proxy): keep the path.
+        auto scheme = out.target.find("://");
+        if (scheme == std::string::npos) return false;
+        auto path = out.target.find('/', scheme + 3);
+        out.target = path == std::string::npos ? "/" : out.target.substr(path);
+    }
+    for (char c : out.target)
+        if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return false;
+    std::size_t at = lineEnd == std::string::npos ? head.size() : lineEnd + 2;
+    while (at < head.size()) {
+        auto end = head.find("\r\n", at);
+        if (end == std::string::npos) end = head.size();
+        std::string h = head.substr(at, end - at);
+        at = end + 2;
+        if (h.empty()) continue;
+        auto colon = h.find(':');
+        if (colon == std::string::npos || colon == 0) return false;
+        std::string name = h.substr(0, colon);
+        for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        std::string value = h.substr(colon + 1);
+        while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.erase(0, 1);
+        while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.pop_back();
+        if (out.headers.size() >= 100) return false;
+        out.headers[name] = value;
+    }
+    return true;
+}
+
+std::string responseHead(const GuestResponse& r, std::uint64_t length, bool close) {
+    std::string head =
+        "HTTP/1.1 " + std::to_string(r.status) + " " +
+        (r.reason.empty() ? std::string(r.status == 200 ? "OK" : "Error") : r.reason) + "\r\n";
+    head += "Content-Type: " + r.contentType + "\r\n";
+    head += "Content-Length: " + std::to_string(length) + "\r\n";
+    head += "Cache-Control: no-store\r\n";
+    head += close ? "Connection: close\r\n" : "Connection: keep-alive\r\n";
+    return head + "\r\n";
+}
+}  // namespace
+
+PackageProxy::PackageProxy(std::shared_ptr<PackageService> service, PackageProxySettings settings)
+    : service_(std::move(service)), settings_(settings), pool_(settings.threads) {}
+
+PackageProxy::~PackageProxy() {
+    {
+        std::lock_guard lock(mutex_);
+        for (auto& [_, s] : sandboxes_) {
+            s->detached = true;
+            s->listeners.clear();
+        }
+        sandboxes_.clear();
+    }
+    pool_.stop();
+    pool_.join();
+}
+
+void PackageProxy::attach(const std::string& sandboxId, const std::string& tenant,
+                          const std::shared_ptr<AgentConnection>& agent,
+                          const PackageRules& rules) {
+    {
+        std::lock_guard lock(mutex_);
+        auto it = sandboxes_.find(sandboxId);
+        if (it != sandboxes_.end() && it->second->agent.lock() == agent) {
+            bool alive = !it->second->listeners.empty();
+            for (auto& [_, l] : it->second->listeners) alive = alive && !l->finished();
+            if (alive) {
+                std::lock_guard l(it->second->mutex);
+                it->second->rules = rules;
+                return;
+            }
+        }
+    }
+    auto state = std::make_shared<SandboxPackageState>();
+    state->id = sandboxId;
+    state->tenant = tenant;
+    state->rules = rules;
+    state->agent = agent;
+    for (Ecosystem e : {Ecosystem::npm, Ecosystem::pypi, Ecosystem::apt}) {
+        if (!serves(e)) continue;
+        unsigned port = e == Ecosystem::npm    ? settings_.npmPort
+                        : e == Ecosystem::pypi ? settings_.pypiPort
+                                               : settings_.aptPort;
+        struct Listening {
+            std::mutex mutex;
+            std::condition_variable cv;
+            bool done = false;
+            unsigned port = 0;
+            std::string error;
+        };
+        auto listening = std::make_shared<Listening>();
+        std::weak_ptr<SandboxPackageState> weak = state;
+        auto handler = [this, weak, listening, e](AgentStream::Event&& ev) {
+            // On the agent connection's reader thread: nothing blocks, nothing throws.
+            try {
+                auto settle = [&](unsigned p, std::string error) {
+                    std::lock_guard lock(listening->mutex);
+                    if (listening->done) return;
+                    listening->done = true;
+                    listening->port = p;
+                    listening->error = std::move(error);
+                    listening->cv.notify_all();
+                };
+                if (ev.kind == Kind::reset || ev.kind == Kind::close)
+                    return settle(0, ev.kind == Kind::reset
+                                         ? protocol::parseResetInfo(ev.payload).message
+                                         : "closed");
+                if (ev.kind != Kind::control) return;
+                auto j = nlohmann::json::parse(ev.payload, nullptr, false);
+                if (!j.is_object()) return;
+                if (auto p = j.find("listening"); p != j.end() && p->is_number_unsigned())
+                    return settle(p->get<unsigned>(), "");
+                auto a = j.find("accepted");
+                if (a == j.end() || !a->is_number_unsigned()) return;
+                auto s = weak.lock();
+                if (!s || s->detached) return;
+                auto n = a->get<std::uint64_t>();
+                asio::post(pool_, [this, s, e, n] { serveConnection(s, e, n); });
+            } catch (...) {
+                logWarn("packages", "ignored a malformed event from a guest's package listener");
+            }
+        };
+        auto stream = agent->open({{"op", "egress_listen"}, {"port", port}}, handler);
+        std::unique_lock lock(listening->mutex);
+        if (!listening->cv.wait_for(lock, std::chrono::seconds(10),
+                                    [&] { return listening->done; }))
+            throw Error(ErrorCode::agent_timeout, "the guest did not open its package listener");
+        if (listening->port == 0)
+            throw Error(ErrorCode::agent_error, std::string("the guest could not open its ") +
+                                                    ecosystemName(e) +
+                                                    " package listener: " + listening->error);
+        state->listeners[e] = std::move(stream);
+        state->ports[e] = listening->port;
+    }
+    std::shared_ptr<SandboxPackageState> previous;
+    {
+        std::lock_guard lock(mutex_);
+        auto& slot = sandboxes_[sandboxId];
+        previous = std::move(slot);
+        slot = state;
+    }
+    if (previous) previous->detached = true;
+}
+
+bool PackageProxy::update(const std::string& sandboxId, const PackageRules& rules) {
+    std::lock_guard lock(mutex_);
+    auto it = sandboxes_.find(sandboxId);
+    if (it == sandboxes_.end()) return false;
+    std::lock_guard l(it->second->mutex);
+    it->second->rules = rules;
+    return true;
+}
+
+void PackageProxy::detach(const std::string& sandboxId) {
+    std::shared_ptr<SandboxPackageState> gone;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = sandboxes_.find(sandboxId);
+        if (it == sandboxes_.end()) return;
+        gone = std::move(it->second);
+        sandboxes_.erase(it);
+    }
+    gone->detached = true;
+    gone->listeners.clear();
+}
+
+unsigned PackageProxy::guestPort(const std::string& sandboxId, Ecosystem e) {
+    std::lock_guard lock(mutex_);
+    auto it = sandboxes_.find(sandboxId);
+    if (it == sandboxes_.end()) return 0;
+    auto p = it->second->ports.find(e);
+    return p == it->second->ports.end() ? 0 : p->second;
+}
+
+void PackageProxy::serveConnection(std::shared_ptr<SandboxPackageState> sandbox, Ecosystem e,
+                                   std::uint64_t connection) {
+    std::shared_ptr<AgentStream> tunnel;
+    try {
+        auto agent = sandbox->agent.lock();
+        if (!agent || sandbox->detached) return;
+        tunnel = agent->open({{"op", "egress_attach"}, {"connection", connection}});
+    } catch (const std::exception& ex) {
+        logWarn("packages",
+                "cannot attach a package connection of " + sandbox->id + ": " + ex.what());
+        return;
+    }
+    struct Count {
+        std::atomic<unsigned>& n;
+        ~Count() { --n; }
+    } count{sandbox->open};
+    bool over = ++sandbox->open > settings_.maxConnectionsPerSandbox;
+    auto write = [&](std::string_view bytes) {
+        tunnel->write(0, bytes, Clock::now() + settings_.writeTimeout);
+    };
+    std::string buffer;
+    bool guestEof = false;
+    try {
+        if (over) {
+            GuestResponse busy;
+            busy.status = 503;
+            busy.reason = "Service Unavailable: too many package connections from this sandbox";
+            busy.body = R"({"error":"too many package connections from this sandbox"})";
+            write(responseHead(busy, busy.body.size(), true) + busy.body);
+            tunnel->closeWrite();
+            return;
+        }
+        for (;;) {
+            auto deadline =
+                Clock::now() + (buffer.empty() ? settings_.idleTimeout : settings_.headTimeout);
+            std::size_t end;
+            bool ended = false;
+            while ((end = buffer.find("\r\n\r\n")) == std::string::npos) {
+                if (buffer.size() > 16 * 1024 || guestEof || sandbox->detached) {
+                    ended = true;
+                    break;
+                }
+                auto ev = tunnel->next(deadline);
+                if (!ev) {
+                    ended = true;
+                    break;
+                }
+                if (ev->kind == Kind::data) {
+                    buffer += ev->payload;
+                } else if (ev->kind == Kind::control) {
+                    auto j = nlohmann::json::parse(ev->payload, nullptr, false);
+                    if (j.is_object() && j.value("eof", false) == true) guestEof = true;
+                } else {
+                    return;  // closed or reset by the guest
+                }
+            }
+            if (ended) {
+                if (buffer.size() > 16 * 1024) {
+                    GuestResponse big;
+                    big.status = 431;
+                    big.reason = "Request Header Fields Too Large";
+                    big.body = R"({"error":"request head over 16 KiB"})";
+                    write(responseHead(big, big.body.size(), true) + big.body);
+                }
+                break;
+            }
+            HeadRequest head;
+            bool valid = parseHead(buffer.substr(0, end + 2), head);
+            buffer.erase(0, end + 4);
+            bool hasBody =
+                head.headers.count("transfer-encoding") ||
+                (head.headers.count("content-length") && head.headers["content-length"] != "0");
+            bool close = !valid || hasBody || head.version == "HTTP/1.0" ||
+                         head.headers["connection"] == "close";
+            GuestResponse resp;
+            if (!valid) {
+                resp.status = 400;
+                resp.reason = "Bad Request";
+                resp.body = R"({"error":"malformed request"})";
+            } else {
+                GuestRequest req{e, head.method, head.target, head.headers["host"],
+                                 head.headers["accept"]};
+                if (hasBody)
+                    req.method = head.method == "GET" ? "POST" : head.method;  // a body: an upload
+                resp = service_->handle(sandbox->snapshot(), req);
+            }
+            UniqueFd file;
+            if (!resp.filePath.empty()) {
+                file.reset(::open(resp.filePath.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+                if (resp.removeFile) ::unlink(resp.filePath.c_str());
+                if (!file) {
+                    resp = GuestResponse{};
+                    resp.status = 503;
+                    resp.reason = "Service Unavailable: the cached file went away; retry";
+                    resp.body = R"({"error":"the cached file went away; retry"})";
+                }
+            }
+            bool headOnly = valid && head.method == "HEAD";
+            std::uint64_t length = file ? resp.fileSize : resp.body.size();
+            write(responseHead(resp, length, close));
+            if (!headOnly) {
+                if (file) {
+                    std::vector<char> chunk(64 * 1024);
+                    std::uint64_t left = length;
+                    while (left > 0) {
+                        auto n = ::read(file.get(), chunk.data(),
+                                        std::min<std::uint64_t>(chunk.size(), left));
+                        if (n < 0 && errno == EINTR) continue;
+                        if (n <= 0) throw Error(ErrorCode::internal, "a cached file ended early");
+                        write(std::string_view(chunk.data(), static_cast<std::size_t>(n)));
+                        left -= static_cast<std::uint64_t>(n);
+                    }
+                } else {
+                    write(resp.body);
+                }
+            }
+            if (close) break;
+        }
+        // A graceful end: our side closed after the last byte; the guest's
+        // close follows (bounded wait), else the stream is reset when dropped.
+        tunnel->closeWrite();
+        auto deadline = Clock::now() + std::chrono::seconds(5);
+        while (auto ev = tunnel->next(deadline))
+            if (ev->kind == Kind::close || ev->kind == Kind::reset) break;
+    } catch (const std::exception& ex) {
+        logWarn("packages", "package connection of " + sandbox->id + " ended: " + ex.what());
+    }
+}
+
+}  // namespace airlock::packages
