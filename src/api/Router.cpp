@@ -302,23 +302,20 @@ Router::Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& 
         }
         return jsonResponse(200, {{"approvals", list}});
     });
-    add("POST", "/v1/approvals/{}", kReviewers, [this](Context& c) {
+    addAsync("POST", "/v1/approvals/{}", kReviewers, [this](Context& c, Respond respond) {
         auto decision = parseApprovalDecision(c.request.body);
         // The deciding key by id and name, not just its tenant.
         auto g =
             controller_.decideApproval(c.tenant, c.params[0], decision.approve, decision.reason,
                                        "key:" + c.principal.keyId + " (" + c.principal.keyName +
                                            ", " + roleName(c.principal.role) + ")");
-        // A quick approved command is answered with its outcome: wait for
-        // it a little (approvals are human-paced; the wait is bounded).
-        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-        while (g.state == "running" && std::chrono::steady_clock::now() < deadline) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-            auto now = controller_.findGated(g.id);  // an exec or a push
-            if (!now) break;
-            g = *now;
-        }
-        return jsonResponse(200, gatedExecJson(g));
+        if (g.state != "running") return respond(jsonResponse(200, gatedExecJson(g)));
+        // An approved command is answered with its outcome when it ends
+        // within a bounded wait (else with its state then: GET the exec
+        // later). No thread waits: the controller's timer looks again.
+        controller_.awaitGated(g.id, std::chrono::seconds(120), [respond](GatedExec now) {
+            respond(jsonResponse(200, gatedExecJson(now)));
+        });
     });
     add("GET", "/v1/sandboxes/{}/packages", kAnyRole, [this](Context& c) {
         // The package proxy's records of this sandbox, oldest first.

@@ -331,6 +331,10 @@ class SandboxController {
     void finishPublish(const std::string& id, const std::string& state, const std::string& error);
     // The package proxy's approvals: the standing one for a package version
     // in a sandbox, or a new request an approver sees in GET /v1/approvals.
+    // Calls `done` (on the timer thread) once the gated exec or push `id`
+    // is no longer running, or at `within` with its state then.
+    void awaitGated(const std::string& id, std::chrono::milliseconds within,
+                    std::function<void(GatedExec)> done);
     packages::PackageApprovalState packageApproval(const packages::PackageApprovalRequest& request);
     std::optional<GatedExec> findGated(const std::string& id) { return gated_.find(id); }
     std::vector<GatedExec> runningGated(const std::string& idPrefix) {

@@ -480,6 +480,37 @@ GatedExec SandboxController::parkPublish(const SandboxRecord& r, const std::stri
     return g;
 }
 
+void SandboxController::awaitGated(const std::string& id, std::chrono::milliseconds within,
+                                   std::function<void(GatedExec)> done) {
+    auto deadline = std::chrono::steady_clock::now() + within;
+    auto shared = std::make_shared<std::function<void(GatedExec)>>(std::move(done));
+    auto check = std::make_shared<std::function<void()>>();
+    std::weak_ptr<std::function<void()>> weakCheck = check;
+    *check = [this, id, deadline, shared, weakCheck] {
+        std::optional<GatedExec> g;
+        try {
+            g = findGated(id);
+        } catch (const std::exception& e) {
+            logError("controller", std::string("awaiting ") + id + ": " + e.what());
+        }
+        if (!g || g->state != "running" || std::chrono::steady_clock::now() >= deadline) {
+            if (!g) {
+                g = GatedExec{};
+                g->id = id;
+                g->state = "unknown";
+            }
+            (*shared)(*g);
+            return;
+        }
+        if (auto self = weakCheck.lock())
+            timers_.schedule(std::chrono::steady_clock::now() + std::chrono::milliseconds(200),
+                             [self] { (*self)(); });
+    };
+    // The first look comes from the timer thread too: `done` never runs on the caller's.
+    timers_.schedule(std::chrono::steady_clock::now() + std::chrono::milliseconds(50),
+                     [check] { (*check)(); });
+}
+
 packages::PackageApprovalState SandboxController::packageApproval(
     const packages::PackageApprovalRequest& q) {
     using State = packages::PackageApprovalState::State;

@@ -62,7 +62,13 @@ std::string buildDomainXml(const DomainSpec& s) {
     if (!s.initrdPath.empty()) x << "    <initrd>" << xmlEscape(s.initrdPath) << "</initrd>\n";
     x << "    <cmdline>" << xmlEscape(s.cmdline) << "</cmdline>\n"
       << "  </os>\n"
-      << "  <features><acpi/></features>\n";
+      << "  <features><acpi/>";
+    // TCG's translated-code buffer is QEMU memory outside the guest's: its
+    // default (1 GiB) lets a JIT-heavy guest (node, npm) grow QEMU past the
+    // memory cap (guest RAM + overhead) and be OOM-killed. 256 MiB keeps it
+    // well inside; a full buffer is flushed and refilled, not an error.
+    if (s.accel != Accel::kvm) x << "<tcg><tb-cache unit='MiB'>256</tb-cache></tcg>";
+    x << "</features>\n";
     // check='none': otherwise libvirt verifies the guest CPU feature by
     // feature after start (about 400 QMP round trips, half a second per
     // start under TCG). The model is fixed so that snapshots restore anywhere.

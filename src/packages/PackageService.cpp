@@ -193,6 +193,9 @@ GuestResponse PackageService::handle(const SandboxPackages& s, const GuestReques
         rec.data["error"] = e.what();
         out = errorResponse(502, "Bad Gateway", e.what());
     }
+    // npm prints the status phrase and the body's "error" both: the reason once is enough.
+    if (r.ecosystem == Ecosystem::npm && out.status >= 400)
+        out.reason = out.reason.substr(0, out.reason.find(':'));
     rec.data["status"] = out.status;
     rec.data["duration_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
                                   std::chrono::steady_clock::now() - started)

@@ -496,6 +496,22 @@ private:
     void pip(const Words& w, std::size_t at) {
         std::size_t i = firstOperand(w, at + 1, {"-r", "--requirement", "-c", "--constraint", "--index-url", "-i"});
         std::string s = i < w.size() ? w[i] : "";
+        if (s == "install") {
+            // Every requirement pinned to a digest (-r FILE --require-hashes,
+            // nothing named on the command line) changes nothing a reviewer
+            // has not seen: the file is the change, and the package proxy
+            // still judges each download.
+            bool hashes = false, fromFile = false, named = false;
+            for (std::size_t k = i + 1; k < w.size(); ++k) {
+                const std::string& a = w[k];
+                if (a == "--require-hashes") hashes = true;
+                else if (a == "-r" || a == "--requirement") fromFile = (++k < w.size()) || fromFile;
+                else if (a.rfind("--requirement=", 0) == 0) fromFile = true;
+                else if (a.empty() || a[0] != '-') named = true;
+            }
+            if (hashes && fromFile && !named)
+                return add(w, CommandClass::build, "pip install -r (hash-pinned requirements)");
+        }
         if (in(s, {"install", "uninstall", "download", "wheel", "sync"}))
             return add(w, CommandClass::dependency_change, "pip " + s);
         add(w, CommandClass::inspection, "pip " + s);
@@ -505,6 +521,9 @@ private:
         std::size_t i = firstOperand(w, 1, {"--prefix", "-C", "--cwd", "--dir", "--filter", "-w", "--workspace"});
         std::string s = i < w.size() ? w[i] : "";
         if (s.empty() && b == "yarn") return add(w, CommandClass::dependency_change, "yarn (install)");
+        // Exactly the committed lockfile (integrity-pinned; it fails rather
+        // than change it): a build step, not a dependency change.
+        if (s == "ci" && b == "npm") return add(w, CommandClass::build, "npm ci (the lockfile, exactly)");
         if (in(s, {"install", "i", "ci", "add", "update", "up", "upgrade", "uninstall", "remove", "rm", "un", "r",
                    "link", "dedupe", "prune", "dlx", "exec", "x", "import", "rebuild"}))
             return add(w, CommandClass::dependency_change, b + " " + s);

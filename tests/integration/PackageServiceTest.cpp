@@ -158,7 +158,7 @@ TEST_F(PackageServiceTest, YoungVersionIsFilteredAndLatestRepaired) {
 TEST_F(PackageServiceTest, TarballOfAFilteredVersionIsRefusedWhenAskedDirectly) {
     auto r = get(Ecosystem::npm, "/airlock-fixture-ok/-/airlock-fixture-ok-1.1.0.tgz");
     EXPECT_EQ(r.status, 403);
-    EXPECT_NE(r.reason.find("days old"), std::string::npos) << r.reason;
+    EXPECT_NE(r.body.find("days old"), std::string::npos) << r.body;
     EXPECT_EQ(upstreamHits("/airlock-fixture-ok/-/airlock-fixture-ok-1.1.0.tgz"), 0)
         << "a refused version is never downloaded";
     const Record* rec = last("package.artifact");
@@ -211,7 +211,7 @@ TEST_F(PackageServiceTest, ScopedNamesInBothSpellings) {
     PackageRules rules = PackageRules::parse(json::parse(R"({"npm":{"deny":["@airlock/*"]}})"));
     auto denied = get(Ecosystem::npm, "/@airlock%2Ffixture-scoped", rules);
     EXPECT_EQ(denied.status, 403);
-    EXPECT_NE(denied.reason.find("@airlock/*"), std::string::npos) << denied.reason;
+    EXPECT_NE(denied.body.find("@airlock/*"), std::string::npos) << denied.body;
 }
 
 TEST_F(PackageServiceTest, DeniedNamesAndInstallScriptsAreRefusedWithTheirReason) {
@@ -219,10 +219,10 @@ TEST_F(PackageServiceTest, DeniedNamesAndInstallScriptsAreRefusedWithTheirReason
         PackageRules::parse(json::parse(R"({"npm":{"deny":["airlock-fixture-denied"]}})"));
     auto denied = get(Ecosystem::npm, "/airlock-fixture-denied", rules);
     EXPECT_EQ(denied.status, 403);
-    EXPECT_NE(denied.reason.find("denied by the rule 'airlock-fixture-denied'"), std::string::npos);
+    EXPECT_NE(denied.body.find("denied by the rule 'airlock-fixture-denied'"), std::string::npos);
     auto scripts = get(Ecosystem::npm, "/airlock-fixture-scripts");
     EXPECT_EQ(scripts.status, 403);
-    EXPECT_NE(scripts.reason.find("install scripts"), std::string::npos) << scripts.reason;
+    EXPECT_NE(scripts.body.find("install scripts"), std::string::npos) << scripts.body;
     // A version range: only the versions in it.
     rules = PackageRules::parse(
         json::parse(R"({"npm":{"deny":["airlock-fixture-ok@<1.0.1"],"min_age_days":0}})"));
@@ -243,7 +243,7 @@ TEST_F(PackageServiceTest, ApprovalLetsOneVersionThrough) {
     auto held = get(Ecosystem::npm, path, rules);
     EXPECT_EQ(held.status, 403);
     EXPECT_EQ(json::parse(held.body)["approval_id"], "apr-1");
-    EXPECT_NE(held.reason.find("apr-1"), std::string::npos);
+    EXPECT_NE(held.body.find("apr-1"), std::string::npos);
     EXPECT_EQ(last("package.artifact")->data["decision"], "approve");
     approved.insert("airlock-fixture-scripts@1.0.0");
     auto through = get(Ecosystem::npm, path, rules);
