@@ -1,0 +1,210 @@
+// The package proxy with real VMs: a real airlockd whose upstreams are the
+// host's own npm registry (one small package: the smoke test the issue
+// allows) and fixture PyPI and apt registries on 127.0.0.1
+// (tests/fixtures/package-registry.py). One debian sandbox serves the tests.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/HttpClient.hpp"
+#include "support/DaemonProcess.hpp"
+#include "support/TestEnv.hpp"
+
+extern char** environ;
+
+namespace airlock {
+namespace {
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+std::string run(const std::string& cmd) {
+    std::string out;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (!p) return out;
+    std::array<char, 4096> buf{};
+    while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+    ::pclose(p);
+    return out;
+}
+
+bool portOpen(int port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    return ok;
+}
+
+class Packages : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        world = new World();
+        World& w = *world;
+        // The host's npm registry, as scripts/run derives it.
+        for (std::string line;
+             const auto& l : {run(std::string(AIRLOCK_SOURCE_DIR) + "/scripts/package-upstreams")})
+            for (std::size_t at = 0; at < l.size();) {
+                auto nl = l.find('\n', at);
+                line = l.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+                at = nl == std::string::npos ? l.size() : nl + 1;
+                if (line.rfind("npm=", 0) == 0) w.npmUpstream = line;
+            }
+        ASSERT_FALSE(w.npmUpstream.empty()) << "the host has no npm registry configured";
+        w.npmHost = w.npmUpstream.substr(w.npmUpstream.find("://") + 3);
+        w.npmHost = w.npmHost.substr(0, w.npmHost.find_first_of(":/"));
+        int npmPort = test::freePort(), pypiPort = test::freePort();
+        w.aptPort = test::freePort();
+        std::string script =
+            std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/package-registry.py";
+        std::vector<std::string> args{"python3",     script,
+                                      "--npm-port",  std::to_string(npmPort),
+                                      "--pypi-port", std::to_string(pypiPort),
+                                      "--apt-port",  std::to_string(w.aptPort)};
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        ASSERT_EQ(::posix_spawnp(&w.registry, "python3", nullptr, nullptr, argv.data(), environ),
+                  0);
+        ASSERT_TRUE(test::waitFor([&] { return portOpen(w.aptPort) && portOpen(pypiPort); }, 20s));
+        w.dataDir = w.tmp.path() + "/data";
+        w.daemon = std::make_unique<test::Daemon>(
+            w.dataDir, test::freePort(),
+            std::vector<std::string>{
+                "--package-upstream", w.npmUpstream, "--package-upstream",
+                "pypi=http://127.0.0.1:" + std::to_string(pypiPort) + "/simple/",
+                "--package-upstream",
+                "apt=http://127.0.0.1:" + std::to_string(w.aptPort) + "/fixture",
+                "--egress-allow-cidr", "0.0.0.0/0"});
+        std::ifstream keyFile(w.dataDir + "/admin.key");
+        std::getline(keyFile, w.key);
+        // The registry's own host on the allowlist: egress must still refuse it.
+        auto r = api("POST", "/v1/sandboxes",
+                     json{{"template", "debian"},
+                          {"network", {{"allow", {w.npmHost}}}},
+                          {"policy", {{"allow", {"npm install *", "apt-get *"}}}}}
+                         .dump());
+        ASSERT_EQ(r.status, 201) << r.body;
+        w.id = json::parse(r.body)["id"];
+    }
+    static void TearDownTestSuite() {
+        World& w = *world;
+        EXPECT_EQ(w.daemon->endedHow(), "") << "airlockd died during the tests";
+        if (::testing::UnitTest::GetInstance()->failed_test_count() > 0) {
+            std::ifstream log(w.daemon->logPath());
+            std::string text((std::istreambuf_iterator<char>(log)), {});
+            std::cerr << "---- airlockd log (tail) ----\n"
+                      << text.substr(text.size() > 20000 ? text.size() - 20000 : 0);
+        }
+        if (!w.id.empty()) api("DELETE", "/v1/sandboxes/" + w.id);
+        w.daemon.reset();
+        test::killQemusOf(w.dataDir);
+        if (w.registry > 0) {
+            ::kill(w.registry, SIGTERM);
+            ::waitpid(w.registry, nullptr, 0);
+        }
+        delete world;
+        world = nullptr;
+    }
+
+    struct World {
+        test::TempDir tmp;
+        std::string npmUpstream, npmHost, dataDir, key, id;
+        int aptPort = 0;
+        pid_t registry = -1;
+        std::unique_ptr<test::Daemon> daemon;
+    };
+    static World* world;
+
+    static cli::HttpResult api(const std::string& method, const std::string& path,
+                               const std::string& body = {}) {
+        cli::HttpClient c(world->daemon->url(), world->key);
+        return c.request(method, path, body);
+    }
+    static json exec(const std::string& script, const std::string& user = "user") {
+        auto r =
+            api("POST", "/v1/sandboxes/" + world->id + "/exec",
+                json{{"cmd", {"sh", "-c", script}}, {"user", user}, {"timeout_s", 300}}.dump());
+        EXPECT_EQ(r.status, 200) << r.body;
+        auto j = json::parse(r.body, nullptr, false);
+        return j.is_object() ? j : json::object();
+    }
+    static json records(const std::string& query) {
+        auto r = api("GET", "/v1/sandboxes/" + world->id + "/packages" + query);
+        EXPECT_EQ(r.status, 200) << r.body;
+        return json::parse(r.body, nullptr, false)["packages"];
+    }
+};
+Packages::World* Packages::world = nullptr;
+
+TEST_F(Packages, NpmInstallsOneSmallPackageFromTheHostsRegistryThroughTheProxy) {
+    auto j = exec(
+        "mkdir -p /tmp/p && cd /tmp/p && npm init -y >/dev/null && "
+        "npm install is-number@7.0.0 --no-audit --no-fund 2>&1 && "
+        "node -p 'require(\"is-number/package.json\").version'");
+    EXPECT_EQ(j.value("exit_code", -1), 0) << j.dump();
+    std::string out = j.value("stdout", "");
+    EXPECT_NE(out.find("7.0.0\n"), std::string::npos) << out;
+    auto recs = records("?ecosystem=npm&decision=allow");
+    bool artifact = false;
+    for (const auto& r : recs)
+        if (r.value("type", "") == "package.artifact" && r.value("name", "") == "is-number" &&
+            r.value("version", "") == "7.0.0") {
+            artifact = true;
+            EXPECT_EQ(r.value("sha512", "").size(), 128u) << r.dump();
+            EXPECT_EQ(r.value("upstream", "").rfind(world->npmUpstream.substr(4), 0), 0u)
+                << r.dump();
+        }
+    EXPECT_TRUE(artifact) << recs.dump();
+}
+
+TEST_F(Packages, EgressRefusesTheRegistryHostEvenWhenAllowlisted) {
+    // A CONNECT refused: curl reports the proxy's answer as http_connect.
+    auto j = exec("curl -s -o /dev/null -w '%{http_connect}' https://" + world->npmHost +
+                  "/ 2>&1; echo");
+    EXPECT_NE(j.value("stdout", "").find("403"), std::string::npos) << j.dump();
+    auto audit = api("GET", "/v1/sandboxes/" + world->id + "/audit?type=egress.denied");
+    EXPECT_NE(audit.body.find("is a package registry"), std::string::npos) << audit.body;
+}
+
+TEST_F(Packages, AptInstallIsHeldForApprovalThenGoesThrough) {
+    std::string update =
+        "echo 'deb [trusted=yes] http://127.0.0.1:3142/fixture ./' > "
+        "/etc/apt/sources.list.d/fixture.list && "
+        "apt-get update -o Dir::Etc::sourcelist=/etc/apt/sources.list.d/fixture.list "
+        "-o Dir::Etc::sourceparts=- 2>&1";
+    auto u = exec(update, "root");
+    EXPECT_EQ(u.value("exit_code", -1), 0) << u.dump();
+    std::string install =
+        "apt-get install -y airlock-fixture-hello 2>&1; cat /usr/share/airlock-fixture-hello/hello";
+    auto held = exec(install, "root");
+    std::string out = held.value("stdout", "");
+    EXPECT_NE(out.find("403"), std::string::npos) << out;
+    EXPECT_EQ(out.find("hello from apt"), std::string::npos) << out;
+    auto pending = records("?ecosystem=apt&decision=approve");
+    ASSERT_FALSE(pending.empty()) << records("").dump();
+    std::string approval = pending.back().value("approval_id", "");
+    ASSERT_EQ(approval.rfind("apr-", 0), 0u) << pending.dump();
+    EXPECT_NE(out.find(approval), std::string::npos) << "apt prints the approval id";
+    auto listed = api("GET", "/v1/approvals");
+    EXPECT_NE(listed.body.find(approval), std::string::npos) << listed.body;
+    auto decided =
+        api("POST", "/v1/approvals/" + approval, R"({"decision":"approve","reason":"e2e"})");
+    ASSERT_EQ(decided.status, 200) << decided.body;
+    auto again = exec(install, "root");
+    EXPECT_NE(again.value("stdout", "").find("hello from apt"), std::string::npos) << again.dump();
+}
+
+}  // namespace
+}  // namespace airlock
