@@ -25,6 +25,15 @@ struct PackageService::Record {
     bool skip = false;
 };
 
+struct PackageService::ParseSlot {
+    explicit ParseSlot(std::counting_semaphore<64>& s) : sem(s) {
+        if (!sem.try_acquire_for(std::chrono::seconds(60)))
+            throw UpstreamError("the package proxy is busy filtering metadata; retry");
+    }
+    ~ParseSlot() { sem.release(); }
+    std::counting_semaphore<64>& sem;
+};
+
 namespace {
 std::string lastSegment(const HttpUrl& u) {
     std::string p = u.path();
@@ -320,6 +329,7 @@ GuestResponse PackageService::npmPackument(const SandboxPackages& s, const Guest
         rec.data["decision"] = "allow";
         return failure;
     }
+    ParseSlot slot(parsing_);
     auto doc = json::parse(meta->body, nullptr, false);
     if (!doc.is_object())
         return errorResponse(502, "Bad Gateway", "the upstream packument is not JSON");
@@ -358,8 +368,11 @@ GuestResponse PackageService::npmTarball(const SandboxPackages& s, const std::st
     auto meta =
         metadata(config_.upstreams.npm->text() + encoded, "application/json", metaRec, failure);
     if (!meta) return failure;
-    auto doc = json::parse(meta->body, nullptr, false);
-    auto info = npmVersion(doc, version);
+    std::optional<NpmVersion> info;
+    {
+        ParseSlot slot(parsing_);
+        info = npmVersion(json::parse(meta->body, nullptr, false), version);
+    }
     if (!info)
         return errorResponse(404, "Not Found", name + "@" + version + " is not in the registry");
     rec.data["install_scripts"] = info->installScripts;
@@ -423,6 +436,7 @@ GuestResponse PackageService::pypi(const SandboxPackages& s, const GuestRequest&
         return failure;
     }
     auto page = HttpUrl::parse(url);
+    ParseSlot slot(parsing_);
     auto files = parsePypiIndex(meta->body, meta->contentType, *page);
     auto filtered = filterPypiFiles(files, normalized, s.rules, nowUnixSeconds());
     {

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <semaphore>
 #include <string>
 #include <vector>
 
@@ -78,7 +79,7 @@ struct PackageServiceConfig {
     std::string cacheDir;
     std::uint64_t cacheBytes = 5ull << 30;
     std::chrono::seconds metadataTtl{300};
-    std::uint64_t maxMetadataBytes = 64ull << 20;   // one packument or index page
+    std::uint64_t maxMetadataBytes = 48ull << 20;   // one packument or index page
     std::uint64_t maxArtifactBytes = 512ull << 20;  // one download
     std::vector<egress::CidrRange> allowCidrs;  // hosts registries point at, opened by the operator
     UpstreamClient::Limits limits;
@@ -133,6 +134,10 @@ class PackageService {
         std::optional<std::int64_t> uploaded;
         bool sdist = false;
     };
+    // Parsed metadata takes several times its size in memory: a few
+    // documents at a time, whatever the guests ask for at once.
+    std::counting_semaphore<64> parsing_{4};
+    struct ParseSlot;
     std::mutex offeredMutex_;
     std::map<std::string, OfferedFile> offered_;  // sha256 -> file
 };
