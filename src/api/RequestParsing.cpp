@@ -84,7 +84,10 @@ CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     if (j.contains("secrets")) r.secrets = parseSecrets(j["secrets"]);
     if (j.contains("network")) r.networkAllow = parseNetwork(j["network"]);
     if (j.contains("workspace")) r.workspace = parseWorkspaceSpec(j["workspace"]);
-    if (j.contains("packages")) r.packages = packages::PackageRules::parse(j["packages"]).toJson();
+    if (j.contains("packages")) {
+        packages::PackageRules::parse(j["packages"]);  // a bad field is a 400 now
+        r.packages = j["packages"];  // applied over the tenant's rules at create
+    }
     return r;
 }
 
@@ -330,7 +333,7 @@ TenantRecord parseTenantUpdate(const std::string& name, const std::string& body)
     if (!isValidTenantName(name))
         throw Error(ErrorCode::bad_request, "bad tenant name '" + name + "'");
     json j = parseJsonBody(body);
-    rejectUnknownFields(j, {"quota", "policy", "network"}, "tenant");
+    rejectUnknownFields(j, {"quota", "policy", "network", "packages"}, "tenant");
     TenantRecord t;
     t.name = name;
     if (j.contains("quota")) {
@@ -354,6 +357,8 @@ TenantRecord parseTenantUpdate(const std::string& name, const std::string& body)
         t.networkAllow = parseNetwork(j["network"]);
         t.networkSet = true;
     }
+    if (j.contains("packages") && !j["packages"].is_null())
+        t.packagesJson = packages::PackageRules::parse(j["packages"]).toJson().dump();
     return t;
 }
 
@@ -369,6 +374,7 @@ nlohmann::json tenantJson(const TenantRecord& t, const TenantUsage& usage) {
            {"usage", used},
            {"updated_at", t.updatedAt.empty() ? json(nullptr) : json(t.updatedAt)}};
     j["network"] = t.networkSet ? json{{"allow", t.networkAllow}} : json(nullptr);
+    j["packages"] = t.packagesJson.empty() ? json(nullptr) : json::parse(t.packagesJson, nullptr, false);
     return j;
 }
 

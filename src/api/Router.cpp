@@ -195,11 +195,8 @@ Router::Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& 
     });
     add("POST", "/v1/sandboxes", kDrivers, [this](Context& c) {
         auto request = parseCreateSandbox(c.request.body);
-        // A dry run serves what the rules refuse: not the agent's to choose.
-        if (request.packages && request.packages->value("dry_run", false) &&
-            c.principal.role == Role::agent)
-            throw Error(ErrorCode::forbidden,
-                        "an agent key cannot turn the package rules into a dry run");
+        // The agent never loosens its own package rules (a dry run among them).
+        request.packagesTightenOnly = c.principal.role == Role::agent;
         if (request.workspace)
             return jsonResponse(201, sandboxJson(workspaces().createSandbox(c.tenant, request)));
         return jsonResponse(201, sandboxJson(controller_.create(c.tenant, request)));

@@ -144,8 +144,20 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
     if (!allow.empty() && !config_.egress)
         throw Error(ErrorCode::bad_request, "this server has no egress proxy");
     r.networkJson = nlohmann::json(allow.texts()).dump();
-    if (request.packages)
-        r.packagesJson = packages::PackageRules::parse(*request.packages).toJson().dump();
+    {
+        // The tenant's package rules are the start; a request adds to them.
+        auto t = tenantOf(tenant);
+        auto base = t && !t->packagesJson.empty() ? packages::PackageRules::fromStored(t->packagesJson)
+                                                  : packages::PackageRules();
+        auto rules = request.packages ? packages::PackageRules::parse(*request.packages, base) : base;
+        if (request.packagesTightenOnly) {
+            auto looser = rules.looserThan(base);
+            if (!looser.empty())
+                throw Error(ErrorCode::forbidden, "an agent key may only tighten the tenant's package rules (" +
+                                                      looser + " is looser)");
+        }
+        r.packagesJson = rules.toJson().dump();
+    }
     requireWithinFloor(tenant, request.policy, allow.texts());
     r.policyJson = nlohmann::json{{"deny", request.policy.deny},
                                   {"approve", request.policy.approve},

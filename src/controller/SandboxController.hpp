@@ -149,6 +149,8 @@ struct CreateSandboxRequest {
     std::vector<std::string> networkAllow;  // egress allowlist; empty: no network
     // Package rules (validated: packages::PackageRules); nullopt: the defaults.
     std::optional<nlohmann::json> packages;
+    // An agent key asks: the rules may only be as strict as the tenant's or stricter.
+    bool packagesTightenOnly = false;
     // A repository workspace (the workspace service prepares it; the
     // controller itself ignores it).
     std::optional<WorkspaceSpec> workspace;

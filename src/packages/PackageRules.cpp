@@ -151,12 +151,14 @@ void parseEcosystemRules(Ecosystem e, const json& j, EcosystemRules& r) {
         if (!v->is_array() || v->size() > 256)
             throw Error(ErrorCode::bad_request,
                         "'" + prefix + ".deny' must be a list of at most 256 names");
-        r.deny.clear();
         for (const auto& d : *v) {
             if (!d.is_string())
                 throw Error(ErrorCode::bad_request,
                             "'" + prefix + ".deny' entries must be strings");
-            r.deny.push_back(parseNameRule(e, d.get<std::string>(), prefix + ".deny"));
+            auto rule = parseNameRule(e, d.get<std::string>(), prefix + ".deny");
+            bool known = false;
+            for (const auto& have : r.deny) known = known || have.text == rule.text;
+            if (!known) r.deny.push_back(std::move(rule));
         }
     }
     if (auto v = j.find("min_age_days"); v != j.end()) {
@@ -196,10 +198,12 @@ bool NameRule::matches(const std::string& name, const std::string& version) cons
     return !version.empty() && range.contains(version);
 }
 
-PackageRules PackageRules::parse(const json& j) {
+PackageRules PackageRules::parse(const json& j) { return parse(j, PackageRules()); }
+
+PackageRules PackageRules::parse(const json& j, const PackageRules& base) {
     requireObject(j, "packages");
     rejectUnknownFields(j, {"npm", "pypi", "apt", "dry_run"}, "packages");
-    PackageRules r;
+    PackageRules r = base;
     if (j.contains("npm")) parseEcosystemRules(Ecosystem::npm, j["npm"], r.npm);
     if (j.contains("pypi")) parseEcosystemRules(Ecosystem::pypi, j["pypi"], r.pypi);
     if (j.contains("apt")) parseEcosystemRules(Ecosystem::apt, j["apt"], r.apt);
@@ -226,6 +230,28 @@ json PackageRules::toJson() const {
             {"pypi", ecosystemJson(Ecosystem::pypi, pypi)},
             {"apt", ecosystemJson(Ecosystem::apt, apt)},
             {"dry_run", dryRun}};
+}
+
+std::string PackageRules::looserThan(const PackageRules& base) const {
+    // deny > approve > allow, from strictest.
+    auto rank = [](Gate g) { return g == Gate::deny ? 0 : g == Gate::approve ? 1 : 2; };
+    for (Ecosystem e : {Ecosystem::npm, Ecosystem::pypi, Ecosystem::apt}) {
+        const auto& mine = of(e);
+        const auto& theirs = base.of(e);
+        std::string p = ecosystemName(e);
+        if (mine.enabled && !theirs.enabled) return p + ".enabled";
+        for (const auto& d : theirs.deny) {
+            bool kept = false;
+            for (const auto& m : mine.deny) kept = kept || m.text == d.text;
+            if (!kept) return p + ".deny (" + d.text + ")";
+        }
+        if (mine.minAgeDays < theirs.minAgeDays) return p + ".min_age_days";
+        if (rank(mine.installScripts) > rank(theirs.installScripts)) return p + ".install_scripts";
+        if (!mine.onlyBinary && theirs.onlyBinary) return p + ".only_binary";
+        if (rank(mine.aptMode) > rank(theirs.aptMode)) return p + ".mode";
+    }
+    if (dryRun && !base.dryRun) return "dry_run";
+    return "";
 }
 
 const EcosystemRules& PackageRules::of(Ecosystem e) const {

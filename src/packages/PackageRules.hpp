@@ -50,6 +50,12 @@ struct PackageRules {
 
     // Throws Error(bad_request) naming the field; unknown fields are refused.
     static PackageRules parse(const nlohmann::json& j);
+    // The same over `base` (a tenant's defaults): omitted fields keep the
+    // base's values, and deny entries are added to the base's.
+    static PackageRules parse(const nlohmann::json& j, const PackageRules& base);
+    // The first field in which these rules are looser than `base`
+    // ("npm.min_age_days", "dry_run"...), or "" when they are at least as strict.
+    std::string looserThan(const PackageRules& base) const;
     static PackageRules fromStored(const std::string& json);  // lenient: defaults on damage
     nlohmann::json toJson() const;
     const EcosystemRules& of(Ecosystem e) const;

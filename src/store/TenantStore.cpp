@@ -42,6 +42,7 @@ TenantRecord readRow(Database::Statement& st) {
     t.networkSet = network.is_object() && network.contains("allow");
     t.networkAllow = strings(network, "allow");
     t.updatedAt = st.text(4);
+    t.packagesJson = st.text(5);
     return t;
 }
 }  // namespace
@@ -51,6 +52,7 @@ TenantStore::TenantStore(Database& db) : db_(db) {
         "CREATE TABLE IF NOT EXISTS tenants (name TEXT PRIMARY KEY, quota TEXT NOT NULL, policy "
         "TEXT NOT NULL,"
         " network TEXT NOT NULL, updated_at TEXT NOT NULL)");
+    db_.addColumnIfMissing("tenants", "packages TEXT NOT NULL DEFAULT ''");
 }
 
 void TenantStore::put(const TenantRecord& t) {
@@ -59,13 +61,13 @@ void TenantStore::put(const TenantRecord& t) {
     db_.locked([&](sqlite3* db) {
         Database::Statement st(
             db,
-            "INSERT OR REPLACE INTO tenants (name, quota, policy, network, updated_at)"
-            " VALUES (?,?,?,?,?)");
+            "INSERT OR REPLACE INTO tenants (name, quota, policy, network, updated_at, packages)"
+            " VALUES (?,?,?,?,?,?)");
         st.bind(1, t.name)
             .bind(2, quotaToJson(t.quota).dump())
             .bind(3, policy.dump())
             .bind(4, network.dump());
-        st.bind(5, t.updatedAt);
+        st.bind(5, t.updatedAt).bind(6, t.packagesJson);
         st.step();
     });
 }
@@ -73,7 +75,7 @@ void TenantStore::put(const TenantRecord& t) {
 std::optional<TenantRecord> TenantStore::find(const std::string& name) {
     return db_.locked([&](sqlite3* db) -> std::optional<TenantRecord> {
         Database::Statement st(
-            db, "SELECT name, quota, policy, network, updated_at FROM tenants WHERE name = ?");
+            db, "SELECT name, quota, policy, network, updated_at, packages FROM tenants WHERE name = ?");
         st.bind(1, name);
         if (!st.step()) return std::nullopt;
         return readRow(st);
@@ -84,7 +86,7 @@ std::vector<TenantRecord> TenantStore::list() {
     return db_.locked([&](sqlite3* db) {
         std::vector<TenantRecord> out;
         Database::Statement st(
-            db, "SELECT name, quota, policy, network, updated_at FROM tenants ORDER BY name");
+            db, "SELECT name, quota, policy, network, updated_at, packages FROM tenants ORDER BY name");
         while (st.step()) out.push_back(readRow(st));
         return out;
     });

@@ -48,6 +48,9 @@ struct TenantRecord {
     std::vector<std::string> deny, approve, allow;  // command rules
     std::vector<std::string> networkAllow;
     bool networkSet = false;  // whether "network" was ever given
+    // Package rules every sandbox of the tenant starts from (and an agent
+    // key may only tighten); "": the built-in defaults.
+    std::string packagesJson;
     std::string updatedAt;
 };
 

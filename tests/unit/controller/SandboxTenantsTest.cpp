@@ -83,6 +83,45 @@ TEST_F(SandboxTenantsTest, ASandboxMayTightenButNeverOpenWhatItsTenantOrTheOpera
     EXPECT_NO_THROW(controller->create("other", allowing({"curl *"})));
 }
 
+TEST_F(SandboxTenantsTest, PackageRulesStartFromTheTenantsAndAnAgentMayOnlyTightenThem) {
+    TenantRecord beta;
+    beta.name = "beta";
+    beta.packagesJson =
+        packages::PackageRules::parse(
+            nlohmann::json::parse(R"({"npm":{"deny":["left-pad"],"min_age_days":7}})"))
+            .toJson()
+            .dump();
+    controller->putTenant(beta);
+    auto rulesOf = [&](const SandboxRecord& r) {
+        return packages::PackageRules::fromStored(r.packagesJson);
+    };
+    auto plain = controller->create("beta", CreateSandboxRequest{});
+    EXPECT_EQ(rulesOf(plain).npm.minAgeDays, 7u) << "the tenant's rules are the default";
+    ASSERT_EQ(rulesOf(plain).npm.deny.size(), 1u);
+
+    CreateSandboxRequest tighter;
+    tighter.packagesTightenOnly = true;
+    tighter.packages = nlohmann::json::parse(
+        R"({"npm":{"deny":["evil"],"min_age_days":10},"apt":{"mode":"deny"}})");
+    auto t = rulesOf(controller->create("beta", tighter));
+    EXPECT_EQ(t.npm.deny.size(), 2u) << "deny entries add to the tenant's";
+    EXPECT_EQ(t.npm.minAgeDays, 10u);
+    EXPECT_EQ(t.apt.aptMode, packages::Gate::deny);
+
+    for (const char* looser :
+         {R"({"npm":{"min_age_days":1}})", R"({"npm":{"install_scripts":"allow"}})",
+          R"({"pypi":{"only_binary":false}})", R"({"apt":{"mode":"allow"}})",
+          R"({"dry_run":true})"}) {
+        CreateSandboxRequest r;
+        r.packagesTightenOnly = true;
+        r.packages = nlohmann::json::parse(looser);
+        EXPECT_EQ(codeOf([&] { controller->create("beta", r); }), ErrorCode::forbidden) << looser;
+        // An admin may set them.
+        r.packagesTightenOnly = false;
+        EXPECT_NO_THROW(controller->create("other", r)) << looser;
+    }
+}
+
 TEST_F(SandboxTenantsTest, QuotasAreCheckedBeforeAnythingStartsAndFreedWithTheirObjects) {
     auto a = controller->create("acme", CreateSandboxRequest{});
     CreateSandboxRequest two;

@@ -83,6 +83,23 @@ TEST(PackageRules, RejectsUnknownFieldsAndBadValues) {
     }
 }
 
+TEST(PackageRules, OverABaseAndLooserThan) {
+    auto base = PackageRules::parse(
+        json::parse(R"({"npm":{"deny":["a"],"min_age_days":5},"apt":{"mode":"deny"}})"));
+    auto r = PackageRules::parse(json::parse(R"({"npm":{"deny":["b"]}})"), base);
+    ASSERT_EQ(r.npm.deny.size(), 2u);
+    EXPECT_EQ(r.npm.minAgeDays, 5u) << "omitted fields keep the base's";
+    EXPECT_EQ(r.apt.aptMode, Gate::deny);
+    EXPECT_EQ(r.looserThan(base), "");
+    EXPECT_EQ(PackageRules().looserThan(base), "npm.deny (a)");
+    auto lower = PackageRules::parse(json::parse(R"({"npm":{"min_age_days":1}})"), base);
+    EXPECT_EQ(lower.looserThan(base), "npm.min_age_days");
+    auto open = PackageRules::parse(json::parse(R"({"apt":{"mode":"approve"}})"), base);
+    EXPECT_EQ(open.looserThan(base), "apt.mode");
+    auto dry = PackageRules::parse(json::parse(R"({"dry_run":true})"), base);
+    EXPECT_EQ(dry.looserThan(base), "dry_run");
+}
+
 TEST(PackageRules, JudgeOrderAndReasons) {
     auto r = PackageRules::parse(json::parse(
         R"({"npm":{"deny":["lodash@<4.17.21","@evil/*","left-*"]},"pypi":{"deny":["Django_Extensions"]}})"));
