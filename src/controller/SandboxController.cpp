@@ -147,14 +147,17 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
     {
         // The tenant's package rules are the start; a request adds to them.
         auto t = tenantOf(tenant);
-        auto base = t && !t->packagesJson.empty() ? packages::PackageRules::fromStored(t->packagesJson)
-                                                  : packages::PackageRules();
-        auto rules = request.packages ? packages::PackageRules::parse(*request.packages, base) : base;
+        auto base = t && !t->packagesJson.empty()
+                        ? packages::PackageRules::fromStored(t->packagesJson)
+                        : packages::PackageRules();
+        auto rules =
+            request.packages ? packages::PackageRules::parse(*request.packages, base) : base;
         if (request.packagesTightenOnly) {
             auto looser = rules.looserThan(base);
             if (!looser.empty())
-                throw Error(ErrorCode::forbidden, "an agent key may only tighten the tenant's package rules (" +
-                                                      looser + " is looser)");
+                throw Error(ErrorCode::forbidden,
+                            "an agent key may only tighten the tenant's package rules (" + looser +
+                                " is looser)");
         }
         r.packagesJson = rules.toJson().dump();
     }
@@ -478,18 +481,39 @@ void SandboxController::runExecAsync(const SandboxRecord& r, const ExecOptions& 
     auto masker = std::make_shared<SecretMasker>(maskerOf(r, secrets));
     // Set once the deadline is scheduled, cancelled when the exec ends first.
     auto timer = std::make_shared<std::atomic<TimerQueue::Id>>(0);
-    auto pending =
-        agent->execAsync(request, config_.execOutputCap,
-                         [this, masker, timer, done = std::move(done)](
-                             std::optional<ExecOutput> out, std::exception_ptr error) {
-                             if (auto id = timer->exchange(0)) timers_.cancel(id);
-                             if (out && !masker->empty()) {
-                                 out->stdoutData = masker->mask(std::move(out->stdoutData));
-                                 out->stderrData = masker->mask(std::move(out->stderrData));
-                                 out->result.error = masker->mask(std::move(out->result.error));
-                             }
-                             done(std::move(out), error);
-                         });
+    // Known as running in its sandbox (the package proxy's records name it).
+    std::uint64_t token;
+    {
+        std::lock_guard lock(runningMutex_);
+        token = ++nextRunning_;
+        runningCommands_[r.id][token] = masker->mask(commandText(options));
+    }
+    auto untrack = [this, sandbox = r.id, token] {
+        std::lock_guard lock(runningMutex_);
+        auto it = runningCommands_.find(sandbox);
+        if (it == runningCommands_.end()) return;
+        it->second.erase(token);
+        if (it->second.empty()) runningCommands_.erase(it);
+    };
+    std::shared_ptr<PendingExec> pending;
+    try {
+        pending =
+            agent->execAsync(request, config_.execOutputCap,
+                             [this, masker, timer, untrack, done = std::move(done)](
+                                 std::optional<ExecOutput> out, std::exception_ptr error) {
+                                 untrack();
+                                 if (auto id = timer->exchange(0)) timers_.cancel(id);
+                                 if (out && !masker->empty()) {
+                                     out->stdoutData = masker->mask(std::move(out->stdoutData));
+                                     out->stderrData = masker->mask(std::move(out->stderrData));
+                                     out->result.error = masker->mask(std::move(out->result.error));
+                                 }
+                                 done(std::move(out), error);
+                             });
+    } catch (...) {
+        untrack();
+        throw;
+    }
     // The agent enforces the command's own timeout; the extra margin covers
     // the channel and a loaded machine.
     auto wait = std::chrono::milliseconds(request.timeout_ms) + std::chrono::seconds(15);
@@ -502,6 +526,13 @@ void SandboxController::runExecAsync(const SandboxRecord& r, const ExecOptions& 
     timer->store(id);
     // Ended before the deadline was stored: nothing would cancel it.
     if (pending->ended() && timer->exchange(0)) timers_.cancel(id);
+}
+
+std::string SandboxController::soleRunningCommand(const std::string& sandboxId) {
+    std::lock_guard lock(runningMutex_);
+    auto it = runningCommands_.find(sandboxId);
+    if (it == runningCommands_.end() || it->second.size() != 1) return "";
+    return it->second.begin()->second;
 }
 
 void SandboxController::watchAgent(const std::string& id,
@@ -538,7 +569,7 @@ std::map<std::string, SecretSpec> SandboxController::secretsOf(const SandboxReco
 }
 
 SecretMasker SandboxController::maskerOf(const SandboxRecord& r,
-                                        const std::map<std::string, SecretSpec>& secrets) const {
+                                         const std::map<std::string, SecretSpec>& secrets) const {
     std::vector<std::string> values;
     for (const auto& [name, spec] : secrets) values.push_back(spec.value);
     ExtraSecrets extra;

@@ -337,6 +337,9 @@ class SandboxController {
     // is no longer running, or at `within` with its state then.
     void awaitGated(const std::string& id, std::chrono::milliseconds within,
                     std::function<void(GatedExec)> done);
+    // The one command running in a sandbox through exec (masked), or "" when
+    // none or several: what the package proxy's records name.
+    std::string soleRunningCommand(const std::string& sandboxId);
     packages::PackageApprovalState packageApproval(const packages::PackageApprovalRequest& request);
     std::optional<GatedExec> findGated(const std::string& id) { return gated_.find(id); }
     std::vector<GatedExec> runningGated(const std::string& idPrefix) {
@@ -542,6 +545,9 @@ class SandboxController {
     // Exec deadlines (no thread waits for a command); declared last so it
     // stops first.
     TimerQueue timers_;
+    std::mutex runningMutex_;
+    std::uint64_t nextRunning_ = 0;
+    std::map<std::string, std::map<std::uint64_t, std::string>> runningCommands_;
 };
 
 }  // namespace airlock

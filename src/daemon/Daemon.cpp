@@ -193,6 +193,10 @@ int runDaemon(const DaemonOptions& options) {
                 auto* c = controllerForCounts.load();
                 if (!c) return packages::PackageApprovalState{packages::PackageApprovalState::State::denied, ""};
                 return c->packageApproval(q);
+            },
+            [&controllerForCounts](const std::string& sandboxId) {
+                auto* c = controllerForCounts.load();
+                return c ? c->soleRunningCommand(sandboxId) : std::string();
             });
         packageProxy = std::make_shared<packages::PackageProxy>(service, packages::PackageProxySettings{});
         config.packages = packageProxy;

@@ -211,7 +211,7 @@ GuestResponse PackageService::handle(const SandboxPackages& s, const GuestReques
                                   .count();
     if (runningExec_) {
         auto exec = runningExec_(s.id);
-        if (!exec.empty()) rec.data["exec_id"] = exec;
+        if (!exec.empty()) rec.data["command"] = exec;
     }
     if (s.rules.dryRun) rec.data["dry_run"] = true;
     if (!rec.skip && audit_) {

@@ -71,7 +71,7 @@ struct PackageApprovalState {
 using PackageApprovals = std::function<PackageApprovalState(const PackageApprovalRequest&)>;
 using PackageAuditSink = std::function<void(const std::string& sandboxId, const std::string& tenant,
                                             const std::string& type, const nlohmann::json& data)>;
-// The exec running in a sandbox when a request arrives ("" when none or several).
+// The command running in a sandbox when a request arrives ("" when none or several).
 using RunningExecLookup = std::function<std::string(const std::string& sandboxId)>;
 
 struct PackageServiceConfig {

@@ -98,6 +98,9 @@ class PackageServiceTest : public ::testing::Test {
                 if (approved.count(key))
                     return PackageApprovalState{PackageApprovalState::State::approved, "apr-1"};
                 return PackageApprovalState{PackageApprovalState::State::pending, "apr-1"};
+            },
+            [](const std::string& sandbox) {
+                return sandbox == "sbx-test" ? std::string("npm install x") : std::string();
             });
     }
 
@@ -153,6 +156,7 @@ TEST_F(PackageServiceTest, YoungVersionIsFilteredAndLatestRepaired) {
     ASSERT_TRUE(rec);
     EXPECT_EQ(rec->data["decision"], "allow");
     EXPECT_EQ(rec->data["hidden"][0]["rule"], "min_age_days");
+    EXPECT_EQ(rec->data["command"], "npm install x") << "the command running in the sandbox";
 }
 
 TEST_F(PackageServiceTest, TarballOfAFilteredVersionIsRefusedWhenAskedDirectly) {
