@@ -545,6 +545,8 @@ class SandboxController {
     // Exec deadlines (no thread waits for a command); declared last so it
     // stops first.
     TimerQueue timers_;
+    std::mutex packageApprovalMutex_;
+    static constexpr std::size_t kMaxPendingPackageApprovals = 20;  // per sandbox
     std::mutex runningMutex_;
     std::uint64_t nextRunning_ = 0;
     std::map<std::string, std::map<std::uint64_t, std::string>> runningCommands_;

@@ -514,16 +514,25 @@ void SandboxController::awaitGated(const std::string& id, std::chrono::milliseco
 packages::PackageApprovalState SandboxController::packageApproval(
     const packages::PackageApprovalRequest& q) {
     using State = packages::PackageApprovalState::State;
+    // One look-and-open at a time: parallel downloads of one version share
+    // one approval, not one each.
+    std::lock_guard serial(packageApprovalMutex_);
     expireApprovals();
     std::string key =
         std::string(packages::ecosystemName(q.ecosystem)) + ":" + q.name + "@" + q.version;
     std::string request = nlohmann::json{{"kind", "package"}, {"package", key}}.dump();
     if (auto g = gated_.findLatestRequest(q.sandboxId, request)) {
-        if (g->state == "approved") return {State::approved, g->approvalId};
+        // "running" is the moment between the decision and "approved".
+        if (g->state == "approved" || g->state == "running") return {State::approved, g->approvalId};
         if (g->state == "pending_approval") return {State::pending, g->approvalId};
         if (g->state == "denied") return {State::denied, g->approvalId};
         // expired: asked again below
     }
+    // A guest inventing package names cannot flood the approvers' list.
+    std::size_t waiting = 0;
+    for (const auto& p : gated_.pending(TenantScope::only(q.tenant)))
+        if (p.sandboxId == q.sandboxId && p.commandClass == "package") ++waiting;
+    if (waiting >= kMaxPendingPackageApprovals) return {State::denied, ""};
     GatedExec g;
     g.id = newId("ex-");
     g.approvalId = newId("apr-");

@@ -5,7 +5,8 @@
 namespace airlock {
 
 void requireObject(const nlohmann::json& j, std::string_view what) {
-    if (!j.is_object()) throw Error(ErrorCode::bad_request, std::string(what) + " must be a JSON object");
+    if (!j.is_object())
+        throw Error(ErrorCode::bad_request, std::string(what) + " must be a JSON object");
 }
 
 void rejectUnknownFields(const nlohmann::json& j, std::initializer_list<std::string_view> allowed,
@@ -25,6 +26,29 @@ nlohmann::json parseJsonBody(std::string_view body) {
     auto j = nlohmann::json::parse(body, nullptr, false);
     if (j.is_discarded()) throw Error(ErrorCode::bad_request, "request body is not valid JSON");
     return j;
+}
+
+bool jsonNestingWithin(std::string_view text, unsigned maxDepth) {
+    unsigned depth = 0;
+    bool inString = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        char c = text[i];
+        if (inString) {
+            if (c == '\\')
+                ++i;
+            else if (c == '"')
+                inString = false;
+            continue;
+        }
+        if (c == '"') {
+            inString = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > maxDepth) return false;
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth;
+        }
+    }
+    return true;
 }
 
 }  // namespace airlock

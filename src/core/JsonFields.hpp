@@ -12,5 +12,9 @@ void requireObject(const nlohmann::json& j, std::string_view what);
 void rejectUnknownFields(const nlohmann::json& j, std::initializer_list<std::string_view> allowed,
                          std::string_view what);
 nlohmann::json parseJsonBody(std::string_view body);
+// Whether JSON text nests arrays and objects at most maxDepth deep (strings
+// skipped). nlohmann's parser is iterative, but copying and dumping a
+// document recurse: text from outside is checked before it is parsed.
+bool jsonNestingWithin(std::string_view text, unsigned maxDepth);
 
 }  // namespace airlock

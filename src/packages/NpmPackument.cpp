@@ -138,17 +138,29 @@ FilteredPackument filterPackument(const json& packument, const std::string& name
         if (it->is_string() && doc["versions"].contains(it->get<std::string>()))
             repaired[it.key()] = *it;
     if (!repaired.contains("latest") && !doc["versions"].empty()) {
-        std::string best;
-        bool bestRelease = false;
-        for (auto it = doc["versions"].begin(); it != doc["versions"].end(); ++it) {
-            bool release = !isPrerelease(it.key());
-            if (best.empty() || (release && !bestRelease) ||
-                (release == bestRelease && compareVersions(it.key(), best) > 0)) {
-                best = it.key();
-                bestRelease = release;
+        // The highest release kept at or below the maintainer's own latest
+        // (not a newer major tagged "next"); failing that, the highest kept.
+        std::string original = tags.contains("latest") && tags["latest"].is_string()
+                                   ? tags["latest"].get<std::string>()
+                                   : std::string();
+        auto pick = [&](bool capped) {
+            std::string best;
+            bool bestRelease = false;
+            for (auto it = doc["versions"].begin(); it != doc["versions"].end(); ++it) {
+                if (capped && (original.empty() || compareVersions(it.key(), original) > 0))
+                    continue;
+                bool release = !isPrerelease(it.key());
+                if (capped && !release) continue;
+                if (best.empty() || (release && !bestRelease) ||
+                    (release == bestRelease && compareVersions(it.key(), best) > 0)) {
+                    best = it.key();
+                    bestRelease = release;
+                }
             }
-        }
-        repaired["latest"] = best;
+            return best;
+        };
+        std::string best = pick(true);
+        repaired["latest"] = best.empty() ? pick(false) : best;
     }
     doc["dist-tags"] = repaired;
     return out;

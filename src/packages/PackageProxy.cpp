@@ -167,7 +167,14 @@ void PackageProxy::attach(const std::string& sandboxId, const std::string& tenan
                 auto s = weak.lock();
                 if (!s || s->detached) return;
                 auto n = a->get<std::uint64_t>();
-                asio::post(pool_, [this, s, e, n] { serveConnection(s, e, n); });
+                // Counted here, before a thread is taken: past a sandbox's or a
+                // tenant's share the connection is only told 503.
+                bool refuse = ++s->open > settings_.maxConnectionsPerSandbox;
+                {
+                    std::lock_guard lock(tenantMutex_);
+                    refuse = ++tenantOpen_[s->tenant] > settings_.maxConnectionsPerTenant || refuse;
+                }
+                asio::post(pool_, [this, s, e, n, refuse] { serveConnection(s, e, n, refuse); });
             } catch (...) {
                 logWarn("packages", "ignored a malformed event from a guest's package listener");
             }
@@ -225,7 +232,17 @@ unsigned PackageProxy::guestPort(const std::string& sandboxId, Ecosystem e) {
 }
 
 void PackageProxy::serveConnection(std::shared_ptr<SandboxPackageState> sandbox, Ecosystem e,
-                                   std::uint64_t connection) {
+                                   std::uint64_t connection, bool over) {
+    struct Count {
+        PackageProxy& proxy;
+        SandboxPackageState& sandbox;
+        ~Count() {
+            --sandbox.open;
+            std::lock_guard lock(proxy.tenantMutex_);
+            auto it = proxy.tenantOpen_.find(sandbox.tenant);
+            if (it != proxy.tenantOpen_.end() && --it->second == 0) proxy.tenantOpen_.erase(it);
+        }
+    } count{*this, *sandbox};
     std::shared_ptr<AgentStream> tunnel;
     try {
         auto agent = sandbox->agent.lock();
@@ -236,14 +253,15 @@ void PackageProxy::serveConnection(std::shared_ptr<SandboxPackageState> sandbox,
                 "cannot attach a package connection of " + sandbox->id + ": " + ex.what());
         return;
     }
-    struct Count {
-        std::atomic<unsigned>& n;
-        ~Count() { --n; }
-    } count{sandbox->open};
-    bool over = ++sandbox->open > settings_.maxConnectionsPerSandbox;
-    auto write = [&](std::string_view bytes) {
-        tunnel->write(0, bytes, Clock::now() + settings_.writeTimeout);
+    // Each response has one deadline for all its bytes (a floor plus a
+    // minimum rate): a guest reading a byte now and then cannot keep a thread.
+    Clock::time_point responseDeadline;
+    auto startResponse = [&](std::uint64_t bytes) {
+        responseDeadline = Clock::now() + settings_.writeTimeout +
+                           std::chrono::seconds(bytes / settings_.minBytesPerSecond);
     };
+    auto write = [&](std::string_view bytes) { tunnel->write(0, bytes, responseDeadline); };
+    startResponse(0);
     std::string buffer;
     bool guestEof = false;
     try {
@@ -296,8 +314,12 @@ void PackageProxy::serveConnection(std::shared_ptr<SandboxPackageState> sandbox,
             bool hasBody =
                 head.headers.count("transfer-encoding") ||
                 (head.headers.count("content-length") && head.headers["content-length"] != "0");
-            bool close = !valid || hasBody || head.version == "HTTP/1.0" ||
-                         head.headers["connection"] == "close";
+            std::string connection = head.headers["connection"];
+            for (auto& ch : connection)
+                ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+            bool close =
+                !valid || hasBody || connection.find("close") != std::string::npos ||
+                (head.version == "HTTP/1.0" && connection.find("keep-alive") == std::string::npos);
             GuestResponse resp;
             if (!valid) {
                 resp.status = 400;
@@ -323,6 +345,7 @@ void PackageProxy::serveConnection(std::shared_ptr<SandboxPackageState> sandbox,
             }
             bool headOnly = valid && head.method == "HEAD";
             std::uint64_t length = file ? resp.fileSize : resp.body.size();
+            startResponse(headOnly ? 0 : length);
             write(responseHead(resp, length, close));
             if (!headOnly) {
                 if (file) {
@@ -345,7 +368,7 @@ void PackageProxy::serveConnection(std::shared_ptr<SandboxPackageState> sandbox,
         // A graceful end: our side closed after the last byte; the guest's
         // close follows (bounded wait), else the stream is reset when dropped.
         tunnel->closeWrite();
-        auto deadline = Clock::now() + std::chrono::seconds(5);
+        auto deadline = Clock::now() + std::chrono::seconds(1);
         while (auto ev = tunnel->next(deadline))
             if (ev->kind == Kind::close || ev->kind == Kind::reset) break;
     } catch (const std::exception& ex) {

@@ -14,11 +14,13 @@
 namespace airlock::packages {
 
 struct PackageProxySettings {
-    unsigned maxConnectionsPerSandbox = 16;         // served at once; more wait or get a 503
-    unsigned threads = 32;                          // connections served at once, all sandboxes
+    unsigned maxConnectionsPerSandbox = 12;         // open at once; more get a 503
+    unsigned maxConnectionsPerTenant = 24;          // all its sandboxes together
+    unsigned threads = 48;                          // connections served at once, all sandboxes
     std::chrono::milliseconds idleTimeout{20'000};  // between requests on a kept-alive connection
     std::chrono::milliseconds headTimeout{15'000};
-    std::chrono::milliseconds writeTimeout{120'000};  // a guest that stops reading
+    std::chrono::milliseconds writeTimeout{60'000};  // a response's floor, plus its size at...
+    std::uint64_t minBytesPerSecond = 128 * 1024;    // ...this rate: a guest that stops reading
     // Guest ports (0: any free port, for tests with an in-process agent).
     unsigned npmPort = kGuestNpmPort, pypiPort = kGuestPypiPort, aptPort = kGuestAptPort;
 };
@@ -44,12 +46,14 @@ class PackageProxy : public PackageGateway {
 
   private:
     void serveConnection(std::shared_ptr<SandboxPackageState> sandbox, Ecosystem e,
-                         std::uint64_t connection);
+                         std::uint64_t connection, bool over);
     std::shared_ptr<PackageService> service_;
     PackageProxySettings settings_;
     boost::asio::thread_pool pool_;
     std::mutex mutex_;
     std::map<std::string, std::shared_ptr<SandboxPackageState>> sandboxes_;
+    std::mutex tenantMutex_;
+    std::map<std::string, unsigned> tenantOpen_;  // connections queued or served, per tenant
 };
 
 }  // namespace airlock::packages

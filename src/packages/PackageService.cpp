@@ -8,6 +8,7 @@
 
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
+#include "core/JsonFields.hpp"
 #include "core/Log.hpp"
 #include "core/UniqueFd.hpp"
 #include "packages/DigestStream.hpp"
@@ -35,6 +36,9 @@ struct PackageService::ParseSlot {
 };
 
 namespace {
+// Packuments and index pages are shallow; deeper is hostile (see jsonNestingWithin).
+constexpr unsigned kMaxJsonDepth = 64;
+
 std::string lastSegment(const HttpUrl& u) {
     std::string p = u.path();
     while (!p.empty() && p.back() == '/') p.pop_back();
@@ -214,7 +218,33 @@ GuestResponse PackageService::handle(const SandboxPackages& s, const GuestReques
         if (!exec.empty()) rec.data["command"] = exec;
     }
     if (s.rules.dryRun) rec.data["dry_run"] = true;
-    if (!rec.skip && audit_) {
+    std::uint64_t flushed = 0;
+    bool admitted = true;
+    {
+        std::lock_guard lock(recordMutex_);
+        if (recordWindows_.size() > 10'000) recordWindows_.clear();  // sandboxes come and go
+        auto& w = recordWindows_[s.id];
+        auto now = std::chrono::steady_clock::now();
+        if (now - w.start >= std::chrono::minutes(1)) {
+            flushed = std::exchange(w.suppressed, 0);
+            w.start = now;
+            w.written = 0;
+        }
+        if (!rec.skip) {
+            admitted = w.written < kMaxRecordsPerMinute;
+            if (admitted)
+                ++w.written;
+            else
+                ++w.suppressed;
+        }
+    }
+    if (flushed && audit_) {
+        try {
+            audit_(s.id, s.tenant, "package.suppressed", {{"count", flushed}});
+        } catch (const std::exception&) {
+        }
+    }
+    if (!rec.skip && admitted && audit_) {
         try {
             audit_(s.id, s.tenant, rec.type, rec.data);
         } catch (const std::exception& e) {
@@ -280,6 +310,10 @@ std::optional<GuestResponse> PackageService::gate(const SandboxPackages& s, Ecos
         }
         rec.data["decision"] =
             state.state == PackageApprovalState::State::pending ? "approve" : "deny";
+        if (state.approvalId.empty())
+            return errorResponse(
+                403, "Forbidden",
+                v.reason + " (too many package approvals are pending in this sandbox)");
         std::string reason = v.reason + " (approval " + state.approvalId +
                              (state.state == PackageApprovalState::State::pending
                                   ? ": an approver can allow it with POST /v1/approvals/" +
@@ -330,6 +364,8 @@ GuestResponse PackageService::npmPackument(const SandboxPackages& s, const Guest
         return failure;
     }
     ParseSlot slot(parsing_);
+    if (!jsonNestingWithin(meta->body, kMaxJsonDepth))
+        return errorResponse(502, "Bad Gateway", "the upstream packument nests too deep");
     auto doc = json::parse(meta->body, nullptr, false);
     if (!doc.is_object())
         return errorResponse(502, "Bad Gateway", "the upstream packument is not JSON");
@@ -371,6 +407,8 @@ GuestResponse PackageService::npmTarball(const SandboxPackages& s, const std::st
     std::optional<NpmVersion> info;
     {
         ParseSlot slot(parsing_);
+        if (!jsonNestingWithin(meta->body, kMaxJsonDepth))
+            return errorResponse(502, "Bad Gateway", "the upstream packument nests too deep");
         info = npmVersion(json::parse(meta->body, nullptr, false), version);
     }
     if (!info)
@@ -441,10 +479,18 @@ GuestResponse PackageService::pypi(const SandboxPackages& s, const GuestRequest&
     auto filtered = filterPypiFiles(files, normalized, s.rules, nowUnixSeconds());
     {
         std::lock_guard lock(offeredMutex_);
-        if (offered_.size() > 200'000) offered_.clear();  // bounded; pages are asked again
-        for (const auto& f : filtered.kept)
-            offered_[f.sha256] =
-                OfferedFile{normalized, f.filename, f.version, f.url, f.uploaded, f.sdist};
+        for (const auto& f : filtered.kept) {
+            auto [it, fresh] = offered_.insert_or_assign(
+                f.sha256,
+                OfferedFile{normalized, f.filename, f.version, f.url, f.uploaded, f.sdist});
+            if (fresh) offeredOrder_.push_back(f.sha256);
+        }
+        // Bounded: the oldest offers go first (an install asks for the files
+        // of the pages it just read).
+        while (offered_.size() > 200'000 && !offeredOrder_.empty()) {
+            offered_.erase(offeredOrder_.front());
+            offeredOrder_.pop_front();
+        }
     }
     json hidden = json::array();
     for (const auto& [f, v] : filtered.refused)
@@ -511,19 +557,54 @@ GuestResponse PackageService::apt(const SandboxPackages& s, const GuestRequest& 
                              "no apt upstream named '" + name.substr(0, 80) + "'");
     }
     std::string rest = path.substr(slash + 1);
-    if (rest.find("..") != std::string::npos || rest.find("//") != std::string::npos)
-        return errorResponse(404, "Not Found", "not a repository path");
-    for (char c : rest)
-        if (!std::isalnum(static_cast<unsigned char>(c)) &&
-            std::string("-_.+~/%").find(c) == std::string::npos)
+    // Only the escapes apt writes (an epoch's ':', '+', '~'): nothing decodes
+    // into a separator or a dot segment upstream.
+    for (std::size_t i = 0; i < rest.size(); ++i) {
+        char c = rest[i];
+        if (c == '%') {
+            std::string esc = rest.substr(i + 1, 2);
+            for (auto& e : esc) e = static_cast<char>(std::tolower(static_cast<unsigned char>(e)));
+            if (esc != "3a" && esc != "2b" && esc != "7e")
+                return errorResponse(404, "Not Found", "not a repository path");
+            i += 2;
+        } else if (!std::isalnum(static_cast<unsigned char>(c)) &&
+                   std::string("-_.+~/:").find(c) == std::string::npos) {
             return errorResponse(404, "Not Found", "not a repository path");
+        }
+    }
+    if (rest.empty() || rest.find("//") != std::string::npos || rest[0] == '/')
+        return errorResponse(404, "Not Found", "not a repository path");
+    for (std::size_t at = 0; at <= rest.size();) {
+        auto next = rest.find('/', at);
+        std::string seg =
+            rest.substr(at, next == std::string::npos ? std::string::npos : next - at);
+        if (seg == "." || seg == "..")
+            return errorResponse(404, "Not Found", "not a repository path");
+        if (next == std::string::npos) break;
+        at = next + 1;
+    }
     std::string url = upstream->text() + rest;
     std::string file = percentDecode(rest.substr(rest.rfind('/') + 1));
-    if (file.size() > 4 && file.compare(file.size() - 4, 4, ".deb") == 0) {
+    // Indices (signed Release files and what they list) pass; every other
+    // file (.deb, .udeb, .dsc, source tarballs...) is a package download.
+    static const char* kIndexNames[] = {"Release", "InRelease", "Release.gpg", "Packages",
+                                        "Sources", "Contents",  "Translation", "Components",
+                                        "Index",   "icons",     "dep11",       "Commands"};
+    bool index = ("/" + rest).find("/dists/") != std::string::npos ||
+                 rest.find("/by-hash/") != std::string::npos;
+    for (const char* n : kIndexNames) index = index || file.rfind(n, 0) == 0;
+    if (!index) {
         rec.type = "package.artifact";
         // name_version_arch.deb (the version's epoch colon arrives as %3a).
         auto a = file.find('_');
         auto b = a == std::string::npos ? std::string::npos : file.find('_', a + 1);
+        if (b == std::string::npos && a != std::string::npos) {
+            // Source files: name_version.dsc, name_version.orig.tar.xz...
+            b = file.size();
+            for (const char* suffix : {".dsc", ".orig", ".debian", ".diff", ".tar"})
+                if (auto at = file.find(suffix, a + 1); at != std::string::npos)
+                    b = std::min(b, at);
+        }
         std::string pkg = file.substr(0, a);
         std::string version = b == std::string::npos ? "" : file.substr(a + 1, b - a - 1);
         rec.data["name"] = pkg;

@@ -1,5 +1,6 @@
 #pragma once
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -138,8 +139,20 @@ class PackageService {
     // documents at a time, whatever the guests ask for at once.
     std::counting_semaphore<64> parsing_{4};
     struct ParseSlot;
+    // Records per sandbox and minute (a guest looping over requests cannot
+    // grow the audit log without bound): beyond, requests are judged as
+    // ever but only counted (package.suppressed, once the minute is over).
+    static constexpr unsigned kMaxRecordsPerMinute = 600;
+    struct RecordWindow {
+        std::chrono::steady_clock::time_point start;
+        unsigned written = 0;
+        std::uint64_t suppressed = 0;
+    };
+    std::mutex recordMutex_;
+    std::map<std::string, RecordWindow> recordWindows_;
     std::mutex offeredMutex_;
     std::map<std::string, OfferedFile> offered_;  // sha256 -> file
+    std::deque<std::string> offeredOrder_;        // oldest first: evicted first
 };
 
 }  // namespace airlock::packages

@@ -5,6 +5,7 @@
 
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
+#include "core/JsonFields.hpp"
 
 namespace airlock::packages {
 
@@ -27,8 +28,14 @@ std::string unescapeHtml(const std::string& s) {
             out += s[i];
             continue;
         }
-        auto semi = s.find(';', i);
-        if (semi == std::string::npos || semi - i > 10) {
+        // Entities are short: look a few characters ahead only (linear on any page).
+        std::size_t semi = std::string::npos;
+        for (std::size_t k = i + 1; k < s.size() && k < i + 12; ++k)
+            if (s[k] == ';') {
+                semi = k;
+                break;
+            }
+        if (semi == std::string::npos) {
             out += s[i];
             continue;
         }
@@ -159,6 +166,8 @@ std::vector<PypiFile> parsePypiIndex(const std::string& body, const std::string&
     std::vector<PypiFile> files;
     std::string type = lower(contentType);
     if (type.find("json") != std::string::npos) {
+        if (!jsonNestingWithin(body, 64))
+            throw Error(ErrorCode::bad_request, "the index answered JSON nested too deep");
         auto j = json::parse(body, nullptr, false);
         if (!j.is_object() || !j.contains("files") || !j["files"].is_array())
             throw Error(ErrorCode::bad_request, "the index answered JSON without a file list");
@@ -191,7 +200,7 @@ std::vector<PypiFile> parsePypiIndex(const std::string& body, const std::string&
     if (type.find("html") == std::string::npos && !type.empty())
         throw Error(ErrorCode::bad_request, "the index answered " + contentType.substr(0, 80));
     std::string lowerBody = lower(body);
-    std::size_t at = 0;
+    std::size_t at = 0, endTag = 0;
     while ((at = lowerBody.find("<a", at)) != std::string::npos) {
         if (at + 2 < lowerBody.size() &&
             !std::isspace(static_cast<unsigned char>(lowerBody[at + 2]))) {
@@ -200,9 +209,11 @@ std::vector<PypiFile> parsePypiIndex(const std::string& body, const std::string&
         }
         auto close = body.find('>', at);
         if (close == std::string::npos) break;
-        auto endTag = lowerBody.find("</a>", close);
-        std::string text =
-            body.substr(close + 1, endTag == std::string::npos ? 0 : endTag - close - 1);
+        // The next "</a>" is searched for again only once passed: linear overall.
+        if (endTag != std::string::npos && endTag < close) endTag = lowerBody.find("</a>", close);
+        auto nextAnchor = lowerBody.find("<a", close);
+        bool closed = endTag != std::string::npos && endTag < nextAnchor;
+        std::string text = closed ? body.substr(close + 1, endTag - close - 1) : std::string();
         PypiFile out;
         std::string href;
         for (auto& [k, v] : attributes(body.substr(at + 2, close - at - 2))) {

@@ -327,6 +327,12 @@ TEST_F(PackageServiceTest, AptDebsFollowTheModeAndIndicesPassThrough) {
     EXPECT_EQ(get(Ecosystem::apt, deb, deny).status, 403);
     EXPECT_EQ(get(Ecosystem::apt, "/elsewhere/Release").status, 404);
     EXPECT_EQ(get(Ecosystem::apt, "/fixture/../../etc/passwd").status, 404);
+    EXPECT_EQ(get(Ecosystem::apt, "/fixture/%2e%2e/%2e%2e/etc/passwd").status, 404);
+    EXPECT_EQ(get(Ecosystem::apt, "/fixture/a%2fb").status, 404);
+    // Every package file is judged, not only .deb.
+    auto dsc = get(Ecosystem::apt, "/fixture/hello_1.0.dsc", deny);
+    EXPECT_EQ(dsc.status, 403);
+    EXPECT_EQ(last("package.artifact")->data["version"], "1.0");
 }
 
 TEST_F(PackageServiceTest, UnreachableUpstreamIsA502NotACrash) {

@@ -67,6 +67,13 @@ TEST(NpmPackument, FilterRemovesRepairsAndRewrites) {
     EXPECT_EQ(f.doc["versions"]["1.0.0"]["dist"]["tarball"],
               "http://127.0.0.1:4873/p/-/p-1.0.0.tgz");
     EXPECT_EQ(f.refused.size(), 3u);
+    // latest is repaired within the maintainer's line, not onto a newer major.
+    auto lines = json::parse(R"({"dist-tags":{"latest":"2.1.0","next":"3.0.0"},
+      "time":{"2.0.0":"2020-01-01T00:00:00Z","2.1.0":"2099-01-01T00:00:00Z","3.0.0":"2020-01-01T00:00:00Z"},
+      "versions":{"2.0.0":{},"2.1.0":{},"3.0.0":{}}})");
+    auto fl = filterPackument(lines, "p", PackageRules(), 1'700'000'000, "http://h");
+    EXPECT_EQ(fl.doc["dist-tags"]["latest"], "2.0.0");
+    EXPECT_EQ(fl.doc["dist-tags"]["next"], "3.0.0");
     rules.dryRun = true;
     auto dry = filterPackument(doc, "p", rules, 1'700'000'000, "http://h");
     EXPECT_EQ(dry.doc["versions"].size(), 4u);

@@ -161,12 +161,17 @@ TEST_F(PackageProxyTest, ConcurrentConnectionsAreServedAndExtraOnesRefused) {
     for (auto& t : clients) t.join();
     EXPECT_EQ(ok + busy, 8);
     EXPECT_GE(ok, 4);
-    // And the proxy still serves afterwards.
-    int fd = connectTo(port_);
-    std::string req = "GET /p HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n";
-    (void)!::write(fd, req.data(), req.size());
-    EXPECT_EQ(readResponse(fd).rfind("HTTP/1.1 200", 0), 0u);
-    ::close(fd);
+    // And the proxy serves again once the others have let go of their slots.
+    EXPECT_TRUE(test::waitFor(
+        [&] {
+            int fd = connectTo(port_);
+            std::string req = "GET /p HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n";
+            (void)!::write(fd, req.data(), req.size());
+            bool served = readResponse(fd).rfind("HTTP/1.1 200", 0) == 0;
+            ::close(fd);
+            return served;
+        },
+        10s, 100ms));
 }
 
 TEST_F(PackageProxyTest, MalformedAndOversizedRequestsGetAnErrorAndTheConnectionEnds) {
