@@ -572,17 +572,23 @@ GuestResponse PackageService::apt(const SandboxPackages& s, const GuestRequest& 
             return errorResponse(404, "Not Found", "not a repository path");
         }
     }
-    if (rest.empty() || rest.find("//") != std::string::npos || rest[0] == '/')
-        return errorResponse(404, "Not Found", "not a repository path");
-    for (std::size_t at = 0; at <= rest.size();) {
-        auto next = rest.find('/', at);
-        std::string seg =
-            rest.substr(at, next == std::string::npos ? std::string::npos : next - at);
-        if (seg == "." || seg == "..")
-            return errorResponse(404, "Not Found", "not a repository path");
-        if (next == std::string::npos) break;
-        at = next + 1;
+    // "." segments go (a flat repository, "deb URL ./", asks for "/name/./Release");
+    // ".." and empty segments are refused.
+    {
+        std::string clean;
+        for (std::size_t at = 0; at <= rest.size();) {
+            auto next = rest.find('/', at);
+            std::string seg =
+                rest.substr(at, next == std::string::npos ? std::string::npos : next - at);
+            if (seg == ".." || (seg.empty() && next != std::string::npos))
+                return errorResponse(404, "Not Found", "not a repository path");
+            if (seg != ".") clean += (clean.empty() ? "" : "/") + seg;
+            if (next == std::string::npos) break;
+            at = next + 1;
+        }
+        rest = clean;
     }
+    if (rest.empty()) return errorResponse(404, "Not Found", "not a repository path");
     std::string url = upstream->text() + rest;
     std::string file = percentDecode(rest.substr(rest.rfind('/') + 1));
     // Indices (signed Release files and what they list) pass; every other

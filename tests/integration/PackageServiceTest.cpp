@@ -310,7 +310,7 @@ TEST_F(PackageServiceTest, PypiHidesSdistsAndYoungFilesAndVerifiesWheels) {
 }
 
 TEST_F(PackageServiceTest, AptDebsFollowTheModeAndIndicesPassThrough) {
-    auto release = get(Ecosystem::apt, "/fixture/Release");
+    auto release = get(Ecosystem::apt, "/fixture/./Release");  // a flat repository ("deb URL ./")
     EXPECT_EQ(release.status, 200);
     EXPECT_NE(body(release).find("SHA256"), std::string::npos);
     auto missing = get(Ecosystem::apt, "/fixture/InRelease");
