@@ -25,9 +25,9 @@
 #include "core/SecretMasker.hpp"
 #include "core/TimerQueue.hpp"
 #include "egress/EgressGateway.hpp"
+#include "hypervisor/Hypervisor.hpp"
 #include "packages/PackageGateway.hpp"
 #include "packages/PackageService.hpp"
-#include "hypervisor/Hypervisor.hpp"
 #include "policy/CommandPolicy.hpp"
 #include "store/AuditStore.hpp"
 #include "store/GatedExecStore.hpp"
@@ -367,6 +367,7 @@ class SandboxController {
     static std::string domainName(const std::string& sandboxId) { return "airlock-" + sandboxId; }
     std::string sandboxDir(const std::string& id) const;
     std::string snapshotDir(const SnapshotRecord& s) const;
+    std::string snapshotStatePath(const SnapshotRecord& s) const;  // its memory state
     static constexpr const char* kWarmTenant = "_warm";
     static constexpr const char* kSpareTenant = "_spare";
 
@@ -422,16 +423,31 @@ class SandboxController {
     static std::string shapeOf(const std::string& templateName, const std::string& digest,
                                unsigned vcpus, unsigned memoryMib);
     // Asks the worker for a spare of this shape, after delay (a live
-    // sandbox's shape: short-lived sandboxes never cost one).
+    // sandbox's shape: short-lived sandboxes never cost one). With a
+    // snapshot, the spare is also loaded with its memory state ahead of the
+    // clone that will want it (a fork follows its snapshot, and clones come
+    // in series): loading the state is most of a restore.
     void wantSpare(const std::string& shape,
-                   std::chrono::milliseconds delay = std::chrono::milliseconds(0));
-    std::optional<std::string> takeSpare(const std::string& shape);
+                   std::chrono::milliseconds delay = std::chrono::milliseconds(0),
+                   const std::string& snapshot = {});
+    struct TakenSpare {
+        std::string id;
+        bool loaded = false;  // already holds the snapshot's state (paused)
+    };
+    // A spare for a clone of this snapshot: one loaded with it, else one
+    // still waiting for state; never one loaded with another snapshot.
+    std::optional<TakenSpare> takeSpare(const std::string& shape, const std::string& snapshot);
     struct SpareShape {
         std::string templateName, digest;
         unsigned vcpus = 0, memoryMib = 0;
     };
     std::map<std::string, SpareShape> spareShapes();  // by shapeOf(): the shapes worth a spare now
-    void startSpare(const std::string& shape);
+    // Starts a spare VM (paused, waiting for state); not yet offered.
+    std::optional<std::string> bootSpare(const std::string& shape);
+    // Boots (or reuses) a spare and loads the snapshot's state into it.
+    void preloadSpare(const std::string& shape, const std::string& snapshot,
+                      std::optional<std::string> reuse);
+    void offerSpare(const std::string& shape, const std::string& id, const std::string& snapshot);
     // Removes spares (and queued requests) of shapes no longer in use;
     // waitForStart: also one being started (a delete leaves no VM behind).
     void trimSpares(bool waitForStart = true);
@@ -527,7 +543,10 @@ class SandboxController {
     struct SpareRequest {
         std::string shape;
         std::chrono::steady_clock::time_point due;
+        std::string snapshot;  // to preload; empty: a spare waiting for state
     };
+    std::map<std::string, std::string> spareLoaded_;  // spare id -> the snapshot it holds
+    std::optional<std::string> spareLoading_;         // the snapshot the worker is loading now
     std::deque<SpareRequest> spareRequests_;
     std::optional<std::string> spareStarting_;  // the shape the worker is starting now
     bool sparesStopping_ = false;

@@ -77,6 +77,10 @@ std::string SandboxController::snapshotDir(const SnapshotRecord& s) const {
     return config_.dataDir + (s.kind == "warm" ? "/warm/" : "/snapshots/") + s.id;
 }
 
+std::string SandboxController::snapshotStatePath(const SnapshotRecord& s) const {
+    return snapshotDir(s) + "/" + kMemoryFile;
+}
+
 // ---------------------------------------------------------------- pause / resume / timeout
 
 SandboxRecord SandboxController::transition(const std::string& tenant, const std::string& id,
@@ -285,7 +289,9 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
     snapshots_.markReady(s.id, total, manifest.dump());
     record(id, tenant, "snapshot.created",
            {{"snapshot", s.id}, {"size_bytes", total}, {"held_ms", pausedMs}});
-    if (!s.hasDisk) wantSpare(shapeOf(s.templateName, s.templateDigest, s.vcpus, s.memoryMib));
+    if (!s.hasDisk)
+        wantSpare(shapeOf(s.templateName, s.templateDigest, s.vcpus, s.memoryMib),
+                  std::chrono::milliseconds(0), s.id);
     logInfo("controller", "snapshot " + s.id + " of " + id + ": " + std::to_string(total) +
                               " bytes, sandbox held for " + std::to_string(pausedMs) + " ms");
     return *snapshots_.find(s.id);
@@ -441,7 +447,9 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
         if (r.qemuUid > 0) uids_.release(static_cast<std::uint32_t>(r.qemuUid));
         throw;
     }
-    std::optional<std::string> spare = snap.hasDisk ? std::nullopt : takeSpare(shape);
+    std::optional<TakenSpare> taken = snap.hasDisk ? std::nullopt : takeSpare(shape, snap.id);
+    std::optional<std::string> spare;
+    if (taken) spare = taken->id;
     if (spare) {
         // The spare's VM, directory and uid become this sandbox's; what was
         // sealed for the new id is sealed again for the spare's.
@@ -463,7 +471,8 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
         verifySnapshotFiles(snap);
         auto verified = steadyMillis();
         if (spare) {
-            hypervisor_.loadState(domainName(r.id), snapshotDir(snap) + "/" + kMemoryFile, dir);
+            if (!taken->loaded)
+                hypervisor_.loadState(domainName(r.id), snapshotDir(snap) + "/" + kMemoryFile, dir);
         } else {
             prepareSandboxDir(r);
             if (!r.disk.empty())
@@ -487,9 +496,12 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
         logInfo("controller", "sandbox " + r.id + " running after " +
                                   std::to_string(steadyMillis() - started) +
                                   " ms (files checked in " + std::to_string(verified - started) +
-                                  " ms, restored " + snap.id + (spare ? " into a spare VM" : "") +
+                                  " ms, restored " + snap.id +
+                                  (!spare          ? ""
+                                   : taken->loaded ? " from a spare VM holding it"
+                                                   : " into a spare VM") +
                                   " in " + std::to_string(loaded - verified) + " ms)");
-        if (!snap.hasDisk) wantSpare(shape);
+        if (!snap.hasDisk) wantSpare(shape, std::chrono::milliseconds(0), snap.id);
         if (workspaces_ && snap.kind == "user") workspaces_->copy(snap.id, r.id);
         record(r.id, r.tenant, "sandbox.created",
                {{"template", tmpl->name},
@@ -501,7 +513,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
         return r;
     } catch (const std::exception& e) {
         failCreate(r.id, e);
-        if (!snap.hasDisk) wantSpare(shape);
+        if (!snap.hasDisk) wantSpare(shape, std::chrono::milliseconds(0), snap.id);
         throw;
     }
 }

@@ -5,9 +5,15 @@
 // live sandbox has it: a fork usually follows its snapshot at once, sooner
 // than a spare could start. Only disk-less shapes: a disk is opened when QEMU
 // starts, and its backing layer differs per snapshot.
+//
+// A snapshot just taken (or just cloned) also has its memory state loaded
+// into a spare ahead of time: the next clone of it only resumes the VM. The
+// latest snapshot of a shape wins the spare; a deleted snapshot's state
+// leaves every spare with it.
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "controller/SandboxController.hpp"
 #include "core/Clock.hpp"
@@ -23,21 +29,23 @@ std::string SandboxController::shapeOf(const std::string& templateName, const st
            std::to_string(memoryMib);
 }
 
-void SandboxController::wantSpare(const std::string& shape, std::chrono::milliseconds delay) {
+void SandboxController::wantSpare(const std::string& shape, std::chrono::milliseconds delay,
+                                  const std::string& snapshot) {
     if (config_.sparesPerShape == 0) return;
     {
         std::lock_guard lock(sparesMutex_);
         if (sparesStopping_) return;
-        spareRequests_.push_back({shape, std::chrono::steady_clock::now() + delay});
+        spareRequests_.push_back({shape, std::chrono::steady_clock::now() + delay, snapshot});
     }
     sparesCv_.notify_all();  // the worker, not a clone waiting for a spare
 }
 
-std::optional<std::string> SandboxController::takeSpare(const std::string& shape) {
+std::optional<SandboxController::TakenSpare> SandboxController::takeSpare(
+    const std::string& shape, const std::string& snapshot) {
     // A spare already on its way (asked for by the snapshot just taken, or by
     // the previous clone) is ready sooner than a VM started now, which would
     // also compete with it for the cores: wait for it, a bounded time.
-    constexpr auto kSpareWait = std::chrono::seconds(3);
+    constexpr auto kSpareWait = std::chrono::seconds(5);
     std::unique_lock lock(sparesMutex_);
     bool asked = false;
     for (auto& request : spareRequests_)
@@ -46,21 +54,39 @@ std::optional<std::string> SandboxController::takeSpare(const std::string& shape
             asked = true;
         }
     if (asked) sparesCv_.notify_all();
-    auto ready = [&] {
+    auto usable = [&](bool loadedOnly) -> std::optional<std::size_t> {
         auto it = spares_.find(shape);
-        return it != spares_.end() && !it->second.empty();
+        if (it == spares_.end()) return std::nullopt;
+        for (std::size_t i = 0; i < it->second.size(); ++i) {
+            auto loaded = spareLoaded_.find(it->second[i]);
+            if (loadedOnly ? loaded != spareLoaded_.end() && loaded->second == snapshot
+                           : loaded == spareLoaded_.end())
+                return i;
+        }
+        return std::nullopt;
     };
+    auto ready = [&] { return usable(true) || usable(false); };
     auto coming = [&] {
         return spareStarting_ == shape ||
                std::any_of(spareRequests_.begin(), spareRequests_.end(),
                            [&](const SpareRequest& r) { return r.shape == shape; });
     };
-    sparesCv_.wait_for(lock, kSpareWait, [&] { return sparesStopping_ || ready() || !coming(); });
-    if (sparesStopping_ || !ready()) return std::nullopt;
+    // The state being loaded for this very snapshot is worth the wait even
+    // when a spare without state is there already.
+    auto loadingThis = [&] { return spareStarting_ == shape && spareLoading_ == snapshot; };
+    sparesCv_.wait_for(lock, kSpareWait, [&] {
+        return sparesStopping_ || usable(true) || (!loadingThis() && (ready() || !coming()));
+    });
+    if (sparesStopping_) return std::nullopt;
+    auto index = usable(true);
+    bool loaded = index.has_value();
+    if (!index) index = usable(false);
+    if (!index) return std::nullopt;
     auto& ids = spares_[shape];
-    std::string id = ids.front();
-    ids.erase(ids.begin());
-    return id;
+    TakenSpare taken{ids[*index], loaded};
+    ids.erase(ids.begin() + static_cast<std::ptrdiff_t>(*index));
+    spareLoaded_.erase(taken.id);
+    return taken;
 }
 
 std::size_t SandboxController::spareCount() {
@@ -77,7 +103,8 @@ bool SandboxController::sparesIdle() {
 
 void SandboxController::spareWorker() {
     while (true) {
-        std::string shape;
+        std::string shape, snapshot;
+        std::optional<std::string> reuse, evict;
         {
             std::unique_lock lock(sparesMutex_);
             while (true) {
@@ -95,24 +122,62 @@ void SandboxController::spareWorker() {
                     continue;
                 }
                 shape = next->shape;
+                snapshot = next->snapshot;
                 spareRequests_.erase(next);
-                if (spares_[shape].size() >= config_.sparesPerShape) {
-                    sparesCv_.notify_all();  // a clone may wait on this request
+                auto& ids = spares_[shape];
+                auto holds = [&](const std::string& id, const std::string& snap) {
+                    auto it = spareLoaded_.find(id);
+                    return snap.empty() ? it == spareLoaded_.end()
+                                        : it != spareLoaded_.end() && it->second == snap;
+                };
+                if (!snapshot.empty() && std::any_of(ids.begin(), ids.end(), [&](auto& id) {
+                        return holds(id, snapshot);
+                    })) {
+                    sparesCv_.notify_all();  // loaded already: a clone may wait on this request
                     continue;
                 }
+                if (snapshot.empty() && ids.size() >= config_.sparesPerShape) {
+                    sparesCv_.notify_all();
+                    continue;
+                }
+                // A preload takes a spare still waiting for state if there is
+                // one; when the shape is full of spares holding other
+                // snapshots, the latest snapshot wins the oldest one's place.
+                reuse.reset();
+                evict.reset();
+                if (!snapshot.empty()) {
+                    auto plain = std::find_if(ids.begin(), ids.end(),
+                                              [&](auto& id) { return holds(id, ""); });
+                    if (plain != ids.end()) {
+                        reuse = *plain;
+                        ids.erase(plain);
+                    } else if (!ids.empty() && ids.size() >= config_.sparesPerShape) {
+                        evict = ids.front();
+                        spareLoaded_.erase(ids.front());
+                        ids.erase(ids.begin());
+                    }
+                }
                 spareStarting_ = shape;
+                if (!snapshot.empty()) spareLoading_ = snapshot;
                 break;
             }
         }
         try {
-            startSpare(shape);
+            if (evict) teardown(*evict);
+            if (snapshot.empty()) {
+                if (auto id = bootSpare(shape)) offerSpare(shape, *id, "");
+            } else {
+                preloadSpare(shape, snapshot, reuse);
+            }
         } catch (const std::exception& e) {
             logWarn("spares", "cannot start a spare VM for " + shape + ": " + e.what());
         }
         {
             std::lock_guard lock(sparesMutex_);
             spareStarting_.reset();
+            spareLoading_.reset();
         }
+        trimSpares(false);       // its shape or snapshot may have gone meanwhile
         sparesCv_.notify_all();  // ready or not: clones waiting for it go on
     }
 }
@@ -134,13 +199,13 @@ std::map<std::string, SandboxController::SpareShape> SandboxController::spareSha
     return wanted;
 }
 
-void SandboxController::startSpare(const std::string& shape) {
+std::optional<std::string> SandboxController::bootSpare(const std::string& shape) {
     auto wanted = spareShapes();
     auto it = wanted.find(shape);
-    if (it == wanted.end()) return;
+    if (it == wanted.end()) return std::nullopt;
     const SpareShape& want = it->second;
     auto tmpl = templates_.find(want.templateName);
-    if (!tmpl || tmpl->digest != want.digest || !tmpl->diskPath.empty()) return;
+    if (!tmpl || tmpl->digest != want.digest || !tmpl->diskPath.empty()) return std::nullopt;
     CreateSandboxRequest request;
     request.templateName = tmpl->name;
     request.vcpus = want.vcpus;
@@ -161,41 +226,89 @@ void SandboxController::startSpare(const std::string& shape) {
         }
         throw;
     }
-    bool keep = false;
+    return r.id;
+}
+
+void SandboxController::preloadSpare(const std::string& shape, const std::string& snapshot,
+                                     std::optional<std::string> reuse) {
+    auto snap = snapshots_.find(snapshot);
+    if (!snap || snap->state != SnapshotState::ready || snap->hasDisk) {
+        if (reuse) offerSpare(shape, *reuse, "");  // back as it was
+        return;
+    }
+    std::string id = reuse ? *reuse : bootSpare(shape).value_or("");
+    if (id.empty()) return;
+    try {
+        // The files are checked as for any restore: a damaged snapshot never
+        // reaches a VM, not even a spare.
+        verifySnapshotFiles(*snap);
+        hypervisor_.loadState(domainName(id), snapshotStatePath(*snap), sandboxDir(id));
+    } catch (...) {
+        try {
+            teardown(id);  // a QEMU whose load failed takes no other state
+        } catch (...) {
+        }
+        throw;
+    }
+    offerSpare(shape, id, snapshot);
+    logDebug("spares", "spare VM " + id + " holds " + snapshot);
+}
+
+void SandboxController::offerSpare(const std::string& shape, const std::string& id,
+                                   const std::string& snapshot) {
     {
         std::lock_guard lock(sparesMutex_);
         if (!sparesStopping_) {
-            spares_[shape].push_back(r.id);
-            keep = true;
+            spares_[shape].push_back(id);
+            if (!snapshot.empty())
+                spareLoaded_[id] = snapshot;
+            else
+                logDebug("spares", "spare VM " + id + " ready for " + shape);
+            return;
         }
     }
-    if (!keep) {
-        teardown(r.id);
-        return;
-    }
-    logDebug("spares", "spare VM " + r.id + " ready for " + shape);
-    trimSpares(false);  // its shape may have gone meanwhile
+    teardown(id);
 }
 
 void SandboxController::trimSpares(bool waitForStart) {
     auto wanted = spareShapes();
-    std::vector<std::string> drop;
+    std::set<std::string> readySnapshots;
+    for (const auto& s : snapshots_.list(TenantScope::all()))
+        if (s.state == SnapshotState::ready) readySnapshots.insert(s.id);
+    auto gone = [&](const std::string& snapshot) {
+        return !snapshot.empty() && !readySnapshots.count(snapshot);
+    };
+    std::vector<std::string> drop, replace;
     {
         std::unique_lock lock(sparesMutex_);
-        std::erase_if(spareRequests_,
-                      [&](const SpareRequest& r) { return !wanted.count(r.shape); });
-        // A delete leaves no VM behind, not even one still starting: wait
-        // for it (then it is in spares_ and goes below, or is gone already).
+        std::erase_if(spareRequests_, [&](const SpareRequest& r) {
+            return !wanted.count(r.shape) || gone(r.snapshot);
+        });
+        // A delete leaves no VM behind, not even one still starting, nor
+        // the memory of a deleted snapshot in a spare: wait for the worker
+        // (then the spare is in spares_ and goes below, or is gone already).
         if (waitForStart)
-            sparesCv_.wait_for(lock, std::chrono::seconds(60),
-                               [&] { return !spareStarting_ || wanted.count(*spareStarting_); });
+            sparesCv_.wait_for(lock, std::chrono::seconds(60), [&] {
+                return (!spareStarting_ || wanted.count(*spareStarting_)) &&
+                       (!spareLoading_ || !gone(*spareLoading_));
+            });
         for (auto it = spares_.begin(); it != spares_.end();) {
-            if (wanted.count(it->first)) {
-                ++it;
-                continue;
+            auto& ids = it->second;
+            for (auto id = ids.begin(); id != ids.end();) {
+                auto loaded = spareLoaded_.find(*id);
+                if (wanted.count(it->first) &&
+                    (loaded == spareLoaded_.end() || !gone(loaded->second))) {
+                    ++id;
+                    continue;
+                }
+                if (loaded != spareLoaded_.end()) {
+                    spareLoaded_.erase(loaded);
+                    if (wanted.count(it->first)) replace.push_back(it->first);
+                }
+                drop.push_back(*id);
+                id = ids.erase(id);
             }
-            drop.insert(drop.end(), it->second.begin(), it->second.end());
-            it = spares_.erase(it);
+            it = ids.empty() ? spares_.erase(it) : std::next(it);
         }
     }
     for (const auto& id : drop) {
@@ -205,6 +318,8 @@ void SandboxController::trimSpares(bool waitForStart) {
             logError("spares", "cannot remove spare " + id + ": " + e.what());
         }
     }
+    // A shape still in use keeps its spare, without the deleted state.
+    for (const auto& shape : replace) wantSpare(shape);
 }
 
 void SandboxController::shutdown() {
@@ -219,6 +334,7 @@ void SandboxController::shutdown() {
         std::lock_guard lock(sparesMutex_);
         for (auto& [shape, ids] : spares_) drop.insert(drop.end(), ids.begin(), ids.end());
         spares_.clear();
+        spareLoaded_.clear();
     }
     for (const auto& id : drop) {
         try {

@@ -66,8 +66,24 @@ void FakeHypervisor::loadState(const std::string& name, const std::string& state
     std::lock_guard lock(mutex_);
     if (!domains_.count(name) || !domains_[name].incoming)
         throw Error(ErrorCode::hypervisor_error, "not waiting for state");
+    if (loadedFrom_.count(name)) throw Error(ErrorCode::hypervisor_error, "state loaded already");
     std::ifstream in(statePath);
     if (!in) throw Error(ErrorCode::hypervisor_error, "no state file " + statePath);
+    loadedFrom_[name] = statePath;
+    loadedBy_[name] = std::this_thread::get_id();
+    ++loads;
+}
+
+std::string FakeHypervisor::loadedFrom(const std::string& name) {
+    std::lock_guard lock(mutex_);
+    auto it = loadedFrom_.find(name);
+    return it == loadedFrom_.end() ? "" : it->second;
+}
+
+std::thread::id FakeHypervisor::loadedBy(const std::string& name) {
+    std::lock_guard lock(mutex_);
+    auto it = loadedBy_.find(name);
+    return it == loadedBy_.end() ? std::thread::id{} : it->second;
 }
 
 void FakeHypervisor::switchDiskOverlay(const std::string& name, const std::string& newOverlay) {

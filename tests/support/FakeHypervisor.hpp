@@ -38,12 +38,19 @@ class FakeHypervisor : public Hypervisor {
     std::atomic<int> startsInFlight{0};  // startDomain calls not yet returned
     // The thread that started a domain: the spare worker's, or a caller's.
     std::thread::id startedBy(const std::string& name);
+    // The state file a domain was loaded from ("" when none); a domain
+    // takes state once, as QEMU does.
+    std::string loadedFrom(const std::string& name);
+    std::atomic<int> loads{0};  // loadState calls that loaded
+    std::thread::id loadedBy(const std::string& name);
 
   private:
     std::mutex mutex_;
     std::map<std::string, DomainSpec> domains_;
     std::map<std::string, bool> paused_;
     std::map<std::string, std::thread::id> startedBy_;
+    std::map<std::string, std::string> loadedFrom_;
+    std::map<std::string, std::thread::id> loadedBy_;
     bool failNextSave_ = false;
     bool failNextStart_ = false;
 };

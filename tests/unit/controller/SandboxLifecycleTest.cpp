@@ -1,6 +1,7 @@
 // Pause/resume, snapshots, clones, timeouts and the snapshot GC over the fake
 // hypervisor (real agents in-process, real qemu-img overlays).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 
 #include <filesystem>
@@ -340,9 +341,11 @@ TEST_F(SparePoolTest, ALiveSandboxOrSnapshotKeepsASpareVmThatTheNextCloneTakes) 
         test::waitFor([&] { return controller->spareCount() == 1; }, std::chrono::seconds(10)))
         << "and a new spare takes its place";
 
-    // The snapshot gone, live sandboxes of the shape still keep the spare.
+    // The snapshot gone, live sandboxes of the shape still keep a spare.
     controller->deleteSnapshot("t1", snap.id);
-    EXPECT_EQ(controller->spareCount(), 1u);
+    ASSERT_TRUE(
+        test::waitFor([&] { return controller->spareCount() == 1 && controller->sparesIdle(); },
+                      std::chrono::seconds(10)));
     controller->destroy("t1", src.id);
     EXPECT_EQ(controller->spareCount(), 1u) << "the clone is still live";
     // Nothing of that shape left: no spare either.
@@ -366,6 +369,84 @@ TEST_F(SparePoolTest, ACloneRightAfterTheSnapshotWaitsForTheSpareOnItsWay) {
     controller->destroy("t1", clone.id);
     controller->destroy("t1", src.id);
     controller->deleteSnapshot("t1", snap.id);
+    EXPECT_EQ(hypervisor.count(), 0u);
+}
+
+TEST_F(SparePoolTest, ASnapshotsStateIsLoadedIntoASpareAheadOfItsClones) {
+    auto src = controller->create("t1", CreateSandboxRequest{});
+    auto snap = controller->snapshot("t1", src.id);
+    std::string state = dir.path() + "/snapshots/" + snap.id + "/memory.state";
+    ASSERT_TRUE(
+        test::waitFor([&] { return hypervisor.loads.load() == 1 && controller->sparesIdle(); },
+                      std::chrono::seconds(10)))
+        << "the worker loads the snapshot into the spare";
+    CreateSandboxRequest fromSnap;
+    fromSnap.snapshot = snap.id;
+    for (int i = 0; i < 2; ++i) {
+        int loadsBefore = hypervisor.loads.load();
+        auto clone = controller->create("t1", fromSnap);
+        std::string domain = SandboxController::domainName(clone.id);
+        EXPECT_EQ(hypervisor.loadedFrom(domain), state)
+            << "clone " << i << " has the snapshot's state";
+        EXPECT_NE(hypervisor.loadedBy(domain), std::this_thread::get_id())
+            << "loaded by the spare worker, before the clone was asked for";
+        EXPECT_EQ(hypervisor.loads.load(), loadsBefore) << "the clone loaded nothing itself";
+        EXPECT_EQ(hypervisor.domainState(domain), DomainState::running);
+        // The next clone of the same snapshot finds it loaded again.
+        ASSERT_TRUE(test::waitFor(
+            [&] { return hypervisor.loads.load() == loadsBefore + 1 && controller->sparesIdle(); },
+            std::chrono::seconds(10)));
+    }
+    // A damaged state file never reaches a spare: the check that guards a
+    // restore guards the preload too (the spare's start is slowed so that
+    // the damage comes first).
+    hypervisor.startDelayMs = 1000;
+    auto other = controller->snapshot("t1", src.id);
+    std::string otherState = dir.path() + "/snapshots/" + other.id + "/memory.state";
+    ::chmod(otherState.c_str(), 0644);
+    std::ofstream(otherState, std::ios::app) << "tampered";
+    ASSERT_TRUE(test::waitFor([&] { return controller->sparesIdle(); }, std::chrono::seconds(10)));
+    for (const auto& name : hypervisor.listDomains())
+        EXPECT_NE(hypervisor.loadedFrom(name), otherState) << name;
+}
+
+TEST_F(SparePoolTest, ADeletedSnapshotsStateLeavesTheSparesAndAnotherSnapshotRestoresOnItsOwn) {
+    auto src = controller->create("t1", CreateSandboxRequest{});
+    auto a = controller->snapshot("t1", src.id);
+    ASSERT_TRUE(
+        test::waitFor([&] { return hypervisor.loads.load() == 1 && controller->sparesIdle(); },
+                      std::chrono::seconds(10)));
+    // The latest snapshot of the shape wins the spare.
+    auto b = controller->snapshot("t1", src.id);
+    std::string stateA = dir.path() + "/snapshots/" + a.id + "/memory.state";
+    std::string stateB = dir.path() + "/snapshots/" + b.id + "/memory.state";
+    ASSERT_TRUE(
+        test::waitFor([&] { return hypervisor.loads.load() == 2 && controller->sparesIdle(); },
+                      std::chrono::seconds(10)));
+    std::string spareB;
+    for (const auto& name : hypervisor.listDomains())
+        if (hypervisor.loadedFrom(name) == stateB) spareB = name;
+    ASSERT_FALSE(spareB.empty());
+    EXPECT_EQ(controller->spareCount(), 1u);
+    // A clone of A never takes the spare holding B.
+    CreateSandboxRequest fromA;
+    fromA.snapshot = a.id;
+    auto cloneA = controller->create("t1", fromA);
+    EXPECT_EQ(hypervisor.loadedFrom(SandboxController::domainName(cloneA.id)), stateA);
+    EXPECT_NE(SandboxController::domainName(cloneA.id), spareB);
+    controller->destroy("t1", cloneA.id);
+    ASSERT_TRUE(test::waitFor([&] { return controller->sparesIdle(); }, std::chrono::seconds(10)));
+    // Deleting a snapshot removes every spare holding its memory; the live
+    // source keeps a spare without state for its shape.
+    for (const auto& snap : {a.id, b.id}) controller->deleteSnapshot("t1", snap);
+    for (const auto& name : hypervisor.listDomains()) {
+        EXPECT_NE(hypervisor.loadedFrom(name), stateA) << name;
+        EXPECT_NE(hypervisor.loadedFrom(name), stateB) << name;
+    }
+    ASSERT_TRUE(
+        test::waitFor([&] { return controller->spareCount() == 1 && controller->sparesIdle(); },
+                      std::chrono::seconds(10)));
+    controller->destroy("t1", src.id);
     EXPECT_EQ(hypervisor.count(), 0u);
 }
 
