@@ -9,6 +9,9 @@
 # when this recipe changes.
 #
 # Usage: build.sh --minimal DIR --out DIR [--cache DIR] [--force]
+#        build.sh --base-only --out DIR [--cache DIR]
+#   --base-only builds the root filesystem and its base.qcow2 alone: they do
+#   not need the minimal template, so setup runs this while it compiles.
 #
 # Output (world-readable, root-owned: QEMU reads, never writes, the base):
 #   DIR/debian/vmlinuz, initramfs.cpio.gz   copies of the minimal template's
@@ -38,27 +41,29 @@ readonly MEMORY_MIB=512
 
 log() { printf 'debian: %s\n' "$*" >&2; }
 die() { printf 'debian: error: %s\n' "$*" >&2; exit 1; }
-usage() { echo "usage: $0 --minimal DIR --out DIR [--cache DIR] [--force]" >&2; exit 2; }
+usage() { echo "usage: $0 --minimal DIR --out DIR [--cache DIR] [--force] | --base-only --out DIR [--cache DIR]" >&2; exit 2; }
 
-MINIMAL="" OUT="" CACHE="" FORCE=0
+MINIMAL="" OUT="" CACHE="" FORCE=0 BASE_ONLY=0
 while (($#)); do
     case "$1" in
         --minimal) MINIMAL=${2:?}; shift 2 ;;
         --out) OUT=${2:?}; shift 2 ;;
         --cache) CACHE=${2:?}; shift 2 ;;
         --force) FORCE=1; shift ;;
+        --base-only) BASE_ONLY=1; shift ;;
         *) usage ;;
     esac
 done
-[[ -n $MINIMAL && -n $OUT ]] || usage
+[[ -n $OUT && ( -n $MINIMAL || $BASE_ONLY == 1 ) ]] || usage
 ((EUID == 0)) || die "must run as root (mmdebstrap in root mode, file ownership in the image)"
 for tool in mmdebstrap mkfs.ext4 qemu-img sha256sum flock tar; do
     command -v "$tool" >/dev/null || die "missing tool: $tool"
 done
-[[ -f $MINIMAL/vmlinuz && -f $MINIMAL/initramfs.cpio.gz && -f $MINIMAL/DIGEST ]] ||
-    die "$MINIMAL is not a built minimal template"
-
-MINIMAL=$(realpath "$MINIMAL")
+if ((!BASE_ONLY)); then
+    [[ -f $MINIMAL/vmlinuz && -f $MINIMAL/initramfs.cpio.gz && -f $MINIMAL/DIGEST ]] ||
+        die "$MINIMAL is not a built minimal template"
+    MINIMAL=$(realpath "$MINIMAL")
+fi
 OUT=$(realpath -m "$OUT")
 CACHE=$(realpath -m "${CACHE:-$OUT/../cache}")
 DEST=$OUT/debian
@@ -76,9 +81,13 @@ sha() { sha256sum "$1" | cut -d' ' -f1; }
 export AIRLOCK_PACKAGE_PROXY_HOOK
 AIRLOCK_PACKAGE_PROXY_HOOK=$(dirname "$(realpath "${BASH_SOURCE[0]}")")/package-proxy.sh
 RECIPE=$(printf '%s\n' "$SUITE" "$PACKAGES" "${HOOKS[@]}" "$LAYOUT_VERSION" "$(sha "$AIRLOCK_PACKAGE_PROXY_HOOK")" | sha256sum | cut -d' ' -f1)
-INPUTS=$(printf '%s\n' "recipe=$RECIPE" "cmdline=$CMDLINE" "script=$(sha "$SCRIPT")" "minimal=$(cat "$MINIMAL/DIGEST")")
 STAMP=$DEST/.inputs
-if ((!FORCE)) && [[ -f $STAMP && -f $DEST/template.json && -f $DEST/base.qcow2 ]] &&
+if ((BASE_ONLY)) && [[ -f $DEST/base.qcow2 && "$(cat "$DEST/.base-recipe" 2>/dev/null)" == "$RECIPE" ]]; then
+    echo "debian base up to date"
+    exit 0
+fi
+((BASE_ONLY)) || INPUTS=$(printf '%s\n' "recipe=$RECIPE" "cmdline=$CMDLINE" "script=$(sha "$SCRIPT")" "minimal=$(cat "$MINIMAL/DIGEST")")
+if ((!FORCE && !BASE_ONLY)) && [[ -f $STAMP && -f $DEST/template.json && -f $DEST/base.qcow2 ]] &&
     [[ "$(cat "$STAMP")" == "$INPUTS" ]]; then
     echo "debian template up to date"
     exit 0
@@ -124,6 +133,16 @@ else
         -d "$STAGE/root" "$STAGE/root.ext4" "$DISK_SIZE" >/dev/null
     qemu-img convert -f raw -O qcow2 "$STAGE/root.ext4" "$STAGE/base.qcow2"
     rm -rf "$STAGE/root" "$STAGE/root.ext4"
+fi
+if ((BASE_ONLY)); then
+    # The template's files stay as they were until the full build; its
+    # stamp goes, so that the next one rebuilds them around this base.
+    chmod 0644 "$STAGE/base.qcow2"
+    rm -f "$STAMP"
+    mv -f "$STAGE/base.qcow2" "$DEST/base.qcow2"
+    printf '%s\n' "$RECIPE" >"$DEST/.base-recipe"
+    log "base $(du -h --apparent-size "$DEST/base.qcow2" | cut -f1) (recipe ${RECIPE:0:16})"
+    exit 0
 fi
 cp "$MINIMAL/vmlinuz" "$STAGE/vmlinuz"
 cp "$MINIMAL/initramfs.cpio.gz" "$STAGE/initramfs.cpio.gz"
