@@ -172,12 +172,15 @@ void SandboxController::spareWorker() {
         } catch (const std::exception& e) {
             logWarn("spares", "cannot start a spare VM for " + shape + ": " + e.what());
         }
+        // Its shape or snapshot may have gone meanwhile: trimmed while still
+        // "starting", so a delete waiting for this start returns only once
+        // the VM it no longer wants is torn down, not while it still is.
+        trimSpares(false);
         {
             std::lock_guard lock(sparesMutex_);
             spareStarting_.reset();
             spareLoading_.reset();
         }
-        trimSpares(false);       // its shape or snapshot may have gone meanwhile
         sparesCv_.notify_all();  // ready or not: clones waiting for it go on
     }
 }

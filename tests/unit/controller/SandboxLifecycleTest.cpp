@@ -389,10 +389,9 @@ TEST_F(SparePoolTest, ASnapshotsStateIsLoadedIntoASpareAheadOfItsClones) {
         EXPECT_EQ(hypervisor.loadedFrom(domain), state)
             << "clone " << i << " has the snapshot's state";
         EXPECT_NE(hypervisor.loadedBy(domain), std::this_thread::get_id())
-            << "loaded by the spare worker, before the clone was asked for";
-        EXPECT_EQ(hypervisor.loads.load(), loadsBefore) << "the clone loaded nothing itself";
+            << "the clone loaded nothing itself: the spare worker did, before it was asked for";
         EXPECT_EQ(hypervisor.domainState(domain), DomainState::running);
-        // The next clone of the same snapshot finds it loaded again.
+        // The next clone of the same snapshot finds it loaded again (perhaps already).
         ASSERT_TRUE(test::waitFor(
             [&] { return hypervisor.loads.load() == loadsBefore + 1 && controller->sparesIdle(); },
             std::chrono::seconds(10)));
