@@ -1,6 +1,7 @@
 #include "agentclient/AgentStream.hpp"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "agentclient/AgentConnection.hpp"
@@ -10,9 +11,14 @@
 namespace airlock {
 using protocol::FrameType;
 
-AgentStream::AgentStream(std::uint32_t id, std::weak_ptr<AgentConnection> connection, Handler handler,
-                         bool autoGrant)
-    : id_(id), connection_(std::move(connection)), handler_(std::move(handler)), autoGrant_(autoGrant && handler_), sendCredit_(protocol::kInitialWindow), recvCredit_(protocol::kInitialWindow) {}
+AgentStream::AgentStream(std::uint32_t id, std::weak_ptr<AgentConnection> connection,
+                         Handler handler, bool autoGrant)
+    : id_(id),
+      connection_(std::move(connection)),
+      handler_(std::move(handler)),
+      autoGrant_(autoGrant && handler_),
+      sendCredit_(protocol::kInitialWindow),
+      recvCredit_(protocol::kInitialWindow) {}
 
 AgentStream::~AgentStream() {
     // Dropped before its end: the agent must stop whatever it runs for us.
@@ -87,17 +93,23 @@ bool AgentStream::deliver(Event&& event) {
                             " bytes with a window of " + std::to_string(recvCredit_);
             else
                 recvCredit_ -= event.payload.size();
-        } else if (event.kind == Event::Kind::control && event.payload.size() > kMaxControlPayload) {
-            violation = "the agent sent a " + std::to_string(event.payload.size()) + "-byte control payload";
+        } else if (event.kind == Event::Kind::control &&
+                   event.payload.size() > kMaxControlPayload) {
+            violation = "the agent sent a " + std::to_string(event.payload.size()) +
+                        "-byte control payload";
         } else if (!handler_ && !terminal && queuedEvents_ >= kMaxQueuedEvents) {
             violation = "the agent sent more control frames than the host reads";
         } else if (event.kind == Event::Kind::control) {
             auto now = Clock::now();
-            controlTokens_ = std::min(kControlBurst, controlTokens_ + kControlPerSecond *
-                                                                          std::chrono::duration<double>(now - controlRefilled_).count());
+            controlTokens_ = std::min(
+                kControlBurst,
+                controlTokens_ + kControlPerSecond *
+                                     std::chrono::duration<double>(now - controlRefilled_).count());
             controlRefilled_ = now;
-            if (controlTokens_ < 1) violation = "the agent sent control frames faster than the host allows";
-            else controlTokens_ -= 1;
+            if (controlTokens_ < 1)
+                violation = "the agent sent control frames faster than the host allows";
+            else
+                controlTokens_ -= 1;
         }
         if (violation.empty()) {
             if (event.kind == Event::Kind::reset) resetPayload_ = event.payload;
@@ -165,7 +177,8 @@ void AgentStream::grant(std::size_t bytes) {
     // out of them (its thread fails the stream on its own).
     try {
         if (auto c = connection_.lock())
-            c->sendFrame(FrameType::window, id_, protocol::encodeWindowPayload(static_cast<std::uint32_t>(bytes)));
+            c->sendFrame(FrameType::window, id_,
+                         protocol::encodeWindowPayload(static_cast<std::uint32_t>(bytes)));
     } catch (const std::exception&) {
     }
 }
@@ -175,14 +188,17 @@ void AgentStream::write(std::uint8_t channel, std::string_view bytes, Clock::tim
         std::size_t n;
         {
             std::unique_lock lock(mutex_);
-            bool ready = cv_.wait_until(lock, deadline, [&] { return sendCredit_ > 0 || finished_ || cancelled_; });
+            bool ready = cv_.wait_until(lock, deadline,
+                                        [&] { return sendCredit_ > 0 || finished_ || cancelled_; });
             if (!resetPayload_.empty()) {
                 auto info = protocol::parseResetInfo(resetPayload_);
                 throw agentError(info.code, info.message);
             }
-            if (finished_ || cancelled_) throw Error(ErrorCode::agent_error, "the stream ended before all data was sent");
+            if (finished_ || cancelled_)
+                throw Error(ErrorCode::agent_error, "the stream ended before all data was sent");
             if (!ready) throw Error(ErrorCode::agent_timeout, "the agent stopped accepting data");
-            n = std::min<std::size_t>({bytes.size(), static_cast<std::size_t>(sendCredit_), protocol::kMaxPayload});
+            n = std::min<std::size_t>(
+                {bytes.size(), static_cast<std::size_t>(sendCredit_), protocol::kMaxPayload});
             sendCredit_ -= n;
         }
         auto c = connection_.lock();
@@ -196,7 +212,8 @@ void AgentStream::writeAsync(std::uint8_t channel, std::string bytes, bool close
     {
         std::lock_guard lock(mutex_);
         if (!finished_ && !cancelled_) {
-            pendingOut_.push_back(PendingWrite{channel, std::move(bytes), closeAfter, std::move(sent)});
+            pendingOut_.push_back(
+                PendingWrite{channel, std::move(bytes), closeAfter, std::move(sent)});
             sent = nullptr;
         }
     }
@@ -247,8 +264,10 @@ void AgentStream::pump() {
                     auto& w = pendingOut_.front();
                     while (!w.data.empty() && sendCredit_ > 0) {
                         std::size_t n = std::min<std::size_t>(
-                            {w.data.size(), static_cast<std::size_t>(sendCredit_), protocol::kMaxPayload});
-                        if (!c->trySendData(id_, std::string_view(w.data).substr(0, n), w.channel)) break;
+                            {w.data.size(), static_cast<std::size_t>(sendCredit_),
+                             protocol::kMaxPayload});
+                        if (!c->trySendData(id_, std::string_view(w.data).substr(0, n), w.channel))
+                            break;
                         sendCredit_ -= n;
                         w.data.erase(0, n);
                     }
@@ -308,9 +327,38 @@ void AgentStream::reset(const std::string& code, const std::string& message) noe
     cv_.notify_all();
     try {
         if (auto c = connection_.lock())
-            c->sendFrame(FrameType::reset, id_, protocol::toJson(protocol::ResetInfo{code, message}));
+            c->sendFrame(FrameType::reset, id_,
+                         protocol::toJson(protocol::ResetInfo{code, message}));
     } catch (...) {
         // The session is down: the agent drops the stream with it.
+    }
+}
+
+std::string AgentStream::readToClose(std::uint64_t limit, Clock::time_point deadline,
+                                     std::string* closeInfo) {
+    std::string out;
+    while (true) {
+        auto ev = next(deadline);
+        if (!ev) {
+            reset("timeout", "no answer in time");
+            throw Error(ErrorCode::agent_timeout, "the guest did not answer in time");
+        }
+        if (ev->kind == Event::Kind::data) {
+            if (out.size() + ev->payload.size() > limit) {
+                reset("too_large", "more than the host takes");
+                throw Error(ErrorCode::payload_too_large,
+                            "the guest sent more than " + std::to_string(limit) + " bytes");
+            }
+            out += ev->payload;
+        } else if (ev->kind == Event::Kind::close) {
+            if (closeInfo) *closeInfo = ev->payload;
+            return out;
+        } else if (ev->kind == Event::Kind::reset) {
+            auto j = nlohmann::json::parse(ev->payload, nullptr, false);
+            std::string code = j.is_object() ? j.value("code", "agent_error") : "agent_error";
+            std::string msg = j.is_object() ? j.value("message", "") : ev->payload;
+            throw agentError(code, msg);
+        }
     }
 }
 

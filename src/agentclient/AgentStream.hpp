@@ -21,7 +21,7 @@ class AgentConnection;
 // agent can never send more than the window we granted, so the queue stays
 // bounded. Outgoing data (write) waits for the agent's window.
 class AgentStream {
-public:
+  public:
     struct Event {
         enum class Kind { data, control, close, reset } kind = Kind::data;
         std::uint8_t channel = 0;
@@ -39,6 +39,11 @@ public:
     // Blocking consumption; nullopt at the deadline. Consumed data is
     // granted back to the agent automatically.
     std::optional<Event> next(Clock::time_point deadline);
+    // Every data byte until the agent's close (its JSON into closeInfo when
+    // given): Error(agent_timeout) at the deadline, Error(payload_too_large)
+    // past limit (the stream is reset then), the agent's error on a reset.
+    std::string readToClose(std::uint64_t limit, Clock::time_point deadline,
+                            std::string* closeInfo = nullptr);
     // Sends data (split into frames), waiting for window until the deadline;
     // throws Error(agent_timeout) or Error(agent_error) when the stream ended.
     void write(std::uint8_t channel, std::string_view bytes, Clock::time_point deadline);
@@ -71,13 +76,13 @@ public:
     // is reset (data is bounded by the window instead).
     static constexpr std::size_t kMaxQueuedEvents = 64;
     // Control payloads are small JSON; a bigger one is a breach (a close
-    // carries results, such as listings, up to a frame). Control frames arrive at most at a bounded rate (a burst, then
-    // a steady refill), so a push consumer's queue stays bounded too.
+    // carries results, such as listings, up to a frame). Control frames arrive at most at a bounded
+    // rate (a burst, then a steady refill), so a push consumer's queue stays bounded too.
     static constexpr std::size_t kMaxControlPayload = 16 * 1024;
     static constexpr double kControlBurst = 1000;
     static constexpr double kControlPerSecond = 500;
 
-private:
+  private:
     void failFlowControl(const std::string& why);
     // Ends the stream for us and tells the consumer; the caller holds no lock.
     void endWith(Event&& event);
@@ -94,8 +99,8 @@ private:
     Clock::time_point controlRefilled_ = Clock::now();
     std::uint64_t sendCredit_;
     std::uint64_t recvCredit_;  // what the agent may still send us
-    bool finished_ = false;   // close or reset received (or a flow-control violation)
-    bool cancelled_ = false;  // we reset it
+    bool finished_ = false;     // close or reset received (or a flow-control violation)
+    bool cancelled_ = false;    // we reset it
     std::string resetPayload_;  // why the agent reset it, for writers
     // writeAsync: writes waiting for window, in order.
     struct PendingWrite {

@@ -1,9 +1,8 @@
 #include "api/RequestParsing.hpp"
 
-#include "api/WorkspaceParsing.hpp"
-
 #include <regex>
 
+#include "api/WorkspaceParsing.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/JsonFields.hpp"
@@ -54,15 +53,84 @@ std::map<std::string, std::string> readStringMap(const json& j, const char* key,
     }
     return out;
 }
+
+// A list of workspace-relative globs (artifacts, sensitive paths): no
+// leading "/", no ".." segment, bounded.
+std::vector<std::string> readGlobList(const json& j, const char* key, const std::string& name,
+                                      std::size_t maxEntries) {
+    const json& v = j.at(key);
+    if (!v.is_array() || v.size() > maxEntries)
+        throw Error(ErrorCode::bad_request, "'" + name + "' must be a list of at most " +
+                                                std::to_string(maxEntries) + " globs");
+    std::vector<std::string> out;
+    for (const auto& e : v) {
+        if (!e.is_string() || e.get_ref<const std::string&>().empty() ||
+            e.get_ref<const std::string&>().size() > 1024)
+            throw Error(ErrorCode::bad_request,
+                        "'" + name + "' entries must be non-empty strings (at most 1 KiB)");
+        const std::string& g = e.get_ref<const std::string&>();
+        std::string padded = "/" + g + "/";
+        if (g[0] == '/' || padded.find("/../") != std::string::npos ||
+            g.find('\0') != std::string::npos)
+            throw Error(
+                ErrorCode::bad_request,
+                "'" + name + "' entries are workspace-relative (no leading '/', no '..'): " + g);
+        out.push_back(g);
+    }
+    return out;
+}
+
+std::vector<std::string> readStringList(const json& j, const char* key, const std::string& name,
+                                        std::size_t maxEntries, std::size_t maxBytes) {
+    const json& v = j.at(key);
+    if (!v.is_array() || v.size() > maxEntries)
+        throw Error(ErrorCode::bad_request, "'" + name + "' must be a list of at most " +
+                                                std::to_string(maxEntries) + " strings");
+    std::vector<std::string> out;
+    for (const auto& e : v) {
+        if (!e.is_string() || e.get_ref<const std::string&>().empty() ||
+            e.get_ref<const std::string&>().size() > maxBytes)
+            throw Error(ErrorCode::bad_request,
+                        "'" + name + "' entries must be non-empty strings of at most " +
+                            std::to_string(maxBytes) + " bytes");
+        out.push_back(e.get<std::string>());
+    }
+    return out;
+}
+
+// "task": what the sandbox is for, kept with its evidence.
+json parseTask(const json& j) {
+    if (!j.is_object()) throw Error(ErrorCode::bad_request, "'task' must be an object");
+    rejectUnknownFields(j, {"id", "prompt", "requested_by", "test_commands", "sensitive_paths"},
+                        "task");
+    json out = json::object();
+    if (j.contains("id")) {
+        std::string id = readString(j, "id", 128);
+        static const std::regex idChars("[A-Za-z0-9._:/-]+");
+        if (!std::regex_match(id, idChars))
+            throw Error(ErrorCode::bad_request,
+                        "'task.id' may hold letters, digits and . _ : / - only");
+        out["id"] = id;
+    }
+    if (j.contains("prompt")) out["prompt"] = readString(j, "prompt", 64 * 1024);
+    if (j.contains("requested_by")) out["requested_by"] = readString(j, "requested_by", 256);
+    out["test_commands"] = j.contains("test_commands")
+                               ? readStringList(j, "test_commands", "task.test_commands", 32, 4096)
+                               : std::vector<std::string>{};
+    out["sensitive_paths"] = j.contains("sensitive_paths")
+                                 ? readGlobList(j, "sensitive_paths", "task.sensitive_paths", 64)
+                                 : std::vector<std::string>{};
+    return out;
+}
 }  // namespace
 
 CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     json j = parseJsonBody(body);
-    rejectUnknownFields(
-        j,
-        {"template", "snapshot", "boot", "vcpus", "memory_mib", "disk_gib", "timeout_s",
-         "on_timeout", "metadata", "env", "policy", "secrets", "network", "workspace", "packages"},
-        "sandbox request");
+    rejectUnknownFields(j,
+                        {"template", "snapshot", "boot", "vcpus", "memory_mib", "disk_gib",
+                         "timeout_s", "on_timeout", "metadata", "env", "policy", "secrets",
+                         "network", "workspace", "packages", "task", "artifacts"},
+                        "sandbox request");
     CreateSandboxRequest r;
     if (j.contains("template") && j.contains("snapshot"))
         throw Error(ErrorCode::bad_request, "give 'template' or 'snapshot', not both");
@@ -86,8 +154,10 @@ CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     if (j.contains("workspace")) r.workspace = parseWorkspaceSpec(j["workspace"]);
     if (j.contains("packages")) {
         packages::PackageRules::parse(j["packages"]);  // a bad field is a 400 now
-        r.packages = j["packages"];  // applied over the tenant's rules at create
+        r.packages = j["packages"];                    // applied over the tenant's rules at create
     }
+    if (j.contains("task")) r.task = parseTask(j["task"]);
+    if (j.contains("artifacts")) r.artifacts = readGlobList(j, "artifacts", "artifacts", 64);
     return r;
 }
 
@@ -244,22 +314,29 @@ ExecOptions parseExecFields(const json& j) {
         if (o.user != "user" && o.user != "root")
             throw Error(ErrorCode::bad_request, "'user' must be \"user\" or \"root\"");
     }
+    if (j.contains("purpose")) {
+        o.purpose = readString(j, "purpose", 16);
+        if (o.purpose != "test")
+            throw Error(ErrorCode::bad_request,
+                        "'purpose' can only be \"test\" (its exit code is a test result)");
+    }
     return o;
 }
 }  // namespace
 
 ExecOptions parseExec(const std::string& body) {
     json j = parseJsonBody(body);
-    rejectUnknownFields(j, {"cmd", "shell", "cwd", "env", "timeout_s", "stdin", "user"},
+    rejectUnknownFields(j, {"cmd", "shell", "cwd", "env", "timeout_s", "stdin", "user", "purpose"},
                         "exec request");
     return parseExecFields(j);
 }
 
 ExecOptions parseExecStart(const std::string& body, TerminalOptions& terminal) {
     json j = parseJsonBody(body);
-    rejectUnknownFields(
-        j, {"cmd", "shell", "cwd", "env", "timeout_s", "stdin", "user", "tty", "rows", "cols"},
-        "exec start message");
+    rejectUnknownFields(j,
+                        {"cmd", "shell", "cwd", "env", "timeout_s", "stdin", "user", "tty", "rows",
+                         "cols", "purpose"},
+                        "exec start message");
     if (j.contains("tty")) {
         if (!j["tty"].is_boolean()) throw Error(ErrorCode::bad_request, "'tty' must be a boolean");
         terminal.tty = j["tty"].get<bool>();
@@ -374,7 +451,8 @@ nlohmann::json tenantJson(const TenantRecord& t, const TenantUsage& usage) {
            {"usage", used},
            {"updated_at", t.updatedAt.empty() ? json(nullptr) : json(t.updatedAt)}};
     j["network"] = t.networkSet ? json{{"allow", t.networkAllow}} : json(nullptr);
-    j["packages"] = t.packagesJson.empty() ? json(nullptr) : json::parse(t.packagesJson, nullptr, false);
+    j["packages"] =
+        t.packagesJson.empty() ? json(nullptr) : json::parse(t.packagesJson, nullptr, false);
     return j;
 }
 
@@ -409,6 +487,10 @@ nlohmann::json sandboxJson(const SandboxRecord& r) {
     json allow = json::parse(r.networkJson, nullptr, false);
     j["network"] = {{"allow", allow.is_array() ? allow : json::array()}};
     j["packages"] = packages::PackageRules::fromStored(r.packagesJson).toJson();
+    json task = r.taskJson.empty() ? json(nullptr) : json::parse(r.taskJson, nullptr, false);
+    j["task"] = task.is_discarded() ? json(nullptr) : task;
+    json artifacts = json::parse(r.artifactsJson, nullptr, false);
+    j["artifacts"] = artifacts.is_array() ? artifacts : json::array();
     return j;
 }
 

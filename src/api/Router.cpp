@@ -12,6 +12,7 @@
 #include "api/RequestParsing.hpp"
 #include "core/JsonFields.hpp"
 #include "core/Log.hpp"
+#include "evidence/EvidenceService.hpp"
 #include "packages/PackageRules.hpp"
 
 namespace airlock::api {
@@ -24,13 +25,6 @@ std::string queryValue(const Router::Context& c, const char* key) {
         throw Error(ErrorCode::bad_request,
                     std::string("query parameter '") + key + "' is required");
     return it->second;
-}
-
-std::string stringField(const json& j, const char* key) {
-    auto it = j.find(key);
-    if (it == j.end() || !it->is_string())
-        throw Error(ErrorCode::bad_request, std::string("'") + key + "' must be a string");
-    return it->get<std::string>();
 }
 
 json portJson(const ExposedPort& p, const Router::Context& c) {
@@ -117,7 +111,7 @@ std::pair<Principal, std::string> Router::authorize(const ApiRequest& request, R
     // Another tenant's object does not exist for this key, whatever its
     // role: 404 before 403, so a role check never confirms an id.
     if (who.role != Role::admin && !params.empty()) {
-        auto owner = controller_.ownerOf(params[0]);
+        auto owner = ownerOf(params[0]);
         if (owner && *owner != who.tenant) throw Error(ErrorCode::not_found, "no " + params[0]);
     }
     if (!(roles & (1u << static_cast<unsigned>(who.role))))
@@ -127,8 +121,13 @@ std::pair<Principal, std::string> Router::authorize(const ApiRequest& request, R
     std::string tenant = who.tenant;
     // An admin acts on any tenant's object, as its owner would.
     if (who.role == Role::admin && !params.empty())
-        if (auto owner = controller_.ownerOf(params[0])) tenant = *owner;
+        if (auto owner = ownerOf(params[0])) tenant = *owner;
     return {std::move(who), std::move(tenant)};
+}
+
+std::optional<std::string> Router::ownerOf(const std::string& id) {
+    if (id.rfind("evd-", 0) == 0) return evidence_ ? evidence_->ownerOf(id) : std::nullopt;
+    return controller_.ownerOf(id);
 }
 
 std::vector<Router::RouteInfo> Router::routeTable() const {
@@ -369,6 +368,7 @@ Router::Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& 
 
     addKeyRoutes();
     addWorkspaceRoutes();
+    addEvidenceRoutes();
 
     // Streaming routes: served by the HTTP session's streaming sessions.
     addStream("GET", "/v1/sandboxes/{}/exec/ws", kDrivers, StreamKind::exec_websocket);

@@ -10,6 +10,10 @@
 #include "controller/SandboxController.hpp"
 #include "workspace/WorkspaceService.hpp"
 
+namespace airlock {
+class EvidenceService;
+}
+
 namespace airlock::api {
 
 // The single route table. Each handler parses its request into a controller
@@ -58,6 +62,8 @@ class Router {
     TenantLimiter& limiter() { return limiter_; }
     // Repository workspaces (without: their routes answer 503).
     void setWorkspaces(workspace::WorkspaceService* w) { workspaces_ = w; }
+    // Evidence bundles (without: their routes answer 503).
+    void setEvidence(EvidenceService* e) { evidence_ = e; }
 
     // Routes whose bodies stream (the HTTP session serves them itself).
     enum class StreamKind { none, exec_websocket, upload, download, process_logs, preview };
@@ -97,6 +103,9 @@ class Router {
     void addKeyRoutes();
     void addWorkspaceRoutes();
     workspace::WorkspaceService& workspaces();
+    void addEvidenceRoutes();
+    EvidenceService& evidence();
+    std::optional<std::string> ownerOf(const std::string& id);
     static bool matchPattern(const std::vector<std::string>& pattern,
                              const std::vector<std::string>& segments,
                              std::vector<std::string>& params, bool prefix = false);
@@ -117,6 +126,7 @@ class Router {
     std::vector<Route> routes_;
     TenantLimiter limiter_;
     workspace::WorkspaceService* workspaces_ = nullptr;
+    EvidenceService* evidence_ = nullptr;
 };
 
 std::vector<std::string> splitPath(const std::string& path);

@@ -1,10 +1,11 @@
-#include <optional>
 #include "cli/CliApp.hpp"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 
+#include "cli/EvidenceCommand.hpp"
 #include "cli/ExecStreamClient.hpp"
 #include "cli/HttpClient.hpp"
 
@@ -16,8 +17,10 @@ const char* kUsage =
     "usage: airlock <command> [args]\n"
     "  create [--template T]              create a sandbox, print its id\n"
     "  create --repo URL [--ref REF|--commit SHA] --branch NAME [--credential NAME] [--path DIR]\n"
-    "                                     ...with a repository workspace (checked out on the host)\n"
-    "  diff ID [--stat]                   the workspace's diff against its base (computed on the host)\n"
+    "                                     ...with a repository workspace (checked out on the "
+    "host)\n"
+    "  diff ID [--stat]                   the workspace's diff against its base (computed on the "
+    "host)\n"
     "  commit ID -m MSG [--author 'Name <email>']   commit the workspace on the host\n"
     "  push ID [COMMIT]                   ask to push the last commit (waits for an approver)\n"
     "  ls                                 list sandboxes\n"
@@ -37,6 +40,9 @@ const char* kUsage =
     "  keys ls [--tenant T] | keys rm KEY_ID              list keys (no secrets) | revoke one\n"
     "  approvals ls | approvals approve|deny APPROVAL_ID [REASON]   (approver or admin key)\n"
     "  tenants set NAME JSON | tenants get NAME | tenants ls   rules, quotas, usage (admin key)\n"
+    "  evidence seal ID | ls ID | get EVD [-o FILE]   seal, list, download evidence bundles\n"
+    "  evidence review EVD approve|reject [REASON]   a human's decision (approver key)\n"
+    "  evidence verify FILE [--key PEM] [--repo DIR]   check a bundle offline (exit 0: it holds)\n"
     "environment: AIRLOCK_URL (default http://127.0.0.1:8080), AIRLOCK_API_KEY\n";
 
 struct CliError {
@@ -86,7 +92,8 @@ std::optional<std::string> takeOption(std::vector<std::string>& args, const std:
         if (args[i] == name) {
             if (i + 1 >= args.size()) throw CliError{name + " needs a value", 2};
             std::string v = args[i + 1];
-            args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i) + 2);
+            args.erase(args.begin() + static_cast<long>(i),
+                       args.begin() + static_cast<long>(i) + 2);
             return v;
         }
     }
@@ -168,8 +175,10 @@ int runCli(const std::vector<std::string>& argsIn, const std::string& url,
             ws["branch"] = *branch;
             if (auto v = takeOption(args, "--credential")) ws["credential"] = *v;
             if (auto v = takeOption(args, "--path")) ws["path"] = *v;
-            json res = expectJson(
-                client.request("POST", "/v1/sandboxes", json{{"template", tmpl}, {"workspace", ws}}.dump()), 201);
+            json res =
+                expectJson(client.request("POST", "/v1/sandboxes",
+                                          json{{"template", tmpl}, {"workspace", ws}}.dump()),
+                           201);
             out << res.value("id", "") << "\n";
             return 0;
         }
@@ -186,7 +195,8 @@ int runCli(const std::vector<std::string>& argsIn, const std::string& url,
             json res = expectJson(client.request("GET", base + "?format=json"), 200);
             for (const auto& f : res["files"]) {
                 out << " " << f.value("path", "");
-                if (f.value("old_path", "") != f.value("path", "")) out << " (from " << f.value("old_path", "") << ")";
+                if (f.value("old_path", "") != f.value("path", ""))
+                    out << " (from " << f.value("old_path", "") << ")";
                 out << " | " << f.value("status", "");
                 if (f.value("binary", false))
                     out << " binary";
@@ -195,8 +205,9 @@ int runCli(const std::vector<std::string>& argsIn, const std::string& url,
                 if (!f.value("in_scope", true)) out << "  [out of scope]";
                 out << "\n";
             }
-            out << " " << res["files"].size() << " files changed, " << res.value("additions", 0) << " insertions(+), "
-                << res.value("deletions", 0) << " deletions(-); tree " << res.value("tree", "") << "\n";
+            out << " " << res["files"].size() << " files changed, " << res.value("additions", 0)
+                << " insertions(+), " << res.value("deletions", 0) << " deletions(-); tree "
+                << res.value("tree", "") << "\n";
             return 0;
         }
         if (cmd == "commit") {
@@ -213,27 +224,33 @@ int runCli(const std::vector<std::string>& argsIn, const std::string& url,
                 while (!name.empty() && name.back() == ' ') name.pop_back();
                 email = author->substr(lt + 1, gt - lt - 1);
             }
-            json res = expectJson(client.request("POST", "/v1/sandboxes/" + args[0] + "/workspace/commit",
-                                                 json{{"message", *message},
-                                                      {"author", {{"name", name}, {"email", email}}}}
-                                                     .dump()),
-                                  201);
+            json res = expectJson(
+                client.request(
+                    "POST", "/v1/sandboxes/" + args[0] + "/workspace/commit",
+                    json{{"message", *message}, {"author", {{"name", name}, {"email", email}}}}
+                        .dump()),
+                201);
             out << res.value("commit", "") << "\n";
             return 0;
         }
         if (cmd == "push") {
-            if (args.empty() || args.size() > 2) throw CliError{"usage: airlock push ID [COMMIT]", 2};
+            if (args.empty() || args.size() > 2)
+                throw CliError{"usage: airlock push ID [COMMIT]", 2};
             std::string commit = args.size() == 2 ? args[1] : "";
             if (commit.empty()) {
-                json ws = expectJson(client.request("GET", "/v1/sandboxes/" + args[0] + "/workspace"), 200);
-                if (!ws["head"].is_string()) throw CliError{"nothing to push: commit first (airlock commit)", 1};
+                json ws = expectJson(
+                    client.request("GET", "/v1/sandboxes/" + args[0] + "/workspace"), 200);
+                if (!ws["head"].is_string())
+                    throw CliError{"nothing to push: commit first (airlock commit)", 1};
                 commit = ws["head"];
             }
-            json res = expectJson(client.request("POST", "/v1/sandboxes/" + args[0] + "/workspace/push",
-                                                 json{{"commit", commit}}.dump()),
-                                  202);
-            out << res.value("push_id", "") << "  waiting for approval " << res.value("approval_id", "") << " ("
-                << res.value("repo", "") << " " << res.value("branch", "") << " at " << commit.substr(0, 12) << ")\n";
+            json res =
+                expectJson(client.request("POST", "/v1/sandboxes/" + args[0] + "/workspace/push",
+                                          json{{"commit", commit}}.dump()),
+                           202);
+            out << res.value("push_id", "") << "  waiting for approval "
+                << res.value("approval_id", "") << " (" << res.value("repo", "") << " "
+                << res.value("branch", "") << " at " << commit.substr(0, 12) << ")\n";
             return 0;
         }
         if (cmd == "ls") {
@@ -450,6 +467,7 @@ int runCli(const std::vector<std::string>& argsIn, const std::string& url,
             throw CliError{
                 "usage: airlock approvals ls | approvals approve|deny APPROVAL_ID [REASON]", 2};
         }
+        if (cmd == "evidence") return runEvidence(args, client, out, err);
         if (cmd == "rm") {
             if (args.empty()) throw CliError{"rm needs a sandbox id", 2};
             for (const auto& id : args)

@@ -16,7 +16,8 @@ std::map<std::string, std::string> parseEnvJson(const std::string& json) {
 protocol::ExecRequest toAgentRequest(const ExecOptions& options,
                                      const std::map<std::string, std::string>& sandboxEnv) {
     protocol::ExecRequest r;
-    r.argv = options.shell ? std::vector<std::string>{"/bin/sh", "-c", *options.shell} : options.argv;
+    r.argv =
+        options.shell ? std::vector<std::string>{"/bin/sh", "-c", *options.shell} : options.argv;
     r.cwd = options.cwd;
     r.env = sandboxEnv;
     for (const auto& [k, v] : options.env) r.env[k] = v;
@@ -34,6 +35,33 @@ std::string commandText(const ExecOptions& options) {
         out += a;
     }
     return out;
+}
+
+namespace {
+std::string squeezeSpaces(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+        bool space = c == ' ' || c == '\t' || c == '\n' || c == '\r';
+        if (space) {
+            if (!out.empty() && out.back() != ' ') out.push_back(' ');
+        } else {
+            out.push_back(c);
+        }
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out;
+}
+}  // namespace
+
+bool matchesTestCommand(const std::string& command, const std::vector<std::string>& testCommands) {
+    std::string whole = squeezeSpaces(command);
+    auto amp = whole.rfind("&&");
+    std::string last = amp == std::string::npos ? whole : squeezeSpaces(whole.substr(amp + 2));
+    for (const auto& t : testCommands) {
+        std::string want = squeezeSpaces(t);
+        if (!want.empty() && (want == whole || want == last)) return true;
+    }
+    return false;
 }
 
 }  // namespace airlock

@@ -18,6 +18,9 @@ struct ExecOptions {
     std::string user;
     unsigned timeoutS = 60;
     std::string stdinData;
+    // "test": its exit code is a test result in the evidence. A command that
+    // matches one of the task's test_commands is marked so without asking.
+    std::string purpose;
 };
 
 inline constexpr unsigned kMaxExecTimeoutS = 24 * 3600;
@@ -25,6 +28,10 @@ inline constexpr unsigned kMaxExecTimeoutS = 24 * 3600;
 // What the client asked to run, as text: the shell string, or argv joined
 // by spaces (what policy globs, secret scopes and the audit log see).
 std::string commandText(const ExecOptions& options);
+
+// Whether a command is one of the task's test commands: the same text up
+// to spacing, or the last "&&" step of it (a "cd dir && npm test").
+bool matchesTestCommand(const std::string& command, const std::vector<std::string>& testCommands);
 
 // A stored JSON object of strings (a sandbox's env) as a map; junk -> empty.
 std::map<std::string, std::string> parseEnvJson(const std::string& json);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "controller/DiskLayers.hpp"
@@ -181,6 +182,12 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
         r.secretsSealed = config_.secretCipher->seal(sealed.dump(), r.id);
         r.secretNamesJson = names.dump();
     }
+    if (request.task) {
+        // Stored masked: a token pasted into a prompt stays out of every
+        // listing, audit record and evidence bundle.
+        r.taskJson = maskJsonStrings(*request.task, maskerFor(r)).dump();
+    }
+    r.artifactsJson = nlohmann::json(request.artifacts).dump();
     r.state = SandboxState::creating;
     if (tmpl.diskPath.empty()) {
         if (request.diskGib)
@@ -429,7 +436,15 @@ void SandboxController::teardown(const std::string& id) {
 }
 
 void SandboxController::destroy(const std::string& tenant, const std::string& id) {
-    requireOwned(tenant, id);
+    auto owned = requireOwned(tenant, id);
+    if (beforeDelete_) {
+        try {
+            beforeDelete_(owned);
+        } catch (const std::exception& e) {
+            logError("controller",
+                     "before deleting " + id + ": " + e.what());  // the delete goes on
+        }
+    }
     {
         auto lifecycle = lifecycleMutex(id);
         std::lock_guard op(*lifecycle);  // waits for a pause, resume or snapshot in flight
@@ -439,6 +454,13 @@ void SandboxController::destroy(const std::string& tenant, const std::string& id
     }
     if (workspaces_) workspaces_->remove(id);
     record(id, tenant, "sandbox.deleted", nlohmann::json::object());
+    if (afterDelete_) {
+        try {
+            afterDelete_(id);
+        } catch (const std::exception& e) {
+            logError("controller", "after deleting " + id + ": " + e.what());
+        }
+    }
     cancelApprovalsOf(id, "the sandbox was deleted");
     logInfo("controller", "sandbox " + id + " deleted");
     trimSpares();  // it may have been the last of its shape

@@ -154,6 +154,11 @@ struct CreateSandboxRequest {
     // A repository workspace (the workspace service prepares it; the
     // controller itself ignores it).
     std::optional<WorkspaceSpec> workspace;
+    // The task this sandbox serves (validated by the API: id, prompt,
+    // requested_by, test_commands, sensitive_paths), stored with the
+    // sandbox's secret values masked; and workspace-relative artifact globs.
+    std::optional<nlohmann::json> task;
+    std::vector<std::string> artifacts;
 };
 
 // Opens the agent connection of an endpoint (a unix socket path or "vsock:CID:PORT").
@@ -221,6 +226,9 @@ class SandboxController {
                       const std::string& execId);
     std::vector<AuditEvent> audit(const std::string& tenant, const std::string& sandboxId,
                                   const AuditQuery& query);
+    // An exec whose exit code is a test result: asked for ("purpose":"test")
+    // or one of the task's test_commands.
+    bool isTestRun(const SandboxRecord& r, const ExecOptions& options) const;
     policy::Verdict judge(const SandboxRecord& r, const ExecOptions& options) const;
 
     // Egress (SandboxNetwork.cpp): replaces the allowlist of a sandbox;
@@ -323,6 +331,14 @@ class SandboxController {
     void setWorkspaceHooks(WriteGuard guard, PublishHandler publish);
     // More values masked like a sandbox's secrets (its tenant's git
     // credentials: typed into a command, they still never reach the audit).
+    // Evidence: called before a delete tears a sandbox down (it still runs:
+    // a final bundle is sealed then) and after it is gone.
+    using BeforeDelete = std::function<void(const SandboxRecord&)>;
+    using AfterDelete = std::function<void(const std::string& sandboxId)>;
+    void setDeleteHooks(BeforeDelete before, AfterDelete after) {
+        beforeDelete_ = std::move(before);
+        afterDelete_ = std::move(after);
+    }
     using ExtraSecrets = std::function<std::vector<std::string>(const SandboxRecord&)>;
     void setExtraSecrets(ExtraSecrets source);
     // Parks an action of class publish for a human: `id` names it (its
@@ -345,6 +361,8 @@ class SandboxController {
     std::vector<GatedExec> runningGated(const std::string& idPrefix) {
         return gated_.running(idPrefix);
     }
+    // Masks a sandbox's secret values (and its tenant's git credentials).
+    SecretMasker maskerFor(const SandboxRecord& r) const;
     void recordEvent(const SandboxRecord& r, const std::string& type, const nlohmann::json& data) {
         record(r.id, r.tenant, type, data);
     }
@@ -466,7 +484,7 @@ class SandboxController {
     void record(const std::string& sandboxId, const std::string& tenant, const std::string& type,
                 const nlohmann::json& data, const SecretMasker* masker = nullptr);
     std::map<std::string, SecretSpec> secretsOf(const SandboxRecord& r) const;
-    SecretMasker maskerFor(const SandboxRecord& r) const;
+
     // The secrets' values and the extra ones (setExtraSecrets).
     SecretMasker maskerOf(const SandboxRecord& r,
                           const std::map<std::string, SecretSpec>& secrets) const;
@@ -536,6 +554,8 @@ class SandboxController {
         decisionWaiters_;                     // streamed execs waiting for a human, by exec id
     std::set<std::string> startedApprovals_;  // approved streamed execs already started (once only)
     std::mutex gcMutex_;
+    BeforeDelete beforeDelete_;
+    AfterDelete afterDelete_;
     std::mutex sparesMutex_;
     std::condition_variable sparesCv_;
     std::map<std::string, std::vector<std::string>>

@@ -22,23 +22,6 @@ void requireAbsolute(const std::string& path) {
     if (path.size() > 4096 || path.find('\0') != std::string::npos)
         throw Error(ErrorCode::bad_request, "bad path");
 }
-// Guest-written JSON (process listings carry the command lines, which may
-// name a secret typed into them): every string masked, keys included.
-json maskStrings(const json& in, const SecretMasker& masker) {
-    if (in.is_string()) return masker.mask(in.get<std::string>());
-    if (in.is_array()) {
-        json out = json::array();
-        for (const auto& v : in) out.push_back(maskStrings(v, masker));
-        return out;
-    }
-    if (in.is_object()) {
-        json out = json::object();
-        for (const auto& [k, v] : in.items()) out[masker.mask(k)] = maskStrings(v, masker);
-        return out;
-    }
-    return in;
-}
-
 bool isProcessOp(const std::string& op) {
     return op == "process_start" || op == "process_list" || op == "process_get" ||
            op == "process_signal" || op == "process_stdin";
@@ -60,6 +43,7 @@ SandboxController::StreamedExec SandboxController::openExec(
                                 {"path", "exec/ws"},
                                 {"cwd", options.cwd},
                                 {"user", options.user.empty() ? "user" : options.user}};
+            if (isTestRun(record, options)) data["purpose"] = "test";
             // Registered before anyone can decide: no decision is missed.
             std::string execId = newId("ex-");
             {
@@ -169,7 +153,7 @@ json SandboxController::fileOp(const std::string& tenant, const std::string& id,
     auto agent = runningAgent(tenant, id);
     auto masker = maskerFor(requireOwned(tenant, id));
     auto result = agent->call(r, kOpTimeout);
-    if (!masker.empty()) result = maskStrings(result, masker);
+    if (!masker.empty()) result = maskJsonStrings(result, masker);
     // Changes to the guest's files through the API are evidence too.
     std::string action = request.value("action", "");
     if (action == "mkdir" || action == "remove" || action == "move") {
@@ -214,7 +198,7 @@ json SandboxController::processOp(const std::string& tenant, const std::string& 
     }
     auto masker = maskerFor(requireOwned(tenant, id));
     auto result = agent->call(r, kOpTimeout);
-    return masker.empty() ? result : maskStrings(result, masker);
+    return masker.empty() ? result : maskJsonStrings(result, masker);
 }
 
 std::shared_ptr<AgentStream> SandboxController::openProcessLogs(const std::string& tenant,

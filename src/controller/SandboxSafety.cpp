@@ -36,6 +36,7 @@ nlohmann::json optionsJson(const ExecOptions& o) {
                      {"user", o.user},
                      {"timeout_s", o.timeoutS},
                      {"stdin", o.stdinData}};
+    if (!o.purpose.empty()) j["purpose"] = o.purpose;
     if (o.shell)
         j["shell"] = *o.shell;
     else
@@ -57,6 +58,7 @@ ExecOptions optionsFrom(const nlohmann::json& j) {
     o.user = j.value("user", "");
     o.timeoutS = j.value("timeout_s", 60u);
     o.stdinData = j.value("stdin", "");
+    o.purpose = j.value("purpose", "");
     return o;
 }
 
@@ -102,6 +104,18 @@ policy::PolicyRules SandboxController::rulesWithTenant(const SandboxRecord& r) c
     return rules;
 }
 
+bool SandboxController::isTestRun(const SandboxRecord& r, const ExecOptions& options) const {
+    if (options.purpose == "test") return true;
+    if (r.taskJson.empty()) return false;
+    auto task = nlohmann::json::parse(r.taskJson, nullptr, false);
+    if (!task.is_object() || !task.contains("test_commands") || !task["test_commands"].is_array())
+        return false;
+    std::vector<std::string> tests;
+    for (const auto& t : task["test_commands"])
+        if (t.is_string()) tests.push_back(t.get<std::string>());
+    return matchesTestCommand(commandText(options), tests);
+}
+
 policy::Verdict SandboxController::judge(const SandboxRecord& r, const ExecOptions& options) const {
     auto rules = rulesWithTenant(r);
     return options.shell ? policy_.judgeShell(*options.shell, rules)
@@ -116,6 +130,7 @@ void SandboxController::requireAllowed(const SandboxRecord& r, const ExecOptions
                         {"cwd", options.cwd},
                         {"user", options.user.empty() ? "user" : options.user},
                         {"policy", verdictJson(v)}};
+    if (isTestRun(r, options)) data["purpose"] = "test";
     auto masker = maskerFor(r);
     if (v.decision == policy::Decision::allow) {
         record(r.id, r.tenant, "exec.allowed", data, &masker);
@@ -153,6 +168,7 @@ std::optional<GatedExec> SandboxController::submitExecAsync(const std::string& t
                         {"cwd", options.cwd},
                         {"user", options.user.empty() ? "user" : options.user},
                         {"policy", verdictJson(v)}};
+    if (isTestRun(r, options)) data["purpose"] = "test";
     auto masker = std::make_shared<SecretMasker>(maskerFor(r));
     if (v.decision == policy::Decision::deny) {
         record(id, tenant, "exec.denied", data, masker.get());
@@ -359,9 +375,10 @@ void SandboxController::runApproved(GatedExec g) {
         auto options = optionsFrom(parkedRequest(g));
         auto started = nowTimestamp();
         auto masker = std::make_shared<SecretMasker>(maskerFor(*r));
+        bool test = isTestRun(*r, options);
         runExecAsync(*r, options,
-                     [this, g, options, started, masker, fail](std::optional<ExecOutput> out,
-                                                               std::exception_ptr error) {
+                     [this, g, options, started, masker, fail, test](std::optional<ExecOutput> out,
+                                                                     std::exception_ptr error) {
                          if (!out) {
                              try {
                                  std::rethrow_exception(error);
@@ -373,19 +390,20 @@ void SandboxController::runApproved(GatedExec g) {
                          }
                          gated_.finish(g.id, "exited", out->result.exit_code, out->stdoutData,
                                        out->stderrData, out->result.error);
-                         record(g.sandboxId, g.tenant, "exec.executed",
-                                {{"command", g.command},
-                                 {"exec_id", g.id},
-                                 {"approval_id", g.approvalId},
-                                 {"cwd", options.cwd},
-                                 {"user", options.user.empty() ? "user" : options.user},
-                                 {"started_at", started},
-                                 {"exit_code", out->result.exit_code},
-                                 {"duration_ms", out->durationMs},
-                                 {"stdout", clip(out->stdoutData)},
-                                 {"stderr", clip(out->stderrData)},
-                                 {"truncated", out->truncated}},
-                                masker.get());
+                         nlohmann::json data{{"command", g.command},
+                                             {"exec_id", g.id},
+                                             {"approval_id", g.approvalId},
+                                             {"cwd", options.cwd},
+                                             {"user", options.user.empty() ? "user" : options.user},
+                                             {"started_at", started},
+                                             {"exit_code", out->result.exit_code},
+                                             {"duration_ms", out->durationMs},
+                                             {"stdout", clip(out->stdoutData)},
+                                             {"stderr", clip(out->stderrData)},
+                                             {"truncated", out->truncated},
+                                             {"timed_out", out->result.timed_out}};
+                         if (test) data["purpose"] = "test";
+                         record(g.sandboxId, g.tenant, "exec.executed", data, masker.get());
                      });
     } catch (const std::exception& e) {
         fail(e.what());
@@ -523,7 +541,8 @@ packages::PackageApprovalState SandboxController::packageApproval(
     std::string request = nlohmann::json{{"kind", "package"}, {"package", key}}.dump();
     if (auto g = gated_.findLatestRequest(q.sandboxId, request)) {
         // "running" is the moment between the decision and "approved".
-        if (g->state == "approved" || g->state == "running") return {State::approved, g->approvalId};
+        if (g->state == "approved" || g->state == "running")
+            return {State::approved, g->approvalId};
         if (g->state == "pending_approval") return {State::pending, g->approvalId};
         if (g->state == "denied") return {State::denied, g->approvalId};
         // expired: asked again below
@@ -546,7 +565,10 @@ packages::PackageApprovalState SandboxController::packageApproval(
     g.expiresAt = nowUnixSeconds() + config_.approvalTimeoutS;
     gated_.insert(g);
     record(q.sandboxId, q.tenant, "approval.requested",
-           {{"approval_id", g.approvalId}, {"package", key}, {"class", "package"}, {"reason", q.reason}});
+           {{"approval_id", g.approvalId},
+            {"package", key},
+            {"class", "package"},
+            {"reason", q.reason}});
     return {State::pending, g.approvalId};
 }
 

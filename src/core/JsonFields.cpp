@@ -51,4 +51,11 @@ bool jsonNestingWithin(std::string_view text, unsigned maxDepth) {
     return true;
 }
 
+std::string stringField(const nlohmann::json& j, const char* key) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_string())
+        throw Error(ErrorCode::bad_request, std::string("'") + key + "' must be a string");
+    return it->get<std::string>();
+}
+
 }  // namespace airlock

@@ -12,6 +12,8 @@ void requireObject(const nlohmann::json& j, std::string_view what);
 void rejectUnknownFields(const nlohmann::json& j, std::initializer_list<std::string_view> allowed,
                          std::string_view what);
 nlohmann::json parseJsonBody(std::string_view body);
+// A required string field; Error(bad_request) naming it when absent or not a string.
+std::string stringField(const nlohmann::json& j, const char* key);
 // Whether JSON text nests arrays and objects at most maxDepth deep (strings
 // skipped). nlohmann's parser is iterative, but copying and dumping a
 // document recurse: text from outside is checked before it is parsed.

@@ -1,6 +1,7 @@
 #include "core/SecretMasker.hpp"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "core/SecretCipher.hpp"
 
@@ -52,6 +53,21 @@ std::string SecretMasker::mask(std::string text) const {
     }
     out.append(text, at, std::string::npos);
     return out;
+}
+
+nlohmann::json maskJsonStrings(const nlohmann::json& in, const SecretMasker& masker) {
+    if (in.is_string()) return masker.mask(in.get<std::string>());
+    if (in.is_array()) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& v : in) out.push_back(maskJsonStrings(v, masker));
+        return out;
+    }
+    if (in.is_object()) {
+        nlohmann::json out = nlohmann::json::object();
+        for (const auto& [k, v] : in.items()) out[masker.mask(k)] = maskJsonStrings(v, masker);
+        return out;
+    }
+    return in;
 }
 
 }  // namespace airlock

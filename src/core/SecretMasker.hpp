@@ -1,4 +1,5 @@
 #pragma once
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -9,7 +10,7 @@ namespace airlock {
 // Values shorter than kMinLength are not masked (they would blank out
 // ordinary text); the API refuses such secrets.
 class SecretMasker {
-public:
+  public:
     static constexpr std::size_t kMinLength = 4;
     SecretMasker() = default;
     explicit SecretMasker(const std::vector<std::string>& values);
@@ -18,8 +19,12 @@ public:
     // Every form that is masked, longest first.
     const std::vector<std::string>& needles() const { return needles_; }
 
-private:
+  private:
     std::vector<std::string> needles_;  // longest first
 };
+
+// Every string of a JSON value masked, object keys included (guest-written
+// listings, a task's prompt, records bound for an evidence bundle).
+nlohmann::json maskJsonStrings(const nlohmann::json& in, const SecretMasker& masker);
 
 }  // namespace airlock

@@ -26,20 +26,22 @@
 #include "core/Error.hpp"
 #include "core/Log.hpp"
 #include "egress/EgressProxy.hpp"
-#include "packages/PackageProxy.hpp"
+#include "evidence/EvidenceService.hpp"
 #include "hypervisor/AccelProbe.hpp"
 #include "hypervisor/LibvirtHypervisor.hpp"
+#include "packages/PackageProxy.hpp"
 #include "store/ApiKeyStore.hpp"
 #include "store/AuditStore.hpp"
-#include "store/Database.hpp"
 #include "store/CredentialStore.hpp"
+#include "store/Database.hpp"
+#include "store/EvidenceStore.hpp"
 #include "store/GatedExecStore.hpp"
-#include "store/WorkspaceStore.hpp"
-#include "workspace/WorkspaceService.hpp"
 #include "store/PortStore.hpp"
 #include "store/SandboxStore.hpp"
 #include "store/SnapshotStore.hpp"
 #include "store/TenantStore.hpp"
+#include "store/WorkspaceStore.hpp"
+#include "workspace/WorkspaceService.hpp"
 
 #ifndef AIRLOCK_DEFAULT_TEMPLATES_DIR
 #define AIRLOCK_DEFAULT_TEMPLATES_DIR "build/templates"
@@ -98,6 +100,7 @@ int runDaemon(const DaemonOptions& options) {
     AuditStore audit(db);
     CredentialStore credentials(db);
     WorkspaceStore workspaceRecords(db);
+    EvidenceStore evidenceRecords(db);
     if (keys.empty()) {
         writeAdminKey(dataDir + "/admin.key", keys.create("admin", Role::admin, "admin").key);
         logInfo("airlockd", "created an admin API key in " + dataDir + "/admin.key");
@@ -191,19 +194,24 @@ int runDaemon(const DaemonOptions& options) {
             },
             [&controllerForCounts](const packages::PackageApprovalRequest& q) {
                 auto* c = controllerForCounts.load();
-                if (!c) return packages::PackageApprovalState{packages::PackageApprovalState::State::denied, ""};
+                if (!c)
+                    return packages::PackageApprovalState{
+                        packages::PackageApprovalState::State::denied, ""};
                 return c->packageApproval(q);
             },
             [&controllerForCounts](const std::string& sandboxId) {
                 auto* c = controllerForCounts.load();
                 return c ? c->soleRunningCommand(sandboxId) : std::string();
             });
-        packageProxy = std::make_shared<packages::PackageProxy>(service, packages::PackageProxySettings{});
+        packageProxy =
+            std::make_shared<packages::PackageProxy>(service, packages::PackageProxySettings{});
         config.packages = packageProxy;
-        for (const auto& spec : options.packageUpstreams) logInfo("airlockd", "package upstream " + spec);
+        for (const auto& spec : options.packageUpstreams)
+            logInfo("airlockd", "package upstream " + spec);
     }
     SandboxController controller(
-        config, hypervisor, ControllerStores{sandboxes, ports, snapshots, gatedExecs, audit, &workspaceRecords},
+        config, hypervisor,
+        ControllerStores{sandboxes, ports, snapshots, gatedExecs, audit, &workspaceRecords},
         templates, [](const std::string& endpoint, std::chrono::milliseconds timeout) {
             return connectAgent(endpoint, timeout);
         });
@@ -256,11 +264,27 @@ int runDaemon(const DaemonOptions& options) {
     workspaceConfig.addressPolicy = egress::AddressPolicy(egressSettings.allowCidrs);
     workspaceConfig.cipher = config.secretCipher;
     workspaceConfig.pushBranchPrefix = options.pushBranchPrefix;
-    workspace::WorkspaceService workspaces(workspaceConfig, controller, credentials, workspaceRecords);
+    workspace::WorkspaceService workspaces(workspaceConfig, controller, credentials,
+                                           workspaceRecords);
+
+    EvidenceConfig evidenceConfig;
+    evidenceConfig.dataDir = dataDir + "/evidence";
+    evidenceConfig.retentionDays = options.evidenceRetentionDays;
+    if (options.rotateEvidenceKey) {
+        auto rotated = EvidenceKey::rotate(evidenceConfig.dataDir + "/keys");
+        logInfo("airlockd",
+                "evidence key rotated: the active key is now " + rotated.keyid().substr(0, 16));
+    }
+    EvidenceService evidence(evidenceConfig, controller, &workspaces, evidenceRecords);
+    workspaces.setEvidenceSummary(
+        [&evidence](const std::string& id) { return evidence.latestSummary(id); });
+    controller.setDeleteHooks([&evidence](const SandboxRecord& r) { evidence.beforeDelete(r); },
+                              [&evidence](const std::string& id) { evidence.afterDelete(id); });
 
     api::Authenticator auth(keys);
     api::Router router(controller, auth, keys, "0.1.0", options.maxTenantRequests);
     router.setWorkspaces(&workspaces);
+    router.setEvidence(&evidence);
     api::HttpLimits limits;
     limits.maxConnections = options.maxConnections;
     api::HttpServer server(ioc, options.listenHost, options.listenPort, router, controller, workers,
@@ -284,12 +308,25 @@ int runDaemon(const DaemonOptions& options) {
         if (metricsServer) metricsServer->stop();
         ioc.stop();
     });
+    std::thread evidenceSweeper([&] {
+        while (!stopping) {
+            try {
+                evidence.collectExpired();
+            } catch (const std::exception& e) {
+                logError("airlockd", std::string("evidence retention: ") + e.what());
+            }
+            for (int i = 0; i < 600 && !stopping; ++i)
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+    });
     ioc.run();
     stopping = true;
     housekeeping.join();
+    evidenceSweeper.join();
     controller.shutdown();
     workers.stop();
     workers.join();
+    controller.setDeleteHooks(nullptr, nullptr);  // no caller is left; the service goes first
     egressWorkers.stop();
     egressWorkers.join();
     return 0;

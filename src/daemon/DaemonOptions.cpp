@@ -17,6 +17,7 @@ std::string daemonUsage() {
            "                [--spare-vms N] [--policy FILE] [--approval-timeout SECONDS]\n"
            "                [--egress-allow-cidr CIDR]... [--egress-max-connections N]\n"
            "                [--egress-bandwidth BYTES_PER_SECOND] [--audit-retention-days DAYS]\n"
+           "                [--evidence-retention-days DAYS] [--rotate-evidence-key]\n"
            "                [--max-tenant-requests N] [--max-connections N] [--qemu-uid-range "
            "BASE:COUNT]\n"
            "                [--sandbox-memory-overhead MIB] [--disk-bandwidth BYTES_PER_SECOND] "
@@ -24,7 +25,8 @@ std::string daemonUsage() {
            "                [--min-free-disk MIB] [--max-disk-gib GIB]\n"
            "                [--tls-cert PEM --tls-key PEM] [--metrics-listen HOST:PORT]\n"
            "                [--push-branch-prefix PREFIX]\n"
-           "                [--package-upstream npm=URL|pypi=URL|apt=URL]... [--package-cache-gib GIB]\n"
+           "                [--package-upstream npm=URL|pypi=URL|apt=URL]... [--package-cache-gib "
+           "GIB]\n"
            "                [--log-level debug|info|warn|error]\n";
 }
 
@@ -139,7 +141,8 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
             o.pushBranchPrefix = value();
             if (o.pushBranchPrefix.empty() || o.pushBranchPrefix.size() > 100 ||
                 o.pushBranchPrefix.find("..") != std::string::npos || o.pushBranchPrefix[0] == '/')
-                throw Error(ErrorCode::bad_request, "--push-branch-prefix: a branch name prefix such as agent/");
+                throw Error(ErrorCode::bad_request,
+                            "--push-branch-prefix: a branch name prefix such as agent/");
         } else if (a == "--package-upstream") {
             o.packageUpstreams.push_back(value());
             packages::PackageUpstreams::parse(o.packageUpstreams);  // a bad URL fails at start
@@ -153,6 +156,10 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
             o.egressMaxConnections = static_cast<unsigned>(number(value(), 1, 4096));
         } else if (a == "--egress-bandwidth") {
             o.egressBytesPerSecond = number(value(), 1024, 1ull << 40);
+        } else if (a == "--evidence-retention-days") {
+            o.evidenceRetentionDays = static_cast<unsigned>(number(value(), 1, 36500));
+        } else if (a == "--rotate-evidence-key") {
+            o.rotateEvidenceKey = true;
         } else if (a == "--audit-retention-days") {
             o.auditRetentionDays = static_cast<unsigned>(number(value(), 0, 36500));
         } else if (a == "--max-tenant-requests") {

@@ -22,17 +22,19 @@ struct DaemonOptions {
     unsigned spareVms = 1;                    // pre-started VMs per clone shape (0: none)
     std::string policyFile;            // operator command rules (JSON deny/approve/allow globs)
     long long approvalTimeoutS = 900;  // pending approvals expire after this
-    std::vector<std::string>
-        egressAllowCidrs;
+    std::vector<std::string> egressAllowCidrs;
     // Workspace pushes go only to branches under this prefix.
     std::string pushBranchPrefix = "agent/";
     // Package registries guests install from (npm=URL, pypi=URL, apt=URL...);
     // none: no package proxy.
     std::vector<std::string> packageUpstreams;
-    unsigned packageCacheGib = 5;  // private ranges egress may reach anyway (tests, on-prem registries)
+    unsigned packageCacheGib =
+        5;  // private ranges egress may reach anyway (tests, on-prem registries)
     unsigned egressMaxConnections = 64;                     // per sandbox, open at once
     unsigned long long egressBytesPerSecond = 20ull << 20;  // per sandbox, both directions
     unsigned auditRetentionDays = 90;  // audit events older than this are pruned; 0 = keep forever
+    unsigned evidenceRetentionDays = 30;  // bundles of deleted sandboxes are kept this long
+    bool rotateEvidenceKey = false;       // make a new evidence signing key at start
     unsigned maxTenantRequests =
         256;                         // per tenant: JSON requests and streams in flight (429 beyond)
     unsigned maxConnections = 2048;  // open client connections (closed at accept beyond)

@@ -36,6 +36,11 @@ struct SandboxRecord {
     std::int64_t qemuUid = 0;  // the uid its QEMU runs as (its own); 0: the shared QEMU user
     std::uint64_t diskBytes =
         0;  // its disk's virtual size (disk_gib); 0: no disk, or the template's
+    // The task it serves (id, prompt, requested_by, test_commands,
+    // sensitive_paths), secret values masked; "" = none. And the artifact
+    // globs collected into its evidence bundles (JSON list).
+    std::string taskJson;
+    std::string artifactsJson = "[]";
 };
 
 }  // namespace airlock

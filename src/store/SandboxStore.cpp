@@ -38,7 +38,7 @@ constexpr const char* kColumns =
     "id, tenant, template, state, vcpus, memory_mib, created_at, metadata, env, error, snapshot, "
     "disk, layers,"
     " timeout_s, on_timeout, expires_at, policy, secrets, secret_names, network, qemu_uid, "
-    "disk_bytes, packages";
+    "disk_bytes, packages, task, artifacts";
 
 SandboxRecord readRow(Database::Statement& st) {
     SandboxRecord r;
@@ -65,6 +65,8 @@ SandboxRecord readRow(Database::Statement& st) {
     r.qemuUid = st.integer(20);
     r.diskBytes = static_cast<std::uint64_t>(st.integer(21));
     r.packagesJson = st.text(22);
+    r.taskJson = st.text(23);
+    r.artifactsJson = st.text(24);
     return r;
 }
 }  // namespace
@@ -89,6 +91,8 @@ SandboxStore::SandboxStore(Database& db) : db_(db) {
     db_.addColumnIfMissing("sandboxes", "qemu_uid INTEGER NOT NULL DEFAULT 0");
     db_.addColumnIfMissing("sandboxes", "disk_bytes INTEGER NOT NULL DEFAULT 0");
     db_.addColumnIfMissing("sandboxes", "packages TEXT NOT NULL DEFAULT ''");
+    db_.addColumnIfMissing("sandboxes", "task TEXT NOT NULL DEFAULT ''");
+    db_.addColumnIfMissing("sandboxes", "artifacts TEXT NOT NULL DEFAULT '[]'");
 }
 
 void SandboxStore::updateNetwork(const std::string& id, const std::string& networkJson) {
@@ -123,9 +127,9 @@ void SandboxStore::replace(const SandboxRecord& r) { write(r, true); }
 
 void SandboxStore::write(const SandboxRecord& r, bool replace) {
     db_.locked([&](sqlite3* db) {
-        Database::Statement st(db, std::string(replace ? "INSERT OR REPLACE" : "INSERT") +
-                                       " INTO sandboxes (" + kColumns +
-                                       ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+        Database::Statement st(
+            db, std::string(replace ? "INSERT OR REPLACE" : "INSERT") + " INTO sandboxes (" +
+                    kColumns + ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
         st.bind(1, r.id)
             .bind(2, r.tenant)
             .bind(3, r.templateName)
@@ -141,7 +145,9 @@ void SandboxStore::write(const SandboxRecord& r, bool replace) {
             .bind(20, r.networkJson)
             .bind(21, r.qemuUid)
             .bind(22, static_cast<std::int64_t>(r.diskBytes))
-            .bind(23, r.packagesJson);
+            .bind(23, r.packagesJson)
+            .bind(24, r.taskJson)
+            .bind(25, r.artifactsJson);
         st.step();
     });
 }

@@ -48,32 +48,10 @@ SandboxRecord refOf(const std::string& id, const std::string& tenant) {
 // Reads every event of a stream the agent answers with data then a close.
 std::string drain(const std::shared_ptr<AgentStream>& stream, std::uint64_t limit,
                   json* closeInfo = nullptr) {
-    std::string out;
-    auto deadline = AgentStream::Clock::now() + kAgentWait;
-    while (true) {
-        auto ev = stream->next(deadline);
-        if (!ev) {
-            stream->reset("timeout", "no answer in time");
-            throw Error(ErrorCode::agent_timeout, "the guest did not answer in time");
-        }
-        using K = AgentStream::Event::Kind;
-        if (ev->kind == K::data) {
-            if (out.size() + ev->payload.size() > limit) {
-                stream->reset("too_large", "more than the host takes");
-                throw Error(ErrorCode::payload_too_large,
-                            "the guest sent more than " + std::to_string(limit) + " bytes");
-            }
-            out += ev->payload;
-        } else if (ev->kind == K::close) {
-            if (closeInfo) *closeInfo = json::parse(ev->payload, nullptr, false);
-            return out;
-        } else if (ev->kind == K::reset) {
-            auto j = json::parse(ev->payload, nullptr, false);
-            std::string code = j.is_object() ? j.value("code", "agent_error") : "agent_error";
-            std::string msg = j.is_object() ? j.value("message", "") : ev->payload;
-            throw agentError(code, msg);
-        }
-    }
+    std::string close;
+    std::string out = stream->readToClose(limit, AgentStream::Clock::now() + kAgentWait, &close);
+    if (closeInfo) *closeInfo = json::parse(close, nullptr, false);
+    return out;
 }
 
 bool validBranch(const std::string& branch) {
@@ -684,6 +662,69 @@ WorkspaceService::Snapshot WorkspaceService::snapshot(const std::string& tenant,
     return snap;
 }
 
+std::optional<WorkspaceService::EvidenceView> WorkspaceService::evidenceView(
+    const std::string& tenant, const std::string& id,
+    const std::function<bool(const std::string&)>& wanted) {
+    if (!workspaces_.find(id)) return std::nullopt;
+    auto r = load(tenant, id);
+    auto lock = lockFor(sandboxLocks_, id);
+    std::lock_guard hold(*lock);
+    auto snap = snapshot(tenant, id, r);
+    RemoteUrl url = RemoteUrl::parse(r.repo);
+    std::vector<std::string> mirrors{mirrorPath(tenant, url)};
+    for (const auto& s : r.submodules) mirrors.push_back(s.mirrorPath);
+    Repository work = openWorkRepo(tenant, mirrors);
+    Commit base = lookupCommit(work.get(), r.baseCommit);
+    git_oid finalTree = parseOid(snap.tree);
+    // A blob's bytes at a path of a tree ("" when the path is absent there),
+    // at most 16 MiB: lockfiles and manifests, not build outputs.
+    auto contentAt = [&](const git_oid& treeId, const std::string& path) -> std::string {
+        git_tree* rawTree = nullptr;
+        if (git_tree_lookup(&rawTree, work.get(), &treeId) != 0) return {};
+        Tree tree(rawTree);
+        git_tree_entry* rawEntry = nullptr;
+        if (git_tree_entry_bypath(&rawEntry, tree.get(), path.c_str()) != 0) return {};
+        TreeEntry entry(rawEntry);
+        if (git_tree_entry_type(entry.get()) != GIT_OBJECT_BLOB) return {};
+        git_blob* rawBlob = nullptr;
+        if (git_blob_lookup(&rawBlob, work.get(), git_tree_entry_id(entry.get())) != 0) return {};
+        Blob blob(rawBlob);
+        auto size = static_cast<std::size_t>(git_blob_rawsize(blob.get()));
+        if (size > (16u << 20)) return {};
+        return std::string(static_cast<const char*>(git_blob_rawcontent(blob.get())), size);
+    };
+    EvidenceView view;
+    view.info = {{"repo", r.repo},
+                 {"ref", r.baseRef},
+                 {"base_commit", r.baseCommit},
+                 {"base_tree", oidHex(*git_commit_tree_id(base.get()))},
+                 {"branch", r.branch},
+                 {"path", r.path},
+                 {"write_scope", r.writeScope},
+                 {"enforce_scope", r.enforceScope},
+                 {"final_tree", snap.tree}};
+    if (!r.head.empty()) {
+        // The last commit made on the host, when it holds exactly this tree.
+        try {
+            Commit head = lookupCommit(work.get(), r.head);
+            if (oidHex(*git_commit_tree_id(head.get())) == snap.tree)
+                view.info["final_commit"] = r.head;
+        } catch (const Error&) {
+        }
+    }
+    view.finalTree = snap.tree;
+    view.patch = snap.diff.patch;
+    view.files = snap.diff.files;
+    view.gitattributes = contentAt(finalTree, ".gitattributes");
+    for (const auto& f : snap.diff.files) {
+        std::string path = f.value("path", ""), oldPath = f.value("old_path", path);
+        if (!wanted(path)) continue;
+        view.contents[path] = {contentAt(*git_commit_tree_id(base.get()), oldPath),
+                               contentAt(finalTree, path)};
+    }
+    return view;
+}
+
 std::string WorkspaceService::diffPatch(const std::string& tenant, const std::string& id) {
     auto r = load(tenant, id);
     auto lock = lockFor(sandboxLocks_, id);
@@ -805,11 +846,24 @@ json WorkspaceService::requestPush(const std::string& tenant, const std::string&
     auto sandbox = controller_.get(tenant, id);
     std::string stats = std::to_string(d.files.size()) + " files, +" + std::to_string(d.additions) +
                         " -" + std::to_string(d.deletions);
+    // The approver sees what the latest evidence bundle found.
+    json evidence = evidenceSummary_ ? evidenceSummary_(id) : json(nullptr);
+    std::string evidenceText = "; no evidence bundle sealed yet";
+    if (evidence.is_object() && evidence.contains("summary") && evidence["summary"].is_object()) {
+        const json& s = evidence["summary"];
+        evidenceText = "; evidence " + evidence.value("id", "") + ": tests " +
+                       s.value("tests", std::string("?"));
+        if (s.contains("findings") && s["findings"].is_array() && !s["findings"].empty()) {
+            evidenceText += ", findings";
+            for (const auto& k : s["findings"]) evidenceText += " " + k.get<std::string>();
+        }
+    }
     auto g = controller_.parkPublish(
         sandbox, pushId, "git push " + r.repo + " " + commitHex + ":refs/heads/" + r.branch,
         "a push publishes the agent's work (" + stats + " against " + r.baseCommit.substr(0, 12) +
-            ")",
+            evidenceText + ")",
         {{"push_id", pushId},
+         {"evidence", evidence},
          {"sandbox", id},
          {"repo", r.repo},
          {"branch", r.branch},

@@ -72,6 +72,27 @@ class WorkspaceService {
                              const std::string& pushId);
     void reset(const std::string& tenant, const std::string& id, bool cleanIgnored);
 
+    // What an evidence bundle records of the workspace: where it started
+    // (repo without credentials, ref, base commit and tree, branch, scope),
+    // the working tree now (final tree, patch, files) and, for the paths
+    // `wanted` picks among the changed ones plus .gitattributes, their
+    // content before and after ("" when absent on that side).
+    struct EvidenceView {
+        nlohmann::json info;
+        std::string finalTree, patch;
+        nlohmann::json files = nlohmann::json::array();
+        std::map<std::string, std::pair<std::string, std::string>> contents;
+        std::string gitattributes;
+    };
+    bool hasWorkspace(const std::string& id) { return workspaces_.find(id).has_value(); }
+    // The latest evidence bundle of a sandbox in short ({"id","summary"} or
+    // null): a push approval shows it to the approver.
+    using EvidenceSummary = std::function<nlohmann::json(const std::string& sandboxId)>;
+    void setEvidenceSummary(EvidenceSummary source) { evidenceSummary_ = std::move(source); }
+    // nullopt when the sandbox has no workspace; throws when it is not running.
+    std::optional<EvidenceView> evidenceView(const std::string& tenant, const std::string& id,
+                                             const std::function<bool(const std::string&)>& wanted);
+
   private:
     struct Record;
     struct Snapshot;
@@ -100,6 +121,7 @@ class WorkspaceService {
     void pushWorker();
 
     WorkspaceConfig config_;
+    EvidenceSummary evidenceSummary_;
     SandboxController& controller_;
     CredentialStore& credentials_;
     WorkspaceStore& workspaces_;

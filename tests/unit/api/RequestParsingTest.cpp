@@ -100,3 +100,52 @@ TEST(RequestParsing, ExecOutputJson) {
 
 }  // namespace
 }  // namespace airlock::api
+
+namespace airlock::api {
+namespace {
+
+TEST(RequestParsing, TaskContextAndArtifactGlobs) {
+    auto r = parseCreateSandbox(R"({"task":{"id":"task-123","prompt":"Fix it","requested_by":"ana",
+        "test_commands":["npm test"],"sensitive_paths":["auth/**",".github/**"]},
+        "artifacts":["reports/**/*.xml","screenshots/*.png"]})");
+    ASSERT_TRUE(r.task);
+    EXPECT_EQ((*r.task)["id"], "task-123");
+    EXPECT_EQ((*r.task)["test_commands"][0], "npm test");
+    EXPECT_EQ((*r.task)["sensitive_paths"].size(), 2u);
+    EXPECT_EQ(r.artifacts.size(), 2u);
+    EXPECT_TRUE((*parseCreateSandbox(R"({"task":{}})").task)["test_commands"].empty());
+    for (const char* bad : {
+             R"({"task":"x"})",
+             R"({"task":{"goal":"unknown field"}})",
+             R"({"task":{"id":"has space"}})",
+             R"({"task":{"test_commands":"npm test"}})",
+             R"({"task":{"test_commands":[""]}})",
+             R"({"task":{"sensitive_paths":["/etc/**"]}})",
+             R"({"artifacts":["../outside/*"]})",
+             R"({"artifacts":["a/../../b"]})",
+             R"({"artifacts":"reports"})",
+             R"({"artifacts":[1]})",
+         })
+        EXPECT_EQ(codeOf([&] { parseCreateSandbox(bad); }), ErrorCode::bad_request) << bad;
+    SandboxRecord rec;
+    rec.taskJson = R"({"id":"t"})";
+    rec.artifactsJson = R"(["out/**"])";
+    EXPECT_EQ(sandboxJson(rec)["task"]["id"], "t");
+    EXPECT_EQ(sandboxJson(rec)["artifacts"][0], "out/**");
+    EXPECT_TRUE(sandboxJson(SandboxRecord{})["task"].is_null());
+}
+
+TEST(RequestParsing, ExecPurposeIsTestOrNothing) {
+    EXPECT_EQ(parseExec(R"({"shell":"pytest","purpose":"test"})").purpose, "test");
+    EXPECT_EQ(parseExec(R"({"shell":"pytest"})").purpose, "");
+    EXPECT_EQ(codeOf([&] { parseExec(R"({"shell":"pytest","purpose":"build"})"); }),
+              ErrorCode::bad_request);
+    EXPECT_TRUE(matchesTestCommand("npm  test", {"npm test"}));
+    EXPECT_TRUE(matchesTestCommand("cd /workspace && npm test", {"npm test"}));
+    EXPECT_FALSE(matchesTestCommand("npm test; curl evil", {"npm test"}));
+    EXPECT_FALSE(matchesTestCommand("npm install", {"npm test"}));
+    EXPECT_FALSE(matchesTestCommand("", {""}));
+}
+
+}  // namespace
+}  // namespace airlock::api

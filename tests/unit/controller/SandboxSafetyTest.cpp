@@ -6,8 +6,8 @@
 
 #include <condition_variable>
 #include <filesystem>
-#include <mutex>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "ControllerFixture.hpp"
@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 using test::codeOf;
 
 class SandboxSafetyTest : public test::ControllerFixture {
-protected:
+  protected:
     SandboxRecord sandboxWithRules() {
         CreateSandboxRequest r;
         r.policy.deny = {"echo forbidden*"};
@@ -53,14 +53,19 @@ TEST_F(SandboxSafetyTest, DeniedCommandsNeverReachTheGuestAndAreAudited) {
         ADD_FAILURE() << cmd << " was not denied";
         return std::string();
     };
-    EXPECT_NE(denied("touch " + marker + "; echo forbidden fruit").find("echo forbidden*"), std::string::npos);
+    EXPECT_NE(denied("touch " + marker + "; echo forbidden fruit").find("echo forbidden*"),
+              std::string::npos);
     EXPECT_NE(denied("touch " + marker + " && cat .env").find("secret_access"), std::string::npos);
     EXPECT_FALSE(fs::exists(marker)) << "no part of a denied request runs";
     // The other paths refuse too (and cannot wait for approvals).
-    EXPECT_EQ(codeOf([&] { controller->exec("t1", s.id, shell("echo forbidden")); }), ErrorCode::policy_denied);
-    EXPECT_EQ(codeOf([&] { controller->exec("t1", s.id, shell("touch " + marker)); }), ErrorCode::policy_denied);
+    EXPECT_EQ(codeOf([&] { controller->exec("t1", s.id, shell("echo forbidden")); }),
+              ErrorCode::policy_denied);
+    EXPECT_EQ(codeOf([&] { controller->exec("t1", s.id, shell("touch " + marker)); }),
+              ErrorCode::policy_denied);
     EXPECT_EQ(codeOf([&] {
-                  controller->processOp("t1", s.id, {{"op", "process_start"}, {"argv", {"/bin/sh", "-c", "echo forbidden"}}});
+                  controller->processOp(
+                      "t1", s.id,
+                      {{"op", "process_start"}, {"argv", {"/bin/sh", "-c", "echo forbidden"}}});
               }),
               ErrorCode::policy_denied);
     EXPECT_FALSE(fs::exists(marker));
@@ -83,13 +88,19 @@ TEST_F(SandboxSafetyTest, GatedCommandsWaitForADecision) {
     EXPECT_TRUE(controller->pendingApprovals("t2").empty());
     EXPECT_FALSE(fs::exists(approvedFile)) << "nothing runs before a decision";
 
-    EXPECT_EQ(codeOf([&] { controller->decideApproval("t2", a.pending->approvalId, true, "", "x"); }), ErrorCode::not_found);
-    controller->decideApproval("t1", a.pending->approvalId, true, "needed for the task", "reviewer");
+    EXPECT_EQ(
+        codeOf([&] { controller->decideApproval("t2", a.pending->approvalId, true, "", "x"); }),
+        ErrorCode::not_found);
+    controller->decideApproval("t1", a.pending->approvalId, true, "needed for the task",
+                               "reviewer");
     controller->decideApproval("t1", d.pending->approvalId, false, "not needed", "reviewer");
-    EXPECT_EQ(codeOf([&] { controller->decideApproval("t1", d.pending->approvalId, true, "", "x"); }), ErrorCode::conflict)
+    EXPECT_EQ(
+        codeOf([&] { controller->decideApproval("t1", d.pending->approvalId, true, "", "x"); }),
+        ErrorCode::conflict)
         << "a decision is final";
-    ASSERT_TRUE(test::waitFor([&] { return controller->getExec("t1", s.id, a.pending->id).state == "exited"; },
-                              std::chrono::seconds(20)));
+    ASSERT_TRUE(test::waitFor(
+        [&] { return controller->getExec("t1", s.id, a.pending->id).state == "exited"; },
+        std::chrono::seconds(20)));
     auto ran = controller->getExec("t1", s.id, a.pending->id);
     EXPECT_EQ(ran.exitCode, 0);
     EXPECT_EQ(ran.stdoutData, "done\n");
@@ -100,7 +111,8 @@ TEST_F(SandboxSafetyTest, GatedCommandsWaitForADecision) {
     EXPECT_TRUE(controller->pendingApprovals("t1").empty());
 
     auto t = types(s.id);
-    for (const char* want : {"exec.pending_approval", "approval.approved", "approval.denied", "exec.executed"})
+    for (const char* want :
+         {"exec.pending_approval", "approval.approved", "approval.denied", "exec.executed"})
         EXPECT_NE(std::find(t.begin(), t.end(), want), t.end()) << want;
 }
 
@@ -114,7 +126,9 @@ TEST_F(SandboxSafetyTest, PendingApprovalsExpire) {
     ASSERT_TRUE(p.pending);
     controller->enforceTimeouts();
     EXPECT_EQ(controller->getExec("t1", s.id, p.pending->id).state, "expired");
-    EXPECT_EQ(codeOf([&] { controller->decideApproval("t1", p.pending->approvalId, true, "", "x"); }), ErrorCode::conflict);
+    EXPECT_EQ(
+        codeOf([&] { controller->decideApproval("t1", p.pending->approvalId, true, "", "x"); }),
+        ErrorCode::conflict);
 }
 
 TEST_F(SandboxSafetyTest, TheAuditLogOutlivesTheSandboxAndStaysWithItsTenant) {
@@ -125,7 +139,8 @@ TEST_F(SandboxSafetyTest, TheAuditLogOutlivesTheSandboxAndStaysWithItsTenant) {
     ASSERT_GE(events.size(), 3u);
     EXPECT_EQ(events.front().type, "sandbox.created");
     EXPECT_EQ(events.back().type, "sandbox.deleted");
-    auto executed = std::find_if(events.begin(), events.end(), [](const AuditEvent& e) { return e.type == "exec.executed"; });
+    auto executed = std::find_if(events.begin(), events.end(),
+                                 [](const AuditEvent& e) { return e.type == "exec.executed"; });
     ASSERT_NE(executed, events.end());
     auto data = nlohmann::json::parse(executed->dataJson);
     EXPECT_EQ(data["command"], "echo hello");
@@ -134,7 +149,8 @@ TEST_F(SandboxSafetyTest, TheAuditLogOutlivesTheSandboxAndStaysWithItsTenant) {
     EXPECT_EQ(codeOf([&] { controller->audit("t2", s.id, AuditQuery{}); }), ErrorCode::not_found);
     AuditQuery onlyExec;
     onlyExec.type = "exec.";
-    for (const auto& e : controller->audit("t1", s.id, onlyExec)) EXPECT_EQ(e.type.rfind("exec.", 0), 0u);
+    for (const auto& e : controller->audit("t1", s.id, onlyExec))
+        EXPECT_EQ(e.type.rfind("exec.", 0), 0u);
     AuditQuery page;
     page.limit = 1;
     page.after = events.front().seq;
@@ -155,11 +171,13 @@ TEST_F(SecretsTest, SecretsAreInjectedMaskedScopedAndNeverStoredInTheClear) {
     r.secrets["API_TOKEN"] = SecretSpec{"s3cr3t-Value-9137", {}};
     r.secrets["DEPLOY_KEY"] = SecretSpec{"deploy-Key-5521", {"deploy *"}};
     auto s = controller->create("t1", r);
-    EXPECT_EQ(nlohmann::json::parse(store->find(s.id)->secretNamesJson), nlohmann::json({"API_TOKEN", "DEPLOY_KEY"}));
+    EXPECT_EQ(nlohmann::json::parse(store->find(s.id)->secretNamesJson),
+              nlohmann::json({"API_TOKEN", "DEPLOY_KEY"}));
     ExecOptions o;
     o.user = "root";
-    o.shell = "test \"$API_TOKEN\" = s3cr3t-Value-9137 && echo has-secret; echo \"token=$API_TOKEN\"; "
-              "printf %s \"$API_TOKEN\" | base64; echo \"deploy=${DEPLOY_KEY:-unset}\"";
+    o.shell =
+        "test \"$API_TOKEN\" = s3cr3t-Value-9137 && echo has-secret; echo \"token=$API_TOKEN\"; "
+        "printf %s \"$API_TOKEN\" | base64; echo \"deploy=${DEPLOY_KEY:-unset}\"";
     auto out = controller->submitExec("t1", s.id, o);
     ASSERT_TRUE(out.output);
     EXPECT_EQ(out.output->stdoutData, "has-secret\ntoken=***\n***\ndeploy=unset\n")
@@ -179,6 +197,40 @@ TEST_F(SecretsTest, SecretsAreInjectedMaskedScopedAndNeverStoredInTheClear) {
     EXPECT_EQ(codeOf([&] { controller->create("t1", weak); }), ErrorCode::bad_request);
 }
 
+TEST_F(SecretsTest, TheTaskIsStoredMaskedAndItsTestCommandsAreMarkedInTheAudit) {
+    CreateSandboxRequest r;
+    r.secrets["API_TOKEN"] = SecretSpec{"s3cr3t-Value-9137", {}};
+    r.task = nlohmann::json{{"id", "task-1"},
+                            {"prompt", "use token s3cr3t-Value-9137 to deploy"},
+                            {"test_commands", {"echo tests-ran"}},
+                            {"sensitive_paths", {"auth/**"}}};
+    r.artifacts = {"reports/*.xml"};
+    auto s = controller->create("t1", r);
+    auto stored = store->find(s.id);
+    EXPECT_EQ(stored->taskJson.find("s3cr3t"), std::string::npos) << stored->taskJson;
+    EXPECT_NE(stored->taskJson.find("use token *** to deploy"), std::string::npos)
+        << stored->taskJson;
+    EXPECT_EQ(nlohmann::json::parse(stored->artifactsJson), nlohmann::json({"reports/*.xml"}));
+    ExecOptions o;
+    o.user = "root";
+    o.shell = "cd / && echo tests-ran";  // the task's test command: marked without asking
+    controller->submitExec("t1", s.id, o);
+    o.shell = "echo not-a-test";
+    controller->submitExec("t1", s.id, o);
+    o.shell = "exit 3";
+    o.purpose = "test";  // asked for
+    controller->submitExec("t1", s.id, o);
+    std::vector<std::pair<std::string, bool>> seen;
+    for (const auto& e : controller->audit("t1", s.id, AuditQuery{})) {
+        if (e.type != "exec.executed") continue;
+        auto data = nlohmann::json::parse(e.dataJson);
+        seen.emplace_back(data["command"], data.value("purpose", "") == "test");
+    }
+    ASSERT_EQ(seen.size(), 3u);
+    EXPECT_TRUE(seen[0].second) << seen[0].first;
+    EXPECT_FALSE(seen[1].second) << seen[1].first;
+    EXPECT_TRUE(seen[2].second) << seen[2].first;
+}
 
 TEST_F(SecretsTest, ASealedSecretMovedToAnotherSandboxDoesNotOpen) {
     CreateSandboxRequest r;
@@ -215,16 +267,23 @@ TEST_F(SecretsTest, ProcessListingsAndFileListingsAreMasked) {
     EXPECT_EQ(started.dump().find("s3cr3t-Value-9137"), std::string::npos) << started.dump();
     auto listed = controller->processOp("t1", s.id, {{"op", "process_list"}});
     EXPECT_EQ(listed.dump().find("s3cr3t-Value-9137"), std::string::npos) << listed.dump();
-    EXPECT_NE(listed.dump().find("***"), std::string::npos) << "the command is shown, masked: " << listed.dump();
+    EXPECT_NE(listed.dump().find("***"), std::string::npos)
+        << "the command is shown, masked: " << listed.dump();
     std::string id = started.value("id", "");
     auto one = controller->processOp("t1", s.id, {{"op", "process_get"}, {"id", id}});
     EXPECT_EQ(one.dump().find("s3cr3t-Value-9137"), std::string::npos) << one.dump();
     controller->processOp("t1", s.id, {{"op", "process_signal"}, {"id", id}, {"signal", "KILL"}});
     // Only process operations pass this door (not the bench's raw mode, not files).
-    EXPECT_EQ(codeOf([&] { controller->processOp("t1", s.id, {{"op", "raw"}, {"mode", "sink"}, {"bytes", 1}}); }),
-              ErrorCode::bad_request);
-    EXPECT_EQ(codeOf([&] { controller->processOp("t1", s.id, {{"op", "fs"}, {"action", "list"}, {"path", "/"}}); }),
-              ErrorCode::bad_request);
+    EXPECT_EQ(
+        codeOf([&] {
+            controller->processOp("t1", s.id, {{"op", "raw"}, {"mode", "sink"}, {"bytes", 1}});
+        }),
+        ErrorCode::bad_request);
+    EXPECT_EQ(
+        codeOf([&] {
+            controller->processOp("t1", s.id, {{"op", "fs"}, {"action", "list"}, {"path", "/"}});
+        }),
+        ErrorCode::bad_request);
 }
 
 }  // namespace
@@ -247,12 +306,15 @@ TEST_F(ApprovalLifetimeTest, PendingApprovalsEndWithTheirSandbox) {
     ASSERT_EQ(controller->pendingApprovals("t1").size(), 1u);
     controller->destroy("t1", s.id);
     EXPECT_TRUE(controller->pendingApprovals("t1").empty()) << "an approval outlived its sandbox";
-    EXPECT_EQ(codeOf([&] { controller->decideApproval("t1", submitted.pending->approvalId, true, "", "k"); }),
+    EXPECT_EQ(codeOf([&] {
+                  controller->decideApproval("t1", submitted.pending->approvalId, true, "", "k");
+              }),
               ErrorCode::conflict);
     EXPECT_FALSE(fs::exists(dir.path() + "/never"));
     bool audited = false;
     for (const auto& e : controller->audit("t1", s.id, AuditQuery{}))
-        audited = audited || (e.type == "approval.cancelled" && e.dataJson.find("deleted") != std::string::npos);
+        audited = audited || (e.type == "approval.cancelled" &&
+                              e.dataJson.find("deleted") != std::string::npos);
     EXPECT_TRUE(audited);
 }
 

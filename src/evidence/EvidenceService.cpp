@@ -1,0 +1,755 @@
+#include "evidence/EvidenceService.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/Clock.hpp"
+#include "core/Error.hpp"
+#include "core/Ids.hpp"
+#include "core/Log.hpp"
+#include "core/Sha256.hpp"
+#include "core/UniqueFd.hpp"
+#include "evidence/BundleWriter.hpp"
+#include "evidence/ChangeClassifier.hpp"
+#include "evidence/DependencyChanges.hpp"
+#include "evidence/Dsse.hpp"
+#include "evidence/Findings.hpp"
+#include "evidence/JunitReport.hpp"
+#include "evidence/ReportHtml.hpp"
+#include "protocol/PathGlob.hpp"
+#include "workspace/WorkspaceService.hpp"
+
+namespace airlock {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+constexpr std::size_t kMaxAuditEvents = 200000;
+
+std::string str(const json& j, const char* key) {
+    return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>()
+                                                                  : std::string();
+}
+
+std::string jsonl(const std::vector<json>& records) {
+    std::string out;
+    for (const auto& r : records) out += r.dump() + "\n";
+    return out;
+}
+
+std::string mediaType(const std::string& path) {
+    auto dot = path.rfind('.');
+    std::string ext = dot == std::string::npos ? "" : path.substr(dot + 1);
+    for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    static const std::map<std::string, std::string> types = {
+        {"png", "image/png"},       {"jpg", "image/jpeg"},        {"jpeg", "image/jpeg"},
+        {"gif", "image/gif"},       {"webp", "image/webp"},       {"svg", "image/svg+xml"},
+        {"xml", "application/xml"}, {"json", "application/json"}, {"html", "text/html"},
+        {"htm", "text/html"},       {"txt", "text/plain"},        {"log", "text/plain"},
+        {"md", "text/markdown"},    {"csv", "text/csv"},          {"lcov", "text/plain"},
+        {"info", "text/plain"},     {"pdf", "application/pdf"},   {"zip", "application/zip"},
+        {"gz", "application/gzip"}, {"tgz", "application/gzip"}};
+    auto it = types.find(ext);
+    return it == types.end() ? "application/octet-stream" : it->second;
+}
+
+void writePrivateFile(const std::string& path, const std::string& bytes) {
+    std::string tmp = path + ".tmp";
+    ::unlink(tmp.c_str());
+    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+    std::size_t done = 0;
+    while (fd && done < bytes.size()) {
+        ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
+        if (n <= 0) break;
+        done += static_cast<std::size_t>(n);
+    }
+    if (!fd || done != bytes.size() || ::fsync(fd.get()) != 0 ||
+        ::rename(tmp.c_str(), path.c_str()) != 0) {
+        ::unlink(tmp.c_str());
+        throw Error(ErrorCode::insufficient_storage, "cannot write " + path);
+    }
+}
+
+std::string readWhole(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(ErrorCode::not_found, "the bundle file is gone");
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+json summaryOf(const json& findings, const json& tests, const json& counts) {
+    json bySeverity = json::object(), kinds = json::array();
+    for (const auto& f : findings["findings"]) {
+        std::string sev = str(f, "severity");
+        bySeverity[sev] = bySeverity.value(sev, 0) + 1;
+        kinds.push_back(f["kind"]);
+    }
+    return {{"findings", kinds},
+            {"by_severity", bySeverity},
+            {"tests", tests.value("result", "")},
+            {"counts", counts}};
+}
+
+}  // namespace
+
+struct EvidenceService::Gathered {
+    EvidenceModel model;
+    std::map<std::string, std::string> files;  // bundle path -> bytes (besides the generated ones)
+    json counts = json::object();
+};
+
+EvidenceService::EvidenceService(EvidenceConfig config, SandboxController& controller,
+                                 workspace::WorkspaceService* workspaces, EvidenceStore& store)
+    : config_(std::move(config)),
+      controller_(controller),
+      workspaces_(workspaces),
+      store_(store),
+      key_(EvidenceKey::loadOrCreate(config_.dataDir + "/keys")) {
+    std::error_code ec;
+    fs::create_directories(config_.dataDir + "/bundles", ec);
+    ::chmod(config_.dataDir.c_str(), 0700);
+    ::chmod((config_.dataDir + "/bundles").c_str(), 0700);
+    logInfo("evidence",
+            "signing key " + key_.keyid().substr(0, 16) + " (" + EvidenceKey::kAlg + ")");
+}
+
+std::string EvidenceService::bundlePath(const std::string& id) const {
+    return config_.dataDir + "/bundles/" + id + ".tar.gz";
+}
+
+std::shared_ptr<std::mutex> EvidenceService::sandboxLock(const std::string& id) {
+    std::lock_guard lock(locksGuard_);
+    auto& m = locks_[id];
+    if (!m) m = std::make_shared<std::mutex>();
+    return m;
+}
+
+json EvidenceService::recordJson(const EvidenceRecord& r) {
+    json j = {{"id", r.id},
+              {"sandbox_id", r.sandboxId},
+              {"kind", r.kind},
+              {"created_at", r.createdAt},
+              {"sha256", r.sha256},
+              {"size", r.size},
+              {"summary", json::parse(r.summaryJson, nullptr, false)},
+              {"expires_at", r.expiresAt ? json(formatUnixSeconds(r.expiresAt)) : json(nullptr)},
+              {"review",
+               r.reviewJson.empty() ? json(nullptr) : json::parse(r.reviewJson, nullptr, false)}};
+    if (j["summary"].is_discarded()) j["summary"] = json::object();
+    return j;
+}
+
+EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
+                                                  const std::string& bundleId) {
+    Gathered g;
+    EvidenceModel& m = g.model;
+    auto masker = controller_.maskerFor(r);
+    std::vector<std::string> secretValues;
+    for (const auto& n : masker.needles()) secretValues.push_back(n);
+    json task = r.taskJson.empty() ? json(nullptr) : json::parse(r.taskJson, nullptr, false);
+    if (task.is_discarded()) task = nullptr;
+    std::vector<std::string> sensitivePaths;
+    if (task.is_object())
+        for (const auto& p : task.value("sensitive_paths", json::array()))
+            sensitivePaths.push_back(p.get<std::string>());
+    bool running = r.state == SandboxState::running;
+
+    // The audit log, in order.
+    std::vector<AuditEvent> events;
+    AuditQuery q;
+    q.limit = 1000;
+    while (events.size() < kMaxAuditEvents) {
+        auto page = controller_.audit(r.tenant, r.id, q);
+        if (page.empty()) break;
+        q.after = page.back().seq;
+        events.insert(events.end(), page.begin(), page.end());
+        if (page.size() < static_cast<std::size_t>(q.limit)) break;
+    }
+
+    // Commands: one record per exec, its request, decision, approval and outcome merged.
+    std::map<std::string, std::size_t> byExec;
+    std::vector<json>& cmds = m.commands;
+    std::map<std::string, std::string> outputs;  // bundle path -> masked bytes
+    auto commandFor = [&](const AuditEvent& e, const json& d) -> json& {
+        std::string execId = str(d, "exec_id");
+        if (!execId.empty()) {
+            auto it = byExec.find(execId);
+            if (it != byExec.end()) return cmds[it->second];
+            byExec[execId] = cmds.size();
+        }
+        cmds.push_back({{"id", execId.empty() ? "cmd-" + std::to_string(e.seq) : execId},
+                        {"seq", e.seq},
+                        {"at", e.at},
+                        {"command", str(d, "command")}});
+        return cmds.back();
+    };
+    for (const auto& e : events) {
+        json d = json::parse(e.dataJson, nullptr, false);
+        if (!d.is_object()) continue;
+        d = maskJsonStrings(d, masker);
+        if (e.type.rfind("exec.", 0) == 0) {
+            json& c = commandFor(e, d);
+            for (const char* k : {"cwd", "user", "path", "purpose", "approval_id", "started_at"})
+                if (d.contains(k)) c[k] = d[k];
+            if (d.contains("policy") && d["policy"].is_object()) {
+                c["class"] = d["policy"].value("class", "");
+                c["reason"] = d["policy"].value("reason", "");
+                if (e.type != "exec.executed" || !c.contains("decision"))
+                    c["decision"] = d["policy"].value("decision", "");
+            }
+            if (e.type == "exec.pending_approval") c["approval"] = "pending";
+            if (e.type == "exec.allowed" && !c.contains("decision")) c["decision"] = "allow";
+            if (e.type == "exec.executed" || e.type == "exec.failed") {
+                if (!c.contains("decision"))
+                    c["decision"] = c.contains("approval_id") ? "approve" : "allow";
+                c["ended_at"] = e.at;
+                for (const char* k :
+                     {"exit_code", "duration_ms", "truncated", "timed_out", "error"})
+                    if (d.contains(k)) c[k] = d[k];
+                for (const char* stream : {"stdout", "stderr"}) {
+                    if (!d.contains(stream) || !d[stream].is_string()) continue;
+                    std::string bytes = d[stream].get<std::string>();
+                    std::string file = "commands/" + c["id"].get<std::string>() + "." + stream;
+                    c[stream] = {
+                        {"file", file}, {"size", bytes.size()}, {"sha256", sha256Hex(bytes)}};
+                    outputs[file] = bytes;
+                }
+            }
+        } else if (e.type.rfind("approval.", 0) == 0) {
+            std::string outcome = e.type.substr(9);
+            json rec = d;
+            rec["at"] = e.at;
+            rec["event"] = e.type;
+            m.approvals.push_back(rec);
+            if (d.contains("exec_id")) {
+                auto it = byExec.find(str(d, "exec_id"));
+                if (it != byExec.end()) cmds[it->second]["approval"] = outcome;
+            }
+        } else if (e.type.rfind("egress.", 0) == 0 && e.type != "egress.suppressed") {
+            json rec = d;
+            rec["at"] = e.at;
+            if (!rec.contains("decision")) rec["decision"] = e.type.substr(7);
+            m.egress.push_back(rec);
+        } else if (e.type.rfind("package.", 0) == 0) {
+            json rec = d;
+            rec["at"] = e.at;
+            rec["event"] = e.type;
+            m.packages.push_back(rec);
+        } else if (e.type.rfind("file.", 0) == 0) {
+            // Changes made through the files API (by the client, not by a
+            // process in the guest).
+            json rec = d;
+            rec["at"] = e.at;
+            rec["event"] = e.type;
+            rec["source"] = "api";
+            m.activity.push_back(rec);
+        }
+    }
+    for (const auto& c : cmds) {
+        if (c.value("purpose", "") != "test" || !c.contains("exit_code")) continue;
+        m.testRuns.push_back({str(c, "id"), str(c, "command"), str(c, "ended_at"),
+                              c["exit_code"].is_number_integer() ? c["exit_code"].get<int>() : -1,
+                              c.value("timed_out", false)});
+    }
+
+    // The workspace: base, final tree, patch, files and the dependency files.
+    json ws = nullptr;
+    std::string artifactRoot = config_.defaultArtifactRoot;
+    if (workspaces_ && running) {
+        try {
+            auto view = workspaces_->evidenceView(
+                r.tenant, r.id, [](const std::string& p) { return dependencies::understands(p); });
+            if (view) {
+                ws = view->info;
+                artifactRoot = str(ws, "path").empty() ? artifactRoot : str(ws, "path");
+                std::vector<std::string> scope;
+                for (const auto& s : ws.value("write_scope", json::array()))
+                    scope.push_back(s.get<std::string>());
+                ChangeClassifier classify(scope, sensitivePaths, view->gitattributes);
+                for (auto f : view->files) {
+                    std::string path = str(f, "path");
+                    f["lockfile"] = dependencies::isLockfile(path);
+                    f["manifest"] = dependencies::isManifest(path);
+                    f["generated"] = classify.generated(path);
+                    f["sensitive"] =
+                        classify.sensitive(path) || classify.sensitive(str(f, "old_path"));
+                    m.files.push_back(f);
+                }
+                for (const auto& [path, both] : view->contents)
+                    for (auto& c : dependencies::diff(path, both.first, both.second))
+                        m.dependencyChanges.push_back(c);
+                m.patch = view->patch;
+            }
+        } catch (const std::exception& e) {
+            ws = {{"error", std::string("the workspace could not be read: ") + e.what()}};
+        }
+    } else if (workspaces_ && !running) {
+        ws = {{"error",
+               "the sandbox is " + sandboxStateName(r.state) + ": its working tree was not read"}};
+    }
+    std::string maskedPatch = masker.mask(m.patch);
+    bool secretInChanges = maskedPatch != m.patch;
+    m.patch = maskedPatch;
+
+    // Artifacts: the globs over the working tree (or the user's home).
+    std::vector<std::string> globs;
+    {
+        json a = json::parse(r.artifactsJson, nullptr, false);
+        if (a.is_array())
+            for (const auto& gl : a) globs.push_back(gl.get<std::string>());
+    }
+    json artifactNote = nullptr;
+    if (!globs.empty() && running) {
+        try {
+            auto agent = controller_.runningAgent(r.tenant, r.id);
+            std::vector<std::pair<std::string, std::uint64_t>> found;  // relative path, size
+            std::vector<std::pair<std::string, int>> dirs{{"", 0}};
+            std::size_t visited = 0;
+            bool cut = false;
+            while (!dirs.empty() && !cut) {
+                auto [rel, depth] = dirs.back();
+                dirs.pop_back();
+                json listing;
+                try {
+                    listing = controller_.fileOp(
+                        r.tenant, r.id,
+                        {{"action", "list"},
+                         {"path", rel.empty() ? artifactRoot : artifactRoot + "/" + rel},
+                         {"user", config_.artifactUser}});
+                } catch (const Error&) {
+                    continue;
+                }
+                for (const auto& entry : listing.value("entries", json::array())) {
+                    if (++visited > config_.maxWalkEntries) {
+                        cut = true;
+                        break;
+                    }
+                    std::string name = str(entry, "name");
+                    std::string path = rel.empty() ? name : rel + "/" + name;
+                    std::string type = str(entry, "type");
+                    if (type == "directory") {
+                        if (name == ".git" || depth >= 32) continue;
+                        if (name == "node_modules") {
+                            bool asked = false;
+                            for (const auto& gl : globs)
+                                asked = asked || gl.find("node_modules") != std::string::npos;
+                            if (!asked) continue;
+                        }
+                        dirs.push_back({path, depth + 1});
+                    } else if (type == "file") {
+                        for (const auto& gl : globs)
+                            if (protocol::wildmatch(gl, path)) {
+                                found.push_back({path, entry.value("size", std::uint64_t(0))});
+                                break;
+                            }
+                    }
+                }
+            }
+            if (cut)
+                artifactNote = "the search stopped after " +
+                               std::to_string(config_.maxWalkEntries) + " entries";
+            std::sort(found.begin(), found.end());
+            std::uint64_t total = 0;
+            for (const auto& [path, size] : found) {
+                EvidenceModel::Artifact a;
+                a.path = path;
+                a.size = size;
+                a.type = mediaType(path);
+                if (m.artifacts.size() >= config_.maxArtifactFiles) {
+                    a.skipped =
+                        "more than " + std::to_string(config_.maxArtifactFiles) + " artifacts";
+                } else if (size > config_.maxArtifactFileBytes) {
+                    a.skipped = "larger than the " +
+                                std::to_string(config_.maxArtifactFileBytes >> 20) + " MiB cap";
+                } else if (total + size > config_.maxArtifactBytes) {
+                    a.skipped = "the bundle's " + std::to_string(config_.maxArtifactBytes >> 20) +
+                                " MiB of artifacts is full";
+                } else {
+                    std::string bytes;
+                    try {
+                        auto stream = agent->open({{"op", "file_read"},
+                                                   {"path", artifactRoot + "/" + path},
+                                                   {"user", config_.artifactUser}});
+                        bytes = stream->readToClose(
+                            config_.maxArtifactFileBytes,
+                            AgentStream::Clock::now() + std::chrono::seconds(60));
+                    } catch (const std::exception& e) {
+                        a.skipped = std::string("could not be read: ") + masker.mask(e.what());
+                    }
+                    if (a.skipped.empty()) {
+                        a.size = bytes.size();
+                        a.sensitive = sensitiveArtifactReason(path, bytes, secretValues);
+                        if (!a.sensitive.empty()) {
+                            // Listed, never copied: a reviewer should not
+                            // receive a key because the agent wrote one.
+                            a.skipped = "withheld: it looks like a secret";
+                        } else {
+                            total += bytes.size();
+                            a.collected = true;
+                            if (a.type == "application/xml" &&
+                                bytes.find("<testsuite") != std::string::npos) {
+                                EvidenceModel::TestFile tf;
+                                tf.path = path;
+                                try {
+                                    tf.cases = JunitReport::parse(bytes).cases();
+                                    g.files["tests/junit/" + path] = bytes;
+                                } catch (const std::exception& e) {
+                                    tf.error = e.what();
+                                }
+                                m.junit.push_back(std::move(tf));
+                            }
+                            g.files["artifacts/" + path] = std::move(bytes);
+                        }
+                    }
+                }
+                m.artifacts.push_back(std::move(a));
+            }
+        } catch (const std::exception& e) {
+            artifactNote =
+                std::string("artifacts could not be collected: ") + masker.mask(e.what());
+        }
+    } else if (!globs.empty()) {
+        artifactNote =
+            "the sandbox is " + sandboxStateName(r.state) + ": no artifact was collected";
+    }
+
+    // Previews (never their tokens).
+    json previews = json::array();
+    if (running) try {
+            for (const auto& p : controller_.listPorts(r.tenant, r.id))
+                previews.push_back({{"port", p.port}, {"created_at", p.createdAt}});
+        } catch (const std::exception&) {
+        }
+
+    // Counts and the manifest's own fields.
+    std::size_t denied = 0, gated = 0, approved = 0, egressAllowed = 0, egressDenied = 0,
+                packages = 0;
+    for (const auto& c : cmds) {
+        denied += str(c, "decision") == "deny";
+        gated += str(c, "decision") == "approve";
+        approved += str(c, "approval") == "approved";
+    }
+    for (const auto& e : m.egress) {
+        egressAllowed += str(e, "decision") == "allowed";
+        egressDenied += str(e, "decision") == "denied";
+    }
+    for (const auto& p : m.packages) packages += str(p, "event") == "package.artifact";
+    g.counts = {{"commands", cmds.size()},
+                {"denied", denied},
+                {"gated", gated},
+                {"approvals", approved},
+                {"egress_allowed", egressAllowed},
+                {"egress_denied", egressDenied},
+                {"packages", packages},
+                {"artifacts", m.artifacts.size()}};
+    auto tmpl = json{{"name", r.templateName}};
+    for (const auto& e : events)
+        if (e.type == "sandbox.created") {
+            auto d = json::parse(e.dataJson, nullptr, false);
+            if (d.is_object() && d.contains("digest")) tmpl["digest"] = d["digest"];
+        }
+    m.manifest = {
+        {"schema", "https://airlock.dev/evidence/v1"},
+        {"id", bundleId},
+        {"sandbox", r.id},
+        {"tenant", r.tenant},
+        {"task", task},
+        {"template", tmpl},
+        {"workspace", ws},
+        {"started_at", r.createdAt},
+        {"ended_at", nowTimestamp()},
+        {"counts", g.counts},
+        {"secrets_in_changes", secretInChanges},
+        {"file_activity",
+         "changes made through the files API are recorded; reads and writes by the guest's own "
+         "processes are not (see docs/evidence.md)"}};
+    if (!artifactNote.is_null()) m.manifest["artifacts_note"] = artifactNote;
+    json artifactList = json::array();
+    for (const auto& a : m.artifacts) {
+        json e = {{"path", a.path}, {"type", a.type}, {"size", a.size}, {"collected", a.collected}};
+        if (!a.skipped.empty()) e["skipped"] = a.skipped;
+        if (!a.sensitive.empty()) e["sensitive"] = a.sensitive;
+        artifactList.push_back(e);
+    }
+    m.manifest["artifacts"] = artifactList;
+    g.files["previews.json"] = previews.dump(2) + "\n";
+    for (auto& [path, bytes] : outputs) g.files[path] = std::move(bytes);
+    return g;
+}
+
+EvidenceRecord EvidenceService::seal(const std::string& tenant, const std::string& sandboxId,
+                                     const std::string& kind) {
+    auto r = controller_.get(tenant, sandboxId);
+    auto lock = sandboxLock(sandboxId);
+    std::lock_guard hold(*lock);
+    std::string id = newId("evd-");
+    auto g = gather(r, id);
+    EvidenceModel& m = g.model;
+    auto masker = controller_.maskerFor(r);
+    json findings = computeFindings(m);
+    if (m.manifest.value("secrets_in_changes", false))
+        findings["findings"].push_back(
+            {{"kind", "secrets_in_changes"},
+             {"severity", "high"},
+             {"summary",
+              "the change holds the value of one of the sandbox's secrets (masked in "
+              "changes.patch, "
+              "which therefore no longer gives the recorded tree)"},
+             {"evidence", json::array({{{"file", "changes/changes.patch"}, {"ref", "***"}}})}});
+    json tests = testSummary(m);
+    m.manifest["tests"] = tests;
+    m.manifest["kind"] = kind;
+    m.manifest["signing"] = {{"alg", EvidenceKey::kAlg}, {"keyid", key_.keyid()}};
+
+    BundleWriter w(id, nowUnixSeconds());
+    auto text = [&](const std::string& s) { return masker.mask(s); };
+    w.add("changes/changes.patch", m.patch);
+    w.add("changes/files.json", text(json{{"files", m.files}}.dump(2) + "\n"));
+    json deps = json::array();
+    for (const auto& c : m.dependencyChanges)
+        deps.push_back({{"ecosystem", c.ecosystem},
+                        {"file", c.file},
+                        {"name", c.name},
+                        {"before", c.before},
+                        {"after", c.after},
+                        {"change", c.change}});
+    w.add("changes/dependencies.json", text(json{{"changes", deps}}.dump(2) + "\n"));
+    w.add("commands/commands.jsonl", text(jsonl(m.commands)));
+    w.add("approvals/approvals.jsonl", text(jsonl(m.approvals)));
+    w.add("network/egress.jsonl", text(jsonl(m.egress)));
+    w.add("packages/packages.jsonl", text(jsonl(m.packages)));
+    w.add("files/activity.jsonl", text(jsonl(m.activity)));
+    w.add("tests/summary.json", text(tests.dump(2) + "\n"));
+    w.add("findings.json", text(findings.dump(2) + "\n"));
+    w.add("report.html", text(renderReport(m, findings, tests)));
+    for (auto& [path, bytes] : g.files) {
+        if (path.rfind("artifacts/", 0) == 0 || path.rfind("tests/junit/", 0) == 0)
+            w.add(path, std::move(bytes));  // binary: withheld above when it held a secret
+        else
+            w.add(path, text(bytes));
+    }
+
+    // Attestations: SLSA provenance of the change and a test result, each a
+    // DSSE envelope by the evidence key.
+    json subjects = json::array();
+    std::string patchSha = sha256Hex(m.patch);
+    subjects.push_back({{"name", "changes/changes.patch"}, {"digest", {{"sha256", patchSha}}}});
+    const json& ws = m.manifest["workspace"];
+    if (ws.is_object() && ws.contains("final_tree"))
+        subjects.push_back({{"name", "final_tree"}, {"digest", {{"gitTree", ws["final_tree"]}}}});
+    json resolved = json::array();
+    if (ws.is_object() && ws.contains("base_commit"))
+        resolved.push_back({{"uri", "git+" + str(ws, "repo") + "@" + str(ws, "ref")},
+                            {"digest", {{"gitCommit", ws["base_commit"]}}}});
+    for (const auto& p : m.packages)
+        if (str(p, "event") == "package.artifact" && p.contains("sha256"))
+            resolved.push_back(
+                {{"uri", str(p, "ecosystem") + ":" + str(p, "name") + "@" + str(p, "version")},
+                 {"digest", {{"sha256", p["sha256"]}}}});
+    json provenance = {
+        {"_type", "https://in-toto.io/Statement/v1"},
+        {"subject", subjects},
+        {"predicateType", "https://slsa.dev/provenance/v1"},
+        {"predicate",
+         {{"buildDefinition",
+           {{"buildType", "https://airlock.dev/evidence/agent-session/v1"},
+            {"externalParameters",
+             {{"task", m.manifest["task"].is_object() ? m.manifest["task"].value("id", "") : ""},
+              {"prompt_sha256", m.manifest["task"].is_object()
+                                    ? sha256Hex(m.manifest["task"].value("prompt", ""))
+                                    : ""},
+              {"repo", ws.is_object() ? str(ws, "repo") : ""},
+              {"ref", ws.is_object() ? str(ws, "ref") : ""}}},
+            {"internalParameters", {{"template", m.manifest["template"]}, {"sandbox", r.id}}},
+            {"resolvedDependencies", resolved}}},
+          {"runDetails",
+           {{"builder", {{"id", "https://airlock.dev/airlockd"}}},
+            {"metadata",
+             {{"invocationId", r.id},
+              {"startedOn", m.manifest["started_at"]},
+              {"finishedOn", m.manifest["ended_at"]}}}}}}}};
+    std::string result = tests.value("result", "") == "passed"   ? "PASSED"
+                         : tests.value("result", "") == "failed" ? "FAILED"
+                                                                 : "WARNED";
+    json passed = json::array(), failed = json::array();
+    for (const auto& f : m.junit)
+        for (const auto& c : f.cases)
+            (c.status == "passed"                          ? passed
+             : c.status == "failed" || c.status == "error" ? failed
+                                                           : passed)
+                .push_back(c.classname.empty() ? c.name : c.classname + "." + c.name);
+    json configuration = json::array();
+    for (const auto& t : m.testRuns) configuration.push_back({{"name", t.command}});
+    json testResult = {{"_type", "https://in-toto.io/Statement/v1"},
+                       {"subject", subjects},
+                       {"predicateType", "https://in-toto.io/attestation/test-result/v0.1"},
+                       {"predicate",
+                        {{"result", result},
+                         {"configuration", configuration},
+                         {"passedTests", passed},
+                         {"warnedTests", json::array()},
+                         {"failedTests", failed}}}};
+    std::string attestations;
+    for (const auto& st : {provenance, testResult})
+        attestations += dsse::sign(key_, dsse::kInTotoPayloadType, text(st.dump())).dump() + "\n";
+    w.add("attestations.intoto.jsonl", attestations);
+
+    auto sealed = w.seal(maskJsonStrings(m.manifest, masker), key_);
+    writePrivateFile(bundlePath(id), sealed.gz);
+    EvidenceRecord rec;
+    rec.id = id;
+    rec.sandboxId = r.id;
+    rec.tenant = r.tenant;
+    rec.createdAt = nowTimestamp();
+    rec.kind = kind;
+    rec.sha256 = sealed.sha256;
+    rec.size = sealed.gz.size();
+    rec.summaryJson = summaryOf(findings, tests, g.counts).dump();
+    try {
+        store_.insert(rec);
+    } catch (...) {
+        ::unlink(bundlePath(id).c_str());
+        throw;
+    }
+    controller_.recordEvent(r, "evidence.sealed",
+                            {{"evidence_id", id},
+                             {"kind", kind},
+                             {"sha256", rec.sha256},
+                             {"size", rec.size},
+                             {"summary", json::parse(rec.summaryJson)}});
+    logInfo("evidence", "sealed " + id + " for " + r.id + " (" + std::to_string(rec.size) +
+                            " bytes, " + std::to_string(findings["findings"].size()) +
+                            " findings)");
+    return rec;
+}
+
+std::vector<EvidenceRecord> EvidenceService::list(const std::string& tenant,
+                                                  const std::string& sandboxId) {
+    auto rows = store_.listForSandbox(sandboxId, TenantScope::only(tenant));
+    if (rows.empty()) controller_.get(tenant, sandboxId);  // 404 for a sandbox it never had
+    return rows;
+}
+
+EvidenceRecord EvidenceService::get(const std::string& tenant, const std::string& id) {
+    auto r = isValidId(id, "evd-") ? store_.find(id) : std::nullopt;
+    if (!r || r->tenant != tenant) throw Error(ErrorCode::not_found, "no evidence bundle " + id);
+    return *r;
+}
+
+std::string EvidenceService::bundleBytes(const EvidenceRecord& r) const {
+    return readWhole(bundlePath(r.id));
+}
+
+json EvidenceService::keys() const {
+    json list = json::array();
+    for (const auto& k : EvidenceKey::list(config_.dataDir + "/keys")) {
+        json e = {{"keyid", k.keyid},
+                  {"alg", k.alg},
+                  {"public_key_pem", k.publicKeyPem},
+                  {"created_at", k.createdAt},
+                  {"active", k.active}};
+        if (!k.retiredAt.empty()) e["retired_at"] = k.retiredAt;
+        list.push_back(e);
+    }
+    return {{"keys", list}};
+}
+
+json EvidenceService::review(const std::string& tenant, const std::string& id,
+                             const std::string& decision, const std::string& reason,
+                             const std::string& reviewer) {
+    if (decision != "approve" && decision != "reject")
+        throw Error(ErrorCode::bad_request, "'decision' must be \"approve\" or \"reject\"");
+    auto rec = get(tenant, id);
+    std::string at = nowTimestamp();
+    json statement = {
+        {"_type", "https://in-toto.io/Statement/v1"},
+        {"subject",
+         json::array({{{"name", id + ".tar.gz"}, {"digest", {{"sha256", rec.sha256}}}}})},
+        {"predicateType", "https://in-toto.io/attestation/human-review/v0.1"},
+        {"predicate",
+         {{"result", decision == "approve" ? "approved" : "rejected"},
+          {"reviewer", reviewer},
+          {"reason", reason},
+          {"timestamp", at}}}};
+    json envelope = dsse::sign(key_, dsse::kInTotoPayloadType, statement.dump());
+    json stored = {{"decision", decision},
+                   {"reason", reason},
+                   {"reviewer", reviewer},
+                   {"at", at},
+                   {"attestation", envelope}};
+    writePrivateFile(config_.dataDir + "/bundles/" + id + ".review.json", stored.dump(2) + "\n");
+    store_.setReview(
+        id, json{{"decision", decision}, {"reason", reason}, {"reviewer", reviewer}, {"at", at}}
+                .dump());
+    try {
+        auto sandbox = controller_.get(tenant, rec.sandboxId);
+        controller_.recordEvent(sandbox, "evidence.reviewed",
+                                {{"evidence_id", id},
+                                 {"decision", decision},
+                                 {"reason", reason},
+                                 {"reviewer", reviewer}});
+    } catch (const Error&) {
+        // The sandbox is gone: the review is still kept with the bundle.
+    }
+    return stored;
+}
+
+json EvidenceService::reviewOf(const std::string& tenant, const std::string& id) {
+    get(tenant, id);
+    std::ifstream in(config_.dataDir + "/bundles/" + id + ".review.json");
+    if (!in) throw Error(ErrorCode::not_found, "bundle " + id + " has no review yet");
+    std::stringstream s;
+    s << in.rdbuf();
+    return json::parse(s.str(), nullptr, false);
+}
+
+std::optional<std::string> EvidenceService::ownerOf(const std::string& evidenceId) {
+    if (!isValidId(evidenceId, "evd-")) return std::nullopt;
+    auto r = store_.find(evidenceId);
+    return r ? std::optional<std::string>(r->tenant) : std::nullopt;
+}
+
+json EvidenceService::latestSummary(const std::string& sandboxId) {
+    auto rows = store_.listForSandbox(sandboxId, TenantScope::all());
+    if (rows.empty()) return nullptr;
+    return {{"id", rows.back().id},
+            {"summary", json::parse(rows.back().summaryJson, nullptr, false)}};
+}
+
+void EvidenceService::beforeDelete(const SandboxRecord& r) {
+    bool hasWorkspace = workspaces_ && workspaces_->hasWorkspace(r.id);
+    if (r.taskJson.empty() && !hasWorkspace) return;
+    try {
+        seal(r.tenant, r.id, "final");
+    } catch (const std::exception& e) {
+        logError("evidence", "no final bundle for " + r.id + ": " + e.what());
+        controller_.recordEvent(r, "evidence.seal_failed",
+                                {{"kind", "final"}, {"error", e.what()}});
+    }
+}
+
+void EvidenceService::afterDelete(const std::string& sandboxId) {
+    store_.setExpiry(sandboxId, nowUnixSeconds() + config_.retentionDays * 86400);
+    std::lock_guard lock(locksGuard_);
+    locks_.erase(sandboxId);
+}
+
+void EvidenceService::collectExpired() {
+    for (const auto& r : store_.expired(nowUnixSeconds())) {
+        ::unlink(bundlePath(r.id).c_str());
+        ::unlink((config_.dataDir + "/bundles/" + r.id + ".review.json").c_str());
+        store_.remove(r.id);
+        logInfo("evidence",
+                "bundle " + r.id + " of " + r.sandboxId + " removed after its retention");
+    }
+}
+
+}  // namespace airlock

@@ -1,0 +1,86 @@
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "controller/SandboxController.hpp"
+#include "evidence/EvidenceKey.hpp"
+#include "evidence/EvidenceModel.hpp"
+#include "store/EvidenceStore.hpp"
+
+namespace airlock {
+
+namespace workspace {
+class WorkspaceService;
+}
+
+struct EvidenceConfig {
+    std::string dataDir;  // DATA/evidence: keys/ and bundles/
+    std::int64_t retentionDays = 30;
+    std::uint64_t maxArtifactFileBytes = 10u << 20;
+    std::uint64_t maxArtifactBytes = 64u << 20;  // all artifacts of one bundle
+    std::size_t maxArtifactFiles = 200;
+    std::size_t maxWalkEntries = 20000;  // directory entries looked at to find artifacts
+    // Where artifact globs start without a workspace, and whom the guest
+    // reads them as (the agent's own user: it cannot collect what it cannot read).
+    std::string defaultArtifactRoot = "/home/user";
+    std::string artifactUser = "user";
+};
+
+// Seals evidence bundles from what the daemon recorded about a sandbox (its
+// audit log, workspace, package and egress records, test runs) and what it
+// produced (artifacts), signs them with the evidence key, keeps them past
+// the sandbox for the retention period, and records human reviews.
+class EvidenceService {
+  public:
+    EvidenceService(EvidenceConfig config, SandboxController& controller,
+                    workspace::WorkspaceService* workspaces, EvidenceStore& store);
+
+    // kind: manual (POST .../evidence) or final (at delete).
+    EvidenceRecord seal(const std::string& tenant, const std::string& sandboxId,
+                        const std::string& kind = "manual");
+    std::vector<EvidenceRecord> list(const std::string& tenant, const std::string& sandboxId);
+    EvidenceRecord get(const std::string& tenant, const std::string& id);
+    std::string bundleBytes(const EvidenceRecord& r) const;
+    // {"keys":[{"keyid","alg","public_key_pem","created_at","active"}]}
+    nlohmann::json keys() const;
+    // A human's decision on a bundle: recorded in the audit log and as a
+    // signed in-toto statement (DSSE) served beside the bundle.
+    nlohmann::json review(const std::string& tenant, const std::string& id,
+                          const std::string& decision, const std::string& reason,
+                          const std::string& reviewer);
+    nlohmann::json reviewOf(const std::string& tenant, const std::string& id);
+    // The latest bundle of a sandbox in short (push approvals show it); null when none.
+    nlohmann::json latestSummary(const std::string& sandboxId);
+
+    // The controller's delete hooks: a final bundle for a sandbox with a task
+    // or a workspace (a failure is logged and audited, the delete goes on);
+    // then its bundles start their retention period.
+    void beforeDelete(const SandboxRecord& r);
+    void afterDelete(const std::string& sandboxId);
+    // Removes bundles past their retention.
+    void collectExpired();
+
+    static nlohmann::json recordJson(const EvidenceRecord& r);
+    std::optional<std::string> ownerOf(const std::string& evidenceId);
+
+  private:
+    struct Gathered;
+    Gathered gather(const SandboxRecord& r, const std::string& bundleId);
+    std::string bundlePath(const std::string& id) const;
+    std::shared_ptr<std::mutex> sandboxLock(const std::string& id);
+
+    EvidenceConfig config_;
+    SandboxController& controller_;
+    workspace::WorkspaceService* workspaces_;
+    EvidenceStore& store_;
+    EvidenceKey key_;
+    std::mutex locksGuard_;
+    std::map<std::string, std::shared_ptr<std::mutex>> locks_;
+};
+
+}  // namespace airlock
