@@ -22,6 +22,7 @@
 
 #include "agent/EgressListener.hpp"
 #include "agent/ExecStream.hpp"
+#include "agent/FileActivity.hpp"
 #include "agent/FileStreams.hpp"
 #include "agent/WorkspaceStreams.hpp"
 #include "agent/Spawn.hpp"
@@ -144,6 +145,7 @@ void Agent::pollOnce() {
     set.add(signalFd_.get(), POLLIN, nullptr);
     set.add(stopFd_.get(), POLLIN, nullptr);
     set.add(vsockListener_.get(), POLLIN, nullptr);  // -1 (ignored by poll) on virtio-serial
+    set.add(activity_ ? activity_->fd() : -1, POLLIN, nullptr);
     const std::size_t fixed = set.fds.size();
     for (auto& [id, s] : streams_) s->collectFds(set);
     const std::size_t streamEnd = set.fds.size();
@@ -160,6 +162,9 @@ void Agent::pollOnce() {
     if (raw_.mode == "source" && port_.queued() < kOutputHighWater) timeout = 0;
     int n = ::poll(set.fds.data(), set.fds.size(), timeout);
     if (n < 0) return;
+    // File events first, while the commands that caused them still have
+    // their streams (a finished one is swept at the end of this round).
+    if (set.fds[4].revents & POLLIN) activity_->onReadable([this](pid_t pid) { return traceOfProcess(pid); });
 
     // Streams' and processes' fds go first, while every owner collected above
     // is alive: only frames from the host (reset, hello, a process start that
@@ -393,6 +398,8 @@ void Agent::handleOpen(const protocol::Frame& frame) {
             if (!conn)
                 return sendReset(id, "not_found", "no pending egress connection with that number");
             handler = std::make_unique<TunnelStream>(id, *this, std::move(conn));
+        } else if (op == "file_watch" || op == "file_activity") {
+            return handleFileWatch(id, request);
         } else if (op == "raw") {
             return startRaw(id, request);
         } else if (op == "reseed") {
@@ -408,6 +415,61 @@ void Agent::handleOpen(const protocol::Frame& frame) {
         return sendReset(id, "internal", e.what());
     }
     if (!handler->done()) streams_[id] = std::move(handler);
+}
+
+void Agent::handleFileWatch(std::uint32_t id, const nlohmann::json& request) {
+    std::string op = request.value("op", "");
+    if (op == "file_watch") {
+        auto path = request.find("path");
+        if (path == request.end() || !path->is_string() || path->get_ref<const std::string&>().empty() ||
+            path->get_ref<const std::string&>()[0] != '/')
+            return sendReset(id, "bad_request", "file_watch: 'path' must be an absolute directory");
+        bool inotify = request.value("mechanism", "") == "inotify";
+        auto fresh = std::make_unique<FileActivity>();
+        if (auto error = fresh->watch(path->get<std::string>(), inotify); !error.empty())
+            return sendReset(id, "bad_request", "file_watch: " + error);
+        activity_ = std::move(fresh);
+        activity_->onReadable({});
+        return sendFrame(FrameType::close, id, dumpJson(activity_->drain()));
+    }
+    if (!activity_) return sendFrame(FrameType::close, id, dumpJson({{"watching", false}}));
+    // What is queued belongs to this drain.
+    activity_->onReadable([this](pid_t pid) { return traceOfProcess(pid); });
+    sendFrame(FrameType::close, id, dumpJson(activity_->drain()));
+}
+
+std::string Agent::traceOfProcess(pid_t pid) {
+    pid_t session = -1;
+    std::string stat;
+    {
+        UniqueFd f(::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC));
+        char buf[512];
+        ssize_t n = f ? ::read(f.get(), buf, sizeof buf - 1) : -1;
+        if (n > 0) stat.assign(buf, static_cast<std::size_t>(n));
+    }
+    // Fields after the command name (which may hold spaces and parentheses):
+    // state ppid pgrp session ...
+    if (auto close = stat.rfind(')'); close != std::string::npos) {
+        int ppid = 0, pgrp = 0, sid = 0;
+        char state = 0;
+        if (std::sscanf(stat.c_str() + close + 1, " %c %d %d %d", &state, &ppid, &pgrp, &sid) == 4) session = sid;
+    }
+    std::string only;
+    std::size_t running = 0;
+    for (auto& [sid, s] : streams_) {
+        auto* exec = dynamic_cast<ExecStream*>(s.get());
+        if (!exec || exec->done()) continue;
+        if (session > 0 && exec->sessionPid() == session) return exec->trace();
+        ++running;
+        only = exec->trace();
+    }
+    if (session > 0)
+        if (BackgroundProcess* p = processes_.find(session)) return p->trace();
+    if (session > 0) return {};  // alive, in no command's session
+    BackgroundProcess* onlyBackground = processes_.onlyRunning();
+    if (running == 1 && processes_.runningCount() == 0) return only;
+    if (running == 0 && onlyBackground) return onlyBackground->trace();
+    return {};
 }
 
 std::vector<EgressListener*> Agent::egressListeners() {

@@ -14,6 +14,7 @@
 namespace airlock::guest {
 
 class EgressListener;
+class FileActivity;
 
 // The agent's single-threaded event loop: one poll() over the port, every
 // stream's descriptors, every background process's output and a signalfd for
@@ -55,6 +56,13 @@ private:
     // and force a reseed (clones must not share random state; this kernel has
     // no vmgenid), and set the wall clock the snapshot froze.
     void handleReseed(std::uint32_t stream, const nlohmann::json& request);
+    // File activity under the workspace: op "file_watch" starts it, op
+    // "file_activity" drains the summary.
+    void handleFileWatch(std::uint32_t stream, const nlohmann::json& request);
+    // Which command a guest process belongs to: the trace of the exec or
+    // background process whose session it is in; a process already gone is
+    // given to the only command running, if exactly one is ("" otherwise).
+    std::string traceOfProcess(pid_t pid);
     // The session's egress listener (at most one), if open.
     std::vector<EgressListener*> egressListeners();
     void sendReset(std::uint32_t stream, const std::string& code, const std::string& message);
@@ -85,6 +93,7 @@ private:
     void pumpRawSource();
     void finishRaw();
     ProcessTable processes_;
+    std::unique_ptr<FileActivity> activity_;
 };
 
 }  // namespace airlock::guest

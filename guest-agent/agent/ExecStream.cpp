@@ -23,7 +23,7 @@ std::int64_t monotonicMs() {
 }
 
 ExecStream::ExecStream(std::uint32_t id, FrameSink& sink, const protocol::ExecRequest& request)
-    : StreamHandler(id, sink), tty_(request.tty), outputCap_(request.output_cap) {
+    : StreamHandler(id, sink), tty_(request.tty), outputCap_(request.output_cap), trace_(request.trace) {
     child_ = spawnProcess(request);
     if (child_.pid < 0) {
         result_.exit_code = child_.exitCode;

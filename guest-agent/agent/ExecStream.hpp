@@ -25,6 +25,10 @@ public:
     void onControl(const nlohmann::json& j) override;
     void tick(std::int64_t nowMs) override;
     std::int64_t nextDeadlineMs() const override;
+    // The command's session (it runs in its own): the leader's pid, which
+    // stays its id while members remain, even after the leader exits.
+    pid_t sessionPid() const { return child_.pid; }
+    const std::string& trace() const { return trace_; }
 
 private:
     void pumpOutput(UniqueFd& fd, std::uint8_t channel, std::uint64_t& sent);
@@ -43,6 +47,7 @@ private:
     bool exited_ = false;
     bool groupKilled_ = false;
     protocol::ExecResult result_;
+    std::string trace_;
 };
 
 std::int64_t monotonicMs();

@@ -37,7 +37,11 @@ std::string OutputRing::read(std::uint64_t from, std::size_t max) const {
 }
 
 BackgroundProcess::BackgroundProcess(const protocol::ExecRequest& request, Spawned spawned)
-    : spawned_(std::move(spawned)), argv_(request.argv), startedAt_(utcNow()), output_(kRingBytes) {
+    : spawned_(std::move(spawned)),
+      argv_(request.argv),
+      startedAt_(utcNow()),
+      output_(kRingBytes),
+      trace_(request.trace) {
     if (!request.stdin_stream) {
         if (!request.stdin_data.empty()) writeStdin(request.stdin_data);
         spawned_.stdinFd.reset();
@@ -150,6 +154,22 @@ nlohmann::json ProcessTable::start(const protocol::ExecRequest& request, std::st
 BackgroundProcess* ProcessTable::find(pid_t pid) const {
     auto it = processes_.find(pid);
     return it == processes_.end() ? nullptr : it->second.get();
+}
+
+std::size_t ProcessTable::runningCount() const {
+    std::size_t n = 0;
+    for (const auto& [pid, p] : processes_) n += p->running() ? 1 : 0;
+    return n;
+}
+
+BackgroundProcess* ProcessTable::onlyRunning() const {
+    BackgroundProcess* found = nullptr;
+    for (const auto& [pid, p] : processes_) {
+        if (!p->running()) continue;
+        if (found) return nullptr;
+        found = p.get();
+    }
+    return found;
 }
 
 nlohmann::json ProcessTable::list() const {

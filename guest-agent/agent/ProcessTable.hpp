@@ -41,6 +41,7 @@ public:
 
     pid_t pid() const { return spawned_.pid; }
     bool running() const { return !exited_; }
+    const std::string& trace() const { return trace_; }
     void collectFds(std::vector<pollfd>& fds, std::vector<BackgroundProcess*>& owners);
     void onFdReady(int fd);
     void reap();
@@ -59,6 +60,7 @@ private:
     bool exited_ = false;
     int exitCode_ = -1;
     int signal_ = 0;
+    std::string trace_;
 };
 
 // Every background process of this agent, bounded in number.
@@ -69,6 +71,9 @@ public:
     // Starts one; returns its description or throws a JSON-able error via `error`.
     nlohmann::json start(const protocol::ExecRequest& request, std::string& errorCode, std::string& error);
     BackgroundProcess* find(pid_t pid) const;
+    std::size_t runningCount() const;
+    // The one running process, if exactly one runs.
+    BackgroundProcess* onlyRunning() const;
     nlohmann::json list() const;
     void collectFds(std::vector<pollfd>& fds, std::vector<BackgroundProcess*>& owners);
     void reapAll();

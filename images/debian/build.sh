@@ -22,7 +22,7 @@ umask 022
 export LC_ALL=C
 
 readonly SUITE=bookworm
-readonly PACKAGES=python3,python3-pip,python3-venv,git,nodejs,npm,ca-certificates,curl,build-essential,procps,iproute2,less,xz-utils,unzip
+readonly PACKAGES=python3,python3-pip,python3-venv,git,nodejs,npm,ca-certificates,curl,wget,build-essential,procps,iproute2,less,xz-utils,unzip
 readonly DISK_SIZE=6G
 readonly CMDLINE="console=ttyS0 panic=-1 quiet init_on_free=1 airlock.root=/dev/vda"
 # The unprivileged sandbox user (uid 1000, as in the minimal template), a

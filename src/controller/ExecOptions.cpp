@@ -24,6 +24,7 @@ protocol::ExecRequest toAgentRequest(const ExecOptions& options,
     r.user = options.user.empty() ? "user" : options.user;
     r.timeout_ms = std::uint64_t(options.timeoutS) * 1000;
     r.stdin_data = options.stdinData;
+    r.trace = options.trace;
     return r;
 }
 

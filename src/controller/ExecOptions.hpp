@@ -21,6 +21,9 @@ struct ExecOptions {
     // "test": its exit code is a test result in the evidence. A command that
     // matches one of the task's test_commands is marked so without asking.
     std::string purpose;
+    // The exec id the audit records carry; the guest tags the command's file
+    // activity with it. Set by the controller, never by a client.
+    std::string trace;
 };
 
 inline constexpr unsigned kMaxExecTimeoutS = 24 * 3600;

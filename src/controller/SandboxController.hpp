@@ -353,6 +353,12 @@ class SandboxController {
     // is no longer running, or at `within` with its state then.
     void awaitGated(const std::string& id, std::chrono::milliseconds within,
                     std::function<void(GatedExec)> done);
+    // File activity of the guest's processes under a directory (the
+    // workspace): watchFiles starts it (false and a warning if the guest
+    // cannot); drainFileActivity moves what the guest gathered since the last
+    // drain into "file.activity" audit records (nothing when not running).
+    bool watchFiles(const std::string& tenant, const std::string& id, const std::string& path);
+    void drainFileActivity(const SandboxRecord& r);
     // The one command running in a sandbox through exec (masked), or "" when
     // none or several: what the package proxy's records name.
     std::string soleRunningCommand(const std::string& sandboxId);

@@ -61,8 +61,10 @@ SandboxController::StreamedExec SandboxController::openExec(
             }
         }
     }
-    requireAllowed(record, options, "exec/ws");
-    return StreamedExec{openStreamedExec(record, options, terminal, std::move(handler)),
+    ExecOptions traced = options;
+    traced.trace = newId("ex-");
+    requireAllowed(record, traced, "exec/ws");
+    return StreamedExec{openStreamedExec(record, traced, terminal, std::move(handler)),
                         std::nullopt};
 }
 
@@ -107,7 +109,9 @@ std::shared_ptr<AgentStream> SandboxController::openApprovedExec(
             {"exec_id", execId},
             {"approval_id", g->approvalId}},
            &masker);
-    return openStreamedExec(sandbox, options, terminal, std::move(handler));
+    ExecOptions traced = options;
+    traced.trace = execId;
+    return openStreamedExec(sandbox, traced, terminal, std::move(handler));
 }
 
 void SandboxController::finishStreamedExec(const std::string& execId, int exitCode,
@@ -188,6 +192,7 @@ json SandboxController::processOp(const std::string& tenant, const std::string& 
         o.cwd = r.value("cwd", "");
         o.user = r.value("user", "");
         if (r.contains("env")) o.env = r["env"].get<std::map<std::string, std::string>>();
+        o.trace = newId("ex-");
         auto record = requireOwned(tenant, id);
         requireAllowed(record, o, "processes");
         auto exec = agentRequest(record, o, secretsOf(record));

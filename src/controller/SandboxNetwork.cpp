@@ -28,7 +28,16 @@ std::map<std::string, std::string> SandboxController::baseEnv(const SandboxRecor
         for (const char* name :
              {"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"})
             env[name] = proxy;
-        env["no_proxy"] = env["NO_PROXY"] = "localhost,127.0.0.1,::1";
+        // A loopback name the sandbox's allowlist names itself is meant as
+        // the host's (the operator's --egress-allow-cidr exception), so it goes
+        // through the proxy; 127.0.0.1 stays direct for the package listeners.
+        auto allow = allowlistOf(r);
+        std::string direct;
+        for (const char* name : {"localhost", "127.0.0.1", "::1"}) {
+            if (std::string_view(name) != "127.0.0.1" && allow.hostListedExactly(name)) continue;
+            direct += (direct.empty() ? "" : ",") + std::string(name);
+        }
+        env["no_proxy"] = env["NO_PROXY"] = direct;
     }
     if (config_.packages) {
         // The package managers' own settings are in the template (/etc/npmrc,

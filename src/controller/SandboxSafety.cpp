@@ -131,6 +131,7 @@ void SandboxController::requireAllowed(const SandboxRecord& r, const ExecOptions
                         {"user", options.user.empty() ? "user" : options.user},
                         {"policy", verdictJson(v)}};
     if (isTestRun(r, options)) data["purpose"] = "test";
+    if (!options.trace.empty()) data["exec_id"] = options.trace;
     auto masker = maskerFor(r);
     if (v.decision == policy::Decision::allow) {
         record(r.id, r.tenant, "exec.allowed", data, &masker);
@@ -156,8 +157,10 @@ ExecSubmission SandboxController::submitExec(const std::string& tenant, const st
 
 std::optional<GatedExec> SandboxController::submitExecAsync(const std::string& tenant,
                                                             const std::string& id,
-                                                            const ExecOptions& options,
+                                                            const ExecOptions& requested,
                                                             ExecCompletion done) {
+    ExecOptions options = requested;
+    options.trace = newId("ex-");
     auto r = requireOwned(tenant, id);
     if (r.state != SandboxState::running)
         throw Error(ErrorCode::conflict,
@@ -167,7 +170,8 @@ std::optional<GatedExec> SandboxController::submitExecAsync(const std::string& t
     nlohmann::json data{{"command", command},
                         {"cwd", options.cwd},
                         {"user", options.user.empty() ? "user" : options.user},
-                        {"policy", verdictJson(v)}};
+                        {"policy", verdictJson(v)},
+                        {"exec_id", options.trace}};
     if (isTestRun(r, options)) data["purpose"] = "test";
     auto masker = std::make_shared<SecretMasker>(maskerFor(r));
     if (v.decision == policy::Decision::deny) {
@@ -373,6 +377,7 @@ void SandboxController::runApproved(GatedExec g) {
         auto r = store_.find(g.sandboxId);
         if (!r) throw Error(ErrorCode::not_found, "the sandbox is gone");
         auto options = optionsFrom(parkedRequest(g));
+        options.trace = g.id;
         auto started = nowTimestamp();
         auto masker = std::make_shared<SecretMasker>(maskerFor(*r));
         bool test = isTestRun(*r, options);

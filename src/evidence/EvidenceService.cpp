@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -174,6 +175,13 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
         if (page.size() < static_cast<std::size_t>(q.limit)) break;
     }
 
+    // Guest file activity (file.activity records), merged per path.
+    std::map<std::string, json> guestActivity;
+    std::uint64_t guestDropped = 0;
+    bool guestOverflow = false;
+    std::string activityMechanism;
+    json activityWatch;
+
     // Commands: one record per exec, its request, decision, approval and outcome merged.
     std::map<std::string, std::size_t> byExec;
     std::vector<json>& cmds = m.commands;
@@ -243,6 +251,31 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
             rec["at"] = e.at;
             rec["event"] = e.type;
             m.packages.push_back(rec);
+        } else if (e.type == "file.activity") {
+            // Drained from the guest's watch: merged per path over drains.
+            guestDropped += d.value("dropped", std::uint64_t(0));
+            guestOverflow = guestOverflow || d.value("overflow", false);
+            if (activityMechanism.empty()) activityMechanism = str(d, "mechanism");
+            for (const auto& p : d.value("paths", json::array())) {
+                if (!p.is_object()) continue;
+                std::string path = str(p, "path");
+                if (path.empty()) continue;
+                json& a = guestActivity[path];
+                if (a.is_null())
+                    a = {{"path", path}, {"source", "guest"}, {"reads", 0}, {"writes", 0}, {"execs", json::array()}};
+                a["reads"] = a["reads"].get<std::uint64_t>() + p.value("reads", std::uint64_t(0));
+                a["writes"] = a["writes"].get<std::uint64_t>() + p.value("writes", std::uint64_t(0));
+                for (const char* k : {"first", "first_write"})
+                    if (!str(p, k).empty() && (str(a, k).empty() || str(p, k) < str(a, k))) a[k] = str(p, k);
+                for (const char* k : {"last", "last_write"})
+                    if (str(p, k) > str(a, k)) a[k] = str(p, k);
+                for (const auto& x : p.value("execs", json::array()))
+                    if (x.is_string() && std::find(a["execs"].begin(), a["execs"].end(), x) == a["execs"].end())
+                        a["execs"].push_back(x);
+            }
+        } else if (e.type == "file.watch_started" || e.type == "file.watch_failed") {
+            activityWatch = d;
+            activityWatch["event"] = e.type;
         } else if (e.type.rfind("file.", 0) == 0) {
             // Changes made through the files API (by the client, not by a
             // process in the guest).
@@ -251,6 +284,13 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
             rec["event"] = e.type;
             rec["source"] = "api";
             m.activity.push_back(rec);
+        }
+    }
+    {
+        ChangeClassifier classify({}, sensitivePaths, "");
+        for (auto& [path, a] : guestActivity) {
+            a["sensitive"] = classify.sensitive(path);
+            m.activity.push_back(std::move(a));
         }
     }
     for (const auto& c : cmds) {
@@ -450,6 +490,21 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
                 {"egress_denied", egressDenied},
                 {"packages", packages},
                 {"artifacts", m.artifacts.size()}};
+    json activityNote = {
+        {"api", "changes made through the files API are recorded by the host (source \"api\")"},
+        {"guest", activityWatch.is_null()
+                      ? json("not watched: the sandbox has no workspace")
+                      : json{{"watch", activityWatch},
+                             {"mechanism", activityMechanism.empty() ? str(activityWatch, "mechanism")
+                                                                     : activityMechanism},
+                             {"paths", guestActivity.size()},
+                             {"dropped", guestDropped},
+                             {"overflow", guestOverflow},
+                             {"limits", "reads and writes of files under the workspace by the guest's "
+                                        "processes; not seen: directory listings, stat, creation and "
+                                        "removal by themselves, memory-mapped access after the first, the "
+                                        "agent's own work (the files API); with inotify only writes, "
+                                        "with no command (see docs/evidence.md)"}}}};
     auto tmpl = json{{"name", r.templateName}};
     for (const auto& e : events)
         if (e.type == "sandbox.created") {
@@ -468,9 +523,7 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
         {"ended_at", nowTimestamp()},
         {"counts", g.counts},
         {"secrets_in_changes", secretInChanges},
-        {"file_activity",
-         "changes made through the files API are recorded; reads and writes by the guest's own "
-         "processes are not (see docs/evidence.md)"}};
+        {"file_activity", activityNote}};
     if (!artifactNote.is_null()) m.manifest["artifacts_note"] = artifactNote;
     json artifactList = json::array();
     for (const auto& a : m.artifacts) {
@@ -491,6 +544,8 @@ EvidenceRecord EvidenceService::seal(const std::string& tenant, const std::strin
     auto lock = sandboxLock(sandboxId);
     std::lock_guard hold(*lock);
     std::string id = newId("evd-");
+    // What the guest gathered since the last drain joins the audit log first.
+    controller_.drainFileActivity(r);
     auto g = gather(r, id);
     EvidenceModel& m = g.model;
     auto masker = controller_.maskerFor(r);

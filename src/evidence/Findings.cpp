@@ -265,13 +265,32 @@ json computeFindings(const EvidenceModel& m) {
         std::string lastTest;
         for (const auto& r : m.testRuns) lastTest = std::max(lastTest, r.endedAt);
         std::string lastChange, changeRef, changeFile;
-        for (const auto& a : m.activity)
-            if (a.value("writes", 0) > 0 && str(a, "last_write") > lastChange) {
-                lastChange = str(a, "last_write");
+        bool guestWatched = false;
+        for (const auto& a : m.activity) {
+            if (str(a, "source") != "guest") continue;
+            guestWatched = true;
+            if (a.value("writes", 0) == 0) continue;
+            // A write by a command counts at that command's end (the host's
+            // clock, as the test runs'); a test run's own writes (reports,
+            // caches) are no change; one by no known command at its own time.
+            std::string at;
+            bool byCommand = false;
+            for (const auto& x : a.value("execs", json::array())) {
+                if (!x.is_string()) continue;
+                for (const auto& c : m.commands)
+                    if (str(c, "id") == x.get<std::string>()) {
+                        byCommand = true;
+                        if (str(c, "purpose") != "test") at = std::max(at, str(c, "ended_at"));
+                    }
+            }
+            if (!byCommand) at = str(a, "last_write");
+            if (at > lastChange) {
+                lastChange = at;
                 changeRef = str(a, "path");
                 changeFile = "files/activity.jsonl";
             }
-        if (m.activity.empty())
+        }
+        if (!guestWatched)
             for (const auto& c : m.commands)
                 if (str(c, "purpose") != "test" && c.contains("exit_code") &&
                     str(c, "ended_at") > lastChange) {

@@ -40,7 +40,7 @@ std::string toJson(const HelloAck& m) {
 }
 
 std::string toJson(const ExecRequest& m) {
-    return dump({{"op", m.background ? "process_start" : "exec"},
+    json j = {{"op", m.background ? "process_start" : "exec"},
                  {"argv", m.argv},
                  {"cwd", m.cwd},
                  {"env", m.env},
@@ -51,7 +51,9 @@ std::string toJson(const ExecRequest& m) {
                  {"tty", m.tty},
                  {"rows", m.rows},
                  {"cols", m.cols},
-                 {"output_cap", m.output_cap}});
+                 {"output_cap", m.output_cap}};
+    if (!m.trace.empty()) j["trace"] = m.trace;
+    return dump(j);
 }
 
 std::string openOp(const std::string& payload) {
@@ -140,6 +142,11 @@ ExecRequest parseExecRequest(const std::string& payload) {
     std::int64_t cap = getInt(j, "output_cap", what, 0);
     if (cap < 0) throw MessageError{"exec: negative output_cap"};
     r.output_cap = static_cast<std::uint64_t>(cap);
+    r.trace = getString(j, "trace", what, false);
+    if (r.trace.size() > 64 ||
+        r.trace.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") !=
+            std::string::npos)
+        throw MessageError{"exec: 'trace' must be at most 64 of [A-Za-z0-9_-]"};
     return r;
 }
 

@@ -47,6 +47,9 @@ struct ExecRequest {
     unsigned rows = 24, cols = 80;
     std::uint64_t output_cap = 0;  // per channel; beyond it output is drained and dropped (0: no cap)
     bool background = false;       // op "process_start": outlives the stream and the host session
+    // The host's name for this command (its exec id): the guest tags the
+    // file activity of the command's session with it. At most 64 of [A-Za-z0-9_-].
+    std::string trace;
 };
 
 struct ExecResult {

@@ -494,6 +494,8 @@ SandboxRecord WorkspaceService::createSandbox(const std::string& tenant,
                              {"branch", rec.branch},
                              {"path", rec.path},
                              {"submodules", subs}});
+    // From here on the guest's own reads and writes in it are recorded.
+    controller_.watchFiles(tenant, r.id, rec.path);
     return r;
 }
 

@@ -3,8 +3,10 @@
 // every type on every stream with arbitrary payloads, as root in a guest
 // could send them. It must never crash, leak or hang: at worst the session
 // ends. Streams 1-3 are open (a pushed exec, a pulled stream, a call).
+#include <poll.h>
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <algorithm>
@@ -22,22 +24,32 @@ using namespace airlock;
 using namespace std::chrono_literals;
 
 namespace {
-bool answerHello(int fd) {
+// Answers every hello until the connection is established: the host resends
+// its hello (with a new nonce) when an answer is slow, and libFuzzer's timer
+// signal can interrupt a read, so neither may fail the harness.
+bool answerHellos(int fd, std::future<std::shared_ptr<AgentConnection>>& connecting) {
     protocol::FrameDecoder decoder;
     char buf[4096];
-    protocol::Frame frame;
-    for (int tries = 0; tries < 100; ++tries) {
-        if (decoder.next(frame) == protocol::FrameDecoder::Result::frame) {
+    while (connecting.wait_for(0s) != std::future_status::ready) {
+        pollfd p{fd, POLLIN, 0};
+        int r = ::poll(&p, 1, 50);
+        if (r < 0 && errno != EINTR) return false;
+        if (r <= 0) continue;
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (n <= 0) return false;
+        decoder.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+        protocol::Frame frame;
+        while (decoder.next(frame) == protocol::FrameDecoder::Result::frame) {
+            if (frame.type != protocol::FrameType::hello) continue;
             auto hello = protocol::parseHello(frame.payload);
             auto ack = protocol::encodeFrame(protocol::FrameType::hello_ack, 0,
                                              protocol::toJson(protocol::HelloAck{1, hello.nonce, 1, "fuzz"}));
-            return ::send(fd, ack.data(), ack.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(ack.size());
+            if (::send(fd, ack.data(), ack.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(ack.size())) return false;
         }
-        ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n <= 0) return false;
-        decoder.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+        if (connecting.wait_for(200ms) == std::future_status::ready) return true;
     }
-    return false;
+    return true;
 }
 }  // namespace
 
@@ -48,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto connecting = std::async(std::launch::async, [fd = fds[0]] {
         return AgentConnection::fromFd(UniqueFd(fd), 5s);
     });
-    if (!answerHello(guest.get())) std::abort();
+    if (!answerHellos(guest.get(), connecting)) std::abort();
     auto conn = connecting.get();
     protocol::ExecRequest exec;
     exec.argv = {"true"};
@@ -79,11 +91,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // Whatever the host writes back is read and dropped, so it never stalls.
     std::thread drain([fd = guest.get()] {
         char buf[65536];
-        while (::read(fd, buf, sizeof buf) > 0) {
+        for (;;) {
+            ssize_t n = ::read(fd, buf, sizeof buf);
+            if (n > 0 || (n < 0 && errno == EINTR)) continue;
+            break;
         }
     });
     for (std::size_t off = 0; off < wire.size();) {
         ssize_t n = ::send(guest.get(), wire.data() + off, wire.size() - off, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         off += static_cast<std::size_t>(n);
     }

@@ -151,10 +151,29 @@ TEST(Findings, NoTestsOrAChangeAfterTheLastTestIsUnverified) {
     auto u = byKind(laterFindings, "unverified_changes");
     ASSERT_NE(u, nullptr);
     EXPECT_NE(u->dump().find("c5"), std::string::npos);
-    // With file activity, the last write decides, not the last command.
-    later.activity = {
-        {{"path", "src/app.py"}, {"writes", 1}, {"last_write", "2026-01-01T00:00:05Z"}}};
+    // With the guest's file activity, the last write decides, not the last
+    // command: c5 wrote nothing, an unattributed write came before the test.
+    later.activity = {{{"path", "src/app.py"},
+                       {"source", "guest"},
+                       {"writes", 1},
+                       {"last_write", "2026-01-01T00:00:05Z"},
+                       {"execs", json::array()}}};
     EXPECT_EQ(byKind(computeFindings(later), "unverified_changes"), nullptr);
+    // Files API records are not the guest's watch: the commands decide again.
+    auto apiOnly = later;
+    apiOnly.activity = {{{"path", "src/app.py"}, {"source", "api"}, {"event", "file.written"}}};
+    EXPECT_NE(byKind(computeFindings(apiOnly), "unverified_changes"), nullptr);
+    // A write by a command counts at that command's end (the host's clock),
+    // whatever the guest's clock said.
+    later.activity[0]["execs"] = json::array({"c5"});
+    auto byC5 = computeFindings(later);  // byKind points into it
+    u = byKind(byC5, "unverified_changes");
+    ASSERT_NE(u, nullptr);
+    EXPECT_NE(u->dump().find("src/app.py"), std::string::npos) << u->dump();
+    // A test run's own writes (its reports) are no change after the tests.
+    later.activity[0]["execs"] = json::array({"c4"});  // the test run
+    EXPECT_EQ(byKind(computeFindings(later), "unverified_changes"), nullptr)
+        << computeFindings(later).dump();
     // A clean session: passing tests, nothing odd.
     EvidenceModel clean;
     clean.files = json::array({{{"path", "src/a.py"}, {"status", "modified"}, {"in_scope", true}}});

@@ -1,0 +1,110 @@
+// File activity in the guest: the agent watches the workspace (fanotify,
+// else inotify) and keeps a bounded per-path summary; the host drains it into
+// the audit log, where the evidence bundle reads it. Everything in a drain
+// is guest-written: it is checked for shape, capped and masked before it is
+// stored, and it never fails the operation that asked for it.
+#include "controller/SandboxController.hpp"
+#include "core/Log.hpp"
+
+namespace airlock {
+
+namespace {
+constexpr std::chrono::seconds kFileActivityCallTimeout{10};
+constexpr std::size_t kPathsPerRecord = 200;
+constexpr std::size_t kMaxPathsPerDrain = 4096;
+constexpr std::size_t kMaxPathBytes = 1024;
+}  // namespace
+
+bool SandboxController::watchFiles(const std::string& tenant, const std::string& id,
+                                   const std::string& path) {
+    try {
+        auto agent = runningAgent(tenant, id);
+        auto reply = agent->call({{"op", "file_watch"}, {"path", path}}, kFileActivityCallTimeout);
+        auto m = reply.is_object() ? reply.find("mechanism") : reply.end();
+        std::string mechanism = m != reply.end() && m->is_string() ? m->get<std::string>() : "";
+        if (mechanism != "fanotify" && mechanism != "inotify") mechanism = "unknown";
+        record(id, tenant, "file.watch_started", {{"path", path}, {"mechanism", mechanism}});
+        return true;
+    } catch (const std::exception& e) {
+        logWarn("controller", "sandbox " + id + ": no file activity for " + path + ": " + e.what());
+        record(id, tenant, "file.watch_failed", {{"path", path}, {"error", e.what()}});
+        return false;
+    }
+}
+
+void SandboxController::drainFileActivity(const SandboxRecord& r) {
+    if (r.state != SandboxState::running) return;
+    nlohmann::json reply;
+    try {
+        reply = agentFor(r.id)->call({{"op", "file_activity"}}, kFileActivityCallTimeout);
+    } catch (const std::exception& e) {
+        logWarn("controller", "sandbox " + r.id + ": file activity not drained: " + e.what());
+        return;
+    }
+    auto flag = [](const nlohmann::json& j, const char* key) {
+        auto it = j.find(key);
+        return it != j.end() && it->is_boolean() && it->get<bool>();
+    };
+    if (!reply.is_object() || !flag(reply, "watching")) return;
+    auto masker = maskerFor(r);
+    auto number = [](const nlohmann::json& j, const char* key) -> std::uint64_t {
+        auto it = j.find(key);
+        return it != j.end() && it->is_number_unsigned() ? it->get<std::uint64_t>() : 0;
+    };
+    auto text = [](const nlohmann::json& j, const char* key, std::size_t max) -> std::string {
+        auto it = j.find(key);
+        if (it == j.end() || !it->is_string()) return {};
+        std::string s = it->get<std::string>();
+        return s.size() > max ? s.substr(0, max) : s;
+    };
+    std::string mechanism = text(reply, "mechanism", 16);
+    std::vector<nlohmann::json> clean;
+    std::uint64_t skipped = 0;
+    auto paths = reply.find("paths");
+    if (paths != reply.end() && paths->is_array()) {
+        for (const auto& p : *paths) {
+            if (clean.size() >= kMaxPathsPerDrain) {
+                ++skipped;
+                continue;
+            }
+            if (!p.is_object()) continue;
+            std::string path = text(p, "path", kMaxPathBytes);
+            if (path.empty() || path[0] == '/' || path.find('\0') != std::string::npos) continue;
+            nlohmann::json rec = {{"path", masker.mask(path)},
+                                  {"reads", number(p, "reads")},
+                                  {"writes", number(p, "writes")},
+                                  {"first", text(p, "first", 40)},
+                                  {"last", text(p, "last", 40)}};
+            if (rec["writes"].get<std::uint64_t>() > 0) {
+                rec["first_write"] = text(p, "first_write", 40);
+                rec["last_write"] = text(p, "last_write", 40);
+            }
+            nlohmann::json execs = nlohmann::json::array();
+            if (auto e = p.find("execs"); e != p.end() && e->is_array())
+                for (const auto& x : *e)
+                    if (x.is_string() && execs.size() < 8 &&
+                        x.get_ref<const std::string&>().size() <= 64)
+                        execs.push_back(x);
+            rec["execs"] = execs;
+            clean.push_back(std::move(rec));
+        }
+    }
+    std::uint64_t dropped = number(reply, "dropped") + skipped;
+    bool overflow = flag(reply, "overflow");
+    if (clean.empty() && dropped == 0 && !overflow) return;
+    // Several records of a bounded size: an audit record stays small.
+    for (std::size_t i = 0; i < clean.size() || i == 0; i += kPathsPerRecord) {
+        nlohmann::json chunk = nlohmann::json::array();
+        for (std::size_t k = i; k < std::min(clean.size(), i + kPathsPerRecord); ++k)
+            chunk.push_back(clean[k]);
+        nlohmann::json data = {{"mechanism", mechanism}, {"paths", chunk}};
+        if (i == 0) {
+            data["dropped"] = dropped;
+            data["overflow"] = overflow;
+        }
+        record(r.id, r.tenant, "file.activity", data);
+        if (clean.empty()) break;
+    }
+}
+
+}  // namespace airlock
