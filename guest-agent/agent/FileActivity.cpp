@@ -24,18 +24,6 @@ std::int64_t wallMs() {
     return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
 }
 
-std::string isoMs(std::int64_t ms) {
-    if (ms <= 0) return {};
-    time_t secs = static_cast<time_t>(ms / 1000);
-    tm t{};
-    ::gmtime_r(&secs, &t);
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", t.tm_year + 1900,
-                  t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec,
-                  static_cast<int>(ms % 1000));
-    return buf;
-}
-
 // Trees whose every file is noise to a reviewer (a repository's internals,
 // installed dependencies, caches) count as one path each: the directory.
 std::string collapse(const std::string& rel) {
@@ -220,22 +208,18 @@ void FileActivity::record(const std::string& absPath, bool read, bool write,
 }
 
 nlohmann::json FileActivity::drain() {
-    nlohmann::json out = {{"watching", watching()},
-                          {"root", root_},
-                          {"mechanism", mechanism_},
-                          {"dropped", dropped_},
-                          {"overflow", overflow_}};
+    // Times are the guest's wall clock in ms, with the guest's "now" beside
+    // them: the host shifts them onto its own clock (a restored guest's may lag).
+    nlohmann::json out = {{"watching", watching()},  {"root", root_},
+                          {"mechanism", mechanism_}, {"dropped", dropped_},
+                          {"overflow", overflow_},   {"now_ms", wallMs()}};
     nlohmann::json list = nlohmann::json::array();
     for (const auto& [path, s] : paths_) {
-        nlohmann::json p = {{"path", path},
-                            {"reads", s.reads},
-                            {"writes", s.writes},
-                            {"first", isoMs(s.firstMs)},
-                            {"last", isoMs(s.lastMs)},
-                            {"execs", s.traces}};
+        nlohmann::json p = {{"path", path},          {"reads", s.reads},    {"writes", s.writes},
+                            {"first_ms", s.firstMs}, {"last_ms", s.lastMs}, {"execs", s.traces}};
         if (s.writes > 0) {
-            p["first_write"] = isoMs(s.firstWriteMs);
-            p["last_write"] = isoMs(s.lastWriteMs);
+            p["first_write_ms"] = s.firstWriteMs;
+            p["last_write_ms"] = s.lastWriteMs;
         }
         list.push_back(std::move(p));
     }

@@ -35,8 +35,9 @@ class FileActivity {
     // Reads what is queued (the fd is non-blocking).
     void onReadable(const TraceOf& traceOf);
     // The summary since the last drain, which it clears:
-    // {"root","mechanism","paths":[{path,reads,writes,first,last,first_write,
-    // last_write,execs}],"dropped","overflow"}; times are UTC ISO-8601 (ms).
+    // {"root","mechanism","now_ms","paths":[{path,reads,writes,first_ms,last_ms,
+    // first_write_ms,last_write_ms,execs}],"dropped","overflow"}; times are
+    // the guest's wall clock in Unix ms.
     nlohmann::json drain();
 
   private:

@@ -4,6 +4,7 @@
 // is guest-written: it is checked for shape, capped and masked before it is
 // stored, and it never fails the operation that asked for it.
 #include "controller/SandboxController.hpp"
+#include "core/Clock.hpp"
 #include "core/Log.hpp"
 
 namespace airlock {
@@ -58,6 +59,25 @@ void SandboxController::drainFileActivity(const SandboxRecord& r) {
         return s.size() > max ? s.substr(0, max) : s;
     };
     std::string mechanism = text(reply, "mechanism", 16);
+    // The guest's clock may lag (a restored snapshot's): its times are moved
+    // by the difference between its "now" and ours.
+    auto signedNumber = [](const nlohmann::json& j, const char* key) -> std::int64_t {
+        auto it = j.find(key);
+        return it != j.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
+    };
+    const std::int64_t hostNowMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       std::chrono::system_clock::now().time_since_epoch())
+                                       .count();
+    const std::int64_t guestNowMs = signedNumber(reply, "now_ms");
+    const std::int64_t offsetMs = guestNowMs > 0 ? hostNowMs - guestNowMs : 0;
+    auto when = [&](const nlohmann::json& j, const char* key) -> std::string {
+        std::int64_t ms = signedNumber(j, key);
+        if (ms <= 0) return {};
+        ms += offsetMs;
+        if (ms <= 0 || ms > hostNowMs + 60'000) return {};  // nonsense from the guest
+        return formatTimestamp(
+            std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)));
+    };
     std::vector<nlohmann::json> clean;
     std::uint64_t skipped = 0;
     auto paths = reply.find("paths");
@@ -73,11 +93,11 @@ void SandboxController::drainFileActivity(const SandboxRecord& r) {
             nlohmann::json rec = {{"path", masker.mask(path)},
                                   {"reads", number(p, "reads")},
                                   {"writes", number(p, "writes")},
-                                  {"first", text(p, "first", 40)},
-                                  {"last", text(p, "last", 40)}};
+                                  {"first", when(p, "first_ms")},
+                                  {"last", when(p, "last_ms")}};
             if (rec["writes"].get<std::uint64_t>() > 0) {
-                rec["first_write"] = text(p, "first_write", 40);
-                rec["last_write"] = text(p, "last_write", 40);
+                rec["first_write"] = when(p, "first_write_ms");
+                rec["last_write"] = when(p, "last_write_ms");
             }
             nlohmann::json execs = nlohmann::json::array();
             if (auto e = p.find("execs"); e != p.end() && e->is_array())
@@ -97,7 +117,8 @@ void SandboxController::drainFileActivity(const SandboxRecord& r) {
         nlohmann::json chunk = nlohmann::json::array();
         for (std::size_t k = i; k < std::min(clean.size(), i + kPathsPerRecord); ++k)
             chunk.push_back(clean[k]);
-        nlohmann::json data = {{"mechanism", mechanism}, {"paths", chunk}};
+        nlohmann::json data = {
+            {"mechanism", mechanism}, {"paths", chunk}, {"clock_offset_ms", offsetMs}};
         if (i == 0) {
             data["dropped"] = dropped;
             data["overflow"] = overflow;
