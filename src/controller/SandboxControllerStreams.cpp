@@ -1,5 +1,6 @@
 // SandboxController: the operations that run through agent streams (streamed
 // exec, files, background processes, preview tunnels).
+#include <atomic>
 #include <nlohmann/json.hpp>
 
 #include "controller/MaskedOutput.hpp"
@@ -8,6 +9,7 @@
 #include "core/Error.hpp"
 #include "core/Ids.hpp"
 #include "core/Log.hpp"
+#include "protocol/Messages.hpp"
 
 namespace airlock {
 namespace {
@@ -79,9 +81,54 @@ std::shared_ptr<AgentStream> SandboxController::openStreamedExec(const SandboxRe
     request.rows = terminal.rows;
     request.cols = terminal.cols;
     request.stdin_stream = terminal.stdinStream;
-    return MaskedOutput::open(*agent, execJson(request),
-                              std::make_shared<const SecretMasker>(maskerOf(record, secrets)),
-                              std::move(handler));
+    auto masker = std::make_shared<const SecretMasker>(maskerOf(record, secrets));
+    // The audit log keeps how it ended, as for a REST exec (the output went
+    // to the client; its size is kept, not its bytes).
+    struct Ending {
+        std::atomic<std::uint64_t> stdoutBytes{0}, stderrBytes{0};
+        std::atomic<bool> recorded{false};
+    };
+    auto ending = std::make_shared<Ending>();
+    nlohmann::json data{{"command", commandText(options)},
+                        {"path", "exec/ws"},
+                        {"cwd", options.cwd},
+                        {"user", options.user.empty() ? "user" : options.user},
+                        {"started_at", nowTimestamp()}};
+    if (!options.trace.empty()) data["exec_id"] = options.trace;
+    if (isTestRun(record, options)) data["purpose"] = "test";
+    auto startedMs = steadyMillis();
+    AgentStream::Handler recording = [this, sandbox = record.id, tenant = record.tenant, data,
+                                      masker, ending, startedMs,
+                                      inner = std::move(handler)](AgentStream::Event&& e) mutable {
+        using Kind = AgentStream::Event::Kind;
+        if (e.kind == Kind::data)
+            (e.channel == 2 ? ending->stderrBytes : ending->stdoutBytes) += e.payload.size();
+        if ((e.kind == Kind::close || e.kind == Kind::reset) && !ending->recorded.exchange(true)) {
+            nlohmann::json d = data;
+            d["duration_ms"] = steadyMillis() - startedMs;
+            d["stdout_bytes"] = ending->stdoutBytes.load();
+            d["stderr_bytes"] = ending->stderrBytes.load();
+            std::string type = "exec.executed";
+            try {
+                if (e.kind == Kind::reset)
+                    throw std::runtime_error(protocol::parseResetInfo(e.payload).message);
+                auto result = protocol::parseExecResult(e.payload);
+                d["exit_code"] = result.exit_code;
+                d["timed_out"] = result.timed_out;
+                if (result.signal) d["signal"] = *result.signal;
+                if (!result.error.empty()) {
+                    d["error"] = result.error;
+                    type = "exec.failed";
+                }
+            } catch (const std::exception& ex) {
+                d["error"] = std::string("the stream ended: ") + ex.what();
+                type = "exec.failed";
+            }
+            this->record(sandbox, tenant, type, d, masker.get());
+        }
+        inner(std::move(e));
+    };
+    return MaskedOutput::open(*agent, execJson(request), masker, std::move(recording));
 }
 
 std::shared_ptr<AgentStream> SandboxController::openApprovedExec(

@@ -119,6 +119,37 @@ TEST_F(StreamedExecTest, SecretsAreInjectedAndMaskedEvenWhenSplitAcrossChunks) {
     EXPECT_EQ(c.out, "token=***\ndeploy=unset\n") << "scoped secrets stay out of other commands";
 }
 
+TEST_F(StreamedExecTest, TheAuditKeepsHowAStreamedExecEndedAndItsOutputSizeNotItsBytes) {
+    auto s = sandbox();
+    Collector c;
+    auto started = controller->openExec(
+        "t1", s.id, shell("printf 'out=%s' \"$API_TOKEN\"; echo err >&2; exit 3"),
+        TerminalOptions{false, 24, 80, false}, c.handler());
+    ASSERT_TRUE(started.stream);
+    c.stream = started.stream;
+    ASSERT_TRUE(c.waitEnd());
+    std::vector<AuditEvent> ended;
+    ASSERT_TRUE(test::waitFor(
+        [&] {
+            ended = controller->audit("t1", s.id, AuditQuery{"exec.executed", "", 0, 10});
+            return !ended.empty();
+        },
+        5s));
+    auto d = nlohmann::json::parse(ended[0].dataJson);
+    EXPECT_EQ(d["exit_code"], 3);
+    EXPECT_EQ(d["path"], "exec/ws");
+    EXPECT_EQ(d["stdout_bytes"], std::string("out=***").size()) << "counted after masking";
+    EXPECT_EQ(d["stderr_bytes"], 4);
+    EXPECT_FALSE(d.contains("stdout"));
+    EXPECT_EQ(ended[0].dataJson.find("s3cr3t"), std::string::npos);
+    // The same exec id as its allowed record: one command in the evidence.
+    auto allowed = controller->audit("t1", s.id, AuditQuery{"exec.allowed", "", 0, 10});
+    ASSERT_EQ(allowed.size(), 1u);
+    std::string id = d.value("exec_id", "");
+    EXPECT_EQ(id.rfind("ex-", 0), 0u) << d.dump();
+    EXPECT_EQ(nlohmann::json::parse(allowed[0].dataJson).value("exec_id", ""), id);
+}
+
 TEST_F(StreamedExecTest, AGatedStreamWaitsForItsDecisionThenRuns) {
     auto s = sandbox();
     Decision d;
