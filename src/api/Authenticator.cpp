@@ -11,7 +11,17 @@ Principal Authenticator::principalFor(const std::string& header) {
         throw Error(ErrorCode::unauthorized, "missing API key (Authorization: Bearer KEY)");
     if (header.rfind(kBearer, 0) != 0)
         throw Error(ErrorCode::unauthorized, "Authorization must be 'Bearer KEY'");
-    auto key = keys_.findValid(header.substr(kBearer.size()), nowUnixSeconds());
+    return principalForKey(header.substr(kBearer.size()));
+}
+
+Principal Authenticator::principalForE2bKey(const std::string& xApiKey) {
+    if (xApiKey.empty()) throw Error(ErrorCode::unauthorized, "missing API key (X-API-KEY)");
+    if (xApiKey.rfind("e2b_", 0) == 0) return principalForKey("ak_" + xApiKey.substr(4));
+    return principalForKey(xApiKey);
+}
+
+Principal Authenticator::principalForKey(const std::string& clear) {
+    auto key = keys_.findValid(clear, nowUnixSeconds());
     if (!key) throw Error(ErrorCode::unauthorized, "invalid, revoked or expired API key");
     return Principal{key->id, key->name, key->tenant, key->role};
 }

@@ -19,8 +19,13 @@ class Authenticator {
   public:
     explicit Authenticator(ApiKeyStore& keys) : keys_(keys) {}
     Principal principalFor(const std::string& authorizationHeader);
+    // The E2B front door's "X-API-KEY": an Airlock key as is, or with "e2b_"
+    // in place of "ak_" (E2B's SDKs refuse keys of another shape); the same
+    // key, so the same tenant and role.
+    Principal principalForE2bKey(const std::string& xApiKey);
 
   private:
+    Principal principalForKey(const std::string& key);
     ApiKeyStore& keys_;
 };
 

@@ -43,6 +43,16 @@ ApiKeyRecord readRow(Database::Statement& st) {
 }
 }  // namespace
 
+std::string newApiKey() {
+    static const char kHex[] = "0123456789abcdef";
+    std::string key = "ak_";
+    for (unsigned char b : randomBytes(24)) {
+        key += kHex[b >> 4];
+        key += kHex[b & 0x0f];
+    }
+    return key;
+}
+
 ApiKeyStore::ApiKeyStore(Database& db) : db_(db) {
     db_.exec(
         "CREATE TABLE IF NOT EXISTS api_keys (key_hash TEXT PRIMARY KEY, tenant TEXT NOT NULL,"
@@ -57,7 +67,7 @@ ApiKeyStore::ApiKeyStore(Database& db) : db_(db) {
 ApiKeyStore::Created ApiKeyStore::create(const std::string& tenant, Role role,
                                          const std::string& name, std::int64_t expiresAt) {
     Created c;
-    c.key = "ak_" + newSecretToken();
+    c.key = newApiKey();
     c.record = ApiKeyRecord{newId("key-"), tenant, role, name, nowTimestamp(), expiresAt};
     db_.locked([&](sqlite3* db) {
         Database::Statement st(

@@ -24,6 +24,12 @@ struct ApiKeyRecord {
     std::int64_t expiresAt = 0;  // unix seconds; 0: never
 };
 
+// A new API key: "ak_" and 48 lowercase hex digits (192 random bits). The
+// hex shape is what E2B's SDKs check a key against ("e2b_" and hex), so the
+// same key works there with the prefix swapped. Keys minted before (base32)
+// keep working.
+std::string newApiKey();
+
 // API keys are stored as SHA-256 hashes only; a leaked state.db does not leak keys.
 class ApiKeyStore {
   public:
