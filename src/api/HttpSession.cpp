@@ -5,7 +5,9 @@
 #include <boost/beast/websocket/rfc6455.hpp>
 #include <limits>
 
+#include "api/ConnectStreamSession.hpp"
 #include "api/DownloadSession.hpp"
+#include "api/E2bApi.hpp"
 #include "api/ErrorMapping.hpp"
 #include "api/PreviewProxySession.hpp"
 #include "api/UploadSession.hpp"
@@ -89,6 +91,9 @@ ApiRequest requestHead(const http::request<http::empty_body>& req) {
     request.authorization = std::string(req[http::field::authorization]);
     request.contentType = std::string(req[http::field::content_type]);
     request.host = std::string(req[http::field::host]);
+    for (const char* name : {"x-api-key", "e2b-sandbox-id", "e2b-sandbox-port", "x-access-token", "connect-timeout-ms",
+                             "keepalive-ping-interval", "e2b-traffic-access-token", "content-encoding"})
+        if (auto it = req.find(name); it != req.end()) request.headers[name] = std::string(it->value());
     return request;
 }
 }  // namespace
@@ -102,6 +107,16 @@ void HttpSession::onHeader(beast::error_code ec) {
             errorResponse(ErrorCode::bad_request, "malformed HTTP request: " + ec.message()), false,
             11);
     ApiRequest head = requestHead(header_->get());
+    e2bTarget_.reset();
+    if (auto* envd = router_.e2bEnvd()) {
+        std::optional<E2bEnvd::Target> target;
+        try {
+            target = envd->target(head);
+        } catch (const Error& e) {
+            return respond(e2bError(400, e.what()), false, 11);
+        }
+        if (target) return startE2b(std::move(head), std::move(*target));
+    }
     auto match = router_.matchStream(head.method, head.path);
     if (match.kind != Router::StreamKind::none) return startStream(match, std::move(head));
     if (auto length = header_->content_length(); length && *length > limits_.maxBodyBytes)
@@ -109,8 +124,12 @@ void HttpSession::onHeader(beast::error_code ec) {
                                      "request body exceeds " +
                                          std::to_string(limits_.maxBodyBytes) + " bytes"),
                        false, 11);
+    readBody(limits_.maxBodyBytes);
+}
+
+void HttpSession::readBody(std::size_t limit) {
     parser_.emplace(std::move(*header_));
-    parser_->body_limit(limits_.maxBodyBytes);
+    parser_->body_limit(limit);
     http::async_read(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code e, std::size_t) { self->onBody(e); });
@@ -139,6 +158,21 @@ void HttpSession::onBody(beast::error_code ec) {
 
     // The controller may block for seconds: keep the I/O thread free.
     stream_.expires_never();
+    if (e2bTarget_) {
+        auto target = std::move(*e2bTarget_);
+        e2bTarget_.reset();
+        if (E2bEnvd::isStreamingRpc(request)) return startConnectStream(std::move(request), std::move(target));
+        auto* envd = router_.e2bEnvd();
+        asio::post(workers_, [self = shared_from_this(), envd, request = std::move(request),
+                              target = std::move(target), keepAlive, version]() mutable {
+            auto response = envd->handle(request, target);
+            asio::post(self->stream_.get_executor(),
+                       [self, response = std::move(response), keepAlive, version]() mutable {
+                           self->respond(std::move(response), keepAlive, version);
+                       });
+        });
+        return;
+    }
     // A handler may answer later from another thread (a long exec answers
     // when the command ends, holding no worker meanwhile).
     asio::post(workers_, [self = shared_from_this(), request = std::move(request), keepAlive,
@@ -234,12 +268,92 @@ void HttpSession::startStream(const Router::StreamMatch& match, ApiRequest reque
     }
 }
 
+void HttpSession::startE2b(ApiRequest head, E2bEnvd::Target target) {
+    auto* envd = router_.e2bEnvd();
+    if (target.port != e2b::kEnvdPort) {
+        // A guest port (E2B's getHost): public, as E2B's are unless a sandbox
+        // restricts them (Airlock refuses that option at create for now).
+        std::string owner;
+        TenantLimiter::Slot slot;
+        try {
+            auto o = controller_.ownerOf(target.sandboxId);
+            if (!o || controller_.get(*o, target.sandboxId).state != SandboxState::running)
+                throw E2bEnvd::GatewayError("The sandbox was not found");
+            owner = *o;
+            slot = router_.limiter().acquire(owner);
+        } catch (...) {
+            return respond(envd->errorFor(head, std::current_exception(), target.sandboxId), false, 11);
+        }
+        StreamContext ctx{controller_, workers_, std::move(head), owner, {}, std::move(slot), connectionSlot_};
+        stream_.expires_never();
+        auto& controller = controller_;
+        auto id = target.sandboxId;
+        std::make_shared<PreviewProxySession>(
+            std::move(stream_), std::move(buffer_), header_->release(), std::move(ctx), target.port,
+            [&controller, owner, id, port = target.port](AgentStream::Handler h) {
+                return controller.openPortTunnel(owner, id, port, std::move(h));
+            })
+            ->start();
+        return;
+    }
+    if (E2bEnvd::isDownload(head)) {
+        std::optional<E2bEnvd::Download> d;
+        try {
+            d = envd->planDownload(head, target);
+        } catch (...) {
+            return respond(envd->errorFor(head, std::current_exception(), target.sandboxId), false, 11);
+        }
+        auto& controller = controller_;
+        auto caller = d->caller;
+        auto path = d->path;
+        StreamContext ctx{controller_, workers_, std::move(head), caller.tenant, {caller.sandboxId},
+                          caller.slot, connectionSlot_};
+        stream_.expires_never();
+        std::make_shared<DownloadSession>(
+            std::move(stream_), std::move(ctx),
+            [&controller, caller, path](AgentStream::Handler h) {
+                return controller.openDownload(caller.tenant, caller.sandboxId, path, std::move(h), caller.user);
+            },
+            true, "application/octet-stream")
+            ->start();
+        return;
+    }
+    if (auto length = header_->content_length(); length && *length > E2bEnvd::bodyLimit(head))
+        return respond(e2bError(413, "request body exceeds " + std::to_string(E2bEnvd::bodyLimit(head)) + " bytes"),
+                       false, 11);
+    e2bTarget_ = std::move(target);
+    readBody(E2bEnvd::bodyLimit(head));
+}
+
+void HttpSession::startConnectStream(ApiRequest request, E2bEnvd::Target target) {
+    auto* envd = router_.e2bEnvd();
+    asio::post(workers_, [self = shared_from_this(), envd, request = std::move(request),
+                          target = std::move(target)]() mutable {
+        std::optional<E2bEnvd::StreamPlan> plan;
+        std::optional<ApiResponse> error;
+        try {
+            plan = envd->planStream(request, target);
+        } catch (...) {
+            error = envd->errorFor(request, std::current_exception(), target.sandboxId);
+        }
+        asio::post(self->stream_.get_executor(), [self, plan = std::move(plan), error = std::move(error)]() mutable {
+            if (error) return self->respond(std::move(*error), false, 11);
+            auto session = std::make_shared<ConnectStreamSession>(std::move(self->stream_), plan->keepalive,
+                                                                  plan->keepaliveJson, plan->slot);
+            if (plan->deadline) session->endAfter(*plan->deadline);
+            session->start();
+            asio::post(self->workers_, [run = std::move(plan->run), session] { run(session); });
+        });
+    });
+}
+
 void HttpSession::respond(ApiResponse response, bool keepAlive, unsigned version) {
     response_ = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(response.status), version);
     response_->set(http::field::server, "airlockd");
     if (!response.contentType.empty())
         response_->set(http::field::content_type, response.contentType);
+    for (const auto& [name, value] : response.headers) response_->set(name, value);
     response_->body() = std::move(response.body);
     response_->keep_alive(keepAlive);
     response_->prepare_payload();

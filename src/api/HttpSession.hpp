@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "api/E2bEnvd.hpp"
 #include "api/Router.hpp"
 
 namespace airlock::api {
@@ -34,8 +35,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     void readRequest();
     void onHeader(boost::beast::error_code ec);
     void onBody(boost::beast::error_code ec);
+    void readBody(std::size_t limit);
     // Hands the connection to a streaming session; false if it answered an error itself.
     void startStream(const Router::StreamMatch& match, ApiRequest request);
+    // The E2B front door's sandbox requests (envd and public ports).
+    void startE2b(ApiRequest head, E2bEnvd::Target target);
+    void startConnectStream(ApiRequest request, E2bEnvd::Target target);
     void respond(ApiResponse response, bool keepAlive, unsigned version);
     void onWrite(bool keepAlive, boost::beast::error_code ec, std::size_t bytes);
     void close();
@@ -53,6 +58,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     std::vector<char> drainBuffer_;
     std::size_t drainBudget_ = 0;
     std::shared_ptr<void> connectionSlot_;
+    std::optional<E2bEnvd::Target> e2bTarget_;  // this request is an envd call
 };
 
 }  // namespace airlock::api

@@ -13,12 +13,23 @@ struct ApiRequest {
     std::string contentType;
     std::string host;  // the Host header: preview URLs are built on it
     std::string body;
+    // The few other headers some routes read, by lower-case name (the E2B
+    // front door's X-API-KEY, E2b-Sandbox-Id, X-Access-Token, Connect-*).
+    std::map<std::string, std::string> headers;
+    std::string header(const std::string& lowerName) const {
+        auto it = headers.find(lowerName);
+        return it == headers.end() ? std::string() : it->second;
+    }
 };
 
 struct ApiResponse {
+    ApiResponse() = default;
+    ApiResponse(int s, std::string type, std::string b)
+        : status(s), contentType(std::move(type)), body(std::move(b)) {}
     int status = 200;
     std::string contentType = "application/json";
     std::string body;
+    std::map<std::string, std::string> headers;  // extra response headers
 };
 
 }  // namespace airlock::api

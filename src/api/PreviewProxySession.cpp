@@ -24,18 +24,36 @@ PreviewProxySession::PreviewProxySession(beast::tcp_stream&& stream, beast::flat
     readBuffer_.resize(64 * 1024);
 }
 
+PreviewProxySession::PreviewProxySession(beast::tcp_stream&& stream, beast::flat_buffer&& buffer,
+                                         http::request<http::empty_body>&& head, StreamContext context,
+                                         unsigned port, Opener open)
+    : PreviewProxySession(std::move(stream), std::move(buffer), std::move(head), std::move(context)) {
+    directPort_ = port;
+    open_ = std::move(open);
+}
+
 void PreviewProxySession::start() {
-    // params: sandbox, port, token; the rest of the path goes to the guest.
-    const auto& p = ctx_.params;
-    std::string prefix = "/preview/" + p[0] + "/" + p[1] + "/" + p[2];
-    std::string target(head_.target());
-    std::string rest = target.size() > prefix.size() ? target.substr(prefix.size()) : "/";
-    if (rest.empty() || (rest[0] != '/' && rest[0] != '?')) rest = "/" + rest;
-    if (rest[0] == '?') rest = "/" + rest;
-    head_.target(rest);
+    std::string portText;
+    if (open_) {
+        portText = std::to_string(directPort_);
+        // Routing headers are airlockd's, not the guest's business.
+        head_.erase("E2b-Sandbox-Id");
+        head_.erase("E2b-Sandbox-Port");
+        head_.erase("e2b-traffic-access-token");
+    } else {
+        // params: sandbox, port, token; the rest of the path goes to the guest.
+        const auto& p = ctx_.params;
+        portText = p[1];
+        std::string prefix = "/preview/" + p[0] + "/" + p[1] + "/" + p[2];
+        std::string target(head_.target());
+        std::string rest = target.size() > prefix.size() ? target.substr(prefix.size()) : "/";
+        if (rest.empty() || (rest[0] != '/' && rest[0] != '?')) rest = "/" + rest;
+        if (rest[0] == '?') rest = "/" + rest;
+        head_.target(rest);
+    }
     bool upgrade = beast::websocket::is_upgrade(head_);
     if (!upgrade) head_.set(http::field::connection, "close");
-    head_.set(http::field::host, "127.0.0.1:" + p[1]);
+    head_.set(http::field::host, "127.0.0.1:" + portText);
     // The guest is untrusted: the client's credentials for airlockd (an API
     // key, session cookies of this origin) never reach it.
     head_.erase(http::field::authorization);
@@ -52,18 +70,23 @@ void PreviewProxySession::start() {
         ApiResponse error;
         std::shared_ptr<AgentStream> tunnel;
         try {
-            unsigned port = 0;
-            try {
-                port = static_cast<unsigned>(std::stoul(self->ctx_.params[1]));
-            } catch (...) {
-                throw Error(ErrorCode::not_found, "no such preview");
-            }
-            tunnel = self->ctx_.controller.openPreviewTunnel(
-                self->ctx_.params[0], port, self->ctx_.params[2], [self](AgentStream::Event&& e) {
-                    asio::post(self->stream_.get_executor(), [self, e = std::move(e)]() mutable {
-                        self->onTunnelEvent(std::move(e));
-                    });
+            AgentStream::Handler handler = [self](AgentStream::Event&& e) {
+                asio::post(self->stream_.get_executor(), [self, e = std::move(e)]() mutable {
+                    self->onTunnelEvent(std::move(e));
                 });
+            };
+            if (self->open_) {
+                tunnel = self->open_(std::move(handler));
+            } else {
+                unsigned port = 0;
+                try {
+                    port = static_cast<unsigned>(std::stoul(self->ctx_.params[1]));
+                } catch (...) {
+                    throw Error(ErrorCode::not_found, "no such preview");
+                }
+                tunnel = self->ctx_.controller.openPreviewTunnel(self->ctx_.params[0], port,
+                                                                 self->ctx_.params[2], std::move(handler));
+            }
             tunnel->writeAsync(0, std::move(first), false);  // within the initial window
         } catch (const Error& e) {
             error = errorResponse(e.code(), e.what());

@@ -2,6 +2,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <deque>
+#include <functional>
 #include <memory>
 
 #include "agentclient/AgentStream.hpp"
@@ -19,6 +20,13 @@ class PreviewProxySession : public std::enable_shared_from_this<PreviewProxySess
     PreviewProxySession(boost::beast::tcp_stream&& stream, boost::beast::flat_buffer&& buffer,
                         boost::beast::http::request<boost::beast::http::empty_body>&& head,
                         StreamContext context);
+    // A request already routed to a port by its Host (E2B's
+    // <port>-<id>.<domain>): the path goes to the guest as it is, and
+    // `open` opens the tunnel (the caller checked access).
+    using Opener = std::function<std::shared_ptr<AgentStream>(AgentStream::Handler)>;
+    PreviewProxySession(boost::beast::tcp_stream&& stream, boost::beast::flat_buffer&& buffer,
+                        boost::beast::http::request<boost::beast::http::empty_body>&& head,
+                        StreamContext context, unsigned port, Opener open);
     void start();
 
   private:
@@ -38,6 +46,8 @@ class PreviewProxySession : public std::enable_shared_from_this<PreviewProxySess
     bool ended_ = false;
     std::size_t ungranted_ = 0;
     std::vector<char> readBuffer_;
+    unsigned directPort_ = 0;
+    Opener open_;
 };
 
 }  // namespace airlock::api

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "api/E2bApi.hpp"
 #include "api/ErrorMapping.hpp"
 #include "api/RequestParsing.hpp"
 #include "core/JsonFields.hpp"
@@ -260,7 +261,7 @@ Router::Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& 
         controller_.get(c.tenant, c.params[0]);
         auto options = parseExec(c.request.body);
         // No thread waits for the command: its end answers the request.
-        ApiRequest label{c.request.method, c.request.path, {}, {}, {}, {}, {}};
+        ApiRequest label{c.request.method, c.request.path, {}, {}, {}, {}, {}, {}};
         auto pending = controller_.submitExecAsync(
             c.tenant, c.params[0], options,
             [respond, label](std::optional<ExecOutput> out, std::exception_ptr error) {
@@ -530,6 +531,7 @@ void Router::handle(const ApiRequest& request, Respond respond) {
         }
     };
     try {
+        if (e2bApi_ && E2bApi::owns(request.path)) return once(e2bApi_->handle(request));
         dispatch(request, once);
     } catch (...) {
         if (!answered->load()) once(responseFor(std::current_exception(), request));

@@ -16,6 +16,9 @@ class EvidenceService;
 
 namespace airlock::api {
 
+class E2bApi;
+class E2bEnvd;
+
 // The single route table. Each handler parses its request into a controller
 // call and maps the result back to JSON; errors are mapped in one place
 // (ErrorMapping) by handle().
@@ -64,6 +67,13 @@ class Router {
     void setWorkspaces(workspace::WorkspaceService* w) { workspaces_ = w; }
     // Evidence bundles (without: their routes answer 503).
     void setEvidence(EvidenceService* e) { evidence_ = e; }
+    // The E2B front door: its control plane (/sandboxes, /v2/sandboxes)
+    // answers through here; envd requests are the HTTP session's.
+    void setE2b(E2bApi* control, E2bEnvd* envd) {
+        e2bApi_ = control;
+        e2bEnvd_ = envd;
+    }
+    E2bEnvd* e2bEnvd() { return e2bEnvd_; }
 
     // Routes whose bodies stream (the HTTP session serves them itself).
     enum class StreamKind { none, exec_websocket, upload, download, process_logs, preview };
@@ -127,6 +137,8 @@ class Router {
     TenantLimiter limiter_;
     workspace::WorkspaceService* workspaces_ = nullptr;
     EvidenceService* evidence_ = nullptr;
+    E2bApi* e2bApi_ = nullptr;
+    E2bEnvd* e2bEnvd_ = nullptr;
 };
 
 std::vector<std::string> splitPath(const std::string& path);

@@ -295,10 +295,13 @@ class SandboxController {
     // Files, streamed both ways; paths are checked and resolved in the guest.
     std::shared_ptr<AgentStream> openUpload(const std::string& tenant, const std::string& id,
                                             const std::string& path, std::optional<unsigned> mode,
-                                            AgentStream::Handler handler = nullptr);
+                                            AgentStream::Handler handler = nullptr,
+                                            const std::string& user = "");
+    // user: whose file-system identity reads or writes ("": the default user).
     std::shared_ptr<AgentStream> openDownload(const std::string& tenant, const std::string& id,
                                               const std::string& path,
-                                              AgentStream::Handler handler);
+                                              AgentStream::Handler handler,
+                                              const std::string& user = "");
     nlohmann::json fileOp(const std::string& tenant, const std::string& id,
                           const nlohmann::json& request);
     // Audit of a file the API wrote into the guest (what the upload carried).
@@ -321,6 +324,10 @@ class SandboxController {
     std::shared_ptr<AgentStream> openPreviewTunnel(const std::string& sandboxId, unsigned port,
                                                    const std::string& token,
                                                    AgentStream::Handler handler);
+    // The E2B front door's public ports (E2B's access rule, checked by the
+    // caller): a tunnel to guest 127.0.0.1:port of a running sandbox.
+    std::shared_ptr<AgentStream> openPortTunnel(const std::string& tenant, const std::string& id,
+                                                unsigned port, AgentStream::Handler handler);
 
     // Workspaces (the workspace service sets these): a write through the
     // files API is checked against the sandbox's write scope (throws

@@ -173,22 +173,26 @@ std::shared_ptr<AgentStream> SandboxController::openUpload(const std::string& te
                                                            const std::string& id,
                                                            const std::string& path,
                                                            std::optional<unsigned> mode,
-                                                           AgentStream::Handler handler) {
+                                                           AgentStream::Handler handler,
+                                                           const std::string& user) {
     requireAbsolute(path);
     checkWrite(requireOwned(tenant, id), path);
     requireFreeSpace("upload");
     json request{{"op", "file_write"}, {"path", path}};
     if (mode) request["mode"] = *mode;
+    if (!user.empty()) request["user"] = user;
     return runningAgent(tenant, id)->open(request, std::move(handler));
 }
 
 std::shared_ptr<AgentStream> SandboxController::openDownload(const std::string& tenant,
                                                              const std::string& id,
                                                              const std::string& path,
-                                                             AgentStream::Handler handler) {
+                                                             AgentStream::Handler handler,
+                                                             const std::string& user) {
     requireAbsolute(path);
-    return runningAgent(tenant, id)
-        ->open({{"op", "file_read"}, {"path", path}}, std::move(handler));
+    json request{{"op", "file_read"}, {"path", path}};
+    if (!user.empty()) request["user"] = user;
+    return runningAgent(tenant, id)->open(request, std::move(handler));
 }
 
 json SandboxController::fileOp(const std::string& tenant, const std::string& id,
@@ -306,6 +310,16 @@ std::shared_ptr<AgentStream> SandboxController::openPreviewTunnel(const std::str
     if (!r || r->state != SandboxState::running)
         throw Error(ErrorCode::conflict, "the sandbox is not running");
     return agentFor(sandboxId)->open({{"op", "tunnel"}, {"port", port}}, std::move(handler));
+}
+
+std::shared_ptr<AgentStream> SandboxController::openPortTunnel(const std::string& tenant,
+                                                               const std::string& id, unsigned port,
+                                                               AgentStream::Handler handler) {
+    if (port == 0 || port > 65535) throw Error(ErrorCode::bad_request, "port must be 1-65535");
+    auto r = requireOwned(tenant, id);
+    if (r.state != SandboxState::running)
+        throw Error(ErrorCode::conflict, "the sandbox is not running");
+    return agentFor(id)->open({{"op", "tunnel"}, {"port", port}}, std::move(handler));
 }
 
 }  // namespace airlock

@@ -1,3 +1,4 @@
+#include <cctype>
 #include "daemon/DaemonOptions.hpp"
 
 #include <tuple>
@@ -24,6 +25,7 @@ std::string daemonUsage() {
            "[--disk-iops N]\n"
            "                [--min-free-disk MIB] [--max-disk-gib GIB]\n"
            "                [--tls-cert PEM --tls-key PEM] [--metrics-listen HOST:PORT]\n"
+           "                [--public-domain DOMAIN]\n"
            "                [--push-branch-prefix PREFIX]\n"
            "                [--package-upstream npm=URL|pypi=URL|apt=URL]... [--package-cache-gib "
            "GIB]\n"
@@ -62,6 +64,13 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
             o.help = true;
         } else if (a == "--listen") {
             std::tie(o.listenHost, o.listenPort) = hostPort(value());
+        } else if (a == "--public-domain") {
+            o.publicDomain = value();
+            for (char c : o.publicDomain)
+                if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-'))
+                    throw Error(ErrorCode::bad_request, "--public-domain takes a DNS name");
+            if (o.publicDomain.empty() || o.publicDomain.size() > 200)
+                throw Error(ErrorCode::bad_request, "--public-domain takes a DNS name");
         } else if (a == "--metrics-listen") {
             auto [host, port] = hostPort(value());
             o.metricsListenHost = host;

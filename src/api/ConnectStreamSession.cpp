@@ -1,0 +1,168 @@
+#include "api/ConnectStreamSession.hpp"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <nlohmann/json.hpp>
+
+#include "e2b/ConnectEnvelope.hpp"
+
+namespace airlock::api {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+
+namespace {
+std::string chunk(const std::string& data) {
+    char size[20];
+    std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+    return size + data + "\r\n";
+}
+}  // namespace
+
+ConnectStreamSession::ConnectStreamSession(beast::tcp_stream&& stream,
+                                           std::chrono::seconds keepalive,
+                                           std::string keepaliveJson, std::shared_ptr<void> slots)
+    : stream_(std::move(stream)),
+      keepalive_(keepalive),
+      keepaliveJson_(std::move(keepaliveJson)),
+      slots_(std::move(slots)),
+      keepaliveTimer_(stream_.get_executor()),
+      deadlineTimer_(stream_.get_executor()) {}
+
+void ConnectStreamSession::start() {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+        self->stream_.expires_never();
+        self->enqueue(
+            "HTTP/1.1 200 OK\r\nServer: airlockd\r\nContent-Type: application/connect+json\r\n"
+            "Cache-Control: no-store\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+        self->lastWrite_ = std::chrono::steady_clock::now();
+        self->armKeepalive();
+        if (self->deadline_) {
+            self->deadlineTimer_.expires_after(*self->deadline_);
+            self->deadlineTimer_.async_wait([self](beast::error_code ec) {
+                if (!ec)
+                    self->end(Error{"deadline_exceeded", "the stream's Connect-Timeout-Ms passed"});
+            });
+        }
+        self->readClient();
+    });
+}
+
+void ConnectStreamSession::onGone(std::function<void()> f) {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this(), f = std::move(f)]() mutable {
+        if (self->over_) return f();
+        self->onGone_ = std::move(f);
+    });
+}
+
+bool ConnectStreamSession::push(std::string messageJson) {
+    std::string bytes = chunk(e2b::encodeEnvelope(e2b::kEnvelopeMessage, messageJson));
+    // Counted before the post: a burst from the source cannot outrun the cap.
+    if (pendingBytes_.fetch_add(bytes.size()) + bytes.size() > kMaxQueuedBytes) {
+        pendingBytes_.fetch_sub(bytes.size());
+        cut();
+        return false;
+    }
+    asio::post(stream_.get_executor(),
+               [self = shared_from_this(), bytes = std::move(bytes)]() mutable {
+                   self->pendingBytes_.fetch_sub(bytes.size());
+                   if (self->over_ || self->ending_) return;
+                   self->enqueue(std::move(bytes));
+               });
+    return true;
+}
+
+void ConnectStreamSession::end(std::optional<Error> error) {
+    asio::post(stream_.get_executor(), [self = shared_from_this(), error] {
+        if (self->over_ || self->ending_) return;
+        nlohmann::json j = nlohmann::json::object();
+        if (error) j["error"] = {{"code", error->first}, {"message", error->second}};
+        self->enqueue(chunk(e2b::encodeEnvelope(
+                          e2b::kEnvelopeEndStream,
+                          j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))) +
+                      "0\r\n\r\n");
+        self->ending_ = true;
+        self->keepaliveTimer_.cancel();
+        self->deadlineTimer_.cancel();
+    });
+}
+
+void ConnectStreamSession::cut() {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] { self->finish(false); });
+}
+
+void ConnectStreamSession::enqueue(std::string bytes) {
+    queuedBytes_ += bytes.size();
+    out_.push_back(std::move(bytes));
+    if (queuedBytes_ > kMaxQueuedBytes) return finish(false);
+    if (!writing_) writeNext();
+}
+
+void ConnectStreamSession::writeNext() {
+    if (over_) return;
+    if (out_.empty()) {
+        writing_ = false;
+        if (ending_) finish(true);
+        return;
+    }
+    writing_ = true;
+    // A client that takes nothing for a minute is gone.
+    stream_.expires_after(std::chrono::seconds(60));
+    asio::async_write(
+        stream_, asio::buffer(out_.front()),
+        asio::bind_executor(stream_.get_executor(),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                                if (self->over_) return;
+                                self->stream_.expires_never();
+                                if (ec) return self->finish(false);
+                                self->queuedBytes_ -= self->out_.front().size();
+                                self->out_.pop_front();
+                                self->lastWrite_ = std::chrono::steady_clock::now();
+                                self->writeNext();
+                            }));
+}
+
+void ConnectStreamSession::readClient() {
+    // The request was read whole: anything now is the client leaving.
+    stream_.socket().async_read_some(
+        asio::buffer(readByte_),
+        asio::bind_executor(stream_.get_executor(),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                                if (self->over_) return;
+                                if (ec) return self->finish(false);
+                                self->readClient();
+                            }));
+}
+
+void ConnectStreamSession::armKeepalive() {
+    if (keepalive_.count() <= 0) return;
+    keepaliveTimer_.expires_after(keepalive_);
+    keepaliveTimer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+        if (ec || self->over_ || self->ending_) return;
+        if (std::chrono::steady_clock::now() - self->lastWrite_ >= self->keepalive_ &&
+            self->out_.empty())
+            self->enqueue(chunk(e2b::encodeEnvelope(e2b::kEnvelopeMessage, self->keepaliveJson_)));
+        self->armKeepalive();
+    });
+}
+
+void ConnectStreamSession::finish(bool clean) {
+    if (over_) return;
+    over_ = true;
+    keepaliveTimer_.cancel();
+    deadlineTimer_.cancel();
+    beast::error_code ec;
+    if (clean) {
+        stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+    } else {
+        // Cut: a reset, so the client sees the stream break, not end.
+        stream_.socket().set_option(asio::socket_base::linger(true, 0), ec);
+    }
+    stream_.socket().close(ec);
+    out_.clear();
+    queuedBytes_ = 0;
+    if (auto f = std::move(onGone_)) f();
+    slots_.reset();
+}
+
+}  // namespace airlock::api

@@ -1,0 +1,375 @@
+#include "api/E2bApi.hpp"
+
+#include <algorithm>
+
+#include "api/ErrorMapping.hpp"
+#include "api/Router.hpp"
+#include "core/Clock.hpp"
+#include "core/JsonFields.hpp"
+#include "core/Log.hpp"
+
+namespace airlock::api {
+namespace {
+using nlohmann::json;
+
+constexpr std::int64_t kDefaultTimeoutS = 300;  // what E2B gives a create that names none
+constexpr std::size_t kMaxListLimit = 100;
+
+std::map<std::string, std::string> stringMap(const json& body, const char* key) {
+    std::map<std::string, std::string> out;
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) return out;
+    if (!it->is_object())
+        throw Error(ErrorCode::bad_request,
+                    std::string("'") + key + "' must be an object of strings");
+    for (const auto& [k, v] : it->items()) {
+        if (!v.is_string())
+            throw Error(ErrorCode::bad_request,
+                        std::string("'") + key + "." + k + "' must be a string");
+        out[k] = v.get<std::string>();
+    }
+    return out;
+}
+
+std::optional<std::int64_t> secondsField(const json& body, const char* key) {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) return std::nullopt;
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 0)
+        throw Error(ErrorCode::bad_request,
+                    std::string("'") + key + "' must be a whole number of seconds >= 0");
+    return it->get<std::int64_t>();
+}
+
+bool boolField(const json& body, const char* key, bool fallback) {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) return fallback;
+    if (!it->is_boolean())
+        throw Error(ErrorCode::bad_request, std::string("'") + key + "' must be a boolean");
+    return it->get<bool>();
+}
+
+json bodyObject(const ApiRequest& request) {
+    if (request.body.empty()) return json::object();
+    json body = parseJsonBody(request.body);
+    requireObject(body, "request body");
+    return body;
+}
+
+std::string templateFor(const std::string& asked) {
+    return asked == "base" ? e2b::kBaseTemplate : asked;
+}
+
+std::string e2bState(SandboxState s) { return s == SandboxState::paused ? "paused" : "running"; }
+
+bool listed(SandboxState s) { return s == SandboxState::running || s == SandboxState::paused; }
+}  // namespace
+
+ApiResponse e2bError(int status, const std::string& message) {
+    return ApiResponse{status, "application/json",
+                       json{{"code", status}, {"message", message}}.dump(
+                           -1, ' ', false, json::error_handler_t::replace)};
+}
+
+ApiResponse e2bErrorFor(std::exception_ptr error, const ApiRequest& request) {
+    // The native mapping decides the status (and logs server faults).
+    ApiResponse native = Router::responseFor(error, request);
+    std::string message = "error";
+    auto j = json::parse(native.body, nullptr, false);
+    if (j.is_object() && j.contains("error") && j["error"].is_object())
+        message = j["error"].value("message", message);
+    return e2bError(native.status, message);
+}
+
+E2bApi::E2bApi(SandboxController& controller, Authenticator& auth, TenantLimiter& limiter,
+               const e2b::SandboxTokens& tokens, std::string publicDomain)
+    : controller_(controller),
+      auth_(auth),
+      limiter_(limiter),
+      tokens_(tokens),
+      publicDomain_(std::move(publicDomain)) {}
+
+bool E2bApi::owns(const std::string& path) {
+    auto s = splitPath(path);
+    if (s.empty()) return false;
+    if (s[0] == "sandboxes") return true;
+    return s[0] == "v2" && s.size() >= 2 && s[1] == "sandboxes";
+}
+
+ApiResponse E2bApi::handle(const ApiRequest& request) {
+    try {
+        return dispatch(request);
+    } catch (...) {
+        return e2bErrorFor(std::current_exception(), request);
+    }
+}
+
+ApiResponse E2bApi::dispatch(const ApiRequest& request) {
+    auto key = request.headers.find("x-api-key");
+    Principal who = auth_.principalForE2bKey(key == request.headers.end() ? "" : key->second);
+    // Approvers decide; they never drive sandboxes (the agent never approves
+    // its own commands, and an approver key never runs them).
+    if (who.role == Role::approver)
+        throw Error(ErrorCode::forbidden,
+                    "an approver key cannot drive sandboxes; use an agent or admin key");
+    auto s = splitPath(request.path);
+    if (s[0] == "v2") s.erase(s.begin());  // the v2 routes differ in bodies only
+    const std::string& m = request.method;
+    std::string id = s.size() >= 2 ? s[1] : "";
+    // Another tenant's sandbox does not exist for this key; an admin acts as its owner.
+    std::string tenant = who.tenant;
+    if (!id.empty()) {
+        auto owner = controller_.ownerOf(id);
+        if (!owner || (who.role != Role::admin && *owner != who.tenant))
+            throw Error(ErrorCode::not_found, "sandbox " + id + " not found");
+        tenant = *owner;
+    }
+    // Counted against the caller's tenant while it runs; a kill never waits.
+    TenantLimiter::Slot slot;
+    if (m != "DELETE") slot = limiter_.acquire(who.tenant);
+
+    if (s.size() == 1 && m == "POST") return create(tenant, request);
+    if (s.size() == 1 && m == "GET") return list(who, request);
+    if (s.size() == 2 && m == "GET") {
+        auto r = controller_.get(tenant, id);
+        json j = listedSandbox(r);
+        j["domain"] = publicDomain_.empty() ? json(nullptr) : json(publicDomain_);
+        j["envdAccessToken"] = tokens_.envdToken(r.id);
+        j["allowInternetAccess"] = r.networkJson != "[]";
+        j["lifecycle"] = {{"autoResume", false},
+                          {"onTimeout", r.onTimeout == "pause" ? "pause" : "kill"}};
+        return jsonResponse(200, j);
+    }
+    if (s.size() == 2 && m == "DELETE") {
+        controller_.destroy(tenant, id);
+        return ApiResponse{204, "", ""};
+    }
+    if (s.size() == 3 && m == "POST" && s[2] == "timeout") {
+        json body = bodyObject(request);
+        rejectUnknownFields(body, {"timeout"}, "timeout request");
+        auto t = secondsField(body, "timeout");
+        if (!t) throw Error(ErrorCode::bad_request, "'timeout' is required");
+        // E2B's setTimeout may shorten a sandbox's life too: now + timeout.
+        controller_.setTimeout(tenant, id, std::max<std::int64_t>(*t, 1));
+        return ApiResponse{204, "", ""};
+    }
+    if (s.size() == 3 && m == "POST" && s[2] == "pause") {
+        json body = bodyObject(request);
+        rejectUnknownFields(body, {"memory"}, "pause request");
+        boolField(body, "memory", true);
+        auto r = controller_.get(tenant, id);
+        if (r.state == SandboxState::paused)
+            return e2bError(409, "sandbox " + id + " is already paused");
+        controller_.pause(tenant, id);
+        // A paused E2B sandbox waits for its connect, however long.
+        controller_.setTimeout(tenant, id, 0);
+        return ApiResponse{204, "", ""};
+    }
+    if (s.size() == 3 && m == "POST" && (s[2] == "connect" || s[2] == "resume"))
+        return connect(tenant, id, request, s[2] == "resume");
+    if (s.size() == 3 && m == "GET" && s[2] == "metrics") {
+        controller_.get(tenant, id);
+        return jsonResponse(200, json::array());
+    }
+    bool known = s.size() <= 3;
+    return e2bError(known ? 405 : 404,
+                    (known ? "method not allowed: " : "no route for ") + m + " " + request.path);
+}
+
+ApiResponse E2bApi::create(const std::string& tenant, const ApiRequest& request) {
+    json body = bodyObject(request);
+    rejectUnknownFields(
+        body,
+        {"templateID", "timeout", "metadata", "envVars", "secure", "allow_internet_access",
+         "autoPause", "autoPauseMemory", "autoResume", "network", "mcp", "volumeMounts", "iam"},
+        "create request");
+    CreateSandboxRequest req;
+    std::string asked = body.contains("templateID") ? stringField(body, "templateID") : "base";
+    req.templateName = templateFor(asked);
+    req.timeoutS = secondsField(body, "timeout").value_or(kDefaultTimeoutS);
+    if (*req.timeoutS == 0) req.timeoutS = kDefaultTimeoutS;
+    req.metadata = stringMap(body, "metadata");
+    req.env = stringMap(body, "envVars");
+    boolField(body, "secure", true);  // every sandbox has an envd token
+    boolField(body, "autoPauseMemory", false);
+    // Airlock's network is closed by default; allow_internet_access never
+    // opens it (network.allowOut names what may be reached).
+    boolField(body, "allow_internet_access", true);
+    if (boolField(body, "autoPause", false)) req.onTimeout = "pause";
+    if (auto it = body.find("autoResume"); it != body.end() && !it->is_null()) {
+        if (!it->is_object()) throw Error(ErrorCode::bad_request, "'autoResume' must be an object");
+        rejectUnknownFields(*it, {"enabled"}, "autoResume");
+        if (boolField(*it, "enabled", false))
+            throw Error(ErrorCode::bad_request, "autoResume is not supported: resume with connect");
+    }
+    for (const char* unsupported : {"mcp", "iam"})
+        if (auto it = body.find(unsupported);
+            it != body.end() && !it->is_null() && !(it->is_object() && it->empty()))
+            throw Error(ErrorCode::bad_request,
+                        std::string("'") + unsupported + "' is not supported by Airlock");
+    if (auto it = body.find("volumeMounts");
+        it != body.end() && !it->is_null() && !(it->is_array() && it->empty()))
+        throw Error(ErrorCode::bad_request, "volume mounts are not supported by Airlock");
+    if (auto it = body.find("network"); it != body.end() && !it->is_null()) {
+        const json& n = *it;
+        requireObject(n, "network");
+        rejectUnknownFields(n,
+                            {"allowOut", "denyOut", "rules", "egressProxy", "allowPublicTraffic",
+                             "maskRequestHost", "httpsPorts"},
+                            "network");
+        if (auto a = n.find("allowOut"); a != n.end() && !a->is_null()) {
+            if (!a->is_array())
+                throw Error(ErrorCode::bad_request,
+                            "'network.allowOut' must be an array of strings");
+            for (const auto& e : *a) {
+                if (!e.is_string())
+                    throw Error(ErrorCode::bad_request,
+                                "'network.allowOut' must be an array of strings");
+                req.networkAllow.push_back(e.get<std::string>());
+            }
+        }
+        // Everything not allowed is denied already: denyOut only restates it.
+        if (auto d = n.find("denyOut"); d != n.end() && !d->is_null() && !d->is_array())
+            throw Error(ErrorCode::bad_request, "'network.denyOut' must be an array of strings");
+        if (!boolField(n, "allowPublicTraffic", true))
+            throw Error(ErrorCode::bad_request,
+                        "allowPublicTraffic=false is not supported yet: previews of E2B sandboxes "
+                        "are public");
+        for (const char* unsupported : {"egressProxy", "rules", "maskRequestHost"})
+            if (auto u = n.find(unsupported);
+                u != n.end() && !u->is_null() && !(u->is_object() && u->empty()))
+                throw Error(ErrorCode::bad_request, std::string("'network.") + unsupported +
+                                                        "' is not supported by Airlock");
+    }
+    auto r = controller_.create(tenant, req);
+    return jsonResponse(201, sandboxAnswer(r, asked));
+}
+
+json E2bApi::sandboxAnswer(const SandboxRecord& r, const std::string& asked) const {
+    return {{"sandboxID", r.id},
+            {"templateID", asked},
+            {"alias", asked},
+            {"clientID", "airlock"},
+            {"envdVersion", e2b::kEnvdVersion},
+            {"envdAccessToken", tokens_.envdToken(r.id)},
+            {"trafficAccessToken", nullptr},
+            {"domain", publicDomain_.empty() ? json(nullptr) : json(publicDomain_)}};
+}
+
+json E2bApi::listedSandbox(const SandboxRecord& r) const {
+    json metadata = json::parse(r.metadataJson, nullptr, false);
+    std::int64_t started = parseTimestamp(r.createdAt).value_or(nowUnixSeconds());
+    // No timeout (paused, or set to none natively): E2B has no "never", a far end stands in.
+    std::int64_t end = r.expiresAt > 0 ? r.expiresAt : started + 30LL * 24 * 3600;
+    std::string alias = r.templateName == e2b::kBaseTemplate ? "base" : r.templateName;
+    return {{"sandboxID", r.id},
+            {"templateID", alias},
+            {"alias", alias},
+            {"clientID", "airlock"},
+            {"cpuCount", r.vcpus},
+            {"memoryMB", r.memoryMib},
+            {"diskSizeMB", r.diskBytes / (1024 * 1024)},
+            {"startedAt", formatUnixSeconds(started)},
+            {"endAt", formatUnixSeconds(end)},
+            {"state", e2bState(r.state)},
+            {"envdVersion", e2b::kEnvdVersion},
+            {"metadata", metadata.is_object() ? metadata : json::object()},
+            {"volumeMounts", json::array()}};
+}
+
+ApiResponse E2bApi::list(const Principal& who, const ApiRequest& request) {
+    auto q = [&](const char* k) {
+        auto it = request.query.find(k);
+        return it == request.query.end() ? std::string() : it->second;
+    };
+    std::set<std::string> states;
+    if (std::string st = q("state"); !st.empty()) {
+        std::size_t i = 0;
+        while (i <= st.size()) {
+            auto j = st.find(',', i);
+            std::string one = st.substr(i, j == std::string::npos ? std::string::npos : j - i);
+            if (one != "running" && one != "paused")
+                throw Error(ErrorCode::bad_request,
+                            "state must be running and/or paused, got '" + one + "'");
+            states.insert(one);
+            if (j == std::string::npos) break;
+            i = j + 1;
+        }
+    }
+    auto metadata = e2b::parseMetadataFilter(q("metadata"));
+    std::size_t limit = kMaxListLimit;
+    if (std::string l = q("limit"); !l.empty()) {
+        if (l.size() > 6 || l.find_first_not_of("0123456789") != std::string::npos)
+            throw Error(ErrorCode::bad_request, "limit must be a whole number");
+        limit = std::clamp<std::size_t>(std::stoul(l), 1, kMaxListLimit);
+    }
+    std::string after = q("nextToken");
+    std::string tmpl = q("template");
+    auto all = controller_.list(who.role == Role::admin ? TenantScope::all()
+                                                        : TenantScope::only(who.tenant));
+    // Oldest first, by id within a second: the next token is the last id sent.
+    std::sort(all.begin(), all.end(), [](const SandboxRecord& a, const SandboxRecord& b) {
+        return a.createdAt != b.createdAt ? a.createdAt < b.createdAt : a.id < b.id;
+    });
+    bool descending = q("order") == "desc";
+    if (descending) std::reverse(all.begin(), all.end());
+    json out = json::array();
+    bool passed = after.empty();
+    std::string last;
+    bool more = false;
+    for (const auto& r : all) {
+        if (!listed(r.state)) continue;
+        if (!states.empty() && !states.count(e2bState(r.state))) continue;
+        if (!tmpl.empty() && templateFor(tmpl) != r.templateName) continue;
+        json m = json::parse(r.metadataJson, nullptr, false);
+        bool match = true;
+        for (const auto& [k, v] : metadata)
+            if (!m.is_object() || !m.contains(k) || !m[k].is_string() ||
+                m[k].get<std::string>() != v)
+                match = false;
+        if (!match) continue;
+        if (!passed) {
+            passed = r.id == after;
+            continue;
+        }
+        if (out.size() == limit) {
+            more = true;
+            break;
+        }
+        out.push_back(listedSandbox(r));
+        last = r.id;
+    }
+    if (!passed) throw Error(ErrorCode::bad_request, "nextToken names no sandbox of this listing");
+    ApiResponse res = jsonResponse(200, out);
+    if (more) res.headers["X-Next-Token"] = last;
+    return res;
+}
+
+ApiResponse E2bApi::connect(const std::string& tenant, const std::string& id,
+                            const ApiRequest& request, bool resumeRoute) {
+    json body = bodyObject(request);
+    rejectUnknownFields(body, {"timeout", "memory", "autoPause"}, "connect request");
+    std::int64_t timeout = secondsField(body, "timeout").value_or(kDefaultTimeoutS);
+    if (timeout == 0) timeout = kDefaultTimeoutS;
+    boolField(body, "memory", true);
+    bool autoPause = boolField(body, "autoPause", false);
+    auto r = controller_.get(tenant, id);
+    if (r.state == SandboxState::paused) {
+        controller_.resume(tenant, id);
+        controller_.setTimeout(tenant, id, timeout);
+        (void)autoPause;
+        return jsonResponse(
+            201, sandboxAnswer(controller_.get(tenant, id),
+                               r.templateName == e2b::kBaseTemplate ? "base" : r.templateName));
+    }
+    if (r.state != SandboxState::running)
+        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state));
+    if (resumeRoute) return e2bError(409, "sandbox " + id + " is already running");
+    // Connecting to a running sandbox only ever extends its life.
+    std::int64_t left = r.expiresAt > 0 ? r.expiresAt - nowUnixSeconds() : -1;
+    if (r.expiresAt > 0 && timeout > left) controller_.setTimeout(tenant, id, timeout);
+    return jsonResponse(
+        200, sandboxAnswer(controller_.get(tenant, id),
+                           r.templateName == e2b::kBaseTemplate ? "base" : r.templateName));
+}
+
+}  // namespace airlock::api

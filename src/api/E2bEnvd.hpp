@@ -1,0 +1,98 @@
+#pragma once
+#include <boost/asio/thread_pool.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "api/ConnectStreamSession.hpp"
+#include "api/HttpTypes.hpp"
+#include "api/TenantLimiter.hpp"
+#include "controller/SandboxController.hpp"
+#include "e2b/E2bProcesses.hpp"
+#include "e2b/E2bWire.hpp"
+
+namespace airlock::api {
+
+// E2B's in-sandbox daemon (envd), served by airlockd on its own listener:
+// a request names its sandbox with E2b-Sandbox-Id / E2b-Sandbox-Port, or a
+// Host of <port>-<id>.<public domain>. Authenticated by the sandbox's
+// X-Access-Token. The Connect RPCs of process.Process and
+// filesystem.Filesystem (JSON codec) and GET/POST /files and GET /health
+// become the same controller calls as the native API's (policy, audit,
+// write scopes, masking included).
+class E2bEnvd {
+  public:
+    E2bEnvd(SandboxController& controller, const e2b::SandboxTokens& tokens, TenantLimiter& limiter,
+            boost::asio::thread_pool& workers, std::string publicDomain);
+
+    struct Target {
+        std::string sandboxId;
+        unsigned port = 0;
+    };
+    // The sandbox and port a request is for; nullopt: not an E2B sandbox
+    // request (the native API's). Error(bad_request) for a half-given pair.
+    std::optional<Target> target(const ApiRequest& head) const;
+    static bool isStreamingRpc(const ApiRequest& head);
+    static bool isDownload(const ApiRequest& head) {
+        return head.method == "GET" && head.path == "/files";
+    }
+    static std::size_t bodyLimit(const ApiRequest& head);
+
+    // Who may act: the sandbox's tenant, with the user the call names.
+    struct Caller {
+        std::string tenant, sandboxId, user;
+        TenantLimiter::Slot slot;
+    };
+    // Checks the sandbox runs and the access token; throws a typed Error,
+    // or GatewayError for a sandbox that is gone or paused (502, as E2B's proxy).
+    Caller admit(const ApiRequest& request, const Target& target);
+    struct GatewayError : std::runtime_error {
+        using std::runtime_error::runtime_error;
+    };
+
+    // A unary call (RPC, POST /files, GET /health). Never throws; may block.
+    ApiResponse handle(const ApiRequest& request, const Target& target);
+    // The response for a failure, in the route's shape (Connect error JSON
+    // for RPCs, {"code","message"} for the HTTP endpoints).
+    ApiResponse errorFor(const ApiRequest& request, std::exception_ptr error,
+                         const std::string& sandboxId) const;
+
+    // A streaming RPC, parsed and admitted: run() feeds the session (on a
+    // worker), ending it with an error when the call fails.
+    struct StreamPlan {
+        std::chrono::seconds keepalive{90};
+        std::string keepaliveJson;
+        std::optional<std::chrono::milliseconds> deadline;
+        std::shared_ptr<void> slot;
+        std::function<void(const std::shared_ptr<ConnectStreamSession>&)> run;
+    };
+    StreamPlan planStream(const ApiRequest& request, const Target& target);
+    // GET /files: admitted, the path resolved for the user.
+    struct Download {
+        Caller caller;
+        std::string path;
+    };
+    Download planDownload(const ApiRequest& request, const Target& target);
+
+    e2b::E2bProcessTable& processes() { return processes_; }
+
+  private:
+    nlohmann::json unaryRpc(const std::string& method, const nlohmann::json& body,
+                            const Caller& caller);
+    nlohmann::json fsCall(const Caller& caller, nlohmann::json request);
+    nlohmann::json listDir(const Caller& caller, const std::string& path, unsigned depth);
+    ApiResponse upload(const ApiRequest& request, const Caller& caller);
+    void writeFile(const Caller& caller, const std::string& path, const std::string& data);
+    std::shared_ptr<e2b::E2bProcess> selected(const Caller& caller, const nlohmann::json& body);
+
+    SandboxController& controller_;
+    const e2b::SandboxTokens& tokens_;
+    TenantLimiter& limiter_;
+    boost::asio::thread_pool& workers_;
+    std::string publicDomain_;
+    e2b::E2bProcessTable processes_;
+};
+
+}  // namespace airlock::api

@@ -1,0 +1,289 @@
+#include "e2b/E2bProcesses.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "core/Error.hpp"
+#include "core/Log.hpp"
+#include "core/SecretCipher.hpp"
+#include "e2b/E2bWire.hpp"
+#include "protocol/Messages.hpp"
+
+namespace airlock::e2b {
+using nlohmann::json;
+
+namespace {
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+}  // namespace
+
+std::string startEventJson(std::uint32_t pid) {
+    return dump({{"event", {{"start", {{"pid", pid}}}}}});
+}
+
+std::string dataEventJson(const std::string& bytes, std::uint8_t channel, bool pty) {
+    const char* key = pty ? "pty" : channel == 2 ? "stderr" : "stdout";
+    return dump({{"event", {{"data", {{key, base64Encode(bytes)}}}}}});
+}
+
+std::string keepaliveEventJson() { return R"({"event":{"keepalive":{}}})"; }
+
+std::string endEventJson(const std::string& execResultJson) {
+    json end;
+    try {
+        auto r = protocol::parseExecResult(execResultJson);
+        if (!r.error.empty()) {
+            end = {{"exitCode", r.exit_code == 0 ? -1 : r.exit_code},
+                   {"exited", false},
+                   {"status", "error"},
+                   {"error", r.error}};
+        } else if (r.signal) {
+            std::string status = r.timed_out ? "signal: killed (its timeout passed)"
+                                             : "signal: " + std::to_string(*r.signal);
+            end = {{"exitCode", -1}, {"exited", false}, {"status", status}, {"error", status}};
+        } else {
+            std::string status = "exit status " + std::to_string(r.exit_code);
+            end = {{"exited", true}, {"status", status}};
+            if (r.exit_code != 0) {
+                end["exitCode"] = r.exit_code;
+                end["error"] = status;
+            }
+        }
+    } catch (const std::exception& e) {
+        end = {{"exitCode", -1},
+               {"exited", false},
+               {"status", "unknown"},
+               {"error", std::string("bad result: ") + e.what()}};
+    }
+    return dump({{"event", {{"end", end}}}});
+}
+
+std::uint32_t E2bProcess::pid() const {
+    std::lock_guard lock(mutex_);
+    return pid_;
+}
+
+bool E2bProcess::subscribe(const std::shared_ptr<ProcessSubscriber>& s) {
+    std::lock_guard lock(mutex_);
+    if (over_) return false;
+    // Events go out under the lock (subscribers never block): the start
+    // event is always first.
+    if (pid_ != 0 && !s->event(startEventJson(pid_))) return false;
+    subscribers_.push_back(s);
+    return true;
+}
+
+void E2bProcess::unsubscribe(const ProcessSubscriber* s) {
+    std::lock_guard lock(mutex_);
+    std::erase_if(subscribers_, [s](const auto& p) { return p.get() == s; });
+}
+
+std::shared_ptr<AgentStream> E2bProcess::stream() {
+    std::lock_guard lock(mutex_);
+    if (over_ || !stream_)
+        throw Error(ErrorCode::not_found, "process " + std::to_string(pid_) + " is not running");
+    return stream_;
+}
+
+void E2bProcess::sendInput(const std::string& bytes, bool pty) {
+    if (pty != spec_.pty)
+        throw Error(ErrorCode::bad_request,
+                    pty ? "the process has no pty" : "the process runs on a pty: send pty input");
+    if (!spec_.stdinOpen && !spec_.pty)
+        throw Error(ErrorCode::conflict, "the process was started without stdin");
+    stream()->writeAsync(0, bytes, false);
+}
+
+void E2bProcess::closeStdin() {
+    if (!stream()->closeWrite()) throw Error(ErrorCode::not_found, "the process is gone");
+}
+
+void E2bProcess::signal(const std::string& name) { stream()->control(dump({{"signal", name}})); }
+
+void E2bProcess::resize(unsigned rows, unsigned cols) {
+    if (!spec_.pty) throw Error(ErrorCode::bad_request, "the process has no pty");
+    stream()->control(dump({{"resize", {{"rows", rows}, {"cols", cols}}}}));
+}
+
+void E2bProcess::attach(std::shared_ptr<AgentStream> s) {
+    std::size_t owed = 0;
+    {
+        std::lock_guard lock(mutex_);
+        if (over_) return;  // it ended before the open returned: keep no cycle
+        stream_ = s;
+        owed = std::exchange(ungranted_, 0);
+    }
+    if (owed) s->grant(owed);
+}
+
+void E2bProcess::onEvent(AgentStream::Event&& e) {
+    using Kind = AgentStream::Event::Kind;
+    std::shared_ptr<AgentStream> grantTo;
+    std::function<void(std::uint32_t)> started, over;
+    std::uint32_t pid = 0;
+    {
+        std::lock_guard lock(mutex_);
+        if (over_) return;
+        auto deliver = [&](const std::string& j) {
+            std::erase_if(subscribers_, [&](const auto& s) { return !s->event(j); });
+        };
+        if (e.kind == Kind::data) {
+            deliver(dataEventJson(e.payload, e.channel, spec_.pty));
+            // Delivered to bounded queues (a subscriber that falls behind is
+            // dropped): the window goes back at once, so no client can stall the process.
+            if (stream_)
+                grantTo = stream_;
+            else
+                ungranted_ += e.payload.size();
+        } else if (e.kind == Kind::control) {
+            auto j = json::parse(e.payload, nullptr, false);
+            if (pid_ == 0 && j.is_object() && j.contains("pid") && j["pid"].is_number_unsigned() &&
+                j["pid"].get<std::uint64_t>() > 0 && j["pid"].get<std::uint64_t>() < (1u << 22)) {
+                pid_ = j["pid"].get<std::uint32_t>();
+                pid = pid_;
+                started = onStart_;
+                deliver(startEventJson(pid_));
+            }
+        } else {
+            over_ = true;
+            auto subs = std::move(subscribers_);
+            subscribers_.clear();
+            std::optional<std::pair<std::string, std::string>> error;
+            bool broken = false;
+            if (e.kind == Kind::close && pid_ != 0) {
+                std::string end = endEventJson(e.payload);
+                for (auto& s : subs) s->event(end);
+            } else if (e.kind == Kind::close) {
+                std::string why = "the command did not start";
+                try {
+                    auto r = protocol::parseExecResult(e.payload);
+                    if (!r.error.empty()) why = r.error;
+                } catch (const std::exception&) {
+                }
+                error = std::make_pair(std::string("invalid_argument"), why);
+            } else if (pid_ == 0) {
+                auto info = protocol::parseResetInfo(e.payload);
+                error = std::make_pair(std::string("unavailable"),
+                                       "the command could not run: " + info.message);
+            } else {
+                broken = true;
+            }
+            for (auto& s : subs) broken ? s->broken() : s->ended(error);
+            stream_.reset();  // the handler holds us: no cycle outlives the stream
+            over = onOver_;
+            pid = pid_;
+        }
+    }
+    if (grantTo) grantTo->grant(e.payload.size());
+    if (started) started(pid);
+    if (over) over(pid);
+}
+
+std::shared_ptr<E2bProcess> E2bProcessTable::start(
+    const std::string& tenant, const std::string& sandboxId, const ProcessSpec& spec,
+    const std::shared_ptr<ProcessSubscriber>& first) {
+    auto record = controller_.get(tenant, sandboxId);
+    ExecOptions options;
+    options.argv.push_back(spec.cmd);
+    options.argv.insert(options.argv.end(), spec.args.begin(), spec.args.end());
+    options.env = spec.envs;
+    options.user = spec.user;
+    options.cwd = spec.cwd ? resolveUserPath(*spec.cwd, spec.user) : resolveUserPath("", spec.user);
+    options.timeoutS = spec.timeoutS;
+    if (options.argv[0].empty()) throw Error(ErrorCode::bad_request, "process.cmd is required");
+
+    auto verdict = controller_.judge(record, options);
+    if (verdict.decision == policy::Decision::approve) {
+        // Parked as an exec a human decides on; approved, it runs then, and
+        // its result is kept with the exec (the stream cannot wait an hour).
+        ExecOptions parked = options;
+        if (parked.timeoutS == 0) parked.timeoutS = 3600;
+        auto g = controller_.submitExecAsync(tenant, sandboxId, parked, [](auto, auto) {});
+        if (!g)
+            throw Error(ErrorCode::conflict,
+                        "the policy changed while the command started; run it again");
+        throw Error(ErrorCode::policy_denied,
+                    "approval required: the policy parks this command (" + g->reason +
+                        ") as approval " + g->approvalId + "; once approved it runs as exec " +
+                        g->id + " (GET /v1/sandboxes/" + sandboxId + "/execs/" + g->id + ")");
+    }
+    {
+        std::lock_guard lock(mutex_);
+        auto& live = bySandbox_[sandboxId];
+        if (live.size() + starting_[sandboxId] >= kMaxPerSandbox)
+            throw Error(ErrorCode::too_many_requests, "sandbox " + sandboxId + " already runs " +
+                                                          std::to_string(kMaxPerSandbox) +
+                                                          " envd processes");
+        ++starting_[sandboxId];
+    }
+    auto proc = std::make_shared<E2bProcess>(sandboxId, spec);
+    proc->subscribers_.push_back(first);
+    bool counted = true;
+    auto uncount = [this, sandboxId, &counted] {
+        std::lock_guard lock(mutex_);
+        if (counted && starting_[sandboxId] > 0 && --starting_[sandboxId] == 0)
+            starting_.erase(sandboxId);
+        counted = false;
+    };
+    std::weak_ptr<E2bProcess> weak = proc;
+    auto startedFlag = std::make_shared<std::atomic<bool>>(false);
+    proc->onStart_ = [this, sandboxId, weak, startedFlag](std::uint32_t pid) {
+        std::lock_guard lock(mutex_);
+        if (auto p = weak.lock()) bySandbox_[sandboxId][pid] = p;
+        startedFlag->store(true);
+        if (starting_[sandboxId] > 0 && --starting_[sandboxId] == 0) starting_.erase(sandboxId);
+    };
+    proc->onOver_ = [this, sandboxId, startedFlag](std::uint32_t pid) {
+        if (startedFlag->load()) return forget(sandboxId, pid);
+        std::lock_guard lock(mutex_);
+        if (starting_[sandboxId] > 0 && --starting_[sandboxId] == 0) starting_.erase(sandboxId);
+    };
+    TerminalOptions terminal;
+    terminal.tty = spec.pty;
+    terminal.rows = spec.rows;
+    terminal.cols = spec.cols;
+    terminal.stdinStream = spec.stdinOpen || spec.pty;
+    try {
+        // The handler holds the process until its stream ends.
+        auto opened =
+            controller_.openExec(tenant, sandboxId, options, terminal,
+                                 [proc](AgentStream::Event&& e) { proc->onEvent(std::move(e)); });
+        counted = false;  // the start or the end uncounts it now
+        if (!opened.stream) throw Error(ErrorCode::internal, "the exec did not open");
+        proc->attach(opened.stream);
+    } catch (...) {
+        uncount();
+        throw;
+    }
+    return proc;
+}
+
+std::shared_ptr<E2bProcess> E2bProcessTable::find(const std::string& sandboxId, std::uint32_t pid,
+                                                  const std::string& tag) {
+    std::lock_guard lock(mutex_);
+    auto it = bySandbox_.find(sandboxId);
+    if (it == bySandbox_.end()) return nullptr;
+    if (pid) {
+        auto p = it->second.find(pid);
+        return p == it->second.end() ? nullptr : p->second;
+    }
+    for (const auto& [_, p] : it->second)
+        if (p->spec().tag && *p->spec().tag == tag) return p;
+    return nullptr;
+}
+
+std::vector<std::shared_ptr<E2bProcess>> E2bProcessTable::list(const std::string& sandboxId) {
+    std::lock_guard lock(mutex_);
+    std::vector<std::shared_ptr<E2bProcess>> out;
+    if (auto it = bySandbox_.find(sandboxId); it != bySandbox_.end())
+        for (const auto& [_, p] : it->second) out.push_back(p);
+    return out;
+}
+
+void E2bProcessTable::forget(const std::string& sandboxId, std::uint32_t pid) {
+    std::lock_guard lock(mutex_);
+    auto it = bySandbox_.find(sandboxId);
+    if (it == bySandbox_.end()) return;
+    it->second.erase(pid);
+    if (it->second.empty()) bySandbox_.erase(it);
+}
+
+}  // namespace airlock::e2b

@@ -1,0 +1,230 @@
+#include "e2b/E2bWire.hpp"
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <cctype>
+#include <cstdlib>
+
+#include "core/SecretCipher.hpp"
+
+namespace airlock::e2b {
+namespace {
+bool isHex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+}  // namespace
+
+std::string percentDecode(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '%' && i + 2 < s.size() && isHex(s[i + 1]) && isHex(s[i + 2])) {
+            out.push_back(static_cast<char>(
+                std::strtol(std::string(s.substr(i + 1, 2)).c_str(), nullptr, 16)));
+            i += 2;
+        } else {
+            out.push_back(s[i]);
+        }
+    }
+    return out;
+}
+
+std::map<std::string, std::string> parseMetadataFilter(const std::string& value) {
+    std::map<std::string, std::string> out;
+    std::string whole = percentDecode(value);
+    std::string_view rest(whole);
+    while (!rest.empty()) {
+        auto amp = rest.find('&');
+        auto part = rest.substr(0, amp);
+        if (!part.empty()) {
+            auto eq = part.find('=');
+            std::string key = percentDecode(part.substr(0, eq));
+            if (key.empty())
+                throw Error(ErrorCode::bad_request, "a metadata filter has an empty key");
+            out[key] = eq == std::string_view::npos ? "" : percentDecode(part.substr(eq + 1));
+        }
+        if (amp == std::string_view::npos) break;
+        rest.remove_prefix(amp + 1);
+    }
+    return out;
+}
+
+std::optional<SandboxHost> parseSandboxHost(std::string_view host, std::string_view domain) {
+    if (domain.empty() || host.size() > 255) return std::nullopt;
+    // A port suffix (only after the last label, never inside an IPv6 literal).
+    if (auto colon = host.rfind(':');
+        colon != std::string_view::npos && host.find(']') == std::string_view::npos)
+        host = host.substr(0, colon);
+    std::string h = lower(host), d = lower(domain);
+    if (h.size() <= d.size() + 1 || h.compare(h.size() - d.size(), d.size(), d) != 0 ||
+        h[h.size() - d.size() - 1] != '.')
+        return std::nullopt;
+    std::string label = h.substr(0, h.size() - d.size() - 1);
+    if (label.find('.') != std::string::npos) return std::nullopt;
+    auto dash = label.find('-');
+    if (dash == std::string::npos || dash == 0 || dash > 5) return std::nullopt;
+    unsigned port = 0;
+    for (std::size_t i = 0; i < dash; ++i) {
+        if (!std::isdigit(static_cast<unsigned char>(label[i]))) return std::nullopt;
+        port = port * 10 + static_cast<unsigned>(label[i] - '0');
+    }
+    if (port == 0 || port > 65535) return std::nullopt;
+    std::string id = label.substr(dash + 1);
+    if (id.empty()) return std::nullopt;
+    return SandboxHost{port, id};
+}
+
+std::string connectCodeFor(ErrorCode code) {
+    switch (code) {
+        case ErrorCode::bad_request:
+            return "invalid_argument";
+        case ErrorCode::unauthorized:
+            return "unauthenticated";
+        case ErrorCode::forbidden:
+        case ErrorCode::policy_denied:
+            return "permission_denied";
+        case ErrorCode::not_found:
+            return "not_found";
+        case ErrorCode::conflict:
+            return "failed_precondition";
+        case ErrorCode::unprocessable:
+            return "invalid_argument";
+        case ErrorCode::payload_too_large:
+        case ErrorCode::too_many_requests:
+        case ErrorCode::quota_exceeded:
+        case ErrorCode::insufficient_storage:
+            return "resource_exhausted";
+        case ErrorCode::agent_timeout:
+            return "deadline_exceeded";
+        case ErrorCode::unavailable:
+            return "unavailable";
+        case ErrorCode::agent_error:
+        case ErrorCode::hypervisor_error:
+        case ErrorCode::internal:
+            return "internal";
+    }
+    return "internal";
+}
+
+int connectHttpStatus(std::string_view c) {
+    if (c == "canceled") return 408;
+    if (c == "invalid_argument" || c == "failed_precondition" || c == "out_of_range") return 400;
+    if (c == "deadline_exceeded") return 504;
+    if (c == "not_found") return 404;
+    if (c == "already_exists" || c == "aborted") return 409;
+    if (c == "permission_denied") return 403;
+    if (c == "resource_exhausted") return 429;
+    if (c == "unimplemented") return 501;
+    if (c == "unavailable") return 503;
+    if (c == "unauthenticated") return 401;
+    return 500;
+}
+
+std::string connectErrorJson(std::string_view code, std::string_view message) {
+    return nlohmann::json{{"code", code}, {"message", message}}.dump(
+        -1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string permissionsText(char typeLetter, unsigned mode) {
+    std::string out(1, typeLetter);
+    const char* rwx = "rwxrwxrwx";
+    for (int i = 0; i < 9; ++i) out.push_back((mode & (0400u >> i)) ? rwx[i] : '-');
+    return out;
+}
+
+nlohmann::json entryInfo(const nlohmann::json& a) {
+    auto str = [&](const char* k) {
+        auto it = a.find(k);
+        return it != a.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    auto num = [&](const char* k) -> std::int64_t {
+        auto it = a.find(k);
+        return it != a.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
+    };
+    std::string type = str("type");
+    unsigned mode = static_cast<unsigned>(std::strtoul(str("mode").c_str(), nullptr, 8)) & 0777;
+    const char* fileType = type == "file"        ? "FILE_TYPE_FILE"
+                           : type == "directory" ? "FILE_TYPE_DIRECTORY"
+                           : type == "symlink"   ? "FILE_TYPE_SYMLINK"
+                                                 : "FILE_TYPE_UNSPECIFIED";
+    char letter = type == "directory" ? 'd' : type == "symlink" ? 'L' : '-';
+    auto owner = [](std::int64_t id) {
+        // The templates' two accounts; others by number, as Go prints a missing name.
+        return id == 0      ? std::string("root")
+               : id == 1000 ? std::string("user")
+                            : std::to_string(id);
+    };
+    nlohmann::json e{{"name", str("name")},
+                     {"type", fileType},
+                     {"path", str("path")},
+                     {"size", std::to_string(num("size"))},
+                     {"mode", mode},
+                     {"permissions", permissionsText(letter, mode)},
+                     {"owner", owner(num("uid"))},
+                     {"group", owner(num("gid"))},
+                     {"modifiedTime", str("mtime")}};
+    return e;
+}
+
+std::string SandboxTokens::mac(const std::string& text) const {
+    unsigned char out[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),
+         reinterpret_cast<const unsigned char*>(text.data()), text.size(), out, &len);
+    static const char* digits = "0123456789abcdef";
+    std::string hex;
+    for (unsigned i = 0; i < len; ++i) {
+        hex.push_back(digits[out[i] >> 4]);
+        hex.push_back(digits[out[i] & 15]);
+    }
+    return hex;
+}
+
+std::string SandboxTokens::envdToken(const std::string& id) const {
+    return mac("envd-access:" + id);
+}
+std::string SandboxTokens::trafficToken(const std::string& id) const {
+    return mac("traffic-access:" + id);
+}
+
+bool SandboxTokens::same(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    unsigned char diff = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+    return diff == 0;
+}
+
+std::string basicAuthUser(const std::string& authorization) {
+    if (authorization.empty()) return "";
+    constexpr std::string_view prefix = "Basic ";
+    if (authorization.size() > 512 || authorization.compare(0, prefix.size(), prefix) != 0)
+        throw Error(ErrorCode::unauthorized, "envd takes 'Authorization: Basic base64(user:)'");
+    std::string decoded;
+    try {
+        decoded = base64Decode(authorization.substr(prefix.size()));
+    } catch (const Error&) {
+        throw Error(ErrorCode::unauthorized, "the Basic credentials are not base64");
+    }
+    std::string user = decoded.substr(0, decoded.find(':'));
+    if (user.empty() || user.size() > 32)
+        throw Error(ErrorCode::unauthorized, "no user in the Basic credentials");
+    for (char c : user)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
+            throw Error(ErrorCode::unauthorized, "invalid user name '" + user + "'");
+    return user;
+}
+
+std::string resolveUserPath(const std::string& path, const std::string& user) {
+    std::string home =
+        user == "root" ? "/root" : "/home/" + (user.empty() ? std::string("user") : user);
+    if (path.empty() || path == "~") return home;
+    if (path.rfind("~/", 0) == 0) return home + path.substr(1);
+    if (path[0] == '/') return path;
+    return home + "/" + path;
+}
+
+}  // namespace airlock::e2b

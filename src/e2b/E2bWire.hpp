@@ -1,0 +1,74 @@
+#pragma once
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/Error.hpp"
+
+namespace airlock::e2b {
+
+// What the E2B front door tells SDKs about the in-sandbox daemon: versions
+// gate SDK features (>= 0.4.0: the SDK leaves the user to the server;
+// 0.5.2: closeStdin; 0.5.7: octet-stream uploads), the port is fixed.
+inline constexpr const char* kEnvdVersion = "0.5.7";
+inline constexpr unsigned kEnvdPort = 49983;
+// E2B's template "base" (bash, python3, user "user" in /home/user) is this one.
+inline constexpr const char* kBaseTemplate = "debian";
+
+// Percent-decoding; '+' stays '+' (E2B's SDK encodes spaces as %20).
+std::string percentDecode(std::string_view s);
+
+// GET /v2/sandboxes?metadata=...: the value after the HTTP layer decoded
+// the query once. The SDK encodes every key and value, joins them as a
+// query string and encodes that again: decode the whole, split on & and =,
+// decode each part. Error(bad_request) on an empty key.
+std::map<std::string, std::string> parseMetadataFilter(const std::string& value);
+
+// "<port>-<sandboxId>.<domain>[:<listen port>]" (E2B's getHost()); nullopt
+// for any other host. The domain must match (case-insensitively).
+struct SandboxHost {
+    unsigned port = 0;
+    std::string sandboxId;
+};
+std::optional<SandboxHost> parseSandboxHost(std::string_view host, std::string_view domain);
+
+// Connect error codes ("not_found"...) for the core's errors, and the HTTP
+// status a unary Connect error goes with.
+std::string connectCodeFor(ErrorCode code);
+int connectHttpStatus(std::string_view connectCode);
+// {"code":"...","message":"..."}
+std::string connectErrorJson(std::string_view connectCode, std::string_view message);
+
+// envd's EntryInfo (proto3 JSON) from the agent's stat entry
+// ({name,path,type,size,mode "0644",mtime,uid,gid}).
+nlohmann::json entryInfo(const nlohmann::json& agentEntry);
+// "-rw-r--r--" / "drwxr-xr-x" as Go's FileMode.String() prints them.
+std::string permissionsText(char typeLetter, unsigned mode);
+
+// The per-sandbox tokens: envdAccessToken (X-Access-Token) and the traffic
+// token for restricted previews, HMAC-SHA256 of the id under the daemon's
+// key: nothing to store, nothing a client can derive.
+class SandboxTokens {
+  public:
+    explicit SandboxTokens(std::string key) : key_(std::move(key)) {}
+    std::string envdToken(const std::string& sandboxId) const;
+    std::string trafficToken(const std::string& sandboxId) const;
+    // Constant-time comparison.
+    static bool same(std::string_view a, std::string_view b);
+
+  private:
+    std::string mac(const std::string& text) const;
+    std::string key_;
+};
+
+// The Linux user an envd call names with "Authorization: Basic
+// base64(user:)"; "" when the header is absent. Error(unauthorized) when
+// malformed or not a plain user name.
+std::string basicAuthUser(const std::string& authorization);
+// envd resolves a relative path against the user's home.
+std::string resolveUserPath(const std::string& path, const std::string& user);
+
+}  // namespace airlock::e2b

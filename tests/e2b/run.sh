@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# ctest e2e_e2b_sdk: a real airlockd on a fresh data dir, driven by the
+# unmodified e2b SDK (tests/e2b/sdk-test.mjs) at two versions: the current one
+# (v2 routes) and an older 2.x (v1 routes). scripts/setup installs both into
+# build/e2b-sdk.
+set -euo pipefail
+root=$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)
+build=${1:-$root/build}
+sdk=$build/e2b-sdk
+for p in e2b e2b-v1routes; do
+  [[ -f $sdk/node_modules/$p/package.json ]] || { echo "the e2b SDK ($p) is not installed: run scripts/setup"; exit 1; }
+done
+data=$(mktemp -d /tmp/airlock-e2b.XXXXXX)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+url=http://127.0.0.1:$port
+"$build/bin/airlockd" --listen "127.0.0.1:$port" --data-dir "$data" --public-domain localhost >"$data/server.log" 2>&1 &
+pid=$!
+cleanup() {
+  local code=$?
+  if kill -0 "$pid" 2>/dev/null; then
+    for id in $(curl -fsS -H "Authorization: Bearer $key" "$url/v1/sandboxes" 2>/dev/null |
+      python3 -c 'import json,sys; print("\n".join(s["id"] for s in json.load(sys.stdin)["sandboxes"]))' 2>/dev/null); do
+      curl -fsS -X DELETE -H "Authorization: Bearer $key" "$url/v1/sandboxes/$id" >/dev/null 2>&1 || true
+    done
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
+  if [[ $code != 0 ]]; then echo "== airlockd log (tail)"; tail -40 "$data/server.log"; fi
+  rm -rf "$data"
+  exit "$code"
+}
+key=""
+trap cleanup EXIT
+deadline=$((SECONDS + 90))
+until curl -fsS "$url/healthz" >/dev/null 2>&1; do
+  kill -0 "$pid" 2>/dev/null || { echo "airlockd exited at start"; exit 1; }
+  ((SECONDS < deadline)) || { echo "airlockd not up in 90 s"; exit 1; }
+  sleep 0.2
+done
+key=$(cat "$data/admin.key")
+export E2B_API_KEY=e2b_${key#ak_} E2B_API_URL=$url E2B_SANDBOX_URL=$url AIRLOCK_URL=$url AIRLOCK_ADMIN_KEY=$key
+cp "$root/tests/e2b/sdk-test.mjs" "$sdk/sdk-test.mjs"
+for p in e2b e2b-v1routes; do
+  echo "== $p@$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$sdk/node_modules/$p/package.json")"
+  (cd "$sdk" && E2B_SDK=$p timeout 900 node --test --test-reporter=spec sdk-test.mjs)
+done

@@ -1,0 +1,188 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "../controller/ControllerFixture.hpp"
+#include "api/E2bApi.hpp"
+#include "api/Router.hpp"
+#include "store/ApiKeyStore.hpp"
+
+namespace airlock::api {
+namespace {
+using nlohmann::json;
+
+// The E2B control plane through the router, over the fake hypervisor.
+class E2bApiTest : public test::ControllerFixture {
+  protected:
+    E2bApiTest()
+        : keys(*db),
+          auth(keys),
+          router(*controller, auth, keys, "test"),
+          tokens("test-key"),
+          e2b(*controller, auth, router.limiter(), tokens, "sbx.test") {
+        router.setE2b(&e2b, nullptr);
+        key = keys.create("t1", Role::agent, "agent").key;
+        otherKey = keys.create("t2", Role::agent, "other").key;
+        approverKey = keys.create("t1", Role::approver, "human").key;
+    }
+
+    ApiResponse call(const std::string& method, const std::string& path,
+                     const std::string& body = {}, std::string withKey = "") {
+        ApiRequest r;
+        r.method = method;
+        auto q = path.find('?');
+        r.path = path.substr(0, q);
+        if (q != std::string::npos) {
+            std::string query = path.substr(q + 1);
+            while (!query.empty()) {
+                auto amp = query.find('&');
+                auto part = query.substr(0, amp);
+                auto eq = part.find('=');
+                r.query[part.substr(0, eq)] = e2b::percentDecode(part.substr(eq + 1));
+                query = amp == std::string::npos ? "" : query.substr(amp + 1);
+            }
+        }
+        r.body = body;
+        // The SDK's shape of the same key.
+        std::string k = withKey.empty() ? key : withKey;
+        r.headers["x-api-key"] = "e2b_" + k.substr(3);
+        return router.handle(r);
+    }
+
+    std::string create(const std::string& body) {
+        auto r = call("POST", "/v2/sandboxes", body);
+        EXPECT_EQ(r.status, 201) << r.body;
+        return json::parse(r.body).value("sandboxID", "");
+    }
+
+    ApiKeyStore keys;
+    Authenticator auth;
+    Router router;
+    e2b::SandboxTokens tokens;
+    E2bApi e2b;
+    std::string key, otherKey, approverKey;
+};
+
+TEST_F(E2bApiTest, CreateAnswersWhatTheSdkReads) {
+    auto r =
+        call("POST", "/sandboxes",
+             R"({"templateID":"minimal","timeout":120,"metadata":{"k":"v"},"envVars":{"A":"1"},)"
+             R"("secure":true,"allow_internet_access":true})");
+    ASSERT_EQ(r.status, 201) << r.body;
+    auto j = json::parse(r.body);
+    std::string id = j["sandboxID"];
+    EXPECT_EQ(j["templateID"], "minimal");
+    EXPECT_EQ(j["clientID"], "airlock");
+    EXPECT_EQ(j["envdVersion"], e2b::kEnvdVersion);
+    EXPECT_EQ(j["envdAccessToken"], tokens.envdToken(id));
+    EXPECT_EQ(j["domain"], "sbx.test");
+    auto rec = controller->get("t1", id);
+    EXPECT_EQ(rec.timeoutS, 120);
+    EXPECT_EQ(json::parse(rec.metadataJson)["k"], "v");
+    EXPECT_EQ(json::parse(rec.envJson)["A"], "1");
+}
+
+TEST_F(E2bApiTest, BadRequestsGetANumericCodeAndAMessage) {
+    auto r = call("POST", "/v2/sandboxes", R"({"templateID":"minimal","bogus":1})");
+    EXPECT_EQ(r.status, 400);
+    auto j = json::parse(r.body);
+    EXPECT_EQ(j["code"], 400);
+    EXPECT_NE(j["message"].get<std::string>().find("bogus"), std::string::npos);
+    EXPECT_EQ(call("POST", "/v2/sandboxes", R"({"templateID":"nope"})").status, 404);
+    EXPECT_EQ(call("POST", "/v2/sandboxes", R"({"templateID":"minimal","timeout":-1})").status,
+              400);
+    EXPECT_EQ(call("POST", "/v2/sandboxes",
+                   R"({"templateID":"minimal","network":{"allowPublicTraffic":false}})")
+                  .status,
+              400);
+    auto bad = call("GET", "/sandboxes/sbx-nope");
+    EXPECT_EQ(bad.status, 404);
+    EXPECT_EQ(json::parse(bad.body)["code"], 404);
+    // No key, a wrong key, an approver key.
+    ApiRequest none;
+    none.method = "GET";
+    none.path = "/v2/sandboxes";
+    auto unauth = router.handle(none);
+    EXPECT_EQ(unauth.status, 401);
+    EXPECT_EQ(json::parse(unauth.body)["code"], 401);
+    EXPECT_EQ(call("GET", "/v2/sandboxes", "", "ak_" + std::string(48, '0')).status, 401);
+    EXPECT_EQ(call("GET", "/v2/sandboxes", "", approverKey).status, 403);
+}
+
+TEST_F(E2bApiTest, AnotherTenantsSandboxDoesNotExist) {
+    auto id = create(R"({"templateID":"minimal"})");
+    for (auto [m, p] : std::vector<std::pair<std::string, std::string>>{
+             {"GET", "/sandboxes/" + id},
+             {"DELETE", "/sandboxes/" + id},
+             {"POST", "/sandboxes/" + id + "/pause"}}) {
+        auto r = call(m, p, "", otherKey);
+        EXPECT_EQ(r.status, 404) << m << " " << p;
+    }
+    EXPECT_EQ(controller->get("t1", id).state, SandboxState::running);
+}
+
+TEST_F(E2bApiTest, ListFiltersByStateAndMetadataAndPages) {
+    std::vector<std::string> ids;
+    for (int i = 0; i < 3; ++i)
+        ids.push_back(create(R"({"templateID":"minimal","metadata":{"suite":"a b&c"}})"));
+    create(R"({"templateID":"minimal","metadata":{"suite":"other"}})");
+    // {"suite":"a b&c"} encoded as the SDK does, once decoded by the HTTP layer.
+    std::string filter = "metadata=suite%253Da%252520b%252526c";
+    auto all = call("GET", "/v2/sandboxes?" + filter);
+    ASSERT_EQ(all.status, 200) << all.body;
+    EXPECT_EQ(json::parse(all.body).size(), 3u);
+    auto page1 = call("GET", "/v2/sandboxes?" + filter + "&limit=2");
+    ASSERT_EQ(json::parse(page1.body).size(), 2u);
+    ASSERT_TRUE(page1.headers.count("X-Next-Token"));
+    auto page2 = call(
+        "GET", "/v2/sandboxes?" + filter + "&limit=2&nextToken=" + page1.headers["X-Next-Token"]);
+    auto j2 = json::parse(page2.body);
+    ASSERT_EQ(j2.size(), 1u);
+    EXPECT_FALSE(page2.headers.count("X-Next-Token"));
+    std::set<std::string> seen{json::parse(page1.body)[0]["sandboxID"],
+                               json::parse(page1.body)[1]["sandboxID"], j2[0]["sandboxID"]};
+    EXPECT_EQ(seen, std::set<std::string>(ids.begin(), ids.end()));
+    // Pause one: the state filter sees it.
+    ASSERT_EQ(call("POST", "/sandboxes/" + ids[0] + "/pause", "{}").status, 204);
+    auto paused = json::parse(call("GET", "/v2/sandboxes?state=paused").body);
+    ASSERT_EQ(paused.size(), 1u);
+    EXPECT_EQ(paused[0]["sandboxID"], ids[0]);
+    EXPECT_EQ(paused[0]["state"], "paused");
+    EXPECT_EQ(call("GET", "/v2/sandboxes?state=gone").status, 400);
+    // The other tenant sees none of them.
+    EXPECT_EQ(json::parse(call("GET", "/v2/sandboxes", "", otherKey).body).size(), 0u);
+}
+
+TEST_F(E2bApiTest, PauseConnectAndTimeouts) {
+    auto id = create(R"({"templateID":"minimal","timeout":100})");
+    // Connect to a running one only ever extends its life.
+    auto before = controller->get("t1", id).expiresAt;
+    auto c = call("POST", "/v2/sandboxes/" + id + "/connect", R"({"timeout":10})");
+    EXPECT_EQ(c.status, 200) << c.body;
+    EXPECT_EQ(controller->get("t1", id).expiresAt, before);
+    EXPECT_EQ(call("POST", "/sandboxes/" + id + "/connect", R"({"timeout":1000})").status, 200);
+    EXPECT_GE(controller->get("t1", id).expiresAt, before + 800);
+    // setTimeout may shorten it.
+    EXPECT_EQ(call("POST", "/sandboxes/" + id + "/timeout", R"({"timeout":5})").status, 204);
+    EXPECT_LE(controller->get("t1", id).expiresAt, before);
+    // Pause twice: 409 with the code in the body.
+    EXPECT_EQ(call("POST", "/sandboxes/" + id + "/pause", "").status, 204);
+    auto again = call("POST", "/sandboxes/" + id + "/pause", "");
+    EXPECT_EQ(again.status, 409);
+    EXPECT_EQ(json::parse(again.body)["code"], 409);
+    EXPECT_EQ(controller->get("t1", id).expiresAt, 0);  // a paused E2B sandbox waits
+    // Connect resumes it: 201.
+    auto resumed = call("POST", "/v2/sandboxes/" + id + "/connect", "{}");
+    EXPECT_EQ(resumed.status, 201) << resumed.body;
+    EXPECT_EQ(controller->get("t1", id).state, SandboxState::running);
+    EXPECT_GT(controller->get("t1", id).expiresAt, 0);
+    auto info = json::parse(call("GET", "/sandboxes/" + id).body);
+    EXPECT_EQ(info["state"], "running");
+    EXPECT_EQ(info["envdAccessToken"], tokens.envdToken(id));
+    EXPECT_EQ(json::parse(call("GET", "/sandboxes/" + id + "/metrics").body), json::array());
+    EXPECT_EQ(call("DELETE", "/sandboxes/" + id).status, 204);
+    EXPECT_EQ(call("DELETE", "/sandboxes/" + id).status, 404);
+}
+
+}  // namespace
+}  // namespace airlock::api

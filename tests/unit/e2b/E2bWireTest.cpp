@@ -1,0 +1,140 @@
+#include <gtest/gtest.h>
+
+#include "core/Error.hpp"
+#include "e2b/ConnectEnvelope.hpp"
+#include "e2b/E2bWire.hpp"
+#include "e2b/Multipart.hpp"
+
+namespace airlock::e2b {
+namespace {
+
+TEST(ConnectEnvelope, EncodesFlagsAndBigEndianLength) {
+    auto e = encodeEnvelope(kEnvelopeEndStream, "{}");
+    ASSERT_EQ(e.size(), 7u);
+    EXPECT_EQ(static_cast<unsigned char>(e[0]), 2);
+    EXPECT_EQ(e.substr(1, 4), std::string("\0\0\0\2", 4));
+    EXPECT_EQ(e.substr(5), "{}");
+    std::string big(300, 'x');
+    auto b = encodeEnvelope(kEnvelopeMessage, big);
+    EXPECT_EQ(static_cast<unsigned char>(b[3]), 1);
+    EXPECT_EQ(static_cast<unsigned char>(b[4]), 44);
+}
+
+TEST(ConnectEnvelope, ParsesExactlyOneMessageAndRefusesTheRest) {
+    std::string body = encodeEnvelope(kEnvelopeMessage, R"({"a":1})");
+    EXPECT_EQ(parseSingleEnvelope(body, 100).payload, R"({"a":1})");
+    EXPECT_THROW(parseSingleEnvelope(body.substr(0, 4), 100), Error);  // short
+    EXPECT_THROW(parseSingleEnvelope(body + "x", 100), Error);         // trailing bytes
+    EXPECT_THROW(parseSingleEnvelope(body.substr(0, body.size() - 1), 100), Error);  // truncated
+    EXPECT_THROW(parseSingleEnvelope(body, 3), Error);                               // over the cap
+    EXPECT_THROW(parseSingleEnvelope(encodeEnvelope(kEnvelopeCompressed, "x"), 100), Error);
+    EXPECT_THROW(parseSingleEnvelope(encodeEnvelope(kEnvelopeEndStream, "{}"), 100), Error);
+    // A length that claims 4 GiB is refused before anything is allocated.
+    EXPECT_THROW(parseSingleEnvelope(std::string("\0\xff\xff\xff\xff", 5), 1 << 20), Error);
+}
+
+TEST(E2bWire, MetadataFilterIsDecodedLikeE2bs) {
+    // {"a b":"c&d=e","k":"v"} as the SDK sends it, after the HTTP layer's decode.
+    auto m = parseMetadataFilter("a%2520b%3Dc%2526d%253De%26k%3Dv");
+    ASSERT_EQ(m.size(), 2u);
+    EXPECT_EQ(m["a b"], "c&d=e");
+    EXPECT_EQ(m["k"], "v");
+    EXPECT_TRUE(parseMetadataFilter("").empty());
+    EXPECT_THROW(parseMetadataFilter("%3Dv"), Error);
+}
+
+TEST(E2bWire, SandboxHostNeedsThePortIdAndTheDomain) {
+    auto h = parseSandboxHost("49983-sbx-abc123.Airlock.Test:8080", "airlock.test");
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->port, 49983u);
+    EXPECT_EQ(h->sandboxId, "sbx-abc123");
+    EXPECT_FALSE(parseSandboxHost("49983-sbx-abc123.other.test", "airlock.test"));
+    EXPECT_FALSE(parseSandboxHost("airlock.test", "airlock.test"));
+    EXPECT_FALSE(parseSandboxHost("x.49983-sbx-a.airlock.test", "airlock.test"));
+    EXPECT_FALSE(parseSandboxHost("70000-sbx-a.airlock.test", "airlock.test"));
+    EXPECT_FALSE(parseSandboxHost("0-sbx-a.airlock.test", "airlock.test"));
+    EXPECT_FALSE(parseSandboxHost("abc-sbx-a.airlock.test", "airlock.test"));
+    EXPECT_FALSE(parseSandboxHost("8000-.airlock.test", "airlock.test"));
+    EXPECT_FALSE(parseSandboxHost("8000-sbx-a.airlock.test", ""));
+    EXPECT_TRUE(parseSandboxHost("8000-sbx-a.localhost", "localhost"));
+}
+
+TEST(E2bWire, ConnectCodesAndStatuses) {
+    EXPECT_EQ(connectCodeFor(ErrorCode::not_found), "not_found");
+    EXPECT_EQ(connectCodeFor(ErrorCode::policy_denied), "permission_denied");
+    EXPECT_EQ(connectCodeFor(ErrorCode::unauthorized), "unauthenticated");
+    EXPECT_EQ(connectHttpStatus("not_found"), 404);
+    EXPECT_EQ(connectHttpStatus("already_exists"), 409);
+    EXPECT_EQ(connectHttpStatus("unauthenticated"), 401);
+    EXPECT_EQ(connectHttpStatus("nonsense"), 500);
+}
+
+TEST(E2bWire, EntryInfoIsEnvdsShape) {
+    nlohmann::json agent{
+        {"name", "a.txt"}, {"path", "/home/user/a.txt"},      {"type", "file"}, {"size", 9},
+        {"mode", "0644"},  {"mtime", "2026-01-02T03:04:05Z"}, {"uid", 1000},    {"gid", 1000}};
+    auto e = entryInfo(agent);
+    EXPECT_EQ(e["type"], "FILE_TYPE_FILE");
+    EXPECT_EQ(e["size"], "9");  // int64 is a string in proto3 JSON
+    EXPECT_EQ(e["mode"], 0644);
+    EXPECT_EQ(e["permissions"], "-rw-r--r--");
+    EXPECT_EQ(e["owner"], "user");
+    EXPECT_EQ(e["modifiedTime"], "2026-01-02T03:04:05Z");
+    agent["type"] = "directory";
+    agent["mode"] = "0755";
+    agent["uid"] = 0;
+    e = entryInfo(agent);
+    EXPECT_EQ(e["type"], "FILE_TYPE_DIRECTORY");
+    EXPECT_EQ(e["permissions"], "drwxr-xr-x");
+    EXPECT_EQ(e["owner"], "root");
+    EXPECT_EQ(entryInfo(nlohmann::json::object())["type"], "FILE_TYPE_UNSPECIFIED");
+}
+
+TEST(E2bWire, TokensArePerSandboxAndKeyed) {
+    SandboxTokens a("k1"), b("k2");
+    EXPECT_EQ(a.envdToken("sbx-1"), a.envdToken("sbx-1"));
+    EXPECT_NE(a.envdToken("sbx-1"), a.envdToken("sbx-2"));
+    EXPECT_NE(a.envdToken("sbx-1"), b.envdToken("sbx-1"));
+    EXPECT_NE(a.envdToken("sbx-1"), a.trafficToken("sbx-1"));
+    EXPECT_EQ(a.envdToken("sbx-1").size(), 64u);
+    EXPECT_TRUE(SandboxTokens::same("abc", "abc"));
+    EXPECT_FALSE(SandboxTokens::same("abc", "abd"));
+    EXPECT_FALSE(SandboxTokens::same("abc", "ab"));
+}
+
+TEST(E2bWire, BasicAuthNamesAPlainUser) {
+    EXPECT_EQ(basicAuthUser(""), "");
+    EXPECT_EQ(basicAuthUser("Basic cm9vdDo="), "root");  // "root:"
+    EXPECT_THROW(basicAuthUser("Bearer x"), Error);
+    EXPECT_THROW(basicAuthUser("Basic !!!"), Error);
+    EXPECT_THROW(basicAuthUser("Basic Li4vZXRjOg=="), Error);  // "../etc:"
+    EXPECT_EQ(resolveUserPath("a/b", "user"), "/home/user/a/b");
+    EXPECT_EQ(resolveUserPath("~/x", "root"), "/root/x");
+    EXPECT_EQ(resolveUserPath("/abs", "user"), "/abs");
+    EXPECT_EQ(resolveUserPath("", "user"), "/home/user");
+}
+
+TEST(Multipart, PartsKeepTheirFullPathFilename) {
+    std::string body =
+        "--XyZ\r\nContent-Disposition: form-data; name=\"file\"; "
+        "filename=\"/home/user/dir/a.txt\"\r\n"
+        "Content-Type: application/octet-stream\r\n\r\nhello\r\n--XyZ\r\n"
+        "Content-Disposition: form-data; name=\"file\"; "
+        "filename=\"rel/b.bin\"\r\n\r\nline1\r\nline2\r\n--XyZ--\r\n";
+    auto parts = parseMultipart(body, multipartBoundary("multipart/form-data; boundary=XyZ"));
+    ASSERT_EQ(parts.size(), 2u);
+    EXPECT_EQ(parts[0].filename, "/home/user/dir/a.txt");
+    EXPECT_EQ(parts[0].data, "hello");
+    EXPECT_EQ(parts[1].filename, "rel/b.bin");
+    EXPECT_EQ(parts[1].data, "line1\r\nline2");  // CRLF inside the data stays
+    EXPECT_EQ(multipartBoundary("multipart/form-data; boundary=\"q b\""), "q b");
+    EXPECT_THROW(multipartBoundary("application/json"), Error);
+    EXPECT_THROW(
+        parseMultipart("--XyZ\r\nContent-Disposition: form-data\r\n\r\nunterminated", "XyZ"),
+        Error);
+    EXPECT_THROW(parseMultipart("no boundary at all", "XyZ"), Error);
+    EXPECT_TRUE(parseMultipart("--XyZ--\r\n", "XyZ").empty());
+}
+
+}  // namespace
+}  // namespace airlock::e2b
