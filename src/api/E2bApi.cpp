@@ -135,6 +135,8 @@ ApiResponse E2bApi::dispatch(const ApiRequest& request) {
         j["domain"] = publicDomain_.empty() ? json(nullptr) : json(publicDomain_);
         j["envdAccessToken"] = tokens_.envdToken(r.id);
         j["allowInternetAccess"] = r.networkJson != "[]";
+        j["network"] = {{"allowPublicTraffic", r.portAccess == "public"}};
+        if (r.portAccess == "token") j["trafficAccessToken"] = tokens_.trafficToken(r.id);
         j["lifecycle"] = {{"autoResume", false},
                           {"onTimeout", r.onTimeout == "pause" ? "pause" : "kill"}};
         return jsonResponse(200, j);
@@ -230,16 +232,16 @@ ApiResponse E2bApi::create(const std::string& tenant, const ApiRequest& request)
         // Everything not allowed is denied already: denyOut only restates it.
         if (auto d = n.find("denyOut"); d != n.end() && !d->is_null() && !d->is_array())
             throw Error(ErrorCode::bad_request, "'network.denyOut' must be an array of strings");
-        if (!boolField(n, "allowPublicTraffic", true))
-            throw Error(ErrorCode::bad_request,
-                        "allowPublicTraffic=false is not supported yet: previews of E2B sandboxes "
-                        "are public");
+        // E2B's rule: guest ports are public unless this says otherwise,
+        // then they need the sandbox's traffic token.
+        if (!boolField(n, "allowPublicTraffic", true)) req.portAccess = "token";
         for (const char* unsupported : {"egressProxy", "rules", "maskRequestHost"})
             if (auto u = n.find(unsupported);
                 u != n.end() && !u->is_null() && !(u->is_object() && u->empty()))
                 throw Error(ErrorCode::bad_request, std::string("'network.") + unsupported +
                                                         "' is not supported by Airlock");
     }
+    if (req.portAccess != "token") req.portAccess = "public";
     auto r = controller_.create(tenant, req);
     return jsonResponse(201, sandboxAnswer(r, asked));
 }
@@ -251,7 +253,8 @@ json E2bApi::sandboxAnswer(const SandboxRecord& r, const std::string& asked) con
             {"clientID", "airlock"},
             {"envdVersion", e2b::kEnvdVersion},
             {"envdAccessToken", tokens_.envdToken(r.id)},
-            {"trafficAccessToken", nullptr},
+            {"trafficAccessToken",
+             r.portAccess == "token" ? json(tokens_.trafficToken(r.id)) : json(nullptr)},
             {"domain", publicDomain_.empty() ? json(nullptr) : json(publicDomain_)}};
 }
 

@@ -109,10 +109,10 @@ std::optional<E2bEnvd::Target> E2bEnvd::target(const ApiRequest& head) const {
             std::stoul(port) > 65535)
             throw Error(ErrorCode::bad_request,
                         "E2b-Sandbox-Id and E2b-Sandbox-Port (1-65535) go together");
-        return Target{id, static_cast<unsigned>(std::stoul(port))};
+        return Target{id, static_cast<unsigned>(std::stoul(port)), ""};
     }
     if (auto h = e2b::parseSandboxHost(head.host, publicDomain_))
-        return Target{h->sandboxId, h->port};
+        return Target{h->sandboxId, h->port, h->token};
     return std::nullopt;
 }
 
@@ -151,6 +151,43 @@ E2bEnvd::Caller E2bEnvd::admit(const ApiRequest& request, const Target& target) 
     return c;
 }
 
+E2bEnvd::PortRoute E2bEnvd::routePort(const ApiRequest& head, const Target& target) {
+    auto owner = controller_.ownerOf(target.sandboxId);
+    if (!owner) throw GatewayError("The sandbox was not found");
+    auto r = controller_.get(*owner, target.sandboxId);
+    if (r.state != SandboxState::running)
+        throw GatewayError("The sandbox is " + sandboxStateName(r.state));
+    PortRoute route;
+    route.tenant = *owner;
+    auto& controller = controller_;
+    std::string id = target.sandboxId;
+    unsigned port = target.port;
+    if (!target.token.empty()) {
+        // Airlock's own preview origin: the exposed port's capability.
+        route.open = [&controller, id, port, token = target.token](AgentStream::Handler h) {
+            return controller.openPreviewTunnel(id, port, token, std::move(h));
+        };
+    } else if (r.portAccess == "public" ||
+               (r.portAccess == "token" &&
+                e2b::SandboxTokens::same(head.header("e2b-traffic-access-token"),
+                                         tokens_.trafficToken(id)))) {
+        route.open = [&controller, tenant = *owner, id, port](AgentStream::Handler h) {
+            return controller.openPortTunnel(tenant, id, port, std::move(h));
+        };
+    } else if (r.portAccess == "token") {
+        throw Error(
+            ErrorCode::forbidden,
+            "this sandbox's ports need its traffic access token (header e2b-traffic-access-token)");
+    } else {
+        throw Error(
+            ErrorCode::forbidden,
+            "this sandbox's ports are reached through its exposed ports (POST /v1/sandboxes/" + id +
+                "/ports)");
+    }
+    route.slot = limiter_.acquire(*owner);
+    return route;
+}
+
 ApiResponse E2bEnvd::errorFor(const ApiRequest& request, std::exception_ptr error,
                               const std::string& sandboxId) const {
     bool rpc = startsWith(request.path, kProcess) || startsWith(request.path, kFilesystem);
@@ -179,7 +216,17 @@ ApiResponse E2bEnvd::errorFor(const ApiRequest& request, std::exception_ptr erro
     return e2bError(500, "internal error");
 }
 
-ApiResponse E2bEnvd::handle(const ApiRequest& request, const Target& target) {
+std::shared_ptr<void> E2bEnvd::reserveUpload(std::size_t bytes) {
+    auto budget = uploadBytes_;
+    if (budget->fetch_add(bytes) + bytes > kUploadBudget) {
+        budget->fetch_sub(bytes);
+        return nullptr;
+    }
+    return std::shared_ptr<void>(nullptr, [budget, bytes](void*) { budget->fetch_sub(bytes); });
+}
+
+ApiResponse E2bEnvd::handle(const ApiRequest& request, const Target& target,
+                            std::optional<Caller> admitted) {
     try {
         if (request.method == "GET" && request.path == "/health") {
             // Reachability only: 502 when the sandbox is gone or paused.
@@ -190,7 +237,7 @@ ApiResponse E2bEnvd::handle(const ApiRequest& request, const Target& target) {
                 throw GatewayError("The sandbox is " + sandboxStateName(r.state));
             return ApiResponse{204, "", ""};
         }
-        auto caller = admit(request, target);
+        auto caller = admitted ? std::move(*admitted) : admit(request, target);
         if (request.path == "/files" && request.method == "POST") return upload(request, caller);
         bool rpc = startsWith(request.path, kProcess) || startsWith(request.path, kFilesystem);
         if (!rpc)
@@ -503,8 +550,7 @@ class DirPoller : public std::enable_shared_from_this<DirPoller> {
 };
 }  // namespace
 
-E2bEnvd::StreamPlan E2bEnvd::planStream(const ApiRequest& request, const Target& target) {
-    auto caller = admit(request, target);
+E2bEnvd::StreamPlan E2bEnvd::planStream(const ApiRequest& request, Caller caller) {
     if (request.contentType.rfind("application/connect+json", 0) != 0)
         throw Error(ErrorCode::bad_request, "streaming calls take application/connect+json");
     auto envelope = e2b::parseSingleEnvelope(request.body, kMaxRpcBody);

@@ -1,5 +1,6 @@
 #pragma once
 #include <boost/asio/thread_pool.hpp>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -30,6 +31,8 @@ class E2bEnvd {
     struct Target {
         std::string sandboxId;
         unsigned port = 0;
+        std::string token;  // Airlock's own preview origin: the exposed port's token
+        bool envd() const { return port == e2b::kEnvdPort && token.empty(); }
     };
     // The sandbox and port a request is for; nullopt: not an E2B sandbox
     // request (the native API's). Error(bad_request) for a half-given pair.
@@ -52,8 +55,24 @@ class E2bEnvd {
         using std::runtime_error::runtime_error;
     };
 
-    // A unary call (RPC, POST /files, GET /health). Never throws; may block.
-    ApiResponse handle(const ApiRequest& request, const Target& target);
+    // A guest port by Host or headers: E2B's access rule for sandboxes made
+    // through the E2B door (public, or with the traffic token header), the
+    // exposed port's token for every other. Throws like admit.
+    struct PortRoute {
+        std::string tenant;
+        TenantLimiter::Slot slot;
+        std::function<std::shared_ptr<AgentStream>(AgentStream::Handler)> open;
+    };
+    PortRoute routePort(const ApiRequest& head, const Target& target);
+
+    // A unary call (RPC, POST /files, GET /health), admitted already (but
+    // /health). Never throws; may block.
+    ApiResponse handle(const ApiRequest& request, const Target& target, std::optional<Caller> caller);
+    // Uploads are read whole before they go to the guest: their bytes in
+    // memory at once are bounded (a reservation is held while one is read
+    // and written). Empty when the budget is spent (429).
+    static constexpr std::size_t kUploadBudget = 512ull * 1024 * 1024;
+    std::shared_ptr<void> reserveUpload(std::size_t bytes);
     // The response for a failure, in the route's shape (Connect error JSON
     // for RPCs, {"code","message"} for the HTTP endpoints).
     ApiResponse errorFor(const ApiRequest& request, std::exception_ptr error,
@@ -68,7 +87,7 @@ class E2bEnvd {
         std::shared_ptr<void> slot;
         std::function<void(const std::shared_ptr<ConnectStreamSession>&)> run;
     };
-    StreamPlan planStream(const ApiRequest& request, const Target& target);
+    StreamPlan planStream(const ApiRequest& request, Caller caller);
     // GET /files: admitted, the path resolved for the user.
     struct Download {
         Caller caller;
@@ -93,6 +112,7 @@ class E2bEnvd {
     boost::asio::thread_pool& workers_;
     std::string publicDomain_;
     e2b::E2bProcessTable processes_;
+    std::shared_ptr<std::atomic<std::size_t>> uploadBytes_ = std::make_shared<std::atomic<std::size_t>>(0);
 };
 
 }  // namespace airlock::api

@@ -108,6 +108,8 @@ void HttpSession::onHeader(beast::error_code ec) {
             11);
     ApiRequest head = requestHead(header_->get());
     e2bTarget_.reset();
+    e2bCaller_.reset();
+    e2bUpload_.reset();
     if (auto* envd = router_.e2bEnvd()) {
         std::optional<E2bEnvd::Target> target;
         try {
@@ -160,12 +162,18 @@ void HttpSession::onBody(beast::error_code ec) {
     stream_.expires_never();
     if (e2bTarget_) {
         auto target = std::move(*e2bTarget_);
+        auto caller = std::move(e2bCaller_);
+        auto upload = std::move(e2bUpload_);
         e2bTarget_.reset();
-        if (E2bEnvd::isStreamingRpc(request)) return startConnectStream(std::move(request), std::move(target));
+        e2bCaller_.reset();
+        if (E2bEnvd::isStreamingRpc(request) && caller)
+            return startConnectStream(std::move(request), std::move(target), std::move(*caller));
         auto* envd = router_.e2bEnvd();
         asio::post(workers_, [self = shared_from_this(), envd, request = std::move(request),
-                              target = std::move(target), keepAlive, version]() mutable {
-            auto response = envd->handle(request, target);
+                              target = std::move(target), caller = std::move(caller), upload, keepAlive,
+                              version]() mutable {
+            auto response = envd->handle(request, target, std::move(caller));
+            upload.reset();
             asio::post(self->stream_.get_executor(),
                        [self, response = std::move(response), keepAlive, version]() mutable {
                            self->respond(std::move(response), keepAlive, version);
@@ -259,6 +267,12 @@ void HttpSession::startStream(const Router::StreamMatch& match, ApiRequest reque
             return;
         }
         case Router::StreamKind::preview:
+            if (!router_.publicDomain().empty())
+                return respond(errorResponse(ErrorCode::not_found,
+                                             "previews are served on their own origin "
+                                             "(<token>.<port>-<sandbox>." +
+                                                 router_.publicDomain() + "): see the port's url"),
+                               false, 11);
             std::make_shared<PreviewProxySession>(std::move(stream_), std::move(buffer_),
                                                   header_->release(), std::move(ctx))
                 ->start();
@@ -270,29 +284,19 @@ void HttpSession::startStream(const Router::StreamMatch& match, ApiRequest reque
 
 void HttpSession::startE2b(ApiRequest head, E2bEnvd::Target target) {
     auto* envd = router_.e2bEnvd();
-    if (target.port != e2b::kEnvdPort) {
-        // A guest port (E2B's getHost): public, as E2B's are unless a sandbox
-        // restricts them (Airlock refuses that option at create for now).
-        std::string owner;
-        TenantLimiter::Slot slot;
+    if (!target.envd()) {
+        // A guest port (E2B's getHost, or Airlock's own preview origin).
+        std::optional<E2bEnvd::PortRoute> route;
         try {
-            auto o = controller_.ownerOf(target.sandboxId);
-            if (!o || controller_.get(*o, target.sandboxId).state != SandboxState::running)
-                throw E2bEnvd::GatewayError("The sandbox was not found");
-            owner = *o;
-            slot = router_.limiter().acquire(owner);
+            route = envd->routePort(head, target);
         } catch (...) {
             return respond(envd->errorFor(head, std::current_exception(), target.sandboxId), false, 11);
         }
-        StreamContext ctx{controller_, workers_, std::move(head), owner, {}, std::move(slot), connectionSlot_};
+        StreamContext ctx{controller_, workers_, std::move(head), route->tenant, {}, std::move(route->slot),
+                          connectionSlot_};
         stream_.expires_never();
-        auto& controller = controller_;
-        auto id = target.sandboxId;
-        std::make_shared<PreviewProxySession>(
-            std::move(stream_), std::move(buffer_), header_->release(), std::move(ctx), target.port,
-            [&controller, owner, id, port = target.port](AgentStream::Handler h) {
-                return controller.openPortTunnel(owner, id, port, std::move(h));
-            })
+        std::make_shared<PreviewProxySession>(std::move(stream_), std::move(buffer_), header_->release(),
+                                              std::move(ctx), target.port, std::move(route->open))
             ->start();
         return;
     }
@@ -318,21 +322,41 @@ void HttpSession::startE2b(ApiRequest head, E2bEnvd::Target target) {
             ->start();
         return;
     }
-    if (auto length = header_->content_length(); length && *length > E2bEnvd::bodyLimit(head))
-        return respond(e2bError(413, "request body exceeds " + std::to_string(E2bEnvd::bodyLimit(head)) + " bytes"),
-                       false, 11);
+    // Admitted before its body is read: nobody without the sandbox's token
+    // makes airlockd hold a body.
+    std::optional<E2bEnvd::Caller> caller;
+    if (!(head.method == "GET" && head.path == "/health")) {
+        try {
+            caller = envd->admit(head, target);
+        } catch (...) {
+            return respond(envd->errorFor(head, std::current_exception(), target.sandboxId), false, 11);
+        }
+    }
+    std::size_t limit = E2bEnvd::bodyLimit(head);
+    auto length = header_->content_length();
+    if (length && *length > limit)
+        return respond(e2bError(413, "request body exceeds " + std::to_string(limit) + " bytes"), false, 11);
+    if (head.method == "POST" && head.path == "/files") {
+        e2bUpload_ = envd->reserveUpload(length ? static_cast<std::size_t>(*length) : limit);
+        if (!e2bUpload_) {
+            auto busy = e2bError(429, "too many uploads in flight; try again");
+            busy.headers["Retry-After"] = "1";
+            return respond(std::move(busy), false, 11);
+        }
+    }
     e2bTarget_ = std::move(target);
-    readBody(E2bEnvd::bodyLimit(head));
+    e2bCaller_ = std::move(caller);
+    readBody(limit);
 }
 
-void HttpSession::startConnectStream(ApiRequest request, E2bEnvd::Target target) {
+void HttpSession::startConnectStream(ApiRequest request, E2bEnvd::Target target, E2bEnvd::Caller caller) {
     auto* envd = router_.e2bEnvd();
-    asio::post(workers_, [self = shared_from_this(), envd, request = std::move(request),
-                          target = std::move(target)]() mutable {
+    asio::post(workers_, [self = shared_from_this(), envd, request = std::move(request), target = std::move(target),
+                          caller = std::move(caller)]() mutable {
         std::optional<E2bEnvd::StreamPlan> plan;
         std::optional<ApiResponse> error;
         try {
-            plan = envd->planStream(request, target);
+            plan = envd->planStream(request, std::move(caller));
         } catch (...) {
             error = envd->errorFor(request, std::current_exception(), target.sandboxId);
         }

@@ -40,7 +40,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     void startStream(const Router::StreamMatch& match, ApiRequest request);
     // The E2B front door's sandbox requests (envd and public ports).
     void startE2b(ApiRequest head, E2bEnvd::Target target);
-    void startConnectStream(ApiRequest request, E2bEnvd::Target target);
+    void startConnectStream(ApiRequest request, E2bEnvd::Target target, E2bEnvd::Caller caller);
     void respond(ApiResponse response, bool keepAlive, unsigned version);
     void onWrite(bool keepAlive, boost::beast::error_code ec, std::size_t bytes);
     void close();
@@ -58,7 +58,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     std::vector<char> drainBuffer_;
     std::size_t drainBudget_ = 0;
     std::shared_ptr<void> connectionSlot_;
-    std::optional<E2bEnvd::Target> e2bTarget_;  // this request is an envd call
+    // This request is an envd call: its sandbox, its admitted caller (none
+    // for /health) and, for an upload, its share of the upload budget.
+    std::optional<E2bEnvd::Target> e2bTarget_;
+    std::optional<E2bEnvd::Caller> e2bCaller_;
+    std::shared_ptr<void> e2bUpload_;
 };
 
 }  // namespace airlock::api

@@ -28,8 +28,21 @@ std::string queryValue(const Router::Context& c, const char* key) {
     return it->second;
 }
 
-json portJson(const ExposedPort& p, const Router::Context& c) {
+json portJson(const ExposedPort& p, const Router::Context& c, const std::string& publicDomain,
+              unsigned listenPort) {
     std::string host = c.request.host.empty() ? "127.0.0.1:8080" : c.request.host;
+    if (!publicDomain.empty()) {
+        // Its own origin: <token>.<port>-<id>.<domain>, on the listener's port.
+        auto colon = host.rfind(':');
+        std::string portSuffix =
+            colon != std::string::npos && host.find(']') == std::string::npos ? host.substr(colon)
+            : listenPort && listenPort != 80                                   ? ":" + std::to_string(listenPort)
+                                                                               : "";
+        return {{"port", p.port},
+                {"url", "http://" + p.token + "." + std::to_string(p.port) + "-" + p.sandboxId + "." +
+                            publicDomain + portSuffix + "/"},
+                {"created_at", p.createdAt}};
+    }
     return {{"port", p.port},
             {"url", "http://" + host + "/preview/" + p.sandboxId + "/" + std::to_string(p.port) +
                         "/" + p.token + "/"},
@@ -457,12 +470,13 @@ Router::Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& 
         if (p < 1 || p > 65535) throw Error(ErrorCode::bad_request, "'port' must be 1-65535");
         return jsonResponse(
             201,
-            portJson(controller_.exposePort(c.tenant, c.params[0], static_cast<unsigned>(p)), c));
+            portJson(controller_.exposePort(c.tenant, c.params[0], static_cast<unsigned>(p)), c,
+                     publicDomain_, listenPort_));
     });
     add("GET", "/v1/sandboxes/{}/ports", kDrivers, [this](Context& c) {
         json list = json::array();
         for (const auto& p : controller_.listPorts(c.tenant, c.params[0]))
-            list.push_back(portJson(p, c));
+            list.push_back(portJson(p, c, publicDomain_, listenPort_));
         return jsonResponse(200, {{"ports", list}});
     });
     add("DELETE", "/v1/sandboxes/{}/ports/{}", kDrivers, [this](Context& c) {

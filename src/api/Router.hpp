@@ -74,6 +74,14 @@ class Router {
         e2bEnvd_ = envd;
     }
     E2bEnvd* e2bEnvd() { return e2bEnvd_; }
+    // --public-domain: previews get their own origin (<token>.<port>-<id>.D)
+    // and the /preview/ path form on the API's origin is closed.
+    // listenPort: the URL's port when a request's Host names none.
+    void setPublicDomain(std::string domain, unsigned listenPort) {
+        publicDomain_ = std::move(domain);
+        listenPort_ = listenPort;
+    }
+    const std::string& publicDomain() const { return publicDomain_; }
 
     // Routes whose bodies stream (the HTTP session serves them itself).
     enum class StreamKind { none, exec_websocket, upload, download, process_logs, preview };
@@ -139,6 +147,8 @@ class Router {
     EvidenceService* evidence_ = nullptr;
     E2bApi* e2bApi_ = nullptr;
     E2bEnvd* e2bEnvd_ = nullptr;
+    std::string publicDomain_;
+    unsigned listenPort_ = 0;
 };
 
 std::vector<std::string> splitPath(const std::string& path);

@@ -188,6 +188,9 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
         r.taskJson = maskJsonStrings(*request.task, maskerFor(r)).dump();
     }
     r.artifactsJson = nlohmann::json(request.artifacts).dump();
+    if (request.portAccess != "exposed" && request.portAccess != "public" && request.portAccess != "token")
+        throw Error(ErrorCode::bad_request, "port access must be exposed, public or token");
+    r.portAccess = request.portAccess;
     r.state = SandboxState::creating;
     if (tmpl.diskPath.empty()) {
         if (request.diskGib)

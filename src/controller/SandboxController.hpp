@@ -159,6 +159,7 @@ struct CreateSandboxRequest {
     // sandbox's secret values masked; and workspace-relative artifact globs.
     std::optional<nlohmann::json> task;
     std::vector<std::string> artifacts;
+    std::string portAccess = "exposed";  // see SandboxRecord::portAccess
 };
 
 // Opens the agent connection of an endpoint (a unix socket path or "vsock:CID:PORT").

@@ -331,6 +331,7 @@ int runDaemon(const DaemonOptions& options) {
     limits.maxConnections = options.maxConnections;
     api::HttpServer server(ioc, options.listenHost, options.listenPort, router, controller, workers,
                            limits, tls);
+    router.setPublicDomain(options.publicDomain, server.port());
     logInfo("airlockd", std::string("listening on ") + (tls ? "https://" : "http://") +
                             options.listenHost + ":" + std::to_string(server.port()));
     std::unique_ptr<api::MetricsServer> metricsServer;

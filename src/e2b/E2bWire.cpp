@@ -63,8 +63,12 @@ std::optional<SandboxHost> parseSandboxHost(std::string_view host, std::string_v
     if (h.size() <= d.size() + 1 || h.compare(h.size() - d.size(), d.size(), d) != 0 ||
         h[h.size() - d.size() - 1] != '.')
         return std::nullopt;
-    std::string label = h.substr(0, h.size() - d.size() - 1);
-    if (label.find('.') != std::string::npos) return std::nullopt;
+    std::string label = h.substr(0, h.size() - d.size() - 1), token;
+    if (auto dot = label.find('.'); dot != std::string::npos) {
+        token = label.substr(0, dot);
+        label = label.substr(dot + 1);
+        if (token.empty() || label.find('.') != std::string::npos) return std::nullopt;
+    }
     auto dash = label.find('-');
     if (dash == std::string::npos || dash == 0 || dash > 5) return std::nullopt;
     unsigned port = 0;
@@ -75,7 +79,7 @@ std::optional<SandboxHost> parseSandboxHost(std::string_view host, std::string_v
     if (port == 0 || port > 65535) return std::nullopt;
     std::string id = label.substr(dash + 1);
     if (id.empty()) return std::nullopt;
-    return SandboxHost{port, id};
+    return SandboxHost{port, id, token};
 }
 
 std::string connectCodeFor(ErrorCode code) {

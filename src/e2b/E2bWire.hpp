@@ -27,11 +27,14 @@ std::string percentDecode(std::string_view s);
 // decode each part. Error(bad_request) on an empty key.
 std::map<std::string, std::string> parseMetadataFilter(const std::string& value);
 
-// "<port>-<sandboxId>.<domain>[:<listen port>]" (E2B's getHost()); nullopt
-// for any other host. The domain must match (case-insensitively).
+// "<port>-<sandboxId>.<domain>[:<listen port>]" (E2B's getHost()), or
+// Airlock's own preview origin "<token>.<port>-<sandboxId>.<domain>" (an
+// exposed port's token as one more label); nullopt for any other host. The
+// domain must match (case-insensitively).
 struct SandboxHost {
     unsigned port = 0;
     std::string sandboxId;
+    std::string token;  // empty: E2B's form
 };
 std::optional<SandboxHost> parseSandboxHost(std::string_view host, std::string_view domain);
 

@@ -41,6 +41,11 @@ struct SandboxRecord {
     // globs collected into its evidence bundles (JSON list).
     std::string taskJson;
     std::string artifactsJson = "[]";
+    // Who reaches its guest ports by Host (<port>-<id>.<public domain>):
+    // "exposed" (the native rule: only ports exposed, each with its token),
+    // "public" (E2B's default: every port, no token) or "token" (E2B's
+    // restricted traffic: every port, with the sandbox's traffic token).
+    std::string portAccess = "exposed";
 };
 
 }  // namespace airlock

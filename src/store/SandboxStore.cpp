@@ -38,7 +38,7 @@ constexpr const char* kColumns =
     "id, tenant, template, state, vcpus, memory_mib, created_at, metadata, env, error, snapshot, "
     "disk, layers,"
     " timeout_s, on_timeout, expires_at, policy, secrets, secret_names, network, qemu_uid, "
-    "disk_bytes, packages, task, artifacts";
+    "disk_bytes, packages, task, artifacts, port_access";
 
 SandboxRecord readRow(Database::Statement& st) {
     SandboxRecord r;
@@ -67,6 +67,7 @@ SandboxRecord readRow(Database::Statement& st) {
     r.packagesJson = st.text(22);
     r.taskJson = st.text(23);
     r.artifactsJson = st.text(24);
+    r.portAccess = st.text(25);
     return r;
 }
 }  // namespace
@@ -93,6 +94,7 @@ SandboxStore::SandboxStore(Database& db) : db_(db) {
     db_.addColumnIfMissing("sandboxes", "packages TEXT NOT NULL DEFAULT ''");
     db_.addColumnIfMissing("sandboxes", "task TEXT NOT NULL DEFAULT ''");
     db_.addColumnIfMissing("sandboxes", "artifacts TEXT NOT NULL DEFAULT '[]'");
+    db_.addColumnIfMissing("sandboxes", "port_access TEXT NOT NULL DEFAULT 'exposed'");
 }
 
 void SandboxStore::updateNetwork(const std::string& id, const std::string& networkJson) {
@@ -129,7 +131,7 @@ void SandboxStore::write(const SandboxRecord& r, bool replace) {
     db_.locked([&](sqlite3* db) {
         Database::Statement st(
             db, std::string(replace ? "INSERT OR REPLACE" : "INSERT") + " INTO sandboxes (" +
-                    kColumns + ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                    kColumns + ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
         st.bind(1, r.id)
             .bind(2, r.tenant)
             .bind(3, r.templateName)
@@ -147,7 +149,8 @@ void SandboxStore::write(const SandboxRecord& r, bool replace) {
             .bind(22, static_cast<std::int64_t>(r.diskBytes))
             .bind(23, r.packagesJson)
             .bind(24, r.taskJson)
-            .bind(25, r.artifactsJson);
+            .bind(25, r.artifactsJson)
+            .bind(26, r.portAccess);
         st.step();
     });
 }

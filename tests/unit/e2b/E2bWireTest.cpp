@@ -50,7 +50,15 @@ TEST(E2bWire, SandboxHostNeedsThePortIdAndTheDomain) {
     EXPECT_EQ(h->sandboxId, "sbx-abc123");
     EXPECT_FALSE(parseSandboxHost("49983-sbx-abc123.other.test", "airlock.test"));
     EXPECT_FALSE(parseSandboxHost("airlock.test", "airlock.test"));
-    EXPECT_FALSE(parseSandboxHost("x.49983-sbx-a.airlock.test", "airlock.test"));
+    EXPECT_TRUE(h->token.empty());
+    // Airlock's own preview origin: the exposed port's token as one more label.
+    auto own = parseSandboxHost("tok123.8000-sbx-a.airlock.test", "airlock.test");
+    ASSERT_TRUE(own);
+    EXPECT_EQ(own->token, "tok123");
+    EXPECT_EQ(own->sandboxId, "sbx-a");
+    EXPECT_EQ(own->port, 8000u);
+    EXPECT_FALSE(parseSandboxHost("a.b.8000-sbx-a.airlock.test", "airlock.test"));
+    EXPECT_FALSE(parseSandboxHost(".8000-sbx-a.airlock.test", "airlock.test"));
     EXPECT_FALSE(parseSandboxHost("70000-sbx-a.airlock.test", "airlock.test"));
     EXPECT_FALSE(parseSandboxHost("0-sbx-a.airlock.test", "airlock.test"));
     EXPECT_FALSE(parseSandboxHost("abc-sbx-a.airlock.test", "airlock.test"));

@@ -1,0 +1,295 @@
+// The E2B front door at the wire, on a real airlockd with real VMs: what the
+// SDK tests (tests/e2b) cannot send or see. Envelopes and chunks of a
+// process stream, the access token, routing errors, and who reaches guest
+// ports by Host (E2B's public and restricted rules, Airlock's own exposed
+// ports on their own origin).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli/HttpClient.hpp"
+#include "e2b/ConnectEnvelope.hpp"
+#include "support/DaemonProcess.hpp"
+#include "support/TestEnv.hpp"
+
+namespace airlock {
+namespace {
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+struct RawAnswer {
+    int status = 0;
+    std::string head, body;  // body de-chunked
+};
+
+RawAnswer parse(const std::string& raw) {
+    RawAnswer a;
+    auto end = raw.find("\r\n\r\n");
+    if (raw.size() < 12 || end == std::string::npos) return a;
+    a.status = std::stoi(raw.substr(9, 3));
+    a.head = raw.substr(0, end);
+    std::string rest = raw.substr(end + 4);
+    if (a.head.find("Transfer-Encoding: chunked") == std::string::npos &&
+        a.head.find("transfer-encoding: chunked") == std::string::npos) {
+        a.body = rest;
+        return a;
+    }
+    std::size_t pos = 0;
+    while (pos < rest.size()) {
+        auto eol = rest.find("\r\n", pos);
+        if (eol == std::string::npos) break;
+        std::size_t n = std::stoul(rest.substr(pos, eol - pos), nullptr, 16);
+        if (n == 0) break;
+        a.body += rest.substr(eol + 2, n);
+        pos = eol + 2 + n + 2;
+    }
+    return a;
+}
+
+// Connect envelopes of a stream body: (flags, payload).
+std::vector<std::pair<int, std::string>> envelopes(const std::string& body) {
+    std::vector<std::pair<int, std::string>> out;
+    std::size_t pos = 0;
+    while (pos + 5 <= body.size()) {
+        std::size_t n = 0;
+        for (int i = 1; i <= 4; ++i) n = (n << 8) | static_cast<unsigned char>(body[pos + i]);
+        out.emplace_back(static_cast<unsigned char>(body[pos]), body.substr(pos + 5, n));
+        pos += 5 + n;
+    }
+    return out;
+}
+
+class E2bFrontDoor : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        ASSERT_TRUE(test::templatesBuilt()) << "run scripts/setup first";
+        tmp = new test::TempDir();
+        daemon = new test::Daemon(tmp->path() + "/data", test::freePort(),
+                                  {"--public-domain", "airlock.test"});
+        std::ifstream keyFile(tmp->path() + "/data/admin.key");
+        std::getline(keyFile, key);
+        cli::HttpClient api(daemon->url(), key);
+        // One E2B sandbox with restricted public traffic, one native.
+        auto created = e2bCreate(
+            R"({"templateID":"minimal","timeout":600,"network":{"allowPublicTraffic":false}})");
+        ASSERT_EQ(created.status, 201) << created.body;
+        auto j = json::parse(created.body);
+        e2bId = j["sandboxID"];
+        envdToken = j["envdAccessToken"];
+        trafficToken = j["trafficAccessToken"];
+        auto native = api.request("POST", "/v1/sandboxes", R"({"template":"minimal"})");
+        ASSERT_EQ(native.status, 201) << native.body;
+        nativeId = json::parse(native.body)["id"];
+        for (const auto& id : {e2bId, nativeId}) {
+            auto web = api.request(
+                "POST", "/v1/sandboxes/" + id + "/processes",
+                R"({"shell":"mkdir -p /tmp/www && echo guest-)" + id +
+                    R"( > /tmp/www/index.html && exec busybox httpd -f -p 127.0.0.1:8000 -h /tmp/www"})");
+            ASSERT_EQ(web.status, 201) << web.body;
+        }
+    }
+    static void TearDownTestSuite() {
+        if (daemon) {
+            cli::HttpClient api(daemon->url(), key);
+            for (const auto& id : {e2bId, nativeId})
+                if (!id.empty()) api.request("DELETE", "/v1/sandboxes/" + id);
+        }
+        delete daemon;
+        delete tmp;
+        daemon = nullptr;
+        tmp = nullptr;
+    }
+    void TearDown() override {
+        EXPECT_EQ(daemon->endedHow(), "") << "airlockd died during the test";
+    }
+
+    static RawAnswer raw(const std::string& request) {
+        return parse(test::rawHttp(daemon->port(), request));
+    }
+    static RawAnswer e2bCreate(const std::string& body) {
+        return raw("POST /v2/sandboxes HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-KEY: e2b_" +
+                   key.substr(3) + "\r\nContent-Type: application/json\r\nContent-Length: " +
+                   std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+    }
+    // An envd request with the routing headers and a body.
+    static RawAnswer envd(const std::string& path, const std::string& contentType,
+                          const std::string& body, const std::string& token,
+                          const std::string& id = "", const std::string& extra = "") {
+        return raw("POST " + path +
+                   " HTTP/1.1\r\nHost: 127.0.0.1\r\nE2b-Sandbox-Id: " + (id.empty() ? e2bId : id) +
+                   "\r\nE2b-Sandbox-Port: 49983\r\nX-Access-Token: " + token +
+                   "\r\nContent-Type: " + contentType +
+                   "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + extra +
+                   "Connection: close\r\n\r\n" + body);
+    }
+    static RawAnswer hostGet(const std::string& host, const std::string& extra = "") {
+        return raw("GET / HTTP/1.1\r\nHost: " + host + "\r\n" + extra +
+                   "Connection: close\r\n\r\n");
+    }
+
+    static inline test::TempDir* tmp = nullptr;
+    static inline test::Daemon* daemon = nullptr;
+    static inline std::string key, e2bId, nativeId, envdToken, trafficToken;
+};
+
+TEST_F(E2bFrontDoor, AProcessStreamIsChunkedEnvelopesStartFirstEndStreamLast) {
+    std::string start =
+        R"({"process":{"cmd":"/bin/sh","args":["-c","echo out; echo err >&2; exit 3"]}})";
+    auto a = envd("/process.Process/Start", "application/connect+json",
+                  e2b::encodeEnvelope(e2b::kEnvelopeMessage, start), envdToken);
+    ASSERT_EQ(a.status, 200) << a.head << a.body;
+    EXPECT_NE(a.head.find("application/connect+json"), std::string::npos);
+    auto env = envelopes(a.body);
+    ASSERT_GE(env.size(), 3u) << a.body;
+    EXPECT_EQ(env.front().first, 0);
+    auto first = json::parse(env.front().second);
+    ASSERT_TRUE(first["event"].contains("start")) << env.front().second;
+    EXPECT_GT(first["event"]["start"]["pid"].get<int>(), 0);
+    EXPECT_EQ(env.back().first, e2b::kEnvelopeEndStream);
+    EXPECT_EQ(json::parse(env.back().second), json::object());
+    std::string out, err;
+    json end;
+    for (std::size_t i = 1; i + 1 < env.size(); ++i) {
+        auto e = json::parse(env[i].second)["event"];
+        if (e.contains("data") && e["data"].contains("stdout"))
+            out += e["data"]["stdout"].get<std::string>();
+        if (e.contains("data") && e["data"].contains("stderr"))
+            err += e["data"]["stderr"].get<std::string>();
+        if (e.contains("end")) end = e["end"];
+    }
+    EXPECT_EQ(out, "b3V0Cg==");  // "out\n"
+    EXPECT_EQ(err, "ZXJyCg==");  // "err\n"
+    EXPECT_EQ(end["exitCode"], 3);
+    EXPECT_EQ(end["exited"], true);
+}
+
+TEST_F(E2bFrontDoor, WrongInputGetsConnectErrorsNotCrashes) {
+    // No token, a wrong one: unauthenticated, as JSON.
+    auto bad = envd("/filesystem.Filesystem/Stat", "application/json", R"({"path":"/"})", "nope");
+    EXPECT_EQ(bad.status, 401);
+    EXPECT_EQ(json::parse(bad.body)["code"], "unauthenticated");
+    // Another sandbox's token does not open this one.
+    auto other = envd("/filesystem.Filesystem/Stat", "application/json", R"({"path":"/"})",
+                      envdToken, nativeId);
+    EXPECT_EQ(other.status, 401);
+    // A missing file is not_found (the SDK's exists() reads the code).
+    auto missing =
+        envd("/filesystem.Filesystem/Stat", "application/json", R"({"path":"/nope"})", envdToken);
+    EXPECT_EQ(missing.status, 404);
+    EXPECT_EQ(json::parse(missing.body)["code"], "not_found");
+    // Unknown method and unknown field.
+    EXPECT_EQ(json::parse(
+                  envd("/process.Process/Nope", "application/json", "{}", envdToken).body)["code"],
+              "not_found");
+    auto unknown =
+        envd("/filesystem.Filesystem/Stat", "application/json", R"({"path":"/","x":1})", envdToken);
+    EXPECT_EQ(unknown.status, 400);
+    EXPECT_EQ(json::parse(unknown.body)["code"], "invalid_argument");
+    // A stream whose body is not one envelope, or claims 4 GiB.
+    EXPECT_EQ(envd("/process.Process/Start", "application/connect+json", "{}", envdToken).status,
+              400);
+    EXPECT_EQ(envd("/process.Process/Start", "application/connect+json",
+                   std::string("\0\xff\xff\xff\xff{}", 7), envdToken)
+                  .status,
+              400);
+    // Half the routing headers; an unknown sandbox (502, as E2B's proxy).
+    auto half = raw("GET /health HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: " + e2bId +
+                    "\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(half.status, 400);
+    auto gone =
+        raw("GET /health HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: sbx-nosuchsandbox00000\r\n"
+            "E2b-Sandbox-Port: 49983\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(gone.status, 502);
+    EXPECT_EQ(json::parse(gone.body)["code"], 502);
+    // The same by Host.
+    EXPECT_EQ(hostGet("49983-" + e2bId + ".airlock.test").status, 401);  // envd without its token
+    auto health = raw("GET /health HTTP/1.1\r\nHost: 49983-" + e2bId +
+                      ".airlock.test:1\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(health.status, 204);
+    // A body over the RPC cap is refused before it is read.
+    auto big =
+        raw("POST /filesystem.Filesystem/Stat HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: " + e2bId +
+            "\r\nE2b-Sandbox-Port: 49983\r\nX-Access-Token: " + envdToken +
+            "\r\nContent-Type: application/json\r\nContent-Length: 99999999\r\nConnection: "
+            "close\r\n\r\n{");
+    EXPECT_EQ(big.status, 413);
+}
+
+TEST_F(E2bFrontDoor, GuestPortsByHostFollowEachSandboxsRule) {
+    std::string listen = ":" + std::to_string(daemon->port());
+    // Restricted E2B sandbox: the traffic token header, or nothing.
+    std::string e2bHost = "8000-" + e2bId + ".airlock.test" + listen;
+    ASSERT_TRUE(test::waitFor(
+        [&] {
+            return hostGet(e2bHost, "e2b-traffic-access-token: " + trafficToken + "\r\n").body ==
+                   "guest-" + e2bId + "\n";
+        },
+        20s));
+    EXPECT_EQ(hostGet(e2bHost).status, 403);
+    EXPECT_EQ(hostGet(e2bHost, "e2b-traffic-access-token: wrong\r\n").status, 403);
+    // A native sandbox: never by id alone; its exposed port on its own origin.
+    EXPECT_EQ(hostGet("8000-" + nativeId + ".airlock.test" + listen).status, 403);
+    cli::HttpClient api(daemon->url(), key);
+    auto exposed = api.request("POST", "/v1/sandboxes/" + nativeId + "/ports", R"({"port":8000})");
+    ASSERT_EQ(exposed.status, 201) << exposed.body;
+    std::string url = json::parse(exposed.body)["url"];
+    ASSERT_EQ(url.rfind("http://", 0), 0u) << url;
+    std::string host = url.substr(7, url.size() - 8);
+    EXPECT_EQ(host.find("8000-" + nativeId + ".airlock.test" + listen), host.find('.') + 1) << url;
+    EXPECT_EQ(hostGet(host).body, "guest-" + nativeId + "\n");
+    EXPECT_EQ(hostGet("wrongtoken.8000-" + nativeId + ".airlock.test").status, 404);
+    // The old path form on the API's origin is closed with a public domain.
+    std::string token = host.substr(0, host.find('.'));
+    EXPECT_EQ(raw("GET /preview/" + nativeId + "/8000/" + token +
+                  "/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: "
+                  "close\r\n\r\n")
+                  .status,
+              404);
+    // A port nobody listens on: 502.
+    EXPECT_EQ(hostGet("8001-" + e2bId + ".airlock.test",
+                      "e2b-traffic-access-token: " + trafficToken + "\r\n")
+                  .status,
+              502);
+}
+
+TEST_F(E2bFrontDoor, APausedSandboxAnswers502AndItsStreamsAreCut) {
+    cli::HttpClient api(daemon->url(), key);
+    auto sbx = e2bCreate(R"({"templateID":"minimal"})");
+    ASSERT_EQ(sbx.status, 201) << sbx.body;
+    auto j = json::parse(sbx.body);
+    std::string id = j["sandboxID"], token = j["envdAccessToken"];
+    // A long command's stream, then a pause: the stream ends without an end-stream envelope.
+    std::string start = R"({"process":{"cmd":"/bin/sh","args":["-c","echo started; sleep 600"]}})";
+    std::string streamed;
+    std::thread reader([&] {
+        streamed = test::rawHttp(
+            daemon->port(), "POST /process.Process/Start HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: " +
+                                id + "\r\nE2b-Sandbox-Port: 49983\r\nX-Access-Token: " + token +
+                                "\r\nContent-Type: application/connect+json\r\nContent-Length: " +
+                                std::to_string(start.size() + 5) + "\r\n\r\n" +
+                                e2b::encodeEnvelope(e2b::kEnvelopeMessage, start));
+    });
+    ASSERT_TRUE(test::waitFor(
+        [&] {
+            auto list = envd("/process.Process/List", "application/json", "{}", token, id);
+            return list.body.find("sleep 600") != std::string::npos;
+        },
+        20s));
+    std::this_thread::sleep_for(500ms);  // the first output went out
+    ASSERT_EQ(api.request("POST", "/v1/sandboxes/" + id + "/pause").status, 200);
+    reader.join();
+    auto env = envelopes(parse(streamed).body);
+    ASSERT_FALSE(env.empty()) << streamed;
+    EXPECT_TRUE(json::parse(env.front().second)["event"].contains("start"));
+    EXPECT_NE(env.back().first, e2b::kEnvelopeEndStream) << "a cut stream has no end";
+    auto health = raw("GET /health HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: " + id +
+                      "\r\nE2b-Sandbox-Port: 49983\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(health.status, 502);
+    EXPECT_EQ(envd("/process.Process/List", "application/json", "{}", token, id).status, 502);
+    api.request("DELETE", "/v1/sandboxes/" + id);
+}
+
+}  // namespace
+}  // namespace airlock
