@@ -91,10 +91,7 @@ TEST_F(E2bApiTest, BadRequestsGetANumericCodeAndAMessage) {
     EXPECT_EQ(call("POST", "/v2/sandboxes", R"({"templateID":"nope"})").status, 404);
     EXPECT_EQ(call("POST", "/v2/sandboxes", R"({"templateID":"minimal","timeout":-1})").status,
               400);
-    EXPECT_EQ(call("POST", "/v2/sandboxes",
-                   R"({"templateID":"minimal","network":{"allowPublicTraffic":false}})")
-                  .status,
-              400);
+    EXPECT_EQ(call("POST", "/v2/sandboxes", R"({"templateID":"minimal","mcp":{"x":1}})").status, 400);
     auto bad = call("GET", "/sandboxes/sbx-nope");
     EXPECT_EQ(bad.status, 404);
     EXPECT_EQ(json::parse(bad.body)["code"], 404);
@@ -107,6 +104,21 @@ TEST_F(E2bApiTest, BadRequestsGetANumericCodeAndAMessage) {
     EXPECT_EQ(json::parse(unauth.body)["code"], 401);
     EXPECT_EQ(call("GET", "/v2/sandboxes", "", "ak_" + std::string(48, '0')).status, 401);
     EXPECT_EQ(call("GET", "/v2/sandboxes", "", approverKey).status, 403);
+}
+
+TEST_F(E2bApiTest, PortsArePublicUnlessRestricted) {
+    auto open = json::parse(call("POST", "/v2/sandboxes", R"({"templateID":"minimal"})").body);
+    EXPECT_TRUE(open["trafficAccessToken"].is_null());
+    EXPECT_EQ(controller->get("t1", open["sandboxID"]).portAccess, "public");
+    auto r = call("POST", "/v2/sandboxes", R"({"templateID":"minimal","network":{"allowPublicTraffic":false}})");
+    ASSERT_EQ(r.status, 201) << r.body;
+    auto closed = json::parse(r.body);
+    std::string id = closed["sandboxID"];
+    EXPECT_EQ(closed["trafficAccessToken"], tokens.trafficToken(id));
+    EXPECT_EQ(controller->get("t1", id).portAccess, "token");
+    auto info = json::parse(call("GET", "/sandboxes/" + id).body);
+    EXPECT_EQ(info["network"]["allowPublicTraffic"], false);
+    EXPECT_EQ(info["trafficAccessToken"], tokens.trafficToken(id));
 }
 
 TEST_F(E2bApiTest, AnotherTenantsSandboxDoesNotExist) {
