@@ -222,7 +222,11 @@ std::shared_ptr<void> E2bEnvd::reserveUpload(std::size_t bytes) {
         budget->fetch_sub(bytes);
         return nullptr;
     }
-    return std::shared_ptr<void>(nullptr, [budget, bytes](void*) { budget->fetch_sub(bytes); });
+    // Not empty (a null pointer tests false): the reservation is the object's life.
+    return std::shared_ptr<void>(new char, [budget, bytes](void* p) {
+        delete static_cast<char*>(p);
+        budget->fetch_sub(bytes);
+    });
 }
 
 ApiResponse E2bEnvd::handle(const ApiRequest& request, const Target& target,

@@ -61,6 +61,13 @@ test('a background command is listed, reads stdin and dies on kill', async () =>
   assert.equal(await sbx.commands.kill(h.pid), false)
 })
 
+test('timeoutMs bounds the command: a TimeoutError, and the process is gone', async () => {
+  const started = Date.now()
+  await assert.rejects(sbx.commands.run('sleep 30; echo never', { timeoutMs: 2000 }), (e) => e.name === 'TimeoutError')
+  assert.ok(Date.now() - started < 15_000)
+  await until('the process gone', async () => !(await sbx.commands.list()).some((p) => p.args.join(' ').includes('sleep 30')))
+})
+
 test('a background command outlives its client and can be connected to again', async () => {
   const h = await sbx.commands.run('for i in 1 2 3 4 5 6; do echo tick$i; sleep 0.5; done', { background: true, timeoutMs: 0 })
   await h.disconnect()

@@ -165,6 +165,23 @@ TEST_F(E2bFrontDoor, AProcessStreamIsChunkedEnvelopesStartFirstEndStreamLast) {
     EXPECT_EQ(end["exited"], true);
 }
 
+TEST_F(E2bFrontDoor, AnIdleStreamGetsKeepalives) {
+    std::string start = R"({"process":{"cmd":"/bin/sh","args":["-c","sleep 3; echo late"]}})";
+    auto a = envd("/process.Process/Start", "application/connect+json",
+                  e2b::encodeEnvelope(e2b::kEnvelopeMessage, start), envdToken, "", "Keepalive-Ping-Interval: 1\r\n");
+    ASSERT_EQ(a.status, 200) << a.body;
+    int keepalives = 0;
+    bool late = false;
+    for (const auto& [flags, payload] : envelopes(a.body)) {
+        if (flags != 0) continue;
+        auto e = json::parse(payload)["event"];
+        keepalives += e.contains("keepalive");
+        late = late || (e.contains("data") && e["data"].value("stdout", "") == "bGF0ZQo=");
+    }
+    EXPECT_GE(keepalives, 1) << a.body;
+    EXPECT_TRUE(late);
+}
+
 TEST_F(E2bFrontDoor, WrongInputGetsConnectErrorsNotCrashes) {
     // No token, a wrong one: unauthenticated, as JSON.
     auto bad = envd("/filesystem.Filesystem/Stat", "application/json", R"({"path":"/"})", "nope");

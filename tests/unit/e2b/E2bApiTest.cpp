@@ -4,6 +4,8 @@
 
 #include "../controller/ControllerFixture.hpp"
 #include "api/E2bApi.hpp"
+#include "api/E2bEnvd.hpp"
+#include <boost/asio/thread_pool.hpp>
 #include "api/Router.hpp"
 #include "store/ApiKeyStore.hpp"
 
@@ -119,6 +121,21 @@ TEST_F(E2bApiTest, PortsArePublicUnlessRestricted) {
     auto info = json::parse(call("GET", "/sandboxes/" + id).body);
     EXPECT_EQ(info["network"]["allowPublicTraffic"], false);
     EXPECT_EQ(info["trafficAccessToken"], tokens.trafficToken(id));
+}
+
+TEST_F(E2bApiTest, UploadBudgetIsBoundedAndGivenBack) {
+    boost::asio::thread_pool workers(1);
+    E2bEnvd envd(*controller, tokens, router.limiter(), workers, "");
+    constexpr std::size_t chunk = E2bEnvd::kUploadBudget / 4;
+    std::vector<std::shared_ptr<void>> held;
+    for (int i = 0; i < 4; ++i) {
+        held.push_back(envd.reserveUpload(chunk));
+        ASSERT_TRUE(held.back()) << i;
+    }
+    EXPECT_FALSE(envd.reserveUpload(1));  // spent
+    held.pop_back();
+    EXPECT_TRUE(envd.reserveUpload(chunk));  // given back when released
+    workers.join();
 }
 
 TEST_F(E2bApiTest, AnotherTenantsSandboxDoesNotExist) {
