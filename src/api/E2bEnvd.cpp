@@ -527,8 +527,8 @@ class DirPoller : public std::enable_shared_from_this<DirPoller> {
             return session->cut();
         }
         auto emit = [&](const std::string& path, const char* type) {
-            std::string name =
-                path.size() > root_.size() + 1 ? path.substr(root_.size() + 1) : path;
+            std::string name = path.rfind(root_, 0) == 0 ? path.substr(root_.size()) : path;
+            while (!name.empty() && name[0] == '/') name.erase(0, 1);
             return session->push(dump({{"filesystem", {{"name", name}, {"type", type}}}}));
         };
         for (const auto& [path, sig] : now) {
@@ -596,6 +596,8 @@ E2bEnvd::StreamPlan E2bEnvd::planStream(const ApiRequest& request, Caller caller
             } catch (const Error& e) {
                 std::string code = e2b::connectCodeFor(e.code());
                 return session->end(ConnectStreamSession::Error{code, e.what()});
+            } catch (const std::exception& e) {  // a malformed guest listing: never out of a worker
+                return session->end(ConnectStreamSession::Error{"internal", e.what()});
             }
             auto poller =
                 std::make_shared<DirPoller>(workers, session, lister, std::move(first), root);

@@ -91,9 +91,11 @@ ApiRequest requestHead(const http::request<http::empty_body>& req) {
     request.authorization = std::string(req[http::field::authorization]);
     request.contentType = std::string(req[http::field::content_type]);
     request.host = std::string(req[http::field::host]);
-    for (const char* name : {"x-api-key", "e2b-sandbox-id", "e2b-sandbox-port", "x-access-token", "connect-timeout-ms",
-                             "keepalive-ping-interval", "e2b-traffic-access-token", "content-encoding"})
-        if (auto it = req.find(name); it != req.end()) request.headers[name] = std::string(it->value());
+    for (const char* name :
+         {"x-api-key", "e2b-sandbox-id", "e2b-sandbox-port", "x-access-token", "connect-timeout-ms",
+          "keepalive-ping-interval", "e2b-traffic-access-token", "content-encoding"})
+        if (auto it = req.find(name); it != req.end())
+            request.headers[name] = std::string(it->value());
     return request;
 }
 }  // namespace
@@ -170,8 +172,8 @@ void HttpSession::onBody(beast::error_code ec) {
             return startConnectStream(std::move(request), std::move(target), std::move(*caller));
         auto* envd = router_.e2bEnvd();
         asio::post(workers_, [self = shared_from_this(), envd, request = std::move(request),
-                              target = std::move(target), caller = std::move(caller), upload, keepAlive,
-                              version]() mutable {
+                              target = std::move(target), caller = std::move(caller), upload,
+                              keepAlive, version]() mutable {
             auto response = envd->handle(request, target, std::move(caller));
             upload.reset();
             asio::post(self->stream_.get_executor(),
@@ -290,13 +292,16 @@ void HttpSession::startE2b(ApiRequest head, E2bEnvd::Target target) {
         try {
             route = envd->routePort(head, target);
         } catch (...) {
-            return respond(envd->errorFor(head, std::current_exception(), target.sandboxId), false, 11);
+            return respond(envd->errorFor(head, std::current_exception(), target.sandboxId), false,
+                           11);
         }
-        StreamContext ctx{controller_, workers_, std::move(head), route->tenant, {}, std::move(route->slot),
+        StreamContext ctx{controller_,    workers_, std::move(head),
+                          route->tenant,  {},       std::move(route->slot),
                           connectionSlot_};
         stream_.expires_never();
-        std::make_shared<PreviewProxySession>(std::move(stream_), std::move(buffer_), header_->release(),
-                                              std::move(ctx), target.port, std::move(route->open))
+        std::make_shared<PreviewProxySession>(std::move(stream_), std::move(buffer_),
+                                              header_->release(), std::move(ctx), target.port,
+                                              std::move(route->open))
             ->start();
         return;
     }
@@ -305,18 +310,20 @@ void HttpSession::startE2b(ApiRequest head, E2bEnvd::Target target) {
         try {
             d = envd->planDownload(head, target);
         } catch (...) {
-            return respond(envd->errorFor(head, std::current_exception(), target.sandboxId), false, 11);
+            return respond(envd->errorFor(head, std::current_exception(), target.sandboxId), false,
+                           11);
         }
         auto& controller = controller_;
         auto caller = d->caller;
         auto path = d->path;
-        StreamContext ctx{controller_, workers_, std::move(head), caller.tenant, {caller.sandboxId},
-                          caller.slot, connectionSlot_};
+        StreamContext ctx{controller_,        workers_,    std::move(head), caller.tenant,
+                          {caller.sandboxId}, caller.slot, connectionSlot_};
         stream_.expires_never();
         std::make_shared<DownloadSession>(
             std::move(stream_), std::move(ctx),
             [&controller, caller, path](AgentStream::Handler h) {
-                return controller.openDownload(caller.tenant, caller.sandboxId, path, std::move(h), caller.user);
+                return controller.openDownload(caller.tenant, caller.sandboxId, path, std::move(h),
+                                               caller.user);
             },
             true, "application/octet-stream")
             ->start();
@@ -329,13 +336,15 @@ void HttpSession::startE2b(ApiRequest head, E2bEnvd::Target target) {
         try {
             caller = envd->admit(head, target);
         } catch (...) {
-            return respond(envd->errorFor(head, std::current_exception(), target.sandboxId), false, 11);
+            return respond(envd->errorFor(head, std::current_exception(), target.sandboxId), false,
+                           11);
         }
     }
     std::size_t limit = E2bEnvd::bodyLimit(head);
     auto length = header_->content_length();
     if (length && *length > limit)
-        return respond(e2bError(413, "request body exceeds " + std::to_string(limit) + " bytes"), false, 11);
+        return respond(e2bError(413, "request body exceeds " + std::to_string(limit) + " bytes"),
+                       false, 11);
     if (head.method == "POST" && head.path == "/files") {
         e2bUpload_ = envd->reserveUpload(length ? static_cast<std::size_t>(*length) : limit);
         if (!e2bUpload_) {
@@ -349,10 +358,11 @@ void HttpSession::startE2b(ApiRequest head, E2bEnvd::Target target) {
     readBody(limit);
 }
 
-void HttpSession::startConnectStream(ApiRequest request, E2bEnvd::Target target, E2bEnvd::Caller caller) {
+void HttpSession::startConnectStream(ApiRequest request, E2bEnvd::Target target,
+                                     E2bEnvd::Caller caller) {
     auto* envd = router_.e2bEnvd();
-    asio::post(workers_, [self = shared_from_this(), envd, request = std::move(request), target = std::move(target),
-                          caller = std::move(caller)]() mutable {
+    asio::post(workers_, [self = shared_from_this(), envd, request = std::move(request),
+                          target = std::move(target), caller = std::move(caller)]() mutable {
         std::optional<E2bEnvd::StreamPlan> plan;
         std::optional<ApiResponse> error;
         try {
@@ -360,10 +370,15 @@ void HttpSession::startConnectStream(ApiRequest request, E2bEnvd::Target target,
         } catch (...) {
             error = envd->errorFor(request, std::current_exception(), target.sandboxId);
         }
-        asio::post(self->stream_.get_executor(), [self, plan = std::move(plan), error = std::move(error)]() mutable {
+        asio::post(self->stream_.get_executor(), [self, plan = std::move(plan),
+                                                  error = std::move(error)]() mutable {
             if (error) return self->respond(std::move(*error), false, 11);
-            auto session = std::make_shared<ConnectStreamSession>(std::move(self->stream_), plan->keepalive,
-                                                                  plan->keepaliveJson, plan->slot);
+            auto session = std::make_shared<ConnectStreamSession>(
+                std::move(self->stream_), plan->keepalive, plan->keepaliveJson,
+                // The tenant's slot and the connection's place under the cap, for the stream's
+                // life.
+                std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(
+                    plan->slot, self->connectionSlot_));
             if (plan->deadline) session->endAfter(*plan->deadline);
             session->start();
             asio::post(self->workers_, [run = std::move(plan->run), session] { run(session); });

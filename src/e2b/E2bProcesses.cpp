@@ -89,11 +89,14 @@ void E2bProcess::sendInput(const std::string& bytes, bool pty) {
                     pty ? "the process has no pty" : "the process runs on a pty: send pty input");
     if (!spec_.stdinOpen && !spec_.pty)
         throw Error(ErrorCode::conflict, "the process was started without stdin");
-    stream()->writeAsync(0, bytes, false);
+    // Blocking until the guest's window took it: a client that sends faster
+    // than the process reads waits, and the host never queues without bound.
+    stream()->write(0, bytes, AgentStream::Clock::now() + std::chrono::seconds(30));
 }
 
 void E2bProcess::closeStdin() {
-    if (!stream()->closeWrite()) throw Error(ErrorCode::not_found, "the process is gone");
+    // After the last queued byte, never ahead of it.
+    stream()->writeAsync(0, "", true);
 }
 
 void E2bProcess::signal(const std::string& name) { stream()->control(dump({{"signal", name}})); }

@@ -6,10 +6,10 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <algorithm>
 #include <cstdlib>
 #include <future>
 #include <string>
@@ -43,9 +43,12 @@ bool answerHellos(int fd, std::future<std::shared_ptr<AgentConnection>>& connect
         while (decoder.next(frame) == protocol::FrameDecoder::Result::frame) {
             if (frame.type != protocol::FrameType::hello) continue;
             auto hello = protocol::parseHello(frame.payload);
-            auto ack = protocol::encodeFrame(protocol::FrameType::hello_ack, 0,
-                                             protocol::toJson(protocol::HelloAck{1, hello.nonce, 1, "fuzz"}));
-            if (::send(fd, ack.data(), ack.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(ack.size())) return false;
+            auto ack = protocol::encodeFrame(
+                protocol::FrameType::hello_ack, 0,
+                protocol::toJson(protocol::HelloAck{1, hello.nonce, 1, "fuzz"}));
+            if (::send(fd, ack.data(), ack.size(), MSG_NOSIGNAL) !=
+                static_cast<ssize_t>(ack.size()))
+                return false;
         }
         if (connecting.wait_for(200ms) == std::future_status::ready) return true;
     }
@@ -57,14 +60,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     int fds[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return 0;
     UniqueFd guest(fds[1]);
-    auto connecting = std::async(std::launch::async, [fd = fds[0]] {
-        return AgentConnection::fromFd(UniqueFd(fd), 5s);
-    });
+    auto connecting = std::async(
+        std::launch::async, [fd = fds[0]] { return AgentConnection::fromFd(UniqueFd(fd), 5s); });
     if (!answerHellos(guest.get(), connecting)) std::abort();
     auto conn = connecting.get();
     protocol::ExecRequest exec;
     exec.argv = {"true"};
-    auto pending = conn->execAsync(exec, 4096, [](std::optional<ExecOutput>, std::exception_ptr) {});
+    auto pending =
+        conn->execAsync(exec, 4096, [](std::optional<ExecOutput>, std::exception_ptr) {});
     auto pulled = conn->open({{"op", "file_read"}, {"path", "/x"}});
     auto calling = std::async(std::launch::async, [&] {
         try {
@@ -79,7 +82,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         auto type = static_cast<protocol::FrameType>(1 + data[i] % 10);
         std::uint32_t stream = data[i + 1] % 5;
         std::uint8_t flags = data[i + 2];
-        std::size_t len = std::min<std::size_t>((static_cast<std::size_t>(data[i + 3]) << 8 | data[i + 4]) * 8, protocol::kMaxPayload);
+        std::size_t len = std::min<std::size_t>(
+            (static_cast<std::size_t>(data[i + 3]) << 8 | data[i + 4]) * 8, protocol::kMaxPayload);
         i += 5;
         std::string payload;
         std::size_t take = std::min(len, size - i);
@@ -97,9 +101,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             break;
         }
     });
+    // A session the host ended (a protocol breach) stops reading but keeps
+    // its end open until the connection is destroyed: the guest's writes
+    // then wait, as a real guest's would. Never block on that.
     for (std::size_t off = 0; off < wire.size();) {
-        ssize_t n = ::send(guest.get(), wire.data() + off, wire.size() - off, MSG_NOSIGNAL);
+        ssize_t n =
+            ::send(guest.get(), wire.data() + off, wire.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!conn->alive()) break;
+            pollfd p{guest.get(), POLLOUT, 0};
+            ::poll(&p, 1, 10);
+            continue;
+        }
         if (n <= 0) break;
         off += static_cast<std::size_t>(n);
     }
