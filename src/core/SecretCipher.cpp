@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -40,7 +41,8 @@ bool parseHexKey(const std::string& hex, std::array<unsigned char, 32>& key) {
 std::string base64Encode(const std::string& bytes) {
     std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
     int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                            reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
+                            reinterpret_cast<const unsigned char*>(bytes.data()),
+                            static_cast<int>(bytes.size()));
     out.resize(static_cast<std::size_t>(n));
     return out;
 }
@@ -49,7 +51,8 @@ std::string base64Decode(const std::string& text) {
     if (text.size() % 4 != 0) throw Error(ErrorCode::bad_request, "not base64");
     std::string out(3 * text.size() / 4 + 1, '\0');
     int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                            reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+                            reinterpret_cast<const unsigned char*>(text.data()),
+                            static_cast<int>(text.size()));
     if (n < 0) throw Error(ErrorCode::bad_request, "not base64");
     std::size_t pad = 0;
     if (!text.empty() && text.back() == '=') ++pad;
@@ -58,46 +61,70 @@ std::string base64Decode(const std::string& text) {
     return out;
 }
 
+std::string hexEncode(const std::string& bytes) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(bytes.size() * 2);
+    for (unsigned char c : bytes) {
+        out.push_back(digits[c >> 4]);
+        out.push_back(digits[c & 15]);
+    }
+    return out;
+}
+
+std::array<unsigned char, 32> readOrCreateKeyFile(const std::string& path) {
+    std::array<unsigned char, 32> key{};
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        std::ifstream in(path);
+        std::string hex;
+        if (in && std::getline(in, hex) && parseHexKey(hex, key)) return key;
+        if (in) throw Error(ErrorCode::internal, path + " does not hold a 64-hex-character key");
+        if (RAND_bytes(key.data(), static_cast<int>(key.size())) != 1)
+            throw Error(ErrorCode::internal, "no randomness for a key");
+        std::string text = hexEncode(std::string(key.begin(), key.end())) + "\n";
+        UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+        if (!fd && errno == EEXIST) continue;  // another daemon made it first: read it
+        if (!fd ||
+            ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+            ::fsync(fd.get()) != 0)
+            throw Error(ErrorCode::internal, "cannot write the key " + path);
+        return key;
+    }
+    throw Error(ErrorCode::internal, "cannot read the key " + path);
+}
+
 SecretCipher SecretCipher::fromEnvironmentOrFile(const std::string& keyFile) {
     std::array<unsigned char, 32> key{};
     if (const char* env = std::getenv("AIRLOCK_SECRET_KEY"); env && *env) {
-        if (!parseHexKey(env, key)) throw Error(ErrorCode::bad_request, "AIRLOCK_SECRET_KEY must be 64 hex characters");
+        if (!parseHexKey(env, key))
+            throw Error(ErrorCode::bad_request, "AIRLOCK_SECRET_KEY must be 64 hex characters");
         return SecretCipher(key);
     }
-    std::ifstream in(keyFile);
-    std::string hex;
-    if (in && std::getline(in, hex) && parseHexKey(hex, key)) return SecretCipher(key);
-    if (in) throw Error(ErrorCode::internal, keyFile + " does not hold a 64-hex-character key");
-    if (RAND_bytes(key.data(), static_cast<int>(key.size())) != 1) throw Error(ErrorCode::internal, "no randomness for a key");
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string text;
-    for (unsigned char c : key) {
-        text.push_back(digits[c >> 4]);
-        text.push_back(digits[c & 15]);
-    }
-    text.push_back('\n');
-    UniqueFd fd(::open(keyFile.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-    if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) || ::fsync(fd.get()) != 0)
-        throw Error(ErrorCode::internal, "cannot write the secret key " + keyFile);
+    key = readOrCreateKeyFile(keyFile);
     return SecretCipher(key);
 }
 
 std::string SecretCipher::seal(const std::string& plaintext, const std::string& boundTo) const {
     unsigned char nonce[12];
-    if (RAND_bytes(nonce, sizeof nonce) != 1) throw Error(ErrorCode::internal, "no randomness for a nonce");
+    if (RAND_bytes(nonce, sizeof nonce) != 1)
+        throw Error(ErrorCode::internal, "no randomness for a nonce");
     CipherCtx ctx(EVP_CIPHER_CTX_new(), EVP_CIPHER_CTX_free);
     std::vector<unsigned char> out(sizeof nonce + plaintext.size() + 16);
     std::copy(nonce, nonce + sizeof nonce, out.begin());
     int len = 0, fin = 0;
     int aadLen = 0;
-    if (!ctx || EVP_EncryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, key_.data(), nonce) != 1 ||
+    if (!ctx ||
+        EVP_EncryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, key_.data(), nonce) != 1 ||
         (!boundTo.empty() &&
-         EVP_EncryptUpdate(ctx.get(), nullptr, &aadLen, reinterpret_cast<const unsigned char*>(boundTo.data()),
+         EVP_EncryptUpdate(ctx.get(), nullptr, &aadLen,
+                           reinterpret_cast<const unsigned char*>(boundTo.data()),
                            static_cast<int>(boundTo.size())) != 1) ||
         EVP_EncryptUpdate(ctx.get(), out.data() + sizeof nonce, &len,
-                          reinterpret_cast<const unsigned char*>(plaintext.data()), static_cast<int>(plaintext.size())) != 1 ||
+                          reinterpret_cast<const unsigned char*>(plaintext.data()),
+                          static_cast<int>(plaintext.size())) != 1 ||
         EVP_EncryptFinal_ex(ctx.get(), out.data() + sizeof nonce + len, &fin) != 1 ||
-        EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_GET_TAG, 16, out.data() + sizeof nonce + len + fin) != 1)
+        EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_GET_TAG, 16,
+                            out.data() + sizeof nonce + len + fin) != 1)
         throw Error(ErrorCode::internal, "encryption failed");
     return (boundTo.empty() ? "v1:" : "v2:") +
            base64Encode(std::string(reinterpret_cast<const char*>(out.data()), out.size()));
@@ -121,15 +148,19 @@ std::string SecretCipher::open(const std::string& sealed, const std::string& bou
     int len = 0, fin = 0;
     std::vector<unsigned char> tag(bytes + 12 + cipherLen, bytes + raw.size());
     int aadLen = 0;
-    if (!ctx || EVP_DecryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, key_.data(), bytes) != 1 ||
+    if (!ctx ||
+        EVP_DecryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, key_.data(), bytes) != 1 ||
         (!boundTo.empty() &&
-         EVP_DecryptUpdate(ctx.get(), nullptr, &aadLen, reinterpret_cast<const unsigned char*>(boundTo.data()),
+         EVP_DecryptUpdate(ctx.get(), nullptr, &aadLen,
+                           reinterpret_cast<const unsigned char*>(boundTo.data()),
                            static_cast<int>(boundTo.size())) != 1) ||
-        EVP_DecryptUpdate(ctx.get(), reinterpret_cast<unsigned char*>(plain.data()), &len, bytes + 12,
-                          static_cast<int>(cipherLen)) != 1 ||
+        EVP_DecryptUpdate(ctx.get(), reinterpret_cast<unsigned char*>(plain.data()), &len,
+                          bytes + 12, static_cast<int>(cipherLen)) != 1 ||
         EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_TAG, 16, tag.data()) != 1 ||
-        EVP_DecryptFinal_ex(ctx.get(), reinterpret_cast<unsigned char*>(plain.data()) + len, &fin) != 1)
-        throw Error(ErrorCode::internal, "sealed secret failed its integrity check (wrong key or modified)");
+        EVP_DecryptFinal_ex(ctx.get(), reinterpret_cast<unsigned char*>(plain.data()) + len,
+                            &fin) != 1)
+        throw Error(ErrorCode::internal,
+                    "sealed secret failed its integrity check (wrong key or modified)");
     return plain;
 }
 

@@ -1,12 +1,6 @@
 #include "daemon/Daemon.hpp"
 
-#include <fcntl.h>
-#include <openssl/rand.h>
 #include <sys/resource.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -33,6 +27,7 @@
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/Log.hpp"
+#include "core/SecretCipher.hpp"
 #include "egress/EgressProxy.hpp"
 #include "evidence/EvidenceService.hpp"
 #include "hypervisor/AccelProbe.hpp"
@@ -56,34 +51,6 @@
 #endif
 
 namespace airlock {
-namespace {
-// 32 random bytes kept in a 0600 file (made once, with O_EXCL: two daemons
-// starting together never hold different keys).
-std::string readOrCreateKeyFile(const std::string& path) {
-    for (int attempt = 0; attempt < 2; ++attempt) {
-        std::ifstream in(path, std::ios::binary);
-        if (in) {
-            std::string key((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-            if (key.size() == 32) return key;
-            throw Error(ErrorCode::internal, path + " is not a 32-byte key");
-        }
-        int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0) {
-            if (errno == EEXIST) continue;
-            throw Error(ErrorCode::internal, "cannot create " + path + ": " + std::strerror(errno));
-        }
-        unsigned char key[32];
-        bool ok = RAND_bytes(key, sizeof key) == 1 && ::write(fd, key, sizeof key) == sizeof key && ::fsync(fd) == 0;
-        ::close(fd);
-        if (!ok) {
-            ::unlink(path.c_str());
-            throw Error(ErrorCode::internal, "cannot write " + path);
-        }
-        return std::string(reinterpret_cast<char*>(key), sizeof key);
-    }
-    throw Error(ErrorCode::internal, "cannot read " + path);
-}
-}  // namespace
 
 namespace fs = std::filesystem;
 
@@ -323,7 +290,8 @@ int runDaemon(const DaemonOptions& options) {
     router.setWorkspaces(&workspaces);
     router.setEvidence(&evidence);
     // The E2B front door: its per-sandbox tokens are MACs under a key of its own.
-    e2b::SandboxTokens e2bTokens(readOrCreateKeyFile(dataDir + "/e2b-token.key"));
+    auto e2bKey = readOrCreateKeyFile(dataDir + "/e2b-token.key");
+    e2b::SandboxTokens e2bTokens(std::string(e2bKey.begin(), e2bKey.end()));
     api::E2bApi e2bApi(controller, auth, router.limiter(), e2bTokens, options.publicDomain);
     api::E2bEnvd e2bEnvd(controller, e2bTokens, router.limiter(), workers, options.publicDomain);
     router.setE2b(&e2bApi, &e2bEnvd);

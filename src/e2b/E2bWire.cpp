@@ -179,13 +179,7 @@ std::string SandboxTokens::mac(const std::string& text) const {
     unsigned int len = 0;
     HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),
          reinterpret_cast<const unsigned char*>(text.data()), text.size(), out, &len);
-    static const char* digits = "0123456789abcdef";
-    std::string hex;
-    for (unsigned i = 0; i < len; ++i) {
-        hex.push_back(digits[out[i] >> 4]);
-        hex.push_back(digits[out[i] & 15]);
-    }
-    return hex;
+    return hexEncode(std::string(reinterpret_cast<const char*>(out), len));
 }
 
 std::string SandboxTokens::envdToken(const std::string& id) const {
