@@ -58,6 +58,10 @@ json bodyObject(const ApiRequest& request) {
 std::string templateFor(const std::string& asked) {
     return asked == "base" ? e2b::kBaseTemplate : asked;
 }
+// The name E2B clients know a template by (the inverse of templateFor).
+std::string aliasOf(const std::string& templateName) {
+    return templateName == e2b::kBaseTemplate ? "base" : templateName;
+}
 
 std::string e2bState(SandboxState s) { return s == SandboxState::paused ? "paused" : "running"; }
 
@@ -263,7 +267,7 @@ json E2bApi::listedSandbox(const SandboxRecord& r) const {
     std::int64_t started = parseTimestamp(r.createdAt).value_or(nowUnixSeconds());
     // No timeout (paused, or set to none natively): E2B has no "never", a far end stands in.
     std::int64_t end = r.expiresAt > 0 ? r.expiresAt : started + 30LL * 24 * 3600;
-    std::string alias = r.templateName == e2b::kBaseTemplate ? "base" : r.templateName;
+    std::string alias = aliasOf(r.templateName);
     return {{"sandboxID", r.id},
             {"templateID", alias},
             {"alias", alias},
@@ -360,9 +364,8 @@ ApiResponse E2bApi::connect(const std::string& tenant, const std::string& id,
         controller_.resume(tenant, id);
         controller_.setTimeout(tenant, id, timeout);
         (void)autoPause;
-        return jsonResponse(
-            201, sandboxAnswer(controller_.get(tenant, id),
-                               r.templateName == e2b::kBaseTemplate ? "base" : r.templateName));
+        return jsonResponse(201,
+                            sandboxAnswer(controller_.get(tenant, id), aliasOf(r.templateName)));
     }
     if (r.state != SandboxState::running)
         throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state));
@@ -370,9 +373,7 @@ ApiResponse E2bApi::connect(const std::string& tenant, const std::string& id,
     // Connecting to a running sandbox only ever extends its life.
     std::int64_t left = r.expiresAt > 0 ? r.expiresAt - nowUnixSeconds() : -1;
     if (r.expiresAt > 0 && timeout > left) controller_.setTimeout(tenant, id, timeout);
-    return jsonResponse(
-        200, sandboxAnswer(controller_.get(tenant, id),
-                           r.templateName == e2b::kBaseTemplate ? "base" : r.templateName));
+    return jsonResponse(200, sandboxAnswer(controller_.get(tenant, id), aliasOf(r.templateName)));
 }
 
 }  // namespace airlock::api

@@ -11,12 +11,13 @@
 namespace airlock::e2b {
 namespace {
 bool isHex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
-std::string lower(std::string_view s) {
+}  // namespace
+
+std::string asciiLower(std::string_view s) {
     std::string out(s);
     for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return out;
 }
-}  // namespace
 
 std::string percentDecode(std::string_view s) {
     std::string out;
@@ -59,7 +60,7 @@ std::optional<SandboxHost> parseSandboxHost(std::string_view host, std::string_v
     if (auto colon = host.rfind(':');
         colon != std::string_view::npos && host.find(']') == std::string_view::npos)
         host = host.substr(0, colon);
-    std::string h = lower(host), d = lower(domain);
+    std::string h = asciiLower(host), d = asciiLower(domain);
     if (h.size() <= d.size() + 1 || h.compare(h.size() - d.size(), d.size(), d) != 0 ||
         h[h.size() - d.size() - 1] != '.')
         return std::nullopt;

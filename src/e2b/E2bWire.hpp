@@ -18,6 +18,9 @@ inline constexpr unsigned kEnvdPort = 49983;
 // E2B's template "base" (bash, python3, user "user" in /home/user) is this one.
 inline constexpr const char* kBaseTemplate = "debian";
 
+// ASCII lower case (hosts, header names, media types).
+std::string asciiLower(std::string_view s);
+
 // Percent-decoding; '+' stays '+' (E2B's SDK encodes spaces as %20).
 std::string percentDecode(std::string_view s);
 

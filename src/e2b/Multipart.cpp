@@ -3,18 +3,14 @@
 #include <cctype>
 
 #include "core/Error.hpp"
+#include "e2b/E2bWire.hpp"
 
 namespace airlock::e2b {
 namespace {
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
 
 // The value of `key=` in a header's parameters (quoted or not).
 std::string param(std::string_view header, std::string_view key) {
-    std::string low = lower(header);
+    std::string low = asciiLower(header);
     std::size_t at = 0;
     while ((at = low.find(std::string(key) + "=", at)) != std::string::npos) {
         // A whole parameter name: preceded by ';' or space.
@@ -47,7 +43,7 @@ std::string param(std::string_view header, std::string_view key) {
 }  // namespace
 
 std::string multipartBoundary(std::string_view contentType) {
-    if (lower(contentType).rfind("multipart/form-data", 0) != 0)
+    if (asciiLower(contentType).rfind("multipart/form-data", 0) != 0)
         throw Error(ErrorCode::bad_request, "expected multipart/form-data");
     std::string b = param(contentType, "boundary");
     if (b.empty() || b.size() > 200)
@@ -76,7 +72,7 @@ std::vector<MultipartPart> parseMultipart(std::string_view body, std::string_vie
         while (!headers.empty()) {
             std::size_t eol = headers.find("\r\n");
             std::string_view line = headers.substr(0, eol);
-            if (lower(line.substr(0, 20)) == "content-disposition:") {
+            if (asciiLower(line.substr(0, 20)) == "content-disposition:") {
                 part.name = param(line, "name");
                 part.filename = param(line, "filename");
             }
