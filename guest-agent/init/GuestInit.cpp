@@ -156,6 +156,7 @@ void GuestInit::run() {
     mountFilesystems();
     setHostname();
     loadModules();
+    tunePageReporting();
     switchRootIfAsked();
     configureLoopback();
     setEnvironment();
@@ -355,6 +356,19 @@ void GuestInit::loadModules() {
     }
     log("modules: " + std::to_string(loaded) + " loaded, " + std::to_string(present) +
         " already present, " + std::to_string(failed) + " failed");
+}
+
+void GuestInit::tunePageReporting() {
+    // After the balloon driver registered: in this kernel (6.1) registering
+    // resets the order, so a kernel command line value would be lost.
+    Fd param(::open(config_.pageReportingOrderParam.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!param) {
+        // A kernel without free page reporting.
+        if (errno != ENOENT) logErrno("open " + config_.pageReportingOrderParam, errno);
+        return;
+    }
+    if (!writeAll(param.get(), config_.pageReportingOrder))
+        logErrno("write " + config_.pageReportingOrderParam, errno);
 }
 
 void GuestInit::configureLoopback() {

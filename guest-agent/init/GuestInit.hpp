@@ -38,6 +38,11 @@ struct InitConfig {
     std::string moduleDir = "/lib/modules";
     std::string hostname = "airlock";
     std::string console = "/dev/console";
+    // Free page reporting hands freed guest memory back to the host, by
+    // default only in 2 MiB blocks, which an idle guest's scattered free
+    // memory rarely forms (about 25 MiB more stays resident). 5: 128 KiB.
+    std::string pageReportingOrderParam = "/sys/module/page_reporting/parameters/page_reporting_order";
+    std::string pageReportingOrder = "5";
     std::chrono::milliseconds backoffInitial{200};
     std::chrono::milliseconds backoffMax{2000};
     // An agent that survived this long is considered healthy again, so a
@@ -69,6 +74,7 @@ class GuestInit {
     bool copyFile(const std::string& from, const std::string& to, mode_t mode) const;
     void setHostname();
     void loadModules();
+    void tunePageReporting();
     void configureLoopback();
     void setEnvironment();
 

@@ -40,6 +40,8 @@ readonly OPTIONAL_MODULES=(
     # ext4 asks the crypto API for "crc32c" at mount time; without modprobe
     # in the guest it must already be registered.
     crc32c_generic
+    # Free page reporting (a virtio balloon that returns freed pages).
+    virtio_balloon
     vsock vmw_vsock_virtio_transport_common vmw_vsock_virtio_transport
 )
 

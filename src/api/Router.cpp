@@ -65,7 +65,11 @@ json limitsJson(const EnforcedLimits& l) {
                                    {"ops_per_second", l.diskOpsPerSecond}}
                             : json("none")},
             {"min_free_disk_mib", l.minFreeDiskMib},
-            {"qemu_uid", l.ownUidPerSandbox ? "one uid per sandbox" : "shared QEMU user"}};
+            {"qemu_uid", l.ownUidPerSandbox ? "one uid per sandbox" : "shared QEMU user"},
+            {"host_memory",
+             {{"tcg_cache_mib", l.tcgCacheMib},
+              {"free_page_reporting", l.freePageReporting},
+              {"kernel_samepage_merging", l.memorySharing}}}};
 }
 
 // What a listing covers: the caller's tenant, or for an admin every tenant.

@@ -240,6 +240,8 @@ DomainSpec SandboxController::domainSpec(const SandboxRecord& r, const TemplateI
         spec.memoryLimitMib = r.memoryMib + config_.memoryOverheadMib;
     spec.diskBytesPerSecond = config_.diskBytesPerSecond;
     spec.diskOpsPerSecond = config_.diskOpsPerSecond;
+    spec.tcgCacheMib = config_.tcgCacheMib;
+    spec.freePageReporting = config_.freePageReporting;
     return spec;
 }
 
@@ -619,7 +621,9 @@ SecretMasker SandboxController::maskerFor(const SandboxRecord& r) const {
 EnforcedLimits SandboxController::enforcedLimits() const {
     return EnforcedLimits{config_.cpuQuota,           config_.memoryOverheadMib,
                           config_.diskBytesPerSecond, config_.diskOpsPerSecond,
-                          config_.minFreeDiskMib,     uids_.enabled()};
+                          config_.minFreeDiskMib,     uids_.enabled(),
+                          hypervisor_.accel() == Accel::kvm ? 0u : config_.tcgCacheMib,
+                          config_.freePageReporting, config_.memorySharing};
 }
 
 void SandboxController::requireFreeSpace(const std::string& what, std::uint64_t needBytes) const {

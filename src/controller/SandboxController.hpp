@@ -89,6 +89,10 @@ struct ControllerConfig {
     std::uint64_t diskBytesPerSecond = 0;
     std::uint64_t diskOpsPerSecond = 0;
     std::uint64_t minFreeDiskMib = 0;
+    // Memory levers handed to every domain (DomainSpec).
+    unsigned tcgCacheMib = 16;
+    bool freePageReporting = true;
+    std::string memorySharing = "off";  // KSM as the daemon set it up (HostMemorySharing)
 };
 
 // What /healthz reports as enforced on every sandbox.
@@ -98,6 +102,9 @@ struct EnforcedLimits {
     std::uint64_t diskBytesPerSecond = 0, diskOpsPerSecond = 0;
     std::uint64_t minFreeDiskMib = 0;
     bool ownUidPerSandbox = false;
+    unsigned tcgCacheMib = 0;  // 0: not TCG
+    bool freePageReporting = false;
+    std::string memorySharing;
 };
 
 // What a tenant holds, against its quota.

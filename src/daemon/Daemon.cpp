@@ -24,6 +24,7 @@
 #include "api/TlsContext.hpp"
 #include "controller/SandboxController.hpp"
 #include "controller/TemplateCatalog.hpp"
+#include "daemon/HostMemorySharing.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/Log.hpp"
@@ -117,6 +118,12 @@ int runDaemon(const DaemonOptions& options) {
 
     Accel accel = resolveAccel(options.accel);
     logInfo("airlockd", "accelerator: " + accelName(accel) + " (requested " + options.accel + ")");
+    // Before libvirt: QEMU inherits the process flags when the embedded
+    // driver forks it; destroyed after the hypervisor, so KSM stays on
+    // while guests run.
+    HostMemorySharing memorySharing(options.ksm == "off" ? HostMemorySharing::Mode::off
+                                                         : HostMemorySharing::Mode::automatic);
+    logInfo("airlockd", "kernel samepage merging: " + memorySharing.ksmState());
     LibvirtHypervisor hypervisor(LibvirtOptions{options.libvirtUri, dataDir, accel});
 
     ControllerConfig config;
@@ -149,6 +156,9 @@ int runDaemon(const DaemonOptions& options) {
     config.diskOpsPerSecond = options.diskOpsPerSecond;
     config.minFreeDiskMib = options.minFreeDiskMib;
     config.maxDiskGib = options.maxDiskGib;
+    config.tcgCacheMib = options.tcgCacheMib;
+    config.freePageReporting = options.freePageReporting;
+    config.memorySharing = memorySharing.ksmState();
     config.tenants = &tenants;
     // Secrets at rest: AES-256-GCM with AIRLOCK_SECRET_KEY or DATA_DIR/secret.key (0600).
     config.secretCipher = std::make_shared<const SecretCipher>(

@@ -24,6 +24,7 @@ std::string daemonUsage() {
            "                [--sandbox-memory-overhead MIB] [--disk-bandwidth BYTES_PER_SECOND] "
            "[--disk-iops N]\n"
            "                [--min-free-disk MIB] [--max-disk-gib GIB]\n"
+           "                [--tcg-cache-mib MIB] [--free-page-reporting on|off] [--ksm auto|off]\n"
            "                [--tls-cert PEM --tls-key PEM] [--metrics-listen HOST:PORT]\n"
            "                [--public-domain DOMAIN]\n"
            "                [--push-branch-prefix PREFIX]\n"
@@ -197,6 +198,17 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
             o.maxDiskGib = static_cast<unsigned>(number(value(), 1, 1u << 20));
         } else if (a == "--min-free-disk") {
             o.minFreeDiskMib = number(value(), 0, 1ull << 30);
+        } else if (a == "--tcg-cache-mib") {
+            o.tcgCacheMib = static_cast<unsigned>(number(value(), 8, 4096));
+        } else if (a == "--free-page-reporting") {
+            std::string v = value();
+            if (v != "on" && v != "off")
+                throw Error(ErrorCode::bad_request, "--free-page-reporting wants on or off");
+            o.freePageReporting = v == "on";
+        } else if (a == "--ksm") {
+            o.ksm = value();
+            if (o.ksm != "auto" && o.ksm != "off")
+                throw Error(ErrorCode::bad_request, "--ksm wants auto or off");
         } else if (a == "--log-level") {
             o.logLevel = value();
         } else {

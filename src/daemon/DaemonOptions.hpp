@@ -45,6 +45,12 @@ struct DaemonOptions {
     unsigned long long diskOpsPerSecond = 8000;
     unsigned maxDiskGib = 256;                 // the largest disk_gib a create may ask for
     unsigned long long minFreeDiskMib = 2048;  // creates, snapshots, uploads answer 507 below this
+    // Memory per sandbox (docs/performance.md): TCG's code cache, free page
+    // reporting, and kernel samepage merging across guests (auto: on when
+    // airlockd may write /sys/kernel/mm/ksm, restored on exit).
+    unsigned tcgCacheMib = 16;
+    bool freePageReporting = true;
+    std::string ksm = "auto";
     // The E2B front door's sandbox domain: Host <port>-<id>.<domain> reaches
     // guest port <port> (49983: envd); "" : routing by headers only.
     std::string publicDomain;

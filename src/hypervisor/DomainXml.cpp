@@ -63,11 +63,14 @@ std::string buildDomainXml(const DomainSpec& s) {
     x << "    <cmdline>" << xmlEscape(s.cmdline) << "</cmdline>\n"
       << "  </os>\n"
       << "  <features><acpi/>";
-    // TCG's translated-code buffer is QEMU memory outside the guest's: its
-    // default (1 GiB) lets a JIT-heavy guest (node, npm) grow QEMU past the
-    // memory cap (guest RAM + overhead) and be OOM-killed. 256 MiB keeps it
-    // well inside; a full buffer is flushed and refilled, not an error.
-    if (s.accel != Accel::kvm) x << "<tcg><tb-cache unit='MiB'>256</tb-cache></tcg>";
+    // TCG's translated-code buffer is QEMU memory outside the guest's, and
+    // a guest touches all of it within its boot (a full buffer is flushed
+    // and refilled, not an error): its default (1 GiB) lets a JIT-heavy
+    // guest grow QEMU past the memory cap and be OOM-killed, and every MiB
+    // of it is a MiB per sandbox no other sandbox shares. The size is the
+    // daemon's --tcg-cache-mib; docs/performance.md has the trade-off.
+    if (s.accel != Accel::kvm && s.tcgCacheMib > 0)
+        x << "<tcg><tb-cache unit='MiB'>" << s.tcgCacheMib << "</tb-cache></tcg>";
     x << "</features>\n";
     // check='none': otherwise libvirt verifies the guest CPU feature by
     // feature after start (about 400 QMP round trips, half a second per
@@ -82,7 +85,15 @@ std::string buildDomainXml(const DomainSpec& s) {
       << "  <on_crash>destroy</on_crash>\n"
       << "  <devices>\n"
       << "    <controller type='usb' model='none'/>\n"
-      << "    <memballoon model='none'/>\n";
+      ;
+    // Free page reporting: the guest tells QEMU which pages it freed (2 MiB
+    // at a time) and QEMU discards them, so memory a guest touched once
+    // (boot, a finished build) returns to the host. The balloon is never
+    // inflated: the guest always keeps its whole memory.
+    if (s.freePageReporting)
+        x << "    <memballoon model='virtio' freePageReporting='on'/>\n";
+    else
+        x << "    <memballoon model='none'/>\n";
     if (!s.diskPath.empty()) {
         // relabel='no': libvirt would otherwise chown the whole backing chain
         // (the shared template base, snapshot layers) to the QEMU user. The

@@ -41,6 +41,11 @@ struct DomainSpec {
     std::uint64_t memoryLimitMib = 0;
     std::uint64_t diskBytesPerSecond = 0;
     std::uint64_t diskOpsPerSecond = 0;
+    // Memory levers (docs/performance.md). TCG's translated-code buffer in
+    // MiB (not used under KVM); a virtio balloon that only reports the
+    // guest's free pages so QEMU hands them back to the host.
+    unsigned tcgCacheMib = 16;
+    bool freePageReporting = true;
 };
 
 enum class DomainState { running, paused, shutoff, missing, other };
