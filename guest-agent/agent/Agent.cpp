@@ -125,11 +125,11 @@ int Agent::run() {
 
 bool Agent::outputRoom() const { return sessionOpen_ && port_.queued() < kOutputHighWater; }
 
-void Agent::sendFrame(FrameType type, std::uint32_t stream, const std::string& payload,
+void Agent::sendFrame(FrameType type, std::uint32_t stream, std::string_view payload,
                       std::uint8_t flags) {
     // Only what belongs to the current host session is worth queueing.
     if (!sessionOpen_ && type != FrameType::hello_ack && type != FrameType::reset) return;
-    if (!port_.enqueue(protocol::encodeFrame(type, stream, payload, flags)))
+    if (!port_.enqueueFrame(type, stream, payload, flags))
         agentLog("output queue full, dropping a frame");
 }
 

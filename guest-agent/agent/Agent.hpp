@@ -37,7 +37,7 @@ public:
     // enabled: in the guest only by the kernel command line a bench sets.
     void allowRawMode(bool on) { rawAllowed_ = on; }
 
-    void sendFrame(protocol::FrameType type, std::uint32_t stream, const std::string& payload,
+    void sendFrame(protocol::FrameType type, std::uint32_t stream, std::string_view payload,
                    std::uint8_t flags = 0) override;
     bool outputRoom() const override;
 

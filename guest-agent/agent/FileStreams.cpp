@@ -247,8 +247,10 @@ void FileReadStream::tick(std::int64_t) {
     while (!done() && fd_) {
         std::size_t room = sendable();
         if (room == 0) return;
-        std::string buf(room, '\0');
-        ssize_t n = ::read(fd_.get(), buf.data(), room);
+        // One buffer for the stream's life: no allocation and no zeroing
+        // per frame (every byte touched in the guest is emulated).
+        if (buf_.size() < room) buf_.resize(room);
+        ssize_t n = ::read(fd_.get(), buf_.data(), room);
         if (n < 0) {
             if (errno == EINTR || errno == EAGAIN) return;
             return fail(errnoCode(errno), errText(errno));
@@ -257,9 +259,8 @@ void FileReadStream::tick(std::int64_t) {
             fd_.reset();
             return finish({{"size", sent_}});
         }
-        buf.resize(static_cast<std::size_t>(n));
-        sent_ += buf.size();
-        sendData(1, buf);
+        sent_ += static_cast<std::uint64_t>(n);
+        sendData(1, std::string_view(buf_.data(), static_cast<std::size_t>(n)));
     }
 }
 

@@ -37,6 +37,7 @@ private:
     void start(const nlohmann::json& request);
     UniqueFd fd_;
     std::uint64_t size_ = 0, sent_ = 0;
+    std::string buf_;
 };
 
 // One-shot file-system operations: stat, list, mkdir, remove, move.

@@ -49,6 +49,17 @@ bool PortChannel::enqueue(std::string_view bytes) {
     return true;
 }
 
+bool PortChannel::enqueueFrame(protocol::FrameType type, std::uint32_t stream, std::string_view payload,
+                               std::uint8_t flags) {
+    if (queued() + protocol::kHeaderSize + payload.size() > kMaxQueued) return false;
+    if (outOffset_ > 0 && outOffset_ == out_.size()) {
+        out_.clear();
+        outOffset_ = 0;
+    }
+    protocol::appendFrame(out_, type, stream, payload, flags);
+    return true;
+}
+
 void PortChannel::dropQueued() {
     out_.clear();
     outOffset_ = 0;

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "core/UniqueFd.hpp"
+#include "protocol/Frame.hpp"
 
 namespace airlock::guest {
 
@@ -23,6 +24,9 @@ public:
 
     // Appends to the outgoing queue; false when the queue is full.
     bool enqueue(std::string_view bytes);
+    // One frame, encoded straight into the queue.
+    bool enqueueFrame(protocol::FrameType type, std::uint32_t stream, std::string_view payload,
+                      std::uint8_t flags);
     std::size_t queued() const { return out_.size() - outOffset_; }
     void dropQueued();
     // Writes as much as the port accepts now. Returns false on a hard error.

@@ -40,7 +40,7 @@ std::size_t StreamHandler::sendable() const {
 void StreamHandler::sendData(std::uint8_t channel, std::string_view bytes) {
     if (done_ || bytes.empty()) return;
     sendCredit_ -= std::min<std::uint64_t>(sendCredit_, bytes.size());
-    sink_.sendFrame(protocol::FrameType::data, id_, std::string(bytes), channel);
+    sink_.sendFrame(protocol::FrameType::data, id_, bytes, channel);
 }
 
 void StreamHandler::sendControl(const nlohmann::json& j) {

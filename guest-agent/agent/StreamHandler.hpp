@@ -15,7 +15,7 @@ namespace airlock::guest {
 class FrameSink {
 public:
     virtual ~FrameSink() = default;
-    virtual void sendFrame(protocol::FrameType type, std::uint32_t stream, const std::string& payload,
+    virtual void sendFrame(protocol::FrameType type, std::uint32_t stream, std::string_view payload,
                            std::uint8_t flags = 0) = 0;
     // False while the port queue is above its high-water mark: stop producing.
     virtual bool outputRoom() const = 0;

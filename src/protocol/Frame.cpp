@@ -17,11 +17,11 @@ void putU32(std::string& out, std::uint32_t v) {
 }
 }  // namespace
 
-std::string encodeFrame(FrameType type, std::uint32_t stream, std::string_view payload,
-                        std::uint8_t flags) {
+void appendFrame(std::string& out, FrameType type, std::uint32_t stream, std::string_view payload,
+                 std::uint8_t flags) {
     if (payload.size() > kMaxPayload) throw std::length_error("frame payload exceeds kMaxPayload");
-    std::string out;
-    out.reserve(kHeaderSize + payload.size());
+    const std::size_t start = out.size();
+    out.reserve(start + kHeaderSize + payload.size());
     out.append(reinterpret_cast<const char*>(kMagic), 4);
     out.push_back(static_cast<char>(type));
     out.push_back(static_cast<char>(flags));
@@ -29,8 +29,14 @@ std::string encodeFrame(FrameType type, std::uint32_t stream, std::string_view p
     out.push_back(0);
     putU32(out, stream);
     putU32(out, static_cast<std::uint32_t>(payload.size()));
-    putU32(out, headerCheck(out.data()));
+    putU32(out, headerCheck(out.data() + start));
     out.append(payload);
+}
+
+std::string encodeFrame(FrameType type, std::uint32_t stream, std::string_view payload,
+                        std::uint8_t flags) {
+    std::string out;
+    appendFrame(out, type, stream, payload, flags);
     return out;
 }
 

@@ -51,6 +51,10 @@ struct Frame {
 std::string encodeFrame(const Frame& frame);
 std::string encodeFrame(FrameType type, std::uint32_t stream, std::string_view payload,
                         std::uint8_t flags = 0);
+// The same frame appended to `out`: a sender with its own queue copies the
+// payload once (under TCG every copy of a download's bytes is emulated).
+void appendFrame(std::string& out, FrameType type, std::uint32_t stream, std::string_view payload,
+                 std::uint8_t flags = 0);
 
 std::string encodeWindowPayload(std::uint32_t credit);
 // Returns false when the payload is not exactly 4 bytes.

@@ -30,6 +30,15 @@ double percentile(std::vector<double> v, double p) {
     return v[std::min(v.size() - 1, static_cast<std::size_t>(p / 100.0 * static_cast<double>(v.size() - 1) + 0.5))];
 }
 
+// One machine-readable figure (scripts/bench collects these lines).
+void figure(const char* name, double value, const char* unit, const char* baseline = nullptr, double baselineValue = 0,
+            const char* goal = nullptr) {
+    std::printf("@figure {\"name\":\"channel.%s\",\"value\":%f,\"unit\":\"%s\"", name, value, unit);
+    if (baseline) std::printf(",\"baseline\":\"channel.%s\",\"baseline_value\":%f", baseline, baselineValue);
+    if (goal) std::printf(",\"goal\":\"%s\"", goal);
+    std::printf("}\n");
+}
+
 double mibPerSec(std::uint64_t bytes, nanoseconds d) {
     return static_cast<double>(bytes) / (1024.0 * 1024.0) / duration<double>(d).count();
 }
@@ -74,6 +83,10 @@ int main(int argc, char** argv) {
                 rawP50, percentile(raw, 99), percentile(ping, 50), execP50, percentile(exec, 99));
     std::printf("             process start in guest %.3f ms; exec p50 / (raw p50 + process start) = %.2fx (goal <= 2x)\n",
                 spawn, execP50 / (rawP50 + spawn));
+    figure("raw_round_trip_p50", rawP50, "ms");
+    figure("guest_process_start", spawn, "ms");
+    figure("raw_round_trip_plus_process_start", rawP50 + spawn, "ms");
+    figure("exec_true_p50", execP50, "ms", "raw_round_trip_plus_process_start", rawP50 + spawn, "<= 2");
 
     // 2. Throughput: bare channel both ways vs file upload/download through streams.
     auto sink = agent->rawBench("sink", fileBytes, seconds(600)).front();
@@ -99,6 +112,10 @@ int main(int argc, char** argv) {
     std::printf("throughput   raw host->guest %.1f MiB/s, raw guest->host %.1f MiB/s\n", rawIn, rawOut);
     std::printf("             upload %.1f MiB/s = %.0f%% of raw, download %.1f MiB/s = %.0f%% of raw (goal >= 50%%)\n", upRate,
                 100.0 * upRate / rawIn, downRate, 100.0 * downRate / rawOut);
+    figure("raw_host_to_guest", rawIn, "MiB/s");
+    figure("raw_guest_to_host", rawOut, "MiB/s");
+    figure("protocol_upload", upRate, "MiB/s", "raw_host_to_guest", rawIn, ">= 0.5");
+    figure("protocol_download", downRate, "MiB/s", "raw_guest_to_host", rawOut, ">= 0.5");
     controller.destroy("bench", sandbox.id);
     return 0;
 }

@@ -4,9 +4,17 @@
 //   (a spare VM ready, the daemon's default); a warm template's create ->
 //   first exec; and the baseline: the raw restore of the same state straight
 //   through the hypervisor (start paused, load, resume, agent hello, exec)
-//   without the controller. Then QEMU's resident memory per idle sandbox and
-//   how create latency grows with 1, 5, 10 and 20 sandboxes already running.
+//   without the controller; and the floor under cold create: QEMU started by
+//   hand (no libvirt) on the same kernel, initramfs and devices, to the
+//   agent's answer. The debian template (disk-backed) the same way: cold,
+//   clone. Then QEMU's resident memory per idle sandbox and how create
+//   latency grows with 1, 5, 10 and 20 sandboxes already running.
+// Every figure is also printed as an "@figure {json}" line for --json.
 // Prints medians and ratios; scripts/bench runs it. Not a test: no asserts.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -60,6 +68,63 @@ void print(const char* what, const std::vector<double>& v) {
     std::printf("%-44s median %.3f s (min %.3f, max %.3f, n=%zu)\n", what, median(v),
                 *std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end()), v.size());
 }
+
+// One machine-readable figure (scripts/bench collects these lines).
+void figure(const std::string& name, const std::vector<double>& samples, const std::string& baseline = {},
+            double baselineValue = 0, const std::string& goal = {}) {
+    std::string line = "@figure {\"name\":\"lifecycle." + name + "\",\"unit\":\"s\",\"value\":" +
+                       std::to_string(median(samples)) + ",\"samples\":[";
+    for (std::size_t i = 0; i < samples.size(); ++i) line += (i ? "," : "") + std::to_string(samples[i]);
+    line += "]";
+    if (!baseline.empty())
+        line += ",\"baseline\":\"lifecycle." + baseline + "\",\"baseline_value\":" + std::to_string(baselineValue);
+    if (!goal.empty()) line += ",\"goal\":\"" + goal + "\"";
+    std::printf("%s}\n", line.c_str());
+}
+
+// QEMU started by hand, as libvirt would but without it: same kernel,
+// initramfs, command line, machine, CPU model, TCG cache and devices, the
+// agent's channel on a socket QEMU listens on. Seconds from fork to the
+// agent's answer to an exec of `true`.
+double rawQemuBoot(const TemplateInfo& tmpl, const std::string& dir, unsigned memoryMib, unsigned tcgCacheMib) {
+    std::filesystem::create_directories(dir);
+    std::string sock = dir + "/agent.sock";
+    std::vector<std::string> args = {
+        "qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none",
+        "-machine", "q35", "-accel", "tcg,tb-size=" + std::to_string(tcgCacheMib), "-cpu", "qemu64",
+        "-m", std::to_string(memoryMib), "-smp", "1",
+        "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+        "-kernel", tmpl.kernelPath, "-initrd", tmpl.initrdPath, "-append", tmpl.cmdline,
+        "-serial", "file:" + dir + "/console.log",
+        "-device", "virtio-serial-pci,id=vs", "-chardev", "socket,id=agent,path=" + sock + ",server=on,wait=off",
+        "-device", "virtserialport,bus=vs.0,chardev=agent,name=" + std::string(protocol::kAgentPortName),
+        "-device", "virtio-rng-pci", "-device", "virtio-balloon-pci,free-page-reporting=on"};
+    auto t0 = steady_clock::now();
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        ::execvp(argv[0], argv.data());
+        ::_exit(127);
+    }
+    double took = -1;
+    try {
+        test::waitFor([&] { return std::filesystem::exists(sock); }, seconds(30));
+        auto agent = AgentConnection::connect(sock, seconds(60));
+        protocol::ExecRequest request;
+        request.argv = {"true"};
+        agent->exec(request, 4096, seconds(60));
+        took = secondsSince(t0);
+        agent->close();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "raw QEMU boot failed: %s\n", e.what());
+    }
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    std::filesystem::remove_all(dir);
+    return took;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -85,6 +150,11 @@ int main(int argc, char** argv) {
         controller.exec(tenant, s.id, trueCommand());
         cold.push_back(secondsSince(t0));
         controller.destroy(tenant, s.id);
+    }
+    std::vector<double> rawBoot;
+    for (int i = 0; i < runs; ++i) {
+        double t = rawQemuBoot(*tmpl, dir.path() + "/rawboot", 256, config.tcgCacheMib);
+        if (t > 0) rawBoot.push_back(t);
     }
     auto source = controller.create(tenant, CreateSandboxRequest{});
     controller.exec(tenant, source.id, trueCommand());
@@ -155,7 +225,40 @@ int main(int argc, char** argv) {
         controller.destroy(tenant, w.id);
     }
 
+    // The disk-backed shape: debian cold, then clones of its idle snapshot.
+    std::vector<double> debianCold, debianClone;
+    if (world.templates->find("debian")) {
+        CreateSandboxRequest debian;
+        debian.templateName = "debian";
+        debian.boot = "cold";
+        for (int i = 0; i < std::max(2, runs / 2); ++i) {
+            auto t0 = steady_clock::now();
+            auto s = controller.create(tenant, debian);
+            controller.exec(tenant, s.id, trueCommand());
+            debianCold.push_back(secondsSince(t0));
+            controller.destroy(tenant, s.id);
+        }
+        auto base = controller.create(tenant, debian);
+        controller.exec(tenant, base.id, trueCommand());
+        auto snap = controller.snapshot(tenant, base.id);
+        CreateSandboxRequest fromDebian;
+        fromDebian.snapshot = snap.id;
+        std::vector<std::string> made;
+        for (int i = 0; i < runs; ++i) {
+            test::waitFor([&] { return controller.spareCount() >= 1; }, seconds(60));
+            auto t0 = steady_clock::now();
+            auto c = controller.create(tenant, fromDebian);
+            controller.exec(tenant, c.id, trueCommand());
+            debianClone.push_back(secondsSince(t0));
+            made.push_back(c.id);
+        }
+        for (const auto& id : made) controller.destroy(tenant, id);
+        controller.destroy(tenant, base.id);
+        controller.deleteSnapshot(tenant, snap.id);
+    }
+
     std::printf("accelerator: %s   runs: %d\n", accelName(hypervisor.accel()).c_str(), runs);
+    print("raw QEMU boot -> agent exec (no libvirt)", rawBoot);
     print("cold create -> first exec", cold);
     print("snapshot of an idle sandbox", snap);
     print("raw restore (libvirt+QEMU, no controller)", raw);
@@ -165,6 +268,22 @@ int main(int argc, char** argv) {
                 median(clone) / median(cold), median(warm) / median(cold), median(clone) / median(raw));
     std::printf("QEMU RSS of an idle sandbox: booted %ld MiB, cloned %ld MiB (guest memory %u MiB)\n",
                 sourceRss / 1024, cloneRss / 1024, source.memoryMib);
+    std::printf("cold create / raw QEMU boot %.2fx (goal <= 1.3x)\n", median(cold) / median(rawBoot));
+    figure("raw_qemu_boot_to_agent_exec", rawBoot);
+    figure("minimal_cold_create_to_first_exec", cold, "raw_qemu_boot_to_agent_exec", median(rawBoot), "<= 1.3");
+    figure("minimal_snapshot", snap, "minimal_cold_create_to_first_exec", median(cold));
+    figure("raw_restore_to_agent_exec", raw);
+    figure("minimal_clone_to_first_exec", clone, "minimal_cold_create_to_first_exec", median(cold), "<= 0.15");
+    figure("minimal_warm_create_to_first_exec", warm, "minimal_cold_create_to_first_exec", median(cold), "<= 0.1");
+    figure("minimal_clone_vs_raw_restore", clone, "raw_restore_to_agent_exec", median(raw));
+    if (!debianCold.empty()) {
+        print("debian cold create -> first exec", debianCold);
+        print("debian clone from snapshot -> first exec", debianClone);
+        std::printf("ratios: debian clone/cold %.2fx (goal <= 0.15x)\n", median(debianClone) / median(debianCold));
+        figure("debian_cold_create_to_first_exec", debianCold);
+        figure("debian_clone_to_first_exec", debianClone, "debian_cold_create_to_first_exec", median(debianCold),
+               "<= 0.15");
+    }
 
     // Create latency as the machine fills up (idle sandboxes are clones).
     std::vector<std::string> running = {source.id};
@@ -188,6 +307,8 @@ int main(int argc, char** argv) {
         controller.destroy(tenant, s.id);
         std::printf("with %2d running: clone -> exec median %.3f s, cold create -> exec %.3f s\n", level, median(c),
                     coldAtLevel);
+        figure("clone_to_first_exec_with_" + std::to_string(level) + "_running", c, "minimal_clone_to_first_exec",
+               median(clone));
     }
     for (const auto& id : running) controller.destroy(tenant, id);
     controller.deleteSnapshot(tenant, snapshotId);

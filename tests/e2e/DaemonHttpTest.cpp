@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
@@ -251,6 +252,63 @@ TEST_F(DaemonHttp, SigkillMidCloneLeavesAConsistentStateAndNoOrphans) {
         << "spares go too";
     EXPECT_TRUE(fs::is_empty(dataDir + "/sandboxes"));
     EXPECT_TRUE(fs::is_empty(dataDir + "/snapshots"));
+}
+
+std::string firstLine(const std::string& path) {
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    return line;
+}
+
+TEST_F(DaemonHttp, HostMemoryLeversReachEveryQemuAndKsmReturnsToTheHost) {
+    const std::string ksmRun = "/sys/kernel/mm/ksm/run";
+    std::string before = firstLine(ksmRun);
+    bool weTurnItOn = before == "0" && ::access(ksmRun.c_str(), W_OK) == 0;
+    daemon.reset();  // one daemon at a time: KSM is host-wide
+    auto ownDir = tmp.path() + "/ksm-data";
+    auto ksmDaemon = std::make_unique<Daemon>(ownDir, freePort(), std::vector<std::string>{"--ksm", "auto"});
+    std::string ownKey = firstLine(ownDir + "/admin.key");
+    cli::HttpClient c(ksmDaemon->url(), ownKey);
+    auto health = json::parse(c.request("GET", "/healthz").body);
+    auto memory = health["limits"]["host_memory"];
+    EXPECT_EQ(memory["free_page_reporting"], true);
+    EXPECT_EQ(memory["tcg_cache_mib"], health["accel"] == "tcg" ? 16 : 0);
+    if (weTurnItOn) {
+        EXPECT_EQ(memory["kernel_samepage_merging"], "on (airlockd)");
+        EXPECT_EQ(firstLine(ksmRun), "1");
+    }
+
+    auto created = c.request("POST", "/v1/sandboxes", R"({"template":"minimal"})");
+    ASSERT_EQ(created.status, 201) << created.body;
+    std::string id = json::parse(created.body)["id"];
+    // The guest's side: the balloon driver bound, reporting in 128 KiB blocks.
+    auto probe = c.request("POST", "/v1/sandboxes/" + id + "/exec",
+                           R"({"shell":"cat /sys/module/page_reporting/parameters/page_reporting_order; ls /sys/bus/virtio/drivers/virtio_balloon | grep -c virtio"})");
+    ASSERT_EQ(probe.status, 200) << probe.body;
+    EXPECT_EQ(json::parse(probe.body)["stdout"], "5\n1\n");
+    // QEMU's side: forked by the embedded driver from airlockd, it inherits
+    // no-THP and (where the kernel has it) merge-any.
+    int qemus = 0;
+    for (const auto& p : fs::directory_iterator("/proc")) {
+        std::ifstream cmd(p.path() / "cmdline");
+        std::string line((std::istreambuf_iterator<char>(cmd)), {});
+        if (line.find("qemu-system") == std::string::npos || line.find(ownDir) == std::string::npos) continue;
+        ++qemus;
+        std::ifstream status(p.path() / "status");
+        std::string text((std::istreambuf_iterator<char>(status)), {});
+        EXPECT_NE(text.find("THP_enabled:\t0"), std::string::npos) << text;
+        std::ifstream ksmStat(p.path() / "ksm_stat");
+        std::string stat((std::istreambuf_iterator<char>(ksmStat)), {});
+        if (!stat.empty()) {
+            EXPECT_NE(stat.find("ksm_merge_any: yes"), std::string::npos) << stat;
+        }
+    }
+    EXPECT_GE(qemus, 1);  // the sandbox, and its shape's spare if one started
+    EXPECT_EQ(c.request("DELETE", "/v1/sandboxes/" + id).status, 204);
+    ksmDaemon.reset();
+    EXPECT_EQ(firstLine(ksmRun), before) << "the host's KSM setting is back";
+    test::killQemusOf(ownDir);
 }
 
 TEST_F(DaemonHttp, CliManagesKeysTenantsAndListsApprovals) {

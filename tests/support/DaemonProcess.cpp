@@ -47,6 +47,10 @@ void Daemon::start() {
     std::string listen = "127.0.0.1:" + std::to_string(port_);
     std::vector<std::string> args{"airlockd", "--listen", listen, "--data-dir", dataDir_};
     args.insert(args.end(), extraArgs_.begin(), extraArgs_.end());
+    // KSM is host-wide and costs a share of a core while it scans: off
+    // unless a test asks for it (tests run one daemon at a time).
+    if (std::find(extraArgs_.begin(), extraArgs_.end(), "--ksm") == extraArgs_.end())
+        args.insert(args.end(), {"--ksm", "off"});
     pid_ = ::fork();
     if (pid_ == 0) {
         int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);

@@ -49,6 +49,20 @@ TEST(DaemonOptions, TlsAndMetricsListener) {
     EXPECT_ANY_THROW(parseDaemonOptions({"--metrics-listen", "h:-1"}));
 }
 
+TEST(DaemonOptions, HostMemoryLevers) {
+    auto d = parseDaemonOptions({});
+    EXPECT_EQ(d.tcgCacheMib, 16u);
+    EXPECT_TRUE(d.freePageReporting);
+    EXPECT_EQ(d.ksm, "auto");
+    auto o = parseDaemonOptions({"--tcg-cache-mib", "256", "--free-page-reporting", "off", "--ksm", "off"});
+    EXPECT_EQ(o.tcgCacheMib, 256u);
+    EXPECT_FALSE(o.freePageReporting);
+    EXPECT_EQ(o.ksm, "off");
+    EXPECT_ANY_THROW(parseDaemonOptions({"--tcg-cache-mib", "4"})) << "below what a guest boots in";
+    EXPECT_ANY_THROW(parseDaemonOptions({"--free-page-reporting", "yes"}));
+    EXPECT_ANY_THROW(parseDaemonOptions({"--ksm", "on"}));
+}
+
 TEST(DaemonOptions, RejectsBadFlags) {
     EXPECT_ANY_THROW(parseDaemonOptions({"--listen", "nohostport"}));
     EXPECT_ANY_THROW(parseDaemonOptions({"--listen", "h:99999"}));

@@ -33,12 +33,29 @@ TEST(DomainXml, TcgGuestOnQ35WithDirectKernelBoot) {
     EXPECT_FALSE(has(xml, "host-passthrough"));
 }
 
-TEST(DomainXml, NoUsbNoBalloonNoGraphics) {
+TEST(DomainXml, NoUsbNoGraphicsAndABalloonThatOnlyReportsFreePages) {
     auto xml = buildDomainXml(spec());
     EXPECT_TRUE(has(xml, "<controller type='usb' model='none'/>"));
-    EXPECT_TRUE(has(xml, "<memballoon model='none'/>"));
+    EXPECT_TRUE(has(xml, "<memballoon model='virtio' freePageReporting='on'/>"));
     EXPECT_FALSE(has(xml, "<graphics"));
     EXPECT_FALSE(has(xml, "<interface"));  // no NIC: default-deny network
+}
+
+TEST(DomainXml, FreePageReportingOffMeansNoBalloonAtAll) {
+    auto s = spec();
+    s.freePageReporting = false;
+    auto xml = buildDomainXml(s);
+    EXPECT_TRUE(has(xml, "<memballoon model='none'/>"));
+    EXPECT_FALSE(has(xml, "freePageReporting"));
+}
+
+TEST(DomainXml, TcgCodeCacheHasTheConfiguredSizeAndIsAbsentUnderKvm) {
+    auto s = spec();
+    EXPECT_TRUE(has(buildDomainXml(s), "<tcg><tb-cache unit='MiB'>16</tb-cache></tcg>"));
+    s.tcgCacheMib = 64;
+    EXPECT_TRUE(has(buildDomainXml(s), "<tcg><tb-cache unit='MiB'>64</tb-cache></tcg>"));
+    s.accel = Accel::kvm;
+    EXPECT_FALSE(has(buildDomainXml(s), "<tcg>"));
 }
 
 TEST(DomainXml, AgentChannelAndConsoleAndRng) {
