@@ -407,6 +407,7 @@ class SandboxController {
     std::string sandboxDir(const std::string& id) const;
     std::string snapshotDir(const SnapshotRecord& s) const;
     std::string snapshotStatePath(const SnapshotRecord& s) const;  // its memory state
+    std::string snapshotLayerPath(const SnapshotRecord& s) const;  // its frozen disk layer
     static constexpr const char* kWarmTenant = "_warm";
     static constexpr const char* kSpareTenant = "_spare";
 
@@ -461,6 +462,12 @@ class SandboxController {
     // Spare VMs (SandboxSpares.cpp).
     static std::string shapeOf(const std::string& templateName, const std::string& digest,
                                unsigned vcpus, unsigned memoryMib);
+    // The shape a clone of this snapshot takes a spare of. A disk-backed
+    // snapshot is a shape of its own: QEMU opens the disk (an overlay on
+    // that snapshot's frozen layer) when it starts.
+    static std::string spareShapeOf(const SnapshotRecord& snapshot);
+    // The disk_gib of a clone of a disk-backed snapshot (its frozen layer's size).
+    unsigned cloneDiskGib(const SnapshotRecord& snapshot, const TemplateInfo& tmpl);
     // Asks the worker for a spare of this shape, after delay (a live
     // sandbox's shape: short-lived sandboxes never cost one). With a
     // snapshot, the spare is also loaded with its memory state ahead of the
@@ -479,6 +486,7 @@ class SandboxController {
     struct SpareShape {
         std::string templateName, digest;
         unsigned vcpus = 0, memoryMib = 0;
+        std::string diskSnapshot;  // a disk-backed snapshot's shape: its spare's disk reads it
     };
     std::map<std::string, SpareShape> spareShapes();  // by shapeOf(): the shapes worth a spare now
     // Starts a spare VM (paused, waiting for state); not yet offered.

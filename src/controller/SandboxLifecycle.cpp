@@ -81,6 +81,10 @@ std::string SandboxController::snapshotStatePath(const SnapshotRecord& s) const 
     return snapshotDir(s) + "/" + kMemoryFile;
 }
 
+std::string SandboxController::snapshotLayerPath(const SnapshotRecord& s) const {
+    return snapshotDir(s) + "/" + kLayerFile;
+}
+
 // ---------------------------------------------------------------- pause / resume / timeout
 
 SandboxRecord SandboxController::transition(const std::string& tenant, const std::string& id,
@@ -289,9 +293,7 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
     snapshots_.markReady(s.id, total, manifest.dump());
     record(id, tenant, "snapshot.created",
            {{"snapshot", s.id}, {"size_bytes", total}, {"held_ms", pausedMs}});
-    if (!s.hasDisk)
-        wantSpare(shapeOf(s.templateName, s.templateDigest, s.vcpus, s.memoryMib),
-                  std::chrono::milliseconds(0), s.id);
+    wantSpare(spareShapeOf(s), std::chrono::milliseconds(0), s.id);
     logInfo("controller", "snapshot " + s.id + " of " + id + ": " + std::to_string(total) +
                               " bytes, sandbox held for " + std::to_string(pausedMs) + " ms");
     return *snapshots_.find(s.id);
@@ -403,6 +405,17 @@ void SandboxController::reseed(AgentConnection& agent) {
                std::chrono::seconds(15));
 }
 
+unsigned SandboxController::cloneDiskGib(const SnapshotRecord& snap, const TemplateInfo& tmpl) {
+    // A clone's disk is its snapshot's size (the frozen layer's).
+    std::uint64_t layerBytes = tmpl.diskSizeBytes;
+    try {
+        layerBytes = qcow2VirtualSize(snapshotDir(snap) + "/" + kLayerFile);
+    } catch (const std::exception&) {
+        // verifySnapshotFiles() says what is wrong with it before any restore
+    }
+    return static_cast<unsigned>((layerBytes + kGiB - 1) / kGiB);
+}
+
 SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
                                                     const CreateSandboxRequest& request,
                                                     const SnapshotRecord& snap) {
@@ -421,14 +434,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
     fixed.vcpus = snap.vcpus;
     fixed.memoryMib = snap.memoryMib;
     if (snap.hasDisk) {
-        // A clone's disk is its snapshot's size (the frozen layer's).
-        std::uint64_t layerBytes = tmpl->diskSizeBytes;
-        try {
-            layerBytes = qcow2VirtualSize(snapshotDir(snap) + "/" + kLayerFile);
-        } catch (const std::exception&) {
-            // verifySnapshotFiles() below says what is wrong with it
-        }
-        auto layerGib = static_cast<unsigned>((layerBytes + kGiB - 1) / kGiB);
+        auto layerGib = cloneDiskGib(snap, *tmpl);
         if (request.diskGib && *request.diskGib != layerGib)
             throw Error(ErrorCode::bad_request,
                         "a clone keeps its snapshot's disk_gib (" + std::to_string(layerGib) + ")");
@@ -438,7 +444,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
     if (snap.kind == "user") r.snapshotId = snap.id;
     r.disk = snap.hasDisk ? "disk-0.qcow2" : "";
     r.layersJson = snap.hasDisk ? snap.layersJson : "[]";
-    std::string shape = shapeOf(snap.templateName, snap.templateDigest, snap.vcpus, snap.memoryMib);
+    std::string shape = spareShapeOf(snap);
     auto quota = quotaLock(tenant);
     std::unique_lock counted(*quota);  // checked and counted in one step
     try {
@@ -447,7 +453,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
         if (r.qemuUid > 0) uids_.release(static_cast<std::uint32_t>(r.qemuUid));
         throw;
     }
-    std::optional<TakenSpare> taken = snap.hasDisk ? std::nullopt : takeSpare(shape, snap.id);
+    std::optional<TakenSpare> taken = takeSpare(shape, snap.id);
     std::optional<std::string> spare;
     if (taken) spare = taken->id;
     if (spare) {
@@ -501,7 +507,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
                                    : taken->loaded ? " from a spare VM holding it"
                                                    : " into a spare VM") +
                                   " in " + std::to_string(loaded - verified) + " ms)");
-        if (!snap.hasDisk) wantSpare(shape, std::chrono::milliseconds(0), snap.id);
+        wantSpare(shape, std::chrono::milliseconds(0), snap.id);
         if (workspaces_ && snap.kind == "user") workspaces_->copy(snap.id, r.id);
         record(r.id, r.tenant, "sandbox.created",
                {{"template", tmpl->name},
@@ -513,7 +519,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
         return r;
     } catch (const std::exception& e) {
         failCreate(r.id, e);
-        if (!snap.hasDisk) wantSpare(shape, std::chrono::milliseconds(0), snap.id);
+        wantSpare(shape, std::chrono::milliseconds(0), snap.id);
         throw;
     }
 }

@@ -3,8 +3,10 @@
 // second here under TCG, more than loading the state; a spare takes it off
 // the clone path. A shape is in use while a ready snapshot of it exists or a
 // live sandbox has it: a fork usually follows its snapshot at once, sooner
-// than a spare could start. Only disk-less shapes: a disk is opened when QEMU
-// starts, and its backing layer differs per snapshot.
+// than a spare could start. A disk is opened when QEMU starts and its
+// backing layer differs per snapshot, so a disk-backed snapshot is a shape
+// of its own, and only the latest ready one of each template shape has a
+// spare (one VM per shape, as for disk-less shapes).
 //
 // A snapshot just taken (or just cloned) also has its memory state loaded
 // into a spare ahead of time: the next clone of it only resumes the VM. The
@@ -19,6 +21,7 @@
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/Ids.hpp"
+#include "controller/DiskLayers.hpp"
 #include "core/Log.hpp"
 
 namespace airlock {
@@ -27,6 +30,11 @@ std::string SandboxController::shapeOf(const std::string& templateName, const st
                                        unsigned vcpus, unsigned memoryMib) {
     return templateName + "|" + digest + "|" + std::to_string(vcpus) + "|" +
            std::to_string(memoryMib);
+}
+
+std::string SandboxController::spareShapeOf(const SnapshotRecord& s) {
+    std::string shape = shapeOf(s.templateName, s.templateDigest, s.vcpus, s.memoryMib);
+    return s.hasDisk ? shape + "|" + s.id : shape;
 }
 
 void SandboxController::wantSpare(const std::string& shape, std::chrono::milliseconds delay,
@@ -187,17 +195,29 @@ void SandboxController::spareWorker() {
 
 std::map<std::string, SandboxController::SpareShape> SandboxController::spareShapes() {
     std::map<std::string, SpareShape> wanted;
-    for (const auto& s : snapshots_.list(TenantScope::all()))
-        if (s.state == SnapshotState::ready && !s.hasDisk)
-            wanted.emplace(shapeOf(s.templateName, s.templateDigest, s.vcpus, s.memoryMib),
-                           SpareShape{s.templateName, s.templateDigest, s.vcpus, s.memoryMib});
+    std::map<std::string, const SnapshotRecord*> latestWithDisk;  // by template shape
+    auto snapshots = snapshots_.list(TenantScope::all());
+    for (const auto& s : snapshots) {
+        if (s.state != SnapshotState::ready) continue;
+        if (!s.hasDisk) {
+            wanted.emplace(spareShapeOf(s),
+                           SpareShape{s.templateName, s.templateDigest, s.vcpus, s.memoryMib, ""});
+            continue;
+        }
+        auto& latest = latestWithDisk[shapeOf(s.templateName, s.templateDigest, s.vcpus, s.memoryMib)];
+        if (!latest || latest->createdAt < s.createdAt || (latest->createdAt == s.createdAt && latest->id < s.id))
+            latest = &s;
+    }
+    for (const auto& [shape, s] : latestWithDisk)
+        wanted.emplace(spareShapeOf(*s),
+                       SpareShape{s->templateName, s->templateDigest, s->vcpus, s->memoryMib, s->id});
     for (const auto& r : store_.list(TenantScope::all())) {
         if (r.tenant == kSpareTenant || !r.disk.empty()) continue;
         if (r.state != SandboxState::running && r.state != SandboxState::paused) continue;
         auto tmpl = templates_.find(r.templateName);
         if (!tmpl || !tmpl->diskPath.empty()) continue;
         wanted.emplace(shapeOf(tmpl->name, tmpl->digest, r.vcpus, r.memoryMib),
-                       SpareShape{tmpl->name, tmpl->digest, r.vcpus, r.memoryMib});
+                       SpareShape{tmpl->name, tmpl->digest, r.vcpus, r.memoryMib, ""});
     }
     return wanted;
 }
@@ -208,17 +228,29 @@ std::optional<std::string> SandboxController::bootSpare(const std::string& shape
     if (it == wanted.end()) return std::nullopt;
     const SpareShape& want = it->second;
     auto tmpl = templates_.find(want.templateName);
-    if (!tmpl || tmpl->digest != want.digest || !tmpl->diskPath.empty()) return std::nullopt;
+    if (!tmpl || tmpl->digest != want.digest || tmpl->diskPath.empty() != want.diskSnapshot.empty())
+        return std::nullopt;
+    std::optional<SnapshotRecord> snap;
+    if (!want.diskSnapshot.empty()) {
+        snap = snapshots_.find(want.diskSnapshot);
+        if (!snap || snap->state != SnapshotState::ready) return std::nullopt;
+    }
     CreateSandboxRequest request;
     request.templateName = tmpl->name;
     request.vcpus = want.vcpus;
     request.memoryMib = want.memoryMib;
     request.timeoutS = 0;
+    if (snap) request.diskGib = cloneDiskGib(*snap, *tmpl);
     SandboxRecord r = newRecord(kSpareTenant, request, *tmpl);
+    // Its disk reads the snapshot's layers: the GC keeps them while it lives.
+    if (snap) r.layersJson = snap->layersJson;
     // A spare stays in state creating: recover() removes it after a crash.
     store_.insert(r);
     try {
         prepareSandboxDir(r);
+        if (snap)
+            createOverlay(stagingDir(), sandboxDir(r.id), r.disk, snapshotLayerPath(*snap),
+                          r.diskBytes, qemuOwner(r));
         DomainSpec spec = domainSpec(r, *tmpl);
         spec.incoming = true;
         hypervisor_.startDomain(spec);
@@ -235,7 +267,7 @@ std::optional<std::string> SandboxController::bootSpare(const std::string& shape
 void SandboxController::preloadSpare(const std::string& shape, const std::string& snapshot,
                                      std::optional<std::string> reuse) {
     auto snap = snapshots_.find(snapshot);
-    if (!snap || snap->state != SnapshotState::ready || snap->hasDisk) {
+    if (!snap || snap->state != SnapshotState::ready) {
         if (reuse) offerSpare(shape, *reuse, "");  // back as it was
         return;
     }

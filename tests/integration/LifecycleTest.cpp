@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -260,9 +261,24 @@ TEST_F(Lifecycle, DebianTemplateFreezesItsDiskInLayersTheBaseNeverChanges) {
     ASSERT_TRUE(snap.hasDisk);
     run(d.id, "echo after-snapshot > ~/state && sync");
 
+    // A disk-backed snapshot has a spare of its own: a VM started on an
+    // overlay of this snapshot's layer, holding its memory state.
+    auto debianSpares = [&] {
+        std::set<std::string> ids;
+        for (const auto& r : world->store->list(TenantScope::all()))
+            if (r.tenant == "_spare" && r.templateName == "debian") ids.insert(r.id);
+        return ids;
+    };
+    ASSERT_TRUE(test::waitFor(
+        [&] { return world->controller->sparesIdle() && debianSpares().size() == 1; }, 180s));
+    auto spareIds = debianSpares();
+    EXPECT_EQ(world->store->find(*spareIds.begin())->layersJson, snap.layersJson)
+        << "the spare's disk reads the snapshot's layers (the GC keeps them)";
+
     CreateSandboxRequest fromSnap;
     fromSnap.snapshot = snap.id;
     auto c = world->controller->create("t", fromSnap);
+    EXPECT_TRUE(spareIds.count(c.id)) << "the clone is the spare's VM";
     EXPECT_EQ(run(c.id, "cat ~/state").stdoutData, "before-snapshot\n");
     EXPECT_EQ(world->store->find(c.id)->diskBytes, std::uint64_t(diskGib) << 30)
         << "a clone keeps disk_gib";
@@ -297,6 +313,7 @@ TEST_F(Lifecycle, DebianTemplateFreezesItsDiskInLayersTheBaseNeverChanges) {
     // Deleting the snapshot keeps the layer its clone reads; the clone's
     // delete takes it.
     world->controller->deleteSnapshot("t", snap.id);
+    EXPECT_TRUE(debianSpares().empty()) << "a deleted snapshot's spare goes with it";
     EXPECT_TRUE(fs::exists(layer));
     EXPECT_EQ(run(c.id, "cat ~/state").stdoutData, "clone\n");
     world->controller->destroy("t", c.id);
