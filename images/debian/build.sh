@@ -38,6 +38,10 @@ readonly HOOKS=(
 readonly LAYOUT_VERSION=1
 readonly VCPUS=1
 readonly MEMORY_MIB=512
+# TCG's translated-code cache per QEMU: node and npm translate far more code
+# than one busybox guest, and a small cache is flushed over and over (an npm
+# install: 26 s at 256 MiB, over 290 s at 16). Not used under KVM.
+readonly TCG_CACHE_MIB=256
 
 log() { printf 'debian: %s\n' "$*" >&2; }
 die() { printf 'debian: error: %s\n' "$*" >&2; exit 1; }
@@ -160,6 +164,7 @@ cat >"$STAGE/template.json" <<JSON
   "cmdline": "$CMDLINE",
   "vcpus": $VCPUS,
   "memory_mib": $MEMORY_MIB,
+  "tcg_cache_mib": $TCG_CACHE_MIB,
   "kernel_version": "$KVER",
   "digest": "$DIGEST"
 }

@@ -48,6 +48,12 @@ void HttpServer::accept() {
                 // Over the cap the connection is closed at once: a client that
                 // opens thousands cannot exhaust the daemon's descriptors.
                 if (auto slot = connections_.tryAcquire()) {
+                    // Streams write small frames one after another (a
+                    // WebSocket's "started", then the first output): with
+                    // Nagle the second waits for the client's delayed ACK,
+                    // 40 ms on Linux.
+                    boost::system::error_code ignored;
+                    socket.set_option(tcp::no_delay(true), ignored);
                     serve(std::move(socket), std::move(slot));
                 } else {
                     boost::system::error_code ignored;

@@ -240,7 +240,7 @@ DomainSpec SandboxController::domainSpec(const SandboxRecord& r, const TemplateI
         spec.memoryLimitMib = r.memoryMib + config_.memoryOverheadMib;
     spec.diskBytesPerSecond = config_.diskBytesPerSecond;
     spec.diskOpsPerSecond = config_.diskOpsPerSecond;
-    spec.tcgCacheMib = config_.tcgCacheMib;
+    spec.tcgCacheMib = tmpl.tcgCacheMib ? tmpl.tcgCacheMib : config_.tcgCacheMib;
     spec.freePageReporting = config_.freePageReporting;
     return spec;
 }

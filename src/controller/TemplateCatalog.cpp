@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 
 #include "controller/DiskLayers.hpp"
@@ -27,6 +28,9 @@ TemplateCatalog::TemplateCatalog(const std::string& templatesDir) {
             t.memoryMib = j.value("memory_mib", 256u);
             t.digest = j.value("digest", "");
             t.kernelVersion = j.value("kernel_version", "");
+            t.tcgCacheMib = j.value("tcg_cache_mib", 0u);
+            if (t.tcgCacheMib != 0 && (t.tcgCacheMib < 8 || t.tcgCacheMib > 4096))
+                throw std::runtime_error("tcg_cache_mib must be 0 or 8..4096");
             if (j.contains("disk")) {
                 t.diskPath = fs::absolute(entry.path() / j.at("disk").get<std::string>()).string();
                 t.diskSizeBytes = qcow2VirtualSize(t.diskPath);

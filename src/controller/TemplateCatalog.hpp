@@ -18,6 +18,10 @@ struct TemplateInfo {
     std::string kernelVersion;
     std::string diskPath;              // absolute; empty: the initramfs is the root filesystem
     std::uint64_t diskSizeBytes = 0;   // virtual size of the base image
+    // TCG's code cache for this template's guests (0: the daemon's
+    // --tcg-cache-mib). A JIT-heavy guest (node, npm) needs far more than an
+    // idle busybox one: an npm install ran 10x slower in 16 MiB.
+    unsigned tcgCacheMib = 0;
 };
 
 // The templates a server offers: every DIR/<name>/template.json under the

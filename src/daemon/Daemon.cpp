@@ -121,8 +121,9 @@ int runDaemon(const DaemonOptions& options) {
     // Before libvirt: QEMU inherits the process flags when the embedded
     // driver forks it; destroyed after the hypervisor, so KSM stays on
     // while guests run.
-    HostMemorySharing memorySharing(options.ksm == "off" ? HostMemorySharing::Mode::off
-                                                         : HostMemorySharing::Mode::automatic);
+    HostMemorySharing memorySharing(
+        options.ksm == "off" ? HostMemorySharing::Mode::off : HostMemorySharing::Mode::automatic,
+        dataDir + "/ksm-host-settings");
     logInfo("airlockd", "kernel samepage merging: " + memorySharing.ksmState());
     LibvirtHypervisor hypervisor(LibvirtOptions{options.libvirtUri, dataDir, accel});
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <utility>
@@ -44,8 +45,9 @@ const std::pair<const char*, const char*> kSettings[] = {
 
 }  // namespace
 
-HostMemorySharing::HostMemorySharing(Mode mode, std::string ksmDir, bool setProcessFlags)
-    : ksmDir_(std::move(ksmDir)) {
+HostMemorySharing::HostMemorySharing(Mode mode, std::string recordFile, std::string ksmDir,
+                                     bool setProcessFlags)
+    : recordFile_(std::move(recordFile)), ksmDir_(std::move(ksmDir)) {
     if (mode == Mode::off) return;
     if (setProcessFlags) {
         // Either may be missing on an older kernel; QEMU then still marks
@@ -67,6 +69,21 @@ void HostMemorySharing::enableKsm() {
         ksmState_ = "unavailable (no KSM in this kernel)";
         return;
     }
+    // An airlockd that was killed left the host's values behind: KSM is on
+    // because of it, and this one gives them back when it stops.
+    std::map<std::string, std::string> recorded;
+    {
+        std::ifstream in(recordFile_);
+        for (std::string line; std::getline(in, line);) {
+            auto eq = line.find('=');
+            if (eq != std::string::npos) recorded[line.substr(0, eq)] = line.substr(eq + 1);
+        }
+    }
+    if (run == "1" && recorded.count("run")) {
+        saved_ = std::move(recorded);
+        ksmState_ = "on (airlockd)";
+        return;
+    }
     if (run == "1") {
         ksmState_ = "on (host)";
         return;
@@ -75,17 +92,30 @@ void HostMemorySharing::enableKsm() {
         ksmState_ = "unavailable (airlockd may not write " + ksmDir_ + ")";
         return;
     }
+    std::map<std::string, std::string> host{{"run", run}};
     for (const auto& [name, value] : kSettings) {
         std::string old;
-        if (!readValue(ksmDir_ + "/" + name, old)) continue;
-        if (old != value && writeValue(ksmDir_ + "/" + name, value)) saved_[name] = old;
+        if (readValue(ksmDir_ + "/" + name, old)) host[name] = old;
     }
+    {
+        // Recorded before anything changes.
+        std::ofstream out(recordFile_, std::ios::trunc);
+        for (const auto& [name, value] : host) out << name << '=' << value << '\n';
+        out.flush();
+        if (!out) {
+            ksmState_ = "unavailable (cannot record the host's settings in " + recordFile_ + ")";
+            return;
+        }
+    }
+    saved_ = std::move(host);
+    for (const auto& [name, value] : kSettings)
+        if (saved_.count(name) && !writeValue(ksmDir_ + "/" + name, value))
+            logWarn("airlockd", "could not set " + ksmDir_ + "/" + name);
     if (!writeValue(ksmDir_ + "/run", "1")) {
         restoreKsm();
         ksmState_ = "unavailable (writing " + ksmDir_ + "/run failed)";
         return;
     }
-    saved_["run"] = run;
     ksmState_ = "on (airlockd)";
     logInfo("airlockd", "kernel samepage merging turned on; the host's settings return on exit");
 }
@@ -99,6 +129,7 @@ void HostMemorySharing::restoreKsm() noexcept try {
     for (const auto& [name, value] : saved_)
         if (name != "run" && !writeValue(ksmDir_ + "/" + name, value))
             logWarn("airlockd", "could not restore " + ksmDir_ + "/" + name);
+    if (!saved_.empty()) std::remove(recordFile_.c_str());
     saved_.clear();
 } catch (...) {
     // Logging failed; nothing else can.

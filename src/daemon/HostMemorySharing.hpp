@@ -14,14 +14,17 @@ namespace airlock {
 // And kernel samepage merging itself: when airlockd may write
 // /sys/kernel/mm/ksm and finds it off, it turns it on with a scan rate
 // that settles fifty idle guests within about a minute, and puts the
-// host's values back when it stops. A host that already runs KSM keeps
-// its own settings.
+// host's values back when it stops. The host's values are also written to
+// a file first, so an airlockd that was killed is finished by the next
+// one. A host that already runs KSM keeps its own settings.
 class HostMemorySharing {
   public:
     enum class Mode { automatic, off };
 
-    // ksmDir: /sys/kernel/mm/ksm (a test passes a scratch directory).
-    HostMemorySharing(Mode mode, std::string ksmDir = "/sys/kernel/mm/ksm",
+    // recordFile: where the host's values wait for their restore
+    // (DATA_DIR/ksm-host-settings). ksmDir: /sys/kernel/mm/ksm (a test
+    // passes a scratch directory).
+    HostMemorySharing(Mode mode, std::string recordFile, std::string ksmDir = "/sys/kernel/mm/ksm",
                       bool setProcessFlags = true);
     ~HostMemorySharing();
     HostMemorySharing(const HostMemorySharing&) = delete;
@@ -35,6 +38,7 @@ class HostMemorySharing {
     void enableKsm();
     void restoreKsm() noexcept;
 
+    std::string recordFile_;
     std::string ksmDir_;
     std::string ksmState_ = "off";
     // The host's values of what airlockd changed, written back on exit.

@@ -277,6 +277,7 @@ TEST_F(DaemonHttp, HostMemoryLeversReachEveryQemuAndKsmReturnsToTheHost) {
     if (weTurnItOn) {
         EXPECT_EQ(memory["kernel_samepage_merging"], "on (airlockd)");
         EXPECT_EQ(firstLine(ksmRun), "1");
+        EXPECT_TRUE(fs::exists(ownDir + "/ksm-host-settings")) << "the host's values, kept for a crash";
     }
 
     auto created = c.request("POST", "/v1/sandboxes", R"({"template":"minimal"})");
@@ -308,6 +309,7 @@ TEST_F(DaemonHttp, HostMemoryLeversReachEveryQemuAndKsmReturnsToTheHost) {
     EXPECT_EQ(c.request("DELETE", "/v1/sandboxes/" + id).status, 204);
     ksmDaemon.reset();
     EXPECT_EQ(firstLine(ksmRun), before) << "the host's KSM setting is back";
+    EXPECT_FALSE(fs::exists(ownDir + "/ksm-host-settings"));
     test::killQemusOf(ownDir);
 }
 

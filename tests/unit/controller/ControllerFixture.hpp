@@ -26,8 +26,8 @@ protected:
         if (std::system(("qemu-img create -q -f qcow2 " + base + " 64M").c_str()) != 0)
             throw std::runtime_error("qemu-img create failed");
         templates = std::make_unique<TemplateCatalog>(std::vector<TemplateInfo>{
-            TemplateInfo{"minimal", "/k", "/i", "console=ttyS0", 1, 256, "sha256:test", "6.1", "", 0},
-            TemplateInfo{"disky", "/k", "/i", "console=ttyS0", 1, 256, "sha256:disk", "6.1", base, 64 << 20}});
+            TemplateInfo{"minimal", "/k", "/i", "console=ttyS0", 1, 256, "sha256:test", "6.1", "", 0, 0},
+            TemplateInfo{"disky", "/k", "/i", "console=ttyS0", 1, 256, "sha256:disk", "6.1", base, 64 << 20, 48}});
         db = std::make_unique<Database>(dir.path() + "/state.db");
         store = std::make_unique<SandboxStore>(*db);
         ports = std::make_unique<PortStore>(*db);

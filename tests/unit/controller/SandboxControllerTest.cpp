@@ -39,6 +39,16 @@ TEST_F(SandboxControllerTest, CreateBootsAndPersistsARunningSandbox) {
     EXPECT_EQ(store->find(r.id)->state, SandboxState::running);
 }
 
+TEST_F(SandboxControllerTest, TheTcgCacheIsTheTemplatesOwnElseTheDaemonDefault) {
+    auto plain = controller->create("t1", CreateSandboxRequest{});
+    EXPECT_EQ(hypervisor.spec(SandboxController::domainName(plain.id)).tcgCacheMib, ControllerConfig{}.tcgCacheMib);
+    EXPECT_TRUE(hypervisor.spec(SandboxController::domainName(plain.id)).freePageReporting);
+    CreateSandboxRequest disky;
+    disky.templateName = "disky";
+    auto own = controller->create("t1", disky);
+    EXPECT_EQ(hypervisor.spec(SandboxController::domainName(own.id)).tcgCacheMib, 48u);
+}
+
 TEST_F(SandboxControllerTest, ResourcesBecomeHostLimitsAndEachSandboxItsOwnUid) {
     ControllerConfig config;
     config.dataDir = dir.path();
