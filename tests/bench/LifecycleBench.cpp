@@ -82,6 +82,35 @@ void figure(const std::string& name, const std::vector<double>& samples, const s
     std::printf("%s}\n", line.c_str());
 }
 
+// A domain of the template straight through the hypervisor, without the
+// controller: its directory handed to the QEMU user.
+DomainSpec bareDomain(const TemplateInfo& tmpl, const std::string& sdir, Accel accel, unsigned tcgCacheMib) {
+    std::filesystem::create_directories(sdir);
+    if (std::system(("chown libvirt-qemu:libvirt-qemu " + sdir + " 2>/dev/null").c_str()) != 0)
+        std::fprintf(stderr, "cannot hand %s to libvirt-qemu\n", sdir.c_str());
+    DomainSpec spec;
+    spec.name = "airlock-bench-" + std::filesystem::path(sdir).filename().string();
+    spec.uuid = newUuid();
+    spec.kernelPath = tmpl.kernelPath;
+    spec.initrdPath = tmpl.initrdPath;
+    spec.cmdline = tmpl.cmdline;
+    spec.consoleLogPath = sdir + "/console.log";
+    spec.agentSocketPath = sdir + "/agent.sock";
+    spec.agentPortName = protocol::kAgentPortName;
+    spec.accel = accel;
+    spec.tcgCacheMib = tcgCacheMib;
+    return spec;
+}
+
+// The agent's hello, then an exec of `true`.
+void execTrueOver(const std::string& socketPath) {
+    auto agent = AgentConnection::connect(socketPath, seconds(60));
+    protocol::ExecRequest request;
+    request.argv = {"true"};
+    agent->exec(request, 4096, seconds(60));
+    agent->close();
+}
+
 // QEMU started by hand, as libvirt would but without it: same kernel,
 // initramfs, command line, machine, CPU model, TCG cache and devices, the
 // agent's channel on a socket QEMU listens on. Seconds from fork to the
@@ -111,12 +140,8 @@ double rawQemuBoot(const TemplateInfo& tmpl, const std::string& dir, unsigned me
     double took = -1;
     try {
         test::waitFor([&] { return std::filesystem::exists(sock); }, seconds(30));
-        auto agent = AgentConnection::connect(sock, seconds(60));
-        protocol::ExecRequest request;
-        request.argv = {"true"};
-        agent->exec(request, 4096, seconds(60));
+        execTrueOver(sock);
         took = secondsSince(t0);
-        agent->close();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "raw QEMU boot failed: %s\n", e.what());
     }
@@ -160,31 +185,13 @@ int main(int argc, char** argv) {
     // the controller, split at the return of the domain start (libvirt's
     // QEMU launch and its QMP set-up) and the agent's answer (guest boot).
     for (int i = 0; i < runs; ++i) {
-        std::string id = newId("sbx-");
-        std::string sdir = dir.path() + "/boot-" + id;
-        std::filesystem::create_directories(sdir);
-        if (std::system(("chown libvirt-qemu:libvirt-qemu " + sdir + " 2>/dev/null").c_str()) != 0)
-            std::fprintf(stderr, "cannot hand %s to libvirt-qemu\n", sdir.c_str());
-        DomainSpec spec;
-        spec.name = "airlock-boot-" + id;
-        spec.uuid = newUuid();
-        spec.kernelPath = tmpl->kernelPath;
-        spec.initrdPath = tmpl->initrdPath;
-        spec.cmdline = tmpl->cmdline;
-        spec.consoleLogPath = sdir + "/console.log";
-        spec.agentSocketPath = sdir + "/agent.sock";
-        spec.agentPortName = protocol::kAgentPortName;
-        spec.accel = hypervisor.accel();
-        spec.tcgCacheMib = config.tcgCacheMib;
+        std::string sdir = dir.path() + "/boot-" + newId("sbx-");
+        DomainSpec spec = bareDomain(*tmpl, sdir, hypervisor.accel(), config.tcgCacheMib);
         auto t0 = steady_clock::now();
         hypervisor.startDomain(spec);
         libvirtStart.push_back(secondsSince(t0));
-        auto agent = AgentConnection::connect(spec.agentSocketPath, seconds(60));
-        protocol::ExecRequest request;
-        request.argv = {"true"};
-        agent->exec(request, 4096, seconds(60));
+        execTrueOver(spec.agentSocketPath);
         libvirtBoot.push_back(secondsSince(t0));
-        agent->close();
         hypervisor.destroyDomain(spec.name);
         std::filesystem::remove_all(sdir);
     }
@@ -202,33 +209,16 @@ int main(int argc, char** argv) {
 
     // Baseline: the same state restored straight through libvirt + QEMU.
     for (int i = 0; i < runs; ++i) {
-        std::string id = newId("sbx-");
-        std::string sdir = dir.path() + "/raw-" + id;
-        std::filesystem::create_directories(sdir);
-        if (std::system(("chown libvirt-qemu:libvirt-qemu " + sdir + " 2>/dev/null").c_str()) != 0)
-            std::fprintf(stderr, "cannot hand %s to libvirt-qemu\n", sdir.c_str());
-        DomainSpec spec;
-        spec.name = "airlock-raw-" + id;
-        spec.uuid = newUuid();
+        std::string sdir = dir.path() + "/raw-" + newId("sbx-");
+        DomainSpec spec = bareDomain(*tmpl, sdir, hypervisor.accel(), config.tcgCacheMib);
         spec.vcpus = source.vcpus;
         spec.memoryMib = source.memoryMib;
-        spec.kernelPath = tmpl->kernelPath;
-        spec.initrdPath = tmpl->initrdPath;
-        spec.cmdline = tmpl->cmdline;
-        spec.consoleLogPath = sdir + "/console.log";
-        spec.agentSocketPath = sdir + "/agent.sock";
-        spec.agentPortName = protocol::kAgentPortName;
-        spec.accel = hypervisor.accel();
         spec.incoming = true;
         auto t0 = steady_clock::now();
         hypervisor.restoreDomain(spec, statePath, sdir);
         hypervisor.resumeDomain(spec.name);
-        auto agent = AgentConnection::connect(spec.agentSocketPath, seconds(30));
-        protocol::ExecRequest request;
-        request.argv = {"true"};
-        agent->exec(request, 4096, seconds(30));
+        execTrueOver(spec.agentSocketPath);
         raw.push_back(secondsSince(t0));
-        agent->close();
         hypervisor.destroyDomain(spec.name);
         std::filesystem::remove_all(sdir);
     }
