@@ -3,6 +3,7 @@
 #include <regex>
 
 #include "core/Error.hpp"
+#include "core/Hex.hpp"
 #include "core/JsonFields.hpp"
 
 namespace airlock::api {
@@ -53,8 +54,7 @@ WorkspaceSpec parseWorkspaceSpec(const json& j) {
     s.commit = str(j, "commit", 40, false, what);
     if (!s.ref.empty() && !s.commit.empty())
         throw Error(ErrorCode::bad_request, "workspace: give 'ref' or 'commit', not both");
-    if (!s.commit.empty() && (s.commit.size() != 40 ||
-                              s.commit.find_first_not_of("0123456789abcdef") != std::string::npos))
+    if (!s.commit.empty() && !isLowerHex(s.commit, 40))
         throw Error(ErrorCode::bad_request, "workspace: 'commit' must be 40 lowercase hex digits");
     if (!printable(s.ref))
         throw Error(ErrorCode::bad_request, "workspace: 'ref' has control characters");
@@ -149,7 +149,7 @@ std::string parsePushRequest(const std::string& body) {
     json j = parseJsonBody(body);
     rejectUnknownFields(j, {"commit"}, "push request");
     std::string c = str(j, "commit", 40, true, "push request");
-    if (c.size() != 40 || c.find_first_not_of("0123456789abcdef") != std::string::npos)
+    if (!isLowerHex(c, 40))
         throw Error(ErrorCode::bad_request,
                     "push request: 'commit' must be 40 lowercase hex digits");
     return c;

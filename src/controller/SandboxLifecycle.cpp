@@ -13,6 +13,7 @@
 #include "controller/SandboxController.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
+#include "core/Hex.hpp"
 #include "core/Ids.hpp"
 #include "core/Log.hpp"
 #include "core/SafeFs.hpp"
@@ -33,26 +34,6 @@ std::string nextOverlayName(const std::string& current) {
     if (std::sscanf(current.c_str(), "disk-%u.qcow2", &generation) != 1)
         throw Error(ErrorCode::internal, "unexpected overlay name " + current);
     return "disk-" + std::to_string(generation + 1) + ".qcow2";
-}
-
-std::string hostEntropyHex(std::size_t bytes) {
-    std::string raw(bytes, '\0');
-    std::size_t got = 0;
-    while (got < bytes) {
-        ssize_t n = ::getrandom(raw.data() + got, bytes - got, 0);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            throw Error(ErrorCode::internal, "getrandom failed");
-        }
-        got += static_cast<std::size_t>(n);
-    }
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string out;
-    for (unsigned char c : raw) {
-        out.push_back(hex[c >> 4]);
-        out.push_back(hex[c & 15]);
-    }
-    return out;
 }
 
 std::vector<std::string> parseLayers(const std::string& json) {
@@ -400,7 +381,7 @@ void SandboxController::reseed(AgentConnection& agent) {
                      std::chrono::system_clock::now().time_since_epoch())
                      .count();
     agent.call({{"op", "reseed"},
-                {"entropy", hostEntropyHex(64)},
+                {"entropy", hexEncode(randomBytes(64))},
                 {"time_ns", static_cast<std::uint64_t>(nowNs)}},
                std::chrono::seconds(15));
 }

@@ -2,6 +2,7 @@
 
 #include <sys/random.h>
 
+#include <cerrno>
 #include <cstdio>
 
 #include "core/Error.hpp"
@@ -33,7 +34,10 @@ std::string randomBytes(std::size_t count) {
     std::size_t filled = 0;
     while (filled < count) {
         ssize_t n = ::getrandom(out.data() + filled, count - filled, 0);
-        if (n < 0) throw Error(ErrorCode::internal, "getrandom failed");
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw Error(ErrorCode::internal, "getrandom failed");
+        }
         filled += static_cast<std::size_t>(n);
     }
     return out;
@@ -44,7 +48,8 @@ std::string newId(std::string_view prefix) {
 }
 
 bool isValidId(std::string_view id, std::string_view prefix) {
-    if (id.size() != prefix.size() + kIdChars || id.substr(0, prefix.size()) != prefix) return false;
+    if (id.size() != prefix.size() + kIdChars || id.substr(0, prefix.size()) != prefix)
+        return false;
     for (char c : id.substr(prefix.size()))
         if (kAlphabet.find(c) == std::string_view::npos) return false;
     return true;
@@ -59,9 +64,9 @@ std::string newUuid() {
     char out[37];
     const auto* u = reinterpret_cast<const unsigned char*>(b.data());
     std::snprintf(out, sizeof out,
-                  "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
-                  u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
-                  u[15]);
+                  "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+                  u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+                  u[14], u[15]);
     return out;
 }
 

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <openssl/evp.h>
-#include <openssl/rand.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +12,8 @@
 #include <vector>
 
 #include "core/Error.hpp"
+#include "core/Hex.hpp"
+#include "core/Ids.hpp"
 #include "core/UniqueFd.hpp"
 
 namespace airlock {
@@ -61,17 +62,6 @@ std::string base64Decode(const std::string& text) {
     return out;
 }
 
-std::string hexEncode(const std::string& bytes) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(bytes.size() * 2);
-    for (unsigned char c : bytes) {
-        out.push_back(digits[c >> 4]);
-        out.push_back(digits[c & 15]);
-    }
-    return out;
-}
-
 std::array<unsigned char, 32> readOrCreateKeyFile(const std::string& path) {
     std::array<unsigned char, 32> key{};
     for (int attempt = 0; attempt < 2; ++attempt) {
@@ -79,9 +69,9 @@ std::array<unsigned char, 32> readOrCreateKeyFile(const std::string& path) {
         std::string hex;
         if (in && std::getline(in, hex) && parseHexKey(hex, key)) return key;
         if (in) throw Error(ErrorCode::internal, path + " does not hold a 64-hex-character key");
-        if (RAND_bytes(key.data(), static_cast<int>(key.size())) != 1)
-            throw Error(ErrorCode::internal, "no randomness for a key");
-        std::string text = hexEncode(std::string(key.begin(), key.end())) + "\n";
+        std::string fresh = randomBytes(key.size());
+        std::copy(fresh.begin(), fresh.end(), key.begin());
+        std::string text = hexEncode(key.data(), key.size()) + "\n";
         UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
         if (!fd && errno == EEXIST) continue;  // another daemon made it first: read it
         if (!fd ||
@@ -106,8 +96,8 @@ SecretCipher SecretCipher::fromEnvironmentOrFile(const std::string& keyFile) {
 
 std::string SecretCipher::seal(const std::string& plaintext, const std::string& boundTo) const {
     unsigned char nonce[12];
-    if (RAND_bytes(nonce, sizeof nonce) != 1)
-        throw Error(ErrorCode::internal, "no randomness for a nonce");
+    std::string fresh = randomBytes(sizeof nonce);
+    std::copy(fresh.begin(), fresh.end(), nonce);
     CipherCtx ctx(EVP_CIPHER_CTX_new(), EVP_CIPHER_CTX_free);
     std::vector<unsigned char> out(sizeof nonce + plaintext.size() + 16);
     std::copy(nonce, nonce + sizeof nonce, out.begin());

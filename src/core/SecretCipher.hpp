@@ -2,6 +2,8 @@
 #include <array>
 #include <string>
 
+#include "core/Hex.hpp"
+
 namespace airlock {
 
 // AES-256-GCM for secrets at rest. The key comes from AIRLOCK_SECRET_KEY (64
@@ -27,8 +29,6 @@ class SecretCipher {
 
 std::string base64Encode(const std::string& bytes);
 std::string base64Decode(const std::string& text);  // throws Error(bad_request) on junk
-// Lower-case hex of a byte string.
-std::string hexEncode(const std::string& bytes);
 // A 32-byte key kept as 64 hex characters in a 0600 file: read, or made
 // once (O_EXCL: two daemons starting together never hold different keys).
 // Error(internal) for a file that holds anything else.

@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 
 #include "core/Error.hpp"
+#include "core/Hex.hpp"
 
 namespace airlock {
 
@@ -23,13 +24,7 @@ std::string Sha256Stream::hexDigest() {
     unsigned int len = 0;
     if (EVP_DigestFinal_ex(ctx_, digest, &len) != 1)
         throw Error(ErrorCode::internal, "sha256 final failed");
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string out;
-    for (unsigned i = 0; i < len; ++i) {
-        out.push_back(hex[digest[i] >> 4]);
-        out.push_back(hex[digest[i] & 15]);
-    }
-    return out;
+    return hexEncode(digest, len);
 }
 
 }  // namespace airlock

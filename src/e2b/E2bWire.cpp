@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "core/Hex.hpp"
 #include "core/SecretCipher.hpp"
 
 namespace airlock::e2b {
@@ -180,7 +181,7 @@ std::string SandboxTokens::mac(const std::string& text) const {
     unsigned int len = 0;
     HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),
          reinterpret_cast<const unsigned char*>(text.data()), text.size(), out, &len);
-    return hexEncode(std::string(reinterpret_cast<const char*>(out), len));
+    return hexEncode(out, len);
 }
 
 std::string SandboxTokens::envdToken(const std::string& id) const {

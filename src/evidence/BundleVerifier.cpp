@@ -3,6 +3,7 @@
 #include <set>
 
 #include "core/Error.hpp"
+#include "core/Hex.hpp"
 #include "core/Sha256.hpp"
 #include "evidence/Dsse.hpp"
 #include "evidence/EvidenceKey.hpp"
@@ -10,13 +11,7 @@
 #include "evidence/TarGzReader.hpp"
 
 namespace airlock {
-namespace {
-
-bool isHex64(const std::string& s) {
-    return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::map<std::string, std::string> BundleVerifier::unpack(const std::string& bundleGz) {
     auto files = TarGzReader::read(bundleGz);
@@ -73,7 +68,7 @@ BundleVerifier::Result BundleVerifier::verify(const std::string& bundleGz,
         std::string line = text.substr(start, end - start);
         start = end + 1;
         if (line.empty()) continue;
-        if (line.size() < 67 || !isHex64(line.substr(0, 64)) || line[64] != ' ' ||
+        if (line.size() < 67 || !isLowerHex(line.substr(0, 64), 64) || line[64] != ' ' ||
             (line[65] != ' ' && line[65] != '*')) {
             r.problems.push_back("SHA256SUMS has a malformed line: " + line.substr(0, 120));
             wellFormed = false;

@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 
 #include "core/Error.hpp"
+#include "core/Hex.hpp"
 
 namespace airlock::packages {
 
@@ -27,13 +28,7 @@ std::string DigestStream::hexDigest() {
     unsigned char out[EVP_MAX_MD_SIZE];
     unsigned int n = 0;
     EVP_DigestFinal_ex(ctx_, out, &n);
-    static const char* hex = "0123456789abcdef";
-    std::string s;
-    for (unsigned i = 0; i < n; ++i) {
-        s += hex[out[i] >> 4];
-        s += hex[out[i] & 15];
-    }
-    return s;
+    return hexEncode(out, n);
 }
 
 }  // namespace airlock::packages

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/Clock.hpp"
+#include "core/Hex.hpp"
 #include "packages/VersionRange.hpp"
 
 namespace airlock::packages {
@@ -182,13 +183,7 @@ std::string sriSha512Hex(const std::string& integrity) {
         int n = EVP_DecodeBlock(raw, reinterpret_cast<const unsigned char*>(b64.data()),
                                 static_cast<int>(b64.size()));
         if (n != 66) continue;  // 64 bytes plus the two padding bytes EVP counts
-        static const char* hex = "0123456789abcdef";
-        std::string out;
-        for (int i = 0; i < 64; ++i) {
-            out += hex[raw[i] >> 4];
-            out += hex[raw[i] & 15];
-        }
-        return out;
+        return hexEncode(raw, 64);
     }
     return "";
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/Error.hpp"
+#include "core/Hex.hpp"
 #include "core/Log.hpp"
 
 namespace airlock::packages {
@@ -17,10 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 bool validAlgorithm(const std::string& a) { return a == "sha256" || a == "sha512"; }
-bool validHex(const std::string& h) {
-    return (h.size() == 64 || h.size() == 128) &&
-           h.find_first_not_of("0123456789abcdef") == std::string::npos;
-}
+bool validHex(const std::string& h) { return isLowerHex(h, 64) || isLowerHex(h, 128); }
 }  // namespace
 
 PackageCache::PackageCache(std::string dir, std::uint64_t maxBytes,

@@ -8,6 +8,7 @@
 
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
+#include "core/Hex.hpp"
 #include "core/JsonFields.hpp"
 #include "core/Log.hpp"
 #include "core/UniqueFd.hpp"
@@ -84,9 +85,6 @@ std::string percentDecode(const std::string& s) {
     return out;
 }
 
-bool isHex(const std::string& s, std::size_t n) {
-    return s.size() == n && s.find_first_not_of("0123456789abcdef") == std::string::npos;
-}
 }  // namespace
 
 PackageUpstreams PackageUpstreams::parse(const std::vector<std::string>& specs) {
@@ -420,7 +418,7 @@ GuestResponse PackageService::npmTarball(const SandboxPackages& s, const std::st
                          info->installScripts, nowUnixSeconds());
     if (auto refused = gate(s, Ecosystem::npm, name, version, verdict, rec)) return *refused;
     std::string sha512 = sriSha512Hex(info->integrity);
-    std::string sha1 = isHex(info->shasum, 40) ? info->shasum : "";
+    std::string sha1 = isLowerHex(info->shasum, 40) ? info->shasum : "";
     if (sha512.empty() && sha1.empty())
         return errorResponse(
             502, "Bad Gateway",
@@ -444,7 +442,8 @@ GuestResponse PackageService::pypi(const SandboxPackages& s, const GuestRequest&
         rec.type = "package.artifact";
         std::string rest = path.substr(7);
         std::string sha = rest.substr(0, rest.find('/'));
-        if (!isHex(sha, 64)) return errorResponse(404, "Not Found", "not a file of this proxy");
+        if (!isLowerHex(sha, 64))
+            return errorResponse(404, "Not Found", "not a file of this proxy");
         return pypiFile(s, sha, rec);
     }
     if (path.rfind("/simple/", 0) != 0 || path.size() <= 8) {

@@ -5,6 +5,7 @@
 
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
+#include "core/Hex.hpp"
 #include "core/JsonFields.hpp"
 
 namespace airlock::packages {
@@ -15,10 +16,6 @@ namespace {
 std::string lower(std::string s) {
     for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return s;
-}
-
-bool isHex64(const std::string& s) {
-    return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
 std::string unescapeHtml(const std::string& s) {
@@ -191,7 +188,7 @@ std::vector<PypiFile> parsePypiIndex(const std::string& body, const std::string&
                 out.yanked = *y;
             if (auto s = f.find("size"); s != f.end() && s->is_number_unsigned())
                 out.size = s->get<std::uint64_t>();
-            if (!isHex64(out.sha256)) out.sha256.clear();
+            if (!isLowerHex(out.sha256, 64)) out.sha256.clear();
             finishFile(out);
             files.push_back(std::move(out));
         }
@@ -228,7 +225,7 @@ std::vector<PypiFile> parsePypiIndex(const std::string& body, const std::string&
         if (href.empty()) continue;
         auto hash = href.find("#sha256=");
         if (hash != std::string::npos) out.sha256 = lower(href.substr(hash + 8, 64));
-        if (!isHex64(out.sha256)) out.sha256.clear();
+        if (!isLowerHex(out.sha256, 64)) out.sha256.clear();
         auto url = page.resolve(href);
         if (!url) continue;
         out.url = url->text();

@@ -17,16 +17,16 @@ struct AuditEvent {
 };
 
 struct AuditQuery {
-    std::string type;       // exact or "prefix." (e.g. "exec.")
-    std::string since;      // RFC 3339, inclusive
-    std::int64_t after = 0; // seq cursor
+    std::string type;        // exact or "prefix." (e.g. "exec.")
+    std::string since;       // RFC 3339, inclusive
+    std::int64_t after = 0;  // seq cursor
     int limit = 200;
 };
 
 // Append-only per sandbox: rows are inserted, never updated; they outlive the
 // sandbox until the retention period passes (prune()).
 class AuditStore {
-public:
+  public:
     explicit AuditStore(Database& db);
     void append(const AuditEvent& e);
     std::vector<AuditEvent> query(const std::string& sandboxId, const AuditQuery& q);
@@ -35,7 +35,8 @@ public:
     // Retention: drops the events of deleted sandboxes whose last event is
     // older than `olderThan` (RFC 3339); returns how many went.
     std::int64_t prune(const std::string& olderThan);
-private:
+
+  private:
     Database& db_;
 };
 

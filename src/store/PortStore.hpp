@@ -18,7 +18,7 @@ struct ExposedPort {
 // opens it in a browser without the API key; the token is a capability for
 // that one port only.
 class PortStore {
-public:
+  public:
     explicit PortStore(Database& db);
     void upsert(const ExposedPort& p);
     void remove(const std::string& sandboxId, unsigned port);
@@ -26,7 +26,7 @@ public:
     std::optional<ExposedPort> find(const std::string& sandboxId, unsigned port);
     std::vector<ExposedPort> list(const std::string& sandboxId);
 
-private:
+  private:
     Database& db_;
 };
 

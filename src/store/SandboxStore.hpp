@@ -1,5 +1,4 @@
 #pragma once
-#include "store/TenantScope.hpp"
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -7,11 +6,12 @@
 
 #include "store/Database.hpp"
 #include "store/SandboxRecord.hpp"
+#include "store/TenantScope.hpp"
 
 namespace airlock {
 
 class SandboxStore {
-public:
+  public:
     explicit SandboxStore(Database& db);
     void insert(const SandboxRecord& r);
     // Overwrites the row with r's id in one statement (a spare VM's row
@@ -24,7 +24,8 @@ public:
     void updateTimeout(const std::string& id, std::int64_t timeoutS, std::int64_t expiresAt);
     std::optional<SandboxRecord> find(const std::string& id);
     std::vector<SandboxRecord> list(const TenantScope& scope);
-private:
+
+  private:
     void write(const SandboxRecord& r, bool replace);
     Database& db_;
 };

@@ -1,11 +1,11 @@
 #pragma once
-#include "store/TenantScope.hpp"
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "store/Database.hpp"
+#include "store/TenantScope.hpp"
 
 namespace airlock {
 
@@ -27,14 +27,15 @@ struct SnapshotRecord {
     unsigned vcpus = 1;
     unsigned memoryMib = 256;
     bool hasDisk = false;
-    std::string layersJson = "[]";  // snapshot ids of every frozen layer in its disk chain, itself last
+    std::string layersJson =
+        "[]";  // snapshot ids of every frozen layer in its disk chain, itself last
     std::string createdAt;
     std::int64_t sizeBytes = 0;
     std::string manifestJson = "{}";
 };
 
 class SnapshotStore {
-public:
+  public:
     explicit SnapshotStore(Database& db);
     void insert(const SnapshotRecord& r);
     void markReady(const std::string& id, std::int64_t sizeBytes, const std::string& manifestJson);
@@ -42,7 +43,8 @@ public:
     void remove(const std::string& id);
     std::optional<SnapshotRecord> find(const std::string& id);
     std::vector<SnapshotRecord> list(const TenantScope& scope);
-private:
+
+  private:
     Database& db_;
 };
 

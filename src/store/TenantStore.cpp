@@ -30,7 +30,10 @@ std::vector<std::string> strings(const json& j, const char* k) {
     return out;
 }
 
-TenantRecord readRow(Database::Statement& st) {
+constexpr const char* kSelect =
+    "SELECT name, quota, policy, network, updated_at, packages FROM tenants";
+
+TenantRecord readRow(const Database::Statement& st) {
     TenantRecord t;
     t.name = st.text(0);
     t.quota = quotaFromJson(json::parse(st.text(1), nullptr, false));
@@ -47,49 +50,24 @@ TenantRecord readRow(Database::Statement& st) {
 }
 }  // namespace
 
-TenantStore::TenantStore(Database& db) : db_(db) {
-    db_.exec(
-        "CREATE TABLE IF NOT EXISTS tenants (name TEXT PRIMARY KEY, quota TEXT NOT NULL, policy "
-        "TEXT NOT NULL,"
-        " network TEXT NOT NULL, updated_at TEXT NOT NULL)");
-    db_.addColumnIfMissing("tenants", "packages TEXT NOT NULL DEFAULT ''");
-}
+TenantStore::TenantStore(Database& db) : db_(db) {}
 
 void TenantStore::put(const TenantRecord& t) {
     json policy{{"deny", t.deny}, {"approve", t.approve}, {"allow", t.allow}};
     json network = t.networkSet ? json{{"allow", t.networkAllow}} : json::object();
-    db_.locked([&](sqlite3* db) {
-        Database::Statement st(
-            db,
-            "INSERT OR REPLACE INTO tenants (name, quota, policy, network, updated_at, packages)"
-            " VALUES (?,?,?,?,?,?)");
-        st.bind(1, t.name)
-            .bind(2, quotaToJson(t.quota).dump())
-            .bind(3, policy.dump())
-            .bind(4, network.dump());
-        st.bind(5, t.updatedAt).bind(6, t.packagesJson);
-        st.step();
-    });
+    db_.run(
+        "INSERT OR REPLACE INTO tenants (name, quota, policy, network, updated_at, packages)"
+        " VALUES (?,?,?,?,?,?)",
+        t.name, quotaToJson(t.quota).dump(), policy.dump(), network.dump(), t.updatedAt,
+        t.packagesJson);
 }
 
 std::optional<TenantRecord> TenantStore::find(const std::string& name) {
-    return db_.locked([&](sqlite3* db) -> std::optional<TenantRecord> {
-        Database::Statement st(
-            db, "SELECT name, quota, policy, network, updated_at, packages FROM tenants WHERE name = ?");
-        st.bind(1, name);
-        if (!st.step()) return std::nullopt;
-        return readRow(st);
-    });
+    return db_.one(std::string(kSelect) + " WHERE name = ?", readRow, name);
 }
 
 std::vector<TenantRecord> TenantStore::list() {
-    return db_.locked([&](sqlite3* db) {
-        std::vector<TenantRecord> out;
-        Database::Statement st(
-            db, "SELECT name, quota, policy, network, updated_at, packages FROM tenants ORDER BY name");
-        while (st.step()) out.push_back(readRow(st));
-        return out;
-    });
+    return db_.all(std::string(kSelect) + " ORDER BY name", readRow);
 }
 
 }  // namespace airlock

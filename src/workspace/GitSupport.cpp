@@ -2,6 +2,8 @@
 
 #include <mutex>
 
+#include "core/Hex.hpp"
+
 namespace airlock::workspace {
 
 void initGit(const std::string& caFile) {
@@ -37,9 +39,7 @@ std::string oidHex(const git_oid& oid) {
 
 git_oid parseOid(const std::string& hex) {
     git_oid oid;
-    if (hex.size() != GIT_OID_HEXSZ ||
-        hex.find_first_not_of("0123456789abcdef") != std::string::npos ||
-        git_oid_fromstr(&oid, hex.c_str()) != 0)
+    if (!isLowerHex(hex, GIT_OID_HEXSZ) || git_oid_fromstr(&oid, hex.c_str()) != 0)
         throw Error(ErrorCode::bad_request, "not a 40-hex commit id: " + hex.substr(0, 64));
     return oid;
 }

@@ -1,5 +1,6 @@
 #include "workspace/WorkingTree.hpp"
 
+#include "core/Hex.hpp"
 #include "protocol/FileArchive.hpp"
 #include "protocol/PathGlob.hpp"
 
@@ -40,7 +41,7 @@ Scan parseScan(const std::string& bytes) {
         else
             throw bad("unknown mode " + mode);
         f.id = rec.substr(7, 40);
-        if (f.id.find_first_not_of("0123456789abcdef") != std::string::npos) throw bad("bad id");
+        if (!isLowerHex(f.id, 40)) throw bad("bad id");
         f.path = rec.substr(48);
         if (!protocol::isSafeRelativePath(f.path)) throw bad("unsafe path");
         if (f.mode == GIT_FILEMODE_LINK) f.linkTarget = field();

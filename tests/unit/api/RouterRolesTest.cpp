@@ -236,23 +236,6 @@ TEST_F(RouterRolesTest, OpenApiStatesTheRolesOfEveryRoute) {
     EXPECT_GT(checked, 35u);
 }
 
-TEST(ApiKeyStoreTest, KeysFromBeforeRolesBecomeAdminKeysWithIds) {
-    test::TempDir dir;
-    Database db(dir.path() + "/state.db");
-    db.exec(
-        "CREATE TABLE api_keys (key_hash TEXT PRIMARY KEY, tenant TEXT NOT NULL, label TEXT NOT "
-        "NULL,"
-        " created_at TEXT NOT NULL)");
-    db.exec("INSERT INTO api_keys VALUES ('" + std::string(64, 'a') +
-            "', 'admin', 'admin', '2026-01-01T00:00:00Z')");
-    ApiKeyStore keys(db);
-    auto all = keys.list(std::nullopt);
-    ASSERT_EQ(all.size(), 1u);
-    EXPECT_EQ(all[0].role, Role::admin);
-    EXPECT_EQ(all[0].id.rfind("key-", 0), 0u);
-    EXPECT_EQ(keys.liveAdmins(nowUnixSeconds()), 1u);
-}
-
 TEST(ClockTest, ParsesRfc3339AndRejectsTheRest) {
     EXPECT_EQ(parseTimestamp("1970-01-01T00:00:00Z"), 0);
     EXPECT_EQ(parseTimestamp("2026-12-01T10:00:00.123Z"), 1796119200);
