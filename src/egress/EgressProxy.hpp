@@ -67,10 +67,6 @@ class EgressProxy : public EgressGateway {
     unsigned guestPort(const std::string& sandboxId);
     unsigned openConnections(const std::string& sandboxId);
 
-    // getaddrinfo, as the host resolves names.
-    static std::vector<boost::asio::ip::address> systemResolve(const std::string& host,
-                                                               std::string& error);
-
   private:
     std::shared_ptr<EgressShared> shared_;
     std::mutex mutex_;

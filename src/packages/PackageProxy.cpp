@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
-#include <condition_variable>
 
 #include "agentclient/AgentConnection.hpp"
+#include "agentclient/GuestListener.hpp"
 #include "core/Error.hpp"
 #include "core/Log.hpp"
 #include "core/UniqueFd.hpp"
@@ -133,63 +133,23 @@ void PackageProxy::attach(const std::string& sandboxId, const std::string& tenan
         unsigned port = e == Ecosystem::npm    ? settings_.npmPort
                         : e == Ecosystem::pypi ? settings_.pypiPort
                                                : settings_.aptPort;
-        struct Listening {
-            std::mutex mutex;
-            std::condition_variable cv;
-            bool done = false;
-            unsigned port = 0;
-            std::string error;
-        };
-        auto listening = std::make_shared<Listening>();
         std::weak_ptr<SandboxPackageState> weak = state;
-        auto handler = [this, weak, listening, e](AgentStream::Event&& ev) {
-            // On the agent connection's reader thread: nothing blocks, nothing throws.
-            try {
-                auto settle = [&](unsigned p, std::string error) {
-                    std::lock_guard lock(listening->mutex);
-                    if (listening->done) return;
-                    listening->done = true;
-                    listening->port = p;
-                    listening->error = std::move(error);
-                    listening->cv.notify_all();
-                };
-                if (ev.kind == Kind::reset || ev.kind == Kind::close)
-                    return settle(0, ev.kind == Kind::reset
-                                         ? protocol::parseResetInfo(ev.payload).message
-                                         : "closed");
-                if (ev.kind != Kind::control) return;
-                auto j = nlohmann::json::parse(ev.payload, nullptr, false);
-                if (!j.is_object()) return;
-                if (auto p = j.find("listening"); p != j.end() && p->is_number_unsigned())
-                    return settle(p->get<unsigned>(), "");
-                auto a = j.find("accepted");
-                if (a == j.end() || !a->is_number_unsigned()) return;
-                auto s = weak.lock();
-                if (!s || s->detached) return;
-                auto n = a->get<std::uint64_t>();
-                // Counted here, before a thread is taken: past a sandbox's or a
-                // tenant's share the connection is only told 503.
-                bool refuse = ++s->open > settings_.maxConnectionsPerSandbox;
-                {
-                    std::lock_guard lock(tenantMutex_);
-                    refuse = ++tenantOpen_[s->tenant] > settings_.maxConnectionsPerTenant || refuse;
-                }
-                asio::post(pool_, [this, s, e, n, refuse] { serveConnection(s, e, n, refuse); });
-            } catch (...) {
-                logWarn("packages", "ignored a malformed event from a guest's package listener");
+        auto onAccepted = [this, weak, e](std::uint64_t n) {
+            auto s = weak.lock();
+            if (!s || s->detached) return;
+            // Counted here, before a thread is taken: past a sandbox's or a
+            // tenant's share the connection is only told 503.
+            bool refuse = ++s->open > settings_.maxConnectionsPerSandbox;
+            {
+                std::lock_guard lock(tenantMutex_);
+                refuse = ++tenantOpen_[s->tenant] > settings_.maxConnectionsPerTenant || refuse;
             }
+            asio::post(pool_, [this, s, e, n, refuse] { serveConnection(s, e, n, refuse); });
         };
-        auto stream = agent->open({{"op", "egress_listen"}, {"port", port}}, handler);
-        std::unique_lock lock(listening->mutex);
-        if (!listening->cv.wait_for(lock, std::chrono::seconds(10),
-                                    [&] { return listening->done; }))
-            throw Error(ErrorCode::agent_timeout, "the guest did not open its package listener");
-        if (listening->port == 0)
-            throw Error(ErrorCode::agent_error, std::string("the guest could not open its ") +
-                                                    ecosystemName(e) +
-                                                    " package listener: " + listening->error);
-        state->listeners[e] = std::move(stream);
-        state->ports[e] = listening->port;
+        auto listener = GuestListener::open(
+            *agent, port, std::string(ecosystemName(e)) + " package listener", onAccepted);
+        state->listeners[e] = std::move(listener.stream);
+        state->ports[e] = listener.port;
     }
     std::shared_ptr<SandboxPackageState> previous;
     {

@@ -1,6 +1,5 @@
 #include "packages/UpstreamClient.hpp"
 
-#include <netdb.h>
 #include <openssl/ssl.h>
 
 #include <boost/asio/connect.hpp>
@@ -13,6 +12,8 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+
+#include "egress/HostLookup.hpp"
 
 namespace airlock::packages {
 
@@ -44,22 +45,9 @@ std::vector<asio::ip::address> resolveHost(const std::string& host) {
     boost::system::error_code ec;
     auto literal = asio::ip::make_address(host, ec);
     if (!ec) return {literal};
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
-    int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
-    if (rc != 0) throw UpstreamError("cannot resolve " + host + ": " + ::gai_strerror(rc));
-    std::vector<asio::ip::address> out;
-    for (addrinfo* p = res; p; p = p->ai_next) {
-        tcp::endpoint ep;
-        if (p->ai_addrlen > ep.capacity()) continue;
-        std::memcpy(ep.data(), p->ai_addr, p->ai_addrlen);
-        ep.resize(p->ai_addrlen);
-        if (std::find(out.begin(), out.end(), ep.address()) == out.end())
-            out.push_back(ep.address());
-    }
-    ::freeaddrinfo(res);
+    std::string error;
+    auto out = egress::lookUpHost(host, error);
+    if (!error.empty()) throw UpstreamError("cannot resolve " + host + ": " + error);
     if (out.empty()) throw UpstreamError("cannot resolve " + host);
     return out;
 }

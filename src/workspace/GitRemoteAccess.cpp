@@ -138,12 +138,12 @@ GitRemoteAccess::GitRemoteAccess(RemoteUrl url, std::optional<BrokeredCredential
                                  std::chrono::seconds timeout)
     : url_(std::move(url)), credential_(std::move(credential)), timeout_(timeout) {}
 
-void GitRemoteAccess::prepare(git_remote_callbacks& cb) {
-    git_remote_init_callbacks(&cb, GIT_REMOTE_CALLBACKS_VERSION);
-    cb.credentials = credentialCallback;
-    cb.certificate_check = certificateCallback;
-    cb.transfer_progress = progressCallback;
-    cb.push_update_reference = pushReferenceCallback;
+GitRemoteAccess::State GitRemoteAccess::newState() const {
+    State state;
+    state.url = &url_;
+    state.credential = credential_ ? &*credential_ : nullptr;
+    state.deadline = std::chrono::steady_clock::now() + timeout_;
+    return state;
 }
 
 namespace {
@@ -152,22 +152,36 @@ namespace {
     std::string msg = s.refusal.empty() ? gitMessage() : s.refusal;
     throw Error(ErrorCode::unprocessable, what + ": " + (msg.empty() ? "failed" : msg));
 }
+
+Remote openRemote(git_repository* repo, const GitRemoteAccess::State& state) {
+    git_remote* raw = nullptr;
+    if (git_remote_create_anonymous(&raw, repo, state.url->text.c_str()) < 0)
+        fail(state, "cannot use " + state.url->text);
+    return Remote(raw);
+}
+
+// What every operation's options say: the callbacks and their state, no
+// proxy from the environment, no redirect.
+template <typename Options>
+void configure(Options& opts, GitRemoteAccess::State& state) {
+    git_remote_callbacks& cb = opts.callbacks;
+    git_remote_init_callbacks(&cb, GIT_REMOTE_CALLBACKS_VERSION);
+    cb.credentials = credentialCallback;
+    cb.certificate_check = certificateCallback;
+    cb.transfer_progress = progressCallback;
+    cb.push_update_reference = pushReferenceCallback;
+    cb.payload = &state;
+    opts.proxy_opts.type = GIT_PROXY_NONE;
+    opts.follow_redirects = GIT_REMOTE_REDIRECT_NONE;
+}
 }  // namespace
 
 void GitRemoteAccess::fetchInto(git_repository* mirror) {
-    State state{&url_, credential_ ? &*credential_ : nullptr,       0,
-                false, std::chrono::steady_clock::now() + timeout_, {},
-                {}};
-    git_remote* raw = nullptr;
-    if (git_remote_create_anonymous(&raw, mirror, url_.text.c_str()) < 0)
-        fail(state, "cannot use " + url_.text);
-    Remote remote(raw);
+    State state = newState();
+    Remote remote = openRemote(mirror, state);
     git_fetch_options opts;
     git_fetch_options_init(&opts, GIT_FETCH_OPTIONS_VERSION);
-    prepare(opts.callbacks);
-    opts.callbacks.payload = &state;
-    opts.proxy_opts.type = GIT_PROXY_NONE;
-    opts.follow_redirects = GIT_REMOTE_REDIRECT_NONE;
+    configure(opts, state);
     opts.prune = GIT_FETCH_PRUNE;
     AuthorizationHeader auth(credential_, state, opts.custom_headers);
     opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;  // the refspecs below take them
@@ -183,19 +197,11 @@ void GitRemoteAccess::fetchInto(git_repository* mirror) {
 }
 
 std::string GitRemoteAccess::branchValue(git_repository* repo, const std::string& branch) {
-    State state{&url_, credential_ ? &*credential_ : nullptr,       0,
-                false, std::chrono::steady_clock::now() + timeout_, {},
-                {}};
-    git_remote* raw = nullptr;
-    if (git_remote_create_anonymous(&raw, repo, url_.text.c_str()) < 0)
-        fail(state, "cannot use " + url_.text);
-    Remote remote(raw);
+    State state = newState();
+    Remote remote = openRemote(repo, state);
     git_remote_connect_options opts;
     git_remote_connect_options_init(&opts, GIT_REMOTE_CONNECT_OPTIONS_VERSION);
-    prepare(opts.callbacks);
-    opts.callbacks.payload = &state;
-    opts.proxy_opts.type = GIT_PROXY_NONE;
-    opts.follow_redirects = GIT_REMOTE_REDIRECT_NONE;
+    configure(opts, state);
     AuthorizationHeader auth(credential_, state, opts.custom_headers);
     if (git_remote_connect_ext(remote.get(), GIT_DIRECTION_PUSH, &opts) < 0)
         fail(state, "connecting to " + url_.text);
@@ -211,19 +217,11 @@ std::string GitRemoteAccess::branchValue(git_repository* repo, const std::string
 
 void GitRemoteAccess::push(git_repository* repo, const std::string& localRef,
                            const std::string& branch) {
-    State state{&url_, credential_ ? &*credential_ : nullptr,       0,
-                false, std::chrono::steady_clock::now() + timeout_, {},
-                {}};
-    git_remote* raw = nullptr;
-    if (git_remote_create_anonymous(&raw, repo, url_.text.c_str()) < 0)
-        fail(state, "cannot use " + url_.text);
-    Remote remote(raw);
+    State state = newState();
+    Remote remote = openRemote(repo, state);
     git_push_options opts;
     git_push_options_init(&opts, GIT_PUSH_OPTIONS_VERSION);
-    prepare(opts.callbacks);
-    opts.callbacks.payload = &state;
-    opts.proxy_opts.type = GIT_PROXY_NONE;
-    opts.follow_redirects = GIT_REMOTE_REDIRECT_NONE;
+    configure(opts, state);
     AuthorizationHeader auth(credential_, state, opts.custom_headers);
     std::string spec = localRef + ":refs/heads/" + branch;  // no "+": never forced
     char* specs[] = {spec.data()};

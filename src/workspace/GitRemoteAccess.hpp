@@ -40,7 +40,7 @@ class GitRemoteAccess {
     struct State;  // what the callbacks share
 
   private:
-    void prepare(git_remote_callbacks& callbacks);
+    State newState() const;
     RemoteUrl url_;
     std::optional<BrokeredCredential> credential_;
     std::chrono::seconds timeout_;
