@@ -2,14 +2,13 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <memory>
 #include <string>
 
 #include "api/HttpSession.hpp"
 #include "api/Router.hpp"
-#include "api/TenantLimiter.hpp"
+#include "api/TcpListener.hpp"
 
 namespace airlock::api {
 
@@ -20,24 +19,20 @@ class HttpServer {
     HttpServer(boost::asio::io_context& ioc, const std::string& host, unsigned short port,
                Router& router, SandboxController& controller, boost::asio::thread_pool& workers,
                HttpLimits limits = {}, std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
-    unsigned short port() const { return port_; }
-    std::size_t openConnections() const { return connections_.open(); }
-    void stop();
+    unsigned short port() const { return listener_.port(); }
+    std::size_t openConnections() const { return listener_.openConnections(); }
+    void stop() { listener_.stop(); }
 
   private:
-    void accept();
     void serve(boost::asio::ip::tcp::socket socket, std::shared_ptr<void> slot);
 
     boost::asio::io_context& ioc_;
-    boost::asio::ip::tcp::acceptor acceptor_;
-    boost::asio::steady_timer acceptBackoff_;
     Router& router_;
     SandboxController& controller_;
     boost::asio::thread_pool& workers_;
     HttpLimits limits_;
-    unsigned short port_ = 0;
-    ConnectionCounter connections_;
     std::shared_ptr<boost::asio::ssl::context> tls_;
+    TcpListener listener_;  // last: it accepts once made
 };
 
 }  // namespace airlock::api

@@ -94,54 +94,13 @@ class MetricsSession : public std::enable_shared_from_this<MetricsSession> {
 
 MetricsServer::MetricsServer(asio::io_context& ioc, const std::string& host, unsigned short port,
                              asio::thread_pool& workers, std::function<std::string()> metrics)
-    : ioc_(ioc),
-      acceptor_(asio::make_strand(ioc)),
-      acceptBackoff_(acceptor_.get_executor()),
-      workers_(workers),
-      metrics_(std::move(metrics)) {
-    boost::system::error_code ec;
-    auto address = asio::ip::make_address(host, ec);
-    if (ec) throw Error(ErrorCode::bad_request, "bad --metrics-listen address '" + host + "'");
-    tcp::endpoint endpoint(address, port);
-    acceptor_.open(endpoint.protocol());
-    acceptor_.set_option(asio::socket_base::reuse_address(true));
-    acceptor_.bind(endpoint, ec);
-    if (ec)
-        throw Error(ErrorCode::unavailable,
-                    "cannot listen on " + host + ":" + std::to_string(port) + ": " + ec.message());
-    acceptor_.listen();
-    port_ = acceptor_.local_endpoint().port();
-    accept();
-}
-
-void MetricsServer::accept() {
-    acceptor_.async_accept(
-        asio::make_strand(ioc_), [this](boost::system::error_code ec, tcp::socket socket) {
-            if (ec == asio::error::operation_aborted) return;
-            if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space) {
-                // Accepting again at once would spin the I/O thread.
-                acceptBackoff_.expires_after(std::chrono::milliseconds(200));
-                acceptBackoff_.async_wait([this](boost::system::error_code waitEc) {
-                    if (!waitEc) accept();
-                });
-                return;
-            }
-            if (!ec) {
-                if (auto slot = connections_.tryAcquire())
+    : workers_(workers),
+      metrics_(std::move(metrics)),
+      listener_(ioc, host, port, "--metrics-listen", 32,
+                [this](tcp::socket socket, std::shared_ptr<void> slot) {
                     std::make_shared<MetricsSession>(std::move(socket), workers_, metrics_,
                                                      std::move(slot))
                         ->start();
-                else
-                    socket.close(ec);
-            }
-            accept();
-        });
-}
-
-void MetricsServer::stop() {
-    boost::system::error_code ec;
-    acceptor_.close(ec);
-    acceptBackoff_.cancel();
-}
+                }) {}
 
 }  // namespace airlock::api

@@ -1,12 +1,11 @@
 #pragma once
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <functional>
 #include <string>
 
-#include "api/TenantLimiter.hpp"
+#include "api/TcpListener.hpp"
 
 namespace airlock::api {
 
@@ -18,19 +17,13 @@ class MetricsServer {
   public:
     MetricsServer(boost::asio::io_context& ioc, const std::string& host, unsigned short port,
                   boost::asio::thread_pool& workers, std::function<std::string()> metrics);
-    unsigned short port() const { return port_; }
-    void stop();
+    unsigned short port() const { return listener_.port(); }
+    void stop() { listener_.stop(); }
 
   private:
-    void accept();
-
-    boost::asio::io_context& ioc_;
-    boost::asio::ip::tcp::acceptor acceptor_;
-    boost::asio::steady_timer acceptBackoff_;
     boost::asio::thread_pool& workers_;
     std::function<std::string()> metrics_;
-    unsigned short port_ = 0;
-    ConnectionCounter connections_{32};
+    TcpListener listener_;  // last: it accepts once made
 };
 
 }  // namespace airlock::api

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "core/Html.hpp"
+
 namespace airlock {
 namespace {
 
@@ -116,36 +118,6 @@ bool imageType(const std::string& type) {
 }
 
 }  // namespace
-
-std::string htmlEscape(const std::string& text) {
-    std::string out;
-    out.reserve(text.size());
-    for (char c : text) {
-        switch (c) {
-            case '&':
-                out += "&amp;";
-                break;
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            case '"':
-                out += "&quot;";
-                break;
-            case '\'':
-                out += "&#39;";
-                break;
-            case '\0':
-                out += "&#xFFFD;";
-                break;
-            default:
-                out.push_back(c);
-        }
-    }
-    return out;
-}
 
 std::string renderReport(const EvidenceModel& m, const json& findings, const json& tests) {
     const json& man = m.manifest;

@@ -16,6 +16,4 @@ namespace airlock {
 std::string renderReport(const EvidenceModel& model, const nlohmann::json& findings,
                          const nlohmann::json& testSummary);
 
-std::string htmlEscape(const std::string& text);
-
 }  // namespace airlock

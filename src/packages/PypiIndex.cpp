@@ -6,6 +6,7 @@
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/Hex.hpp"
+#include "core/Html.hpp"
 #include "core/JsonFields.hpp"
 
 namespace airlock::packages {
@@ -18,7 +19,7 @@ std::string lower(std::string s) {
     return s;
 }
 
-std::string unescapeHtml(const std::string& s) {
+std::string unhtmlEscape(const std::string& s) {
     std::string out;
     for (std::size_t i = 0; i < s.size(); ++i) {
         if (s[i] != '&') {
@@ -59,31 +60,6 @@ std::string unescapeHtml(const std::string& s) {
     return out;
 }
 
-std::string escapeHtml(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-        switch (c) {
-            case '&':
-                out += "&amp;";
-                break;
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            case '"':
-                out += "&quot;";
-                break;
-            case '\'':
-                out += "&#39;";
-                break;
-            default:
-                out += c;
-        }
-    }
-    return out;
-}
 
 // The attributes of one tag's text (after "<a"), names lower-cased.
 std::vector<std::pair<std::string, std::string>> attributes(const std::string& tag) {
@@ -119,7 +95,7 @@ std::vector<std::pair<std::string, std::string>> attributes(const std::string& t
                 value = tag.substr(start, i - start);
             }
         }
-        out.emplace_back(name, hasValue ? unescapeHtml(value) : std::string("\x01"));
+        out.emplace_back(name, hasValue ? unhtmlEscape(value) : std::string("\x01"));
     }
     return out;
 }
@@ -229,7 +205,7 @@ std::vector<PypiFile> parsePypiIndex(const std::string& body, const std::string&
         auto url = page.resolve(href);
         if (!url) continue;
         out.url = url->text();
-        out.filename = unescapeHtml(text);
+        out.filename = unhtmlEscape(text);
         while (!out.filename.empty() &&
                std::isspace(static_cast<unsigned char>(out.filename.back())))
             out.filename.pop_back();
@@ -294,17 +270,17 @@ std::string renderPypiHtml(const std::string& project, const std::vector<PypiFil
     std::string out =
         "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" content=\"1.1\">"
         "<title>Links for " +
-        escapeHtml(project) + "</title></head><body>\n";
+        htmlEscape(project) + "</title></head><body>\n";
     for (const auto& f : files) {
-        out += "<a href=\"" + escapeHtml(fileBase + "/" + f.sha256 + "/" + f.filename) +
+        out += "<a href=\"" + htmlEscape(fileBase + "/" + f.sha256 + "/" + f.filename) +
                "#sha256=" + f.sha256 + "\"";
         if (!f.requiresPython.empty())
-            out += " data-requires-python=\"" + escapeHtml(f.requiresPython) + "\"";
+            out += " data-requires-python=\"" + htmlEscape(f.requiresPython) + "\"";
         if (f.yanked.is_string())
-            out += " data-yanked=\"" + escapeHtml(f.yanked.get<std::string>()) + "\"";
+            out += " data-yanked=\"" + htmlEscape(f.yanked.get<std::string>()) + "\"";
         else if (f.yanked.is_boolean() && f.yanked.get<bool>())
             out += " data-yanked=\"\"";
-        out += ">" + escapeHtml(f.filename) + "</a><br/>\n";
+        out += ">" + htmlEscape(f.filename) + "</a><br/>\n";
     }
     return out + "</body></html>\n";
 }
