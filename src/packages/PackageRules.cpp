@@ -5,6 +5,7 @@
 
 #include "core/Error.hpp"
 #include "core/JsonFields.hpp"
+#include "core/Wildcard.hpp"
 
 namespace airlock::packages {
 
@@ -66,23 +67,7 @@ namespace {
 // '*' matches any run of characters (also '/': "@scope/*" is every package
 // of the scope); everything else literally. Iterative: no blow-up.
 bool wildcard(const std::string& pattern, const std::string& text) {
-    std::size_t p = 0, t = 0, star = std::string::npos, mark = 0;
-    while (t < text.size()) {
-        if (p < pattern.size() && pattern[p] == '*') {
-            star = p++;
-            mark = t;
-        } else if (p < pattern.size() && pattern[p] == text[t]) {
-            ++p;
-            ++t;
-        } else if (star != std::string::npos) {
-            p = star + 1;
-            t = ++mark;
-        } else {
-            return false;
-        }
-    }
-    while (p < pattern.size() && pattern[p] == '*') ++p;
-    return p == pattern.size();
+    return wildcardMatch(pattern, text, false);
 }
 
 Gate parseGate(const json& v, const std::string& what) {

@@ -161,9 +161,11 @@ Remote openRemote(git_repository* repo, const GitRemoteAccess::State& state) {
 }
 
 // What every operation's options say: the callbacks and their state, no
-// proxy from the environment, no redirect.
+// proxy from the environment, no redirect; the credential's header, held
+// by the caller for the operation's length.
 template <typename Options>
-void configure(Options& opts, GitRemoteAccess::State& state) {
+[[nodiscard]] AuthorizationHeader configure(Options& opts, GitRemoteAccess::State& state,
+                                            const std::optional<BrokeredCredential>& credential) {
     git_remote_callbacks& cb = opts.callbacks;
     git_remote_init_callbacks(&cb, GIT_REMOTE_CALLBACKS_VERSION);
     cb.credentials = credentialCallback;
@@ -173,6 +175,7 @@ void configure(Options& opts, GitRemoteAccess::State& state) {
     cb.payload = &state;
     opts.proxy_opts.type = GIT_PROXY_NONE;
     opts.follow_redirects = GIT_REMOTE_REDIRECT_NONE;
+    return AuthorizationHeader(credential, state, opts.custom_headers);
 }
 }  // namespace
 
@@ -181,9 +184,8 @@ void GitRemoteAccess::fetchInto(git_repository* mirror) {
     Remote remote = openRemote(mirror, state);
     git_fetch_options opts;
     git_fetch_options_init(&opts, GIT_FETCH_OPTIONS_VERSION);
-    configure(opts, state);
+    auto auth = configure(opts, state, credential_);
     opts.prune = GIT_FETCH_PRUNE;
-    AuthorizationHeader auth(credential_, state, opts.custom_headers);
     opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;  // the refspecs below take them
     const char* specs[] = {"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"};
     git_strarray refspecs{const_cast<char**>(specs), 2};
@@ -201,8 +203,7 @@ std::string GitRemoteAccess::branchValue(git_repository* repo, const std::string
     Remote remote = openRemote(repo, state);
     git_remote_connect_options opts;
     git_remote_connect_options_init(&opts, GIT_REMOTE_CONNECT_OPTIONS_VERSION);
-    configure(opts, state);
-    AuthorizationHeader auth(credential_, state, opts.custom_headers);
+    auto auth = configure(opts, state, credential_);
     if (git_remote_connect_ext(remote.get(), GIT_DIRECTION_PUSH, &opts) < 0)
         fail(state, "connecting to " + url_.text);
     const git_remote_head** heads = nullptr;
@@ -221,8 +222,7 @@ void GitRemoteAccess::push(git_repository* repo, const std::string& localRef,
     Remote remote = openRemote(repo, state);
     git_push_options opts;
     git_push_options_init(&opts, GIT_PUSH_OPTIONS_VERSION);
-    configure(opts, state);
-    AuthorizationHeader auth(credential_, state, opts.custom_headers);
+    auto auth = configure(opts, state, credential_);
     std::string spec = localRef + ":refs/heads/" + branch;  // no "+": never forced
     char* specs[] = {spec.data()};
     git_strarray refspecs{specs, 1};
