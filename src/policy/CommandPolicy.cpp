@@ -332,121 +332,222 @@ class Judge {
         if (!acted) add(w, CommandClass::inspection, "find");
     }
 
+    // A command family: the names (or name prefixes) it answers to and the
+    // member that judges its arguments.
+    using FamilyJudge = void (Judge::*)(const Words& w, const std::string& b);
+    struct Family {
+        std::initializer_list<const char*> names;
+        std::initializer_list<const char*> prefixes;
+        FamilyJudge judge;
+    };
+    // Commands whose class follows from the name alone.
+    struct NamedClass {
+        CommandClass cls;
+        const char* why;  // after the name; "" for the name alone
+        std::initializer_list<const char*> names;
+    };
+
     void classify(const Words& w) {
-        const std::string b = base(w[0]);
-        Words args(w.begin() + 1, w.end());
-        auto sub = [&](std::initializer_list<const char*> withValue = {}) -> std::string {
-            std::size_t i = firstOperand(w, 1, withValue);
-            return i < w.size() ? w[i] : std::string();
+        static const Family families[] = {
+            // Destructive forms.
+            {{"rm"}, {}, &Judge::rm},
+            {{"chmod", "chown", "chgrp"}, {}, &Judge::chmodFamily},
+            {{"dd"}, {}, &Judge::dd},
+            {{"mke2fs", "mkswap", "wipefs", "fdisk", "sfdisk", "parted", "sgdisk", "blkdiscard",
+              "cfdisk"},
+             {"mkfs"},
+             &Judge::blockDevice},
+            {{"shred"}, {}, &Judge::shred},
+            {{"git"}, {}, &Judge::git},
+            // Interpreters given inline code.
+            {{}, {"python", "pypy"}, &Judge::python},
+            {{"node", "nodejs", "bun", "deno", "perl", "ruby", "php", "lua", "Rscript", "osascript",
+              "tclsh"},
+             {},
+             &Judge::interpreter},
+            // Package managers.
+            {{"pip", "pip3", "pipx"}, {"pip3."}, &Judge::pipCommand},
+            {{"npm", "yarn", "pnpm"}, {}, &Judge::node},
+            {{"npx", "pnpx", "bunx"}, {}, &Judge::packageRunner},
+            {{"cargo"}, {}, &Judge::cargo},
+            {{"go"}, {}, &Judge::go},
+            {{"gem", "bundle", "bundler", "apt", "apt-get", "aptitude", "apk", "dnf", "yum",
+              "zypper", "brew", "poetry", "uv", "pipenv", "conda", "mamba", "composer", "dotnet"},
+             {},
+             &Judge::manager},
+            {{"dpkg"}, {}, &Judge::dpkg},
+            {{"pip-compile", "pip-sync"}, {}, &Judge::dependencyTool},
+            {{"rsync"}, {}, &Judge::rsync},
+            {{"make", "gmake"}, {}, &Judge::make},
+            {{"tsc"}, {}, &Judge::tsc},
+            {{"sed"}, {}, &Judge::sed},
         };
+        static const NamedClass named[] = {
+            {CommandClass::network,
+             " reaches the network",
+             {"curl",   "wget",  "ssh",      "scp",  "sftp", "nc",          "ncat",
+              "netcat", "socat", "telnet",   "ftp",  "http", "https",       "aria2c",
+              "ping",   "dig",   "nslookup", "host", "lftp", "ssh-keyscan", "mosh"}},
+            {CommandClass::verification,
+             "",
+             {"pytest",   "py.test", "tox",        "nox",           "jest",      "vitest",
+              "mocha",    "ava",     "eslint",     "prettier",      "flake8",    "pylint",
+              "mypy",     "pyright", "ruff",       "black",         "isort",     "shellcheck",
+              "rspec",    "phpunit", "ctest",      "golangci-lint", "stylelint", "hadolint",
+              "yamllint", "bats",    "clang-tidy", "cppcheck"}},
+            {CommandClass::build,
+             "",
+             {"cmake",   "ninja",   "meson",  "gcc",   "g++",  "cc",     "c++",     "clang",
+              "clang++", "ld",      "rustc",  "javac", "mvn",  "gradle", "gradlew", "configure",
+              "ant",     "zig",     "scons",  "bazel", "as",   "ar",     "strip",   "webpack",
+              "vite",    "esbuild", "rollup", "swc",   "babel"}},
+            {CommandClass::inspection,
+             "",
+             {"ls",       "cat",    "head",     "tail",      "less",     "more",     "grep",
+              "egrep",    "fgrep",  "rg",       "ag",        "pwd",      "echo",     "printf",
+              "wc",       "stat",   "file",     "which",     "whereis",  "type",     "du",
+              "df",       "ps",     "top",      "id",        "whoami",   "uname",    "date",
+              "hostname", "tree",   "sort",     "uniq",      "cut",      "tr",       "diff",
+              "cmp",      "md5sum", "sha1sum",  "sha256sum", "printenv", "true",     "false",
+              "test",     "[",      "basename", "dirname",   "realpath", "readlink", "jq",
+              "uptime",   "free",   "lscpu",    "sleep",     "seq",      "yes",      "nproc",
+              "locale",   "column", "nl",       "od",        "xxd",      "hexdump",  "strings",
+              "awk",      "tac",    "rev",      "fold",      "expr",     "bc",       "history",
+              "alias",    "cd",     "ldd",      "lsof",      "pgrep",    "tee",      "mkdir",
+              "touch",    "cp",     "mv",       "ln"}},
+        };
+        const std::string b = base(w[0]);
+        for (const auto& f : families) {
+            bool named = in(b, f.names);
+            for (const char* prefix : f.prefixes) named = named || b.rfind(prefix, 0) == 0;
+            if (named) return (this->*f.judge)(w, b);
+        }
+        for (const auto& n : named)
+            if (in(b, n.names)) return add(w, n.cls, b + n.why);
+        add(w, CommandClass::other, "not a recognised command: " + b);
+    }
 
-        // Destructive forms.
-        if (b == "rm") {
-            if (std::find(args.begin(), args.end(), "--no-preserve-root") != args.end())
-                return add(w, CommandClass::destructive, "rm --no-preserve-root");
-            bool recursive = hasFlag(args, 'r', "--recursive") || hasFlag(args, 'R', "--recursive");
-            for (const auto& a : args)
-                if (!isOption(a) && recursive && isRootTarget(a))
-                    return add(w, CommandClass::destructive, "rm -r of " + a);
-            return add(w, CommandClass::other, "rm");
-        }
-        if (in(b, {"chmod", "chown", "chgrp"})) {
-            bool recursive = hasFlag(args, 'R', "--recursive");
-            for (const auto& a : args)
-                if (!isOption(a) && recursive && isRootTarget(a))
-                    return add(w, CommandClass::destructive, b + " -R of " + a);
-            return add(w, CommandClass::other, b);
-        }
-        if (b == "dd") {
-            for (const auto& a : args)
-                if (a.rfind("of=", 0) == 0 && isDeviceTarget(a.substr(3)))
-                    return add(w, CommandClass::destructive, "dd to the device " + a.substr(3));
-            return add(w, CommandClass::other, "dd");
-        }
-        if (b.rfind("mkfs", 0) == 0 || in(b, {"mke2fs", "mkswap", "wipefs", "fdisk", "sfdisk",
-                                              "parted", "sgdisk", "blkdiscard", "cfdisk"}))
-            return add(w, CommandClass::destructive, b + " rewrites a block device");
-        if (b == "shred") {
-            for (const auto& a : args)
-                if (isDeviceTarget(a))
-                    return add(w, CommandClass::destructive, "shred of the device " + a);
-            return add(w, CommandClass::other, "shred");
-        }
-        if (b == "git") return git(w);
+    static Words argsOf(const Words& w) { return Words(w.begin() + 1, w.end()); }
+    // The subcommand: the first operand, options with a value skipped.
+    static std::string subcommand(const Words& w,
+                                  std::initializer_list<const char*> withValue = {}) {
+        std::size_t i = firstOperand(w, 1, withValue);
+        return i < w.size() ? w[i] : std::string();
+    }
 
-        // Interpreters given inline code.
-        if (b.rfind("python", 0) == 0 || b.rfind("pypy", 0) == 0) {
-            for (std::size_t i = 1; i < w.size(); ++i) {
-                if (w[i] == "-c" && i + 1 < w.size()) return inlineCode(w, w[i + 1], b + " -c");
-                if (w[i] == "-m" && i + 1 < w.size()) return pythonModule(w, i + 1);
-                if (!isOption(w[i])) {
-                    if (base(w[i]) == "setup.py") {
-                        bool install = std::find(w.begin(), w.end(), "install") != w.end() ||
-                                       std::find(w.begin(), w.end(), "develop") != w.end();
-                        return add(w,
-                                   install ? CommandClass::dependency_change : CommandClass::build,
-                                   "setup.py");
-                    }
-                    if (w[i] == "-")
-                        return add(w, CommandClass::code_execution,
-                                   b + " reading code from its input");
-                    return add(w, CommandClass::other, "runs " + w[i]);
+    void rm(const Words& w, const std::string&) {
+        Words args = argsOf(w);
+        if (std::find(args.begin(), args.end(), "--no-preserve-root") != args.end())
+            return add(w, CommandClass::destructive, "rm --no-preserve-root");
+        bool recursive = hasFlag(args, 'r', "--recursive") || hasFlag(args, 'R', "--recursive");
+        for (const auto& a : args)
+            if (!isOption(a) && recursive && isRootTarget(a))
+                return add(w, CommandClass::destructive, "rm -r of " + a);
+        add(w, CommandClass::other, "rm");
+    }
+
+    void chmodFamily(const Words& w, const std::string& b) {
+        Words args = argsOf(w);
+        bool recursive = hasFlag(args, 'R', "--recursive");
+        for (const auto& a : args)
+            if (!isOption(a) && recursive && isRootTarget(a))
+                return add(w, CommandClass::destructive, b + " -R of " + a);
+        add(w, CommandClass::other, b);
+    }
+
+    void dd(const Words& w, const std::string&) {
+        for (const auto& a : argsOf(w))
+            if (a.rfind("of=", 0) == 0 && isDeviceTarget(a.substr(3)))
+                return add(w, CommandClass::destructive, "dd to the device " + a.substr(3));
+        add(w, CommandClass::other, "dd");
+    }
+
+    void blockDevice(const Words& w, const std::string& b) {
+        add(w, CommandClass::destructive, b + " rewrites a block device");
+    }
+
+    void shred(const Words& w, const std::string&) {
+        for (const auto& a : argsOf(w))
+            if (isDeviceTarget(a))
+                return add(w, CommandClass::destructive, "shred of the device " + a);
+        add(w, CommandClass::other, "shred");
+    }
+
+    void python(const Words& w, const std::string& b) {
+        for (std::size_t i = 1; i < w.size(); ++i) {
+            if (w[i] == "-c" && i + 1 < w.size()) return inlineCode(w, w[i + 1], b + " -c");
+            if (w[i] == "-m" && i + 1 < w.size()) return pythonModule(w, i + 1);
+            if (!isOption(w[i])) {
+                if (base(w[i]) == "setup.py") {
+                    bool install = std::find(w.begin(), w.end(), "install") != w.end() ||
+                                   std::find(w.begin(), w.end(), "develop") != w.end();
+                    return add(w, install ? CommandClass::dependency_change : CommandClass::build,
+                               "setup.py");
                 }
+                if (w[i] == "-")
+                    return add(w, CommandClass::code_execution, b + " reading code from its input");
+                return add(w, CommandClass::other, "runs " + w[i]);
             }
-            return add(w, CommandClass::code_execution, b + " reading code from its input");
         }
-        if (in(b, {"node", "nodejs", "bun", "deno", "perl", "ruby", "php", "lua", "Rscript",
-                   "osascript", "tclsh"})) {
-            for (std::size_t i = 1; i < w.size(); ++i) {
-                // php -r is code; node -r is --require.
-                bool codeFlag = in(w[i], {"-e", "-E", "--eval", "-p", "--print"}) ||
-                                (b == "php" && w[i] == "-r");
-                if (codeFlag && i + 1 < w.size()) return inlineCode(w, w[i + 1], b + " " + w[i]);
-                if (b == "deno" && w[i] == "eval" && i + 1 < w.size())
-                    return inlineCode(w, w[i + 1], "deno eval");
-            }
-            if (b == "bun" || b == "deno") {
-                std::string s = sub();
-                if (in(s, {"install", "add", "i", "remove", "update"}))
-                    return add(w, CommandClass::dependency_change, b + " " + s);
-                if (s == "test") return add(w, CommandClass::verification, b + " test");
-            }
-            std::size_t file = firstOperand(w, 1);
-            if (file >= w.size())
-                return add(w, CommandClass::code_execution, b + " reading code from its input");
-            return add(w, CommandClass::other, "runs " + w[file]);
-        }
+        add(w, CommandClass::code_execution, b + " reading code from its input");
+    }
 
-        // Package managers.
-        if (in(b, {"pip", "pip3", "pipx"}) || b.rfind("pip3.", 0) == 0) return pip(w, 0);
-        if (in(b, {"npm", "yarn", "pnpm"})) return node(w, b);
-        if (in(b, {"npx", "pnpx", "bunx"}))
-            return add(w, CommandClass::dependency_change, b + " runs a package it may fetch");
-        if (b == "cargo") {
-            std::string s = sub({"--manifest-path", "-Z"});
-            if (in(s, {"add", "install", "update", "remove", "rm", "fetch", "generate-lockfile"}))
-                return add(w, CommandClass::dependency_change, "cargo " + s);
-            if (in(s, {"test", "check", "clippy", "fmt", "bench", "nextest"}))
-                return add(w, CommandClass::verification, "cargo " + s);
-            if (in(s, {"build", "run", "doc", "rustc"}))
-                return add(w, CommandClass::build, "cargo " + s);
-            return add(w, CommandClass::other, "cargo " + s);
+    void interpreter(const Words& w, const std::string& b) {
+        for (std::size_t i = 1; i < w.size(); ++i) {
+            // php -r is code; node -r is --require.
+            bool codeFlag =
+                in(w[i], {"-e", "-E", "--eval", "-p", "--print"}) || (b == "php" && w[i] == "-r");
+            if (codeFlag && i + 1 < w.size()) return inlineCode(w, w[i + 1], b + " " + w[i]);
+            if (b == "deno" && w[i] == "eval" && i + 1 < w.size())
+                return inlineCode(w, w[i + 1], "deno eval");
         }
-        if (b == "go") {
-            std::string s = sub();
-            if (in(s, {"get", "install"}))
-                return add(w, CommandClass::dependency_change, "go " + s);
-            if (s == "mod") {
-                std::size_t i = firstOperand(w, 1);
-                std::string m = i + 1 < w.size() ? w[i + 1] : "";
-                if (in(m, {"tidy", "download", "get", "vendor"}))
-                    return add(w, CommandClass::dependency_change, "go mod " + m);
-                return add(w, CommandClass::inspection, "go mod " + m);
-            }
-            if (in(s, {"test", "vet"})) return add(w, CommandClass::verification, "go " + s);
-            if (in(s, {"build", "run", "generate"})) return add(w, CommandClass::build, "go " + s);
-            return add(w, CommandClass::other, "go " + s);
+        if (b == "bun" || b == "deno") {
+            std::string s = subcommand(w);
+            if (in(s, {"install", "add", "i", "remove", "update"}))
+                return add(w, CommandClass::dependency_change, b + " " + s);
+            if (s == "test") return add(w, CommandClass::verification, b + " test");
         }
+        std::size_t file = firstOperand(w, 1);
+        if (file >= w.size())
+            return add(w, CommandClass::code_execution, b + " reading code from its input");
+        add(w, CommandClass::other, "runs " + w[file]);
+    }
+
+    void pipCommand(const Words& w, const std::string&) { pip(w, 0); }
+
+    void packageRunner(const Words& w, const std::string& b) {
+        add(w, CommandClass::dependency_change, b + " runs a package it may fetch");
+    }
+
+    void cargo(const Words& w, const std::string&) {
+        std::string s = subcommand(w, {"--manifest-path", "-Z"});
+        if (in(s, {"add", "install", "update", "remove", "rm", "fetch", "generate-lockfile"}))
+            return add(w, CommandClass::dependency_change, "cargo " + s);
+        if (in(s, {"test", "check", "clippy", "fmt", "bench", "nextest"}))
+            return add(w, CommandClass::verification, "cargo " + s);
+        if (in(s, {"build", "run", "doc", "rustc"}))
+            return add(w, CommandClass::build, "cargo " + s);
+        add(w, CommandClass::other, "cargo " + s);
+    }
+
+    void go(const Words& w, const std::string&) {
+        std::string s = subcommand(w);
+        if (in(s, {"get", "install"})) return add(w, CommandClass::dependency_change, "go " + s);
+        if (s == "mod") {
+            std::size_t i = firstOperand(w, 1);
+            std::string m = i + 1 < w.size() ? w[i + 1] : "";
+            if (in(m, {"tidy", "download", "get", "vendor"}))
+                return add(w, CommandClass::dependency_change, "go mod " + m);
+            return add(w, CommandClass::inspection, "go mod " + m);
+        }
+        if (in(s, {"test", "vet"})) return add(w, CommandClass::verification, "go " + s);
+        if (in(s, {"build", "run", "generate"})) return add(w, CommandClass::build, "go " + s);
+        add(w, CommandClass::other, "go " + s);
+    }
+
+    // System and language package managers: the subcommands that change
+    // what is installed; every other one only looks.
+    void manager(const Words& w, const std::string& b) {
         struct Manager {
             const char* name;
             std::initializer_list<const char*> changing;
@@ -474,76 +575,50 @@ class Judge {
             {"mamba", {"install", "update", "remove", "create"}},
             {"composer", {"install", "require", "update", "remove"}},
             {"dotnet", {"add", "restore"}},
-            {"deno", {"install", "add"}},
         };
-        for (const auto& m : managers) {
-            if (b != m.name) continue;
-            std::string s = sub({"-o", "-c", "-C", "--directory", "-q"});
-            for (const char* c : m.changing)
-                if (s == c) return add(w, CommandClass::dependency_change, b + " " + s);
-            return add(w, CommandClass::inspection, b + " " + s);
-        }
-        if (b == "dpkg" && (hasFlag(args, 'i', "--install") || hasFlag(args, 'r', "--remove") ||
-                            hasFlag(args, 'P', "--purge")))
+        std::string s = subcommand(w, {"-o", "-c", "-C", "--directory", "-q"});
+        for (const auto& m : managers)
+            if (b == m.name && in(s, m.changing))
+                return add(w, CommandClass::dependency_change, b + " " + s);
+        add(w, CommandClass::inspection, b + " " + s);
+    }
+
+    void dpkg(const Words& w, const std::string& b) {
+        Words args = argsOf(w);
+        if (hasFlag(args, 'i', "--install") || hasFlag(args, 'r', "--remove") ||
+            hasFlag(args, 'P', "--purge"))
             return add(w, CommandClass::dependency_change, "dpkg install/remove");
-        if (in(b, {"pip-compile", "pip-sync"})) return add(w, CommandClass::dependency_change, b);
-
-        // Network clients.
-        if (in(b, {"curl",   "wget",  "ssh",      "scp",  "sftp", "nc",          "ncat",
-                   "netcat", "socat", "telnet",   "ftp",  "http", "https",       "aria2c",
-                   "ping",   "dig",   "nslookup", "host", "lftp", "ssh-keyscan", "mosh"}))
-            return add(w, CommandClass::network, b + " reaches the network");
-        if (b == "rsync") {
-            for (const auto& a : args)
-                if (!isOption(a) &&
-                    (a.find("::") != std::string::npos || a.rfind("rsync://", 0) == 0 ||
-                     (a.find(':') != std::string::npos && a[0] != '/')))
-                    return add(w, CommandClass::network, "rsync to or from " + a);
-            return add(w, CommandClass::other, "rsync (local)");
-        }
-
-        // Tests and linters, builds, inspection.
-        if (in(b, {"pytest",   "py.test", "tox",        "nox",           "jest",      "vitest",
-                   "mocha",    "ava",     "eslint",     "prettier",      "flake8",    "pylint",
-                   "mypy",     "pyright", "ruff",       "black",         "isort",     "shellcheck",
-                   "rspec",    "phpunit", "ctest",      "golangci-lint", "stylelint", "hadolint",
-                   "yamllint", "bats",    "clang-tidy", "cppcheck"}))
-            return add(w, CommandClass::verification, b);
-        if (b == "make" || b == "gmake") {
-            for (const auto& a : args)
-                if (in(a, {"test", "check", "lint", "tests", "verify"}))
-                    return add(w, CommandClass::verification, "make " + a);
-            return add(w, CommandClass::build, "make");
-        }
-        if (b == "tsc") {
-            bool noEmit = std::find(args.begin(), args.end(), "--noEmit") != args.end();
-            return add(w, noEmit ? CommandClass::verification : CommandClass::build, "tsc");
-        }
-        if (in(b,
-               {"cmake",   "ninja",   "meson",  "gcc",   "g++",  "cc",     "c++",     "clang",
-                "clang++", "ld",      "rustc",  "javac", "mvn",  "gradle", "gradlew", "configure",
-                "ant",     "zig",     "scons",  "bazel", "as",   "ar",     "strip",   "webpack",
-                "vite",    "esbuild", "rollup", "swc",   "babel"}))
-            return add(w, CommandClass::build, b);
-        if (in(b, {"ls",       "cat",    "head",     "tail",      "less",     "more",     "grep",
-                   "egrep",    "fgrep",  "rg",       "ag",        "pwd",      "echo",     "printf",
-                   "wc",       "stat",   "file",     "which",     "whereis",  "type",     "du",
-                   "df",       "ps",     "top",      "id",        "whoami",   "uname",    "date",
-                   "hostname", "tree",   "sort",     "uniq",      "cut",      "tr",       "diff",
-                   "cmp",      "md5sum", "sha1sum",  "sha256sum", "printenv", "true",     "false",
-                   "test",     "[",      "basename", "dirname",   "realpath", "readlink", "jq",
-                   "uptime",   "free",   "lscpu",    "sleep",     "seq",      "yes",      "nproc",
-                   "locale",   "column", "nl",       "od",        "xxd",      "hexdump",  "strings",
-                   "awk",      "tac",    "rev",      "fold",      "expr",     "bc",       "history",
-                   "alias",    "cd",     "ldd",      "lsof",      "pgrep",    "tee",      "mkdir",
-                   "touch",    "cp",     "mv",       "ln"}))
-            return add(w, CommandClass::inspection, b);
-        if (b == "sed")
-            return add(
-                w,
-                hasFlag(args, 'i', "--in-place") ? CommandClass::other : CommandClass::inspection,
-                "sed");
         add(w, CommandClass::other, "not a recognised command: " + b);
+    }
+
+    void dependencyTool(const Words& w, const std::string& b) {
+        add(w, CommandClass::dependency_change, b);
+    }
+
+    void rsync(const Words& w, const std::string&) {
+        for (const auto& a : argsOf(w))
+            if (!isOption(a) && (a.find("::") != std::string::npos || a.rfind("rsync://", 0) == 0 ||
+                                 (a.find(':') != std::string::npos && a[0] != '/')))
+                return add(w, CommandClass::network, "rsync to or from " + a);
+        add(w, CommandClass::other, "rsync (local)");
+    }
+
+    void make(const Words& w, const std::string&) {
+        for (const auto& a : argsOf(w))
+            if (in(a, {"test", "check", "lint", "tests", "verify"}))
+                return add(w, CommandClass::verification, "make " + a);
+        add(w, CommandClass::build, "make");
+    }
+
+    void tsc(const Words& w, const std::string&) {
+        bool noEmit = std::find(w.begin() + 1, w.end(), "--noEmit") != w.end();
+        add(w, noEmit ? CommandClass::verification : CommandClass::build, "tsc");
+    }
+
+    void sed(const Words& w, const std::string&) {
+        add(w,
+            hasFlag(argsOf(w), 'i', "--in-place") ? CommandClass::other : CommandClass::inspection,
+            "sed");
     }
 
     void inlineCode(const Words& w, const std::string& code, const std::string& how) {
@@ -630,7 +705,7 @@ class Judge {
         add(w, CommandClass::other, b + " " + s);
     }
 
-    void git(const Words& w) {
+    void git(const Words& w, const std::string&) {
         std::size_t i = firstOperand(
             w, 1, {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"});
         std::string s = i < w.size() ? w[i] : "";
