@@ -147,6 +147,392 @@ int execIn(HttpClient& c, const std::string& id, const std::vector<std::string>&
     if (res.value("truncated", false)) err << "airlock: output was truncated\n";
     return res.value("exit_code", 1);
 }
+
+// What a command runs with: its arguments (the name removed) and the rest.
+struct Invocation {
+    std::vector<std::string>& args;
+    HttpClient& client;
+    const std::string& url;
+    const std::string& apiKey;
+    std::ostream& out;
+    std::ostream& err;
+};
+
+int cmdCreate(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    std::string tmpl = takeTemplate(args);
+    auto repo = takeOption(args, "--repo");
+    if (!repo) {
+        out << createSandbox(client, tmpl) << "\n";
+        return 0;
+    }
+    json ws{{"repo", *repo}};
+    if (auto v = takeOption(args, "--ref")) ws["ref"] = *v;
+    if (auto v = takeOption(args, "--commit")) ws["commit"] = *v;
+    auto branch = takeOption(args, "--branch");
+    if (!branch) throw CliError{"create --repo needs --branch NAME (the task branch)", 2};
+    ws["branch"] = *branch;
+    if (auto v = takeOption(args, "--credential")) ws["credential"] = *v;
+    if (auto v = takeOption(args, "--path")) ws["path"] = *v;
+    json res = expectJson(
+        client.request("POST", "/v1/sandboxes", json{{"template", tmpl}, {"workspace", ws}}.dump()),
+        201);
+    out << res.value("id", "") << "\n";
+    return 0;
+}
+
+int cmdDiff(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    bool stat = takeFlag(args, "--stat");
+    if (args.size() != 1) throw CliError{"usage: airlock diff ID [--stat]", 2};
+    std::string base = "/v1/sandboxes/" + args[0] + "/workspace/diff";
+    if (!stat) {
+        auto r = client.request("GET", base);
+        if (r.status != 200) expectJson(r, 200);
+        out << r.body;
+        return 0;
+    }
+    json res = expectJson(client.request("GET", base + "?format=json"), 200);
+    for (const auto& f : res["files"]) {
+        out << " " << f.value("path", "");
+        if (f.value("old_path", "") != f.value("path", ""))
+            out << " (from " << f.value("old_path", "") << ")";
+        out << " | " << f.value("status", "");
+        if (f.value("binary", false))
+            out << " binary";
+        else
+            out << " +" << f.value("additions", 0) << " -" << f.value("deletions", 0);
+        if (!f.value("in_scope", true)) out << "  [out of scope]";
+        out << "\n";
+    }
+    out << " " << res["files"].size() << " files changed, " << res.value("additions", 0)
+        << " insertions(+), " << res.value("deletions", 0) << " deletions(-); tree "
+        << res.value("tree", "") << "\n";
+    return 0;
+}
+
+int cmdCommit(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    auto message = takeOption(args, "-m");
+    auto author = takeOption(args, "--author");
+    if (!message || args.size() != 1)
+        throw CliError{"usage: airlock commit ID -m MSG [--author 'Name <email>']", 2};
+    std::string name = "Airlock agent", email = "agent@airlock.invalid";
+    if (author) {
+        auto lt = author->find('<'), gt = author->find('>');
+        if (lt == std::string::npos || gt == std::string::npos || gt < lt)
+            throw CliError{"--author must look like 'Name <email>'", 2};
+        name = author->substr(0, lt);
+        while (!name.empty() && name.back() == ' ') name.pop_back();
+        email = author->substr(lt + 1, gt - lt - 1);
+    }
+    json res = expectJson(
+        client.request(
+            "POST", "/v1/sandboxes/" + args[0] + "/workspace/commit",
+            json{{"message", *message}, {"author", {{"name", name}, {"email", email}}}}.dump()),
+        201);
+    out << res.value("commit", "") << "\n";
+    return 0;
+}
+
+int cmdPush(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    if (args.empty() || args.size() > 2) throw CliError{"usage: airlock push ID [COMMIT]", 2};
+    std::string commit = args.size() == 2 ? args[1] : "";
+    if (commit.empty()) {
+        json ws = expectJson(client.request("GET", "/v1/sandboxes/" + args[0] + "/workspace"), 200);
+        if (!ws["head"].is_string())
+            throw CliError{"nothing to push: commit first (airlock commit)", 1};
+        commit = ws["head"];
+    }
+    json res = expectJson(client.request("POST", "/v1/sandboxes/" + args[0] + "/workspace/push",
+                                         json{{"commit", commit}}.dump()),
+                          202);
+    out << res.value("push_id", "") << "  waiting for approval " << res.value("approval_id", "")
+        << " (" << res.value("repo", "") << " " << res.value("branch", "") << " at "
+        << commit.substr(0, 12) << ")\n";
+    return 0;
+}
+
+int cmdLs(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    json res = expectJson(client.request("GET", "/v1/sandboxes"), 200);
+    out << "ID                        TEMPLATE   STATE     CREATED\n";
+    for (const auto& s : res["sandboxes"])
+        out << s.value("id", "") << "  " << s.value("template", "") << "    "
+            << s.value("state", "") << "   " << s.value("created_at", "") << "\n";
+    return 0;
+}
+
+int cmdTemplates(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    json res = expectJson(client.request("GET", "/v1/templates"), 200);
+    for (const auto& t : res["templates"])
+        out << t.value("name", "") << "  " << t.value("digest", "") << "\n";
+    return 0;
+}
+
+int cmdExec(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    StreamExecOptions options;
+    while (!args.empty() && args[0].rfind("-", 0) == 0 && args[0] != "--") {
+        if (args[0] == "-t" || args[0] == "--tty")
+            options.tty = true;
+        else if (args[0] == "-i" || args[0] == "--interactive")
+            options.interactive = true;
+        else if (args[0] == "-it" || args[0] == "-ti")
+            options.tty = options.interactive = true;
+        else
+            throw CliError{"unknown exec option " + args[0], 2};
+        args.erase(args.begin());
+    }
+    if (args.empty()) throw CliError{"exec needs a sandbox id", 2};
+    options.argv = commandAfterDashes(args, 1);
+    options.output = [&out, &err](int channel, const char* d, std::size_t n) {
+        std::ostream& o = channel == 2 ? err : out;
+        o.write(d, static_cast<std::streamsize>(n));
+        o.flush();
+    };
+    return runStreamExec(url, apiKey, args[0], options);
+}
+
+int cmdCp(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    if (args.size() != 2) throw CliError{"usage: airlock cp LOCAL ID:/path | ID:/path LOCAL", 2};
+    auto [srcId, srcPath] = splitRemote(args[0]);
+    auto [dstId, dstPath] = splitRemote(args[1]);
+    if (srcId.empty() == dstId.empty())
+        throw CliError{"exactly one side of cp must be ID:/path", 2};
+    if (!dstId.empty()) {
+        expectJson(
+            client.putFile("/v1/sandboxes/" + dstId + "/files?path=" + urlEncode(dstPath), srcPath),
+            201);
+        return 0;
+    }
+    std::FILE* f = std::fopen(dstPath.c_str(), "wb");
+    if (!f) throw CliError{"cannot write " + dstPath, 1};
+    auto r = client.getStreaming("/v1/sandboxes/" + srcId + "/files?path=" + urlEncode(srcPath),
+                                 [f](const char* d, std::size_t n) { std::fwrite(d, 1, n, f); });
+    std::fclose(f);
+    if (r.status != 200) {
+        std::remove(dstPath.c_str());
+        expectJson(r, 200);
+    }
+    return 0;
+}
+
+int cmdPs(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    if (args.empty()) throw CliError{"ps needs a sandbox id", 2};
+    json res = expectJson(client.request("GET", "/v1/sandboxes/" + args[0] + "/processes"), 200);
+    out << "ID       STATE     EXIT  COMMAND\n";
+    for (const auto& p : res["processes"]) {
+        std::string cmdline;
+        for (const auto& a : p["cmd"])
+            cmdline += (cmdline.empty() ? "" : " ") + a.get<std::string>();
+        out << p.value("id", "") << "  " << p.value("state", "") << "  "
+            << (p.contains("exit_code") ? std::to_string(p["exit_code"].get<int>()) : "-") << "  "
+            << cmdline << "\n";
+    }
+    return 0;
+}
+
+int cmdStart(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    if (args.empty()) throw CliError{"start needs a sandbox id", 2};
+    json res = expectJson(client.request("POST", "/v1/sandboxes/" + args[0] + "/processes",
+                                         json{{"cmd", commandAfterDashes(args, 1)}}.dump()),
+                          201);
+    out << res.value("id", "") << "\n";
+    return 0;
+}
+
+int cmdLogs(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    bool follow = !args.empty() && (args[0] == "-f" || args[0] == "--follow");
+    if (follow) args.erase(args.begin());
+    if (args.size() != 2) throw CliError{"usage: airlock logs [-f] ID PROC", 2};
+    auto r = client.getStreaming("/v1/sandboxes/" + args[0] + "/processes/" + args[1] + "/logs" +
+                                     (follow ? "?follow=1" : ""),
+                                 [&out](const char* d, std::size_t n) {
+                                     out.write(d, static_cast<std::streamsize>(n));
+                                     out.flush();
+                                 });
+    if (r.status != 200) expectJson(r, 200);
+    return 0;
+}
+
+int cmdKill(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    std::string sig = "TERM";
+    if (args.size() >= 2 && args[0] == "-s") {
+        sig = args[1];
+        args.erase(args.begin(), args.begin() + 2);
+    }
+    if (args.size() != 2) throw CliError{"usage: airlock kill [-s SIG] ID PROC", 2};
+    expectJson(
+        client.request("POST", "/v1/sandboxes/" + args[0] + "/processes/" + args[1] + "/signal",
+                       json{{"signal", sig}}.dump()),
+        200);
+    return 0;
+}
+
+int cmdPort(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    if (args.size() >= 3 && args[0] == "expose") {
+        json res = expectJson(client.request("POST", "/v1/sandboxes/" + args[1] + "/ports",
+                                             json{{"port", std::stoi(args[2])}}.dump()),
+                              201);
+        out << res.value("url", "") << "\n";
+        return 0;
+    }
+    if (args.size() == 2 && args[0] == "ls") {
+        json res = expectJson(client.request("GET", "/v1/sandboxes/" + args[1] + "/ports"), 200);
+        for (const auto& p : res["ports"])
+            out << p.value("port", 0) << "  " << p.value("url", "") << "\n";
+        return 0;
+    }
+    if (args.size() == 3 && args[0] == "rm") {
+        expectJson(client.request("DELETE", "/v1/sandboxes/" + args[1] + "/ports/" + args[2]), 204);
+        return 0;
+    }
+    throw CliError{"usage: airlock port expose ID PORT | port ls ID | port rm ID PORT", 2};
+}
+
+int cmdKeys(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    if (args.size() >= 4 && args[0] == "create") {
+        json body{{"tenant", args[1]}, {"role", args[2]}, {"name", args[3]}};
+        if (args.size() == 6 && args[4] == "--expires")
+            body["expires_at"] = args[5];
+        else if (args.size() != 4)
+            throw CliError{"usage: airlock keys create TENANT ROLE NAME [--expires RFC3339]", 2};
+        json res = expectJson(client.request("POST", "/v1/keys", body.dump()), 201);
+        out << res.value("id", "") << "  " << res.value("key", "") << "\n";
+        err << "airlock: the key is shown this once\n";
+        return 0;
+    }
+    if (!args.empty() && args[0] == "ls" &&
+        (args.size() == 1 || (args.size() == 3 && args[1] == "--tenant"))) {
+        json res = expectJson(
+            client.request("GET",
+                           args.size() == 3 ? "/v1/keys?tenant=" + urlEncode(args[2]) : "/v1/keys"),
+            200);
+        for (const auto& k : res["keys"])
+            out << k.value("id", "") << "  " << k.value("tenant", "") << "  " << k.value("role", "")
+                << "  " << k.value("name", "") << "  "
+                << (k["expires_at"].is_string() ? k["expires_at"].get<std::string>() : "never")
+                << "\n";
+        return 0;
+    }
+    if (args.size() == 2 && args[0] == "rm") {
+        expectJson(client.request("DELETE", "/v1/keys/" + urlEncode(args[1])), 204);
+        return 0;
+    }
+    throw CliError{
+        "usage: airlock keys create TENANT ROLE NAME [--expires T] | keys ls [--tenant T] "
+        "| keys rm ID",
+        2};
+}
+
+int cmdTenants(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    if (args.size() == 3 && args[0] == "set") {
+        json res =
+            expectJson(client.request("PUT", "/v1/tenants/" + urlEncode(args[1]), args[2]), 200);
+        out << res.dump(2) << "\n";
+        return 0;
+    }
+    if (args.size() == 2 && args[0] == "get") {
+        out << expectJson(client.request("GET", "/v1/tenants/" + urlEncode(args[1])), 200).dump(2)
+            << "\n";
+        return 0;
+    }
+    if (args.size() == 1 && args[0] == "ls") {
+        json res = expectJson(client.request("GET", "/v1/tenants"), 200);
+        for (const auto& t : res["tenants"])
+            out << t.value("name", "") << "  sandboxes " << t["usage"].value("sandboxes", 0)
+                << "\n";
+        return 0;
+    }
+    throw CliError{"usage: airlock tenants set NAME JSON | tenants get NAME | tenants ls", 2};
+}
+
+int cmdApprovals(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    if (args.size() == 1 && args[0] == "ls") {
+        json res = expectJson(client.request("GET", "/v1/approvals"), 200);
+        for (const auto& a : res["approvals"])
+            out << a.value("id", "") << "  " << a.value("sandbox", "") << "  "
+                << a.value("class", "") << "  " << a.value("command", "") << "\n";
+        return 0;
+    }
+    if ((args.size() == 2 || args.size() == 3) && (args[0] == "approve" || args[0] == "deny")) {
+        json body{{"decision", args[0]}};
+        if (args.size() == 3) body["reason"] = args[2];
+        json res = expectJson(
+            client.request("POST", "/v1/approvals/" + urlEncode(args[1]), body.dump()), 200);
+        out << res.value("exec_id", "") << "  " << res.value("state", "") << "\n";
+        return 0;
+    }
+    throw CliError{"usage: airlock approvals ls | approvals approve|deny APPROVAL_ID [REASON]", 2};
+}
+
+int cmdEvidence(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    return runEvidence(args, client, out, err);
+}
+
+int cmdRm(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    if (args.empty()) throw CliError{"rm needs a sandbox id", 2};
+    for (const auto& id : args) expectJson(client.request("DELETE", "/v1/sandboxes/" + id), 204);
+    return 0;
+}
+
+int cmdRun(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    std::string tmpl = takeTemplate(args);
+    auto command = commandAfterDashes(args, 0);
+    std::string id = createSandbox(client, tmpl);
+    int code = 1;
+    try {
+        code = execIn(client, id, command, out, err);  // buffered: one round trip
+    } catch (...) {
+        client.request("DELETE", "/v1/sandboxes/" + id);
+        throw;
+    }
+    client.request("DELETE", "/v1/sandboxes/" + id);
+    return code;
+}
+
+// The commands, as `airlock <name> ...` names them.
+struct Command {
+    const char* name;
+    int (*run)(Invocation& in);
+};
+constexpr Command kCommands[] = {
+    {"create", &cmdCreate},
+    {"diff", &cmdDiff},
+    {"commit", &cmdCommit},
+    {"push", &cmdPush},
+    {"ls", &cmdLs},
+    {"templates", &cmdTemplates},
+    {"exec", &cmdExec},
+    {"cp", &cmdCp},
+    {"ps", &cmdPs},
+    {"start", &cmdStart},
+    {"logs", &cmdLogs},
+    {"kill", &cmdKill},
+    {"port", &cmdPort},
+    {"keys", &cmdKeys},
+    {"tenants", &cmdTenants},
+    {"approvals", &cmdApprovals},
+    {"evidence", &cmdEvidence},
+    {"rm", &cmdRm},
+    {"run", &cmdRun},
+};
+
 }  // namespace
 
 int runCli(const std::vector<std::string>& argsIn, const std::string& url,
@@ -160,334 +546,9 @@ int runCli(const std::vector<std::string>& argsIn, const std::string& url,
         HttpClient client(url, apiKey);
         const std::string cmd = args[0];
         args.erase(args.begin());
-        if (cmd == "create") {
-            std::string tmpl = takeTemplate(args);
-            auto repo = takeOption(args, "--repo");
-            if (!repo) {
-                out << createSandbox(client, tmpl) << "\n";
-                return 0;
-            }
-            json ws{{"repo", *repo}};
-            if (auto v = takeOption(args, "--ref")) ws["ref"] = *v;
-            if (auto v = takeOption(args, "--commit")) ws["commit"] = *v;
-            auto branch = takeOption(args, "--branch");
-            if (!branch) throw CliError{"create --repo needs --branch NAME (the task branch)", 2};
-            ws["branch"] = *branch;
-            if (auto v = takeOption(args, "--credential")) ws["credential"] = *v;
-            if (auto v = takeOption(args, "--path")) ws["path"] = *v;
-            json res =
-                expectJson(client.request("POST", "/v1/sandboxes",
-                                          json{{"template", tmpl}, {"workspace", ws}}.dump()),
-                           201);
-            out << res.value("id", "") << "\n";
-            return 0;
-        }
-        if (cmd == "diff") {
-            bool stat = takeFlag(args, "--stat");
-            if (args.size() != 1) throw CliError{"usage: airlock diff ID [--stat]", 2};
-            std::string base = "/v1/sandboxes/" + args[0] + "/workspace/diff";
-            if (!stat) {
-                auto r = client.request("GET", base);
-                if (r.status != 200) expectJson(r, 200);
-                out << r.body;
-                return 0;
-            }
-            json res = expectJson(client.request("GET", base + "?format=json"), 200);
-            for (const auto& f : res["files"]) {
-                out << " " << f.value("path", "");
-                if (f.value("old_path", "") != f.value("path", ""))
-                    out << " (from " << f.value("old_path", "") << ")";
-                out << " | " << f.value("status", "");
-                if (f.value("binary", false))
-                    out << " binary";
-                else
-                    out << " +" << f.value("additions", 0) << " -" << f.value("deletions", 0);
-                if (!f.value("in_scope", true)) out << "  [out of scope]";
-                out << "\n";
-            }
-            out << " " << res["files"].size() << " files changed, " << res.value("additions", 0)
-                << " insertions(+), " << res.value("deletions", 0) << " deletions(-); tree "
-                << res.value("tree", "") << "\n";
-            return 0;
-        }
-        if (cmd == "commit") {
-            auto message = takeOption(args, "-m");
-            auto author = takeOption(args, "--author");
-            if (!message || args.size() != 1)
-                throw CliError{"usage: airlock commit ID -m MSG [--author 'Name <email>']", 2};
-            std::string name = "Airlock agent", email = "agent@airlock.invalid";
-            if (author) {
-                auto lt = author->find('<'), gt = author->find('>');
-                if (lt == std::string::npos || gt == std::string::npos || gt < lt)
-                    throw CliError{"--author must look like 'Name <email>'", 2};
-                name = author->substr(0, lt);
-                while (!name.empty() && name.back() == ' ') name.pop_back();
-                email = author->substr(lt + 1, gt - lt - 1);
-            }
-            json res = expectJson(
-                client.request(
-                    "POST", "/v1/sandboxes/" + args[0] + "/workspace/commit",
-                    json{{"message", *message}, {"author", {{"name", name}, {"email", email}}}}
-                        .dump()),
-                201);
-            out << res.value("commit", "") << "\n";
-            return 0;
-        }
-        if (cmd == "push") {
-            if (args.empty() || args.size() > 2)
-                throw CliError{"usage: airlock push ID [COMMIT]", 2};
-            std::string commit = args.size() == 2 ? args[1] : "";
-            if (commit.empty()) {
-                json ws = expectJson(
-                    client.request("GET", "/v1/sandboxes/" + args[0] + "/workspace"), 200);
-                if (!ws["head"].is_string())
-                    throw CliError{"nothing to push: commit first (airlock commit)", 1};
-                commit = ws["head"];
-            }
-            json res =
-                expectJson(client.request("POST", "/v1/sandboxes/" + args[0] + "/workspace/push",
-                                          json{{"commit", commit}}.dump()),
-                           202);
-            out << res.value("push_id", "") << "  waiting for approval "
-                << res.value("approval_id", "") << " (" << res.value("repo", "") << " "
-                << res.value("branch", "") << " at " << commit.substr(0, 12) << ")\n";
-            return 0;
-        }
-        if (cmd == "ls") {
-            json res = expectJson(client.request("GET", "/v1/sandboxes"), 200);
-            out << "ID                        TEMPLATE   STATE     CREATED\n";
-            for (const auto& s : res["sandboxes"])
-                out << s.value("id", "") << "  " << s.value("template", "") << "    "
-                    << s.value("state", "") << "   " << s.value("created_at", "") << "\n";
-            return 0;
-        }
-        if (cmd == "templates") {
-            json res = expectJson(client.request("GET", "/v1/templates"), 200);
-            for (const auto& t : res["templates"])
-                out << t.value("name", "") << "  " << t.value("digest", "") << "\n";
-            return 0;
-        }
-        if (cmd == "exec") {
-            StreamExecOptions options;
-            while (!args.empty() && args[0].rfind("-", 0) == 0 && args[0] != "--") {
-                if (args[0] == "-t" || args[0] == "--tty")
-                    options.tty = true;
-                else if (args[0] == "-i" || args[0] == "--interactive")
-                    options.interactive = true;
-                else if (args[0] == "-it" || args[0] == "-ti")
-                    options.tty = options.interactive = true;
-                else
-                    throw CliError{"unknown exec option " + args[0], 2};
-                args.erase(args.begin());
-            }
-            if (args.empty()) throw CliError{"exec needs a sandbox id", 2};
-            options.argv = commandAfterDashes(args, 1);
-            options.output = [&out, &err](int channel, const char* d, std::size_t n) {
-                std::ostream& o = channel == 2 ? err : out;
-                o.write(d, static_cast<std::streamsize>(n));
-                o.flush();
-            };
-            return runStreamExec(url, apiKey, args[0], options);
-        }
-        if (cmd == "cp") {
-            if (args.size() != 2)
-                throw CliError{"usage: airlock cp LOCAL ID:/path | ID:/path LOCAL", 2};
-            auto [srcId, srcPath] = splitRemote(args[0]);
-            auto [dstId, dstPath] = splitRemote(args[1]);
-            if (srcId.empty() == dstId.empty())
-                throw CliError{"exactly one side of cp must be ID:/path", 2};
-            if (!dstId.empty()) {
-                expectJson(
-                    client.putFile("/v1/sandboxes/" + dstId + "/files?path=" + urlEncode(dstPath),
-                                   srcPath),
-                    201);
-                return 0;
-            }
-            std::FILE* f = std::fopen(dstPath.c_str(), "wb");
-            if (!f) throw CliError{"cannot write " + dstPath, 1};
-            auto r =
-                client.getStreaming("/v1/sandboxes/" + srcId + "/files?path=" + urlEncode(srcPath),
-                                    [f](const char* d, std::size_t n) { std::fwrite(d, 1, n, f); });
-            std::fclose(f);
-            if (r.status != 200) {
-                std::remove(dstPath.c_str());
-                expectJson(r, 200);
-            }
-            return 0;
-        }
-        if (cmd == "ps") {
-            if (args.empty()) throw CliError{"ps needs a sandbox id", 2};
-            json res =
-                expectJson(client.request("GET", "/v1/sandboxes/" + args[0] + "/processes"), 200);
-            out << "ID       STATE     EXIT  COMMAND\n";
-            for (const auto& p : res["processes"]) {
-                std::string cmdline;
-                for (const auto& a : p["cmd"])
-                    cmdline += (cmdline.empty() ? "" : " ") + a.get<std::string>();
-                out << p.value("id", "") << "  " << p.value("state", "") << "  "
-                    << (p.contains("exit_code") ? std::to_string(p["exit_code"].get<int>()) : "-")
-                    << "  " << cmdline << "\n";
-            }
-            return 0;
-        }
-        if (cmd == "start") {
-            if (args.empty()) throw CliError{"start needs a sandbox id", 2};
-            json res = expectJson(client.request("POST", "/v1/sandboxes/" + args[0] + "/processes",
-                                                 json{{"cmd", commandAfterDashes(args, 1)}}.dump()),
-                                  201);
-            out << res.value("id", "") << "\n";
-            return 0;
-        }
-        if (cmd == "logs") {
-            bool follow = !args.empty() && (args[0] == "-f" || args[0] == "--follow");
-            if (follow) args.erase(args.begin());
-            if (args.size() != 2) throw CliError{"usage: airlock logs [-f] ID PROC", 2};
-            auto r = client.getStreaming("/v1/sandboxes/" + args[0] + "/processes/" + args[1] +
-                                             "/logs" + (follow ? "?follow=1" : ""),
-                                         [&out](const char* d, std::size_t n) {
-                                             out.write(d, static_cast<std::streamsize>(n));
-                                             out.flush();
-                                         });
-            if (r.status != 200) expectJson(r, 200);
-            return 0;
-        }
-        if (cmd == "kill") {
-            std::string sig = "TERM";
-            if (args.size() >= 2 && args[0] == "-s") {
-                sig = args[1];
-                args.erase(args.begin(), args.begin() + 2);
-            }
-            if (args.size() != 2) throw CliError{"usage: airlock kill [-s SIG] ID PROC", 2};
-            expectJson(client.request(
-                           "POST", "/v1/sandboxes/" + args[0] + "/processes/" + args[1] + "/signal",
-                           json{{"signal", sig}}.dump()),
-                       200);
-            return 0;
-        }
-        if (cmd == "port") {
-            if (args.size() >= 3 && args[0] == "expose") {
-                json res = expectJson(client.request("POST", "/v1/sandboxes/" + args[1] + "/ports",
-                                                     json{{"port", std::stoi(args[2])}}.dump()),
-                                      201);
-                out << res.value("url", "") << "\n";
-                return 0;
-            }
-            if (args.size() == 2 && args[0] == "ls") {
-                json res =
-                    expectJson(client.request("GET", "/v1/sandboxes/" + args[1] + "/ports"), 200);
-                for (const auto& p : res["ports"])
-                    out << p.value("port", 0) << "  " << p.value("url", "") << "\n";
-                return 0;
-            }
-            if (args.size() == 3 && args[0] == "rm") {
-                expectJson(
-                    client.request("DELETE", "/v1/sandboxes/" + args[1] + "/ports/" + args[2]),
-                    204);
-                return 0;
-            }
-            throw CliError{"usage: airlock port expose ID PORT | port ls ID | port rm ID PORT", 2};
-        }
-        if (cmd == "keys") {
-            if (args.size() >= 4 && args[0] == "create") {
-                json body{{"tenant", args[1]}, {"role", args[2]}, {"name", args[3]}};
-                if (args.size() == 6 && args[4] == "--expires")
-                    body["expires_at"] = args[5];
-                else if (args.size() != 4)
-                    throw CliError{
-                        "usage: airlock keys create TENANT ROLE NAME [--expires RFC3339]", 2};
-                json res = expectJson(client.request("POST", "/v1/keys", body.dump()), 201);
-                out << res.value("id", "") << "  " << res.value("key", "") << "\n";
-                err << "airlock: the key is shown this once\n";
-                return 0;
-            }
-            if (!args.empty() && args[0] == "ls" &&
-                (args.size() == 1 || (args.size() == 3 && args[1] == "--tenant"))) {
-                json res = expectJson(
-                    client.request("GET", args.size() == 3 ? "/v1/keys?tenant=" + urlEncode(args[2])
-                                                           : "/v1/keys"),
-                    200);
-                for (const auto& k : res["keys"])
-                    out << k.value("id", "") << "  " << k.value("tenant", "") << "  "
-                        << k.value("role", "") << "  " << k.value("name", "") << "  "
-                        << (k["expires_at"].is_string() ? k["expires_at"].get<std::string>()
-                                                        : "never")
-                        << "\n";
-                return 0;
-            }
-            if (args.size() == 2 && args[0] == "rm") {
-                expectJson(client.request("DELETE", "/v1/keys/" + urlEncode(args[1])), 204);
-                return 0;
-            }
-            throw CliError{
-                "usage: airlock keys create TENANT ROLE NAME [--expires T] | keys ls [--tenant T] "
-                "| keys rm ID",
-                2};
-        }
-        if (cmd == "tenants") {
-            if (args.size() == 3 && args[0] == "set") {
-                json res = expectJson(
-                    client.request("PUT", "/v1/tenants/" + urlEncode(args[1]), args[2]), 200);
-                out << res.dump(2) << "\n";
-                return 0;
-            }
-            if (args.size() == 2 && args[0] == "get") {
-                out << expectJson(client.request("GET", "/v1/tenants/" + urlEncode(args[1])), 200)
-                           .dump(2)
-                    << "\n";
-                return 0;
-            }
-            if (args.size() == 1 && args[0] == "ls") {
-                json res = expectJson(client.request("GET", "/v1/tenants"), 200);
-                for (const auto& t : res["tenants"])
-                    out << t.value("name", "") << "  sandboxes " << t["usage"].value("sandboxes", 0)
-                        << "\n";
-                return 0;
-            }
-            throw CliError{"usage: airlock tenants set NAME JSON | tenants get NAME | tenants ls",
-                           2};
-        }
-        if (cmd == "approvals") {
-            if (args.size() == 1 && args[0] == "ls") {
-                json res = expectJson(client.request("GET", "/v1/approvals"), 200);
-                for (const auto& a : res["approvals"])
-                    out << a.value("id", "") << "  " << a.value("sandbox", "") << "  "
-                        << a.value("class", "") << "  " << a.value("command", "") << "\n";
-                return 0;
-            }
-            if ((args.size() == 2 || args.size() == 3) &&
-                (args[0] == "approve" || args[0] == "deny")) {
-                json body{{"decision", args[0]}};
-                if (args.size() == 3) body["reason"] = args[2];
-                json res = expectJson(
-                    client.request("POST", "/v1/approvals/" + urlEncode(args[1]), body.dump()),
-                    200);
-                out << res.value("exec_id", "") << "  " << res.value("state", "") << "\n";
-                return 0;
-            }
-            throw CliError{
-                "usage: airlock approvals ls | approvals approve|deny APPROVAL_ID [REASON]", 2};
-        }
-        if (cmd == "evidence") return runEvidence(args, client, out, err);
-        if (cmd == "rm") {
-            if (args.empty()) throw CliError{"rm needs a sandbox id", 2};
-            for (const auto& id : args)
-                expectJson(client.request("DELETE", "/v1/sandboxes/" + id), 204);
-            return 0;
-        }
-        if (cmd == "run") {
-            std::string tmpl = takeTemplate(args);
-            auto command = commandAfterDashes(args, 0);
-            std::string id = createSandbox(client, tmpl);
-            int code = 1;
-            try {
-                code = execIn(client, id, command, out, err);  // buffered: one round trip
-            } catch (...) {
-                client.request("DELETE", "/v1/sandboxes/" + id);
-                throw;
-            }
-            client.request("DELETE", "/v1/sandboxes/" + id);
-            return code;
-        }
+        Invocation invocation{args, client, url, apiKey, out, err};
+        for (const auto& c : kCommands)
+            if (cmd == c.name) return c.run(invocation);
         throw CliError{"unknown command '" + cmd + "'\n" + kUsage, 2};
     } catch (const CliError& e) {
         err << "airlock: " << e.message << "\n";
