@@ -1,222 +1,232 @@
-#include <cctype>
 #include "daemon/DaemonOptions.hpp"
 
-#include <tuple>
+#include <cctype>
+#include <functional>
+#include <initializer_list>
 
 #include "core/Error.hpp"
 #include "egress/AddressPolicy.hpp"
 #include "packages/PackageService.hpp"
 
 namespace airlock {
+namespace {
+
+[[noreturn]] void bad(const std::string& message) { throw Error(ErrorCode::bad_request, message); }
+
+bool allDigits(const std::string& v, std::size_t maxDigits) {
+    return !v.empty() && v.size() <= maxDigits &&
+           v.find_first_not_of("0123456789") == std::string::npos;
+}
+
+unsigned long long number(const std::string& option, const std::string& v, unsigned long long min,
+                          unsigned long long max) {
+    if (!allDigits(v, 15) || std::stoull(v) < min || std::stoull(v) > max)
+        bad(option + " wants a number from " + std::to_string(min) + " to " + std::to_string(max));
+    return std::stoull(v);
+}
+
+void hostPort(const std::string& option, const std::string& v, std::string& host,
+              unsigned short& port) {
+    auto colon = v.rfind(':');
+    if (colon == std::string::npos || colon == 0) bad(option + " wants HOST:PORT");
+    std::string digits = v.substr(colon + 1);
+    if (!allDigits(digits, 5) || std::stoi(digits) > 65535) bad(option + " has a bad port");
+    host = v.substr(0, colon);
+    port = static_cast<unsigned short>(std::stoi(digits));
+}
+
+std::string oneOf(const std::string& option, const std::string& v,
+                  std::initializer_list<const char*> choices, const std::string& message) {
+    for (const char* c : choices)
+        if (v == c) return v;
+    bad(option + " " + message);
+}
+
+// One option of airlockd: its name, what its value looks like in the usage
+// (nullptr: a flag without one), whether it may repeat, and how its value
+// lands in DaemonOptions (checked there: a bad value stops the start).
+struct OptionSpec {
+    const char* name;
+    const char* value;
+    bool repeats;
+    std::function<void(DaemonOptions& o, const std::string& option, const std::string& v)> apply;
+};
+
+const std::vector<OptionSpec>& optionSpecs() {
+    using O = DaemonOptions;
+    using S = const std::string&;
+    static const std::vector<OptionSpec> specs = {
+        {"--listen", "HOST:PORT", false,
+         [](O& o, S a, S v) { hostPort(a, v, o.listenHost, o.listenPort); }},
+        {"--data-dir", "DIR", false, [](O& o, S, S v) { o.dataDir = v; }},
+        {"--templates-dir", "DIR", false, [](O& o, S, S v) { o.templatesDir = v; }},
+        {"--accel", "auto|kvm|tcg", false,
+         [](O& o, S a, S v) {
+             o.accel = oneOf(a, v, {"auto", "kvm", "tcg"}, "must be auto, kvm or tcg");
+         }},
+        {"--libvirt-uri", "URI", false, [](O& o, S, S v) { o.libvirtUri = v; }},
+        {"--agent-transport", "auto|serial|vsock", false,
+         [](O& o, S a, S v) {
+             o.agentTransport =
+                 oneOf(a, v, {"auto", "serial", "vsock"}, "must be auto, serial or vsock");
+         }},
+        {"--exec-output-cap", "BYTES", false,
+         [](O& o, S a, S v) { o.execOutputCap = number(a, v, 1024, 256u << 20); }},
+        {"--default-timeout", "SECONDS", false,
+         [](O& o, S a, S v) {
+             o.defaultTimeoutS = static_cast<long long>(number(a, v, 0, 7 * 24 * 3600));
+         }},
+        {"--warm-templates", "NAME,...", false,
+         [](O& o, S, S v) {
+             o.warmTemplates.clear();
+             std::size_t start = 0;
+             while (start <= v.size()) {
+                 auto comma = v.find(',', start);
+                 std::string name = v.substr(
+                     start, comma == std::string::npos ? std::string::npos : comma - start);
+                 if (!name.empty()) o.warmTemplates.push_back(name);
+                 if (comma == std::string::npos) break;
+                 start = comma + 1;
+             }
+         }},
+        {"--spare-vms", "N", false,
+         [](O& o, S a, S v) { o.spareVms = static_cast<unsigned>(number(a, v, 0, 16)); }},
+        {"--policy", "FILE", false, [](O& o, S, S v) { o.policyFile = v; }},
+        {"--approval-timeout", "SECONDS", false,
+         [](O& o, S a, S v) {
+             o.approvalTimeoutS = static_cast<long long>(number(a, v, 10, 9999999));
+         }},
+        {"--egress-allow-cidr", "CIDR", true,
+         [](O& o, S, S v) {
+             egress::CidrRange::parse(v);  // a typo is an error now, not a silent miss later
+             o.egressAllowCidrs.push_back(v);
+         }},
+        {"--egress-max-connections", "N", false,
+         [](O& o, S a, S v) {
+             o.egressMaxConnections = static_cast<unsigned>(number(a, v, 1, 4096));
+         }},
+        {"--egress-bandwidth", "BYTES_PER_SECOND", false,
+         [](O& o, S a, S v) { o.egressBytesPerSecond = number(a, v, 1024, 1ull << 40); }},
+        {"--audit-retention-days", "DAYS", false,
+         [](O& o, S a, S v) {
+             o.auditRetentionDays = static_cast<unsigned>(number(a, v, 0, 36500));
+         }},
+        {"--evidence-retention-days", "DAYS", false,
+         [](O& o, S a, S v) {
+             o.evidenceRetentionDays = static_cast<unsigned>(number(a, v, 1, 36500));
+         }},
+        {"--rotate-evidence-key", nullptr, false, [](O& o, S, S) { o.rotateEvidenceKey = true; }},
+        {"--max-tenant-requests", "N", false,
+         [](O& o, S a, S v) {
+             o.maxTenantRequests = static_cast<unsigned>(number(a, v, 1, 100000));
+         }},
+        {"--max-connections", "N", false,
+         [](O& o, S a, S v) {
+             o.maxConnections = static_cast<unsigned>(number(a, v, 16, 1000000));
+         }},
+        {"--qemu-uid-range", "BASE:COUNT", false,
+         [](O& o, S a, S v) {
+             auto colon = v.find(':');
+             if (colon == std::string::npos) bad(a + " wants BASE:COUNT");
+             o.qemuUidBase =
+                 static_cast<unsigned>(number(a, v.substr(0, colon), 1000, 4000000000u));
+             o.qemuUidCount = static_cast<unsigned>(number(a, v.substr(colon + 1), 0, 1000000));
+             if (std::uint64_t(o.qemuUidBase) + o.qemuUidCount > 4294967294ull)
+                 bad(a + " runs past the largest uid");
+         }},
+        {"--sandbox-memory-overhead", "MIB", false,
+         [](O& o, S a, S v) {
+             o.sandboxMemoryOverheadMib = number(a, v, 0, 1 << 20);
+             if (o.sandboxMemoryOverheadMib > 0 && o.sandboxMemoryOverheadMib < 128)
+                 bad(a + " must be 0 (none) or at least 128 MiB");
+         }},
+        {"--disk-bandwidth", "BYTES_PER_SECOND", false,
+         [](O& o, S a, S v) { o.diskBytesPerSecond = number(a, v, 0, 1ull << 40); }},
+        {"--disk-iops", "N", false,
+         [](O& o, S a, S v) { o.diskOpsPerSecond = number(a, v, 0, 10000000); }},
+        {"--min-free-disk", "MIB", false,
+         [](O& o, S a, S v) { o.minFreeDiskMib = number(a, v, 0, 1ull << 30); }},
+        {"--max-disk-gib", "GIB", false,
+         [](O& o, S a, S v) { o.maxDiskGib = static_cast<unsigned>(number(a, v, 1, 1u << 20)); }},
+        {"--tcg-cache-mib", "MIB", false,
+         [](O& o, S a, S v) { o.tcgCacheMib = static_cast<unsigned>(number(a, v, 8, 4096)); }},
+        {"--free-page-reporting", "on|off", false,
+         [](O& o, S a, S v) {
+             o.freePageReporting = oneOf(a, v, {"on", "off"}, "wants on or off") == "on";
+         }},
+        {"--ksm", "auto|off", false,
+         [](O& o, S a, S v) {
+             o.ksm = oneOf(a, v, {"auto", "off"}, "wants auto or off");
+         }},
+        {"--tls-cert", "PEM", false, [](O& o, S, S v) { o.tlsCertFile = v; }},
+        {"--tls-key", "PEM", false, [](O& o, S, S v) { o.tlsKeyFile = v; }},
+        {"--metrics-listen", "HOST:PORT", false,
+         [](O& o, S a, S v) { hostPort(a, v, o.metricsListenHost, o.metricsListenPort); }},
+        {"--public-domain", "DOMAIN", false,
+         [](O& o, S a, S v) {
+             for (char c : v)
+                 if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-'))
+                     bad(a + " takes a DNS name");
+             if (v.empty() || v.size() > 200) bad(a + " takes a DNS name");
+             o.publicDomain = v;
+         }},
+        {"--push-branch-prefix", "PREFIX", false,
+         [](O& o, S a, S v) {
+             if (v.empty() || v.size() > 100 || v.find("..") != std::string::npos || v[0] == '/')
+                 bad(a + ": a branch name prefix such as agent/");
+             o.pushBranchPrefix = v;
+         }},
+        {"--package-upstream", "npm=URL|pypi=URL|apt=URL", true,
+         [](O& o, S, S v) {
+             o.packageUpstreams.push_back(v);
+             packages::PackageUpstreams::parse(o.packageUpstreams);  // a bad URL fails at start
+         }},
+        {"--package-cache-gib", "GIB", false,
+         [](O& o, S a, S v) {
+             o.packageCacheGib = static_cast<unsigned>(number(a, v, 1, 1 << 20));
+         }},
+        {"--log-level", "debug|info|warn|error", false, [](O& o, S, S v) { o.logLevel = v; }},
+    };
+    return specs;
+}
+
+}  // namespace
 
 std::string daemonUsage() {
-    return "usage: airlockd [--listen HOST:PORT] [--data-dir DIR] [--templates-dir DIR]\n"
-           "                [--accel auto|kvm|tcg] [--libvirt-uri URI] [--agent-transport "
-           "auto|serial|vsock]\n"
-           "                [--exec-output-cap BYTES] [--default-timeout SECONDS] "
-           "[--warm-templates NAME,...]\n"
-           "                [--spare-vms N] [--policy FILE] [--approval-timeout SECONDS]\n"
-           "                [--egress-allow-cidr CIDR]... [--egress-max-connections N]\n"
-           "                [--egress-bandwidth BYTES_PER_SECOND] [--audit-retention-days DAYS]\n"
-           "                [--evidence-retention-days DAYS] [--rotate-evidence-key]\n"
-           "                [--max-tenant-requests N] [--max-connections N] [--qemu-uid-range "
-           "BASE:COUNT]\n"
-           "                [--sandbox-memory-overhead MIB] [--disk-bandwidth BYTES_PER_SECOND] "
-           "[--disk-iops N]\n"
-           "                [--min-free-disk MIB] [--max-disk-gib GIB]\n"
-           "                [--tcg-cache-mib MIB] [--free-page-reporting on|off] [--ksm auto|off]\n"
-           "                [--tls-cert PEM --tls-key PEM] [--metrics-listen HOST:PORT]\n"
-           "                [--public-domain DOMAIN]\n"
-           "                [--push-branch-prefix PREFIX]\n"
-           "                [--package-upstream npm=URL|pypi=URL|apt=URL]... [--package-cache-gib "
-           "GIB]\n"
-           "                [--log-level debug|info|warn|error]\n";
+    std::string out = "usage: airlockd", line;
+    for (const auto& spec : optionSpecs()) {
+        std::string item = std::string(" [") + spec.name +
+                           (spec.value ? std::string(" ") + spec.value : "") + "]" +
+                           (spec.repeats ? "..." : "");
+        if (out.size() - out.rfind('\n') + line.size() + item.size() > 100 && !line.empty()) {
+            out += line + "\n               ";
+            line.clear();
+        }
+        line += item;
+    }
+    return out + line + "\n";
 }
 
 DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
     DaemonOptions o;
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= args.size()) throw Error(ErrorCode::bad_request, a + " needs a value");
-            return args[++i];
-        };
-        auto number = [&](const std::string& v, unsigned long long min, unsigned long long max) {
-            if (v.empty() || v.size() > 15 ||
-                v.find_first_not_of("0123456789") != std::string::npos || std::stoull(v) < min ||
-                std::stoull(v) > max)
-                throw Error(ErrorCode::bad_request, a + " wants a number from " +
-                                                        std::to_string(min) + " to " +
-                                                        std::to_string(max));
-            return std::stoull(v);
-        };
-        auto hostPort = [&](const std::string& v) -> std::pair<std::string, unsigned short> {
-            auto colon = v.rfind(':');
-            if (colon == std::string::npos || colon == 0)
-                throw Error(ErrorCode::bad_request, a + " wants HOST:PORT");
-            std::string port = v.substr(colon + 1);
-            if (port.empty() || port.size() > 5 ||
-                port.find_first_not_of("0123456789") != std::string::npos ||
-                std::stoi(port) > 65535)
-                throw Error(ErrorCode::bad_request, a + " has a bad port");
-            return {v.substr(0, colon), static_cast<unsigned short>(std::stoi(port))};
-        };
         if (a == "--help" || a == "-h") {
             o.help = true;
-        } else if (a == "--listen") {
-            std::tie(o.listenHost, o.listenPort) = hostPort(value());
-        } else if (a == "--public-domain") {
-            o.publicDomain = value();
-            for (char c : o.publicDomain)
-                if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-'))
-                    throw Error(ErrorCode::bad_request, "--public-domain takes a DNS name");
-            if (o.publicDomain.empty() || o.publicDomain.size() > 200)
-                throw Error(ErrorCode::bad_request, "--public-domain takes a DNS name");
-        } else if (a == "--metrics-listen") {
-            auto [host, port] = hostPort(value());
-            o.metricsListenHost = host;
-            o.metricsListenPort = port;
-        } else if (a == "--tls-cert") {
-            o.tlsCertFile = value();
-        } else if (a == "--tls-key") {
-            o.tlsKeyFile = value();
-        } else if (a == "--data-dir") {
-            o.dataDir = value();
-        } else if (a == "--templates-dir") {
-            o.templatesDir = value();
-        } else if (a == "--accel") {
-            o.accel = value();
-            if (o.accel != "auto" && o.accel != "kvm" && o.accel != "tcg")
-                throw Error(ErrorCode::bad_request, "--accel must be auto, kvm or tcg");
-        } else if (a == "--libvirt-uri") {
-            o.libvirtUri = value();
-        } else if (a == "--agent-transport") {
-            o.agentTransport = value();
-            if (o.agentTransport != "auto" && o.agentTransport != "serial" &&
-                o.agentTransport != "vsock")
-                throw Error(ErrorCode::bad_request,
-                            "--agent-transport must be auto, serial or vsock");
-        } else if (a == "--exec-output-cap") {
-            std::string v = value();
-            try {
-                std::size_t used = 0;
-                o.execOutputCap = std::stoull(v, &used);
-                if (used != v.size()) throw std::invalid_argument(v);
-            } catch (const std::exception&) {
-                throw Error(ErrorCode::bad_request, "--exec-output-cap wants a number of bytes");
-            }
-            if (o.execOutputCap < 1024 || o.execOutputCap > (256u << 20))
-                throw Error(ErrorCode::bad_request,
-                            "--exec-output-cap must be between 1 KiB and 256 MiB");
-        } else if (a == "--default-timeout") {
-            std::string v = value();
-            try {
-                std::size_t used = 0;
-                o.defaultTimeoutS = std::stoll(v, &used);
-                if (used != v.size()) throw std::invalid_argument(v);
-            } catch (const std::exception&) {
-                throw Error(ErrorCode::bad_request, "--default-timeout wants a number of seconds");
-            }
-            if (o.defaultTimeoutS < 0 || o.defaultTimeoutS > 7 * 24 * 3600)
-                throw Error(ErrorCode::bad_request,
-                            "--default-timeout must be between 0 (none) and 604800");
-        } else if (a == "--policy") {
-            o.policyFile = value();
-        } else if (a == "--approval-timeout") {
-            std::string v = value();
-            if (v.empty() || v.size() > 7 ||
-                v.find_first_not_of("0123456789") != std::string::npos || std::stoll(v) < 10)
-                throw Error(ErrorCode::bad_request,
-                            "--approval-timeout wants a number of seconds (at least 10)");
-            o.approvalTimeoutS = std::stoll(v);
-        } else if (a == "--spare-vms") {
-            std::string v = value();
-            if (v.empty() || v.size() > 2 ||
-                v.find_first_not_of("0123456789") != std::string::npos || std::stoul(v) > 16)
-                throw Error(ErrorCode::bad_request, "--spare-vms wants a number from 0 to 16");
-            o.spareVms = static_cast<unsigned>(std::stoul(v));
-        } else if (a == "--warm-templates") {
-            std::string v = value();
-            o.warmTemplates.clear();
-            std::size_t start = 0;
-            while (start <= v.size()) {
-                auto comma = v.find(',', start);
-                std::string name =
-                    v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-                if (!name.empty()) o.warmTemplates.push_back(name);
-                if (comma == std::string::npos) break;
-                start = comma + 1;
-            }
-        } else if (a == "--push-branch-prefix") {
-            o.pushBranchPrefix = value();
-            if (o.pushBranchPrefix.empty() || o.pushBranchPrefix.size() > 100 ||
-                o.pushBranchPrefix.find("..") != std::string::npos || o.pushBranchPrefix[0] == '/')
-                throw Error(ErrorCode::bad_request,
-                            "--push-branch-prefix: a branch name prefix such as agent/");
-        } else if (a == "--package-upstream") {
-            o.packageUpstreams.push_back(value());
-            packages::PackageUpstreams::parse(o.packageUpstreams);  // a bad URL fails at start
-        } else if (a == "--package-cache-gib") {
-            o.packageCacheGib = static_cast<unsigned>(number(value(), 1, 1 << 20));
-        } else if (a == "--egress-allow-cidr") {
-            std::string v = value();
-            egress::CidrRange::parse(v);  // a typo is an error now, not a silent miss later
-            o.egressAllowCidrs.push_back(v);
-        } else if (a == "--egress-max-connections") {
-            o.egressMaxConnections = static_cast<unsigned>(number(value(), 1, 4096));
-        } else if (a == "--egress-bandwidth") {
-            o.egressBytesPerSecond = number(value(), 1024, 1ull << 40);
-        } else if (a == "--evidence-retention-days") {
-            o.evidenceRetentionDays = static_cast<unsigned>(number(value(), 1, 36500));
-        } else if (a == "--rotate-evidence-key") {
-            o.rotateEvidenceKey = true;
-        } else if (a == "--audit-retention-days") {
-            o.auditRetentionDays = static_cast<unsigned>(number(value(), 0, 36500));
-        } else if (a == "--max-tenant-requests") {
-            o.maxTenantRequests = static_cast<unsigned>(number(value(), 1, 100000));
-        } else if (a == "--max-connections") {
-            o.maxConnections = static_cast<unsigned>(number(value(), 16, 1000000));
-        } else if (a == "--qemu-uid-range") {
-            std::string v = value();
-            auto colon = v.find(':');
-            if (colon == std::string::npos)
-                throw Error(ErrorCode::bad_request, "--qemu-uid-range wants BASE:COUNT");
-            o.qemuUidBase = static_cast<unsigned>(number(v.substr(0, colon), 1000, 4000000000u));
-            o.qemuUidCount = static_cast<unsigned>(number(v.substr(colon + 1), 0, 1000000));
-            if (std::uint64_t(o.qemuUidBase) + o.qemuUidCount > 4294967294ull)
-                throw Error(ErrorCode::bad_request, "--qemu-uid-range runs past the largest uid");
-        } else if (a == "--sandbox-memory-overhead") {
-            o.sandboxMemoryOverheadMib = number(value(), 0, 1 << 20);
-            if (o.sandboxMemoryOverheadMib > 0 && o.sandboxMemoryOverheadMib < 128)
-                throw Error(ErrorCode::bad_request,
-                            "--sandbox-memory-overhead must be 0 (none) or at least 128 MiB");
-        } else if (a == "--disk-bandwidth") {
-            o.diskBytesPerSecond = number(value(), 0, 1ull << 40);
-        } else if (a == "--disk-iops") {
-            o.diskOpsPerSecond = number(value(), 0, 10000000);
-        } else if (a == "--max-disk-gib") {
-            o.maxDiskGib = static_cast<unsigned>(number(value(), 1, 1u << 20));
-        } else if (a == "--min-free-disk") {
-            o.minFreeDiskMib = number(value(), 0, 1ull << 30);
-        } else if (a == "--tcg-cache-mib") {
-            o.tcgCacheMib = static_cast<unsigned>(number(value(), 8, 4096));
-        } else if (a == "--free-page-reporting") {
-            std::string v = value();
-            if (v != "on" && v != "off")
-                throw Error(ErrorCode::bad_request, "--free-page-reporting wants on or off");
-            o.freePageReporting = v == "on";
-        } else if (a == "--ksm") {
-            o.ksm = value();
-            if (o.ksm != "auto" && o.ksm != "off")
-                throw Error(ErrorCode::bad_request, "--ksm wants auto or off");
-        } else if (a == "--log-level") {
-            o.logLevel = value();
-        } else {
-            throw Error(ErrorCode::bad_request, "unknown option " + a);
+            continue;
         }
+        const OptionSpec* spec = nullptr;
+        for (const auto& s : optionSpecs())
+            if (a == s.name) spec = &s;
+        if (!spec) bad("unknown option " + a);
+        if (!spec->value) {
+            spec->apply(o, a, "");
+            continue;
+        }
+        if (i + 1 >= args.size()) bad(a + " needs a value");
+        spec->apply(o, a, args[++i]);
     }
-    if (o.tlsCertFile.empty() != o.tlsKeyFile.empty())
-        throw Error(ErrorCode::bad_request, "--tls-cert and --tls-key go together");
+    if (o.tlsCertFile.empty() != o.tlsKeyFile.empty()) bad("--tls-cert and --tls-key go together");
     return o;
 }
 

@@ -1,13 +1,13 @@
-#include "daemon/DaemonOptions.hpp"
-
 #include <gtest/gtest.h>
+
+#include "daemon/DaemonOptions.hpp"
 
 namespace airlock {
 namespace {
 
 TEST(DaemonOptions, ParsesEveryFlag) {
-    auto o = parseDaemonOptions({"--listen", "0.0.0.0:9000", "--data-dir", "/d", "--templates-dir", "/t", "--accel",
-                                 "tcg", "--libvirt-uri", "qemu:///system"});
+    auto o = parseDaemonOptions({"--listen", "0.0.0.0:9000", "--data-dir", "/d", "--templates-dir",
+                                 "/t", "--accel", "tcg", "--libvirt-uri", "qemu:///system"});
     EXPECT_EQ(o.listenHost, "0.0.0.0");
     EXPECT_EQ(o.listenPort, 9000);
     EXPECT_EQ(o.dataDir, "/d");
@@ -17,14 +17,15 @@ TEST(DaemonOptions, ParsesEveryFlag) {
 }
 
 TEST(DaemonOptions, EgressAndRetentionFlags) {
-    auto o = parseDaemonOptions({"--egress-allow-cidr", "127.0.0.1/32", "--egress-allow-cidr", "fd00::/8",
-                                 "--egress-max-connections", "8", "--egress-bandwidth", "1048576",
-                                 "--audit-retention-days", "0"});
+    auto o = parseDaemonOptions({"--egress-allow-cidr", "127.0.0.1/32", "--egress-allow-cidr",
+                                 "fd00::/8", "--egress-max-connections", "8", "--egress-bandwidth",
+                                 "1048576", "--audit-retention-days", "0"});
     EXPECT_EQ(o.egressAllowCidrs, (std::vector<std::string>{"127.0.0.1/32", "fd00::/8"}));
     EXPECT_EQ(o.egressMaxConnections, 8u);
     EXPECT_EQ(o.egressBytesPerSecond, 1048576u);
     EXPECT_EQ(o.auditRetentionDays, 0u);
-    EXPECT_TRUE(parseDaemonOptions({}).egressAllowCidrs.empty()) << "no private range is open by default";
+    EXPECT_TRUE(parseDaemonOptions({}).egressAllowCidrs.empty())
+        << "no private range is open by default";
     EXPECT_ANY_THROW(parseDaemonOptions({"--egress-allow-cidr", "10.0.0.0/33"}));
     EXPECT_ANY_THROW(parseDaemonOptions({"--egress-allow-cidr", "localhost"}));
     EXPECT_ANY_THROW(parseDaemonOptions({"--egress-max-connections", "0"}));
@@ -33,8 +34,8 @@ TEST(DaemonOptions, EgressAndRetentionFlags) {
 }
 
 TEST(DaemonOptions, TlsAndMetricsListener) {
-    auto o = parseDaemonOptions({"--tls-cert", "/c.pem", "--tls-key", "/k.pem", "--metrics-listen",
-                                 "10.0.0.5:9100"});
+    auto o = parseDaemonOptions(
+        {"--tls-cert", "/c.pem", "--tls-key", "/k.pem", "--metrics-listen", "10.0.0.5:9100"});
     EXPECT_EQ(o.tlsCertFile, "/c.pem");
     EXPECT_EQ(o.tlsKeyFile, "/k.pem");
     EXPECT_EQ(o.metricsListenHost, "10.0.0.5");
@@ -54,7 +55,8 @@ TEST(DaemonOptions, HostMemoryLevers) {
     EXPECT_EQ(d.tcgCacheMib, 16u);
     EXPECT_TRUE(d.freePageReporting);
     EXPECT_EQ(d.ksm, "auto");
-    auto o = parseDaemonOptions({"--tcg-cache-mib", "256", "--free-page-reporting", "off", "--ksm", "off"});
+    auto o = parseDaemonOptions(
+        {"--tcg-cache-mib", "256", "--free-page-reporting", "off", "--ksm", "off"});
     EXPECT_EQ(o.tcgCacheMib, 256u);
     EXPECT_FALSE(o.freePageReporting);
     EXPECT_EQ(o.ksm, "off");
@@ -73,6 +75,24 @@ TEST(DaemonOptions, RejectsBadFlags) {
     EXPECT_ANY_THROW(parseDaemonOptions({"--exec-output-cap", "10"}));
     EXPECT_ANY_THROW(parseDaemonOptions({"--agent-transport", "pigeon"}));
     EXPECT_EQ(parseDaemonOptions({"--exec-output-cap", "65536"}).execOutputCap, 65536u);
+}
+
+TEST(DaemonOptions, TheUsageNamesEveryOptionTheParserKnows) {
+    std::string usage = daemonUsage();
+    std::size_t named = 0;
+    for (std::size_t at = usage.find("[--"); at != std::string::npos;
+         at = usage.find("[--", at + 1)) {
+        std::string option = usage.substr(at + 1, usage.find_first_of(" ]", at) - at - 1);
+        ++named;
+        try {
+            parseDaemonOptions({option});
+        } catch (const std::exception& e) {
+            EXPECT_EQ(std::string(e.what()).find("unknown option"), std::string::npos) << option;
+            EXPECT_NE(std::string(e.what()).find("needs a value"), std::string::npos) << option;
+        }
+    }
+    EXPECT_GE(named, 37u);
+    for (const auto& line : {usage.substr(0, usage.find('\n'))}) EXPECT_LE(line.size(), 100u);
 }
 
 }  // namespace
