@@ -24,11 +24,12 @@
 #include "api/TlsContext.hpp"
 #include "controller/SandboxController.hpp"
 #include "controller/TemplateCatalog.hpp"
-#include "daemon/HostMemorySharing.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/Log.hpp"
 #include "core/SecretCipher.hpp"
+#include "daemon/HostMemorySharing.hpp"
+#include "daemon/Housekeeping.hpp"
 #include "egress/EgressProxy.hpp"
 #include "evidence/EvidenceService.hpp"
 #include "hypervisor/AccelProbe.hpp"
@@ -238,41 +239,24 @@ int runDaemon(const DaemonOptions& options) {
             throw Error(ErrorCode::bad_request,
                         "--warm-templates: no template named '" + name + "'");
 
-    // Timeouts are enforced about once a second; warm templates are prepared
-    // in the background (creates boot cold until their snapshot is ready).
-    std::atomic<bool> stopping{false};
-    std::thread housekeeping([&] {
-        for (const auto& name : options.warmTemplates) {
-            if (stopping) break;
-            try {
-                controller.warmTemplate(name);
-            } catch (const std::exception& e) {
-                logError("airlockd", "cannot warm template " + name + ": " + e.what());
-            }
-        }
-        std::int64_t nextPrune = 0;
-        while (!stopping) {
-            try {
-                controller.enforceTimeouts();
-            } catch (const std::exception& e) {
-                logError("airlockd", std::string("timeout sweep: ") + e.what());
-            }
-            if (options.auditRetentionDays > 0 && nowUnixSeconds() >= nextPrune) {
-                nextPrune = nowUnixSeconds() + 600;
-                try {
-                    auto cutoff = formatUnixSeconds(
-                        nowUnixSeconds() - std::int64_t(options.auditRetentionDays) * 86400);
-                    if (auto n = audit.prune(cutoff))
-                        logInfo("airlockd", "audit retention: pruned " + std::to_string(n) +
-                                                " events of deleted sandboxes");
-                } catch (const std::exception& e) {
-                    logError("airlockd", std::string("audit retention: ") + e.what());
-                }
-            }
-            for (int i = 0; i < 10 && !stopping; ++i)
-                std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        }
-    });
+    // Warm templates are prepared first (creates boot cold until their
+    // snapshot is ready); then timeouts are enforced about once a second and
+    // the audit log pruned every ten minutes.
+    Housekeeping housekeeping("airlockd");
+    for (const auto& name : options.warmTemplates)
+        housekeeping.once("cannot warm template " + name,
+                          [&controller, name] { controller.warmTemplate(name); });
+    housekeeping.every(std::chrono::seconds(1), "timeout sweep",
+                       [&controller] { controller.enforceTimeouts(); });
+    if (options.auditRetentionDays > 0)
+        housekeeping.every(std::chrono::minutes(10), "audit retention", [&audit, &options] {
+            auto cutoff = formatUnixSeconds(nowUnixSeconds() -
+                                            std::int64_t(options.auditRetentionDays) * 86400);
+            if (auto n = audit.prune(cutoff))
+                logInfo("airlockd", "audit retention: pruned " + std::to_string(n) +
+                                        " events of deleted sandboxes");
+        });
+    housekeeping.start();
 
     workspace::WorkspaceConfig workspaceConfig;
     workspaceConfig.dataDir = dataDir;
@@ -330,21 +314,14 @@ int runDaemon(const DaemonOptions& options) {
         if (metricsServer) metricsServer->stop();
         ioc.stop();
     });
-    std::thread evidenceSweeper([&] {
-        while (!stopping) {
-            try {
-                evidence.collectExpired();
-            } catch (const std::exception& e) {
-                logError("airlockd", std::string("evidence retention: ") + e.what());
-            }
-            for (int i = 0; i < 600 && !stopping; ++i)
-                std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        }
-    });
+    // Its own thread: a long template warm-up never delays it.
+    Housekeeping evidenceSweeper("airlockd");
+    evidenceSweeper.every(std::chrono::minutes(1), "evidence retention",
+                          [&evidence] { evidence.collectExpired(); });
+    evidenceSweeper.start();
     ioc.run();
-    stopping = true;
-    housekeeping.join();
-    evidenceSweeper.join();
+    housekeeping.stop();
+    evidenceSweeper.stop();
     controller.shutdown();
     workers.stop();
     workers.join();
