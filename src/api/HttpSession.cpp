@@ -6,12 +6,10 @@
 #include <limits>
 
 #include "api/ConnectStreamSession.hpp"
-#include "api/DownloadSession.hpp"
 #include "api/E2bApi.hpp"
+#include "api/DownloadSession.hpp"
 #include "api/ErrorMapping.hpp"
 #include "api/PreviewProxySession.hpp"
-#include "api/UploadSession.hpp"
-#include "api/WsExecSession.hpp"
 #include "core/Log.hpp"
 
 namespace airlock::api {
@@ -122,7 +120,7 @@ void HttpSession::onHeader(beast::error_code ec) {
         if (target) return startE2b(std::move(head), std::move(*target));
     }
     auto match = router_.matchStream(head.method, head.path);
-    if (match.kind != Router::StreamKind::none) return startStream(match, std::move(head));
+    if (match.factory) return startStream(match, std::move(head));
     if (auto length = header_->content_length(); length && *length > limits_.maxBodyBytes)
         return respond(errorResponse(ErrorCode::payload_too_large,
                                      "request body exceeds " +
@@ -217,71 +215,8 @@ void HttpSession::startStream(const Router::StreamMatch& match, ApiRequest reque
     StreamContext ctx{controller_,  workers_,        std::move(request), std::move(tenant),
                       match.params, std::move(slot), connectionSlot_};
     stream_.expires_never();
-    switch (match.kind) {
-        case Router::StreamKind::exec_websocket: {
-            auto head = header_->release();
-            if (!beast::websocket::is_upgrade(head))
-                return respond(
-                    errorResponse(ErrorCode::bad_request, "this endpoint speaks WebSocket only"),
-                    false, 11);
-            std::make_shared<WsExecSession>(std::move(stream_), std::move(head), std::move(ctx))
-                ->start();
-            return;
-        }
-        case Router::StreamKind::upload: {
-            // The parser keeps its state (and what it buffered) across the move.
-            std::make_shared<UploadSession>(std::move(stream_), std::move(buffer_),
-                                            std::move(*header_), std::move(ctx))
-                ->start();
-            return;
-        }
-        case Router::StreamKind::download: {
-            auto path =
-                ctx.request.query.count("path") ? ctx.request.query.at("path") : std::string();
-            auto& controller = controller_;
-            auto tenantId = ctx.tenant;
-            auto sandbox = ctx.params[0];
-            std::make_shared<DownloadSession>(
-                std::move(stream_), std::move(ctx),
-                [&controller, tenantId, sandbox, path](AgentStream::Handler h) {
-                    return controller.openDownload(tenantId, sandbox, path, std::move(h));
-                },
-                true, "application/octet-stream")
-                ->start();
-            return;
-        }
-        case Router::StreamKind::process_logs: {
-            auto follow =
-                ctx.request.query.count("follow") ? ctx.request.query.at("follow") : std::string();
-            bool doFollow = follow == "1" || follow == "true";
-            auto& controller = controller_;
-            auto tenantId = ctx.tenant;
-            auto sandbox = ctx.params[0];
-            auto process = ctx.params[1];
-            std::make_shared<DownloadSession>(
-                std::move(stream_), std::move(ctx),
-                [&controller, tenantId, sandbox, process, doFollow](AgentStream::Handler h) {
-                    return controller.openProcessLogs(tenantId, sandbox, process, doFollow,
-                                                      std::move(h));
-                },
-                false, "text/plain; charset=utf-8")
-                ->start();
-            return;
-        }
-        case Router::StreamKind::preview:
-            if (!router_.publicDomain().empty())
-                return respond(errorResponse(ErrorCode::not_found,
-                                             "previews are served on their own origin "
-                                             "(<token>.<port>-<sandbox>." +
-                                                 router_.publicDomain() + "): see the port's url"),
-                               false, 11);
-            std::make_shared<PreviewProxySession>(std::move(stream_), std::move(buffer_),
-                                                  header_->release(), std::move(ctx))
-                ->start();
-            return;
-        case Router::StreamKind::none:
-            return;
-    }
+    StreamHandover handover{stream_, buffer_, *header_, std::move(ctx)};
+    if (auto refusal = (*match.factory)(handover)) respond(std::move(*refusal), false, 11);
 }
 
 void HttpSession::startE2b(ApiRequest head, E2bEnvd::Target target) {

@@ -34,13 +34,13 @@ json portJson(const ExposedPort& p, const Router::Context& c, const std::string&
     if (!publicDomain.empty()) {
         // Its own origin: <token>.<port>-<id>.<domain>, on the listener's port.
         auto colon = host.rfind(':');
-        std::string portSuffix =
-            colon != std::string::npos && host.find(']') == std::string::npos ? host.substr(colon)
-            : listenPort && listenPort != 80                                   ? ":" + std::to_string(listenPort)
-                                                                               : "";
+        std::string portSuffix = colon != std::string::npos && host.find(']') == std::string::npos
+                                     ? host.substr(colon)
+                                 : listenPort && listenPort != 80 ? ":" + std::to_string(listenPort)
+                                                                  : "";
         return {{"port", p.port},
-                {"url", "http://" + p.token + "." + std::to_string(p.port) + "-" + p.sandboxId + "." +
-                            publicDomain + portSuffix + "/"},
+                {"url", "http://" + p.token + "." + std::to_string(p.port) + "-" + p.sandboxId +
+                            "." + publicDomain + portSuffix + "/"},
                 {"created_at", p.createdAt}};
     }
     return {{"port", p.port},
@@ -98,14 +98,16 @@ void Router::add(std::string method, const std::string& pattern, Roles roles, Ha
 
 void Router::addAsync(std::string method, const std::string& pattern, Roles roles,
                       AsyncHandler handler) {
-    routes_.push_back(Route{std::move(method), splitPath(pattern), roles, std::move(handler)});
+    routes_.push_back(
+        Route{std::move(method), splitPath(pattern), roles, std::move(handler), nullptr, false});
 }
 
 void Router::addStream(std::string method, const std::string& pattern, Roles roles,
-                       StreamKind kind) {
+                       StreamFactory factory) {
     bool prefix = pattern.size() > 3 && pattern.substr(pattern.size() - 3) == "/**";
     std::string p = prefix ? pattern.substr(0, pattern.size() - 3) : pattern;
-    streamRoutes_.push_back(StreamRoute{std::move(method), splitPath(p), roles, kind, prefix});
+    routes_.push_back(
+        Route{std::move(method), splitPath(p), roles, nullptr, std::move(factory), prefix});
 }
 
 namespace {
@@ -150,9 +152,9 @@ std::optional<std::string> Router::ownerOf(const std::string& id) {
 
 std::vector<Router::RouteInfo> Router::routeTable() const {
     std::vector<RouteInfo> out;
-    for (const auto& r : routes_) out.push_back({r.method, joinPattern(r.pattern), r.roles, false});
-    for (const auto& r : streamRoutes_)
-        out.push_back({r.method, joinPattern(r.pattern) + (r.prefix ? "/**" : ""), r.roles, true});
+    for (const auto& r : routes_)
+        out.push_back({r.method, joinPattern(r.pattern) + (r.prefix ? "/**" : ""), r.roles,
+                       r.stream != nullptr});
     return out;
 }
 
@@ -172,10 +174,10 @@ bool Router::matchPattern(const std::vector<std::string>& pattern,
 
 Router::StreamMatch Router::matchStream(const std::string& method, const std::string& path) const {
     auto segments = splitPath(path);
-    for (const auto& r : streamRoutes_) {
+    for (const auto& r : routes_) {
         std::vector<std::string> params;
-        if (r.method == method && matchPattern(r.pattern, segments, params, r.prefix))
-            return StreamMatch{r.kind, r.roles, std::move(params)};
+        if (r.stream && r.method == method && matchPattern(r.pattern, segments, params, r.prefix))
+            return StreamMatch{&r.stream, r.roles, std::move(params)};
     }
     return {};
 }
@@ -388,13 +390,7 @@ Router::Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& 
     addWorkspaceRoutes();
     addEvidenceRoutes();
 
-    // Streaming routes: served by the HTTP session's streaming sessions.
-    addStream("GET", "/v1/sandboxes/{}/exec/ws", kDrivers, StreamKind::exec_websocket);
-    addStream("PUT", "/v1/sandboxes/{}/files", kDrivers, StreamKind::upload);
-    addStream("GET", "/v1/sandboxes/{}/files", kDrivers, StreamKind::download);
-    addStream("GET", "/v1/sandboxes/{}/processes/{}/logs", kDrivers, StreamKind::process_logs);
-    for (const char* m : {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
-        addStream(m, "/preview/{}/{}/{}/**", kPublic, StreamKind::preview);
+    addStreamRoutes();
 
     // Files and directories (paths are resolved inside the guest).
     add("GET", "/v1/sandboxes/{}/fs", kDrivers, [this](Context& c) {
@@ -473,9 +469,8 @@ Router::Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& 
         auto p = body["port"].get<std::int64_t>();
         if (p < 1 || p > 65535) throw Error(ErrorCode::bad_request, "'port' must be 1-65535");
         return jsonResponse(
-            201,
-            portJson(controller_.exposePort(c.tenant, c.params[0], static_cast<unsigned>(p)), c,
-                     publicDomain_, listenPort_));
+            201, portJson(controller_.exposePort(c.tenant, c.params[0], static_cast<unsigned>(p)),
+                          c, publicDomain_, listenPort_));
     });
     add("GET", "/v1/sandboxes/{}/ports", kDrivers, [this](Context& c) {
         json list = json::array();
@@ -500,9 +495,14 @@ void Router::dispatch(const ApiRequest& request, Respond& respond) {
     bool pathMatched = false;
     for (const auto& route : routes_) {
         std::vector<std::string> params;
-        if (!matchPattern(route.pattern, segments, params)) continue;
+        if (!matchPattern(route.pattern, segments, params, route.prefix)) continue;
         pathMatched = true;
         if (route.method != request.method) continue;
+        // The HTTP session serves streaming routes before a request gets here.
+        if (route.stream)
+            return respond(errorResponse(
+                ErrorCode::bad_request, request.method + " " + request.path +
+                                            " streams: it is served over a connection of its own"));
         Context ctx{request, {}, std::move(params), {}};
         if (route.roles != kPublic)
             std::tie(ctx.principal, ctx.tenant) = authorize(request, route.roles, ctx.params);

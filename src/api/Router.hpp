@@ -6,6 +6,7 @@
 
 #include "api/Authenticator.hpp"
 #include "api/HttpTypes.hpp"
+#include "api/StreamContext.hpp"
 #include "api/TenantLimiter.hpp"
 #include "controller/SandboxController.hpp"
 #include "workspace/WorkspaceService.hpp"
@@ -83,10 +84,10 @@ class Router {
     }
     const std::string& publicDomain() const { return publicDomain_; }
 
-    // Routes whose bodies stream (the HTTP session serves them itself).
-    enum class StreamKind { none, exec_websocket, upload, download, process_logs, preview };
+    // Routes whose bodies stream: the HTTP session authorizes the caller,
+    // then hands the connection to the route's factory.
     struct StreamMatch {
-        StreamKind kind = StreamKind::none;
+        const StreamFactory* factory = nullptr;  // none: not a streaming route
         Roles roles = kDrivers;
         std::vector<std::string> params;
     };
@@ -108,16 +109,22 @@ class Router {
     std::string metricsText();
 
   private:
+    // One entry of the table: a JSON handler, or a stream factory.
     struct Route {
         std::string method;
         std::vector<std::string> pattern;  // "{}" matches one segment
         Roles roles;
         AsyncHandler handler;
+        StreamFactory stream;
+        bool prefix = false;  // the pattern matches the start of the path (previews)
     };
     void add(std::string method, const std::string& pattern, Roles roles, Handler handler);
     void addAsync(std::string method, const std::string& pattern, Roles roles,
                   AsyncHandler handler);
-    void addStream(std::string method, const std::string& pattern, Roles roles, StreamKind kind);
+    // A pattern ending in "/**" matches every path below it.
+    void addStream(std::string method, const std::string& pattern, Roles roles,
+                   StreamFactory factory);
+    void addStreamRoutes();
     void addKeyRoutes();
     void addWorkspaceRoutes();
     workspace::WorkspaceService& workspaces();
@@ -127,14 +134,6 @@ class Router {
     static bool matchPattern(const std::vector<std::string>& pattern,
                              const std::vector<std::string>& segments,
                              std::vector<std::string>& params, bool prefix = false);
-    struct StreamRoute {
-        std::string method;
-        std::vector<std::string> pattern;
-        Roles roles;
-        StreamKind kind;
-        bool prefix;  // the pattern matches the start of the path (preview)
-    };
-    std::vector<StreamRoute> streamRoutes_;
     void dispatch(const ApiRequest& request, Respond& respond);
 
     SandboxController& controller_;

@@ -2,7 +2,9 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "api/HttpTypes.hpp"
@@ -23,6 +25,18 @@ struct StreamContext {
     std::shared_ptr<void> tenantSlot;
     std::shared_ptr<void> connectionSlot;
 };
+
+// A connection handed to a streaming route once its caller was authorized:
+// the socket, what was read past the header, the header's parser (its state
+// goes with it) and the context. A route's factory moves what it takes into
+// its session, or leaves them and returns the error to answer.
+struct StreamHandover {
+    boost::beast::tcp_stream& stream;
+    boost::beast::flat_buffer& buffer;
+    boost::beast::http::request_parser<boost::beast::http::empty_body>& header;
+    StreamContext context;
+};
+using StreamFactory = std::function<std::optional<ApiResponse>(StreamHandover& handover)>;
 
 // Writes a complete small response and closes: used by streaming sessions
 // for errors before their stream started.
