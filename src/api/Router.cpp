@@ -17,66 +17,6 @@
 #include "packages/PackageRules.hpp"
 
 namespace airlock::api {
-namespace {
-using nlohmann::json;
-
-std::string queryValue(const Router::Context& c, const char* key) {
-    auto it = c.request.query.find(key);
-    if (it == c.request.query.end() || it->second.empty())
-        throw Error(ErrorCode::bad_request,
-                    std::string("query parameter '") + key + "' is required");
-    return it->second;
-}
-
-json portJson(const ExposedPort& p, const Router::Context& c, const std::string& publicDomain,
-              unsigned listenPort) {
-    std::string host = c.request.host.empty() ? "127.0.0.1:8080" : c.request.host;
-    if (!publicDomain.empty()) {
-        // Its own origin: <token>.<port>-<id>.<domain>, on the listener's port.
-        auto colon = host.rfind(':');
-        std::string portSuffix = colon != std::string::npos && host.find(']') == std::string::npos
-                                     ? host.substr(colon)
-                                 : listenPort && listenPort != 80 ? ":" + std::to_string(listenPort)
-                                                                  : "";
-        return {{"port", p.port},
-                {"url", "http://" + p.token + "." + std::to_string(p.port) + "-" + p.sandboxId +
-                            "." + publicDomain + portSuffix + "/"},
-                {"created_at", p.createdAt}};
-    }
-    return {{"port", p.port},
-            {"url", "http://" + host + "/preview/" + p.sandboxId + "/" + std::to_string(p.port) +
-                        "/" + p.token + "/"},
-            {"created_at", p.createdAt}};
-}
-
-// What every sandbox is held to, as /healthz states it.
-json limitsJson(const EnforcedLimits& l) {
-    return {{"cpu", l.cpuQuota ? "cgroup quota of vcpus x 100% for the whole QEMU process"
-                               : "none (vcpu count only)"},
-            {"memory", l.memoryOverheadMib > 0 ? "cgroup hard limit: guest memory_mib + " +
-                                                     std::to_string(l.memoryOverheadMib) + " MiB"
-                                               : "none"},
-            {"disk",
-             "qcow2 overlay bounded by the sandbox's disk_gib (its virtual size; the guest sees "
-             "ENOSPC); "
-             "a create needs its whole disk free above min_free_disk_mib"},
-            {"disk_io", l.diskBytesPerSecond || l.diskOpsPerSecond
-                            ? json{{"bytes_per_second", l.diskBytesPerSecond},
-                                   {"ops_per_second", l.diskOpsPerSecond}}
-                            : json("none")},
-            {"min_free_disk_mib", l.minFreeDiskMib},
-            {"qemu_uid", l.ownUidPerSandbox ? "one uid per sandbox" : "shared QEMU user"},
-            {"host_memory",
-             {{"tcg_cache_mib", l.tcgCacheMib},
-              {"free_page_reporting", l.freePageReporting},
-              {"kernel_samepage_merging", l.memorySharing}}}};
-}
-
-// What a listing covers: the caller's tenant, or for an admin every tenant.
-TenantScope scopeOf(const Router::Context& c) {
-    return c.admin() ? TenantScope::all() : TenantScope::only(c.tenant);
-}
-}  // namespace
 
 std::vector<std::string> splitPath(const std::string& path) {
     std::vector<std::string> out;
@@ -94,6 +34,25 @@ std::vector<std::string> splitPath(const std::string& path) {
 void Router::add(std::string method, const std::string& pattern, Roles roles, Handler handler) {
     addAsync(std::move(method), pattern, roles,
              [handler = std::move(handler)](Context& c, Respond respond) { respond(handler(c)); });
+}
+
+void Router::add(std::string method, const std::string& pattern, Roles roles,
+                 ApiResponse (Router::*handler)(Context&)) {
+    add(std::move(method), pattern, roles,
+        [this, handler](Context& c) { return (this->*handler)(c); });
+}
+
+void Router::add(std::string method, const std::string& pattern, Roles roles,
+                 void (Router::*handler)(Context&, Respond)) {
+    addAsync(std::move(method), pattern, roles, [this, handler](Context& c, Respond respond) {
+        (this->*handler)(c, std::move(respond));
+    });
+}
+
+void Router::addStream(std::string method, const std::string& pattern, Roles roles,
+                       std::optional<ApiResponse> (Router::*factory)(StreamHandover&)) {
+    addStream(std::move(method), pattern, roles,
+              StreamFactory([this, factory](StreamHandover& h) { return (this->*factory)(h); }));
 }
 
 void Router::addAsync(std::string method, const std::string& pattern, Roles roles,
@@ -189,305 +148,81 @@ Router::Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& 
       keys_(keys),
       version_(std::move(version)),
       limiter_(perTenantLimit) {
-    add("GET", "/healthz", kPublic, [this](Context&) {
-        return jsonResponse(
-            200,
-            {{"status", "ok"},
-             {"accel", accelName(controller_.accel())},
-             {"agent_transport",
-              controller_.transport() == AgentTransportKind::vsock ? "vsock" : "virtio-serial"},
-             {"version", version_},
-             {"templates", controller_.templates().list().size()},
-             {"limits", limitsJson(controller_.enforcedLimits())}});
-    });
-    add("GET", "/v1/templates", kAnyRole, [this](Context&) {
-        json list = json::array();
-        for (const auto& t : controller_.templates().list())
-            list.push_back({{"name", t.name},
-                            {"vcpus", t.vcpus},
-                            {"memory_mib", t.memoryMib},
-                            {"digest", t.digest},
-                            {"kernel_version", t.kernelVersion},
-                            {"has_disk", !t.diskPath.empty()},
-                            {"warm", controller_.hasWarmSnapshot(t.name)}});
-        return jsonResponse(200, {{"templates", list}});
-    });
-    add("POST", "/v1/sandboxes", kDrivers, [this](Context& c) {
-        auto request = parseCreateSandbox(c.request.body);
-        // The agent never loosens its own package rules (a dry run among them).
-        request.packagesTightenOnly = c.principal.role == Role::agent;
-        if (request.workspace)
-            return jsonResponse(201, sandboxJson(workspaces().createSandbox(c.tenant, request)));
-        return jsonResponse(201, sandboxJson(controller_.create(c.tenant, request)));
-    });
-    add("GET", "/v1/sandboxes", kAnyRole, [this](Context& c) {
-        json list = json::array();
-        // An admin sees every tenant's, each naming its tenant.
-        for (const auto& r : controller_.list(scopeOf(c))) {
-            list.push_back(sandboxJson(r));
-            if (c.admin()) list.back()["tenant"] = r.tenant;
-        }
-        return jsonResponse(200, {{"sandboxes", list}});
-    });
-    add("GET", "/v1/sandboxes/{}", kAnyRole, [this](Context& c) {
-        return jsonResponse(200, sandboxJson(controller_.get(c.tenant, c.params[0])));
-    });
-    add("DELETE", "/v1/sandboxes/{}", kDrivers, [this](Context& c) {
-        controller_.destroy(c.tenant, c.params[0]);
-        return ApiResponse{204, "", ""};
-    });
-    add("POST", "/v1/sandboxes/{}/pause", kDrivers, [this](Context& c) {
-        parseEmptyBody(c.request.body, "pause request");
-        return jsonResponse(200, sandboxJson(controller_.pause(c.tenant, c.params[0])));
-    });
-    add("POST", "/v1/sandboxes/{}/resume", kDrivers, [this](Context& c) {
-        parseEmptyBody(c.request.body, "resume request");
-        return jsonResponse(200, sandboxJson(controller_.resume(c.tenant, c.params[0])));
-    });
-    add("POST", "/v1/sandboxes/{}/timeout", kDrivers, [this](Context& c) {
-        controller_.get(c.tenant, c.params[0]);
-        auto timeout = parseTimeoutUpdate(c.request.body);
-        return jsonResponse(200,
-                            sandboxJson(controller_.setTimeout(c.tenant, c.params[0], timeout)));
-    });
-    add("PUT", "/v1/sandboxes/{}/network", kDrivers, [this](Context& c) {
-        controller_.get(c.tenant, c.params[0]);
-        auto allow = parseNetworkUpdate(c.request.body);
-        return jsonResponse(200, sandboxJson(controller_.setNetwork(c.tenant, c.params[0], allow)));
-    });
-    add("POST", "/v1/sandboxes/{}/snapshots", kDrivers, [this](Context& c) {
-        controller_.get(c.tenant, c.params[0]);
-        parseEmptyBody(c.request.body, "snapshot request");
-        return jsonResponse(201, snapshotJson(controller_.snapshot(c.tenant, c.params[0])));
-    });
-    add("GET", "/v1/snapshots", kAnyRole, [this](Context& c) {
-        json list = json::array();
-        for (const auto& s : controller_.listSnapshots(scopeOf(c))) {
-            list.push_back(snapshotJson(s));
-            if (c.admin()) list.back()["tenant"] = s.tenant;
-        }
-        return jsonResponse(200, {{"snapshots", list}});
-    });
-    add("GET", "/v1/snapshots/{}", kAnyRole, [this](Context& c) {
-        return jsonResponse(200, snapshotJson(controller_.getSnapshot(c.tenant, c.params[0])));
-    });
-    add("DELETE", "/v1/snapshots/{}", kDrivers, [this](Context& c) {
-        controller_.deleteSnapshot(c.tenant, c.params[0]);
-        return ApiResponse{204, "", ""};
-    });
-    addAsync("POST", "/v1/sandboxes/{}/exec", kDrivers, [this](Context& c, Respond respond) {
-        // Existence first: a missing sandbox is 404 whatever the body says.
-        controller_.get(c.tenant, c.params[0]);
-        auto options = parseExec(c.request.body);
-        // No thread waits for the command: its end answers the request.
-        ApiRequest label{c.request.method, c.request.path, {}, {}, {}, {}, {}, {}};
-        auto pending = controller_.submitExecAsync(
-            c.tenant, c.params[0], options,
-            [respond, label](std::optional<ExecOutput> out, std::exception_ptr error) {
-                if (out) return respond(jsonResponse(200, execOutputJson(*out)));
-                respond(responseFor(error, label));
-            });
-        if (pending) {
-            // Held for a human: 202 with the handles to follow it.
-            auto j = gatedExecJson(*pending);
-            respond(jsonResponse(202, {{"exec_id", j["exec_id"]},
-                                       {"approval_id", j["approval_id"]},
-                                       {"state", j["state"]},
-                                       {"class", j["class"]},
-                                       {"reason", j["reason"]},
-                                       {"expires_at", j["expires_at"]}}));
-        }
-    });
-    add("GET", "/v1/sandboxes/{}/execs/{}", kAnyRole, [this](Context& c) {
-        return jsonResponse(200,
-                            gatedExecJson(controller_.getExec(c.tenant, c.params[0], c.params[1])));
-    });
-    add("GET", "/v1/approvals", kReviewers, [this](Context& c) {
-        json list = json::array();
-        for (const auto& g : controller_.pendingApprovals(scopeOf(c))) {
-            auto j = gatedExecJson(g);
-            list.push_back({{"id", g.approvalId},
-                            {"exec_id", g.id},
-                            {"sandbox", g.sandboxId},
-                            {"command", g.command},
-                            {"class", g.commandClass},
-                            {"reason", g.reason},
-                            {"requested_at", g.requestedAt},
-                            {"expires_at", j["expires_at"]}});
-            if (c.admin()) list.back()["tenant"] = g.tenant;
-        }
-        return jsonResponse(200, {{"approvals", list}});
-    });
-    addAsync("POST", "/v1/approvals/{}", kReviewers, [this](Context& c, Respond respond) {
-        auto decision = parseApprovalDecision(c.request.body);
-        // The deciding key by id and name, not just its tenant.
-        auto g =
-            controller_.decideApproval(c.tenant, c.params[0], decision.approve, decision.reason,
-                                       "key:" + c.principal.keyId + " (" + c.principal.keyName +
-                                           ", " + roleName(c.principal.role) + ")");
-        if (g.state != "running") return respond(jsonResponse(200, gatedExecJson(g)));
-        // An approved command is answered with its outcome when it ends
-        // within a bounded wait (else with its state then: GET the exec
-        // later). No thread waits: the controller's timer looks again.
-        controller_.awaitGated(g.id, std::chrono::seconds(120), [respond](GatedExec now) {
-            respond(jsonResponse(200, gatedExecJson(now)));
-        });
-    });
-    add("GET", "/v1/sandboxes/{}/packages", kAnyRole, [this](Context& c) {
-        // The package proxy's records of this sandbox, oldest first.
-        auto param = [&](const char* k) {
-            return c.request.query.count(k) ? c.request.query.at(k) : std::string();
-        };
-        std::string ecosystem = param("ecosystem"), decision = param("decision");
-        if (!ecosystem.empty() && !packages::parseEcosystem(ecosystem))
-            throw Error(ErrorCode::bad_request, "'ecosystem' must be npm, pypi or apt");
-        if (!decision.empty() && decision != "allow" && decision != "deny" && decision != "approve")
-            throw Error(ErrorCode::bad_request, "'decision' must be allow, deny or approve");
-        AuditQuery q;
-        q.type = "package.";
-        q.limit = 10000;
-        json list = json::array();
-        for (const auto& e : controller_.audit(c.tenant, c.params[0], q)) {
-            auto data = json::parse(e.dataJson, nullptr, false);
-            if (!data.is_object()) continue;
-            if (!ecosystem.empty() && data.value("ecosystem", "") != ecosystem) continue;
-            if (!decision.empty() && data.value("decision", "") != decision) continue;
-            json item{{"seq", e.seq}, {"at", e.at}, {"type", e.type}};
-            item.update(data);
-            list.push_back(std::move(item));
-        }
-        return jsonResponse(200, {{"packages", list}});
-    });
-    add("GET", "/v1/sandboxes/{}/audit", kAnyRole, [this](Context& c) {
-        AuditQuery q;
-        auto param = [&](const char* k) {
-            return c.request.query.count(k) ? c.request.query.at(k) : std::string();
-        };
-        q.type = param("type");
-        q.since = param("since");
-        auto number = [&](const char* k, std::int64_t def, std::int64_t max) -> std::int64_t {
-            std::string v = param(k);
-            if (v.empty()) return def;
-            if (v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos)
-                throw Error(ErrorCode::bad_request,
-                            std::string("'") + k + "' must be a non-negative integer");
-            return std::min<std::int64_t>(std::stoll(v), max);
-        };
-        q.after = number("after", 0, INT64_MAX);
-        q.limit = static_cast<int>(number("limit", 200, 1000));
-        json events = json::array();
-        std::int64_t last = q.after;
-        for (const auto& e : controller_.audit(c.tenant, c.params[0], q)) {
-            events.push_back(auditEventJson(e));
-            last = e.seq;
-        }
-        json out{{"events", events}};
-        if (static_cast<int>(events.size()) == q.limit) out["next_after"] = last;
-        return jsonResponse(200, out);
-    });
+    // Service, templates, sandboxes and snapshots (RouterSandboxes.cpp).
+    add("GET", "/healthz", kPublic, &Router::health);
+    add("GET", "/v1/templates", kAnyRole, &Router::listTemplates);
+    add("POST", "/v1/sandboxes", kDrivers, &Router::createSandbox);
+    add("GET", "/v1/sandboxes", kAnyRole, &Router::listSandboxes);
+    add("GET", "/v1/sandboxes/{}", kAnyRole, &Router::getSandbox);
+    add("DELETE", "/v1/sandboxes/{}", kDrivers, &Router::deleteSandbox);
+    add("POST", "/v1/sandboxes/{}/pause", kDrivers, &Router::pauseSandbox);
+    add("POST", "/v1/sandboxes/{}/resume", kDrivers, &Router::resumeSandbox);
+    add("POST", "/v1/sandboxes/{}/timeout", kDrivers, &Router::setSandboxTimeout);
+    add("PUT", "/v1/sandboxes/{}/network", kDrivers, &Router::setSandboxNetwork);
+    add("POST", "/v1/sandboxes/{}/snapshots", kDrivers, &Router::snapshotSandbox);
+    add("GET", "/v1/snapshots", kAnyRole, &Router::listSnapshots);
+    add("GET", "/v1/snapshots/{}", kAnyRole, &Router::getSnapshot);
+    add("DELETE", "/v1/snapshots/{}", kDrivers, &Router::deleteSnapshot);
 
-    addKeyRoutes();
-    addWorkspaceRoutes();
-    addEvidenceRoutes();
+    // Commands, approvals, package and audit records (RouterExecs.cpp).
+    add("POST", "/v1/sandboxes/{}/exec", kDrivers, &Router::execInSandbox);
+    add("GET", "/v1/sandboxes/{}/execs/{}", kAnyRole, &Router::getExec);
+    add("GET", "/v1/approvals", kReviewers, &Router::listApprovals);
+    add("POST", "/v1/approvals/{}", kReviewers, &Router::decideApproval);
+    add("GET", "/v1/sandboxes/{}/packages", kAnyRole, &Router::listSandboxPackages);
+    add("GET", "/v1/sandboxes/{}/audit", kAnyRole, &Router::listSandboxAudit);
 
-    addStreamRoutes();
+    // Keys, tenants, metrics: admin (RouterKeys.cpp).
+    add("POST", "/v1/keys", kAdmins, &Router::createKey);
+    add("GET", "/v1/keys", kAdmins, &Router::listKeys);
+    add("DELETE", "/v1/keys/{}", kAdmins, &Router::deleteKey);
+    add("PUT", "/v1/tenants/{}", kAdmins, &Router::setTenant);
+    add("GET", "/v1/tenants/{}", kAdmins, &Router::getTenant);
+    add("GET", "/v1/tenants", kAdmins, &Router::listTenants);
+    add("GET", "/metrics", kAdmins, &Router::getMetrics);
 
-    // Files and directories (paths are resolved inside the guest).
-    add("GET", "/v1/sandboxes/{}/fs", kDrivers, [this](Context& c) {
-        json r{{"action", "list"}, {"path", queryValue(c, "path")}};
-        return jsonResponse(200, controller_.fileOp(c.tenant, c.params[0], r));
-    });
-    add("DELETE", "/v1/sandboxes/{}/files", kDrivers, [this](Context& c) {
-        std::string recursive =
-            c.request.query.count("recursive") ? c.request.query.at("recursive") : "";
-        json r{{"action", "remove"},
-               {"path", queryValue(c, "path")},
-               {"recursive", recursive == "1" || recursive == "true"}};
-        controller_.fileOp(c.tenant, c.params[0], r);
-        return ApiResponse{204, "", ""};
-    });
-    add("POST", "/v1/sandboxes/{}/fs/mkdir", kDrivers, [this](Context& c) {
-        json body = parseJsonBody(c.request.body);
-        rejectUnknownFields(body, {"path"}, "mkdir request");
-        json r{{"action", "mkdir"}, {"path", stringField(body, "path")}};
-        return jsonResponse(201, controller_.fileOp(c.tenant, c.params[0], r));
-    });
-    add("POST", "/v1/sandboxes/{}/fs/move", kDrivers, [this](Context& c) {
-        json body = parseJsonBody(c.request.body);
-        rejectUnknownFields(body, {"from", "to"}, "move request");
-        json r{{"action", "move"},
-               {"path", stringField(body, "from")},
-               {"to", stringField(body, "to")}};
-        if (r["to"].get<std::string>().empty() || r["to"].get<std::string>()[0] != '/')
-            throw Error(ErrorCode::bad_request, "'to' must be an absolute path");
-        return jsonResponse(200, controller_.fileOp(c.tenant, c.params[0], r));
-    });
+    // Credentials and repository workspaces (RouterWorkspaces.cpp).
+    add("POST", "/v1/credentials", kAdmins, &Router::createCredential);
+    add("GET", "/v1/credentials", kAnyRole, &Router::listCredentials);
+    add("DELETE", "/v1/credentials/{}", kAdmins, &Router::deleteCredential);
+    add("GET", "/v1/sandboxes/{}/workspace", kAnyRole, &Router::getWorkspace);
+    add("GET", "/v1/sandboxes/{}/workspace/diff", kAnyRole, &Router::getWorkspaceDiff);
+    add("POST", "/v1/sandboxes/{}/workspace/commit", kDrivers, &Router::commitWorkspace);
+    add("POST", "/v1/sandboxes/{}/workspace/push", kDrivers, &Router::requestPush);
+    add("GET", "/v1/sandboxes/{}/workspace/pushes/{}", kAnyRole, &Router::getPush);
+    add("POST", "/v1/sandboxes/{}/workspace/reset", kDrivers, &Router::resetWorkspace);
 
-    // Background processes.
-    add("POST", "/v1/sandboxes/{}/processes", kDrivers, [this](Context& c) {
-        controller_.get(c.tenant, c.params[0]);
-        auto request = parseProcessStart(c.request.body);
-        return jsonResponse(201, controller_.processOp(c.tenant, c.params[0], request));
-    });
-    add("GET", "/v1/sandboxes/{}/processes", kDrivers, [this](Context& c) {
-        return jsonResponse(200,
-                            controller_.processOp(c.tenant, c.params[0], {{"op", "process_list"}}));
-    });
-    add("GET", "/v1/sandboxes/{}/processes/{}", kDrivers, [this](Context& c) {
-        return jsonResponse(200,
-                            controller_.processOp(c.tenant, c.params[0],
-                                                  {{"op", "process_get"}, {"id", c.params[1]}}));
-    });
-    add("POST", "/v1/sandboxes/{}/processes/{}/signal", kDrivers, [this](Context& c) {
-        json body = parseJsonBody(c.request.body);
-        rejectUnknownFields(body, {"signal"}, "signal request");
-        std::string sig = body.contains("signal") ? stringField(body, "signal") : "TERM";
-        return jsonResponse(200,
-                            controller_.processOp(
-                                c.tenant, c.params[0],
-                                {{"op", "process_signal"}, {"id", c.params[1]}, {"signal", sig}}));
-    });
-    add("POST", "/v1/sandboxes/{}/processes/{}/stdin", kDrivers, [this](Context& c) {
-        json body = parseJsonBody(c.request.body);
-        rejectUnknownFields(body, {"data", "eof"}, "stdin request");
-        json r{{"op", "process_stdin"}, {"id", c.params[1]}};
-        if (body.contains("data")) r["data"] = stringField(body, "data");
-        if (body.contains("eof")) {
-            if (!body["eof"].is_boolean())
-                throw Error(ErrorCode::bad_request, "'eof' must be a boolean");
-            r["eof"] = body["eof"];
-        }
-        return jsonResponse(200, controller_.processOp(c.tenant, c.params[0], r));
-    });
+    // Evidence bundles (RouterEvidence.cpp).
+    add("GET", "/v1/evidence/keys", kAnyRole, &Router::listEvidenceKeys);
+    add("POST", "/v1/sandboxes/{}/evidence", kDrivers, &Router::sealEvidence);
+    add("GET", "/v1/sandboxes/{}/evidence", kAnyRole, &Router::listSandboxEvidence);
+    add("GET", "/v1/evidence/{}", kAnyRole, &Router::getEvidence);
+    add("GET", "/v1/evidence/{}/info", kAnyRole, &Router::getEvidenceInfo);
+    add("POST", "/v1/evidence/{}/review", kReviewers, &Router::reviewEvidence);
+    add("GET", "/v1/evidence/{}/review", kAnyRole, &Router::getEvidenceReview);
 
-    // Preview ports.
-    add("POST", "/v1/sandboxes/{}/ports", kDrivers, [this](Context& c) {
-        json body = parseJsonBody(c.request.body);
-        rejectUnknownFields(body, {"port"}, "port request");
-        if (!body.contains("port") || !body["port"].is_number_integer())
-            throw Error(ErrorCode::bad_request, "'port' must be an integer");
-        auto p = body["port"].get<std::int64_t>();
-        if (p < 1 || p > 65535) throw Error(ErrorCode::bad_request, "'port' must be 1-65535");
-        return jsonResponse(
-            201, portJson(controller_.exposePort(c.tenant, c.params[0], static_cast<unsigned>(p)),
-                          c, publicDomain_, listenPort_));
-    });
-    add("GET", "/v1/sandboxes/{}/ports", kDrivers, [this](Context& c) {
-        json list = json::array();
-        for (const auto& p : controller_.listPorts(c.tenant, c.params[0]))
-            list.push_back(portJson(p, c, publicDomain_, listenPort_));
-        return jsonResponse(200, {{"ports", list}});
-    });
-    add("DELETE", "/v1/sandboxes/{}/ports/{}", kDrivers, [this](Context& c) {
-        unsigned port = 0;
-        try {
-            port = static_cast<unsigned>(std::stoul(c.params[1]));
-        } catch (...) {
-            throw Error(ErrorCode::bad_request, "bad port");
-        }
-        controller_.closePort(c.tenant, c.params[0], port);
-        return ApiResponse{204, "", ""};
-    });
+    // Streaming routes: the connection goes to a session of its own
+    // (StreamRoutes.cpp).
+    addStream("GET", "/v1/sandboxes/{}/exec/ws", kDrivers, &Router::execWebSocket);
+    addStream("PUT", "/v1/sandboxes/{}/files", kDrivers, &Router::uploadFile);
+    addStream("GET", "/v1/sandboxes/{}/files", kDrivers, &Router::downloadFile);
+    addStream("GET", "/v1/sandboxes/{}/processes/{}/logs", kDrivers, &Router::processLogs);
+    for (const char* m : {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
+        addStream(m, "/preview/{}/{}/{}/**", kPublic, &Router::previewProxy);
+
+    // Guest files, directories, processes and preview ports (RouterGuest.cpp).
+    add("GET", "/v1/sandboxes/{}/fs", kDrivers, &Router::listGuestDirectory);
+    add("DELETE", "/v1/sandboxes/{}/files", kDrivers, &Router::removeGuestPath);
+    add("POST", "/v1/sandboxes/{}/fs/mkdir", kDrivers, &Router::makeGuestDirectory);
+    add("POST", "/v1/sandboxes/{}/fs/move", kDrivers, &Router::moveGuestPath);
+    add("POST", "/v1/sandboxes/{}/processes", kDrivers, &Router::startProcess);
+    add("GET", "/v1/sandboxes/{}/processes", kDrivers, &Router::listProcesses);
+    add("GET", "/v1/sandboxes/{}/processes/{}", kDrivers, &Router::getProcess);
+    add("POST", "/v1/sandboxes/{}/processes/{}/signal", kDrivers, &Router::signalProcess);
+    add("POST", "/v1/sandboxes/{}/processes/{}/stdin", kDrivers, &Router::writeProcessStdin);
+    add("POST", "/v1/sandboxes/{}/ports", kDrivers, &Router::exposePort);
+    add("GET", "/v1/sandboxes/{}/ports", kDrivers, &Router::listPorts);
+    add("DELETE", "/v1/sandboxes/{}/ports/{}", kDrivers, &Router::closePort);
 }
 
 void Router::dispatch(const ApiRequest& request, Respond& respond) {

@@ -9,6 +9,7 @@
 #include "api/StreamContext.hpp"
 #include "api/TenantLimiter.hpp"
 #include "controller/SandboxController.hpp"
+#include "store/TenantScope.hpp"
 #include "workspace/WorkspaceService.hpp"
 
 namespace airlock {
@@ -45,6 +46,10 @@ class Router {
         std::vector<std::string> params;  // the {…} segments of the path, in order
         Principal principal;              // who calls (authenticated routes)
         bool admin() const { return principal.role == Role::admin; }
+        // What a listing covers: the caller's tenant, or for an admin every tenant.
+        TenantScope scope() const {
+            return admin() ? TenantScope::all() : TenantScope::only(tenant);
+        }
     };
     using Handler = std::function<ApiResponse(Context&)>;
     // Routes whose work outlives the call (a command runs for an hour): the
@@ -119,16 +124,87 @@ class Router {
         bool prefix = false;  // the pattern matches the start of the path (previews)
     };
     void add(std::string method, const std::string& pattern, Roles roles, Handler handler);
+    void add(std::string method, const std::string& pattern, Roles roles,
+             ApiResponse (Router::*handler)(Context&));
+    void add(std::string method, const std::string& pattern, Roles roles,
+             void (Router::*handler)(Context&, Respond));
     void addAsync(std::string method, const std::string& pattern, Roles roles,
                   AsyncHandler handler);
     // A pattern ending in "/**" matches every path below it.
     void addStream(std::string method, const std::string& pattern, Roles roles,
                    StreamFactory factory);
-    void addStreamRoutes();
-    void addKeyRoutes();
-    void addWorkspaceRoutes();
+    void addStream(std::string method, const std::string& pattern, Roles roles,
+                   std::optional<ApiResponse> (Router::*factory)(StreamHandover&));
+
+    // The handlers, by resource; each file holds one group.
+    // Service, templates, sandboxes and snapshots (RouterSandboxes.cpp).
+    ApiResponse health(Context& c);
+    ApiResponse listTemplates(Context& c);
+    ApiResponse createSandbox(Context& c);
+    ApiResponse listSandboxes(Context& c);
+    ApiResponse getSandbox(Context& c);
+    ApiResponse deleteSandbox(Context& c);
+    ApiResponse pauseSandbox(Context& c);
+    ApiResponse resumeSandbox(Context& c);
+    ApiResponse setSandboxTimeout(Context& c);
+    ApiResponse setSandboxNetwork(Context& c);
+    ApiResponse snapshotSandbox(Context& c);
+    ApiResponse listSnapshots(Context& c);
+    ApiResponse getSnapshot(Context& c);
+    ApiResponse deleteSnapshot(Context& c);
+    // Commands, approvals, package and audit records (RouterExecs.cpp).
+    void execInSandbox(Context& c, Respond respond);
+    ApiResponse getExec(Context& c);
+    ApiResponse listApprovals(Context& c);
+    void decideApproval(Context& c, Respond respond);
+    ApiResponse listSandboxPackages(Context& c);
+    ApiResponse listSandboxAudit(Context& c);
+    // Keys, tenants, metrics: admin (RouterKeys.cpp).
+    ApiResponse createKey(Context& c);
+    ApiResponse listKeys(Context& c);
+    ApiResponse deleteKey(Context& c);
+    ApiResponse setTenant(Context& c);
+    ApiResponse getTenant(Context& c);
+    ApiResponse listTenants(Context& c);
+    ApiResponse getMetrics(Context& c);
+    // Credentials and repository workspaces (RouterWorkspaces.cpp).
+    ApiResponse createCredential(Context& c);
+    ApiResponse listCredentials(Context& c);
+    ApiResponse deleteCredential(Context& c);
+    ApiResponse getWorkspace(Context& c);
+    ApiResponse getWorkspaceDiff(Context& c);
+    ApiResponse commitWorkspace(Context& c);
+    ApiResponse requestPush(Context& c);
+    ApiResponse getPush(Context& c);
+    ApiResponse resetWorkspace(Context& c);
+    // Evidence bundles (RouterEvidence.cpp).
+    ApiResponse listEvidenceKeys(Context& c);
+    ApiResponse sealEvidence(Context& c);
+    ApiResponse listSandboxEvidence(Context& c);
+    ApiResponse getEvidence(Context& c);
+    ApiResponse getEvidenceInfo(Context& c);
+    ApiResponse reviewEvidence(Context& c);
+    ApiResponse getEvidenceReview(Context& c);
+    // Guest files, directories, processes and preview ports (RouterGuest.cpp).
+    ApiResponse listGuestDirectory(Context& c);
+    ApiResponse removeGuestPath(Context& c);
+    ApiResponse makeGuestDirectory(Context& c);
+    ApiResponse moveGuestPath(Context& c);
+    ApiResponse startProcess(Context& c);
+    ApiResponse listProcesses(Context& c);
+    ApiResponse getProcess(Context& c);
+    ApiResponse signalProcess(Context& c);
+    ApiResponse writeProcessStdin(Context& c);
+    ApiResponse exposePort(Context& c);
+    ApiResponse listPorts(Context& c);
+    ApiResponse closePort(Context& c);
+    std::optional<ApiResponse> execWebSocket(StreamHandover& h);
+    std::optional<ApiResponse> uploadFile(StreamHandover& h);
+    std::optional<ApiResponse> downloadFile(StreamHandover& h);
+    std::optional<ApiResponse> processLogs(StreamHandover& h);
+    std::optional<ApiResponse> previewProxy(StreamHandover& h);
+
     workspace::WorkspaceService& workspaces();
-    void addEvidenceRoutes();
     EvidenceService& evidence();
     std::optional<std::string> ownerOf(const std::string& id);
     static bool matchPattern(const std::vector<std::string>& pattern,

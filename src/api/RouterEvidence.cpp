@@ -17,47 +17,54 @@ EvidenceService& Router::evidence() {
     return *evidence_;
 }
 
-void Router::addEvidenceRoutes() {
-    // Keys first: "keys" is not an evidence id.
-    add("GET", "/v1/evidence/keys", kAnyRole,
-        [this](Context&) { return jsonResponse(200, evidence().keys()); });
-    add("POST", "/v1/sandboxes/{}/evidence", kDrivers, [this](Context& c) {
-        json body = c.request.body.find_first_not_of(" \t\r\n") == std::string::npos
-                        ? json::object()
-                        : parseJsonBody(c.request.body);
-        rejectUnknownFields(body, {}, "evidence request");
-        auto r = evidence().seal(c.tenant, c.params[0], "manual");
-        return jsonResponse(201, EvidenceService::recordJson(r));
-    });
-    add("GET", "/v1/sandboxes/{}/evidence", kAnyRole, [this](Context& c) {
-        json list = json::array();
-        for (const auto& r : evidence().list(c.tenant, c.params[0]))
-            list.push_back(EvidenceService::recordJson(r));
-        return jsonResponse(200, {{"evidence", list}});
-    });
-    add("GET", "/v1/evidence/{}", kAnyRole, [this](Context& c) {
-        auto r = evidence().get(c.tenant, c.params[0]);
-        return ApiResponse{200, "application/gzip", evidence().bundleBytes(r)};
-    });
-    add("GET", "/v1/evidence/{}/info", kAnyRole, [this](Context& c) {
-        return jsonResponse(200,
-                            EvidenceService::recordJson(evidence().get(c.tenant, c.params[0])));
-    });
-    add("POST", "/v1/evidence/{}/review", kReviewers, [this](Context& c) {
-        json body = parseJsonBody(c.request.body);
-        rejectUnknownFields(body, {"decision", "reason"}, "review");
-        std::string decision = stringField(body, "decision");
-        std::string reason = body.contains("reason") ? stringField(body, "reason") : "";
-        if (reason.size() > 4000)
-            throw Error(ErrorCode::bad_request, "'reason' is longer than 4000 bytes");
-        std::string reviewer = "key:" + c.principal.keyId + " (" + c.principal.keyName + ", " +
-                               roleName(c.principal.role) + ")";
-        return jsonResponse(201,
-                            evidence().review(c.tenant, c.params[0], decision, reason, reviewer));
-    });
-    add("GET", "/v1/evidence/{}/review", kAnyRole, [this](Context& c) {
-        return jsonResponse(200, evidence().reviewOf(c.tenant, c.params[0]));
-    });
+// GET /v1/evidence/keys
+ApiResponse Router::listEvidenceKeys(Context&) { return jsonResponse(200, evidence().keys()); }
+
+// POST /v1/sandboxes/{}/evidence
+ApiResponse Router::sealEvidence(Context& c) {
+    json body = c.request.body.find_first_not_of(" \t\r\n") == std::string::npos
+                    ? json::object()
+                    : parseJsonBody(c.request.body);
+    rejectUnknownFields(body, {}, "evidence request");
+    auto r = evidence().seal(c.tenant, c.params[0], "manual");
+    return jsonResponse(201, EvidenceService::recordJson(r));
+}
+
+// GET /v1/sandboxes/{}/evidence
+ApiResponse Router::listSandboxEvidence(Context& c) {
+    json list = json::array();
+    for (const auto& r : evidence().list(c.tenant, c.params[0]))
+        list.push_back(EvidenceService::recordJson(r));
+    return jsonResponse(200, {{"evidence", list}});
+}
+
+// GET /v1/evidence/{}
+ApiResponse Router::getEvidence(Context& c) {
+    auto r = evidence().get(c.tenant, c.params[0]);
+    return ApiResponse{200, "application/gzip", evidence().bundleBytes(r)};
+}
+
+// GET /v1/evidence/{}/info
+ApiResponse Router::getEvidenceInfo(Context& c) {
+    return jsonResponse(200, EvidenceService::recordJson(evidence().get(c.tenant, c.params[0])));
+}
+
+// POST /v1/evidence/{}/review
+ApiResponse Router::reviewEvidence(Context& c) {
+    json body = parseJsonBody(c.request.body);
+    rejectUnknownFields(body, {"decision", "reason"}, "review");
+    std::string decision = stringField(body, "decision");
+    std::string reason = body.contains("reason") ? stringField(body, "reason") : "";
+    if (reason.size() > 4000)
+        throw Error(ErrorCode::bad_request, "'reason' is longer than 4000 bytes");
+    std::string reviewer = "key:" + c.principal.keyId + " (" + c.principal.keyName + ", " +
+                           roleName(c.principal.role) + ")";
+    return jsonResponse(201, evidence().review(c.tenant, c.params[0], decision, reason, reviewer));
+}
+
+// GET /v1/evidence/{}/review
+ApiResponse Router::getEvidenceReview(Context& c) {
+    return jsonResponse(200, evidence().reviewOf(c.tenant, c.params[0]));
 }
 
 }  // namespace airlock::api

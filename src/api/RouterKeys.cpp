@@ -54,67 +54,75 @@ std::string label(const std::string& v) {
 }
 }  // namespace
 
-void Router::addKeyRoutes() {
-    add("POST", "/v1/keys", kAdmins, [this](Context& c) {
-        auto request = parseKeyRequest(c.request.body, nowUnixSeconds());
-        auto created = keys_.create(request.tenant, request.role, request.name, request.expiresAt);
-        logInfo("api", "key " + created.record.id + " (" + roleName(request.role) + " of " +
-                           request.tenant + ") created by " + c.principal.keyId);
-        auto j = keyJson(created.record);
-        j["key"] = created.key;  // shown once: only its hash is kept
-        return jsonResponse(201, j);
-    });
-    add("GET", "/v1/keys", kAdmins, [this](Context& c) {
-        std::optional<std::string> tenant;
-        if (c.request.query.count("tenant")) {
-            tenant = c.request.query.at("tenant");
-            if (!isValidTenantName(*tenant)) throw Error(ErrorCode::bad_request, "bad tenant name");
-        }
-        nlohmann::json list = nlohmann::json::array();
-        for (const auto& k : keys_.list(tenant)) list.push_back(keyJson(k));
-        return jsonResponse(200, {{"keys", list}});
-    });
-    add("DELETE", "/v1/keys/{}", kAdmins, [this](Context& c) {
-        auto key = keys_.find(c.params[0]);
-        if (!key) throw Error(ErrorCode::not_found, "no key " + c.params[0]);
-        // Nobody could make keys again.
-        if (key->role == Role::admin &&
-            (key->expiresAt == 0 || key->expiresAt > nowUnixSeconds()) &&
-            keys_.liveAdmins(nowUnixSeconds()) <= 1)
-            throw Error(ErrorCode::conflict, "key " + key->id + " is the last admin key");
-        if (!keys_.remove(key->id)) throw Error(ErrorCode::not_found, "no key " + c.params[0]);
-        logInfo("api", "key " + key->id + " revoked by " + c.principal.keyId);
-        return ApiResponse{204, "", ""};
-    });
+// POST /v1/keys
+ApiResponse Router::createKey(Context& c) {
+    auto request = parseKeyRequest(c.request.body, nowUnixSeconds());
+    auto created = keys_.create(request.tenant, request.role, request.name, request.expiresAt);
+    logInfo("api", "key " + created.record.id + " (" + roleName(request.role) + " of " +
+                       request.tenant + ") created by " + c.principal.keyId);
+    auto j = keyJson(created.record);
+    j["key"] = created.key;  // shown once: only its hash is kept
+    return jsonResponse(201, j);
+}
 
-    add("PUT", "/v1/tenants/{}", kAdmins, [this](Context& c) {
-        auto t = controller_.putTenant(parseTenantUpdate(c.params[0], c.request.body));
-        logInfo("api", "tenant " + t.name + " set by " + c.principal.keyId);
-        return jsonResponse(200, tenantJson(t, controller_.usageOf(t.name)));
-    });
-    add("GET", "/v1/tenants/{}", kAdmins, [this](Context& c) {
-        const std::string& name = c.params[0];
-        if (!isValidTenantName(name))
-            throw Error(ErrorCode::bad_request, "bad tenant name '" + name + "'");
-        auto t = controller_.findTenant(name);
-        // A tenant exists once it has settings or keys.
-        if (!t && keys_.list(name).empty()) throw Error(ErrorCode::not_found, "no tenant " + name);
-        TenantRecord shown = t ? *t : TenantRecord{};
-        shown.name = name;
-        return jsonResponse(200, tenantJson(shown, controller_.usageOf(name)));
-    });
-    add("GET", "/v1/tenants", kAdmins, [this](Context&) {
-        std::map<std::string, TenantRecord> all;
-        for (const auto& k : keys_.list(std::nullopt)) all[k.tenant].name = k.tenant;
-        for (auto& t : controller_.listTenants()) all[t.name] = t;
-        nlohmann::json list = nlohmann::json::array();
-        for (const auto& [name, t] : all) list.push_back(tenantJson(t, controller_.usageOf(name)));
-        return jsonResponse(200, {{"tenants", list}});
-    });
+// GET /v1/keys
+ApiResponse Router::listKeys(Context& c) {
+    std::optional<std::string> tenant;
+    if (c.request.query.count("tenant")) {
+        tenant = c.request.query.at("tenant");
+        if (!isValidTenantName(*tenant)) throw Error(ErrorCode::bad_request, "bad tenant name");
+    }
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& k : keys_.list(tenant)) list.push_back(keyJson(k));
+    return jsonResponse(200, {{"keys", list}});
+}
 
-    add("GET", "/metrics", kAdmins, [this](Context&) {
-        return ApiResponse{200, "text/plain; version=0.0.4", metricsText()};
-    });
+// DELETE /v1/keys/{}
+ApiResponse Router::deleteKey(Context& c) {
+    auto key = keys_.find(c.params[0]);
+    if (!key) throw Error(ErrorCode::not_found, "no key " + c.params[0]);
+    // Nobody could make keys again.
+    if (key->role == Role::admin && (key->expiresAt == 0 || key->expiresAt > nowUnixSeconds()) &&
+        keys_.liveAdmins(nowUnixSeconds()) <= 1)
+        throw Error(ErrorCode::conflict, "key " + key->id + " is the last admin key");
+    if (!keys_.remove(key->id)) throw Error(ErrorCode::not_found, "no key " + c.params[0]);
+    logInfo("api", "key " + key->id + " revoked by " + c.principal.keyId);
+    return ApiResponse{204, "", ""};
+}
+
+// PUT /v1/tenants/{}
+ApiResponse Router::setTenant(Context& c) {
+    auto t = controller_.putTenant(parseTenantUpdate(c.params[0], c.request.body));
+    logInfo("api", "tenant " + t.name + " set by " + c.principal.keyId);
+    return jsonResponse(200, tenantJson(t, controller_.usageOf(t.name)));
+}
+
+// GET /v1/tenants/{}
+ApiResponse Router::getTenant(Context& c) {
+    const std::string& name = c.params[0];
+    if (!isValidTenantName(name))
+        throw Error(ErrorCode::bad_request, "bad tenant name '" + name + "'");
+    auto t = controller_.findTenant(name);
+    // A tenant exists once it has settings or keys.
+    if (!t && keys_.list(name).empty()) throw Error(ErrorCode::not_found, "no tenant " + name);
+    TenantRecord shown = t ? *t : TenantRecord{};
+    shown.name = name;
+    return jsonResponse(200, tenantJson(shown, controller_.usageOf(name)));
+}
+
+// GET /v1/tenants
+ApiResponse Router::listTenants(Context&) {
+    std::map<std::string, TenantRecord> all;
+    for (const auto& k : keys_.list(std::nullopt)) all[k.tenant].name = k.tenant;
+    for (auto& t : controller_.listTenants()) all[t.name] = t;
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& [name, t] : all) list.push_back(tenantJson(t, controller_.usageOf(name)));
+    return jsonResponse(200, {{"tenants", list}});
+}
+
+// GET /metrics
+ApiResponse Router::getMetrics(Context&) {
+    return ApiResponse{200, "text/plain; version=0.0.4", metricsText()};
 }
 
 std::string Router::metricsText() {

@@ -15,53 +15,67 @@ workspace::WorkspaceService& Router::workspaces() {
     return *workspaces_;
 }
 
-void Router::addWorkspaceRoutes() {
-    add("POST", "/v1/credentials", kAdmins, [this](Context& c) {
-        auto spec = parseCredential(c.request.body);
-        return jsonResponse(201, credentialJson(workspaces().addCredential(c.tenant, spec)));
-    });
-    add("GET", "/v1/credentials", kAnyRole, [this](Context& c) {
-        json list = json::array();
-        for (const auto& cred : workspaces().listCredentials(c.tenant))
-            list.push_back(credentialJson(cred));
-        return jsonResponse(200, {{"credentials", list}});
-    });
-    add("DELETE", "/v1/credentials/{}", kAdmins, [this](Context& c) {
-        workspaces().removeCredential(c.tenant, c.params[0]);
-        return ApiResponse{204, "", ""};
-    });
-    add("GET", "/v1/sandboxes/{}/workspace", kAnyRole,
-        [this](Context& c) { return jsonResponse(200, workspaces().info(c.tenant, c.params[0])); });
-    add("GET", "/v1/sandboxes/{}/workspace/diff", kAnyRole, [this](Context& c) {
-        std::string format;
-        if (auto it = c.request.query.find("format"); it != c.request.query.end())
-            format = it->second;
-        if (format == "json")
-            return jsonResponse(200, workspaces().diffJson(c.tenant, c.params[0]));
-        if (!format.empty() && format != "patch")
-            throw Error(ErrorCode::bad_request, "format must be 'patch' (the default) or 'json'");
-        return ApiResponse{200, "text/x-diff", workspaces().diffPatch(c.tenant, c.params[0])};
-    });
-    add("POST", "/v1/sandboxes/{}/workspace/commit", kDrivers, [this](Context& c) {
-        controller_.get(c.tenant, c.params[0]);
-        auto req = parseCommitRequest(c.request.body);
-        return jsonResponse(201, workspaces().commit(c.tenant, c.params[0], req.message,
-                                                     req.authorName, req.authorEmail));
-    });
-    add("POST", "/v1/sandboxes/{}/workspace/push", kDrivers, [this](Context& c) {
-        controller_.get(c.tenant, c.params[0]);
-        auto commit = parsePushRequest(c.request.body);
-        return jsonResponse(202, workspaces().requestPush(c.tenant, c.params[0], commit));
-    });
-    add("GET", "/v1/sandboxes/{}/workspace/pushes/{}", kAnyRole, [this](Context& c) {
-        return jsonResponse(200, workspaces().pushState(c.tenant, c.params[0], c.params[1]));
-    });
-    add("POST", "/v1/sandboxes/{}/workspace/reset", kDrivers, [this](Context& c) {
-        controller_.get(c.tenant, c.params[0]);
-        bool clean = parseResetRequest(c.request.body);
-        workspaces().reset(c.tenant, c.params[0], clean);
-        return jsonResponse(200, workspaces().info(c.tenant, c.params[0]));
-    });
+// POST /v1/credentials
+ApiResponse Router::createCredential(Context& c) {
+    auto spec = parseCredential(c.request.body);
+    return jsonResponse(201, credentialJson(workspaces().addCredential(c.tenant, spec)));
+}
+
+// GET /v1/credentials
+ApiResponse Router::listCredentials(Context& c) {
+    json list = json::array();
+    for (const auto& cred : workspaces().listCredentials(c.tenant))
+        list.push_back(credentialJson(cred));
+    return jsonResponse(200, {{"credentials", list}});
+}
+
+// DELETE /v1/credentials/{}
+ApiResponse Router::deleteCredential(Context& c) {
+    workspaces().removeCredential(c.tenant, c.params[0]);
+    return ApiResponse{204, "", ""};
+}
+
+// GET /v1/sandboxes/{}/workspace
+ApiResponse Router::getWorkspace(Context& c) {
+    return jsonResponse(200, workspaces().info(c.tenant, c.params[0]));
+}
+
+// GET /v1/sandboxes/{}/workspace/diff
+ApiResponse Router::getWorkspaceDiff(Context& c) {
+    std::string format;
+    if (auto it = c.request.query.find("format"); it != c.request.query.end()) format = it->second;
+    if (format == "json") return jsonResponse(200, workspaces().diffJson(c.tenant, c.params[0]));
+    if (!format.empty() && format != "patch")
+        throw Error(ErrorCode::bad_request, "format must be 'patch' (the default) or 'json'");
+    return ApiResponse{200, "text/x-diff", workspaces().diffPatch(c.tenant, c.params[0])};
+}
+
+// POST /v1/sandboxes/{}/workspace/commit
+ApiResponse Router::commitWorkspace(Context& c) {
+    controller_.get(c.tenant, c.params[0]);
+    auto req = parseCommitRequest(c.request.body);
+    return jsonResponse(201, workspaces().commit(c.tenant, c.params[0], req.message, req.authorName,
+                                                 req.authorEmail));
+}
+
+// POST /v1/sandboxes/{}/workspace/push
+ApiResponse Router::requestPush(Context& c) {
+    controller_.get(c.tenant, c.params[0]);
+    auto commit = parsePushRequest(c.request.body);
+    return jsonResponse(202, workspaces().requestPush(c.tenant, c.params[0], commit));
+}
+
+// GET /v1/sandboxes/{}/workspace/pushes/{}
+ApiResponse Router::getPush(Context& c) {
+    return jsonResponse(200, workspaces().pushState(c.tenant, c.params[0], c.params[1]));
+}
+
+// POST /v1/sandboxes/{}/workspace/reset
+ApiResponse Router::resetWorkspace(Context& c) {
+    controller_.get(c.tenant, c.params[0]);
+    bool clean = parseResetRequest(c.request.body);
+    workspaces().reset(c.tenant, c.params[0], clean);
+    return jsonResponse(200, workspaces().info(c.tenant, c.params[0]));
 }
 
 }  // namespace airlock::api

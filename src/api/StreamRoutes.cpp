@@ -20,73 +20,70 @@ std::string queryOr(const ApiRequest& request, const char* key) {
 
 }  // namespace
 
-void Router::addStreamRoutes() {
-    addStream("GET", "/v1/sandboxes/{}/exec/ws", kDrivers,
-              [](StreamHandover& h) -> std::optional<ApiResponse> {
-                  auto head = h.header.release();
-                  if (!boost::beast::websocket::is_upgrade(head))
-                      return errorResponse(ErrorCode::bad_request,
-                                           "this endpoint speaks WebSocket only");
-                  std::make_shared<WsExecSession>(std::move(h.stream), std::move(head),
-                                                  std::move(h.context))
-                      ->start();
-                  return std::nullopt;
-              });
-    addStream("PUT", "/v1/sandboxes/{}/files", kDrivers,
-              [](StreamHandover& h) -> std::optional<ApiResponse> {
-                  // The parser keeps its state (and what it buffered) across the move.
-                  std::make_shared<UploadSession>(std::move(h.stream), std::move(h.buffer),
-                                                  std::move(h.header), std::move(h.context))
-                      ->start();
-                  return std::nullopt;
-              });
-    addStream("GET", "/v1/sandboxes/{}/files", kDrivers,
-              [this](StreamHandover& h) -> std::optional<ApiResponse> {
-                  auto path = queryOr(h.context.request, "path");
-                  auto& controller = controller_;
-                  auto tenant = h.context.tenant;
-                  auto sandbox = h.context.params[0];
-                  std::make_shared<DownloadSession>(
-                      std::move(h.stream), std::move(h.context),
-                      [&controller, tenant, sandbox, path](AgentStream::Handler handler) {
-                          return controller.openDownload(tenant, sandbox, path, std::move(handler));
-                      },
-                      true, "application/octet-stream")
-                      ->start();
-                  return std::nullopt;
-              });
-    addStream(
-        "GET", "/v1/sandboxes/{}/processes/{}/logs", kDrivers,
-        [this](StreamHandover& h) -> std::optional<ApiResponse> {
-            auto follow = queryOr(h.context.request, "follow");
-            bool doFollow = follow == "1" || follow == "true";
-            auto& controller = controller_;
-            auto tenant = h.context.tenant;
-            auto sandbox = h.context.params[0];
-            auto process = h.context.params[1];
-            std::make_shared<DownloadSession>(
-                std::move(h.stream), std::move(h.context),
-                [&controller, tenant, sandbox, process, doFollow](AgentStream::Handler handler) {
-                    return controller.openProcessLogs(tenant, sandbox, process, doFollow,
-                                                      std::move(handler));
-                },
-                false, "text/plain; charset=utf-8")
-                ->start();
-            return std::nullopt;
-        });
-    auto preview = [this](StreamHandover& h) -> std::optional<ApiResponse> {
-        if (!publicDomain_.empty())
-            return errorResponse(ErrorCode::not_found,
-                                 "previews are served on their own origin "
-                                 "(<token>.<port>-<sandbox>." +
-                                     publicDomain_ + "): see the port's url");
-        std::make_shared<PreviewProxySession>(std::move(h.stream), std::move(h.buffer),
-                                              h.header.release(), std::move(h.context))
-            ->start();
-        return std::nullopt;
-    };
-    for (const char* m : {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
-        addStream(m, "/preview/{}/{}/{}/**", kPublic, preview);
+// GET /v1/sandboxes/{}/exec/ws
+std::optional<ApiResponse> Router::execWebSocket(StreamHandover& h) {
+    auto head = h.header.release();
+    if (!boost::beast::websocket::is_upgrade(head))
+        return errorResponse(ErrorCode::bad_request, "this endpoint speaks WebSocket only");
+    std::make_shared<WsExecSession>(std::move(h.stream), std::move(head), std::move(h.context))
+        ->start();
+    return std::nullopt;
+}
+
+// PUT /v1/sandboxes/{}/files
+std::optional<ApiResponse> Router::uploadFile(StreamHandover& h) {
+    // The parser keeps its state (and what it buffered) across the move.
+    std::make_shared<UploadSession>(std::move(h.stream), std::move(h.buffer), std::move(h.header),
+                                    std::move(h.context))
+        ->start();
+    return std::nullopt;
+}
+
+// GET /v1/sandboxes/{}/files
+std::optional<ApiResponse> Router::downloadFile(StreamHandover& h) {
+    auto path = queryOr(h.context.request, "path");
+    auto& controller = controller_;
+    auto tenant = h.context.tenant;
+    auto sandbox = h.context.params[0];
+    std::make_shared<DownloadSession>(
+        std::move(h.stream), std::move(h.context),
+        [&controller, tenant, sandbox, path](AgentStream::Handler handler) {
+            return controller.openDownload(tenant, sandbox, path, std::move(handler));
+        },
+        true, "application/octet-stream")
+        ->start();
+    return std::nullopt;
+}
+
+// GET /v1/sandboxes/{}/processes/{}/logs
+std::optional<ApiResponse> Router::processLogs(StreamHandover& h) {
+    auto follow = queryOr(h.context.request, "follow");
+    bool doFollow = follow == "1" || follow == "true";
+    auto& controller = controller_;
+    auto tenant = h.context.tenant;
+    auto sandbox = h.context.params[0];
+    auto process = h.context.params[1];
+    std::make_shared<DownloadSession>(
+        std::move(h.stream), std::move(h.context),
+        [&controller, tenant, sandbox, process, doFollow](AgentStream::Handler handler) {
+            return controller.openProcessLogs(tenant, sandbox, process, doFollow,
+                                              std::move(handler));
+        },
+        false, "text/plain; charset=utf-8")
+        ->start();
+    return std::nullopt;
+}
+
+// Any method on /preview/{sandbox}/{port}/{token}/...
+std::optional<ApiResponse> Router::previewProxy(StreamHandover& h) {
+    if (!publicDomain_.empty())
+        return errorResponse(ErrorCode::not_found,
+                             "previews are served on their own origin (<token>.<port>-<sandbox>." +
+                                 publicDomain_ + "): see the port's url");
+    std::make_shared<PreviewProxySession>(std::move(h.stream), std::move(h.buffer),
+                                          h.header.release(), std::move(h.context))
+        ->start();
+    return std::nullopt;
 }
 
 }  // namespace airlock::api

@@ -1,0 +1,149 @@
+// The service, template, sandbox and snapshot routes. Parsing here, the work in
+// SandboxController.
+#include "api/ErrorMapping.hpp"
+#include "api/RequestParsing.hpp"
+#include "api/Router.hpp"
+#include "core/Error.hpp"
+#include "core/JsonFields.hpp"
+
+namespace airlock::api {
+using nlohmann::json;
+
+namespace {
+// What every sandbox is held to, as /healthz states it.
+json limitsJson(const EnforcedLimits& l) {
+    return {{"cpu", l.cpuQuota ? "cgroup quota of vcpus x 100% for the whole QEMU process"
+                               : "none (vcpu count only)"},
+            {"memory", l.memoryOverheadMib > 0 ? "cgroup hard limit: guest memory_mib + " +
+                                                     std::to_string(l.memoryOverheadMib) + " MiB"
+                                               : "none"},
+            {"disk",
+             "qcow2 overlay bounded by the sandbox's disk_gib (its virtual size; the guest sees "
+             "ENOSPC); "
+             "a create needs its whole disk free above min_free_disk_mib"},
+            {"disk_io", l.diskBytesPerSecond || l.diskOpsPerSecond
+                            ? json{{"bytes_per_second", l.diskBytesPerSecond},
+                                   {"ops_per_second", l.diskOpsPerSecond}}
+                            : json("none")},
+            {"min_free_disk_mib", l.minFreeDiskMib},
+            {"qemu_uid", l.ownUidPerSandbox ? "one uid per sandbox" : "shared QEMU user"},
+            {"host_memory",
+             {{"tcg_cache_mib", l.tcgCacheMib},
+              {"free_page_reporting", l.freePageReporting},
+              {"kernel_samepage_merging", l.memorySharing}}}};
+}
+}  // namespace
+
+// GET /healthz
+ApiResponse Router::health(Context&) {
+    return jsonResponse(
+        200, {{"status", "ok"},
+              {"accel", accelName(controller_.accel())},
+              {"agent_transport",
+               controller_.transport() == AgentTransportKind::vsock ? "vsock" : "virtio-serial"},
+              {"version", version_},
+              {"templates", controller_.templates().list().size()},
+              {"limits", limitsJson(controller_.enforcedLimits())}});
+}
+
+// GET /v1/templates
+ApiResponse Router::listTemplates(Context&) {
+    json list = json::array();
+    for (const auto& t : controller_.templates().list())
+        list.push_back({{"name", t.name},
+                        {"vcpus", t.vcpus},
+                        {"memory_mib", t.memoryMib},
+                        {"digest", t.digest},
+                        {"kernel_version", t.kernelVersion},
+                        {"has_disk", !t.diskPath.empty()},
+                        {"warm", controller_.hasWarmSnapshot(t.name)}});
+    return jsonResponse(200, {{"templates", list}});
+}
+
+// POST /v1/sandboxes
+ApiResponse Router::createSandbox(Context& c) {
+    auto request = parseCreateSandbox(c.request.body);
+    // The agent never loosens its own package rules (a dry run among them).
+    request.packagesTightenOnly = c.principal.role == Role::agent;
+    if (request.workspace)
+        return jsonResponse(201, sandboxJson(workspaces().createSandbox(c.tenant, request)));
+    return jsonResponse(201, sandboxJson(controller_.create(c.tenant, request)));
+}
+
+// GET /v1/sandboxes
+ApiResponse Router::listSandboxes(Context& c) {
+    json list = json::array();
+    // An admin sees every tenant's, each naming its tenant.
+    for (const auto& r : controller_.list(c.scope())) {
+        list.push_back(sandboxJson(r));
+        if (c.admin()) list.back()["tenant"] = r.tenant;
+    }
+    return jsonResponse(200, {{"sandboxes", list}});
+}
+
+// GET /v1/sandboxes/{}
+ApiResponse Router::getSandbox(Context& c) {
+    return jsonResponse(200, sandboxJson(controller_.get(c.tenant, c.params[0])));
+}
+
+// DELETE /v1/sandboxes/{}
+ApiResponse Router::deleteSandbox(Context& c) {
+    controller_.destroy(c.tenant, c.params[0]);
+    return ApiResponse{204, "", ""};
+}
+
+// POST /v1/sandboxes/{}/pause
+ApiResponse Router::pauseSandbox(Context& c) {
+    parseEmptyBody(c.request.body, "pause request");
+    return jsonResponse(200, sandboxJson(controller_.pause(c.tenant, c.params[0])));
+}
+
+// POST /v1/sandboxes/{}/resume
+ApiResponse Router::resumeSandbox(Context& c) {
+    parseEmptyBody(c.request.body, "resume request");
+    return jsonResponse(200, sandboxJson(controller_.resume(c.tenant, c.params[0])));
+}
+
+// POST /v1/sandboxes/{}/timeout
+ApiResponse Router::setSandboxTimeout(Context& c) {
+    controller_.get(c.tenant, c.params[0]);
+    auto timeout = parseTimeoutUpdate(c.request.body);
+    return jsonResponse(200, sandboxJson(controller_.setTimeout(c.tenant, c.params[0], timeout)));
+}
+
+// PUT /v1/sandboxes/{}/network
+ApiResponse Router::setSandboxNetwork(Context& c) {
+    controller_.get(c.tenant, c.params[0]);
+    auto allow = parseNetworkUpdate(c.request.body);
+    return jsonResponse(200, sandboxJson(controller_.setNetwork(c.tenant, c.params[0], allow)));
+}
+
+// POST /v1/sandboxes/{}/snapshots
+ApiResponse Router::snapshotSandbox(Context& c) {
+    controller_.get(c.tenant, c.params[0]);
+    parseEmptyBody(c.request.body, "snapshot request");
+    return jsonResponse(201, snapshotJson(controller_.snapshot(c.tenant, c.params[0])));
+}
+
+// GET /v1/snapshots
+ApiResponse Router::listSnapshots(Context& c) {
+    json list = json::array();
+    for (const auto& s : controller_.listSnapshots(c.scope())) {
+        list.push_back(snapshotJson(s));
+        if (c.admin()) list.back()["tenant"] = s.tenant;
+    }
+    return jsonResponse(200, {{"snapshots", list}});
+}
+
+// GET /v1/snapshots/{}
+ApiResponse Router::getSnapshot(Context& c) {
+    return jsonResponse(200, snapshotJson(controller_.getSnapshot(c.tenant, c.params[0])));
+}
+
+// DELETE /v1/snapshots/{}
+ApiResponse Router::deleteSnapshot(Context& c) {
+    controller_.deleteSnapshot(c.tenant, c.params[0]);
+    return ApiResponse{204, "", ""};
+}
+
+}  // namespace airlock::api
