@@ -727,8 +727,11 @@ std::optional<WorkspaceService::EvidenceView> WorkspaceService::evidenceView(
     return view;
 }
 
-std::string WorkspaceService::diffPatch(const std::string& tenant, const std::string& id) {
-    auto r = load(tenant, id);
+// The workspace's diff now, recorded as looked at (the evidence shows what
+// the agent saw of its own change).
+WorkspaceService::Snapshot WorkspaceService::diffed(const std::string& tenant,
+                                                    const std::string& id, Record& r) {
+    r = load(tenant, id);
     auto lock = lockFor(sandboxLocks_, id);
     std::lock_guard hold(*lock);
     auto snap = snapshot(tenant, id, r);
@@ -738,20 +741,17 @@ std::string WorkspaceService::diffPatch(const std::string& tenant, const std::st
                              {"additions", snap.diff.additions},
                              {"deletions", snap.diff.deletions},
                              {"out_of_scope", snap.diff.outOfScope}});
-    return snap.diff.patch;
+    return snap;
+}
+
+std::string WorkspaceService::diffPatch(const std::string& tenant, const std::string& id) {
+    Record r;
+    return diffed(tenant, id, r).diff.patch;
 }
 
 json WorkspaceService::diffJson(const std::string& tenant, const std::string& id) {
-    auto r = load(tenant, id);
-    auto lock = lockFor(sandboxLocks_, id);
-    std::lock_guard hold(*lock);
-    auto snap = snapshot(tenant, id, r);
-    controller_.recordEvent(controller_.get(tenant, id), "workspace.diffed",
-                            {{"tree", snap.tree},
-                             {"files", snap.diff.files.size()},
-                             {"additions", snap.diff.additions},
-                             {"deletions", snap.diff.deletions},
-                             {"out_of_scope", snap.diff.outOfScope}});
+    Record r;
+    auto snap = diffed(tenant, id, r);
     return {{"base_commit", r.baseCommit},      {"tree", snap.tree},
             {"files", snap.diff.files},         {"additions", snap.diff.additions},
             {"deletions", snap.diff.deletions}, {"out_of_scope", snap.diff.outOfScope}};

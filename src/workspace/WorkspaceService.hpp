@@ -109,6 +109,7 @@ class WorkspaceService {
     // reading the mirrors' objects through alternates.
     Repository openWorkRepo(const std::string& tenant, const std::vector<std::string>& mirrors);
     Snapshot snapshot(const std::string& tenant, const std::string& id, const Record& r);
+    Snapshot diffed(const std::string& tenant, const std::string& id, Record& r);
     void sendArchive(const std::string& tenant, const std::string& id, const std::string& path,
                      const std::function<void(CheckoutArchive&)>& fill);
     void populate(const std::string& tenant, const std::string& id, const Record& r, bool resetOnly,
