@@ -17,38 +17,28 @@ DownloadSession::DownloadSession(beast::tcp_stream&& stream, StreamContext conte
       ctx_(std::move(context)),
       opener_(std::move(opener)),
       sized_(sized),
-      contentType_(std::move(contentType)) {}
+      contentType_(std::move(contentType)),
+      pipe_(stream_.get_executor(), ctx_.workers) {
+    pipe_.onEvent([this](AgentStream::Event&& e) { onEvent(std::move(e)); });
+    pipe_.setWriter([this](const AgentPipe::Chunk& c, std::function<void(bool)> done) {
+        writeChunk(c, std::move(done));
+    });
+    // close: everything was sent; reset mid-body: the client sees a short body.
+    pipe_.onEnd([this] { finish(); });
+}
 
 void DownloadSession::start() {
-    asio::post(ctx_.workers, [self = shared_from_this()] {
-        ApiResponse error;
-        std::shared_ptr<AgentStream> agent;
-        try {
-            agent = self->opener_([self](AgentStream::Event&& e) {
-                asio::post(self->stream_.get_executor(),
-                           [self, e = std::move(e)]() mutable { self->onEvent(std::move(e)); });
-            });
-        } catch (const Error& e) {
-            error = errorResponse(e.code(), e.what());
-        } catch (const std::exception& e) {
-            error = errorResponse(ErrorCode::internal, e.what());
-        }
-        asio::post(self->stream_.get_executor(), [self, agent, error] {
-            if (!agent) return self->fail(error);
-            self->agent_ = agent;
-            if (self->ended_) return void(self->agent_.reset());
-            if (self->ungranted_) agent->grant(std::exchange(self->ungranted_, 0));
-            if (!self->sized_) self->writeHeader(std::nullopt);
-            self->pump();
-        });
+    auto self = shared_from_this();
+    pipe_.open(self, opener_, [this, self](std::exception_ptr error) {
+        if (error) return fail(responseForError(error));
+        if (!sized_) writeHeader(std::nullopt);
     });
 }
 
 void DownloadSession::fail(const ApiResponse& response) {
     if (ended_) return;  // answered once: a second response would interleave on the wire
     ended_ = true;
-    agent_.reset();
-    queue_.clear();
+    pipe_.finish();
     writeSimpleResponse(stream_, response, [self = shared_from_this()] {});
 }
 
@@ -66,8 +56,12 @@ void DownloadSession::onEvent(AgentStream::Event&& event) {
         return;
     }
     if (event.kind == Kind::control) return;
-    queue_.push_back(std::move(event));
-    pump();
+    AgentPipe::Chunk chunk;
+    chunk.end = event.kind != Kind::data;
+    chunk.credit = event.payload.size();  // the window covers the whole chunk
+    chunk.bytes = std::move(event.payload);
+    if (!headerSent_) return beforeHeader_.push_back(std::move(chunk));
+    pipe_.send(shared_from_this(), std::move(chunk));
 }
 
 void DownloadSession::writeHeader(std::optional<std::uint64_t> length) {
@@ -82,50 +76,36 @@ void DownloadSession::writeHeader(std::optional<std::uint64_t> length) {
     remaining_ = length;
     header_->keep_alive(false);
     serializer_ = std::make_shared<http::response_serializer<http::empty_body>>(*header_);
-    writing_ = true;
-    stream_.expires_after(std::chrono::seconds(60));
-    http::async_write_header(stream_, *serializer_,
-                             [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                                 self->writing_ = false;
-                                 if (ec) return self->finish();
-                                 self->pump();
-                             });
+    // The header goes first, as the queue's first chunk (nothing to grant).
+    auto self = shared_from_this();
+    pipe_.send(self, AgentPipe::Chunk{});
+    for (auto& c : beforeHeader_) pipe_.send(self, std::move(c));
+    beforeHeader_.clear();
 }
 
-void DownloadSession::pump() {
-    if (writing_ || ended_ || !headerSent_ || queue_.empty()) return;
-    AgentStream::Event& e = queue_.front();
-    if (e.kind != Kind::data) {
-        // close: everything was sent; reset mid-body: the client sees a short body.
-        return finish();
+void DownloadSession::writeChunk(const AgentPipe::Chunk& c, std::function<void(bool)> done) {
+    stream_.expires_after(std::chrono::seconds(60));
+    if (serializer_ && !serializer_->is_header_done()) {
+        return http::async_write_header(
+            stream_, *serializer_,
+            [done = std::move(done)](beast::error_code ec, std::size_t) { done(!ec); });
     }
     if (remaining_ && *remaining_ == 0) return finish();
-    std::size_t size = e.payload.size();
+    std::size_t size = c.bytes.size();
     if (remaining_) size = static_cast<std::size_t>(std::min<std::uint64_t>(size, *remaining_));
-    writing_ = true;
-    stream_.expires_after(std::chrono::seconds(60));
-    asio::async_write(
-        stream_, asio::buffer(e.payload.data(), size),
-        [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-            self->writing_ = false;
-            if (ec)
-                return self->finish();  // the client went away: dropping agent_ cancels the stream
-            if (self->remaining_) *self->remaining_ -= n;
-            n = self->queue_.front().payload.size();  // the window covers the whole chunk
-            self->queue_.pop_front();
-            // The first chunks may be written before the opener's result reached
-            // the strand: keep their window until it did.
-            self->ungranted_ += n;
-            if (self->agent_) self->agent_->grant(std::exchange(self->ungranted_, 0));
-            self->pump();
-        });
+    asio::async_write(stream_, asio::buffer(c.bytes.data(), size),
+                      [this, done = std::move(done)](beast::error_code ec, std::size_t n) {
+                          // The client went away: the pipe drops (cancels) the stream.
+                          if (!ec && remaining_) *remaining_ -= n;
+                          if (ec) finish();
+                          done(!ec);
+                      });
 }
 
 void DownloadSession::finish() {
     if (ended_) return;
     ended_ = true;
-    queue_.clear();
-    agent_.reset();  // breaks the handler's reference cycle; a live stream is cancelled
+    pipe_.finish();
     beast::error_code ec;
     stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
     stream_.close();

@@ -5,7 +5,7 @@
 #include <functional>
 #include <memory>
 
-#include "agentclient/AgentStream.hpp"
+#include "agentclient/AgentPipe.hpp"
 #include "api/StreamContext.hpp"
 
 namespace airlock::api {
@@ -26,7 +26,7 @@ class DownloadSession : public std::enable_shared_from_this<DownloadSession> {
   private:
     void onEvent(AgentStream::Event&& event);
     void writeHeader(std::optional<std::uint64_t> length);
-    void pump();
+    void writeChunk(const AgentPipe::Chunk& chunk, std::function<void(bool)> done);
     void finish();
     void fail(const ApiResponse& response);
 
@@ -35,12 +35,11 @@ class DownloadSession : public std::enable_shared_from_this<DownloadSession> {
     Opener opener_;
     bool sized_;
     std::string contentType_;
-    std::shared_ptr<AgentStream> agent_;
-    std::deque<AgentStream::Event> queue_;
+    AgentPipe pipe_;
+    // Body chunks wait for the header; the header waits for the size.
+    std::deque<AgentPipe::Chunk> beforeHeader_;
     bool headerSent_ = false;
-    bool writing_ = false;
     bool ended_ = false;
-    std::size_t ungranted_ = 0;
     std::optional<std::uint64_t> remaining_;  // of the announced Content-Length
     std::shared_ptr<boost::beast::http::response<boost::beast::http::empty_body>> header_;
     std::shared_ptr<boost::beast::http::response_serializer<boost::beast::http::empty_body>>

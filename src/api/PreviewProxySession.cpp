@@ -20,14 +20,24 @@ PreviewProxySession::PreviewProxySession(beast::tcp_stream&& stream, beast::flat
     : stream_(std::move(stream)),
       buffer_(std::move(buffer)),
       head_(std::move(head)),
-      ctx_(std::move(context)) {
+      ctx_(std::move(context)),
+      pipe_(stream_.get_executor(), ctx_.workers) {
     readBuffer_.resize(64 * 1024);
+    pipe_.onEvent([this](AgentStream::Event&& e) { onTunnelEvent(std::move(e)); });
+    pipe_.setWriter([this](const AgentPipe::Chunk& c, std::function<void(bool)> done) {
+        stream_.expires_never();
+        asio::async_write(
+            stream_, asio::buffer(c.bytes),
+            [done = std::move(done)](beast::error_code ec, std::size_t) { done(!ec); });
+    });
+    pipe_.onEnd([this] { finish(); });
 }
 
 PreviewProxySession::PreviewProxySession(beast::tcp_stream&& stream, beast::flat_buffer&& buffer,
-                                         http::request<http::empty_body>&& head, StreamContext context,
-                                         unsigned port, Opener open)
-    : PreviewProxySession(std::move(stream), std::move(buffer), std::move(head), std::move(context)) {
+                                         http::request<http::empty_body>&& head,
+                                         StreamContext context, unsigned port, Opener open)
+    : PreviewProxySession(std::move(stream), std::move(buffer), std::move(head),
+                          std::move(context)) {
     directPort_ = port;
     open_ = std::move(open);
 }
@@ -66,78 +76,57 @@ void PreviewProxySession::start() {
     first.append(static_cast<const char*>(buffer_.data().data()), buffer_.size());
     buffer_.consume(buffer_.size());
 
-    asio::post(ctx_.workers, [self = shared_from_this(), first = std::move(first)]() mutable {
-        ApiResponse error;
+    auto self = shared_from_this();
+    auto opener = [this, first = std::move(first)](AgentStream::Handler handler) mutable {
         std::shared_ptr<AgentStream> tunnel;
-        try {
-            AgentStream::Handler handler = [self](AgentStream::Event&& e) {
-                asio::post(self->stream_.get_executor(), [self, e = std::move(e)]() mutable {
-                    self->onTunnelEvent(std::move(e));
-                });
-            };
-            if (self->open_) {
-                tunnel = self->open_(std::move(handler));
-            } else {
-                unsigned port = 0;
-                try {
-                    port = static_cast<unsigned>(std::stoul(self->ctx_.params[1]));
-                } catch (...) {
-                    throw Error(ErrorCode::not_found, "no such preview");
-                }
-                tunnel = self->ctx_.controller.openPreviewTunnel(self->ctx_.params[0], port,
-                                                                 self->ctx_.params[2], std::move(handler));
+        if (open_) {
+            tunnel = open_(std::move(handler));
+        } else {
+            unsigned port = 0;
+            try {
+                port = static_cast<unsigned>(std::stoul(ctx_.params[1]));
+            } catch (...) {
+                throw Error(ErrorCode::not_found, "no such preview");
             }
-            tunnel->writeAsync(0, std::move(first), false);  // within the initial window
-        } catch (const Error& e) {
-            error = errorResponse(e.code(), e.what());
-            if (tunnel) tunnel->reset("cancelled", "proxy failed");
-            tunnel.reset();
+            tunnel = ctx_.controller.openPreviewTunnel(ctx_.params[0], port, ctx_.params[2],
+                                                       std::move(handler));
         }
-        asio::post(self->stream_.get_executor(), [self, tunnel, error] {
-            if (!tunnel) {
-                self->ended_ = true;
-                return writeSimpleResponse(self->stream_, error, [self] {});
-            }
-            self->tunnel_ = tunnel;
-            if (self->ended_) return void(self->tunnel_.reset());
-            if (self->ungranted_) tunnel->grant(std::exchange(self->ungranted_, 0));
-            self->readFromClient();
-        });
+        try {
+            tunnel->writeAsync(0, std::move(first), false);  // within the initial window
+        } catch (...) {
+            tunnel->reset("cancelled", "proxy failed");
+            throw;
+        }
+        return tunnel;
+    };
+    pipe_.open(self, std::move(opener), [this, self](std::exception_ptr error) {
+        if (error) {
+            ended_ = true;
+            pipe_.finish();
+            return writeSimpleResponse(stream_, responseForError(error), [self] {});
+        }
+        readFromClient();
     });
 }
 
 void PreviewProxySession::onTunnelEvent(AgentStream::Event&& event) {
     if (ended_) return;
     if (event.kind == Kind::control) return;
-    if (event.kind == Kind::reset && !writing_ && toClient_.empty()) {
+    if (event.kind == Kind::reset && !pipe_.writing() && !pipe_.queued()) {
         auto info = protocol::parseResetInfo(event.payload);
         // Nothing was answered yet: tell the browser why (502: nothing listens).
         ApiResponse r = info.code == "connection_refused"
                             ? errorResponse(502, "bad_gateway", info.message)
                             : errorResponse(ErrorCode::agent_error, info.message);
         ended_ = true;
-        tunnel_.reset();
+        pipe_.finish();
         return writeSimpleResponse(stream_, r, [self = shared_from_this()] {});
     }
-    toClient_.push_back(std::move(event));
-    pumpToClient();
-}
-
-void PreviewProxySession::pumpToClient() {
-    if (writing_ || ended_ || toClient_.empty()) return;
-    if (toClient_.front().kind != Kind::data) return finish();
-    writing_ = true;
-    stream_.expires_never();
-    asio::async_write(stream_, asio::buffer(toClient_.front().payload),
-                      [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-                          self->writing_ = false;
-                          if (ec) return self->finish();
-                          self->toClient_.pop_front();
-                          self->ungranted_ += n;
-                          if (self->tunnel_)
-                              self->tunnel_->grant(std::exchange(self->ungranted_, 0));
-                          self->pumpToClient();
-                      });
+    AgentPipe::Chunk chunk;
+    chunk.end = event.kind != Kind::data;
+    chunk.credit = event.payload.size();
+    chunk.bytes = std::move(event.payload);
+    pipe_.send(shared_from_this(), std::move(chunk));
 }
 
 void PreviewProxySession::readFromClient() {
@@ -148,7 +137,7 @@ void PreviewProxySession::readFromClient() {
             if (self->ended_) return;
             if (ec) {
                 // Client finished sending (or left): half-close towards the guest.
-                if (self->tunnel_) self->tunnel_->closeWrite();
+                if (auto* tunnel = self->pipe_.stream()) tunnel->closeWrite();
                 return;
             }
             self->sendToGuest(std::string(self->readBuffer_.data(), n));
@@ -156,22 +145,22 @@ void PreviewProxySession::readFromClient() {
 }
 
 void PreviewProxySession::sendToGuest(std::string bytes) {
-    if (!tunnel_) return finish();
+    auto* tunnel = pipe_.stream();
+    if (!tunnel) return finish();
     // As the guest's window allows; the client is read again once it went.
-    tunnel_->writeAsync(0, std::move(bytes), false,
-                        [self = shared_from_this()](std::exception_ptr error) {
-                            asio::post(self->stream_.get_executor(), [self, ok = !error] {
-                                if (!ok) return self->finish();
-                                self->readFromClient();
-                            });
-                        });
+    tunnel->writeAsync(0, std::move(bytes), false,
+                       [self = shared_from_this()](std::exception_ptr error) {
+                           asio::post(self->stream_.get_executor(), [self, ok = !error] {
+                               if (!ok) return self->finish();
+                               self->readFromClient();
+                           });
+                       });
 }
 
 void PreviewProxySession::finish() {
     if (ended_) return;
     ended_ = true;
-    toClient_.clear();
-    tunnel_.reset();
+    pipe_.finish();
     beast::error_code ec;
     stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
     stream_.close();

@@ -5,7 +5,7 @@
 #include <functional>
 #include <memory>
 
-#include "agentclient/AgentStream.hpp"
+#include "agentclient/AgentPipe.hpp"
 #include "api/StreamContext.hpp"
 
 namespace airlock::api {
@@ -31,7 +31,6 @@ class PreviewProxySession : public std::enable_shared_from_this<PreviewProxySess
 
   private:
     void onTunnelEvent(AgentStream::Event&& event);
-    void pumpToClient();
     void sendToGuest(std::string bytes);
     void readFromClient();
     void finish();
@@ -40,11 +39,8 @@ class PreviewProxySession : public std::enable_shared_from_this<PreviewProxySess
     boost::beast::flat_buffer buffer_;
     boost::beast::http::request<boost::beast::http::empty_body> head_;
     StreamContext ctx_;
-    std::shared_ptr<AgentStream> tunnel_;
-    std::deque<AgentStream::Event> toClient_;
-    bool writing_ = false;
+    AgentPipe pipe_;
     bool ended_ = false;
-    std::size_t ungranted_ = 0;
     std::vector<char> readBuffer_;
     unsigned directPort_ = 0;
     Opener open_;

@@ -23,7 +23,10 @@ UploadSession::UploadSession(beast::tcp_stream&& stream, beast::flat_buffer&& bu
       buffer_(std::move(buffer)),
       parser_(std::move(header)),
       ctx_(std::move(context)),
+      pipe_(stream_.get_executor(), ctx_.workers),
       waitTimer_(stream_.get_executor()) {
+    // The guest's answer (or its refusal mid-way) arrives on the strand.
+    pipe_.onEvent([this](AgentStream::Event&& e) { onAgentEvent(std::move(e)); });
     parser_.body_limit(
         std::numeric_limits<std::uint64_t>::max());  // streamed: the size is not bounded by memory
     chunk_.resize(kChunk);
@@ -33,55 +36,36 @@ void UploadSession::fail(const ApiResponse& response) {
     if (ended_) return;
     ended_ = true;
     waitTimer_.cancel();
-    if (agent_) agent_->reset("cancelled", "upload failed");
-    agent_.reset();  // breaks the handler's reference cycle
+    if (auto* agent = pipe_.stream()) agent->reset("cancelled", "upload failed");
+    pipe_.finish();
     writeSimpleResponse(stream_, response, [self = shared_from_this()] {});
 }
 
 void UploadSession::start() {
-    // Opening may connect to the agent: not on the I/O thread.
-    asio::post(ctx_.workers, [self = shared_from_this()] {
-        ApiResponse error;
-        std::shared_ptr<AgentStream> agent;
+    std::string path = ctx_.request.query.count("path") ? ctx_.request.query.at("path") : "";
+    std::optional<unsigned> mode;
+    if (auto m = ctx_.request.query.find("mode"); m != ctx_.request.query.end()) {
         try {
-            auto path = self->ctx_.request.query.count("path") ? self->ctx_.request.query.at("path")
-                                                               : std::string();
-            std::optional<unsigned> mode;
-            if (auto m = self->ctx_.request.query.find("mode");
-                m != self->ctx_.request.query.end()) {
-                try {
-                    std::size_t used = 0;
-                    unsigned long v = std::stoul(m->second, &used, 8);
-                    if (used != m->second.size() || v > 07777) throw std::invalid_argument("mode");
-                    mode = static_cast<unsigned>(v);
-                } catch (const std::exception&) {
-                    throw Error(ErrorCode::bad_request, "mode must be octal, e.g. 0644");
-                }
-            }
-            self->path_ = path;
-            // The guest's answer (or its refusal mid-way) arrives on the
-            // strand, possibly before the step below: agent_ is only ever
-            // touched there.
-            agent = self->ctx_.controller.openUpload(
-                self->ctx_.tenant, self->ctx_.params[0], path, mode,
-                [self](AgentStream::Event&& e) {
-                    asio::post(self->stream_.get_executor(), [self, e = std::move(e)]() mutable {
-                        self->onAgentEvent(std::move(e));
-                    });
-                });
-        } catch (const Error& e) {
-            error = errorResponse(e.code(), e.what());
-        } catch (const std::exception& e) {
-            error = errorResponse(ErrorCode::internal, e.what());
+            std::size_t used = 0;
+            unsigned long v = std::stoul(m->second, &used, 8);
+            if (used != m->second.size() || v > 07777) throw std::invalid_argument("mode");
+            mode = static_cast<unsigned>(v);
+        } catch (const std::exception&) {
+            return fail(errorResponse(ErrorCode::bad_request, "mode must be octal, e.g. 0644"));
         }
-        asio::post(self->stream_.get_executor(), [self, agent, error] {
-            if (!agent) return self->fail(error);
-            if (self->ended_)  // the guest ended it already, and the client was answered
-                return agent->reset("cancelled", "upload already answered");
-            self->agent_ = agent;
-            self->readChunk();
+    }
+    path_ = path;
+    auto self = shared_from_this();
+    pipe_.open(
+        self,
+        [this, path, mode](AgentStream::Handler handler) {
+            return ctx_.controller.openUpload(ctx_.tenant, ctx_.params[0], path, mode,
+                                              std::move(handler));
+        },
+        [this, self](std::exception_ptr error) {
+            if (error) return fail(responseForError(error));
+            readChunk();
         });
-    });
 }
 
 void UploadSession::readChunk() {
@@ -103,13 +87,13 @@ void UploadSession::onChunk(beast::error_code ec) {
         logWarn("api", "upload aborted: " + ec.message());
         ended_ = true;
         waitTimer_.cancel();
-        if (agent_) agent_->reset("cancelled", "client went away");
-        agent_.reset();
+        if (auto* agent = pipe_.stream()) agent->reset("cancelled", "client went away");
+        pipe_.finish();
         return;
     }
     // The guest may have refused the file while this read was pending (the
     // body was often in the buffer already): the session is over, and
-    // agent_ is gone with it.
+    // its stream is gone with it.
     if (ended_) return;
     std::size_t n = chunk_.size() - parser_.get().body().size;
     received_ += n;
@@ -120,35 +104,35 @@ void UploadSession::onChunk(beast::error_code ec) {
     // fails if the guest takes none of it for kAgentWait.
     waitTimer_.expires_after(kAgentWait);
     waitTimer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-        if (!ec && self->agent_)
-            self->agent_->reset("cancelled", "the guest took no data for a minute");
+        if (auto* agent = self->pipe_.stream(); !ec && agent)
+            agent->reset("cancelled", "the guest took no data for a minute");
     });
-    agent_->writeAsync(0, std::string(chunk_.data(), n), false,
-                       [self = shared_from_this()](std::exception_ptr error) {
-                           asio::post(self->stream_.get_executor(), [self, error] {
-                               self->waitTimer_.cancel();
-                               if (self->ended_) return;
-                               if (error) {
-                                   // The guest's reset says why (403, 404...) and may
-                                   // be right behind this failure on the strand: it
-                                   // answers first if it comes within a moment.
-                                   self->waitTimer_.expires_after(std::chrono::seconds(2));
-                                   self->waitTimer_.async_wait([self, error](beast::error_code ec) {
-                                       if (!ec && !self->ended_)
-                                           self->fail(responseForError(error));
-                                   });
-                                   return;
-                               }
-                               self->readChunk();
-                           });
-                       });
+    pipe_.stream()->writeAsync(
+        0, std::string(chunk_.data(), n), false,
+        [self = shared_from_this()](std::exception_ptr error) {
+            asio::post(self->stream_.get_executor(), [self, error] {
+                self->waitTimer_.cancel();
+                if (self->ended_) return;
+                if (error) {
+                    // The guest's reset says why (403, 404...) and may
+                    // be right behind this failure on the strand: it
+                    // answers first if it comes within a moment.
+                    self->waitTimer_.expires_after(std::chrono::seconds(2));
+                    self->waitTimer_.async_wait([self, error](beast::error_code ec) {
+                        if (!ec && !self->ended_) self->fail(responseForError(error));
+                    });
+                    return;
+                }
+                self->readChunk();
+            });
+        });
 }
 
 void UploadSession::finishUpload() {
     // Every byte is on its way: the guest's close (or reset) answers; no
     // thread waits for it, a timer bounds it.
     finishing_ = true;
-    agent_->closeWrite();
+    pipe_.stream()->closeWrite();
     waitTimer_.expires_after(kAgentWait);
     waitTimer_.async_wait([self = shared_from_this()](beast::error_code ec) {
         if (!ec)
@@ -169,7 +153,7 @@ void UploadSession::onAgentEvent(AgentStream::Event&& e) {
         return fail(errorResponse(ErrorCode::agent_error, "the agent ended the upload early"));
     ended_ = true;
     waitTimer_.cancel();
-    agent_.reset();
+    pipe_.finish();
     // The guest's word, type-checked: any shape is answered, none throws.
     json j = json::parse(e.payload, nullptr, false);
     if (!j.is_object()) j = json::object();

@@ -5,7 +5,7 @@
 #include <memory>
 #include <optional>
 
-#include "agentclient/AgentStream.hpp"
+#include "agentclient/AgentPipe.hpp"
 #include "api/StreamContext.hpp"
 #include "core/Sha256Stream.hpp"
 
@@ -33,7 +33,7 @@ class UploadSession : public std::enable_shared_from_this<UploadSession> {
     boost::beast::flat_buffer buffer_;
     boost::beast::http::request_parser<boost::beast::http::buffer_body> parser_;
     StreamContext ctx_;
-    std::shared_ptr<AgentStream> agent_;
+    AgentPipe pipe_;
     std::vector<char> chunk_;
     std::uint64_t received_ = 0;
     std::string path_;

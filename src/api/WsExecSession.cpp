@@ -16,7 +16,27 @@ using Kind = AgentStream::Event::Kind;
 
 WsExecSession::WsExecSession(beast::tcp_stream&& stream, http::request<http::empty_body>&& upgrade,
                              StreamContext context)
-    : ws_(std::move(stream)), upgrade_(std::move(upgrade)), ctx_(std::move(context)) {}
+    : ws_(std::move(stream)),
+      upgrade_(std::move(upgrade)),
+      ctx_(std::move(context)),
+      pipe_(ws_.get_executor(), ctx_.workers) {
+    pipe_.onEvent([this](AgentStream::Event&& e) { onAgentEvent(std::move(e)); });
+    pipe_.setWriter([this](const AgentPipe::Chunk& c, std::function<void(bool)> done) {
+        ws_.text(c.text);
+        ws_.async_write(asio::buffer(c.bytes),
+                        [this, done = std::move(done)](beast::error_code ec, std::size_t) {
+                            if (ec) finish();
+                            done(!ec);
+                        });
+    });
+    pipe_.onEnd([this] {
+        ended_ = true;
+        releaseExec();
+        pipe_.finish();
+        ws_.async_close(websocket::close_code::normal,
+                        [self = shared_from_this()](beast::error_code) {});
+    });
+}
 
 void WsExecSession::start() {
     beast::get_lowest_layer(ws_).expires_never();
@@ -33,12 +53,7 @@ void WsExecSession::onAccepted(beast::error_code ec) {
     });
 }
 
-AgentStream::Handler WsExecSession::agentHandler() {
-    return [self = shared_from_this()](AgentStream::Event&& e) {
-        asio::post(self->ws_.get_executor(),
-                   [self, e = std::move(e)]() mutable { self->onAgentEvent(std::move(e)); });
-    };
-}
+AgentStream::Handler WsExecSession::agentHandler() { return pipe_.handler(shared_from_this()); }
 
 void WsExecSession::onStartMessage(beast::error_code ec) {
     if (ec) return;
@@ -88,9 +103,7 @@ void WsExecSession::onStartMessage(beast::error_code ec) {
 
 void WsExecSession::attachStream(std::shared_ptr<AgentStream> agent) {
     started_ = true;
-    agent_ = agent;
-    if (ended_) return void(agent_.reset());
-    if (ungranted_) agent->grant(std::exchange(ungranted_, 0));
+    pipe_.attach(std::move(agent));
 }
 
 void WsExecSession::onDecision(const GatedExec& g) {
@@ -137,7 +150,7 @@ void WsExecSession::onDecision(const GatedExec& g) {
 }
 
 void WsExecSession::flushHeld() {
-    auto agent = agent_;
+    auto* agent = pipe_.stream();
     if (ended_ || !agent) return;
     std::string data = std::move(heldStdin_);
     heldStdin_.clear();
@@ -171,7 +184,7 @@ void WsExecSession::onClientMessage(beast::error_code ec) {
     bool binary = ws_.got_binary();
     std::string data = beast::buffers_to_string(in_.data());
     in_.consume(in_.size());
-    auto agent = agent_;
+    auto* agent = pipe_.stream();
     // No stream yet is fine while a decision is awaited or an approved
     // command is being started; otherwise the session is over.
     if (!agent && !awaiting_ && (execId_.empty() || started_)) return finish();
@@ -274,8 +287,7 @@ void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
                 for (const auto& key : {"exit_code", "signal", "timed_out", "error"})
                     if (r.contains(key)) m[key] = r[key];
             queue(true, m.dump());
-            closing_ = true;
-            return pump();
+            return closeAfterQueued();
         }
         case Kind::reset: {
             protocol::ResetInfo info{"agent_error", "the command's stream was reset"};
@@ -299,39 +311,23 @@ void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
 void WsExecSession::sendErrorAndClose(const std::string& code, const std::string& message) {
     queue(true, json{{"type", "error"}, {"code", code}, {"message", message}}.dump(
                     -1, ' ', false, json::error_handler_t::replace));
-    closing_ = true;
-    pump();
+    closeAfterQueued();
 }
 
 void WsExecSession::queue(bool text, std::string data, std::size_t credit) {
-    out_.push_back({text, std::move(data), credit});
-    pump();
+    AgentPipe::Chunk chunk;
+    chunk.bytes = std::move(data);
+    chunk.credit = credit;
+    chunk.text = text;
+    pipe_.send(shared_from_this(), std::move(chunk));
 }
 
-void WsExecSession::pump() {
-    if (writing_ || ended_) return;
-    if (out_.empty()) {
-        if (!closing_) return;
-        ended_ = true;
-        releaseExec();
-        agent_.reset();
-        ws_.async_close(websocket::close_code::normal,
-                        [self = shared_from_this()](beast::error_code) {});
-        return;
-    }
-    writing_ = true;
-    ws_.text(out_.front().text);
-    ws_.async_write(asio::buffer(out_.front().data),
-                    [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                        self->writing_ = false;
-                        if (ec) return self->finish();
-                        if (self->ended_ || self->out_.empty()) return;
-                        self->ungranted_ += self->out_.front().credit;
-                        self->out_.pop_front();
-                        if (self->agent_ && self->ungranted_)
-                            self->agent_->grant(std::exchange(self->ungranted_, 0));
-                        self->pump();
-                    });
+void WsExecSession::closeAfterQueued() {
+    if (closing_) return;
+    closing_ = true;
+    AgentPipe::Chunk end;
+    end.end = true;
+    pipe_.send(shared_from_this(), std::move(end));
 }
 
 void WsExecSession::releaseExec() {
@@ -352,8 +348,7 @@ void WsExecSession::finish() {
     if (ended_) return;
     ended_ = true;
     releaseExec();
-    if (!writing_) out_.clear();  // a write in flight still reads its buffer
-    agent_.reset();               // cancels the command if it still runs
+    pipe_.finish();  // cancels the command if it still runs
     beast::error_code ec;
     beast::get_lowest_layer(ws_).socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
     beast::get_lowest_layer(ws_).close();

@@ -6,7 +6,7 @@
 #include <memory>
 #include <optional>
 
-#include "agentclient/AgentStream.hpp"
+#include "agentclient/AgentPipe.hpp"
 #include "api/StreamContext.hpp"
 
 namespace airlock::api {
@@ -26,11 +26,6 @@ class WsExecSession : public std::enable_shared_from_this<WsExecSession> {
     void start();
 
   private:
-    struct Outgoing {
-        bool text;
-        std::string data;
-        std::size_t credit;  // window to return once written
-    };
     void onAccepted(boost::beast::error_code ec);
     void onStartMessage(boost::beast::error_code ec);
     void readClient();
@@ -41,7 +36,8 @@ class WsExecSession : public std::enable_shared_from_this<WsExecSession> {
     void attachStream(std::shared_ptr<AgentStream> agent);
     AgentStream::Handler agentHandler();
     void queue(bool text, std::string data, std::size_t credit = 0);
-    void pump();
+    // Closes once everything queued went out.
+    void closeAfterQueued();
     void sendErrorAndClose(const std::string& code, const std::string& message);
     void finish();
     void releaseExec();
@@ -51,12 +47,9 @@ class WsExecSession : public std::enable_shared_from_this<WsExecSession> {
     boost::beast::http::request<boost::beast::http::empty_body> upgrade_;
     StreamContext ctx_;
     boost::beast::flat_buffer in_;
-    std::shared_ptr<AgentStream> agent_;
-    std::deque<Outgoing> out_;
-    bool writing_ = false;
+    AgentPipe pipe_;
     bool closing_ = false;  // a final message was queued: close after it
     bool ended_ = false;
-    std::size_t ungranted_ = 0;
     // Approval gate: the request as submitted, and the stdin that waits with it.
     ExecOptions options_;
     TerminalOptions terminal_;

@@ -1,0 +1,91 @@
+#include "agentclient/AgentPipe.hpp"
+
+#include <boost/asio/post.hpp>
+
+namespace airlock {
+namespace asio = boost::asio;
+
+AgentPipe::AgentPipe(asio::any_io_executor strand, asio::thread_pool& workers)
+    : strand_(std::move(strand)), workers_(workers) {}
+
+AgentStream::Handler AgentPipe::handler(std::shared_ptr<void> owner) {
+    // The owner keeps this pipe alive while an event is on its way.
+    return [this, owner](AgentStream::Event&& e) {
+        asio::post(strand_, [this, owner, e = std::move(e)]() mutable {
+            if (!finished_ && onEvent_) onEvent_(std::move(e));
+        });
+    };
+}
+
+void AgentPipe::open(std::shared_ptr<void> owner, Opener opener,
+                     std::function<void(std::exception_ptr)> opened) {
+    asio::post(workers_,
+               [this, owner, opener = std::move(opener), opened = std::move(opened)]() mutable {
+                   std::shared_ptr<AgentStream> stream;
+                   std::exception_ptr error;
+                   try {
+                       stream = opener(handler(owner));
+                   } catch (...) {
+                       error = std::current_exception();
+                   }
+                   asio::post(strand_, [this, owner, stream, error, opened = std::move(opened)] {
+                       if (error || !stream) return opened(error);
+                       attach(stream);
+                       if (!finished_) opened(nullptr);
+                   });
+               });
+}
+
+void AgentPipe::attach(std::shared_ptr<AgentStream> stream) {
+    if (finished_) {
+        if (stream) stream->reset("cancelled", "the connection ended first");
+        return;
+    }
+    stream_ = std::move(stream);
+    if (ungranted_) stream_->grant(std::exchange(ungranted_, 0));
+}
+
+void AgentPipe::consumed(std::size_t bytes) {
+    ungranted_ += bytes;
+    if (stream_ && ungranted_) stream_->grant(std::exchange(ungranted_, 0));
+}
+
+void AgentPipe::send(std::shared_ptr<void> owner, Chunk chunk) {
+    if (finished_) return;
+    queue_.push_back(std::move(chunk));
+    pump(std::move(owner));
+}
+
+void AgentPipe::pump(std::shared_ptr<void> owner) {
+    if (writing_ || finished_ || queue_.empty()) return;
+    if (queue_.front().end) {
+        queue_.clear();
+        if (onEnd_) onEnd_();
+        return;
+    }
+    writing_ = true;
+    writer_(queue_.front(), [this, owner](bool ok) {
+        writing_ = false;
+        if (finished_) return;
+        if (!ok) return finish();
+        std::size_t credit = queue_.front().credit;
+        queue_.pop_front();
+        consumed(credit);
+        pump(owner);
+    });
+}
+
+void AgentPipe::finish() {
+    if (finished_) return;
+    finished_ = true;
+    // A write in flight still reads its chunk: it stays until done.
+    if (writing_) {
+        while (queue_.size() > 1) queue_.pop_back();
+    } else {
+        queue_.clear();
+    }
+    // The callbacks stay (finish() may run inside one); finished_ mutes them.
+    stream_.reset();  // breaks the handler's cycle; a live stream is cancelled
+}
+
+}  // namespace airlock
