@@ -1,0 +1,182 @@
+// AgentPipe over the real agent loop (in process, behind a socketpair): the
+// start, the error path, the window that goes back only for written bytes,
+// and finish.
+#include <gtest/gtest.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include "agentclient/AgentConnection.hpp"
+#include "agentclient/AgentPipe.hpp"
+#include "core/Error.hpp"
+#include "protocol/Frame.hpp"
+#include "support/InProcessAgent.hpp"
+#include "support/TestEnv.hpp"
+
+namespace airlock {
+namespace {
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using Kind = AgentStream::Event::Kind;
+
+template <typename F>
+bool eventually(F condition, std::chrono::milliseconds within = 10s) {
+    auto deadline = std::chrono::steady_clock::now() + within;
+    while (!condition()) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(5ms);
+    }
+    return true;
+}
+
+class AgentPipeTest : public ::testing::Test {
+  protected:
+    test::TempDir dir;
+    test::InProcessAgent agent;
+    std::shared_ptr<AgentConnection> conn = agent.connect();
+    asio::io_context ioc;
+    asio::executor_work_guard<asio::io_context::executor_type> work = asio::make_work_guard(ioc);
+    asio::strand<asio::io_context::executor_type> strand = asio::make_strand(ioc);
+    asio::thread_pool workers{2};
+    std::thread io{[this] { ioc.run(); }};
+    // Stands in for the session that owns the pipe.
+    std::shared_ptr<int> owner = std::make_shared<int>(0);
+
+    ~AgentPipeTest() override {
+        work.reset();
+        ioc.stop();
+        io.join();
+        workers.join();
+    }
+
+    // Runs `f` on the strand and waits for it.
+    template <typename F>
+    void onStrand(F f) {
+        std::promise<void> done;
+        asio::post(strand, [&] {
+            f();
+            done.set_value();
+        });
+        done.get_future().wait();
+    }
+
+    AgentPipe::Opener fileReader(const std::string& path) {
+        return [this, path](AgentStream::Handler h) {
+            return conn->open({{"op", "file_read"}, {"path", path}, {"user", "root"}}, h);
+        };
+    }
+};
+
+TEST_F(AgentPipeTest, AFailedOpenReachesTheSessionAsItsError) {
+    AgentPipe pipe(strand, workers);
+    std::promise<ErrorCode> code;
+    pipe.open(
+        owner,
+        [](AgentStream::Handler) -> std::shared_ptr<AgentStream> {
+            throw Error(ErrorCode::not_found, "no such sandbox");
+        },
+        [&](std::exception_ptr error) {
+            try {
+                std::rethrow_exception(error);
+            } catch (const Error& e) {
+                code.set_value(e.code());
+            } catch (...) {
+                code.set_value(ErrorCode::internal);
+            }
+        });
+    auto f = code.get_future();
+    ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+    EXPECT_EQ(f.get(), ErrorCode::not_found);
+    onStrand([&] { pipe.finish(); });
+}
+
+TEST_F(AgentPipeTest, TheWindowGoesBackOnlyForBytesTheClientTook) {
+    const std::size_t size = 4 * protocol::kInitialWindow;
+    {
+        std::ofstream out(dir.path() + "/big", std::ios::binary);
+        out << std::string(size, 'x');
+    }
+    AgentPipe pipe(strand, workers);
+    std::atomic<std::size_t> received{0}, written{0};
+    std::atomic<bool> ended{false}, holding{true};
+    std::function<void(bool)> held;  // a write the "client" has not finished
+    pipe.onEvent([&](AgentStream::Event&& e) {
+        if (e.kind == Kind::control) return;
+        if (e.kind == Kind::data) received += e.payload.size();
+        AgentPipe::Chunk c;
+        c.end = e.kind != Kind::data;
+        c.credit = e.payload.size();
+        c.bytes = std::move(e.payload);
+        pipe.send(owner, std::move(c));
+    });
+    pipe.setWriter([&](const AgentPipe::Chunk& c, std::function<void(bool)> done) {
+        written += c.bytes.size();
+        if (holding) return void(held = std::move(done));
+        asio::post(strand, [done = std::move(done)] { done(true); });
+    });
+    pipe.onEnd([&] { ended = true; });
+    std::promise<void> opened;
+    pipe.open(owner, fileReader(dir.path() + "/big"), [&](std::exception_ptr error) {
+        EXPECT_FALSE(error);
+        opened.set_value();
+    });
+    ASSERT_EQ(opened.get_future().wait_for(10s), std::future_status::ready);
+    // The client takes nothing: the guest stops at its window.
+    ASSERT_TRUE(eventually([&] { return received.load() >= protocol::kInitialWindow; }));
+    // Nothing more may come, however long we wait: a bound, not a hope.
+    std::this_thread::sleep_for(300ms);
+    EXPECT_LE(received.load(), protocol::kInitialWindow);
+    // The client takes everything: the rest follows, in order, to the end.
+    onStrand([&] {
+        holding = false;
+        if (held) std::exchange(held, nullptr)(true);
+    });
+    ASSERT_TRUE(eventually([&] { return ended.load(); }));
+    EXPECT_EQ(received.load(), size);
+    EXPECT_EQ(written.load(), size);
+    onStrand([&] { pipe.finish(); });
+}
+
+TEST_F(AgentPipeTest, AStreamOpenedAfterFinishIsCancelledAndDeliversNothing) {
+    {
+        std::ofstream out(dir.path() + "/small");
+        out << "hello";
+    }
+    AgentPipe pipe(strand, workers);
+    std::atomic<int> events{0}, openedCalls{0};
+    pipe.onEvent([&](AgentStream::Event&&) { ++events; });
+    std::promise<void> opening, release;
+    auto gate = release.get_future().share();
+    std::promise<std::shared_ptr<AgentStream>> opened;  // the test's own handle on it
+    pipe.open(
+        owner,
+        [&, gate](AgentStream::Handler h) {
+            opening.set_value();
+            gate.wait();  // the client leaves while the stream is being opened
+            auto stream = conn->open(
+                {{"op", "file_read"}, {"path", dir.path() + "/small"}, {"user", "root"}}, h);
+            opened.set_value(stream);
+            return stream;
+        },
+        [&](std::exception_ptr) { ++openedCalls; });
+    opening.get_future().wait();
+    onStrand([&] { pipe.finish(); });
+    release.set_value();
+    // The stream is opened, finds the pipe finished and is cancelled.
+    auto stream = opened.get_future().get();
+    ASSERT_TRUE(eventually([&] { return stream->finished(); }));
+    onStrand([] {});
+    EXPECT_EQ(openedCalls.load(), 0);
+    EXPECT_EQ(events.load(), 0);
+    EXPECT_TRUE(pipe.finished());
+    EXPECT_EQ(pipe.stream(), nullptr);
+}
+
+}  // namespace
+}  // namespace airlock
