@@ -25,16 +25,6 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using Kind = AgentStream::Event::Kind;
 
-template <typename F>
-bool eventually(F condition, std::chrono::milliseconds within = 10s) {
-    auto deadline = std::chrono::steady_clock::now() + within;
-    while (!condition()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(5ms);
-    }
-    return true;
-}
-
 class AgentPipeTest : public ::testing::Test {
   protected:
     test::TempDir dir;
@@ -128,7 +118,7 @@ TEST_F(AgentPipeTest, TheWindowGoesBackOnlyForBytesTheClientTook) {
     });
     ASSERT_EQ(opened.get_future().wait_for(10s), std::future_status::ready);
     // The client takes nothing: the guest stops at its window.
-    ASSERT_TRUE(eventually([&] { return received.load() >= protocol::kInitialWindow; }));
+    ASSERT_TRUE(test::waitFor([&] { return received.load() >= protocol::kInitialWindow; }, 10s));
     // Nothing more may come, however long we wait: a bound, not a hope.
     std::this_thread::sleep_for(300ms);
     EXPECT_LE(received.load(), protocol::kInitialWindow);
@@ -137,7 +127,7 @@ TEST_F(AgentPipeTest, TheWindowGoesBackOnlyForBytesTheClientTook) {
         holding = false;
         if (held) std::exchange(held, nullptr)(true);
     });
-    ASSERT_TRUE(eventually([&] { return ended.load(); }));
+    ASSERT_TRUE(test::waitFor([&] { return ended.load(); }, std::chrono::seconds(10)));
     EXPECT_EQ(received.load(), size);
     EXPECT_EQ(written.load(), size);
     onStrand([&] { pipe.finish(); });
@@ -170,7 +160,7 @@ TEST_F(AgentPipeTest, AStreamOpenedAfterFinishIsCancelledAndDeliversNothing) {
     release.set_value();
     // The stream is opened, finds the pipe finished and is cancelled.
     auto stream = opened.get_future().get();
-    ASSERT_TRUE(eventually([&] { return stream->finished(); }));
+    ASSERT_TRUE(test::waitFor([&] { return stream->finished(); }, std::chrono::seconds(10)));
     onStrand([] {});
     EXPECT_EQ(openedCalls.load(), 0);
     EXPECT_EQ(events.load(), 0);

@@ -6,22 +6,12 @@
 #include <thread>
 
 #include "daemon/Housekeeping.hpp"
+#include "support/TestEnv.hpp"
 
 namespace airlock {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Waits for a condition with a deadline (no sleep-and-hope).
-template <typename F>
-bool eventually(F condition, std::chrono::milliseconds within = 5s) {
-    auto deadline = std::chrono::steady_clock::now() + within;
-    while (!condition()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(5ms);
-    }
-    return true;
-}
 
 TEST(Housekeeping, OneOffTasksRunFirstInOrderThenPeriodicOnes) {
     std::mutex m;
@@ -35,10 +25,12 @@ TEST(Housekeeping, OneOffTasksRunFirstInOrderThenPeriodicOnes) {
     h.once("b", [&] { note("b"); });
     h.every(10ms, "tick", [&] { note("tick"); });
     h.start();
-    ASSERT_TRUE(eventually([&] {
-        std::lock_guard l(m);
-        return seen.size() >= 5;
-    }));
+    ASSERT_TRUE(test::waitFor(
+        [&] {
+            std::lock_guard l(m);
+            return seen.size() >= 5;
+        },
+        std::chrono::seconds(10)));
     h.stop();
     std::lock_guard l(m);
     EXPECT_EQ(seen[0], "a");
@@ -52,7 +44,7 @@ TEST(Housekeeping, EachTaskKeepsItsOwnInterval) {
     h.every(5ms, "fast", [&] { ++fast; });
     h.every(1h, "slow", [&] { ++slow; });
     h.start();
-    ASSERT_TRUE(eventually([&] { return fast >= 20; }));
+    ASSERT_TRUE(test::waitFor([&] { return fast >= 20; }, std::chrono::seconds(10)));
     h.stop();
     EXPECT_EQ(slow.load(), 1) << "ran once at the start, then waits its hour";
 }
@@ -67,7 +59,7 @@ TEST(Housekeeping, AThrowingTaskIsLoggedAndTheOthersGoOn) {
     });
     h.every(5ms, "runs", [&] { ++runs; });
     h.start();
-    EXPECT_TRUE(eventually([&] { return throws >= 3 && runs >= 3; }));
+    EXPECT_TRUE(test::waitFor([&] { return throws >= 3 && runs >= 3; }, std::chrono::seconds(10)));
 }
 
 TEST(Housekeeping, StopWakesItAtOnceAndSkipsWhatIsLeft) {
@@ -76,7 +68,7 @@ TEST(Housekeeping, StopWakesItAtOnceAndSkipsWhatIsLeft) {
     h.once("first", [&] { started = true; });
     h.every(1h, "hourly", [] {});
     h.start();
-    ASSERT_TRUE(eventually([&] { return started.load(); }));
+    ASSERT_TRUE(test::waitFor([&] { return started.load(); }, std::chrono::seconds(10)));
     auto before = std::chrono::steady_clock::now();
     h.stop();
     EXPECT_LT(std::chrono::steady_clock::now() - before, 2s);
