@@ -48,6 +48,7 @@ EgressSession::EgressSession(std::shared_ptr<EgressShared> shared,
       timer_(strand_),
       throttle_(strand_),
       pace_(strand_),
+      pipe_(strand_, shared_->workers),
       started_(std::chrono::steady_clock::now()),
       lastActivity_(started_) {}
 
@@ -55,10 +56,7 @@ EgressSession::~EgressSession() {
     if (counted_) --sandbox_->open;
 }
 
-void EgressSession::grantGuest(std::size_t bytes) {
-    if (!tunnel_ || bytes == 0) return;
-    asio::post(shared_->workers, [tunnel = tunnel_, bytes] { tunnel->grant(bytes); });
-}
+void EgressSession::grantGuest(std::size_t bytes) { pipe_.consumed(bytes); }
 
 void EgressSession::start() {
     // Counted from the first moment: the cap bounds what a guest can make us hold.
@@ -69,33 +67,33 @@ void EgressSession::start() {
     } else {
         counted_ = true;
     }
-    asio::post(shared_->workers, [self = shared_from_this()] {
-        std::shared_ptr<AgentStream> tunnel;
-        try {
-            auto agent = self->sandbox_->agent.lock();
+    pipe_.onEvent([this](AgentStream::Event&& e) { onGuestEvent(std::move(e)); });
+    auto self = shared_from_this();
+    pipe_.open(
+        self,
+        [this](AgentStream::Handler handler) {
+            auto agent = sandbox_->agent.lock();
             if (!agent) throw Error(ErrorCode::agent_error, "agent connection gone");
-            std::weak_ptr<EgressSession> weak = self;
-            tunnel = agent->open({{"op", "egress_attach"}, {"connection", self->connection_}},
-                                 [weak](AgentStream::Event&& e) {
-                                     if (auto s = weak.lock())
-                                         asio::post(s->strand_, [s, e = std::move(e)]() mutable {
-                                             s->onGuestEvent(std::move(e));
-                                         });
-                                 });
-        } catch (const std::exception& e) {
-            logWarn("egress", "cannot attach connection " + std::to_string(self->connection_) +
-                                  " of " + self->sandbox_->id + ": " + e.what());
-        }
-        asio::post(self->strand_, [self, tunnel] {
-            if (!tunnel) return self->finish("attach failed");
-            self->tunnel_ = tunnel;
-            self->phase_ = Phase::head;
-            if (!self->counted_) return self->refuse(503, "egress.denied", self->reason_);
-            self->armTimer(self->shared_->settings.headTimeout, "request head");
-            auto early = std::move(self->early_);
-            for (auto& e : early) self->onGuestEvent(std::move(e));
+            return agent->open({{"op", "egress_attach"}, {"connection", connection_}},
+                               std::move(handler));
+        },
+        [this, self](std::exception_ptr error) {
+            if (error) {
+                try {
+                    std::rethrow_exception(error);
+                } catch (const std::exception& e) {
+                    logWarn("egress", "cannot attach connection " + std::to_string(connection_) +
+                                          " of " + sandbox_->id + ": " + e.what());
+                } catch (...) {
+                }
+                return finish("attach failed");
+            }
+            phase_ = Phase::head;
+            if (!counted_) return refuse(503, "egress.denied", reason_);
+            armTimer(shared_->settings.headTimeout, "request head");
+            auto early = std::move(early_);
+            for (auto& e : early) onGuestEvent(std::move(e));
         });
-    });
 }
 
 void EgressSession::armTimer(std::chrono::milliseconds after, const char* what) {
@@ -122,7 +120,7 @@ void EgressSession::touch() { lastActivity_ = std::chrono::steady_clock::now(); 
 
 void EgressSession::onGuestEvent(AgentStream::Event&& event) {
     if (phase_ == Phase::done) return;
-    if (!tunnel_) return early_.push_back(std::move(event));
+    if (phase_ == Phase::attaching) return early_.push_back(std::move(event));
     if (event.kind == Kind::reset) return finish("the guest connection was reset");
     // The guest's tunnel ended: both directions are over there.
     if (event.kind == Kind::close) return finish("closed by the guest");
@@ -175,10 +173,11 @@ void EgressSession::decide() {
     while (!host.empty() && host.back() == '.') host.pop_back();
     for (const auto& reserved : shared_->settings.reservedHosts)
         if (host == reserved)
-            return refuse(403, "egress.denied",
-                          request_.host +
-                              " is a package registry: packages come through the sandbox's package "
-                              "proxy (npm_config_registry, PIP_INDEX_URL, apt's sources), not egress");
+            return refuse(
+                403, "egress.denied",
+                request_.host +
+                    " is a package registry: packages come through the sandbox's package "
+                    "proxy (npm_config_registry, PIP_INDEX_URL, apt's sources), not egress");
     if (!allow.hostListed(request_.host))
         return refuse(403, "egress.denied", request_.host + " is not on the sandbox's allowlist");
     phase_ = Phase::resolving;
@@ -277,16 +276,17 @@ void EgressSession::sendToGuest(std::string bytes, bool closeAfter) {
     // One write at a time (ordering); the next upstream read waits for it.
     // No thread waits for the guest's window: a guest that takes nothing
     // lets the idle timer end the session, which fails the write.
-    if (!tunnel_) return finish("the tunnel is gone");
-    tunnel_->writeAsync(0, std::move(bytes), closeAfter,
-                        [self = shared_from_this(), closeAfter](std::exception_ptr error) {
-                            asio::post(self->strand_, [self, ok = !error, closeAfter] {
-                                if (self->phase_ == Phase::done) return;
-                                if (!ok) return self->finish("the guest stopped reading");
-                                if (closeAfter) return;  // the guest's close (or a timer) ends it
-                                if (self->phase_ == Phase::relay) self->readUpstream();
-                            });
-                        });
+    auto* tunnel = pipe_.stream();
+    if (!tunnel) return finish("the tunnel is gone");
+    tunnel->writeAsync(0, std::move(bytes), closeAfter,
+                       [self = shared_from_this(), closeAfter](std::exception_ptr error) {
+                           asio::post(self->strand_, [self, ok = !error, closeAfter] {
+                               if (self->phase_ == Phase::done) return;
+                               if (!ok) return self->finish("the guest stopped reading");
+                               if (closeAfter) return;  // the guest's close (or a timer) ends it
+                               if (self->phase_ == Phase::relay) self->readUpstream();
+                           });
+                       });
 }
 
 void EgressSession::readUpstream() {
@@ -363,7 +363,7 @@ void EgressSession::refuse(int status, const std::string& type, const std::strin
     for (const auto& c : toUpstream_)
         if (c.fromGuest) held += c.bytes.size();
     toUpstream_.clear();
-    if (tunnel_) {
+    if (pipe_.stream()) {
         grantGuest(held);
         sendToGuest(std::move(response), true);
     }
@@ -395,11 +395,10 @@ void EgressSession::finish(const std::string& why) {
     early_.clear();
     head_.clear();
     readBuffer_ = {};
-    if (tunnel_) {
-        // A reset wakes a worker blocked in write() and closes the guest socket.
-        asio::post(shared_->workers,
-                   [tunnel = std::move(tunnel_), why] { tunnel->reset("closed", why); });
-    }
+    // The reset closes the guest's socket with the reason; the pipe drops
+    // the stream and breaks the cycle through its handler.
+    if (auto* tunnel = pipe_.stream()) tunnel->reset("closed", why);
+    pipe_.finish();
 }
 
 void EgressSession::audit(const std::string& type) {

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <string>
 
-#include "agentclient/AgentStream.hpp"
+#include "agentclient/AgentPipe.hpp"
 #include "egress/AddressPolicy.hpp"
 #include "egress/EgressAllowlist.hpp"
 #include "egress/EgressProxy.hpp"
@@ -96,8 +96,7 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
     void refuse(int status, const std::string& type, const std::string& reason,
                 const std::string& forGuest = "");
     void sendToGuest(std::string bytes, bool closeAfter);
-    // Window back to the guest, off the strand: sending a frame may block
-    // while the agent channel is full.
+    // Window back to the guest for bytes read and dropped or written upstream.
     void grantGuest(std::size_t bytes);
     void readUpstream();
     void pumpToUpstream();
@@ -111,10 +110,10 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
     const std::uint64_t connection_;
     boost::asio::strand<boost::asio::io_context::executor_type> strand_;
     boost::asio::ip::tcp::socket upstream_;
-    boost::asio::steady_timer timer_;     // head, connect and idle deadlines
-    boost::asio::steady_timer throttle_;  // bandwidth pauses, guest -> upstream
-    boost::asio::steady_timer pace_;      // bandwidth pauses, upstream -> guest
-    std::shared_ptr<AgentStream> tunnel_;
+    boost::asio::steady_timer timer_;       // head, connect and idle deadlines
+    boost::asio::steady_timer throttle_;    // bandwidth pauses, guest -> upstream
+    boost::asio::steady_timer pace_;        // bandwidth pauses, upstream -> guest
+    AgentPipe pipe_;                        // the guest connection's tunnel
     std::deque<AgentStream::Event> early_;  // events that beat the tunnel handle to the strand
     Phase phase_ = Phase::attaching;
     bool counted_ = false;
