@@ -2,11 +2,15 @@
 
 #include <cctype>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 
 namespace airlock::test {
 
 std::vector<DocumentedRoute> documentedRoutes() {
+    // Path items also hold parameters, summaries and descriptions.
+    static const std::set<std::string> kMethods{"get",    "post", "put",    "patch",
+                                                "delete", "head", "options"};
     std::ifstream in(std::string(AIRLOCK_SOURCE_DIR) + "/api/openapi.yaml");
     if (!in) throw std::runtime_error("cannot read api/openapi.yaml");
     auto normalize = [](const std::string& path) {
@@ -27,7 +31,8 @@ std::vector<DocumentedRoute> documentedRoutes() {
         if (line.rfind("  /", 0) == 0 && line.back() == ':') {
             path = line.substr(2, line.size() - 3);
         } else if (!path.empty() && line.rfind("    ", 0) == 0 && line.size() > 5 &&
-                   line[4] != ' ' && line.back() == ':') {
+                   line[4] != ' ' && line.back() == ':' &&
+                   kMethods.count(line.substr(4, line.size() - 5))) {
             std::string method = line.substr(4, line.size() - 5);
             for (auto& ch : method)
                 ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
