@@ -36,15 +36,6 @@ std::string nextOverlayName(const std::string& current) {
     return "disk-" + std::to_string(generation + 1) + ".qcow2";
 }
 
-std::vector<std::string> parseLayers(const std::string& json) {
-    auto j = nlohmann::json::parse(json, nullptr, false);
-    std::vector<std::string> out;
-    if (j.is_array())
-        for (const auto& e : j)
-            if (e.is_string()) out.push_back(e.get<std::string>());
-    return out;
-}
-
 }  // namespace
 
 std::shared_ptr<std::mutex> SandboxController::lifecycleMutex(const std::string& id) {
@@ -165,9 +156,8 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
     s.vcpus = r.vcpus;
     s.memoryMib = r.memoryMib;
     s.hasDisk = !r.disk.empty();
-    auto layers = parseLayers(r.layersJson);
-    if (s.hasDisk) layers.push_back(s.id);
-    s.layersJson = nlohmann::json(layers).dump();
+    s.layers = r.layers;
+    if (s.hasDisk) s.layers.push_back(s.id);
     s.createdAt = nowTimestamp();
     {
         // Checked and counted in one step: two snapshots at once cannot both
@@ -204,7 +194,7 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
                           r.diskBytes ? r.diskBytes : tmpl->diskSizeBytes, qemuOwner(r));
             hypervisor_.switchDiskOverlay(domain, sandboxDir(id) + "/" + nextOverlay);
             diskSwitched = true;
-            store_.updateDisk(id, nextOverlay, s.layersJson);
+            store_.updateDisk(id, nextOverlay, s.layers);
             // Nobody writes it again: read-only and root's (no-op when unprivileged).
             ::fchmod(frozen.get(), 0444);
             if (::geteuid() == 0 && ::fchown(frozen.get(), 0, 0) != 0)
@@ -261,7 +251,7 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
         {"source_sandbox", id},
         {"template", {{"name", s.templateName}, {"digest", s.templateDigest}}},
         {"resources", {{"vcpus", s.vcpus}, {"memory_mib", s.memoryMib}}},
-        {"layers", layers},
+        {"layers", s.layers},
         {"files", files},
         {"size_bytes", total},
         {"created_at", s.createdAt}};
@@ -324,11 +314,11 @@ void SandboxController::collectSnapshots() {
     std::lock_guard lock(gcMutex_);
     std::set<std::string> read;
     for (const auto& r : store_.list(TenantScope::all()))
-        for (const auto& l : parseLayers(r.layersJson)) read.insert(l);
+        for (const auto& l : r.layers) read.insert(l);
     auto all = snapshots_.list(TenantScope::all());
     for (const auto& s : all)
         if (s.state != SnapshotState::deleted)
-            for (const auto& l : parseLayers(s.layersJson)) read.insert(l);
+            for (const auto& l : s.layers) read.insert(l);
     for (const auto& s : all) {
         if (s.state != SnapshotState::deleted || read.count(s.id)) continue;
         try {
@@ -343,7 +333,7 @@ void SandboxController::collectSnapshots() {
 void SandboxController::recoverSnapshots() {
     std::set<std::string> readBySandboxes;
     for (const auto& r : store_.list(TenantScope::all()))
-        for (const auto& l : parseLayers(r.layersJson)) readBySandboxes.insert(l);
+        for (const auto& l : r.layers) readBySandboxes.insert(l);
     std::set<std::string> known;
     for (const auto& s : snapshots_.list(TenantScope::all())) {
         known.insert(s.id);
@@ -424,7 +414,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
     SandboxRecord r = newRecord(tenant, fixed, *tmpl);
     if (snap.kind == "user") r.snapshotId = snap.id;
     r.disk = snap.hasDisk ? "disk-0.qcow2" : "";
-    r.layersJson = snap.hasDisk ? snap.layersJson : "[]";
+    r.layers = snap.hasDisk ? snap.layers : std::vector<std::string>{};
     std::string shape = spareShapeOf(snap);
     auto quota = quotaLock(tenant);
     std::unique_lock counted(*quota);  // checked and counted in one step
@@ -519,7 +509,7 @@ void SandboxController::verifySnapshotFiles(const SnapshotRecord& snap) {
         throw Error(ErrorCode::internal, "snapshot " + s.id + "'s manifest lists no " + name);
     };
     expect(snap, kMemoryFile);
-    for (const auto& layerId : parseLayers(snap.layersJson)) {
+    for (const auto& layerId : snap.layers) {
         auto layer =
             layerId == snap.id ? std::optional<SnapshotRecord>(snap) : snapshots_.find(layerId);
         if (!layer)

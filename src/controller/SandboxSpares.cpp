@@ -243,7 +243,7 @@ std::optional<std::string> SandboxController::bootSpare(const std::string& shape
     if (snap) request.diskGib = cloneDiskGib(*snap, *tmpl);
     SandboxRecord r = newRecord(kSpareTenant, request, *tmpl);
     // Its disk reads the snapshot's layers: the GC keeps them while it lives.
-    if (snap) r.layersJson = snap->layersJson;
+    if (snap) r.layers = snap->layers;
     // A spare stays in state creating: recover() removes it after a crash.
     store_.insert(r);
     try {

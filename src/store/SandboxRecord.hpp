@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace airlock {
 
@@ -23,11 +24,11 @@ struct SandboxRecord {
     std::string envJson = "{}";       // default environment for every exec
     std::string error;                // why it is in state error
     std::string snapshotId;           // the snapshot it was cloned from, if any
-    std::string disk;               // current disk overlay (file name in its dir), if it has a disk
-    std::string layersJson = "[]";  // snapshot ids whose frozen disk layers its disk chain reads
-    std::int64_t timeoutS = 0;      // 0: no timeout
-    std::string onTimeout = "kill";  // kill | pause
-    std::int64_t expiresAt = 0;      // unix seconds; 0: never
+    std::string disk;  // current disk overlay (file name in its dir), if it has a disk
+    std::vector<std::string> layers;  // snapshot ids whose frozen disk layers its disk chain reads
+    std::int64_t timeoutS = 0;        // 0: no timeout
+    std::string onTimeout = "kill";   // kill | pause
+    std::int64_t expiresAt = 0;       // unix seconds; 0: never
     std::string policyJson = "{}";  // per-sandbox command rules {"deny":[],"approve":[],"allow":[]}
     std::string secretsSealed;      // AES-GCM sealed JSON {"NAME":{"value","commands"}}; "" = none
     std::string secretNamesJson = "[]";  // the names alone, in the clear

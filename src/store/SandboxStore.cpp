@@ -1,6 +1,7 @@
 #include "store/SandboxStore.hpp"
 
 #include "core/Error.hpp"
+#include "store/StringList.hpp"
 
 namespace airlock {
 
@@ -52,7 +53,7 @@ SandboxRecord readRow(const Database::Statement& st) {
     r.error = st.text(9);
     r.snapshotId = st.text(10);
     r.disk = st.text(11);
-    r.layersJson = st.text(12);
+    r.layers = stringListFromColumn(st.text(12));
     r.timeoutS = st.integer(13);
     r.onTimeout = st.text(14);
     r.expiresAt = st.integer(15);
@@ -77,8 +78,9 @@ void SandboxStore::updateNetwork(const std::string& id, const std::string& netwo
 }
 
 void SandboxStore::updateDisk(const std::string& id, const std::string& disk,
-                              const std::string& layersJson) {
-    db_.run("UPDATE sandboxes SET disk = ?, layers = ? WHERE id = ?", disk, layersJson, id);
+                              const std::vector<std::string>& layers) {
+    db_.run("UPDATE sandboxes SET disk = ?, layers = ? WHERE id = ?", disk,
+            stringListColumn(layers), id);
 }
 
 void SandboxStore::updateTimeout(const std::string& id, std::int64_t timeoutS,
@@ -94,10 +96,10 @@ void SandboxStore::write(const SandboxRecord& r, bool replace) {
     db_.run(std::string(replace ? "INSERT OR REPLACE" : "INSERT") + " INTO sandboxes (" + kColumns +
                 ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             r.id, r.tenant, r.templateName, sandboxStateName(r.state), r.vcpus, r.memoryMib,
-            r.createdAt, r.metadataJson, r.envJson, r.error, r.snapshotId, r.disk, r.layersJson,
-            r.timeoutS, r.onTimeout, r.expiresAt, r.policyJson, r.secretsSealed, r.secretNamesJson,
-            r.networkJson, r.qemuUid, r.diskBytes, r.packagesJson, r.taskJson, r.artifactsJson,
-            r.portAccess);
+            r.createdAt, r.metadataJson, r.envJson, r.error, r.snapshotId, r.disk,
+            stringListColumn(r.layers), r.timeoutS, r.onTimeout, r.expiresAt, r.policyJson,
+            r.secretsSealed, r.secretNamesJson, r.networkJson, r.qemuUid, r.diskBytes,
+            r.packagesJson, r.taskJson, r.artifactsJson, r.portAccess);
 }
 
 void SandboxStore::updateState(const std::string& id, SandboxState state,

@@ -19,7 +19,8 @@ class SandboxStore {
     void replace(const SandboxRecord& r);
     void updateState(const std::string& id, SandboxState state, const std::string& error = {});
     void remove(const std::string& id);
-    void updateDisk(const std::string& id, const std::string& disk, const std::string& layersJson);
+    void updateDisk(const std::string& id, const std::string& disk,
+                    const std::vector<std::string>& layers);
     void updateNetwork(const std::string& id, const std::string& networkJson);
     void updateTimeout(const std::string& id, std::int64_t timeoutS, std::int64_t expiresAt);
     std::optional<SandboxRecord> find(const std::string& id);

@@ -1,5 +1,7 @@
 #include "store/SnapshotStore.hpp"
 
+#include "store/StringList.hpp"
+
 namespace airlock {
 
 std::string snapshotStateName(SnapshotState s) {
@@ -38,7 +40,7 @@ SnapshotRecord readRow(const Database::Statement& st) {
     r.vcpus = static_cast<unsigned>(st.integer(7));
     r.memoryMib = static_cast<unsigned>(st.integer(8));
     r.hasDisk = st.integer(9) != 0;
-    r.layersJson = st.text(10);
+    r.layers = stringListFromColumn(st.text(10));
     r.createdAt = st.text(11);
     r.sizeBytes = st.integer(12);
     r.manifestJson = st.text(13);
@@ -52,8 +54,8 @@ void SnapshotStore::insert(const SnapshotRecord& r) {
     db_.run(std::string("INSERT INTO snapshots (") + kColumns +
                 ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             r.id, r.tenant, r.kind, r.sourceSandbox, r.templateName, r.templateDigest,
-            snapshotStateName(r.state), r.vcpus, r.memoryMib, r.hasDisk ? 1 : 0, r.layersJson,
-            r.createdAt, r.sizeBytes, r.manifestJson);
+            snapshotStateName(r.state), r.vcpus, r.memoryMib, r.hasDisk ? 1 : 0,
+            stringListColumn(r.layers), r.createdAt, r.sizeBytes, r.manifestJson);
 }
 
 void SnapshotStore::markReady(const std::string& id, std::int64_t sizeBytes,

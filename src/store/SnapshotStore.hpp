@@ -27,8 +27,8 @@ struct SnapshotRecord {
     unsigned vcpus = 1;
     unsigned memoryMib = 256;
     bool hasDisk = false;
-    std::string layersJson =
-        "[]";  // snapshot ids of every frozen layer in its disk chain, itself last
+    std::vector<std::string>
+        layers;  // snapshot ids of every frozen layer in its disk chain, itself last
     std::string createdAt;
     std::int64_t sizeBytes = 0;
     std::string manifestJson = "{}";

@@ -272,7 +272,7 @@ TEST_F(Lifecycle, DebianTemplateFreezesItsDiskInLayersTheBaseNeverChanges) {
     ASSERT_TRUE(test::waitFor(
         [&] { return world->controller->sparesIdle() && debianSpares().size() == 1; }, 180s));
     auto spareIds = debianSpares();
-    EXPECT_EQ(world->store->find(*spareIds.begin())->layersJson, snap.layersJson)
+    EXPECT_EQ(world->store->find(*spareIds.begin())->layers, snap.layers)
         << "the spare's disk reads the snapshot's layers (the GC keeps them)";
 
     CreateSandboxRequest fromSnap;

@@ -182,10 +182,10 @@ TEST_F(SandboxLifecycleTest, DiskLayersAreFrozenSharedAndCollectedWithTheirLastR
               dir.path() + "/sandboxes/" + src.id + "/disk-1.qcow2");
 
     auto clone = controller->create("t1", fromSnapshot(snap.id));
-    EXPECT_EQ(nlohmann::json::parse(store->find(clone.id)->layersJson), nlohmann::json({snap.id}));
+    EXPECT_EQ(store->find(clone.id)->layers, std::vector<std::string>{snap.id});
     // A snapshot of the clone chains onto the first layer.
     auto second = controller->snapshot("t1", clone.id);
-    EXPECT_EQ(nlohmann::json::parse(second.layersJson), nlohmann::json({snap.id, second.id}));
+    EXPECT_EQ(second.layers, (std::vector<std::string>{snap.id, second.id}));
 
     // Deleting the first snapshot hides it but keeps the layer its readers need.
     controller->deleteSnapshot("t1", snap.id);

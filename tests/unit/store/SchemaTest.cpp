@@ -68,7 +68,7 @@ TEST(SchemaTest, AFileFromBeforeVersioningGainsColumnsAndKeepsRows) {
     ASSERT_TRUE(sandbox);
     EXPECT_EQ(sandbox->memoryMib, 512u);
     EXPECT_EQ(sandbox->metadataJson, "{\"k\":\"v\"}");
-    EXPECT_EQ(sandbox->layersJson, "[]");  // the added column's default
+    EXPECT_TRUE(sandbox->layers.empty());  // the added column's default
     EXPECT_EQ(sandbox->onTimeout, "kill");
     EXPECT_EQ(sandbox->portAccess, "exposed");
 
