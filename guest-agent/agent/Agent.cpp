@@ -30,6 +30,7 @@
 #include "protocol/Messages.hpp"
 
 namespace airlock::guest {
+using protocol::Op;
 namespace {
 using protocol::FrameType;
 
@@ -366,60 +367,77 @@ void Agent::handleOpen(const protocol::Frame& frame) {
     auto request = nlohmann::json::parse(frame.payload, nullptr, false);
     if (!request.is_object())
         return sendReset(id, "bad_request", "open payload must be a JSON object");
-    std::string op = protocol::openOp(frame.payload);
+    std::string name = protocol::openOp(frame.payload);
+    auto op = protocol::parseOp(name);
+    if (!op) return sendReset(id, "bad_request", "unknown op '" + name.substr(0, 64) + "'");
     std::unique_ptr<StreamHandler> handler;
     try {
-        if (op == "exec") {
-            handler =
-                std::make_unique<ExecStream>(id, *this, protocol::parseExecRequest(frame.payload));
-        } else if (op == "file_write") {
-            handler = std::make_unique<FileWriteStream>(id, *this, request);
-        } else if (op == "file_read") {
-            handler = std::make_unique<FileReadStream>(id, *this, request);
-        } else if (op == "workspace_scan") {
-            handler = std::make_unique<WorkspaceScanStream>(id, *this, request);
-        } else if (op == "archive_unpack") {
-            handler = std::make_unique<ArchiveUnpackStream>(id, *this, request);
-        } else if (op == "fs") {
-            return runFsOp(id, *this, request);
-        } else if (op == "tunnel") {
-            handler = std::make_unique<TunnelStream>(id, *this, request);
-        } else if (op == "egress_listen") {
-            // The egress proxy and the package proxy's ecosystems: a few
-            // ports, each listened on once (a second bind of a port fails).
-            if (egressListeners().size() >= kMaxEgressListeners)
-                return sendReset(id, "conflict", "too many egress listeners are open");
-            handler = std::make_unique<EgressListener>(id, *this, request);
-        } else if (op == "egress_attach") {
-            UniqueFd conn;
-            auto number = request.value("connection", std::uint64_t(0));
-            for (EgressListener* listener : egressListeners())
-                if ((conn = listener->take(number))) break;
-            if (!conn)
-                return sendReset(id, "not_found", "no pending egress connection with that number");
-            handler = std::make_unique<TunnelStream>(id, *this, std::move(conn));
-        } else if (op == "file_watch" || op == "file_activity") {
-            return handleFileWatch(id, request);
-        } else if (op == "raw") {
-            return startRaw(id, request);
-        } else if (op == "reseed") {
-            return handleReseed(id, request);
-        } else if (op.rfind("process_", 0) == 0) {
-            return handleProcessOp(id, op, request);
-        } else {
-            return sendReset(id, "bad_request", "unknown op '" + op + "'");
+        switch (*op) {
+            case Op::exec:
+                handler = std::make_unique<ExecStream>(id, *this,
+                                                       protocol::parseExecRequest(frame.payload));
+                break;
+            case Op::file_write:
+                handler = std::make_unique<FileWriteStream>(id, *this, request);
+                break;
+            case Op::file_read:
+                handler = std::make_unique<FileReadStream>(id, *this, request);
+                break;
+            case Op::workspace_scan:
+                handler = std::make_unique<WorkspaceScanStream>(id, *this, request);
+                break;
+            case Op::archive_unpack:
+                handler = std::make_unique<ArchiveUnpackStream>(id, *this, request);
+                break;
+            case Op::fs:
+                return runFsOp(id, *this, request);
+            case Op::tunnel:
+                handler = std::make_unique<TunnelStream>(id, *this, request);
+                break;
+            case Op::egress_listen:
+                // The egress proxy and the package proxy's ecosystems: a few
+                // ports, each listened on once (a second bind of a port fails).
+                if (egressListeners().size() >= kMaxEgressListeners)
+                    return sendReset(id, "conflict", "too many egress listeners are open");
+                handler = std::make_unique<EgressListener>(id, *this, request);
+                break;
+            case Op::egress_attach: {
+                UniqueFd conn;
+                auto number = request.value("connection", std::uint64_t(0));
+                for (EgressListener* listener : egressListeners())
+                    if ((conn = listener->take(number))) break;
+                if (!conn)
+                    return sendReset(id, "not_found",
+                                     "no pending egress connection with that number");
+                handler = std::make_unique<TunnelStream>(id, *this, std::move(conn));
+                break;
+            }
+            case Op::file_watch:
+            case Op::file_activity:
+                return handleFileWatch(id, *op, request);
+            case Op::raw:
+                return startRaw(id, request);
+            case Op::reseed:
+                return handleReseed(id, request);
+            case Op::process_start:
+            case Op::process_list:
+            case Op::process_get:
+            case Op::process_signal:
+            case Op::process_stdin:
+            case Op::process_logs:
+                return handleProcessOp(id, *op, request);
         }
     } catch (const protocol::MessageError& e) {
         return sendReset(id, "bad_request", e.message);
     } catch (const std::exception& e) {
         return sendReset(id, "internal", e.what());
     }
+    if (!handler) return;
     if (!handler->done()) streams_[id] = std::move(handler);
 }
 
-void Agent::handleFileWatch(std::uint32_t id, const nlohmann::json& request) {
-    std::string op = request.value("op", "");
-    if (op == "file_watch") {
+void Agent::handleFileWatch(std::uint32_t id, protocol::Op op, const nlohmann::json& request) {
+    if (op == Op::file_watch) {
         auto path = request.find("path");
         if (path == request.end() || !path->is_string() || path->get_ref<const std::string&>().empty() ||
             path->get_ref<const std::string&>()[0] != '/')
@@ -519,10 +537,9 @@ void Agent::handleReseed(std::uint32_t id, const nlohmann::json& request) {
     sendFrame(FrameType::close, id, dumpJson({{"reseeded", true}, {"clock_set", clockSet}}));
 }
 
-void Agent::handleProcessOp(std::uint32_t id, const std::string& op,
-                            const nlohmann::json& request) {
+void Agent::handleProcessOp(std::uint32_t id, protocol::Op op, const nlohmann::json& request) {
     auto reply = [&](const nlohmann::json& j) { sendFrame(FrameType::close, id, dumpJson(j)); };
-    if (op == "process_start") {
+    if (op == Op::process_start) {
         protocol::ExecRequest exec;
         try {
             exec = protocol::parseExecRequest(request.dump());
@@ -534,7 +551,7 @@ void Agent::handleProcessOp(std::uint32_t id, const std::string& op,
         if (!code.empty()) return sendReset(id, code, error);
         return reply(j);
     }
-    if (op == "process_list") return reply({{"processes", processes_.list()}});
+    if (op == Op::process_list) return reply({{"processes", processes_.list()}});
     auto pidField = request.find("id");
     pid_t pid = 0;
     if (pidField != request.end() && pidField->is_string()) {
@@ -544,27 +561,27 @@ void Agent::handleProcessOp(std::uint32_t id, const std::string& op,
     }
     BackgroundProcess* proc = pid > 0 ? processes_.find(pid) : nullptr;
     if (!proc) return sendReset(id, "not_found", "no background process with that id");
-    if (op == "process_get") return reply(proc->describe());
-    if (op == "process_signal") {
+    if (op == Op::process_get) return reply(proc->describe());
+    if (op == Op::process_signal) {
         int sig = signalFromName(request.value("signal", std::string("TERM")));
         if (!sig) return sendReset(id, "bad_request", "unknown signal");
         proc->signal(sig);
         return reply(proc->describe());
     }
-    if (op == "process_stdin") {
+    if (op == Op::process_stdin) {
         if (auto data = request.find("data"); data != request.end() && data->is_string())
             if (!proc->writeStdin(data->get<std::string>()))
                 return sendReset(id, "conflict", "stdin is closed");
         if (request.value("eof", false)) proc->closeStdin();
         return reply(proc->describe());
     }
-    if (op == "process_logs") {
+    if (op == Op::process_logs) {
         auto handler = std::make_unique<ProcessLogStream>(id, *this, processes_, pid,
                                                           request.value("follow", false));
         if (!handler->done()) streams_[id] = std::move(handler);
         return;
     }
-    sendReset(id, "bad_request", "unknown op '" + op + "'");
+    sendReset(id, "bad_request", "not a process operation");
 }
 
 }  // namespace airlock::guest

@@ -17,6 +17,7 @@
 #include "core/Ids.hpp"
 #include "core/Log.hpp"
 #include "protocol/Frame.hpp"
+#include "protocol/Ops.hpp"
 
 namespace airlock {
 namespace {
@@ -491,6 +492,11 @@ void AgentConnection::dispatch(const protocol::Frame& frame) {
 
 std::shared_ptr<AgentStream> AgentConnection::open(const nlohmann::json& request, AgentStream::Handler handler,
                                                    bool autoGrant) {
+    // Only the operations both sides know (protocol/Ops.hpp) go out.
+    auto op = request.find("op");
+    if (op == request.end() || !op->is_string() ||
+        !protocol::parseOp(op->get_ref<const std::string&>()))
+        throw Error(ErrorCode::internal, "not an agent operation: " + request.value("op", "?"));
     std::shared_ptr<AgentStream> stream;
     {
         std::lock_guard lock(streamsMutex_);

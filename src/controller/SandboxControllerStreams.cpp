@@ -10,6 +10,7 @@
 #include "core/Ids.hpp"
 #include "core/Log.hpp"
 #include "protocol/Messages.hpp"
+#include "protocol/Ops.hpp"
 
 namespace airlock {
 namespace {
@@ -24,9 +25,9 @@ void requireAbsolute(const std::string& path) {
     if (path.size() > 4096 || path.find('\0') != std::string::npos)
         throw Error(ErrorCode::bad_request, "bad path");
 }
-bool isProcessOp(const std::string& op) {
-    return op == "process_start" || op == "process_list" || op == "process_get" ||
-           op == "process_signal" || op == "process_stdin";
+bool isProcessOp(const std::string& name) {
+    auto op = protocol::parseOp(name);
+    return op && protocol::isProcessCall(*op);
 }
 }  // namespace
 

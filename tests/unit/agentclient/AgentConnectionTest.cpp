@@ -189,6 +189,12 @@ TEST(AgentRobustness, GarbageGetsAResetAndANewHelloRecovers) {
     ASSERT_TRUE(readFrame(d, f));
     EXPECT_EQ(f.type, protocol::FrameType::reset);
     EXPECT_EQ(f.stream, 5u);
+    // An op outside the closed set: that stream is reset, the session lives.
+    sendAll(protocol::encodeFrame(protocol::FrameType::open, 7, R"({"op":"format_disk"})"));
+    ASSERT_TRUE(readFrame(d, f));
+    EXPECT_EQ(f.type, protocol::FrameType::reset);
+    EXPECT_EQ(f.stream, 7u);
+    EXPECT_EQ(protocol::parseResetInfo(f.payload).code, "bad_request");
     // Garbage on the wire: the session is reset.
     sendAll(std::string(64, '\x55'));
     ASSERT_TRUE(readFrame(d, f));

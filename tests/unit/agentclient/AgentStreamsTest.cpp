@@ -344,8 +344,10 @@ TEST_F(AgentStreams, RawBaselineModesLeaveAndReenterFraming) {
     EXPECT_EQ(conn->exec(r, 1024, 10s).stdoutData, "framed\n");
 }
 
-TEST_F(AgentStreams, UnknownOpsAreResetNotFatal) {
-    EXPECT_EQ(codeOf([&] { conn->call({{"op", "format_disk"}}, 5s); }), ErrorCode::bad_request);
+TEST_F(AgentStreams, TheHostOpensNothingOutsideTheOpSet) {
+    // The guest's refusal of such an open is AgentRobustness's (raw frames).
+    EXPECT_EQ(codeOf([&] { conn->call({{"op", "format_disk"}}, 5s); }), ErrorCode::internal);
+    EXPECT_EQ(codeOf([&] { conn->call({{"path", "/"}}, 5s); }), ErrorCode::internal);
     EXPECT_TRUE(conn->ping(2s));
 }
 
