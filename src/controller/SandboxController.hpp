@@ -384,6 +384,10 @@ class SandboxController {
     }
     // Masks a sandbox's secret values (and its tenant's git credentials).
     SecretMasker maskerFor(const SandboxRecord& r) const;
+    // One call to the guest and its answer as a client may see it (every
+    // string masked): guest file and process operations answer through it.
+    nlohmann::json askGuest(const std::string& tenant, const std::string& id,
+                            const nlohmann::json& request);
     void recordEvent(const SandboxRecord& r, const std::string& type, const nlohmann::json& data) {
         record(r.id, r.tenant, type, data);
     }

@@ -206,10 +206,7 @@ json SandboxController::fileOp(const std::string& tenant, const std::string& id,
         checkWrite(owned, request.value("path", ""));
         if (a == "move") checkWrite(owned, request.value("to", ""));
     }
-    auto agent = runningAgent(tenant, id);
-    auto masker = maskerFor(requireOwned(tenant, id));
-    auto result = agent->call(r, kOpTimeout);
-    if (!masker.empty()) result = maskJsonStrings(result, masker);
+    auto result = askGuest(tenant, id, r);
     // Changes to the guest's files through the API are evidence too.
     std::string action = request.value("action", "");
     if (action == "mkdir" || action == "remove" || action == "move") {
@@ -232,7 +229,7 @@ void SandboxController::recordFileWrite(const std::string& tenant, const std::st
 
 json SandboxController::processOp(const std::string& tenant, const std::string& id,
                                   const json& request) {
-    auto agent = runningAgent(tenant, id);
+    runningAgent(tenant, id);  // a missing or stopped sandbox answers before the request is judged
     json r = request;
     // A closed set: nothing else reaches the agent through this door.
     if (!r.is_object() || !r.contains("op") || !r["op"].is_string() || !isProcessOp(r["op"]))
@@ -253,9 +250,17 @@ json SandboxController::processOp(const std::string& tenant, const std::string& 
         exec.stdin_stream = r.value("stdin_open", false);
         r = execJson(exec);
     }
+    return askGuest(tenant, id, r);
+}
+
+json SandboxController::askGuest(const std::string& tenant, const std::string& id,
+                                 const json& request) {
+    auto agent = runningAgent(tenant, id);
     auto masker = maskerFor(requireOwned(tenant, id));
-    auto result = agent->call(r, kOpTimeout);
-    return masker.empty() ? result : maskJsonStrings(result, masker);
+    // The guest wrote every byte of it (root there may echo a secret back):
+    // every string is masked before a client sees it.
+    auto answer = agent->call(request, kOpTimeout);
+    return masker.empty() ? answer : maskJsonStrings(answer, masker);
 }
 
 std::shared_ptr<AgentStream> SandboxController::openProcessLogs(const std::string& tenant,
