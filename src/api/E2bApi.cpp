@@ -138,7 +138,7 @@ ApiResponse E2bApi::dispatch(const ApiRequest& request) {
         json j = listedSandbox(r);
         j["domain"] = publicDomain_.empty() ? json(nullptr) : json(publicDomain_);
         j["envdAccessToken"] = tokens_.envdToken(r.id);
-        j["allowInternetAccess"] = r.networkJson != "[]";
+        j["allowInternetAccess"] = !r.network.empty();
         j["network"] = {{"allowPublicTraffic", r.portAccess == "public"}};
         if (r.portAccess == "token") j["trafficAccessToken"] = tokens_.trafficToken(r.id);
         j["lifecycle"] = {{"autoResume", false},

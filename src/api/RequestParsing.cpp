@@ -482,15 +482,12 @@ nlohmann::json sandboxJson(const SandboxRecord& r) {
     j["expires_at"] = r.expiresAt > 0 ? json(formatUnixSeconds(r.expiresAt)) : json(nullptr);
     j["snapshot"] = r.snapshotId.empty() ? json(nullptr) : json(r.snapshotId);
     // Names only: values never leave the server.
-    j["secrets"] = json::parse(r.secretNamesJson, nullptr, false);
-    if (j["secrets"].is_discarded()) j["secrets"] = json::array();
-    json allow = json::parse(r.networkJson, nullptr, false);
-    j["network"] = {{"allow", allow.is_array() ? allow : json::array()}};
+    j["secrets"] = r.secretNames;
+    j["network"] = {{"allow", r.network}};
     j["packages"] = packages::PackageRules::fromStored(r.packagesJson).toJson();
     json task = r.taskJson.empty() ? json(nullptr) : json::parse(r.taskJson, nullptr, false);
     j["task"] = task.is_discarded() ? json(nullptr) : task;
-    json artifacts = json::parse(r.artifactsJson, nullptr, false);
-    j["artifacts"] = artifacts.is_array() ? artifacts : json::array();
+    j["artifacts"] = r.artifacts;
     return j;
 }
 

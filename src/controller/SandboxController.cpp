@@ -144,7 +144,7 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
     auto allow = egress::EgressAllowlist::parse(request.networkAllow);
     if (!allow.empty() && !config_.egress)
         throw Error(ErrorCode::bad_request, "this server has no egress proxy");
-    r.networkJson = nlohmann::json(allow.texts()).dump();
+    r.network = allow.texts();
     {
         // The tenant's package rules are the start; a request adds to them.
         auto t = tenantOf(tenant);
@@ -180,14 +180,14 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
             names.push_back(name);
         }
         r.secretsSealed = config_.secretCipher->seal(sealed.dump(), r.id);
-        r.secretNamesJson = names.dump();
+        r.secretNames = names.get<std::vector<std::string>>();
     }
     if (request.task) {
         // Stored masked: a token pasted into a prompt stays out of every
         // listing, audit record and evidence bundle.
         r.taskJson = maskJsonStrings(*request.task, maskerFor(r)).dump();
     }
-    r.artifactsJson = nlohmann::json(request.artifacts).dump();
+    r.artifacts = request.artifacts;
     if (request.portAccess != "exposed" && request.portAccess != "public" && request.portAccess != "token")
         throw Error(ErrorCode::bad_request, "port access must be exposed, public or token");
     r.portAccess = request.portAccess;
@@ -319,7 +319,7 @@ SandboxRecord SandboxController::create(const std::string& tenant,
                 {"digest", tmpl->digest},
                 {"boot", "cold"},
                 {"policy", nlohmann::json::parse(r.policyJson)},
-                {"network", nlohmann::json::parse(r.networkJson)}});
+                {"network", r.network}});
         return r;
     } catch (const std::exception& e) {
         failCreate(r.id, e);

@@ -486,7 +486,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
                 {"boot", "restore"},
                 {"snapshot", snap.id},
                 {"policy", nlohmann::json::parse(r.policyJson)},
-                {"network", nlohmann::json::parse(r.networkJson)}});
+                {"network", r.network}});
         return r;
     } catch (const std::exception& e) {
         failCreate(r.id, e);

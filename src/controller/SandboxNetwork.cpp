@@ -10,12 +10,7 @@ namespace airlock {
 
 namespace {
 egress::EgressAllowlist allowlistOf(const SandboxRecord& r) {
-    auto j = nlohmann::json::parse(r.networkJson, nullptr, false);
-    std::vector<std::string> entries;
-    if (j.is_array())
-        for (const auto& e : j)
-            if (e.is_string()) entries.push_back(e.get<std::string>());
-    return egress::EgressAllowlist::parse(entries);
+    return egress::EgressAllowlist::parse(r.network);
 }
 }  // namespace
 
@@ -88,15 +83,14 @@ SandboxRecord SandboxController::setNetwork(const std::string& tenant, const std
     auto r = requireOwned(tenant, id);
     if (r.state != SandboxState::running && r.state != SandboxState::paused)
         throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state));
-    auto previous = nlohmann::json::parse(r.networkJson, nullptr, false);
-    r.networkJson = nlohmann::json(list.texts()).dump();
-    store_.updateNetwork(id, r.networkJson);
+    auto previous = std::exchange(r.network, list.texts());
+    store_.updateNetwork(id, r.network);
     // Not attached (no agent session yet since a restart): the next
     // session's listener reads the stored list.
     if (config_.egress) config_.egress->update(id, list);
     record(id, tenant, "network.updated",
            {{"allow", list.texts()},
-            {"previous", previous.is_array() ? previous : nlohmann::json::array()}});
+            {"previous", previous}});
     return r;
 }
 

@@ -340,12 +340,7 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
     m.patch = maskedPatch;
 
     // Artifacts: the globs over the working tree (or the user's home).
-    std::vector<std::string> globs;
-    {
-        json a = json::parse(r.artifactsJson, nullptr, false);
-        if (a.is_array())
-            for (const auto& gl : a) globs.push_back(gl.get<std::string>());
-    }
+    const std::vector<std::string>& globs = r.artifacts;
     json artifactNote = nullptr;
     if (!globs.empty() && running) {
         try {

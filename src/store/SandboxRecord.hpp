@@ -31,8 +31,8 @@ struct SandboxRecord {
     std::int64_t expiresAt = 0;       // unix seconds; 0: never
     std::string policyJson = "{}";  // per-sandbox command rules {"deny":[],"approve":[],"allow":[]}
     std::string secretsSealed;      // AES-GCM sealed JSON {"NAME":{"value","commands"}}; "" = none
-    std::string secretNamesJson = "[]";  // the names alone, in the clear
-    std::string networkJson = "[]";      // egress allowlist entries; empty: no network at all
+    std::vector<std::string> secretNames;  // the names alone, in the clear
+    std::vector<std::string> network;      // egress allowlist entries; empty: no network at all
     std::string packagesJson;  // package rules (packages::PackageRules JSON); "": the defaults
     std::int64_t qemuUid = 0;  // the uid its QEMU runs as (its own); 0: the shared QEMU user
     std::uint64_t diskBytes =
@@ -41,7 +41,7 @@ struct SandboxRecord {
     // sensitive_paths), secret values masked; "" = none. And the artifact
     // globs collected into its evidence bundles (JSON list).
     std::string taskJson;
-    std::string artifactsJson = "[]";
+    std::vector<std::string> artifacts;
     // Who reaches its guest ports by Host (<port>-<id>.<public domain>):
     // "exposed" (the native rule: only ports exposed, each with its token),
     // "public" (E2B's default: every port, no token) or "token" (E2B's

@@ -59,13 +59,13 @@ SandboxRecord readRow(const Database::Statement& st) {
     r.expiresAt = st.integer(15);
     r.policyJson = st.text(16);
     r.secretsSealed = st.text(17);
-    r.secretNamesJson = st.text(18);
-    r.networkJson = st.text(19);
+    r.secretNames = stringListFromColumn(st.text(18));
+    r.network = stringListFromColumn(st.text(19));
     r.qemuUid = st.integer(20);
     r.diskBytes = static_cast<std::uint64_t>(st.integer(21));
     r.packagesJson = st.text(22);
     r.taskJson = st.text(23);
-    r.artifactsJson = st.text(24);
+    r.artifacts = stringListFromColumn(st.text(24));
     r.portAccess = st.text(25);
     return r;
 }
@@ -73,8 +73,8 @@ SandboxRecord readRow(const Database::Statement& st) {
 
 SandboxStore::SandboxStore(Database& db) : db_(db) {}
 
-void SandboxStore::updateNetwork(const std::string& id, const std::string& networkJson) {
-    db_.run("UPDATE sandboxes SET network = ? WHERE id = ?", networkJson, id);
+void SandboxStore::updateNetwork(const std::string& id, const std::vector<std::string>& network) {
+    db_.run("UPDATE sandboxes SET network = ? WHERE id = ?", stringListColumn(network), id);
 }
 
 void SandboxStore::updateDisk(const std::string& id, const std::string& disk,
@@ -98,8 +98,9 @@ void SandboxStore::write(const SandboxRecord& r, bool replace) {
             r.id, r.tenant, r.templateName, sandboxStateName(r.state), r.vcpus, r.memoryMib,
             r.createdAt, r.metadataJson, r.envJson, r.error, r.snapshotId, r.disk,
             stringListColumn(r.layers), r.timeoutS, r.onTimeout, r.expiresAt, r.policyJson,
-            r.secretsSealed, r.secretNamesJson, r.networkJson, r.qemuUid, r.diskBytes,
-            r.packagesJson, r.taskJson, r.artifactsJson, r.portAccess);
+            r.secretsSealed, stringListColumn(r.secretNames), stringListColumn(r.network),
+            r.qemuUid, r.diskBytes, r.packagesJson, r.taskJson, stringListColumn(r.artifacts),
+            r.portAccess);
 }
 
 void SandboxStore::updateState(const std::string& id, SandboxState state,

@@ -21,7 +21,7 @@ class SandboxStore {
     void remove(const std::string& id);
     void updateDisk(const std::string& id, const std::string& disk,
                     const std::vector<std::string>& layers);
-    void updateNetwork(const std::string& id, const std::string& networkJson);
+    void updateNetwork(const std::string& id, const std::vector<std::string>& network);
     void updateTimeout(const std::string& id, std::int64_t timeoutS, std::int64_t expiresAt);
     std::optional<SandboxRecord> find(const std::string& id);
     std::vector<SandboxRecord> list(const TenantScope& scope);

@@ -129,7 +129,7 @@ TEST(RequestParsing, TaskContextAndArtifactGlobs) {
         EXPECT_EQ(codeOf([&] { parseCreateSandbox(bad); }), ErrorCode::bad_request) << bad;
     SandboxRecord rec;
     rec.taskJson = R"({"id":"t"})";
-    rec.artifactsJson = R"(["out/**"])";
+    rec.artifacts = {"out/**"};
     EXPECT_EQ(sandboxJson(rec)["task"]["id"], "t");
     EXPECT_EQ(sandboxJson(rec)["artifacts"][0], "out/**");
     EXPECT_TRUE(sandboxJson(SandboxRecord{})["task"].is_null());

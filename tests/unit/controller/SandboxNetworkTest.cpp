@@ -67,7 +67,7 @@ TEST_F(SandboxNetworkTest, EverySandboxGetsTheProxyAndItsAllowlist) {
     CreateSandboxRequest r;
     r.networkAllow = {"Pkgs.Example.ORG", "*.mirror.example.net", "localhost:8080"};
     auto s = controller->create("t1", r);
-    EXPECT_EQ(nlohmann::json::parse(s.networkJson),
+    EXPECT_EQ(nlohmann::json(s.network),
               nlohmann::json({"pkgs.example.org", "*.mirror.example.net", "localhost:8080"}));
     ASSERT_EQ(gateway->attaches.size(), 1u);
     EXPECT_EQ(gateway->attaches[0].sandbox, s.id);
@@ -85,7 +85,7 @@ TEST_F(SandboxNetworkTest, EverySandboxGetsTheProxyAndItsAllowlist) {
 
     // Without an allowlist the proxy is there too, refusing everything.
     auto closed = controller->create("t1", CreateSandboxRequest{});
-    EXPECT_EQ(closed.networkJson, "[]");
+    EXPECT_TRUE(closed.network.empty());
     ASSERT_EQ(gateway->attaches.size(), 2u);
     EXPECT_TRUE(gateway->attaches[1].allow.empty());
     std::string closedEnv = envOf(closed.id);
@@ -95,7 +95,7 @@ TEST_F(SandboxNetworkTest, EverySandboxGetsTheProxyAndItsAllowlist) {
     auto created = controller->audit("t1", s.id, AuditQuery{"sandbox.created", "", 0, 200});
     ASSERT_EQ(created.size(), 1u);
     EXPECT_EQ(nlohmann::json::parse(created[0].dataJson)["network"],
-              nlohmann::json::parse(s.networkJson));
+              nlohmann::json(s.network));
 
     controller->destroy("t1", s.id);
     EXPECT_EQ(gateway->detached, std::vector<std::string>{s.id});
@@ -104,9 +104,9 @@ TEST_F(SandboxNetworkTest, EverySandboxGetsTheProxyAndItsAllowlist) {
 TEST_F(SandboxNetworkTest, TheAllowlistChangesOnARunningSandbox) {
     auto s = controller->create("t1", CreateSandboxRequest{});
     auto updated = controller->setNetwork("t1", s.id, {"example.com", "*.example.org:8443"});
-    EXPECT_EQ(nlohmann::json::parse(updated.networkJson),
+    EXPECT_EQ(nlohmann::json(updated.network),
               nlohmann::json({"example.com", "*.example.org:8443"}));
-    EXPECT_EQ(store->find(s.id)->networkJson, updated.networkJson)
+    EXPECT_EQ(store->find(s.id)->network, updated.network)
         << "stored: the next agent session reads it";
     EXPECT_EQ(gateway->attached[s.id],
               (std::vector<std::string>{"example.com", "*.example.org:8443"}));

@@ -171,7 +171,7 @@ TEST_F(SecretsTest, SecretsAreInjectedMaskedScopedAndNeverStoredInTheClear) {
     r.secrets["API_TOKEN"] = SecretSpec{"s3cr3t-Value-9137", {}};
     r.secrets["DEPLOY_KEY"] = SecretSpec{"deploy-Key-5521", {"deploy *"}};
     auto s = controller->create("t1", r);
-    EXPECT_EQ(nlohmann::json::parse(store->find(s.id)->secretNamesJson),
+    EXPECT_EQ(nlohmann::json(store->find(s.id)->secretNames),
               nlohmann::json({"API_TOKEN", "DEPLOY_KEY"}));
     ExecOptions o;
     o.user = "root";
@@ -210,7 +210,7 @@ TEST_F(SecretsTest, TheTaskIsStoredMaskedAndItsTestCommandsAreMarkedInTheAudit) 
     EXPECT_EQ(stored->taskJson.find("s3cr3t"), std::string::npos) << stored->taskJson;
     EXPECT_NE(stored->taskJson.find("use token *** to deploy"), std::string::npos)
         << stored->taskJson;
-    EXPECT_EQ(nlohmann::json::parse(stored->artifactsJson), nlohmann::json({"reports/*.xml"}));
+    EXPECT_EQ(stored->artifacts, std::vector<std::string>{"reports/*.xml"});
     ExecOptions o;
     o.user = "root";
     o.shell = "cd / && echo tests-ran";  // the task's test command: marked without asking
