@@ -496,7 +496,10 @@ std::shared_ptr<AgentStream> AgentConnection::open(const nlohmann::json& request
     auto op = request.find("op");
     if (op == request.end() || !op->is_string() ||
         !protocol::parseOp(op->get_ref<const std::string&>()))
-        throw Error(ErrorCode::internal, "not an agent operation: " + request.value("op", "?"));
+        throw Error(ErrorCode::internal,
+                    "not an agent operation: " + (op != request.end() && op->is_string()
+                                                      ? op->get<std::string>().substr(0, 64)
+                                                      : std::string("(none)")));
     std::shared_ptr<AgentStream> stream;
     {
         std::lock_guard lock(streamsMutex_);

@@ -2,6 +2,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include "core/Error.hpp"
+
 namespace airlock {
 namespace asio = boost::asio;
 
@@ -25,13 +27,16 @@ void AgentPipe::open(std::shared_ptr<void> owner, Opener opener,
                    std::exception_ptr error;
                    try {
                        stream = opener(handler(owner));
+                       if (!stream) throw Error(ErrorCode::internal, "no agent stream was opened");
                    } catch (...) {
                        error = std::current_exception();
                    }
                    asio::post(strand_, [this, owner, stream, error, opened = std::move(opened)] {
-                       if (error || !stream) return opened(error);
+                       // Ended meanwhile: nothing is answered after finish().
+                       if (finished_) return attach(stream);
+                       if (error) return opened(error);
                        attach(stream);
-                       if (!finished_) opened(nullptr);
+                       opened(nullptr);
                    });
                });
 }
@@ -42,7 +47,7 @@ void AgentPipe::attach(std::shared_ptr<AgentStream> stream) {
         return;
     }
     stream_ = std::move(stream);
-    if (ungranted_) stream_->grant(std::exchange(ungranted_, 0));
+    if (stream_ && ungranted_) stream_->grant(std::exchange(ungranted_, 0));
 }
 
 void AgentPipe::consumed(std::size_t bytes) {

@@ -56,6 +56,11 @@ void DownloadSession::onEvent(AgentStream::Event&& event) {
         return;
     }
     if (event.kind == Kind::control) return;
+    // The size comes first: anything else before it is a guest breaking the
+    // stream's contract, and nothing could ever send what waited for it.
+    if (!headerSent_ && sized_)
+        return fail(
+            errorResponse(ErrorCode::agent_error, "the agent sent the file before its size"));
     AgentPipe::Chunk chunk;
     chunk.end = event.kind != Kind::data;
     chunk.credit = event.payload.size();  // the window covers the whole chunk

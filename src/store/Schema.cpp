@@ -160,7 +160,12 @@ void bringSchemaUpTo(Database& db, int version) {
         }
         db.exec("COMMIT");
     } catch (...) {
-        db.exec("ROLLBACK");
+        // SQLite may have rolled back on its own (disk full): the first
+        // error is the one to report.
+        try {
+            db.exec("ROLLBACK");
+        } catch (...) {
+        }
         throw;
     }
 }
