@@ -15,6 +15,7 @@
 #include "protocol/Messages.hpp"
 
 namespace airlock::api {
+using Fs = protocol::FsRequest::Action;
 namespace {
 using nlohmann::json;
 namespace asio = boost::asio;
@@ -275,8 +276,14 @@ std::shared_ptr<e2b::E2bProcess> E2bEnvd::selected(const Caller& caller, const j
     return p;
 }
 
-json E2bEnvd::fsCall(const Caller& caller, json request) {
-    request["user"] = caller.user;
+json E2bEnvd::fsCall(const Caller& caller, protocol::FsRequest::Action action,
+                     const std::string& path, const std::string& to, bool recursive) {
+    protocol::FsRequest request;
+    request.action = action;
+    request.path = path;
+    request.to = to;
+    request.recursive = recursive;
+    request.user = caller.user;
     return controller_.fileOp(caller.tenant, caller.sandboxId, request);
 }
 
@@ -284,7 +291,7 @@ json E2bEnvd::listDir(const Caller& caller, const std::string& path, unsigned de
     json entries = json::array();
     std::function<void(const std::string&, unsigned)> walk = [&](const std::string& dir,
                                                                  unsigned level) {
-        auto listing = fsCall(caller, {{"action", "list"}, {"path", dir}});
+        auto listing = fsCall(caller, Fs::list, dir);
         if (level == 1 && listing.value("type", "") != "directory")
             throw Error(ErrorCode::bad_request, "path '" + dir + "' is not a directory");
         if (!listing.contains("entries") || !listing["entries"].is_array()) return;
@@ -305,7 +312,7 @@ json E2bEnvd::unaryRpc(const std::string& path, const json& body, const Caller& 
         if (method == "Stat") {
             rejectUnknownFields(body, {"path"}, "StatRequest");
             std::string p = e2b::resolveUserPath(str(body, "path"), caller.user);
-            return {{"entry", e2b::entryInfo(fsCall(caller, {{"action", "stat"}, {"path", p}}))}};
+            return {{"entry", e2b::entryInfo(fsCall(caller, Fs::stat, p))}};
         }
         if (method == "ListDir") {
             rejectUnknownFields(body, {"path", "depth"}, "ListDirRequest");
@@ -317,7 +324,7 @@ json E2bEnvd::unaryRpc(const std::string& path, const json& body, const Caller& 
             std::string p = e2b::resolveUserPath(str(body, "path"), caller.user);
             std::string existing;
             try {
-                existing = fsCall(caller, {{"action", "stat"}, {"path", p}}).value("type", "other");
+                existing = fsCall(caller, Fs::stat, p).value("type", "other");
             } catch (const Error& e) {
                 if (e.code() != ErrorCode::not_found) throw;
             }
@@ -326,21 +333,20 @@ json E2bEnvd::unaryRpc(const std::string& path, const json& body, const Caller& 
             if (!existing.empty())
                 throw Error(ErrorCode::bad_request,
                             "path '" + p + "' already exists and is not a directory");
-            return {{"entry", e2b::entryInfo(fsCall(caller, {{"action", "mkdir"}, {"path", p}}))}};
+            return {{"entry", e2b::entryInfo(fsCall(caller, Fs::mkdir, p))}};
         }
         if (method == "Move") {
             rejectUnknownFields(body, {"source", "destination"}, "MoveRequest");
             std::string from = e2b::resolveUserPath(str(body, "source"), caller.user);
             std::string to = e2b::resolveUserPath(str(body, "destination"), caller.user);
-            if (parentOf(to) != "/") fsCall(caller, {{"action", "mkdir"}, {"path", parentOf(to)}});
-            return {{"entry", e2b::entryInfo(fsCall(
-                                  caller, {{"action", "move"}, {"path", from}, {"to", to}}))}};
+            if (parentOf(to) != "/") fsCall(caller, Fs::mkdir, parentOf(to));
+            return {{"entry", e2b::entryInfo(fsCall(caller, Fs::move, from, to))}};
         }
         if (method == "Remove") {
             rejectUnknownFields(body, {"path"}, "RemoveRequest");
             std::string p = e2b::resolveUserPath(str(body, "path"), caller.user);
             try {
-                fsCall(caller, {{"action", "remove"}, {"path", p}, {"recursive", true}});
+                fsCall(caller, Fs::remove, p, "", true);
             } catch (const Error& e) {
                 if (e.code() != ErrorCode::not_found) throw;  // envd removes like os.RemoveAll
             }

@@ -1,6 +1,6 @@
 #pragma once
-#include <boost/asio/thread_pool.hpp>
 #include <atomic>
+#include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -13,6 +13,7 @@
 #include "controller/SandboxController.hpp"
 #include "e2b/E2bProcesses.hpp"
 #include "e2b/E2bWire.hpp"
+#include "protocol/GuestCalls.hpp"
 
 namespace airlock::api {
 
@@ -67,7 +68,8 @@ class E2bEnvd {
 
     // A unary call (RPC, POST /files, GET /health), admitted already (but
     // /health). Never throws; may block.
-    ApiResponse handle(const ApiRequest& request, const Target& target, std::optional<Caller> caller);
+    ApiResponse handle(const ApiRequest& request, const Target& target,
+                       std::optional<Caller> caller);
     // Uploads are read whole before they go to the guest: their bytes in
     // memory at once are bounded (a reservation is held while one is read
     // and written). Empty when the budget is spent (429).
@@ -100,7 +102,10 @@ class E2bEnvd {
   private:
     nlohmann::json unaryRpc(const std::string& method, const nlohmann::json& body,
                             const Caller& caller);
-    nlohmann::json fsCall(const Caller& caller, nlohmann::json request);
+    // One file-system operation as the caller's user.
+    nlohmann::json fsCall(const Caller& caller, protocol::FsRequest::Action action,
+                          const std::string& path, const std::string& to = "",
+                          bool recursive = false);
     nlohmann::json listDir(const Caller& caller, const std::string& path, unsigned depth);
     ApiResponse upload(const ApiRequest& request, const Caller& caller);
     void writeFile(const Caller& caller, const std::string& path, const std::string& data);
@@ -112,7 +117,8 @@ class E2bEnvd {
     boost::asio::thread_pool& workers_;
     std::string publicDomain_;
     e2b::E2bProcessTable processes_;
-    std::shared_ptr<std::atomic<std::size_t>> uploadBytes_ = std::make_shared<std::atomic<std::size_t>>(0);
+    std::shared_ptr<std::atomic<std::size_t>> uploadBytes_ =
+        std::make_shared<std::atomic<std::size_t>>(0);
 };
 
 }  // namespace airlock::api

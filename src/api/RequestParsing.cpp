@@ -349,21 +349,21 @@ ExecOptions parseExecStart(const std::string& body, TerminalOptions& terminal) {
     return o;
 }
 
-json parseProcessStart(const std::string& body) {
+ProcessStart parseProcessStart(const std::string& body) {
     json j = parseJsonBody(body);
     rejectUnknownFields(j, {"cmd", "shell", "cwd", "env", "user", "stdin_open"}, "process request");
+    ProcessStart start;
     ExecOptions o = parseExecFields(j);
-    json r{{"op", "process_start"},
-           {"argv", o.shell ? std::vector<std::string>{"/bin/sh", "-c", *o.shell} : o.argv},
-           {"cwd", o.cwd},
-           {"user", o.user},
-           {"env", o.env}};
+    start.options.argv = o.shell ? std::vector<std::string>{"/bin/sh", "-c", *o.shell} : o.argv;
+    start.options.cwd = o.cwd;
+    start.options.user = o.user;
+    start.options.env = o.env;
     if (j.contains("stdin_open")) {
         if (!j["stdin_open"].is_boolean())
             throw Error(ErrorCode::bad_request, "'stdin_open' must be a boolean");
-        r["stdin_open"] = j["stdin_open"];
+        start.stdinOpen = j["stdin_open"].get<bool>();
     }
-    return r;
+    return start;
 }
 
 bool isValidTenantName(const std::string& name) {

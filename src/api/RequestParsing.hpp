@@ -15,7 +15,12 @@ ExecOptions parseExec(const std::string& body);
 // The first message of a WebSocket exec: exec fields plus tty, rows, cols.
 ExecOptions parseExecStart(const std::string& body, TerminalOptions& terminal);
 // POST .../processes: {"cmd":[...]} or {"shell":...}, cwd, env, user, stdin_open.
-nlohmann::json parseProcessStart(const std::string& body);
+// POST /v1/sandboxes/{id}/processes: the command, and whether its stdin stays open.
+struct ProcessStart {
+    ExecOptions options;
+    bool stdinOpen = false;
+};
+ProcessStart parseProcessStart(const std::string& body);
 
 // {"deny":[...],"approve":[...],"allow":[...]} command-prefix globs.
 policy::PolicyRules parsePolicyRules(const nlohmann::json& j);

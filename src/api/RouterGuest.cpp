@@ -42,7 +42,9 @@ json portJson(const ExposedPort& p, const Router::Context& c, const std::string&
 
 // GET /v1/sandboxes/{}/fs
 ApiResponse Router::listGuestDirectory(Context& c) {
-    json r{{"action", "list"}, {"path", queryValue(c, "path")}};
+    protocol::FsRequest r;
+    r.action = protocol::FsRequest::Action::list;
+    r.path = queryValue(c, "path");
     return jsonResponse(200, controller_.fileOp(c.tenant, c.params[0], r));
 }
 
@@ -50,9 +52,10 @@ ApiResponse Router::listGuestDirectory(Context& c) {
 ApiResponse Router::removeGuestPath(Context& c) {
     std::string recursive =
         c.request.query.count("recursive") ? c.request.query.at("recursive") : "";
-    json r{{"action", "remove"},
-           {"path", queryValue(c, "path")},
-           {"recursive", recursive == "1" || recursive == "true"}};
+    protocol::FsRequest r;
+    r.action = protocol::FsRequest::Action::remove;
+    r.path = queryValue(c, "path");
+    r.recursive = recursive == "1" || recursive == "true";
     controller_.fileOp(c.tenant, c.params[0], r);
     return ApiResponse{204, "", ""};
 }
@@ -61,7 +64,9 @@ ApiResponse Router::removeGuestPath(Context& c) {
 ApiResponse Router::makeGuestDirectory(Context& c) {
     json body = parseJsonBody(c.request.body);
     rejectUnknownFields(body, {"path"}, "mkdir request");
-    json r{{"action", "mkdir"}, {"path", stringField(body, "path")}};
+    protocol::FsRequest r;
+    r.action = protocol::FsRequest::Action::mkdir;
+    r.path = stringField(body, "path");
     return jsonResponse(201, controller_.fileOp(c.tenant, c.params[0], r));
 }
 
@@ -69,9 +74,11 @@ ApiResponse Router::makeGuestDirectory(Context& c) {
 ApiResponse Router::moveGuestPath(Context& c) {
     json body = parseJsonBody(c.request.body);
     rejectUnknownFields(body, {"from", "to"}, "move request");
-    json r{
-        {"action", "move"}, {"path", stringField(body, "from")}, {"to", stringField(body, "to")}};
-    if (r["to"].get<std::string>().empty() || r["to"].get<std::string>()[0] != '/')
+    protocol::FsRequest r;
+    r.action = protocol::FsRequest::Action::move;
+    r.path = stringField(body, "from");
+    r.to = stringField(body, "to");
+    if (r.to.empty() || r.to[0] != '/')
         throw Error(ErrorCode::bad_request, "'to' must be an absolute path");
     return jsonResponse(200, controller_.fileOp(c.tenant, c.params[0], r));
 }
@@ -79,44 +86,51 @@ ApiResponse Router::moveGuestPath(Context& c) {
 // POST /v1/sandboxes/{}/processes
 ApiResponse Router::startProcess(Context& c) {
     controller_.get(c.tenant, c.params[0]);
-    auto request = parseProcessStart(c.request.body);
-    return jsonResponse(201, controller_.processOp(c.tenant, c.params[0], request));
+    auto start = parseProcessStart(c.request.body);
+    return jsonResponse(
+        201, controller_.startProcess(c.tenant, c.params[0], start.options, start.stdinOpen));
 }
 
 // GET /v1/sandboxes/{}/processes
 ApiResponse Router::listProcesses(Context& c) {
-    return jsonResponse(200,
-                        controller_.processOp(c.tenant, c.params[0], {{"op", "process_list"}}));
+    protocol::ProcessCall call;
+    call.op = protocol::Op::process_list;
+    return jsonResponse(200, controller_.processCall(c.tenant, c.params[0], call));
 }
 
 // GET /v1/sandboxes/{}/processes/{}
 ApiResponse Router::getProcess(Context& c) {
-    return jsonResponse(200, controller_.processOp(c.tenant, c.params[0],
-                                                   {{"op", "process_get"}, {"id", c.params[1]}}));
+    protocol::ProcessCall call;
+    call.op = protocol::Op::process_get;
+    call.id = c.params[1];
+    return jsonResponse(200, controller_.processCall(c.tenant, c.params[0], call));
 }
 
 // POST /v1/sandboxes/{}/processes/{}/signal
 ApiResponse Router::signalProcess(Context& c) {
     json body = parseJsonBody(c.request.body);
     rejectUnknownFields(body, {"signal"}, "signal request");
-    std::string sig = body.contains("signal") ? stringField(body, "signal") : "TERM";
-    return jsonResponse(200, controller_.processOp(
-                                 c.tenant, c.params[0],
-                                 {{"op", "process_signal"}, {"id", c.params[1]}, {"signal", sig}}));
+    protocol::ProcessCall call;
+    call.op = protocol::Op::process_signal;
+    call.id = c.params[1];
+    if (body.contains("signal")) call.signal = stringField(body, "signal");
+    return jsonResponse(200, controller_.processCall(c.tenant, c.params[0], call));
 }
 
 // POST /v1/sandboxes/{}/processes/{}/stdin
 ApiResponse Router::writeProcessStdin(Context& c) {
     json body = parseJsonBody(c.request.body);
     rejectUnknownFields(body, {"data", "eof"}, "stdin request");
-    json r{{"op", "process_stdin"}, {"id", c.params[1]}};
-    if (body.contains("data")) r["data"] = stringField(body, "data");
+    protocol::ProcessCall call;
+    call.op = protocol::Op::process_stdin;
+    call.id = c.params[1];
+    if (body.contains("data")) call.data = stringField(body, "data");
     if (body.contains("eof")) {
         if (!body["eof"].is_boolean())
             throw Error(ErrorCode::bad_request, "'eof' must be a boolean");
-        r["eof"] = body["eof"];
+        call.eof = body["eof"].get<bool>();
     }
-    return jsonResponse(200, controller_.processOp(c.tenant, c.params[0], r));
+    return jsonResponse(200, controller_.processCall(c.tenant, c.params[0], call));
 }
 
 // POST /v1/sandboxes/{}/ports

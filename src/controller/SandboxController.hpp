@@ -36,6 +36,7 @@
 #include "store/SnapshotStore.hpp"
 #include "store/TenantStore.hpp"
 #include "store/WorkspaceStore.hpp"
+#include "protocol/GuestCalls.hpp"
 
 namespace airlock {
 
@@ -310,16 +311,22 @@ class SandboxController {
                                               const std::string& path,
                                               AgentStream::Handler handler,
                                               const std::string& user = "");
+    // One operation on a guest path; the guest's answer, masked. Changes are
+    // checked against the workspace's write scope and audited.
     nlohmann::json fileOp(const std::string& tenant, const std::string& id,
-                          const nlohmann::json& request);
+                          const protocol::FsRequest& request);
     // Audit of a file the API wrote into the guest (what the upload carried).
     void recordFileWrite(const std::string& tenant, const std::string& id,
                          const std::string& requestedPath, const std::string& writtenPath,
                          std::uint64_t bytes, const std::string& sha256);
 
     // Background processes: resources with handles that outlive any client.
-    nlohmann::json processOp(const std::string& tenant, const std::string& id,
-                             const nlohmann::json& request);
+    // Starts one under the command policy, with exec's defaults (user, env,
+    // secrets); the guest's description of it.
+    nlohmann::json startProcess(const std::string& tenant, const std::string& id,
+                                const ExecOptions& options, bool stdinOpen);
+    nlohmann::json processCall(const std::string& tenant, const std::string& id,
+                               const protocol::ProcessCall& call);
     std::shared_ptr<AgentStream> openProcessLogs(const std::string& tenant, const std::string& id,
                                                  const std::string& processId, bool follow,
                                                  AgentStream::Handler handler);

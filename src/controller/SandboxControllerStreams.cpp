@@ -25,10 +25,6 @@ void requireAbsolute(const std::string& path) {
     if (path.size() > 4096 || path.find('\0') != std::string::npos)
         throw Error(ErrorCode::bad_request, "bad path");
 }
-bool isProcessOp(const std::string& name) {
-    auto op = protocol::parseOp(name);
-    return op && protocol::isProcessCall(*op);
-}
 }  // namespace
 
 SandboxController::StreamedExec SandboxController::openExec(
@@ -197,23 +193,23 @@ std::shared_ptr<AgentStream> SandboxController::openDownload(const std::string& 
 }
 
 json SandboxController::fileOp(const std::string& tenant, const std::string& id,
-                               const json& request) {
-    requireAbsolute(request.value("path", std::string()));
-    json r = request;
-    r["op"] = "fs";
-    if (std::string a = request.value("action", ""); a == "mkdir" || a == "remove" || a == "move") {
+                               const protocol::FsRequest& request) {
+    using Action = protocol::FsRequest::Action;
+    requireAbsolute(request.path);
+    bool changes = request.action == Action::mkdir || request.action == Action::remove ||
+                   request.action == Action::move;
+    if (changes) {
         auto owned = requireOwned(tenant, id);
-        checkWrite(owned, request.value("path", ""));
-        if (a == "move") checkWrite(owned, request.value("to", ""));
+        checkWrite(owned, request.path);
+        if (request.action == Action::move) checkWrite(owned, request.to);
     }
-    auto result = askGuest(tenant, id, r);
+    auto result = askGuest(tenant, id, json::parse(protocol::toJson(request)));
     // Changes to the guest's files through the API are evidence too.
-    std::string action = request.value("action", "");
-    if (action == "mkdir" || action == "remove" || action == "move") {
-        json data{{"path", request.value("path", "")}};
-        if (request.contains("to")) data["to"] = request["to"];
-        if (request.contains("recursive")) data["recursive"] = request["recursive"];
-        record(id, tenant, "file." + action, data);
+    if (changes) {
+        json data{{"path", request.path}};
+        if (request.action == Action::move) data["to"] = request.to;
+        if (request.action == Action::remove) data["recursive"] = request.recursive;
+        record(id, tenant, "file." + protocol::actionName(request.action), data);
     }
     return result;
 }
@@ -227,30 +223,31 @@ void SandboxController::recordFileWrite(const std::string& tenant, const std::st
     record(id, tenant, "file.written", data);
 }
 
-json SandboxController::processOp(const std::string& tenant, const std::string& id,
-                                  const json& request) {
+json SandboxController::startProcess(const std::string& tenant, const std::string& id,
+                                     const ExecOptions& options, bool stdinOpen) {
     runningAgent(tenant, id);  // a missing or stopped sandbox answers before the request is judged
-    json r = request;
+    // Background processes use the same defaults as exec (user, env, secrets).
+    ExecOptions o;
+    o.argv = options.argv;
+    o.cwd = options.cwd;
+    o.user = options.user;
+    o.env = options.env;
+    o.trace = newId("ex-");
+    auto record = requireOwned(tenant, id);
+    requireAllowed(record, o, "processes");
+    auto exec = agentRequest(record, o, secretsOf(record));
+    exec.background = true;
+    exec.timeout_ms = 0;
+    exec.stdin_stream = stdinOpen;
+    return askGuest(tenant, id, execJson(exec));  // op process_start: it is a background one
+}
+
+json SandboxController::processCall(const std::string& tenant, const std::string& id,
+                                    const protocol::ProcessCall& call) {
     // A closed set: nothing else reaches the agent through this door.
-    if (!r.is_object() || !r.contains("op") || !r["op"].is_string() || !isProcessOp(r["op"]))
+    if (!protocol::isProcessCall(call.op) || call.op == protocol::Op::process_start)
         throw Error(ErrorCode::bad_request, "not a process operation");
-    if (r.value("op", "") == "process_start") {
-        // Background processes use the same defaults as exec (user, env).
-        ExecOptions o;
-        for (const auto& a : r.at("argv")) o.argv.push_back(a.get<std::string>());
-        o.cwd = r.value("cwd", "");
-        o.user = r.value("user", "");
-        if (r.contains("env")) o.env = r["env"].get<std::map<std::string, std::string>>();
-        o.trace = newId("ex-");
-        auto record = requireOwned(tenant, id);
-        requireAllowed(record, o, "processes");
-        auto exec = agentRequest(record, o, secretsOf(record));
-        exec.background = true;
-        exec.timeout_ms = 0;
-        exec.stdin_stream = r.value("stdin_open", false);
-        r = execJson(exec);
-    }
-    return askGuest(tenant, id, r);
+    return askGuest(tenant, id, json::parse(protocol::toJson(call)));
 }
 
 json SandboxController::askGuest(const std::string& tenant, const std::string& id,

@@ -354,11 +354,11 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
                 dirs.pop_back();
                 json listing;
                 try {
-                    listing = controller_.fileOp(
-                        r.tenant, r.id,
-                        {{"action", "list"},
-                         {"path", rel.empty() ? artifactRoot : artifactRoot + "/" + rel},
-                         {"user", config_.artifactUser}});
+                    protocol::FsRequest list;
+                    list.action = protocol::FsRequest::Action::list;
+                    list.path = rel.empty() ? artifactRoot : artifactRoot + "/" + rel;
+                    list.user = config_.artifactUser;
+                    listing = controller_.fileOp(r.tenant, r.id, list);
                 } catch (const Error&) {
                     continue;
                 }

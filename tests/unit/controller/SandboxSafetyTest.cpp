@@ -63,9 +63,9 @@ TEST_F(SandboxSafetyTest, DeniedCommandsNeverReachTheGuestAndAreAudited) {
     EXPECT_EQ(codeOf([&] { controller->exec("t1", s.id, shell("touch " + marker)); }),
               ErrorCode::policy_denied);
     EXPECT_EQ(codeOf([&] {
-                  controller->processOp(
-                      "t1", s.id,
-                      {{"op", "process_start"}, {"argv", {"/bin/sh", "-c", "echo forbidden"}}});
+                  ExecOptions o;
+                  o.argv = {"/bin/sh", "-c", "echo forbidden"};
+                  controller->startProcess("t1", s.id, o, false);
               }),
               ErrorCode::policy_denied);
     EXPECT_FALSE(fs::exists(marker));
@@ -260,30 +260,41 @@ TEST_F(SecretsTest, ProcessListingsAndFileListingsAreMasked) {
     CreateSandboxRequest r;
     r.secrets["API_TOKEN"] = SecretSpec{"s3cr3t-Value-9137", {}};
     auto s = controller->create("t1", r);
-    nlohmann::json start{{"op", "process_start"},
-                         {"argv", {"/bin/sh", "-c", "sleep 30 # s3cr3t-Value-9137"}},
-                         {"user", "root"}};
-    auto started = controller->processOp("t1", s.id, start);
+    ExecOptions start;
+    start.argv = {"/bin/sh", "-c", "sleep 30 # s3cr3t-Value-9137"};
+    start.user = "root";
+    auto started = controller->startProcess("t1", s.id, start, false);
     EXPECT_EQ(started.dump().find("s3cr3t-Value-9137"), std::string::npos) << started.dump();
-    auto listed = controller->processOp("t1", s.id, {{"op", "process_list"}});
+    auto call = [&](protocol::Op op, const std::string& id = "") {
+        protocol::ProcessCall c;
+        c.op = op;
+        c.id = id;
+        c.signal = "KILL";
+        return controller->processCall("t1", s.id, c);
+    };
+    auto listed = call(protocol::Op::process_list);
     EXPECT_EQ(listed.dump().find("s3cr3t-Value-9137"), std::string::npos) << listed.dump();
     EXPECT_NE(listed.dump().find("***"), std::string::npos)
         << "the command is shown, masked: " << listed.dump();
     std::string id = started.value("id", "");
-    auto one = controller->processOp("t1", s.id, {{"op", "process_get"}, {"id", id}});
+    auto one = call(protocol::Op::process_get, id);
     EXPECT_EQ(one.dump().find("s3cr3t-Value-9137"), std::string::npos) << one.dump();
-    controller->processOp("t1", s.id, {{"op", "process_signal"}, {"id", id}, {"signal", "KILL"}});
-    // Only process operations pass this door (not the bench's raw mode, not files).
-    EXPECT_EQ(
-        codeOf([&] {
-            controller->processOp("t1", s.id, {{"op", "raw"}, {"mode", "sink"}, {"bytes", 1}});
-        }),
-        ErrorCode::bad_request);
-    EXPECT_EQ(
-        codeOf([&] {
-            controller->processOp("t1", s.id, {{"op", "fs"}, {"action", "list"}, {"path", "/"}});
-        }),
-        ErrorCode::bad_request);
+    call(protocol::Op::process_signal, id);
+    // Only process calls pass this door (not the bench's raw mode, not files,
+    // not a start that would skip the policy).
+    for (auto op : {protocol::Op::raw, protocol::Op::fs, protocol::Op::process_start})
+        EXPECT_EQ(codeOf([&] { call(op); }), ErrorCode::bad_request) << protocol::opName(op);
+    // A file listing answers masked too: a guest may name a file after a secret.
+    std::string listed_dir = dir.path() + "/listed";
+    fs::create_directories(listed_dir);
+    std::ofstream(listed_dir + "/s3cr3t-Value-9137.txt") << "x";
+    protocol::FsRequest list;
+    list.action = protocol::FsRequest::Action::list;
+    list.path = listed_dir;
+    list.user = "root";
+    auto files = controller->fileOp("t1", s.id, list).dump();
+    EXPECT_EQ(files.find("s3cr3t-Value-9137"), std::string::npos) << files;
+    EXPECT_NE(files.find("***.txt"), std::string::npos) << files;
 }
 
 }  // namespace

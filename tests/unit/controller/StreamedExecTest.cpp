@@ -61,14 +61,17 @@ class StreamedExecTest : public test::ControllerFixture {
     // Starts a background process, waits for its exit, returns its log as
     // process logs stream it (masked); "" after a failed assertion.
     std::string logsOfExited(const SandboxRecord& s, const std::string& script) {
-        auto started = controller->processOp(
-            "t1", s.id,
-            {{"op", "process_start"}, {"argv", {"/bin/sh", "-c", script}}, {"user", "root"}});
+        ExecOptions o;
+        o.argv = {"/bin/sh", "-c", script};
+        o.user = "root";
+        auto started = controller->startProcess("t1", s.id, o, false);
         std::string pid = started.at("id").get<std::string>();
         bool exited = test::waitFor(
             [&] {
-                return controller->processOp("t1", s.id, {{"op", "process_get"}, {"id", pid}})
-                           .value("state", "") == "exited";
+                protocol::ProcessCall get;
+                get.op = protocol::Op::process_get;
+                get.id = pid;
+                return controller->processCall("t1", s.id, get).value("state", "") == "exited";
             },
             10s);
         EXPECT_TRUE(exited) << "process " << pid << " did not exit";
