@@ -46,6 +46,10 @@ class AgentPipe {
 
     // Where the guest's events go (on the strand, until finish()).
     void onEvent(EventHandler handler) { onEvent_ = std::move(handler); }
+    // The stream's handler keeps its owner alive only while an event is on
+    // its way: for a session that its own work keeps alive (egress: its
+    // timers), so that one that never finishes is not held by its stream.
+    void holdOwnerWeakly() { weakOwner_ = true; }
     // A handler for a stream the session opens itself: each event is posted
     // to the strand.
     AgentStream::Handler handler(std::shared_ptr<void> owner);
@@ -84,6 +88,7 @@ class AgentPipe {
     std::function<void()> onEnd_;
     bool writing_ = false;
     bool finished_ = false;
+    bool weakOwner_ = false;
     std::size_t ungranted_ = 0;
 };
 

@@ -68,6 +68,8 @@ void EgressSession::start() {
         counted_ = true;
     }
     pipe_.onEvent([this](AgentStream::Event&& e) { onGuestEvent(std::move(e)); });
+    // Its timers keep it alive; a session its stream alone held would never end.
+    pipe_.holdOwnerWeakly();
     auto self = shared_from_this();
     pipe_.open(
         self,
