@@ -37,8 +37,15 @@ SandboxController::SandboxController(ControllerConfig config, Hypervisor& hyperv
       audit_(stores.audit),
       workspaces_(stores.workspaces),
       policy_(config_.operatorRules),
+      auditLog_(stores.audit),
       templates_(templates),
       connector_(std::move(connector)),
+      agents_([this](const std::string& id) {
+                  return connector_(agentEndpoint(id), std::chrono::seconds(15));
+              },
+              [this](const std::string& id, const std::shared_ptr<AgentConnection>& agent) {
+                  adoptSession(id, agent);
+              }),
       uids_(config_.qemuUidBase, ::geteuid() == 0 ? config_.qemuUidCount : 0) {
     fs::create_directories(config_.dataDir + "/sandboxes");
     // Root's alone: overlays are made here, then moved into a sandbox's dir.
@@ -65,15 +72,7 @@ SandboxController::~SandboxController() {
     if (spareThread_.joinable()) spareThread_.join();
     // Agent sessions end before the controller does: their threads call
     // back into it (exec completions, protocol errors).
-    std::map<std::string, std::shared_ptr<Runtime>> runtimes;
-    {
-        std::lock_guard lock(runtimesMutex_);
-        runtimes.swap(runtimes_);
-    }
-    for (auto& [id, rt] : runtimes) {
-        std::lock_guard lock(rt->mutex);
-        if (rt->agent) rt->agent->closeAndWait();
-    }
+    agents_.closeAll();
 }
 
 std::string SandboxController::sandboxDir(const std::string& id) const {
@@ -369,68 +368,21 @@ std::optional<std::string> SandboxController::ownerOf(const std::string& id) {
     return owner;
 }
 
-std::shared_ptr<SandboxController::Runtime> SandboxController::runtime(const std::string& id) {
-    std::lock_guard lock(runtimesMutex_);
-    auto& rt = runtimes_[id];
-    if (!rt) rt = std::make_shared<Runtime>();
-    return rt;
-}
-
-std::shared_ptr<AgentConnection> SandboxController::agentFor(const std::string& id) {
-    auto rt = runtime(id);
-    // Requests queue behind one reconnect for a short while only.
-    std::unique_lock lock(rt->mutex, std::defer_lock);
-    if (!lock.try_lock_for(std::chrono::seconds(2)))
-        throw Error(ErrorCode::unavailable,
-                    "the agent of sandbox " + id + " is reconnecting; retry shortly");
-    if (!rt->agent || !rt->agent->alive()) {
-        if (std::chrono::steady_clock::now() < rt->retryAfter)
-            throw Error(ErrorCode::unavailable, "the agent of sandbox " + id +
-                                                    " is not answering (" + rt->lastFailure +
-                                                    "); retry in a few seconds");
-        // After a controller restart or an agent restart: a new hello starts a
-        // clean session (DESIGN.md, "The agent channel").
-        if (rt->agent) rt->agent->close();
-        rt->agent.reset();
-        try {
-            rt->agent = connector_(agentEndpoint(id), std::chrono::seconds(15));
-        } catch (const std::exception& e) {
-            rt->retryAfter = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-            rt->lastFailure = e.what();
-            throw;
-        }
-        watchAgent(id, rt->agent);
-        // The old session's egress listener went with it.
-        if (auto r = store_.find(id)) {
-            try {
-                attachEgress(*r, rt->agent);
-                attachPackages(*r, rt->agent);
-            } catch (const std::exception& e) {
-                logError("controller", "egress for " + id + ": " + e.what());
-            }
-        }
+void SandboxController::adoptSession(const std::string& id,
+                                     const std::shared_ptr<AgentConnection>& agent) {
+    watchAgent(id, agent);
+    // The old session's egress listener went with it.
+    if (auto r = store_.find(id)) {
+        attachEgress(*r, agent);
+        attachPackages(*r, agent);
     }
-    return rt->agent;
 }
 
 void SandboxController::teardown(const std::string& id) {
     if (config_.egress) config_.egress->detach(id);
     if (config_.packages) config_.packages->detach(id);
     hypervisor_.destroyDomain(domainName(id));
-    std::shared_ptr<Runtime> rt;
-    {
-        std::lock_guard lock(runtimesMutex_);
-        auto it = runtimes_.find(id);
-        if (it != runtimes_.end()) {
-            rt = it->second;
-            runtimes_.erase(it);
-        }
-    }
-    if (rt) {
-        std::lock_guard lock(rt->mutex);
-        if (rt->agent) rt->agent->close();
-        rt->agent.reset();
-    }
+    agents_.drop(id);
     safefs::removeTree(sandboxDir(id));
     ports_.removeAll(id);
     auto gone = store_.find(id);
@@ -442,9 +394,16 @@ void SandboxController::teardown(const std::string& id) {
 
 void SandboxController::destroy(const std::string& tenant, const std::string& id) {
     auto owned = requireOwned(tenant, id);
-    if (beforeDelete_) {
+    BeforeDelete beforeDelete;
+    AfterDelete afterDelete;
+    {
+        std::lock_guard lock(hooksMutex_);
+        beforeDelete = beforeDelete_;
+        afterDelete = afterDelete_;
+    }
+    if (beforeDelete) {
         try {
-            beforeDelete_(owned);
+            beforeDelete(owned);
         } catch (const std::exception& e) {
             logError("controller",
                      "before deleting " + id + ": " + e.what());  // the delete goes on
@@ -459,9 +418,9 @@ void SandboxController::destroy(const std::string& tenant, const std::string& id
     }
     if (workspaces_) workspaces_->remove(id);
     record(id, tenant, "sandbox.deleted", nlohmann::json::object());
-    if (afterDelete_) {
+    if (afterDelete) {
         try {
-            afterDelete_(id);
+            afterDelete(id);
         } catch (const std::exception& e) {
             logError("controller", "after deleting " + id + ": " + e.what());
         }
@@ -469,8 +428,7 @@ void SandboxController::destroy(const std::string& tenant, const std::string& id
     cancelApprovalsOf(id, "the sandbox was deleted");
     logInfo("controller", "sandbox " + id + " deleted");
     trimSpares();  // it may have been the last of its shape
-    std::lock_guard lock(lifecycleMutexesGuard_);
-    lifecycleMutexes_.erase(id);
+    lifecycleMutexes_.forget(id);
 }
 
 std::shared_ptr<AgentConnection> SandboxController::runningAgent(const std::string& tenant,
@@ -509,19 +467,8 @@ void SandboxController::runExecAsync(const SandboxRecord& r, const ExecOptions& 
     // Set once the deadline is scheduled, cancelled when the exec ends first.
     auto timer = std::make_shared<std::atomic<TimerQueue::Id>>(0);
     // Known as running in its sandbox (the package proxy's records name it).
-    std::uint64_t token;
-    {
-        std::lock_guard lock(runningMutex_);
-        token = ++nextRunning_;
-        runningCommands_[r.id][token] = masker->mask(commandText(options));
-    }
-    auto untrack = [this, sandbox = r.id, token] {
-        std::lock_guard lock(runningMutex_);
-        auto it = runningCommands_.find(sandbox);
-        if (it == runningCommands_.end()) return;
-        it->second.erase(token);
-        if (it->second.empty()) runningCommands_.erase(it);
-    };
+    auto token = runningCommands_.add(r.id, masker->mask(commandText(options)));
+    auto untrack = [this, sandbox = r.id, token] { runningCommands_.remove(sandbox, token); };
     std::shared_ptr<PendingExec> pending;
     try {
         pending =
@@ -556,10 +503,13 @@ void SandboxController::runExecAsync(const SandboxRecord& r, const ExecOptions& 
 }
 
 std::string SandboxController::soleRunningCommand(const std::string& sandboxId) {
-    std::lock_guard lock(runningMutex_);
-    auto it = runningCommands_.find(sandboxId);
-    if (it == runningCommands_.end() || it->second.size() != 1) return "";
-    return it->second.begin()->second;
+    return runningCommands_.sole(sandboxId);
+}
+
+void SandboxController::setDeleteHooks(BeforeDelete before, AfterDelete after) {
+    std::lock_guard lock(hooksMutex_);
+    beforeDelete_ = std::move(before);
+    afterDelete_ = std::move(after);
 }
 
 void SandboxController::watchAgent(const std::string& id,
@@ -638,14 +588,6 @@ void SandboxController::requireFreeSpace(const std::string& what, std::uint64_t 
             what + " refused: the data directory has " + std::to_string(freeMib) +
                 " MiB free, under the " + std::to_string(config_.minFreeDiskMib) + " MiB floor" +
                 (needMib ? " plus the " + std::to_string(needMib) + " MiB of its disk" : ""));
-}
-
-std::size_t SandboxController::liveConnections() {
-    std::lock_guard lock(runtimesMutex_);
-    std::size_t n = 0;
-    for (const auto& [id, rt] : runtimes_)
-        if (rt->agent && rt->agent->alive()) ++n;
-    return n;
 }
 
 void SandboxController::recover() {

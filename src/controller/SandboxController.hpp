@@ -15,7 +15,14 @@
 
 #include "agentclient/AgentConnection.hpp"
 #include "agentclient/AgentTransport.hpp"
+#include "controller/AgentSessions.hpp"
+#include "controller/AuditRecorder.hpp"
+#include "controller/DecisionWaiters.hpp"
 #include "controller/ExecOptions.hpp"
+#include "controller/RunningCommands.hpp"
+#include "controller/TenantExecSlots.hpp"
+#include "controller/VerifiedFiles.hpp"
+#include "core/KeyedMutexes.hpp"
 #include "controller/TemplateCatalog.hpp"
 #include "controller/UidPool.hpp"
 #include "controller/WorkspaceSpec.hpp"
@@ -205,10 +212,10 @@ class SandboxController {
     // (egress decisions, agent protocol errors, approvals...).
     const LatencyHistogram& createLatency() const { return createLatency_; }
     const LatencyHistogram& execLatency() const { return execLatency_; }
-    std::map<std::string, std::uint64_t> auditCounts();
+    std::map<std::string, std::uint64_t> auditCounts() { return auditLog_.counts(); }
     // Audit records made outside the controller (the egress proxy's) are
     // counted here too.
-    void countAudit(const std::string& type);
+    void countAudit(const std::string& type) { auditLog_.count(type); }
     void destroy(const std::string& tenant, const std::string& id);
     // Judged by the command policy first: denied -> Error(policy_denied); a
     // command that needs approval -> Error(policy_denied) too (submitExec
@@ -357,10 +364,7 @@ class SandboxController {
     // a final bundle is sealed then) and after it is gone.
     using BeforeDelete = std::function<void(const SandboxRecord&)>;
     using AfterDelete = std::function<void(const std::string& sandboxId)>;
-    void setDeleteHooks(BeforeDelete before, AfterDelete after) {
-        beforeDelete_ = std::move(before);
-        afterDelete_ = std::move(after);
-    }
+    void setDeleteHooks(BeforeDelete before, AfterDelete after);
     using ExtraSecrets = std::function<std::vector<std::string>(const SandboxRecord&)>;
     void setExtraSecrets(ExtraSecrets source);
     // Parks an action of class publish for a human: `id` names it (its
@@ -406,7 +410,7 @@ class SandboxController {
     const TemplateCatalog& templates() const { return templates_; }
     Accel accel() const { return hypervisor_.accel(); }
     AgentTransportKind transport() const { return config_.transport; }
-    std::size_t liveConnections();
+    std::size_t liveConnections() { return agents_.live(); }
     EnforcedLimits enforcedLimits() const;
     // Error(insufficient_storage) when the data dir's filesystem has less
     // free space than the configured floor; `what` names the refused action.
@@ -423,15 +427,6 @@ class SandboxController {
     static constexpr const char* kSpareTenant = "_spare";
 
   private:
-    struct Runtime {
-        std::timed_mutex mutex;  // serialises (re)connecting
-        std::shared_ptr<AgentConnection> agent;
-        // After a failed reconnect, requests fail fast until then: a guest
-        // that does not answer holds no worker per request.
-        std::chrono::steady_clock::time_point retryAfter{};
-        std::string lastFailure;
-    };
-
     SandboxRecord createFromSnapshot(const std::string& tenant, const CreateSandboxRequest& request,
                                      const SnapshotRecord& snap);
     SandboxRecord newRecord(const std::string& tenant, const CreateSandboxRequest& request,
@@ -444,7 +439,9 @@ class SandboxController {
     void collectSnapshots();
     void discardSnapshot(const SnapshotRecord& s);
     void recoverSnapshots();
-    std::shared_ptr<std::mutex> lifecycleMutex(const std::string& id);
+    std::shared_ptr<std::mutex> lifecycleMutex(const std::string& id) {
+        return lifecycleMutexes_.of(id);
+    }
     // pause/resume: running <-> paused, written before the VM is touched.
     SandboxRecord transition(const std::string& tenant, const std::string& id, SandboxState from,
                              SandboxState to);
@@ -457,18 +454,16 @@ class SandboxController {
     void requireWithinFloor(const std::string& tenant, const policy::PolicyRules& rules,
                             const std::vector<std::string>& networkAllow) const;
     policy::PolicyRules rulesWithTenant(const SandboxRecord& r) const;
-    std::shared_ptr<std::mutex> quotaLock(const std::string& tenant);
+    std::shared_ptr<std::mutex> quotaLock(const std::string& tenant) {
+        return quotaLocks_.of(tenant);
+    }
     void requireSandboxQuota(const SandboxRecord& r);  // Error(quota_exceeded)
     void requireSnapshotQuota(const std::string& tenant);
-    using ExecSlot = std::shared_ptr<std::string>;  // released when the last copy goes
+    using ExecSlot = TenantExecSlots::Slot;  // released when the last copy goes
     ExecSlot acquireExecSlot(const std::string& tenant);
     LatencyHistogram createLatency_, execLatency_;
-    std::mutex auditCountsMutex_;
-    std::map<std::string, std::uint64_t> auditCounts_;
-    std::mutex quotaLocksGuard_;
-    std::map<std::string, std::shared_ptr<std::mutex>> quotaLocks_;
-    std::mutex execCountMutex_;
-    std::map<std::string, std::uint64_t> execsInFlight_;
+    KeyedMutexes quotaLocks_;  // a tenant's quota is checked and counted in one step
+    TenantExecSlots execSlots_;
 
     // Spare VMs (SandboxSpares.cpp).
     static std::string shapeOf(const std::string& templateName, const std::string& digest,
@@ -522,7 +517,9 @@ class SandboxController {
     // The agent broke the protocol: audited as agent.protocol_error.
     void watchAgent(const std::string& id, const std::shared_ptr<AgentConnection>& agent);
     void record(const std::string& sandboxId, const std::string& tenant, const std::string& type,
-                const nlohmann::json& data, const SecretMasker* masker = nullptr);
+                const nlohmann::json& data, const SecretMasker* masker = nullptr) {
+        auditLog_.record(sandboxId, tenant, type, data, masker);
+    }
     std::map<std::string, SecretSpec> secretsOf(const SandboxRecord& r) const;
 
     // The secrets' values and the extra ones (setExtraSecrets).
@@ -532,7 +529,6 @@ class SandboxController {
     GatedExec parkForApproval(const SandboxRecord& r, const ExecOptions& options,
                               const policy::Verdict& v, nlohmann::json data,
                               const SecretMasker& masker, bool streamed);
-    void notifyDecision(const GatedExec& g);
     // The options are exactly the ones a streamed exec was parked with.
     bool sameStreamedRequest(const GatedExec& g, const ExecOptions& options) const;
     // A parked request may name a secret's value (typed into the command):
@@ -552,17 +548,17 @@ class SandboxController {
     void expireApprovals();
     // Its pending approvals end with the sandbox (nobody may run them later).
     void cancelApprovalsOf(const std::string& sandboxId, const std::string& why);
-    std::shared_ptr<Runtime> runtime(const std::string& id);
     // A new agent session for a sandbox: kept as its connection, and its
     // egress listener opened on it when it has an allowlist.
     void adoptAgent(const SandboxRecord& r, std::shared_ptr<AgentConnection> agent);
+    void adoptSession(const std::string& id, const std::shared_ptr<AgentConnection>& agent);
     void attachEgress(const SandboxRecord& r, const std::shared_ptr<AgentConnection>& agent);
     // The package proxy's listeners on it (one per ecosystem served).
     void attachPackages(const SandboxRecord& r, const std::shared_ptr<AgentConnection>& agent);
     // Every command's environment: the sandbox's, plus the proxy variables
     // when it has egress.
     std::map<std::string, std::string> baseEnv(const SandboxRecord& r) const;
-    std::shared_ptr<AgentConnection> agentFor(const std::string& id);
+    std::shared_ptr<AgentConnection> agentFor(const std::string& id) { return agents_.get(id); }
     void teardown(const std::string& id);
     // The uid:gid a sandbox's QEMU and its files belong to; none when not root.
     std::optional<std::pair<unsigned, unsigned>> qemuOwner(const SandboxRecord& r) const;
@@ -589,10 +585,8 @@ class SandboxController {
     ExtraSecrets extraSecrets_;
     void checkWrite(const SandboxRecord& r, const std::string& path);
     policy::CommandPolicy policy_;
-    std::mutex waitersMutex_;
-    std::map<std::string, DecisionCallback>
-        decisionWaiters_;                     // streamed execs waiting for a human, by exec id
-    std::set<std::string> startedApprovals_;  // approved streamed execs already started (once only)
+    AuditRecorder auditLog_;
+    DecisionWaiters decisionWaiters_;
     std::mutex gcMutex_;
     BeforeDelete beforeDelete_;
     AfterDelete afterDelete_;
@@ -611,24 +605,18 @@ class SandboxController {
     std::optional<std::string> spareStarting_;  // the shape the worker is starting now
     bool sparesStopping_ = false;
     std::thread spareThread_;
-    std::mutex lifecycleMutexesGuard_;
-    std::map<std::string, std::shared_ptr<std::mutex>> lifecycleMutexes_;
+    KeyedMutexes lifecycleMutexes_;  // a pause, resume, snapshot or delete at a time
     const TemplateCatalog& templates_;
     AgentConnector connector_;
-    std::mutex runtimesMutex_;
-    std::map<std::string, std::shared_ptr<Runtime>> runtimes_;
+    AgentSessions agents_;
     UidPool uids_;
-    std::mutex verifiedMutex_;
-    std::map<std::string, safefs::FileIdentity>
-        verified_;  // path -> identity when its hash matched
+    VerifiedFiles verified_;
     // Exec deadlines (no thread waits for a command); declared last so it
     // stops first.
     TimerQueue timers_;
     std::mutex packageApprovalMutex_;
     static constexpr std::size_t kMaxPendingPackageApprovals = 20;  // per sandbox
-    std::mutex runningMutex_;
-    std::uint64_t nextRunning_ = 0;
-    std::map<std::string, std::map<std::uint64_t, std::string>> runningCommands_;
+    RunningCommands runningCommands_;
 };
 
 }  // namespace airlock

@@ -45,17 +45,13 @@ SandboxController::StreamedExec SandboxController::openExec(
             if (isTestRun(record, options)) data["purpose"] = "test";
             // Registered before anyone can decide: no decision is missed.
             std::string execId = newId("ex-");
-            {
-                std::lock_guard lock(waitersMutex_);
-                decisionWaiters_[execId] = std::move(onDecision);
-            }
+            decisionWaiters_.add(execId, std::move(onDecision));
             data["exec_id"] = execId;
             try {
                 return StreamedExec{nullptr,
                                     parkForApproval(record, options, v, data, masker, true)};
             } catch (...) {
-                std::lock_guard lock(waitersMutex_);
-                decisionWaiters_.erase(execId);
+                decisionWaiters_.remove(execId);
                 throw;
             }
         }
@@ -141,11 +137,7 @@ std::shared_ptr<AgentStream> SandboxController::openApprovedExec(
     if (sandbox.state != SandboxState::running)
         throw Error(ErrorCode::conflict,
                     "sandbox " + id + " is " + sandboxStateName(sandbox.state) + ", not running");
-    {
-        std::lock_guard lock(waitersMutex_);
-        if (!startedApprovals_.insert(execId).second)
-            throw Error(ErrorCode::conflict, "exec " + execId + " was already started");
-    }
+    decisionWaiters_.start(execId);
     auto masker = maskerFor(sandbox);
     record(id, tenant, "exec.allowed",
            {{"command", g->command},
@@ -162,8 +154,7 @@ void SandboxController::finishStreamedExec(const std::string& execId, int exitCo
                                            const std::string& error) {
     // Its output went to the client; the record keeps how it ended.
     gated_.finish(execId, error.empty() ? "exited" : "failed", exitCode, "", "", error);
-    std::lock_guard lock(waitersMutex_);
-    startedApprovals_.erase(execId);
+    decisionWaiters_.finished(execId);
 }
 
 std::shared_ptr<AgentStream> SandboxController::openUpload(const std::string& tenant,

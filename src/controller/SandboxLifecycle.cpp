@@ -38,13 +38,6 @@ std::string nextOverlayName(const std::string& current) {
 
 }  // namespace
 
-std::shared_ptr<std::mutex> SandboxController::lifecycleMutex(const std::string& id) {
-    std::lock_guard lock(lifecycleMutexesGuard_);
-    auto& m = lifecycleMutexes_[id];
-    if (!m) m = std::make_shared<std::mutex>();
-    return m;
-}
-
 std::string SandboxController::snapshotDir(const SnapshotRecord& s) const {
     return config_.dataDir + (s.kind == "warm" ? "/warm/" : "/snapshots/") + s.id;
 }
@@ -241,10 +234,7 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
         total += static_cast<std::int64_t>(d.size);
         files.push_back({{"name", name}, {"size", d.size}, {"sha256", d.sha256}});
         // Hashed just now: the first clone need not hash it again unless it changes.
-        if (safefs::identity(path) == before) {
-            std::lock_guard lock(verifiedMutex_);
-            verified_[path] = before;
-        }
+        if (safefs::identity(path) == before) verified_.remember(path, before);
     }
     nlohmann::json manifest = {
         {"id", s.id},
@@ -303,6 +293,7 @@ void SandboxController::deleteSnapshot(const std::string& tenant, const std::str
 }
 
 void SandboxController::discardSnapshot(const SnapshotRecord& s) {
+    verified_.forgetUnder(snapshotDir(s));
     std::error_code ec;
     fs::remove_all(snapshotDir(s), ec);
     if (ec)
@@ -519,11 +510,7 @@ void SandboxController::verifySnapshotFiles(const SnapshotRecord& snap) {
     }
     for (const auto& [path, entry] : wanted) {
         auto id = safefs::identity(path);
-        {
-            std::lock_guard lock(verifiedMutex_);
-            auto it = verified_.find(path);
-            if (it != verified_.end() && it->second == id) continue;  // unchanged since it matched
-        }
+        if (verified_.unchangedSinceVerified(path, id)) continue;
         auto d = safefs::digest(path);
         if (d.sha256 != entry.value("sha256", "") ||
             d.size != entry.value("size", std::uint64_t(0)))
@@ -531,8 +518,7 @@ void SandboxController::verifySnapshotFiles(const SnapshotRecord& snap) {
                 ErrorCode::conflict,
                 "snapshot " + snap.id + ": " + fs::path(path).filename().string() +
                     " does not match its manifest (changed or damaged); it cannot be restored");
-        std::lock_guard lock(verifiedMutex_);
-        verified_[path] = id;
+        verified_.remember(path, id);
     }
 }
 

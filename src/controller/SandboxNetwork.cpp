@@ -68,7 +68,7 @@ void SandboxController::adoptAgent(const SandboxRecord& r, std::shared_ptr<Agent
     watchAgent(r.id, agent);
     attachEgress(r, agent);  // before any command can run: they expect their proxy
     attachPackages(r, agent);
-    runtime(r.id)->agent = std::move(agent);
+    agents_.install(r.id, std::move(agent));
 }
 
 SandboxRecord SandboxController::setNetwork(const std::string& tenant, const std::string& id,

@@ -77,21 +77,6 @@ nlohmann::json verdictJson(const policy::Verdict& v) {
 
 }  // namespace
 
-void SandboxController::record(const std::string& sandboxId, const std::string& tenant,
-                               const std::string& type, const nlohmann::json& data,
-                               const SecretMasker* masker) {
-    try {
-        std::string text = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-        // A secret never reaches the audit log, not even typed into a command.
-        if (masker) text = masker->mask(std::move(text));
-        audit_.append(AuditEvent{0, sandboxId, tenant, nowTimestamp(), type, text});
-        std::lock_guard lock(auditCountsMutex_);
-        ++auditCounts_[type];
-    } catch (const std::exception& e) {
-        logError("audit", "cannot record " + type + " of " + sandboxId + ": " + e.what());
-    }
-}
-
 policy::PolicyRules SandboxController::rulesWithTenant(const SandboxRecord& r) const {
     auto rules = rulesFrom(r.policyJson);
     if (auto t = tenantOf(r.tenant)) {
@@ -266,27 +251,8 @@ Error SandboxController::policyDenied(const policy::Verdict& v, const SecretMask
                                                        " (in \"" + v.part + "\")"));
 }
 
-void SandboxController::notifyDecision(const GatedExec& g) {
-    DecisionCallback waiter;
-    {
-        std::lock_guard lock(waitersMutex_);
-        auto it = decisionWaiters_.find(g.id);
-        if (it == decisionWaiters_.end()) return;
-        waiter = std::move(it->second);
-        decisionWaiters_.erase(it);
-    }
-    try {
-        waiter(g);
-    } catch (const std::exception& e) {
-        logError("controller", std::string("decision callback: ") + e.what());
-    }
-}
-
 void SandboxController::abandonStreamedExec(const std::string& execId) {
-    {
-        std::lock_guard lock(waitersMutex_);
-        decisionWaiters_.erase(execId);
-    }
+    decisionWaiters_.remove(execId);
     auto g = gated_.find(execId);
     if (!g) return;
     if (gated_.decide(execId, "cancelled", nowTimestamp(), "airlockd",
@@ -351,14 +317,7 @@ GatedExec SandboxController::decideApproval(const std::string& tenant,
     bool streamed = parked.is_object() && parked.value("stream", false) == true;
     if (streamed) {
         // Its client runs it (or is told no); gone already: nothing runs.
-        bool waiting;
-        {
-            std::lock_guard lock(waitersMutex_);
-            waiting = decisionWaiters_.count(decided.id) > 0;
-        }
-        if (waiting)
-            notifyDecision(decided);
-        else if (approve)
+        if (!decisionWaiters_.notify(decided) && approve)
             gated_.finish(decided.id, "failed", -1, "", "", "the streaming client had left");
         return *gated_.find(g->id);
     }
@@ -424,7 +383,7 @@ void SandboxController::cancelApprovalsOf(const std::string& sandboxId, const st
                     {"exec_id", g.id},
                     {"command", g.command},
                     {"reason", why}});
-            if (auto cancelled = gated_.find(g.id)) notifyDecision(*cancelled);
+            if (auto cancelled = gated_.find(g.id)) decisionWaiters_.notify(*cancelled);
         }
     }
 }
@@ -436,7 +395,7 @@ void SandboxController::expireApprovals() {
         if (gated_.decide(g.id, "expired", nowTimestamp(), "airlockd", "no decision in time")) {
             record(g.sandboxId, g.tenant, "approval.expired",
                    {{"approval_id", g.approvalId}, {"exec_id", g.id}, {"command", g.command}});
-            if (auto expired = gated_.find(g.id)) notifyDecision(*expired);
+            if (auto expired = gated_.find(g.id)) decisionWaiters_.notify(*expired);
         }
     }
 }

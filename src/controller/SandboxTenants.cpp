@@ -73,19 +73,8 @@ TenantUsage SandboxController::usageOf(const std::string& tenant) {
     }
     for (const auto& s : snapshots_.list(TenantScope::only(tenant)))
         if (s.state != SnapshotState::deleted) ++u.snapshots;
-    {
-        std::lock_guard lock(execCountMutex_);
-        auto it = execsInFlight_.find(tenant);
-        u.concurrentExecs = it == execsInFlight_.end() ? 0 : it->second;
-    }
+    u.concurrentExecs = execSlots_.inFlight(tenant);
     return u;
-}
-
-std::shared_ptr<std::mutex> SandboxController::quotaLock(const std::string& tenant) {
-    std::lock_guard lock(quotaLocksGuard_);
-    auto& m = quotaLocks_[tenant];
-    if (!m) m = std::make_shared<std::mutex>();
-    return m;
 }
 
 void SandboxController::requireSandboxQuota(const SandboxRecord& r) {
@@ -118,22 +107,7 @@ void SandboxController::requireSnapshotQuota(const std::string& tenant) {
 
 SandboxController::ExecSlot SandboxController::acquireExecSlot(const std::string& tenant) {
     auto t = tenantOf(tenant);
-    std::lock_guard lock(execCountMutex_);
-    auto& n = execsInFlight_[tenant];
-    if (t && t->quota.concurrentExecs && n + 1 > *t->quota.concurrentExecs)
-        throw Error(ErrorCode::quota_exceeded,
-                    "quota exceeded: concurrent_execs (" + std::to_string(n) + " of " +
-                        std::to_string(*t->quota.concurrentExecs) + " running)");
-    ++n;
-    return ExecSlot(new std::string(tenant), [this](std::string* owner) {
-        {
-            std::lock_guard inner(execCountMutex_);
-            auto it = execsInFlight_.find(*owner);
-            if (it != execsInFlight_.end() && it->second > 0 && --it->second == 0)
-                execsInFlight_.erase(it);
-        }
-        delete owner;
-    });
+    return execSlots_.acquire(tenant, t ? t->quota.concurrentExecs : std::nullopt);
 }
 
 TenantRecord SandboxController::putTenant(TenantRecord t) {
@@ -146,16 +120,6 @@ TenantRecord SandboxController::putTenant(TenantRecord t) {
 
 std::optional<TenantRecord> SandboxController::findTenant(const std::string& name) {
     return config_.tenants ? config_.tenants->find(name) : std::nullopt;
-}
-
-void SandboxController::countAudit(const std::string& type) {
-    std::lock_guard lock(auditCountsMutex_);
-    ++auditCounts_[type];
-}
-
-std::map<std::string, std::uint64_t> SandboxController::auditCounts() {
-    std::lock_guard lock(auditCountsMutex_);
-    return auditCounts_;
 }
 
 std::vector<TenantRecord> SandboxController::listTenants() {
