@@ -60,16 +60,11 @@ SandboxController::SandboxController(ControllerConfig config, Hypervisor& hyperv
         fs::create_directories(config_.dataDir + d);
         fs::permissions(config_.dataDir + d, fs::perms(0711));
     }
-    if (config_.sparesPerShape > 0) spareThread_ = std::thread([this] { spareWorker(); });
+    startSpares();
 }
 
 SandboxController::~SandboxController() {
-    {
-        std::lock_guard lock(sparesMutex_);
-        sparesStopping_ = true;
-    }
-    sparesCv_.notify_all();
-    if (spareThread_.joinable()) spareThread_.join();
+    spares_.reset();  // its worker calls into the controller
     // Agent sessions end before the controller does: their threads call
     // back into it (exec completions, protocol errors).
     agents_.closeAll();
@@ -311,7 +306,7 @@ SandboxRecord SandboxController::create(const std::string& tenant,
                                   std::to_string(steadyMillis() - started) + " ms (template " +
                                   tmpl->name + ", cold boot)");
         if (r.disk.empty())
-            wantSpare(shapeOf(tmpl->name, tmpl->digest, r.vcpus, r.memoryMib),
+            spares_->want(shapeOf(tmpl->name, tmpl->digest, r.vcpus, r.memoryMib),
                       config_.spareDelayForLive);
         record(r.id, r.tenant, "sandbox.created",
                {{"template", tmpl->name},
@@ -427,7 +422,7 @@ void SandboxController::destroy(const std::string& tenant, const std::string& id
     }
     cancelApprovalsOf(id, "the sandbox was deleted");
     logInfo("controller", "sandbox " + id + " deleted");
-    trimSpares();  // it may have been the last of its shape
+    spares_->trim();  // it may have been the last of its shape
     lifecycleMutexes_.forget(id);
 }
 

@@ -20,6 +20,7 @@
 #include "controller/DecisionWaiters.hpp"
 #include "controller/ExecOptions.hpp"
 #include "controller/RunningCommands.hpp"
+#include "controller/SparePool.hpp"
 #include "controller/TenantExecSlots.hpp"
 #include "controller/VerifiedFiles.hpp"
 #include "core/KeyedMutexes.hpp"
@@ -276,9 +277,9 @@ class SandboxController {
     // Stops the spare-VM worker and destroys the spares (clean shutdown;
     // after a crash recover() removes them).
     void shutdown();
-    std::size_t spareCount();
+    std::size_t spareCount() { return spares_->count(); }
     // No spare starting and none asked for: what a count of VMs can rely on.
-    bool sparesIdle();
+    bool sparesIdle() { return spares_->idle(); }
 
     // Ownership + state check, then the sandbox's agent connection (one per
     // sandbox: virtio-serial takes one host at a time).
@@ -474,21 +475,6 @@ class SandboxController {
     static std::string spareShapeOf(const SnapshotRecord& snapshot);
     // The disk_gib of a clone of a disk-backed snapshot (its frozen layer's size).
     unsigned cloneDiskGib(const SnapshotRecord& snapshot, const TemplateInfo& tmpl);
-    // Asks the worker for a spare of this shape, after delay (a live
-    // sandbox's shape: short-lived sandboxes never cost one). With a
-    // snapshot, the spare is also loaded with its memory state ahead of the
-    // clone that will want it (a fork follows its snapshot, and clones come
-    // in series): loading the state is most of a restore.
-    void wantSpare(const std::string& shape,
-                   std::chrono::milliseconds delay = std::chrono::milliseconds(0),
-                   const std::string& snapshot = {});
-    struct TakenSpare {
-        std::string id;
-        bool loaded = false;  // already holds the snapshot's state (paused)
-    };
-    // A spare for a clone of this snapshot: one loaded with it, else one
-    // still waiting for state; never one loaded with another snapshot.
-    std::optional<TakenSpare> takeSpare(const std::string& shape, const std::string& snapshot);
     struct SpareShape {
         std::string templateName, digest;
         unsigned vcpus = 0, memoryMib = 0;
@@ -497,14 +483,10 @@ class SandboxController {
     std::map<std::string, SpareShape> spareShapes();  // by shapeOf(): the shapes worth a spare now
     // Starts a spare VM (paused, waiting for state); not yet offered.
     std::optional<std::string> bootSpare(const std::string& shape);
-    // Boots (or reuses) a spare and loads the snapshot's state into it.
-    void preloadSpare(const std::string& shape, const std::string& snapshot,
-                      std::optional<std::string> reuse);
-    void offerSpare(const std::string& shape, const std::string& id, const std::string& snapshot);
-    // Removes spares (and queued requests) of shapes no longer in use;
-    // waitForStart: also one being started (a delete leaves no VM behind).
-    void trimSpares(bool waitForStart = true);
-    void spareWorker();
+    // Loads a snapshot's state into a spare; a spare whose load failed is destroyed.
+    void loadSpare(const std::string& id, const std::string& snapshot);
+    class SpareVms;  // the pool's view of the controller (SandboxSpares.cpp)
+    void startSpares();
 
     SandboxRecord requireOwned(const std::string& tenant, const std::string& id);
     // Policy gate of the streamed paths (WebSocket exec, background processes):
@@ -590,21 +572,8 @@ class SandboxController {
     std::mutex gcMutex_;
     BeforeDelete beforeDelete_;
     AfterDelete afterDelete_;
-    std::mutex sparesMutex_;
-    std::condition_variable sparesCv_;
-    std::map<std::string, std::vector<std::string>>
-        spares_;  // shape -> sandbox ids (tenant _spare)
-    struct SpareRequest {
-        std::string shape;
-        std::chrono::steady_clock::time_point due;
-        std::string snapshot;  // to preload; empty: a spare waiting for state
-    };
-    std::map<std::string, std::string> spareLoaded_;  // spare id -> the snapshot it holds
-    std::optional<std::string> spareLoading_;         // the snapshot the worker is loading now
-    std::deque<SpareRequest> spareRequests_;
-    std::optional<std::string> spareStarting_;  // the shape the worker is starting now
-    bool sparesStopping_ = false;
-    std::thread spareThread_;
+    std::shared_ptr<SpareVms> spareVms_;  // shared: its type is complete in SandboxSpares.cpp only
+    std::unique_ptr<SparePool> spares_;
     KeyedMutexes lifecycleMutexes_;  // a pause, resume, snapshot or delete at a time
     const TemplateCatalog& templates_;
     AgentConnector connector_;

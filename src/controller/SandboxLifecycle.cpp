@@ -254,7 +254,7 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
     snapshots_.markReady(s.id, total, manifest.dump());
     record(id, tenant, "snapshot.created",
            {{"snapshot", s.id}, {"size_bytes", total}, {"held_ms", pausedMs}});
-    wantSpare(spareShapeOf(s), std::chrono::milliseconds(0), s.id);
+    spares_->want(spareShapeOf(s), std::chrono::milliseconds(0), s.id);
     logInfo("controller", "snapshot " + s.id + " of " + id + ": " + std::to_string(total) +
                               " bytes, sandbox held for " + std::to_string(pausedMs) + " ms");
     return *snapshots_.find(s.id);
@@ -288,7 +288,7 @@ void SandboxController::deleteSnapshot(const std::string& tenant, const std::str
     fs::remove(snapshotDir(s) + "/" + kMemoryFile, ec);
     fs::remove(snapshotDir(s) + "/" + kManifestFile, ec);
     collectSnapshots();
-    trimSpares();
+    spares_->trim();
     logInfo("controller", "snapshot " + id + " deleted");
 }
 
@@ -415,7 +415,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
         if (r.qemuUid > 0) uids_.release(static_cast<std::uint32_t>(r.qemuUid));
         throw;
     }
-    std::optional<TakenSpare> taken = takeSpare(shape, snap.id);
+    std::optional<SparePool::Taken> taken = spares_->take(shape, snap.id);
     std::optional<std::string> spare;
     if (taken) spare = taken->id;
     if (spare) {
@@ -469,7 +469,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
                                    : taken->loaded ? " from a spare VM holding it"
                                                    : " into a spare VM") +
                                   " in " + std::to_string(loaded - verified) + " ms)");
-        wantSpare(shape, std::chrono::milliseconds(0), snap.id);
+        spares_->want(shape, std::chrono::milliseconds(0), snap.id);
         if (workspaces_ && snap.kind == "user") workspaces_->copy(snap.id, r.id);
         record(r.id, r.tenant, "sandbox.created",
                {{"template", tmpl->name},
@@ -481,7 +481,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
         return r;
     } catch (const std::exception& e) {
         failCreate(r.id, e);
-        wantSpare(shape, std::chrono::milliseconds(0), snap.id);
+        spares_->want(shape, std::chrono::milliseconds(0), snap.id);
         throw;
     }
 }
