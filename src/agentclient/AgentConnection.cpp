@@ -490,6 +490,11 @@ void AgentConnection::dispatch(const protocol::Frame& frame) {
     }
 }
 
+std::shared_ptr<AgentStream> AgentConnection::open(const protocol::GuestRequest& request,
+                                                   AgentStream::Handler handler, bool autoGrant) {
+    return openPayload(protocol::toJson(request), std::move(handler), autoGrant);
+}
+
 std::shared_ptr<AgentStream> AgentConnection::open(const nlohmann::json& request, AgentStream::Handler handler,
                                                    bool autoGrant) {
     // Only the operations both sides know (protocol/Ops.hpp) go out.
@@ -500,6 +505,12 @@ std::shared_ptr<AgentStream> AgentConnection::open(const nlohmann::json& request
                     "not an agent operation: " + (op != request.end() && op->is_string()
                                                       ? op->get<std::string>().substr(0, 64)
                                                       : std::string("(none)")));
+    return openPayload(request.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                       std::move(handler), autoGrant);
+}
+
+std::shared_ptr<AgentStream> AgentConnection::openPayload(const std::string& payload,
+                                                          AgentStream::Handler handler, bool autoGrant) {
     std::shared_ptr<AgentStream> stream;
     {
         std::lock_guard lock(streamsMutex_);
@@ -512,7 +523,7 @@ std::shared_ptr<AgentStream> AgentConnection::open(const nlohmann::json& request
         streams_[id] = stream;
     }
     try {
-        sendFrame(FrameType::open, stream->id(), request.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        sendFrame(FrameType::open, stream->id(), payload);
     } catch (...) {
         forget(stream->id());
         throw;
@@ -527,8 +538,16 @@ namespace {
 }
 }  // namespace
 
+nlohmann::json AgentConnection::call(const protocol::GuestRequest& request, std::chrono::milliseconds wait) {
+    return awaitClose(open(request), wait);
+}
+
 nlohmann::json AgentConnection::call(const nlohmann::json& request, std::chrono::milliseconds wait) {
-    auto stream = open(request);
+    return awaitClose(open(request), wait);
+}
+
+nlohmann::json AgentConnection::awaitClose(const std::shared_ptr<AgentStream>& stream,
+                                           std::chrono::milliseconds wait) {
     auto deadline = AgentStream::Clock::now() + wait;
     while (auto e = stream->next(deadline)) {
         if (e->kind == AgentStream::Event::Kind::reset) throwReset(e->payload);
@@ -588,7 +607,7 @@ std::shared_ptr<PendingExec> AgentConnection::execAsync(const protocol::ExecRequ
     // The exec holds its stream until it ends and the stream's handler holds
     // the exec: the cycle ends in finish(), which every path reaches (close,
     // reset, a lost connection, cancel()).
-    auto stream = open(nlohmann::json::parse(protocol::toJson(request)), handler, true);
+    auto stream = open(request, handler, true);
     pending->hold(stream);
     if (!streamedStdin.empty()) stream->writeAsync(0, std::move(streamedStdin), true);
     else if (request.stdin_stream) stream->closeWrite();

@@ -19,6 +19,7 @@
 #include "core/Error.hpp"
 #include "core/UniqueFd.hpp"
 #include "protocol/FrameDecoder.hpp"
+#include "protocol/GuestCalls.hpp"
 #include "protocol/Messages.hpp"
 
 namespace airlock {
@@ -100,11 +101,16 @@ public:
     // Opens a stream with the given open request (JSON with "op").
     // autoGrant (push handlers only): data is granted back as soon as the
     // handler returned, for consumers that copy it into bounded buffers.
+    std::shared_ptr<AgentStream> open(const protocol::GuestRequest& request,
+                                      AgentStream::Handler handler = nullptr, bool autoGrant = false);
+    // The same from JSON, its op checked against the closed set: for tests
+    // of what a guest does with odd requests.
     std::shared_ptr<AgentStream> open(const nlohmann::json& request, AgentStream::Handler handler = nullptr,
                                       bool autoGrant = false);
 
     // One-shot request: opens, waits for the close, returns its JSON; an
     // agent reset becomes the matching Error.
+    nlohmann::json call(const protocol::GuestRequest& request, std::chrono::milliseconds wait);
     nlohmann::json call(const nlohmann::json& request, std::chrono::milliseconds wait);
 
     // Runs one command and collects its output; the agent caps each of
@@ -151,6 +157,9 @@ public:
     void forget(std::uint32_t stream);
 
 private:
+    std::shared_ptr<AgentStream> openPayload(const std::string& payload, AgentStream::Handler handler,
+                                             bool autoGrant);
+    nlohmann::json awaitClose(const std::shared_ptr<AgentStream>& stream, std::chrono::milliseconds wait);
     AgentConnection(UniqueFd fd, AgentChannelLimits limits);
     void handshake(std::chrono::milliseconds timeout);
     void startThread();

@@ -53,7 +53,7 @@ GuestListener GuestListener::open(AgentConnection& agent, unsigned port, const s
         }
     };
     GuestListener out;
-    out.stream = agent.open({{"op", "egress_listen"}, {"port", port}}, handler);
+    out.stream = agent.open(protocol::PortRequest{protocol::Op::egress_listen, port}, handler);
     std::unique_lock lock(listening->mutex);
     if (!listening->cv.wait_for(lock, wait, [&] { return listening->done; }))
         throw Error(ErrorCode::agent_timeout, "the guest did not open its " + what);

@@ -3,7 +3,7 @@
 namespace airlock {
 
 std::shared_ptr<AgentStream> MaskedOutput::open(AgentConnection& agent,
-                                                const nlohmann::json& request,
+                                                const protocol::GuestRequest& request,
                                                 std::shared_ptr<const SecretMasker> masker,
                                                 AgentStream::Handler handler) {
     if (!masker || masker->empty()) return agent.open(request, std::move(handler));

@@ -18,7 +18,7 @@ class MaskedOutput {
   public:
     // Opens the stream with `handler` behind the masking (straight, when
     // there is nothing to mask).
-    static std::shared_ptr<AgentStream> open(AgentConnection& agent, const nlohmann::json& request,
+    static std::shared_ptr<AgentStream> open(AgentConnection& agent, const protocol::GuestRequest& request,
                                              std::shared_ptr<const SecretMasker> masker,
                                              AgentStream::Handler handler);
 

@@ -426,13 +426,17 @@ void SandboxController::destroy(const std::string& tenant, const std::string& id
     lifecycleMutexes_.forget(id);
 }
 
-std::shared_ptr<AgentConnection> SandboxController::runningAgent(const std::string& tenant,
-                                                                 const std::string& id) {
+SandboxRecord SandboxController::requireRunning(const std::string& tenant, const std::string& id) {
     auto r = requireOwned(tenant, id);
     if (r.state != SandboxState::running)
         throw Error(ErrorCode::conflict,
                     "sandbox " + id + " is " + sandboxStateName(r.state) + ", not running");
-    return agentFor(id);
+    return r;
+}
+
+std::shared_ptr<AgentConnection> SandboxController::runningAgent(const std::string& tenant,
+                                                                 const std::string& id) {
+    return agentFor(requireRunning(tenant, id).id);
 }
 
 ExecOutput SandboxController::exec(const std::string& tenant, const std::string& id,

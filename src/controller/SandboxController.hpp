@@ -398,8 +398,10 @@ class SandboxController {
     SecretMasker maskerFor(const SandboxRecord& r) const;
     // One call to the guest and its answer as a client may see it (every
     // string masked): guest file and process operations answer through it.
-    nlohmann::json askGuest(const std::string& tenant, const std::string& id,
-                            const nlohmann::json& request);
+    nlohmann::json askGuest(const SandboxRecord& r, const protocol::GuestRequest& request,
+                            const SecretMasker& masker);
+    // The sandbox, owned and running (Error(conflict) when it is not).
+    SandboxRecord requireRunning(const std::string& tenant, const std::string& id);
     void recordEvent(const SandboxRecord& r, const std::string& type, const nlohmann::json& data) {
         record(r.id, r.tenant, type, data);
     }

@@ -17,7 +17,6 @@ namespace {
 using nlohmann::json;
 constexpr auto kOpTimeout = std::chrono::seconds(30);
 
-json execJson(const protocol::ExecRequest& r) { return json::parse(protocol::toJson(r)); }
 
 void requireAbsolute(const std::string& path) {
     if (path.empty() || path[0] != '/')
@@ -121,7 +120,7 @@ std::shared_ptr<AgentStream> SandboxController::openStreamedExec(const SandboxRe
         }
         inner(std::move(e));
     };
-    return MaskedOutput::open(*agent, execJson(request), masker, std::move(recording));
+    return MaskedOutput::open(*agent, request, masker, std::move(recording));
 }
 
 std::shared_ptr<AgentStream> SandboxController::openApprovedExec(
@@ -166,10 +165,8 @@ std::shared_ptr<AgentStream> SandboxController::openUpload(const std::string& te
     requireAbsolute(path);
     checkWrite(requireOwned(tenant, id), path);
     requireFreeSpace("upload");
-    json request{{"op", "file_write"}, {"path", path}};
-    if (mode) request["mode"] = *mode;
-    if (!user.empty()) request["user"] = user;
-    return runningAgent(tenant, id)->open(request, std::move(handler));
+    return runningAgent(tenant, id)->open(protocol::FileWriteRequest{path, mode, user},
+                                          std::move(handler));
 }
 
 std::shared_ptr<AgentStream> SandboxController::openDownload(const std::string& tenant,
@@ -178,9 +175,8 @@ std::shared_ptr<AgentStream> SandboxController::openDownload(const std::string& 
                                                              AgentStream::Handler handler,
                                                              const std::string& user) {
     requireAbsolute(path);
-    json request{{"op", "file_read"}, {"path", path}};
-    if (!user.empty()) request["user"] = user;
-    return runningAgent(tenant, id)->open(request, std::move(handler));
+    return runningAgent(tenant, id)->open(protocol::FileReadRequest{path, user},
+                                          std::move(handler));
 }
 
 json SandboxController::fileOp(const std::string& tenant, const std::string& id,
@@ -189,12 +185,12 @@ json SandboxController::fileOp(const std::string& tenant, const std::string& id,
     requireAbsolute(request.path);
     bool changes = request.action == Action::mkdir || request.action == Action::remove ||
                    request.action == Action::move;
+    auto sandbox = requireRunning(tenant, id);
     if (changes) {
-        auto owned = requireOwned(tenant, id);
-        checkWrite(owned, request.path);
-        if (request.action == Action::move) checkWrite(owned, request.to);
+        checkWrite(sandbox, request.path);
+        if (request.action == Action::move) checkWrite(sandbox, request.to);
     }
-    auto result = askGuest(tenant, id, json::parse(protocol::toJson(request)));
+    auto result = askGuest(sandbox, request, maskerFor(sandbox));
     // Changes to the guest's files through the API are evidence too.
     if (changes) {
         json data{{"path", request.path}};
@@ -216,7 +212,8 @@ void SandboxController::recordFileWrite(const std::string& tenant, const std::st
 
 json SandboxController::startProcess(const std::string& tenant, const std::string& id,
                                      const ExecOptions& options, bool stdinOpen) {
-    runningAgent(tenant, id);  // a missing or stopped sandbox answers before the request is judged
+    // A missing or stopped sandbox answers before the request is judged.
+    auto record = requireRunning(tenant, id);
     // Background processes use the same defaults as exec (user, env, secrets).
     ExecOptions o;
     o.argv = options.argv;
@@ -224,13 +221,13 @@ json SandboxController::startProcess(const std::string& tenant, const std::strin
     o.user = options.user;
     o.env = options.env;
     o.trace = newId("ex-");
-    auto record = requireOwned(tenant, id);
     requireAllowed(record, o, "processes");
-    auto exec = agentRequest(record, o, secretsOf(record));
-    exec.background = true;
+    auto secrets = secretsOf(record);  // decrypted once: injection and masking
+    auto exec = agentRequest(record, o, secrets);
+    exec.background = true;  // op process_start
     exec.timeout_ms = 0;
     exec.stdin_stream = stdinOpen;
-    return askGuest(tenant, id, execJson(exec));  // op process_start: it is a background one
+    return askGuest(record, exec, maskerOf(record, secrets));
 }
 
 json SandboxController::processCall(const std::string& tenant, const std::string& id,
@@ -238,16 +235,15 @@ json SandboxController::processCall(const std::string& tenant, const std::string
     // A closed set: nothing else reaches the agent through this door.
     if (!protocol::isProcessCall(call.op) || call.op == protocol::Op::process_start)
         throw Error(ErrorCode::bad_request, "not a process operation");
-    return askGuest(tenant, id, json::parse(protocol::toJson(call)));
+    auto sandbox = requireRunning(tenant, id);
+    return askGuest(sandbox, call, maskerFor(sandbox));
 }
 
-json SandboxController::askGuest(const std::string& tenant, const std::string& id,
-                                 const json& request) {
-    auto agent = runningAgent(tenant, id);
-    auto masker = maskerFor(requireOwned(tenant, id));
+json SandboxController::askGuest(const SandboxRecord& r, const protocol::GuestRequest& request,
+                                 const SecretMasker& masker) {
     // The guest wrote every byte of it (root there may echo a secret back):
     // every string is masked before a client sees it.
-    auto answer = agent->call(request, kOpTimeout);
+    auto answer = agentFor(r.id)->call(request, kOpTimeout);
     return masker.empty() ? answer : maskJsonStrings(answer, masker);
 }
 
@@ -257,9 +253,8 @@ std::shared_ptr<AgentStream> SandboxController::openProcessLogs(const std::strin
                                                                 bool follow,
                                                                 AgentStream::Handler handler) {
     auto agent = runningAgent(tenant, id);
-    nlohmann::json request{{"op", "process_logs"}, {"id", processId}, {"follow", follow}};
     return MaskedOutput::open(
-        *agent, request, std::make_shared<const SecretMasker>(maskerFor(requireOwned(tenant, id))),
+        *agent, protocol::ProcessLogsRequest{processId, follow}, std::make_shared<const SecretMasker>(maskerFor(requireOwned(tenant, id))),
         std::move(handler));
 }
 
@@ -303,7 +298,8 @@ std::shared_ptr<AgentStream> SandboxController::openPreviewTunnel(const std::str
     auto r = store_.find(sandboxId);
     if (!r || r->state != SandboxState::running)
         throw Error(ErrorCode::conflict, "the sandbox is not running");
-    return agentFor(sandboxId)->open({{"op", "tunnel"}, {"port", port}}, std::move(handler));
+    return agentFor(sandboxId)->open(protocol::PortRequest{protocol::Op::tunnel, port},
+                                     std::move(handler));
 }
 
 std::shared_ptr<AgentStream> SandboxController::openPortTunnel(const std::string& tenant,
@@ -313,7 +309,8 @@ std::shared_ptr<AgentStream> SandboxController::openPortTunnel(const std::string
     auto r = requireOwned(tenant, id);
     if (r.state != SandboxState::running)
         throw Error(ErrorCode::conflict, "the sandbox is not running");
-    return agentFor(id)->open({{"op", "tunnel"}, {"port", port}}, std::move(handler));
+    return agentFor(id)->open(protocol::PortRequest{protocol::Op::tunnel, port},
+                              std::move(handler));
 }
 
 }  // namespace airlock

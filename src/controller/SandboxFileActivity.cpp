@@ -20,7 +20,8 @@ bool SandboxController::watchFiles(const std::string& tenant, const std::string&
                                    const std::string& path) {
     try {
         auto agent = runningAgent(tenant, id);
-        auto reply = agent->call({{"op", "file_watch"}, {"path", path}}, kFileActivityCallTimeout);
+        auto reply = agent->call(protocol::FileWatchRequest{protocol::Op::file_watch, path, {}},
+                                 kFileActivityCallTimeout);
         auto m = reply.is_object() ? reply.find("mechanism") : reply.end();
         std::string mechanism = m != reply.end() && m->is_string() ? m->get<std::string>() : "";
         if (mechanism != "fanotify" && mechanism != "inotify") mechanism = "unknown";
@@ -37,7 +38,8 @@ void SandboxController::drainFileActivity(const SandboxRecord& r) {
     if (r.state != SandboxState::running) return;
     nlohmann::json reply;
     try {
-        reply = agentFor(r.id)->call({{"op", "file_activity"}}, kFileActivityCallTimeout);
+        reply = agentFor(r.id)->call(
+            protocol::FileWatchRequest{protocol::Op::file_activity, {}, {}}, kFileActivityCallTimeout);
     } catch (const std::exception& e) {
         logWarn("controller", "sandbox " + r.id + ": file activity not drained: " + e.what());
         return;

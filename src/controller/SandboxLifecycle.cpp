@@ -361,9 +361,7 @@ void SandboxController::reseed(AgentConnection& agent) {
     auto nowNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
                      std::chrono::system_clock::now().time_since_epoch())
                      .count();
-    agent.call({{"op", "reseed"},
-                {"entropy", hexEncode(randomBytes(64))},
-                {"time_ns", static_cast<std::uint64_t>(nowNs)}},
+    agent.call(protocol::ReseedRequest{hexEncode(randomBytes(64)), static_cast<std::uint64_t>(nowNs)},
                std::chrono::seconds(15));
 }
 

@@ -76,7 +76,7 @@ void EgressSession::start() {
         [this](AgentStream::Handler handler) {
             auto agent = sandbox_->agent.lock();
             if (!agent) throw Error(ErrorCode::agent_error, "agent connection gone");
-            return agent->open({{"op", "egress_attach"}, {"connection", connection_}},
+            return agent->open(protocol::EgressAttachRequest{connection_},
                                std::move(handler));
         },
         [this, self](std::exception_ptr error) {

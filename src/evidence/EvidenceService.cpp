@@ -410,9 +410,8 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
                 } else {
                     std::string bytes;
                     try {
-                        auto stream = agent->open({{"op", "file_read"},
-                                                   {"path", artifactRoot + "/" + path},
-                                                   {"user", config_.artifactUser}});
+                        auto stream = agent->open(protocol::FileReadRequest{
+                            artifactRoot + "/" + path, config_.artifactUser});
                         bytes = stream->readToClose(
                             config_.maxArtifactFileBytes,
                             AgentStream::Clock::now() + std::chrono::seconds(60));

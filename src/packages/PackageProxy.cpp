@@ -207,7 +207,7 @@ void PackageProxy::serveConnection(std::shared_ptr<SandboxPackageState> sandbox,
     try {
         auto agent = sandbox->agent.lock();
         if (!agent || sandbox->detached) return;
-        tunnel = agent->open({{"op", "egress_attach"}, {"connection", connection}});
+        tunnel = agent->open(protocol::EgressAttachRequest{connection});
     } catch (const std::exception& ex) {
         logWarn("packages",
                 "cannot attach a package connection of " + sandbox->id + ": " + ex.what());

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/Messages.hpp"
+
 namespace airlock::protocol {
 using json = nlohmann::json;
 
@@ -38,6 +40,172 @@ std::string toJson(const ProcessCall& c) {
         if (c.eof) j["eof"] = true;
     }
     return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+namespace {
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json withUser(json j, const std::string& user) {
+    if (!user.empty()) j["user"] = user;
+    return j;
+}
+
+// The fields of one open, read with their types checked.
+class OpenFields {
+  public:
+    OpenFields(const std::string& payload, Op op) : what_(opName(op)) {
+        j_ = json::parse(payload, nullptr, false);
+        if (!j_.is_object()) fail("the request is not a JSON object");
+    }
+    std::string string(const char* key, bool required = false) const {
+        auto it = j_.find(key);
+        if (it == j_.end() || it->is_null()) {
+            if (required) fail(std::string("'") + key + "' is required");
+            return {};
+        }
+        if (!it->is_string()) fail(std::string("'") + key + "' must be a string");
+        return it->get<std::string>();
+    }
+    bool boolean(const char* key) const {
+        auto it = j_.find(key);
+        if (it == j_.end() || it->is_null()) return false;
+        if (!it->is_boolean()) fail(std::string("'") + key + "' must be true or false");
+        return it->get<bool>();
+    }
+    std::optional<std::uint64_t> number(const char* key, std::uint64_t max) const {
+        auto it = j_.find(key);
+        if (it == j_.end() || it->is_null()) return std::nullopt;
+        if (!it->is_number_unsigned() || it->get<std::uint64_t>() > max)
+            fail(std::string("'") + key + "' must be a number from 0 to " + std::to_string(max));
+        return it->get<std::uint64_t>();
+    }
+    std::vector<std::string> strings(const char* key, std::size_t maxCount) const {
+        std::vector<std::string> out;
+        auto it = j_.find(key);
+        if (it == j_.end() || it->is_null()) return out;
+        if (!it->is_array() || it->size() > maxCount)
+            fail(std::string("'") + key + "' must be an array of at most " +
+                 std::to_string(maxCount) + " strings");
+        for (const auto& v : *it) {
+            if (!v.is_string()) fail(std::string("'") + key + "' must hold strings");
+            out.push_back(v.get<std::string>());
+        }
+        return out;
+    }
+
+  private:
+    [[noreturn]] void fail(const std::string& why) const {
+        throw MessageError(std::string(what_) + ": " + why);
+    }
+    std::string_view what_;
+    json j_;
+};
+
+}  // namespace
+
+std::string toJson(const FileWriteRequest& r) {
+    json j{{"op", "file_write"}, {"path", r.path}};
+    if (r.mode) j["mode"] = *r.mode;
+    return dump(withUser(std::move(j), r.user));
+}
+
+std::string toJson(const FileReadRequest& r) {
+    return dump(withUser({{"op", "file_read"}, {"path", r.path}}, r.user));
+}
+
+std::string toJson(const WorkspaceScanRequest& r) {
+    return dump(withUser(
+        {{"op", "workspace_scan"}, {"path", r.path}, {"skip", r.skip}, {"ignored", r.ignored}},
+        r.user));
+}
+
+std::string toJson(const ArchiveUnpackRequest& r) {
+    return dump(withUser({{"op", "archive_unpack"}, {"path", r.path}}, r.user));
+}
+
+std::string toJson(const PortRequest& r) {
+    return dump({{"op", std::string(opName(r.op))}, {"port", r.port}});
+}
+
+std::string toJson(const EgressAttachRequest& r) {
+    return dump({{"op", "egress_attach"}, {"connection", r.connection}});
+}
+
+std::string toJson(const ProcessLogsRequest& r) {
+    return dump({{"op", "process_logs"}, {"id", r.id}, {"follow", r.follow}});
+}
+
+std::string toJson(const FileWatchRequest& r) {
+    json j{{"op", std::string(opName(r.op))}};
+    if (r.op == Op::file_watch) {
+        j["path"] = r.path;
+        if (!r.mechanism.empty()) j["mechanism"] = r.mechanism;
+    }
+    return dump(j);
+}
+
+std::string toJson(const ReseedRequest& r) {
+    json j{{"op", "reseed"}, {"entropy", r.entropy}};
+    if (r.timeNs) j["time_ns"] = *r.timeNs;
+    return dump(j);
+}
+
+std::string toJson(const GuestRequest& request) {
+    return std::visit([](const auto& r) { return toJson(r); }, request);
+}
+
+FileWriteRequest parseFileWrite(const std::string& payload) {
+    OpenFields f(payload, Op::file_write);
+    FileWriteRequest r{f.string("path", true), std::nullopt, f.string("user")};
+    if (auto mode = f.number("mode", 07777)) r.mode = static_cast<unsigned>(*mode);
+    return r;
+}
+
+FileReadRequest parseFileRead(const std::string& payload) {
+    OpenFields f(payload, Op::file_read);
+    return {f.string("path", true), f.string("user")};
+}
+
+WorkspaceScanRequest parseWorkspaceScan(const std::string& payload) {
+    OpenFields f(payload, Op::workspace_scan);
+    return {f.string("path", true), f.strings("skip", 4096), f.boolean("ignored"),
+            f.string("user")};
+}
+
+ArchiveUnpackRequest parseArchiveUnpack(const std::string& payload) {
+    OpenFields f(payload, Op::archive_unpack);
+    return {f.string("path", true), f.string("user")};
+}
+
+PortRequest parsePortRequest(Op op, const std::string& payload) {
+    OpenFields f(payload, op);
+    auto port = f.number("port", 65535);
+    if (!port || *port == 0) throw MessageError(std::string(opName(op)) + ": 'port' is required");
+    return {op, static_cast<unsigned>(*port)};
+}
+
+EgressAttachRequest parseEgressAttach(const std::string& payload) {
+    OpenFields f(payload, Op::egress_attach);
+    auto connection = f.number("connection", UINT64_MAX);
+    if (!connection) throw MessageError("egress_attach: 'connection' is required");
+    return {*connection};
+}
+
+ProcessLogsRequest parseProcessLogs(const std::string& payload) {
+    OpenFields f(payload, Op::process_logs);
+    return {f.string("id", true), f.boolean("follow")};
+}
+
+FileWatchRequest parseFileWatch(Op op, const std::string& payload) {
+    OpenFields f(payload, op);
+    if (op != Op::file_watch) return {op, {}, {}};
+    return {op, f.string("path", true), f.string("mechanism")};
+}
+
+ReseedRequest parseReseed(const std::string& payload) {
+    OpenFields f(payload, Op::reseed);
+    return {f.string("entropy", true), f.number("time_ns", UINT64_MAX)};
 }
 
 }  // namespace airlock::protocol

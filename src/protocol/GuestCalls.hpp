@@ -1,7 +1,11 @@
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
+#include <vector>
 
+#include "protocol/Messages.hpp"
 #include "protocol/Ops.hpp"
 
 namespace airlock::protocol {
@@ -26,8 +30,80 @@ struct ProcessCall {
     bool eof = false;                 // stdin: close it after them
 };
 
-// The open payloads; the guest reads the same fields.
+// The opens of the streaming ops. Paths are absolute and resolved in the
+// guest; user "" is the agent's default user.
+struct FileWriteRequest {  // file_write: the bytes follow on channel 0
+    std::string path;
+    std::optional<unsigned> mode;  // default 0644
+    std::string user;
+};
+struct FileReadRequest {  // file_read: a regular file's bytes, then its size
+    std::string path;
+    std::string user;
+};
+struct WorkspaceScanRequest {  // workspace_scan: a tree's entries and hashes
+    std::string path;
+    std::vector<std::string> skip;  // relative paths left out (submodules)
+    bool ignored = false;           // list the git-ignored paths too
+    std::string user;
+};
+struct ArchiveUnpackRequest {  // archive_unpack: a tar stream into a directory
+    std::string path;
+    std::string user;
+};
+struct PortRequest {  // tunnel (to guest 127.0.0.1:port), egress_listen (on it)
+    Op op = Op::tunnel;
+    unsigned port = 0;
+};
+struct EgressAttachRequest {  // egress_attach: a connection the guest accepted
+    std::uint64_t connection = 0;
+};
+struct ProcessLogsRequest {  // process_logs: a background process's output
+    std::string id;
+    bool follow = false;
+};
+struct FileWatchRequest {  // file_watch starts on path; file_activity drains
+    Op op = Op::file_watch;
+    std::string path;
+    std::string mechanism;  // "" (fanotify, else inotify) or "inotify"
+};
+struct ReseedRequest {    // reseed: a clone's fresh entropy and the host's clock
+    std::string entropy;  // lowercase hex
+    std::optional<std::uint64_t> timeNs;
+};
+
+// The open payloads, as the host sends them.
 std::string toJson(const FsRequest& request);
 std::string toJson(const ProcessCall& call);
+std::string toJson(const FileWriteRequest& request);
+std::string toJson(const FileReadRequest& request);
+std::string toJson(const WorkspaceScanRequest& request);
+std::string toJson(const ArchiveUnpackRequest& request);
+std::string toJson(const PortRequest& request);
+std::string toJson(const EgressAttachRequest& request);
+std::string toJson(const ProcessLogsRequest& request);
+std::string toJson(const FileWatchRequest& request);
+std::string toJson(const ReseedRequest& request);
+
+// Every request the host may open a stream with: the API of the agent
+// connection takes nothing else in production.
+using GuestRequest =
+    std::variant<ExecRequest, FsRequest, ProcessCall, FileWriteRequest, FileReadRequest,
+                 WorkspaceScanRequest, ArchiveUnpackRequest, PortRequest, EgressAttachRequest,
+                 ProcessLogsRequest, FileWatchRequest, ReseedRequest>;
+std::string toJson(const GuestRequest& request);
+
+// As the guest reads them: a field of the wrong type, or a required one
+// missing, throws MessageError (the stream is reset, nothing else). Values
+// are judged by the handler (a path's form, a user's existence).
+FileWriteRequest parseFileWrite(const std::string& payload);
+FileReadRequest parseFileRead(const std::string& payload);
+WorkspaceScanRequest parseWorkspaceScan(const std::string& payload);
+ArchiveUnpackRequest parseArchiveUnpack(const std::string& payload);
+PortRequest parsePortRequest(Op op, const std::string& payload);
+EgressAttachRequest parseEgressAttach(const std::string& payload);
+ProcessLogsRequest parseProcessLogs(const std::string& payload);
+FileWatchRequest parseFileWatch(Op op, const std::string& payload);
+ReseedRequest parseReseed(const std::string& payload);
 
 }  // namespace airlock::protocol

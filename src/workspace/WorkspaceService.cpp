@@ -503,7 +503,7 @@ void WorkspaceService::sendArchive(const std::string& tenant, const std::string&
                                    const std::string& path,
                                    const std::function<void(CheckoutArchive&)>& fill) {
     auto agent = controller_.runningAgent(tenant, id);
-    auto stream = agent->open({{"op", "archive_unpack"}, {"path", path}, {"user", "user"}});
+    auto stream = agent->open(protocol::ArchiveUnpackRequest{path, "user"});
     auto deadline = AgentStream::Clock::now() + kAgentWait;
     CheckoutArchive archive([&](std::string_view bytes) { stream->write(0, bytes, deadline); });
     try {
@@ -598,7 +598,7 @@ json WorkspaceService::info(const std::string& tenant, const std::string& id) {
 WorkspaceService::Snapshot WorkspaceService::snapshot(const std::string& tenant,
                                                       const std::string& id, const Record& r) {
     auto agent = controller_.runningAgent(tenant, id);
-    json skip = json::array();
+    std::vector<std::string> skip;
     std::map<std::string, git_oid> gitlinks;
     for (const auto& s : r.submodules) {
         skip.push_back(s.path);
@@ -606,11 +606,8 @@ WorkspaceService::Snapshot WorkspaceService::snapshot(const std::string& tenant,
     }
     Snapshot snap;
     {
-        auto stream = agent->open({{"op", "workspace_scan"},
-                                   {"path", r.path},
-                                   {"skip", skip},
-                                   {"user", "user"},
-                                   {"ignored", true}});
+        auto stream =
+            agent->open(protocol::WorkspaceScanRequest{r.path, skip, true, "user"});
         snap.scan = parseScan(drain(stream, 64ull << 20));
     }
     RemoteUrl url = RemoteUrl::parse(r.repo);
@@ -620,7 +617,7 @@ WorkspaceService::Snapshot WorkspaceService::snapshot(const std::string& tenant,
     std::uint64_t transferred = 0;
     auto readFile = [&](const std::string& rel) {
         auto stream =
-            agent->open({{"op", "file_read"}, {"path", r.path + "/" + rel}, {"user", "user"}});
+            agent->open(protocol::FileReadRequest{r.path + "/" + rel, "user"});
         std::string bytes = drain(stream, config_.maxFileBytes);
         transferred += bytes.size();
         if (transferred > config_.maxTransferBytes)
@@ -916,13 +913,10 @@ void WorkspaceService::reset(const std::string& tenant, const std::string& id, b
     auto lock = lockFor(sandboxLocks_, id);
     std::lock_guard hold(*lock);
     auto agent = controller_.runningAgent(tenant, id);
-    json skip = json::array();
+    std::vector<std::string> skip;
     for (const auto& s : r.submodules) skip.push_back(s.path);
-    auto stream = agent->open({{"op", "workspace_scan"},
-                               {"path", r.path},
-                               {"skip", skip},
-                               {"user", "user"},
-                               {"ignored", cleanIgnored}});
+    auto stream =
+        agent->open(protocol::WorkspaceScanRequest{r.path, skip, cleanIgnored, "user"});
     Scan current = parseScan(drain(stream, 64ull << 20));
     if (!cleanIgnored) current.ignored.clear();
     populate(tenant, id, r, true, &current);
