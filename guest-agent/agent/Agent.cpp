@@ -378,32 +378,38 @@ void Agent::handleOpen(const protocol::Frame& frame) {
                                                        protocol::parseExecRequest(frame.payload));
                 break;
             case Op::file_write:
-                handler = std::make_unique<FileWriteStream>(id, *this, request);
+                handler = std::make_unique<FileWriteStream>(
+                    id, *this, protocol::parseFileWrite(frame.payload));
                 break;
             case Op::file_read:
-                handler = std::make_unique<FileReadStream>(id, *this, request);
+                handler = std::make_unique<FileReadStream>(id, *this,
+                                                           protocol::parseFileRead(frame.payload));
                 break;
             case Op::workspace_scan:
-                handler = std::make_unique<WorkspaceScanStream>(id, *this, request);
+                handler = std::make_unique<WorkspaceScanStream>(
+                    id, *this, protocol::parseWorkspaceScan(frame.payload));
                 break;
             case Op::archive_unpack:
-                handler = std::make_unique<ArchiveUnpackStream>(id, *this, request);
+                handler = std::make_unique<ArchiveUnpackStream>(
+                    id, *this, protocol::parseArchiveUnpack(frame.payload));
                 break;
             case Op::fs:
-                return runFsOp(id, *this, request);
+                return runFsOp(id, *this, protocol::parseFsRequest(frame.payload));
             case Op::tunnel:
-                handler = std::make_unique<TunnelStream>(id, *this, request);
+                handler = std::make_unique<TunnelStream>(
+                    id, *this, protocol::parsePortRequest(*op, frame.payload));
                 break;
             case Op::egress_listen:
                 // The egress proxy and the package proxy's ecosystems: a few
                 // ports, each listened on once (a second bind of a port fails).
                 if (egressListeners().size() >= kMaxEgressListeners)
                     return sendReset(id, "conflict", "too many egress listeners are open");
-                handler = std::make_unique<EgressListener>(id, *this, request);
+                handler = std::make_unique<EgressListener>(
+                    id, *this, protocol::parsePortRequest(*op, frame.payload));
                 break;
             case Op::egress_attach: {
                 UniqueFd conn;
-                auto number = request.value("connection", std::uint64_t(0));
+                auto number = protocol::parseEgressAttach(frame.payload).connection;
                 for (EgressListener* listener : egressListeners())
                     if ((conn = listener->take(number))) break;
                 if (!conn)
@@ -414,18 +420,18 @@ void Agent::handleOpen(const protocol::Frame& frame) {
             }
             case Op::file_watch:
             case Op::file_activity:
-                return handleFileWatch(id, *op, request);
+                return handleFileWatch(id, protocol::parseFileWatch(*op, frame.payload));
             case Op::raw:
                 return startRaw(id, request);
             case Op::reseed:
-                return handleReseed(id, request);
+                return handleReseed(id, protocol::parseReseed(frame.payload));
             case Op::process_start:
             case Op::process_list:
             case Op::process_get:
             case Op::process_signal:
             case Op::process_stdin:
             case Op::process_logs:
-                return handleProcessOp(id, *op, request);
+                return handleProcessOp(id, *op, frame.payload);
         }
     } catch (const protocol::MessageError& e) {
         return sendReset(id, "bad_request", e.message);
@@ -436,15 +442,13 @@ void Agent::handleOpen(const protocol::Frame& frame) {
     if (!handler->done()) streams_[id] = std::move(handler);
 }
 
-void Agent::handleFileWatch(std::uint32_t id, protocol::Op op, const nlohmann::json& request) {
-    if (op == Op::file_watch) {
-        auto path = request.find("path");
-        if (path == request.end() || !path->is_string() || path->get_ref<const std::string&>().empty() ||
-            path->get_ref<const std::string&>()[0] != '/')
+void Agent::handleFileWatch(std::uint32_t id, const protocol::FileWatchRequest& request) {
+    if (request.op == Op::file_watch) {
+        if (request.path.empty() || request.path[0] != '/')
             return sendReset(id, "bad_request", "file_watch: 'path' must be an absolute directory");
-        bool inotify = request.value("mechanism", "") == "inotify";
+        bool inotify = request.mechanism == "inotify";
         auto fresh = std::make_unique<FileActivity>();
-        if (auto error = fresh->watch(path->get<std::string>(), inotify); !error.empty())
+        if (auto error = fresh->watch(request.path, inotify); !error.empty())
             return sendReset(id, "bad_request", "file_watch: " + error);
         activity_ = std::move(fresh);
         activity_->onReadable({});
@@ -497,11 +501,8 @@ std::vector<EgressListener*> Agent::egressListeners() {
     return out;
 }
 
-void Agent::handleReseed(std::uint32_t id, const nlohmann::json& request) {
-    auto entropy = request.find("entropy");
-    if (entropy == request.end() || !entropy->is_string())
-        return sendReset(id, "bad_request", "entropy (hex) is required");
-    const std::string& hex = entropy->get_ref<const std::string&>();
+void Agent::handleReseed(std::uint32_t id, const protocol::ReseedRequest& request) {
+    const std::string& hex = request.entropy;
     if (hex.size() < 64 || hex.size() > 1024 || hex.size() % 2 != 0 ||
         hex.find_first_not_of("0123456789abcdef") != std::string::npos)
         return sendReset(id, "bad_request", "entropy must be 32 to 512 bytes of lowercase hex");
@@ -521,8 +522,8 @@ void Agent::handleReseed(std::uint32_t id, const nlohmann::json& request) {
     if (::ioctl(random.get(), RNDRESEEDCRNG) != 0)
         return sendReset(id, "internal", std::string("RNDRESEEDCRNG: ") + std::strerror(errno));
     bool clockSet = false;
-    if (auto t = request.find("time_ns"); t != request.end() && t->is_number_unsigned()) {
-        auto ns = t->get<std::uint64_t>();
+    if (request.timeNs) {
+        auto ns = *request.timeNs;
         timespec now{};
         ::clock_gettime(CLOCK_REALTIME, &now);
         auto current = static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000ULL +
@@ -537,47 +538,48 @@ void Agent::handleReseed(std::uint32_t id, const nlohmann::json& request) {
     sendFrame(FrameType::close, id, dumpJson({{"reseeded", true}, {"clock_set", clockSet}}));
 }
 
-void Agent::handleProcessOp(std::uint32_t id, protocol::Op op, const nlohmann::json& request) {
+void Agent::handleProcessOp(std::uint32_t id, protocol::Op op, const std::string& payload) {
     auto reply = [&](const nlohmann::json& j) { sendFrame(FrameType::close, id, dumpJson(j)); };
     if (op == Op::process_start) {
-        protocol::ExecRequest exec;
-        try {
-            exec = protocol::parseExecRequest(request.dump());
-        } catch (const protocol::MessageError& e) {
-            return sendReset(id, "bad_request", e.message);
-        }
+        auto exec = protocol::parseExecRequest(payload);  // MessageError: a bad_request reset
         std::string code, error;
         auto j = processes_.start(exec, code, error);
         if (!code.empty()) return sendReset(id, code, error);
         return reply(j);
     }
-    if (op == Op::process_list) return reply({{"processes", processes_.list()}});
-    auto pidField = request.find("id");
-    pid_t pid = 0;
-    if (pidField != request.end() && pidField->is_string()) {
-        const std::string& s = pidField->get_ref<const std::string&>();
-        if (!s.empty() && s.size() < 10 && s.find_first_not_of("0123456789") == std::string::npos)
-            pid = std::stoi(s);
+    std::string processId;
+    protocol::ProcessCall call;
+    std::optional<protocol::ProcessLogsRequest> logs;
+    if (op == Op::process_logs) {
+        logs = protocol::parseProcessLogs(payload);
+        processId = logs->id;
+    } else {
+        call = protocol::parseProcessCall(op, payload);
+        processId = call.id;
     }
+    if (op == Op::process_list) return reply({{"processes", processes_.list()}});
+    pid_t pid = 0;
+    if (!processId.empty() && processId.size() < 10 &&
+        processId.find_first_not_of("0123456789") == std::string::npos)
+        pid = std::stoi(processId);
     BackgroundProcess* proc = pid > 0 ? processes_.find(pid) : nullptr;
     if (!proc) return sendReset(id, "not_found", "no background process with that id");
     if (op == Op::process_get) return reply(proc->describe());
     if (op == Op::process_signal) {
-        int sig = signalFromName(request.value("signal", std::string("TERM")));
+        int sig = signalFromName(call.signal);
         if (!sig) return sendReset(id, "bad_request", "unknown signal");
         proc->signal(sig);
         return reply(proc->describe());
     }
     if (op == Op::process_stdin) {
-        if (auto data = request.find("data"); data != request.end() && data->is_string())
-            if (!proc->writeStdin(data->get<std::string>()))
-                return sendReset(id, "conflict", "stdin is closed");
-        if (request.value("eof", false)) proc->closeStdin();
+        if (call.data && !proc->writeStdin(*call.data))
+            return sendReset(id, "conflict", "stdin is closed");
+        if (call.eof) proc->closeStdin();
         return reply(proc->describe());
     }
     if (op == Op::process_logs) {
         auto handler = std::make_unique<ProcessLogStream>(id, *this, processes_, pid,
-                                                          request.value("follow", false));
+                                                          logs->follow);
         if (!handler->done()) streams_[id] = std::move(handler);
         return;
     }

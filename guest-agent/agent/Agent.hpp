@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "protocol/GuestCalls.hpp"
 #include "agent/PortChannel.hpp"
 #include "agent/ProcessTable.hpp"
 #include "agent/StreamHandler.hpp"
@@ -52,14 +53,14 @@ private:
     void handleFrame(const protocol::Frame& frame);
     void handleHello(const protocol::Frame& frame);
     void handleOpen(const protocol::Frame& frame);
-    void handleProcessOp(std::uint32_t stream, protocol::Op op, const nlohmann::json& request);
+    void handleProcessOp(std::uint32_t stream, protocol::Op op, const std::string& payload);
     // After a restore from a snapshot: mix host entropy into the kernel CRNG
     // and force a reseed (clones must not share random state; this kernel has
     // no vmgenid), and set the wall clock the snapshot froze.
-    void handleReseed(std::uint32_t stream, const nlohmann::json& request);
+    void handleReseed(std::uint32_t stream, const protocol::ReseedRequest& request);
     // File activity under the workspace: op "file_watch" starts it, op
     // "file_activity" drains the summary.
-    void handleFileWatch(std::uint32_t stream, protocol::Op op, const nlohmann::json& request);
+    void handleFileWatch(std::uint32_t stream, const protocol::FileWatchRequest& request);
     // Which command a guest process belongs to: the trace of the exec or
     // background process whose session it is in; a process already gone is
     // given to the only command running, if exactly one is ("" otherwise).

@@ -11,9 +11,10 @@
 
 namespace airlock::guest {
 
-EgressListener::EgressListener(std::uint32_t id, FrameSink& sink, const nlohmann::json& request)
+EgressListener::EgressListener(std::uint32_t id, FrameSink& sink,
+                               const protocol::PortRequest& request)
     : StreamHandler(id, sink) {
-    listen(request.value("port", -1));
+    listen(static_cast<int>(request.port));
 }
 
 void EgressListener::listen(int port) {

@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <map>
 
+#include "protocol/GuestCalls.hpp"
 #include "agent/StreamHandler.hpp"
 #include "core/UniqueFd.hpp"
 
@@ -19,7 +20,7 @@ class EgressListener : public StreamHandler {
     static constexpr std::size_t kMaxPending = 64;
     static constexpr std::int64_t kPendingTimeoutMs = 15'000;
 
-    EgressListener(std::uint32_t id, FrameSink& sink, const nlohmann::json& request);
+    EgressListener(std::uint32_t id, FrameSink& sink, const protocol::PortRequest& request);
     void collectFds(PollSet& set) override;
     void onFdReady(int fd, short revents) override;
     void tick(std::int64_t nowMs) override;

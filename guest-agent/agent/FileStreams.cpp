@@ -20,18 +20,6 @@ namespace {
 
 std::string errText(int err) { return std::strerror(err); }
 
-std::string stringField(const nlohmann::json& j, const char* key) {
-    auto it = j.find(key);
-    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-bool pathField(const nlohmann::json& j, const char* key, std::string& out) {
-    auto p = normalizeGuestPath(stringField(j, key));
-    if (!p) return false;
-    out = *p;
-    return true;
-}
-
 int removeTree(const std::string& path) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) return errno;
@@ -53,25 +41,26 @@ int removeTree(const std::string& path) {
 
 class FsOpStream : public StreamHandler {
   public:
-    FsOpStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request)
+    FsOpStream(std::uint32_t id, FrameSink& sink, const protocol::FsRequest& request)
         : StreamHandler(id, sink) {
         run(request);
     }
 
   private:
-    void run(const nlohmann::json& request) {
+    void run(const protocol::FsRequest& request) {
+        using Action = protocol::FsRequest::Action;
         UserEntry user;
         std::string error;
-        if (!resolveUser(request, user, error)) return fail("bad_request", error);
+        if (!resolveUser(request.user, user, error)) return fail("bad_request", error);
         std::string path;
-        if (!pathField(request, "path", path)) return fail("bad_request", "path must be absolute");
-        std::string action = stringField(request, "action");
+        if (!absolutePath(request.path, path)) return fail("bad_request", "path must be absolute");
+        Action action = request.action;
         AsUser as(user.uid, user.gid);
         int err = 0;
-        if (action == "stat" || action == "list") {
+        if (action == Action::stat || action == Action::list) {
             auto entry = statEntry(path, path == "/" ? "/" : path.substr(path.rfind('/') + 1), err);
             if (err) return fail(errnoCode(err), errText(err) + ": " + path);
-            if (action == "list" && entry["type"] == "directory") {
+            if (action == Action::list && entry["type"] == "directory") {
                 DIR* d = ::opendir(path.c_str());
                 if (!d) return fail(errnoCode(errno), errText(errno) + ": " + path);
                 nlohmann::json entries = nlohmann::json::array();
@@ -96,14 +85,14 @@ class FsOpStream : public StreamHandler {
             }
             return finish(entry);
         }
-        if (action == "mkdir") {
+        if (action == Action::mkdir) {
             err = makeDirs(path, 0755);
             if (err) return fail(errnoCode(err), errText(err) + ": " + path);
             return finish(statEntry(path, path.substr(path.rfind('/') + 1), err));
         }
-        if (action == "remove") {
+        if (action == Action::remove) {
             if (path == "/") return fail("bad_request", "refusing to remove /");
-            bool recursive = request.value("recursive", false);
+            bool recursive = request.recursive;
             struct stat st {};
             if (::lstat(path.c_str(), &st) != 0)
                 return fail(errnoCode(errno), errText(errno) + ": " + path);
@@ -114,23 +103,29 @@ class FsOpStream : public StreamHandler {
             if (err) return fail(errnoCode(err), errText(err) + ": " + path);
             return finish({{"removed", path}});
         }
-        if (action == "move") {
+        if (action == Action::move) {
             std::string to;
-            if (!pathField(request, "to", to))
+            if (!absolutePath(request.to, to))
                 return fail("bad_request", "'to' must be an absolute path");
             if (::rename(path.c_str(), to.c_str()) != 0)
                 return fail(errnoCode(errno), errText(errno) + ": " + path + " -> " + to);
             return finish(statEntry(to, to.substr(to.rfind('/') + 1), err));
         }
-        fail("bad_request", "unknown fs action '" + action + "'");
+        fail("bad_request", "unknown fs action");
     }
 };
 
 }  // namespace
 
-bool resolveUser(const nlohmann::json& request, UserEntry& out, std::string& error) {
-    std::string name = stringField(request, "user");
-    if (name.empty()) name = "user";
+bool absolutePath(const std::string& path, std::string& out) {
+    auto p = normalizeGuestPath(path);
+    if (!p) return false;
+    out = *p;
+    return true;
+}
+
+bool resolveUser(const std::string& requested, UserEntry& out, std::string& error) {
+    std::string name = requested.empty() ? "user" : requested;
     auto u = lookupUser(name);
     if (!u) {
         error = "unknown user '" + name + "'";
@@ -140,21 +135,22 @@ bool resolveUser(const nlohmann::json& request, UserEntry& out, std::string& err
     return true;
 }
 
-void runFsOp(std::uint32_t id, FrameSink& sink, const nlohmann::json& request) {
+void runFsOp(std::uint32_t id, FrameSink& sink, const protocol::FsRequest& request) {
     FsOpStream(id, sink, request);
 }
 
-FileWriteStream::FileWriteStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request)
+FileWriteStream::FileWriteStream(std::uint32_t id, FrameSink& sink,
+                                 const protocol::FileWriteRequest& request)
     : StreamHandler(id, sink) {
     start(request);
 }
 
-void FileWriteStream::start(const nlohmann::json& request) {
+void FileWriteStream::start(const protocol::FileWriteRequest& request) {
     std::string error;
-    if (!resolveUser(request, user_, error)) return fail("bad_request", error);
-    if (!pathField(request, "path", path_) || path_ == "/")
+    if (!resolveUser(request.user, user_, error)) return fail("bad_request", error);
+    if (!absolutePath(request.path, path_) || path_ == "/")
         return fail("bad_request", "path must be an absolute file path");
-    int mode = request.value("mode", 0644);
+    int mode = static_cast<int>(request.mode.value_or(0644));
     if (mode < 0 || mode > 07777) return fail("bad_request", "bad mode");
     AsUser as(user_.uid, user_.gid);
     std::string parent = path_.substr(0, path_.rfind('/'));
@@ -215,16 +211,17 @@ void FileWriteStream::onCloseWrite() {
     finish(err ? nlohmann::json{{"path", path_}, {"size", size_}} : entry);
 }
 
-FileReadStream::FileReadStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request)
+FileReadStream::FileReadStream(std::uint32_t id, FrameSink& sink,
+                               const protocol::FileReadRequest& request)
     : StreamHandler(id, sink) {
     start(request);
 }
 
-void FileReadStream::start(const nlohmann::json& request) {
+void FileReadStream::start(const protocol::FileReadRequest& request) {
     UserEntry user;
     std::string error, path;
-    if (!resolveUser(request, user, error)) return fail("bad_request", error);
-    if (!pathField(request, "path", path)) return fail("bad_request", "path must be absolute");
+    if (!resolveUser(request.user, user, error)) return fail("bad_request", error);
+    if (!absolutePath(request.path, path)) return fail("bad_request", "path must be absolute");
     AsUser as(user.uid, user.gid);
     fd_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
     if (!fd_) return fail(errnoCode(errno), errText(errno) + ": " + path);

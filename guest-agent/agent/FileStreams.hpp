@@ -1,6 +1,7 @@
 #pragma once
 #include <string>
 
+#include "protocol/GuestCalls.hpp"
 #include "agent/StreamHandler.hpp"
 #include "agent/UserDb.hpp"
 #include "core/UniqueFd.hpp"
@@ -12,13 +13,13 @@ namespace airlock::guest {
 // a failed upload leaves the old one intact. Parent directories are created.
 class FileWriteStream : public StreamHandler {
 public:
-    FileWriteStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request);
+    FileWriteStream(std::uint32_t id, FrameSink& sink, const protocol::FileWriteRequest& request);
     ~FileWriteStream() override;
     void onData(std::uint8_t channel, std::string bytes) override;
     void onCloseWrite() override;
 
 private:
-    void start(const nlohmann::json& request);
+    void start(const protocol::FileWriteRequest& request);
     std::string path_, tempPath_;
     UserEntry user_;
     UniqueFd fd_;
@@ -29,12 +30,12 @@ private:
 // close with the size.
 class FileReadStream : public StreamHandler {
 public:
-    FileReadStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request);
+    FileReadStream(std::uint32_t id, FrameSink& sink, const protocol::FileReadRequest& request);
     void tick(std::int64_t nowMs) override;
     bool readyToProduce() const override { return fd_.valid() && sendable() > 0; }
 
 private:
-    void start(const nlohmann::json& request);
+    void start(const protocol::FileReadRequest& request);
     UniqueFd fd_;
     std::uint64_t size_ = 0, sent_ = 0;
     std::string buf_;
@@ -42,9 +43,12 @@ private:
 
 // One-shot file-system operations: stat, list, mkdir, remove, move.
 // Answers with a close carrying the result or a reset carrying the error.
-void runFsOp(std::uint32_t id, FrameSink& sink, const nlohmann::json& request);
+void runFsOp(std::uint32_t id, FrameSink& sink, const protocol::FsRequest& request);
 
 // Resolves the "user" field of a file request (default "user").
-bool resolveUser(const nlohmann::json& request, UserEntry& out, std::string& error);
+// A request's user ("": "user"); false with why when there is none such.
+bool resolveUser(const std::string& name, UserEntry& out, std::string& error);
+// An absolute path, normalized; false for anything else.
+bool absolutePath(const std::string& path, std::string& out);
 
 }  // namespace airlock::guest

@@ -10,16 +10,16 @@
 
 namespace airlock::guest {
 
-TunnelStream::TunnelStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request)
+TunnelStream::TunnelStream(std::uint32_t id, FrameSink& sink, const protocol::PortRequest& request)
     : StreamHandler(id, sink) {
-    start(request);
+    start(request.port);
 }
 
 TunnelStream::TunnelStream(std::uint32_t id, FrameSink& sink, UniqueFd connected)
     : StreamHandler(id, sink), sock_(std::move(connected)), connected_(true), halfClose_(true) {}
 
-void TunnelStream::start(const nlohmann::json& request) {
-    int port = request.value("port", 0);
+void TunnelStream::start(unsigned portWanted) {
+    int port = static_cast<int>(portWanted);
     if (port < 1 || port > 65535) return fail("bad_request", "port must be 1-65535");
     sock_.reset(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!sock_) return fail("io_error", std::strerror(errno));

@@ -1,6 +1,7 @@
 #pragma once
 #include <string>
 
+#include "protocol/GuestCalls.hpp"
 #include "agent/StreamHandler.hpp"
 #include "core/UniqueFd.hpp"
 
@@ -11,7 +12,7 @@ namespace airlock::guest {
 // socket bytes come back on channel 1.
 class TunnelStream : public StreamHandler {
   public:
-    TunnelStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request);
+    TunnelStream(std::uint32_t id, FrameSink& sink, const protocol::PortRequest& request);
     // An already connected socket (egress: a guest client's connection to
     // the proxy listener), tunnelled the same way but with half-closes: the
     // client's EOF is a control {"eof":true} and the stream lives on until
@@ -25,7 +26,7 @@ class TunnelStream : public StreamHandler {
     void tick(std::int64_t nowMs) override;
 
   private:
-    void start(const nlohmann::json& request);
+    void start(unsigned port);
     void flushToSocket();
     UniqueFd sock_;
     bool connected_ = false;

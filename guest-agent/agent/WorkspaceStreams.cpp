@@ -83,22 +83,19 @@ int removeTreeAt(int dirfd, const std::string& name) {
 }  // namespace
 
 WorkspaceScanStream::WorkspaceScanStream(std::uint32_t id, FrameSink& sink,
-                                         const nlohmann::json& request)
+                                         const protocol::WorkspaceScanRequest& request)
     : StreamHandler(id, sink) {
     start(request);
 }
 
-void WorkspaceScanStream::start(const nlohmann::json& request) {
+void WorkspaceScanStream::start(const protocol::WorkspaceScanRequest& request) {
     UserEntry user;
     std::string error;
-    if (!resolveUser(request, user, error)) return fail("bad_request", error);
-    auto root = normalizeGuestPath(request.value("path", std::string()));
+    if (!resolveUser(request.user, user, error)) return fail("bad_request", error);
+    auto root = normalizeGuestPath(request.path);
     if (!root) return fail("bad_request", "path must be absolute");
-    std::set<std::string> skip;
-    if (auto s = request.find("skip"); s != request.end() && s->is_array())
-        for (const auto& p : *s)
-            if (p.is_string()) skip.insert(p.get<std::string>());
-    bool listIgnored = request.value("ignored", false);
+    std::set<std::string> skip(request.skip.begin(), request.skip.end());
+    bool listIgnored = request.ignored;
     AsUser as(user.uid, user.gid);
     struct stat rootSt {};
     if (::stat(root->c_str(), &rootSt) != 0)
@@ -199,15 +196,15 @@ void WorkspaceScanStream::tick(std::int64_t) {
 }
 
 ArchiveUnpackStream::ArchiveUnpackStream(std::uint32_t id, FrameSink& sink,
-                                         const nlohmann::json& request)
+                                         const protocol::ArchiveUnpackRequest& request)
     : StreamHandler(id, sink) {
     start(request);
 }
 
-void ArchiveUnpackStream::start(const nlohmann::json& request) {
+void ArchiveUnpackStream::start(const protocol::ArchiveUnpackRequest& request) {
     std::string error;
-    if (!resolveUser(request, user_, error)) return fail("bad_request", error);
-    auto root = normalizeGuestPath(request.value("path", std::string()));
+    if (!resolveUser(request.user, user_, error)) return fail("bad_request", error);
+    auto root = normalizeGuestPath(request.path);
     if (!root || *root == "/") return fail("bad_request", "path must be an absolute directory");
     root_ = *root;
     struct stat st {};

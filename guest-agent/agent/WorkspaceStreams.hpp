@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "protocol/GuestCalls.hpp"
 #include "agent/StreamHandler.hpp"
 #include "agent/UserDb.hpp"
 #include "core/UniqueFd.hpp"
@@ -21,14 +22,15 @@ namespace airlock::guest {
 // "skip" paths (submodules). Read with the user's identity.
 class WorkspaceScanStream : public StreamHandler {
   public:
-    WorkspaceScanStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request);
+    WorkspaceScanStream(std::uint32_t id, FrameSink& sink,
+                        const protocol::WorkspaceScanRequest& request);
     void tick(std::int64_t nowMs) override;
     bool readyToProduce() const override { return !done() && sendable() > 0; }
     static constexpr std::size_t kMaxEntries = 1'000'000;
     static constexpr std::size_t kMaxManifestBytes = 64 * 1024 * 1024;
 
   private:
-    void start(const nlohmann::json& request);
+    void start(const protocol::WorkspaceScanRequest& request);
     std::string manifest_;
     std::size_t sent_ = 0;
     nlohmann::json summary_;
@@ -41,12 +43,13 @@ class WorkspaceScanStream : public StreamHandler {
 // outside it.
 class ArchiveUnpackStream : public StreamHandler {
   public:
-    ArchiveUnpackStream(std::uint32_t id, FrameSink& sink, const nlohmann::json& request);
+    ArchiveUnpackStream(std::uint32_t id, FrameSink& sink,
+                        const protocol::ArchiveUnpackRequest& request);
     void onData(std::uint8_t channel, std::string bytes) override;
     void onCloseWrite() override;
 
   private:
-    void start(const nlohmann::json& request);
+    void start(const protocol::ArchiveUnpackRequest& request);
     void begin(const protocol::ArchiveEntry& e);
     void data(const protocol::ArchiveEntry& e, std::string_view bytes);
     void end(const protocol::ArchiveEntry& e);

@@ -10,24 +10,22 @@ namespace asio = boost::asio;
 AgentPipe::AgentPipe(asio::any_io_executor strand, asio::thread_pool& workers)
     : strand_(std::move(strand)), workers_(workers) {}
 
+void AgentPipe::deliver(std::shared_ptr<void> owner, AgentStream::Event&& e) {
+    // The owner keeps this pipe (one of its members) alive until the event
+    // was delivered on the strand.
+    asio::post(strand_, [this, owner = std::move(owner), e = std::move(e)]() mutable {
+        if (!finished_ && onEvent_) onEvent_(std::move(e));
+    });
+}
+
 AgentStream::Handler AgentPipe::handler(std::shared_ptr<void> owner) {
     if (weakOwner_) {
         return [this, weak = std::weak_ptr<void>(owner)](AgentStream::Event&& e) {
-            // Gone: so is this pipe (a member of its owner); held: alive
-            // until the event was delivered.
-            auto owner = weak.lock();
-            if (!owner) return;
-            asio::post(strand_, [this, owner, e = std::move(e)]() mutable {
-                if (!finished_ && onEvent_) onEvent_(std::move(e));
-            });
+            // Gone: so is this pipe.
+            if (auto held = weak.lock()) deliver(std::move(held), std::move(e));
         };
     }
-    // The owner keeps this pipe alive while an event is on its way.
-    return [this, owner](AgentStream::Event&& e) {
-        asio::post(strand_, [this, owner, e = std::move(e)]() mutable {
-            if (!finished_ && onEvent_) onEvent_(std::move(e));
-        });
-    };
+    return [this, owner](AgentStream::Event&& e) { deliver(owner, std::move(e)); };
 }
 
 void AgentPipe::open(std::shared_ptr<void> owner, Opener opener,

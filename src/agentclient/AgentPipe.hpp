@@ -77,6 +77,7 @@ class AgentPipe {
     bool finished() const { return finished_; }
 
   private:
+    void deliver(std::shared_ptr<void> owner, AgentStream::Event&& e);
     void pump(std::shared_ptr<void> owner);
 
     boost::asio::any_io_executor strand_;

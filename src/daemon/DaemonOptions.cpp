@@ -45,6 +45,15 @@ std::string oneOf(const std::string& option, const std::string& v,
 // One option of airlockd: its name, what its value looks like in the usage
 // (nullptr: a flag without one), whether it may repeat, and how its value
 // lands in DaemonOptions (checked there: a bad value stops the start).
+// The setter of a numeric option: the value, in [min, max], into `field`.
+template <class T>
+std::function<void(DaemonOptions&, const std::string&, const std::string&)> numberInto(
+    T DaemonOptions::*field, unsigned long long min, unsigned long long max) {
+    return [field, min, max](DaemonOptions& o, const std::string& option, const std::string& v) {
+        o.*field = static_cast<T>(number(option, v, min, max));
+    };
+}
+
 struct OptionSpec {
     const char* name;
     const char* value;
@@ -70,12 +79,8 @@ const std::vector<OptionSpec>& optionSpecs() {
              o.agentTransport =
                  oneOf(a, v, {"auto", "serial", "vsock"}, "must be auto, serial or vsock");
          }},
-        {"--exec-output-cap", "BYTES", false,
-         [](O& o, S a, S v) { o.execOutputCap = number(a, v, 1024, 256u << 20); }},
-        {"--default-timeout", "SECONDS", false,
-         [](O& o, S a, S v) {
-             o.defaultTimeoutS = static_cast<long long>(number(a, v, 0, 7 * 24 * 3600));
-         }},
+        {"--exec-output-cap", "BYTES", false, numberInto(&O::execOutputCap, 1024, 256u << 20)},
+        {"--default-timeout", "SECONDS", false, numberInto(&O::defaultTimeoutS, 0, 7 * 24 * 3600)},
         {"--warm-templates", "NAME,...", false,
          [](O& o, S, S v) {
              o.warmTemplates.clear();
@@ -89,41 +94,23 @@ const std::vector<OptionSpec>& optionSpecs() {
                  start = comma + 1;
              }
          }},
-        {"--spare-vms", "N", false,
-         [](O& o, S a, S v) { o.spareVms = static_cast<unsigned>(number(a, v, 0, 16)); }},
+        {"--spare-vms", "N", false, numberInto(&O::spareVms, 0, 16)},
         {"--policy", "FILE", false, [](O& o, S, S v) { o.policyFile = v; }},
-        {"--approval-timeout", "SECONDS", false,
-         [](O& o, S a, S v) {
-             o.approvalTimeoutS = static_cast<long long>(number(a, v, 10, 9999999));
-         }},
+        {"--approval-timeout", "SECONDS", false, numberInto(&O::approvalTimeoutS, 10, 9999999)},
         {"--egress-allow-cidr", "CIDR", true,
          [](O& o, S, S v) {
              egress::CidrRange::parse(v);  // a typo is an error now, not a silent miss later
              o.egressAllowCidrs.push_back(v);
          }},
-        {"--egress-max-connections", "N", false,
-         [](O& o, S a, S v) {
-             o.egressMaxConnections = static_cast<unsigned>(number(a, v, 1, 4096));
-         }},
+        {"--egress-max-connections", "N", false, numberInto(&O::egressMaxConnections, 1, 4096)},
         {"--egress-bandwidth", "BYTES_PER_SECOND", false,
-         [](O& o, S a, S v) { o.egressBytesPerSecond = number(a, v, 1024, 1ull << 40); }},
-        {"--audit-retention-days", "DAYS", false,
-         [](O& o, S a, S v) {
-             o.auditRetentionDays = static_cast<unsigned>(number(a, v, 0, 36500));
-         }},
+         numberInto(&O::egressBytesPerSecond, 1024, 1ull << 40)},
+        {"--audit-retention-days", "DAYS", false, numberInto(&O::auditRetentionDays, 0, 36500)},
         {"--evidence-retention-days", "DAYS", false,
-         [](O& o, S a, S v) {
-             o.evidenceRetentionDays = static_cast<unsigned>(number(a, v, 1, 36500));
-         }},
+         numberInto(&O::evidenceRetentionDays, 1, 36500)},
         {"--rotate-evidence-key", nullptr, false, [](O& o, S, S) { o.rotateEvidenceKey = true; }},
-        {"--max-tenant-requests", "N", false,
-         [](O& o, S a, S v) {
-             o.maxTenantRequests = static_cast<unsigned>(number(a, v, 1, 100000));
-         }},
-        {"--max-connections", "N", false,
-         [](O& o, S a, S v) {
-             o.maxConnections = static_cast<unsigned>(number(a, v, 16, 1000000));
-         }},
+        {"--max-tenant-requests", "N", false, numberInto(&O::maxTenantRequests, 1, 100000)},
+        {"--max-connections", "N", false, numberInto(&O::maxConnections, 16, 1000000)},
         {"--qemu-uid-range", "BASE:COUNT", false,
          [](O& o, S a, S v) {
              auto colon = v.find(':');
@@ -141,15 +128,11 @@ const std::vector<OptionSpec>& optionSpecs() {
                  bad(a + " must be 0 (none) or at least 128 MiB");
          }},
         {"--disk-bandwidth", "BYTES_PER_SECOND", false,
-         [](O& o, S a, S v) { o.diskBytesPerSecond = number(a, v, 0, 1ull << 40); }},
-        {"--disk-iops", "N", false,
-         [](O& o, S a, S v) { o.diskOpsPerSecond = number(a, v, 0, 10000000); }},
-        {"--min-free-disk", "MIB", false,
-         [](O& o, S a, S v) { o.minFreeDiskMib = number(a, v, 0, 1ull << 30); }},
-        {"--max-disk-gib", "GIB", false,
-         [](O& o, S a, S v) { o.maxDiskGib = static_cast<unsigned>(number(a, v, 1, 1u << 20)); }},
-        {"--tcg-cache-mib", "MIB", false,
-         [](O& o, S a, S v) { o.tcgCacheMib = static_cast<unsigned>(number(a, v, 8, 4096)); }},
+         numberInto(&O::diskBytesPerSecond, 0, 1ull << 40)},
+        {"--disk-iops", "N", false, numberInto(&O::diskOpsPerSecond, 0, 10000000)},
+        {"--min-free-disk", "MIB", false, numberInto(&O::minFreeDiskMib, 0, 1ull << 30)},
+        {"--max-disk-gib", "GIB", false, numberInto(&O::maxDiskGib, 1, 1u << 20)},
+        {"--tcg-cache-mib", "MIB", false, numberInto(&O::tcgCacheMib, 8, 4096)},
         {"--free-page-reporting", "on|off", false,
          [](O& o, S a, S v) {
              o.freePageReporting = oneOf(a, v, {"on", "off"}, "wants on or off") == "on";
@@ -181,10 +164,7 @@ const std::vector<OptionSpec>& optionSpecs() {
              o.packageUpstreams.push_back(v);
              packages::PackageUpstreams::parse(o.packageUpstreams);  // a bad URL fails at start
          }},
-        {"--package-cache-gib", "GIB", false,
-         [](O& o, S a, S v) {
-             o.packageCacheGib = static_cast<unsigned>(number(a, v, 1, 1 << 20));
-         }},
+        {"--package-cache-gib", "GIB", false, numberInto(&O::packageCacheGib, 1, 1 << 20)},
         {"--log-level", "debug|info|warn|error", false, [](O& o, S, S v) { o.logLevel = v; }},
     };
     return specs;

@@ -180,8 +180,8 @@ ArchiveUnpackRequest parseArchiveUnpack(const std::string& payload) {
 
 PortRequest parsePortRequest(Op op, const std::string& payload) {
     OpenFields f(payload, op);
-    auto port = f.number("port", 65535);
-    if (!port || *port == 0) throw MessageError(std::string(opName(op)) + ": 'port' is required");
+    auto port = f.number("port", 65535);  // its handler judges 0
+    if (!port) throw MessageError(std::string(opName(op)) + ": 'port' is required");
     return {op, static_cast<unsigned>(*port)};
 }
 
@@ -190,6 +190,44 @@ EgressAttachRequest parseEgressAttach(const std::string& payload) {
     auto connection = f.number("connection", UINT64_MAX);
     if (!connection) throw MessageError("egress_attach: 'connection' is required");
     return {*connection};
+}
+
+FsRequest parseFsRequest(const std::string& payload) {
+    OpenFields f(payload, Op::fs);
+    FsRequest r;
+    std::string action = f.string("action", true);
+    bool known = false;
+    for (auto a : {FsRequest::Action::stat, FsRequest::Action::list, FsRequest::Action::mkdir,
+                   FsRequest::Action::remove, FsRequest::Action::move})
+        if (actionName(a) == action) {
+            r.action = a;
+            known = true;
+        }
+    if (!known) throw MessageError("fs: unknown action '" + action.substr(0, 32) + "'");
+    r.path = f.string("path", true);
+    if (r.action == FsRequest::Action::move) r.to = f.string("to", true);
+    r.recursive = f.boolean("recursive");
+    r.user = f.string("user");
+    return r;
+}
+
+ProcessCall parseProcessCall(Op op, const std::string& payload) {
+    if (!isProcessCall(op) || op == Op::process_start || op == Op::process_logs)
+        throw MessageError(std::string(opName(op)) + ": not a process call");
+    OpenFields f(payload, op);
+    ProcessCall c;
+    c.op = op;
+    if (op != Op::process_list) c.id = f.string("id", true);
+    if (op == Op::process_signal) {
+        c.signal = f.string("signal");
+        if (c.signal.empty()) c.signal = "TERM";
+    }
+    if (op == Op::process_stdin) {
+        auto data = f.string("data");
+        if (!data.empty()) c.data = std::move(data);
+        c.eof = f.boolean("eof");
+    }
+    return c;
 }
 
 ProcessLogsRequest parseProcessLogs(const std::string& payload) {

@@ -96,6 +96,8 @@ std::string toJson(const GuestRequest& request);
 // As the guest reads them: a field of the wrong type, or a required one
 // missing, throws MessageError (the stream is reset, nothing else). Values
 // are judged by the handler (a path's form, a user's existence).
+FsRequest parseFsRequest(const std::string& payload);
+ProcessCall parseProcessCall(Op op, const std::string& payload);  // list, get, signal, stdin
 FileWriteRequest parseFileWrite(const std::string& payload);
 FileReadRequest parseFileRead(const std::string& payload);
 WorkspaceScanRequest parseWorkspaceScan(const std::string& payload);
