@@ -108,7 +108,12 @@ void AgentConnection::close() {
 void AgentConnection::closeAndWait() {
     close();
     std::lock_guard lock(joinMutex_);
-    if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+    if (thread_.joinable() && thread_.get_id() == std::this_thread::get_id()) return;
+    if (thread_.joinable()) thread_.join();
+    // Nothing reads or writes the channel any more: it is free for the next
+    // host at once (a virtio-serial chardev takes one at a time), not only
+    // when the last holder of this object lets go.
+    fd_.reset();
 }
 
 void AgentConnection::wake() {
@@ -342,26 +347,13 @@ void AgentConnection::loop() {
 }
 
 void AgentConnection::onBytes(std::string_view incoming) {
-    incoming.remove_prefix(consumeRaw(incoming));
     decoder_.feed(incoming);
     protocol::Frame frame;
     while (alive_) {
         auto r = decoder_.next(frame);
         if (r == protocol::FrameDecoder::Result::need_more) break;
         if (r == protocol::FrameDecoder::Result::error) return protocolError("bad framing: " + decoder_.lastError());
-        bool leavesFraming = frame.type == FrameType::control && frame.stream != 0 && frame.stream == rawStream_;
         dispatch(frame);
-        if (leavesFraming) {
-            // The agent's raw bytes follow this frame at once.
-            {
-                std::lock_guard lock(rawMutex_);
-                rawActive_ = true;
-            }
-            std::string rest = decoder_.takeBuffered();
-            std::string_view view(rest);
-            view.remove_prefix(consumeRaw(view));
-            decoder_.feed(view);
-        }
     }
 }
 
@@ -401,8 +393,6 @@ void AgentConnection::failAll(const std::string& why) {
             s->deliver({AgentStream::Event::Kind::reset, 0, protocol::toJson(protocol::ResetInfo{"connection_lost", why})});
     pingCv_.notify_all();
     queueCv_.notify_all();
-    std::lock_guard lock(rawMutex_);
-    rawCv_.notify_all();
 }
 
 void AgentConnection::forget(std::uint32_t stream) {
@@ -623,83 +613,6 @@ ExecOutput AgentConnection::exec(const protocol::ExecRequest& request, std::size
     if (!result.waitFor(wait))
         pending->cancel(Error(ErrorCode::agent_timeout, "the agent did not finish the command in time"));
     return result.get();
-}
-
-std::size_t AgentConnection::consumeRaw(std::string_view bytes) {
-    std::lock_guard lock(rawMutex_);
-    if (!rawActive_ || rawReceived_ >= rawExpected_) return 0;
-    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(rawExpected_ - rawReceived_, bytes.size()));
-    rawReceived_ += n;
-    if (rawReceived_ == rawExpected_) rawActive_ = false;
-    rawCv_.notify_all();
-    return n;
-}
-
-std::vector<std::chrono::nanoseconds> AgentConnection::rawBench(const std::string& mode, std::uint64_t bytes,
-                                                               std::chrono::milliseconds wait) {
-    using Clock = std::chrono::steady_clock;
-    auto deadline = Clock::now() + wait;
-    bool agentSends = mode == "source" || mode == "echo";
-    std::shared_ptr<AgentStream> stream;
-    {
-        std::lock_guard lock(rawMutex_);
-        rawExpected_ = agentSends ? bytes : 0;
-        rawReceived_ = 0;
-        rawActive_ = false;
-        std::lock_guard streams(streamsMutex_);
-        rawStream_ = nextStream_;  // the id open() will use
-    }
-    stream = open({{"op", "raw"}, {"mode", mode}, {"bytes", bytes}});
-    auto ready = stream->next(deadline);
-    if (!ready || ready->kind != AgentStream::Event::Kind::control)
-        throw Error(ErrorCode::agent_error, "the agent did not enter raw mode");
-    std::vector<std::chrono::nanoseconds> times;
-    auto writeRaw = [&](std::string_view data) {
-        // Raw bytes go through the same queue as frames, in order.
-        while (!data.empty()) {
-            std::size_t n = std::min<std::size_t>(data.size(), protocol::kMaxPayload);
-            {
-                std::unique_lock lock(queueMutex_);
-                if (!queueCv_.wait_until(lock, deadline,
-                                         [&] { return !alive_ || queueBytes_ < limits_.dataQueueBytes; }))
-                    throw Error(ErrorCode::agent_timeout, "raw transfer timed out");
-            }
-            enqueue(std::string(data.substr(0, n)), true);
-            data.remove_prefix(n);
-        }
-    };
-    auto waitReceived = [&](std::uint64_t count) {
-        std::unique_lock lock(rawMutex_);
-        if (!rawCv_.wait_until(lock, deadline, [&] { return rawReceived_ >= count; }))
-            throw Error(ErrorCode::agent_timeout, "raw transfer timed out");
-    };
-    auto start = Clock::now();
-    if (mode == "sink") {
-        std::string block(256 * 1024, 's');
-        for (std::uint64_t sent = 0; sent < bytes;) {
-            std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(block.size(), bytes - sent));
-            writeRaw(std::string_view(block).substr(0, n));
-            sent += n;
-        }
-    } else if (mode == "source") {
-        waitReceived(bytes);
-    } else {
-        for (std::uint64_t i = 1; i <= bytes; ++i) {
-            auto t0 = Clock::now();
-            writeRaw("e");
-            waitReceived(i);
-            times.push_back(Clock::now() - t0);
-        }
-    }
-    // The agent's close marks the end (for a sink: all bytes arrived).
-    while (auto e = stream->next(deadline)) {
-        if (e->kind == AgentStream::Event::Kind::close) break;
-        if (e->kind == AgentStream::Event::Kind::reset) throw Error(ErrorCode::agent_error, "raw mode failed");
-    }
-    if (mode != "echo") times.push_back(Clock::now() - start);
-    std::lock_guard lock(streamsMutex_);
-    rawStream_ = 0;
-    return times;
 }
 
 bool AgentConnection::ping(std::chrono::milliseconds wait) {

@@ -124,14 +124,6 @@ public:
     ExecOutput exec(const protocol::ExecRequest& request, std::size_t outputCap, std::chrono::milliseconds wait);
 
     bool ping(std::chrono::milliseconds wait);
-
-    // Benchmark baseline: the bare channel without framing. sink: we send
-    // `bytes` raw bytes; source: the agent sends them; echo: `bytes` one-byte
-    // round trips. Returns the wall time of each round trip (echo) or one
-    // entry with the whole transfer. Needs an otherwise idle connection and an
-    // agent started with raw mode enabled (never the production template).
-    std::vector<std::chrono::nanoseconds> rawBench(const std::string& mode, std::uint64_t bytes,
-                                                  std::chrono::milliseconds wait);
     // Stops the connection's thread and fails every open stream; idempotent.
     void close();
     // close(), then waits until the thread ended (its callbacks have run).
@@ -199,13 +191,6 @@ private:
     std::mutex handlerMutex_;
     ProtocolErrorHandler protocolErrorHandler_;
 
-    // Raw bytes the reader must count instead of decoding (rawBench).
-    std::mutex rawMutex_;
-    std::condition_variable rawCv_;
-    std::uint32_t rawStream_ = 0;
-    std::uint64_t rawExpected_ = 0, rawReceived_ = 0;
-    bool rawActive_ = false;
-    std::size_t consumeRaw(std::string_view bytes);
 
     std::mutex pingMutex_;
     std::condition_variable pingCv_;

@@ -30,7 +30,7 @@ WsExecSession::WsExecSession(beast::tcp_stream&& stream, http::request<http::emp
                         });
     });
     pipe_.onEnd([this] {
-        ended_ = true;
+        phase_ = Phase::ended;
         releaseExec();
         pipe_.finish();
         ws_.async_close(websocket::close_code::normal,
@@ -59,6 +59,7 @@ void WsExecSession::onStartMessage(beast::error_code ec) {
     if (ec) return;
     std::string body = beast::buffers_to_string(in_.data());
     in_.consume(in_.size());
+    phase_ = Phase::opening;
     asio::post(ctx_.workers, [self = shared_from_this(), body] {
         SandboxController::StreamedExec started;
         std::string code, message;
@@ -78,14 +79,14 @@ void WsExecSession::onStartMessage(beast::error_code ec) {
         asio::post(self->ws_.get_executor(), [self, started, code, message] {
             if (started.pending) {
                 self->execId_ = started.pending->id;
-                self->awaiting_ = true;
+                if (self->phase_ == Phase::ended) return self->releaseExec();
+                self->phase_ = Phase::awaitingDecision;
                 self->queue(true, json{{"type", "pending_approval"},
                                        {"exec_id", started.pending->id},
                                        {"approval_id", started.pending->approvalId},
                                        {"class", started.pending->commandClass},
                                        {"reason", started.pending->reason}}
                                       .dump());
-                if (self->ended_) return self->releaseExec();
                 // A decision may have beaten this handler to the strand.
                 if (self->earlyDecision_) {
                     auto early = *std::exchange(self->earlyDecision_, std::nullopt);
@@ -102,20 +103,18 @@ void WsExecSession::onStartMessage(beast::error_code ec) {
 }
 
 void WsExecSession::attachStream(std::shared_ptr<AgentStream> agent) {
-    started_ = true;
-    pipe_.attach(std::move(agent));
+    streamAttached_ = true;
+    if (!over()) phase_ = Phase::running;
+    pipe_.attach(std::move(agent));  // after finish(): cancelled at once
 }
 
 void WsExecSession::onDecision(const GatedExec& g) {
-    if (ended_ || closing_) return;
-    if (!awaiting_) {
-        // Decided before openExec's answer reached the strand: kept for it.
-        if (execId_.empty() && !started_) earlyDecision_ = g;
-        return;
-    }
-    awaiting_ = false;
+    if (over()) return;
+    // Decided before openExec's answer reached the strand: kept for it.
+    if (phase_ == Phase::opening) return void(earlyDecision_ = g);
+    if (phase_ != Phase::awaitingDecision) return;
     if (g.state != "running") {
-        exited_ = true;  // decided: nothing to withdraw
+        execRecorded_ = true;  // decided: nothing to withdraw
         std::string by = g.decidedBy.empty() ? "" : " by " + g.decidedBy;
         return sendErrorAndClose("policy_denied",
                                  "approval " + g.approvalId + " " + g.state + by +
@@ -126,6 +125,7 @@ void WsExecSession::onDecision(const GatedExec& g) {
                      {"by", g.decidedBy},
                      {"reason", g.decisionReason}}
                     .dump());
+    phase_ = Phase::startingApproved;
     asio::post(ctx_.workers, [self = shared_from_this()] {
         std::shared_ptr<AgentStream> agent;
         std::string code, message;
@@ -151,7 +151,7 @@ void WsExecSession::onDecision(const GatedExec& g) {
 
 void WsExecSession::flushHeld() {
     auto* agent = pipe_.stream();
-    if (ended_ || !agent) return;
+    if (phase_ == Phase::ended || !agent) return;
     std::string data = std::move(heldStdin_);
     heldStdin_.clear();
     bool eof = data.empty() && heldEof_;
@@ -172,7 +172,7 @@ void WsExecSession::flushHeld() {
 }
 
 void WsExecSession::readClient() {
-    if (ended_ || closing_) return;
+    if (over()) return;
     ws_.async_read(in_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
         self->onClientMessage(ec);
     });
@@ -180,14 +180,15 @@ void WsExecSession::readClient() {
 
 void WsExecSession::onClientMessage(beast::error_code ec) {
     if (ec) return finish();  // the client left: dropping the stream kills the command
-    if (ended_ || closing_) return;
+    if (over()) return;
     bool binary = ws_.got_binary();
     std::string data = beast::buffers_to_string(in_.data());
     in_.consume(in_.size());
     auto* agent = pipe_.stream();
     // No stream yet is fine while a decision is awaited or an approved
     // command is being started; otherwise the session is over.
-    if (!agent && !awaiting_ && (execId_.empty() || started_)) return finish();
+    bool waiting = phase_ == Phase::awaitingDecision || phase_ == Phase::startingApproved;
+    if (!agent && !waiting) return finish();
     bool holding = !agent || flushingHeld_;  // stdin waits for the command, or behind what waited
     if (!binary) {
         json m = json::parse(data, nullptr, false);
@@ -247,7 +248,7 @@ void WsExecSession::onClientMessage(beast::error_code ec) {
 }
 
 void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
-    if (ended_ || closing_) return;
+    if (over()) return;
     switch (e.kind) {
         case Kind::data: {
             std::size_t n = e.payload.size();
@@ -268,8 +269,8 @@ void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
         }
         case Kind::close: {
             json r = json::parse(e.payload, nullptr, false);
-            if (!execId_.empty() && !exited_) {
-                exited_ = true;
+            if (!execId_.empty() && !execRecorded_) {
+                execRecorded_ = true;
                 // The agent's word, type-checked: nothing it sends may throw here.
                 int code =
                     r.is_object() && r.contains("exit_code") && r["exit_code"].is_number_integer()
@@ -296,8 +297,8 @@ void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
             } catch (...) {
             }
             Error err = agentError(info.code, info.message);
-            if (!execId_.empty() && !exited_ && started_) {
-                exited_ = true;
+            if (!execId_.empty() && !execRecorded_ && streamAttached_) {
+                execRecorded_ = true;
                 asio::post(ctx_.workers,
                            [self = shared_from_this(), why = std::string(err.what())] {
                                self->ctx_.controller.finishStreamedExec(self->execId_, -1, why);
@@ -323,19 +324,19 @@ void WsExecSession::queue(bool text, std::string data, std::size_t credit) {
 }
 
 void WsExecSession::closeAfterQueued() {
-    if (closing_) return;
-    closing_ = true;
+    if (over()) return;
+    phase_ = Phase::closing;
     AgentPipe::Chunk end;
     end.end = true;
     pipe_.send(shared_from_this(), std::move(end));
 }
 
 void WsExecSession::releaseExec() {
-    if (execId_.empty() || exited_) return;
+    if (execId_.empty() || execRecorded_) return;
     // Gated and undecided: the approval is withdrawn. Approved and running:
     // the command dies with the stream, and is recorded so.
-    exited_ = true;
-    bool wasStarted = started_;
+    execRecorded_ = true;
+    bool wasStarted = streamAttached_;
     asio::post(ctx_.workers, [self = shared_from_this(), wasStarted] {
         if (wasStarted)
             self->ctx_.controller.finishStreamedExec(self->execId_, -1, "the client disconnected");
@@ -345,8 +346,8 @@ void WsExecSession::releaseExec() {
 }
 
 void WsExecSession::finish() {
-    if (ended_) return;
-    ended_ = true;
+    if (phase_ == Phase::ended) return;
+    phase_ = Phase::ended;
     releaseExec();
     pipe_.finish();  // cancels the command if it still runs
     beast::error_code ec;

@@ -43,20 +43,30 @@ class WsExecSession : public std::enable_shared_from_this<WsExecSession> {
     void releaseExec();
     void flushHeld();
 
+    // Where the session is; every transition is on the strand.
+    enum class Phase {
+        accepting,         // the upgrade, then the start message
+        opening,           // the start message is being judged and opened (a worker)
+        awaitingDecision,  // parked for a human; stdin is held
+        startingApproved,  // approved: its stream is being opened (a worker)
+        running,           // the command's stream is attached
+        closing,           // a final message is queued: close after it
+        ended,             // the socket is closed or closing; nothing more is sent
+    };
+    bool over() const { return phase_ == Phase::closing || phase_ == Phase::ended; }
+
     boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
     boost::beast::http::request<boost::beast::http::empty_body> upgrade_;
     StreamContext ctx_;
     boost::beast::flat_buffer in_;
     AgentPipe pipe_;
-    bool closing_ = false;  // a final message was queued: close after it
-    bool ended_ = false;
+    Phase phase_ = Phase::accepting;
     // Approval gate: the request as submitted, and the stdin that waits with it.
     ExecOptions options_;
     TerminalOptions terminal_;
-    std::string execId_;     // set while gated or for an approved run
-    bool awaiting_ = false;  // waiting for a decision
-    bool started_ = false;   // the command's stream was opened
-    bool exited_ = false;
+    std::string execId_;           // set while gated or for an approved run
+    bool streamAttached_ = false;  // the command's stream was opened (it ran)
+    bool execRecorded_ = false;    // a gated exec's end is recorded (or withdrawn)
     std::string heldStdin_;
     bool heldEof_ = false;
     bool flushingHeld_ = false;  // held stdin is being written: new stdin queues behind it

@@ -32,6 +32,7 @@ SandboxController::SandboxController(ControllerConfig config, Hypervisor& hyperv
       hypervisor_(hypervisor),
       store_(stores.sandboxes),
       ports_(stores.ports),
+      previews_(stores.ports),
       snapshots_(stores.snapshots),
       gated_(stores.gatedExecs),
       audit_(stores.audit),

@@ -19,6 +19,7 @@
 #include "controller/AuditRecorder.hpp"
 #include "controller/DecisionWaiters.hpp"
 #include "controller/ExecOptions.hpp"
+#include "controller/PreviewPorts.hpp"
 #include "controller/RunningCommands.hpp"
 #include "controller/SparePool.hpp"
 #include "controller/TenantExecSlots.hpp"
@@ -559,6 +560,7 @@ class SandboxController {
     Hypervisor& hypervisor_;
     SandboxStore& store_;
     PortStore& ports_;
+    PreviewPorts previews_;
     SnapshotStore& snapshots_;
     GatedExecStore& gated_;
     AuditStore& audit_;

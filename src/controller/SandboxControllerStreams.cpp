@@ -252,49 +252,35 @@ std::shared_ptr<AgentStream> SandboxController::openProcessLogs(const std::strin
                                                                 const std::string& processId,
                                                                 bool follow,
                                                                 AgentStream::Handler handler) {
-    auto agent = runningAgent(tenant, id);
-    return MaskedOutput::open(
-        *agent, protocol::ProcessLogsRequest{processId, follow}, std::make_shared<const SecretMasker>(maskerFor(requireOwned(tenant, id))),
-        std::move(handler));
+    auto sandbox = requireRunning(tenant, id);
+    return MaskedOutput::open(*agentFor(sandbox.id), protocol::ProcessLogsRequest{processId, follow},
+                              std::make_shared<const SecretMasker>(maskerFor(sandbox)),
+                              std::move(handler));
 }
 
 ExposedPort SandboxController::exposePort(const std::string& tenant, const std::string& id,
                                           unsigned port) {
-    if (port < 1 || port > 65535) throw Error(ErrorCode::bad_request, "port must be 1-65535");
     requireOwned(tenant, id);
-    if (auto existing = ports_.find(id, port)) return *existing;
-    ExposedPort p{id, port, newSecretToken(), nowTimestamp()};
-    ports_.upsert(p);
-    return p;
+    return previews_.expose(id, port);
 }
 
 std::vector<ExposedPort> SandboxController::listPorts(const std::string& tenant,
                                                       const std::string& id) {
     requireOwned(tenant, id);
-    return ports_.list(id);
+    return previews_.list(id);
 }
 
 void SandboxController::closePort(const std::string& tenant, const std::string& id, unsigned port) {
     requireOwned(tenant, id);
-    if (!ports_.find(id, port))
-        throw Error(ErrorCode::not_found, "port " + std::to_string(port) + " is not exposed");
-    ports_.remove(id, port);
+    previews_.close(id, port);
 }
 
 std::shared_ptr<AgentStream> SandboxController::openPreviewTunnel(const std::string& sandboxId,
                                                                   unsigned port,
                                                                   const std::string& token,
                                                                   AgentStream::Handler handler) {
-    auto exposed = isValidId(sandboxId, "sbx-") ? ports_.find(sandboxId, port) : std::nullopt;
-    // Wrong sandbox, port not exposed and wrong token all look the same.
-    bool tokenOk = exposed && exposed->token.size() == token.size();
-    if (tokenOk) {
-        unsigned char diff = 0;
-        for (std::size_t i = 0; i < token.size(); ++i)
-            diff |= static_cast<unsigned char>(exposed->token[i] ^ token[i]);
-        tokenOk = diff == 0;
-    }
-    if (!tokenOk) throw Error(ErrorCode::not_found, "no such preview");
+    if (!previews_.admits(sandboxId, port, token))
+        throw Error(ErrorCode::not_found, "no such preview");
     auto r = store_.find(sandboxId);
     if (!r || r->state != SandboxState::running)
         throw Error(ErrorCode::conflict, "the sandbox is not running");

@@ -16,6 +16,7 @@
 #include "core/Error.hpp"
 #include "protocol/Frame.hpp"
 #include "support/InProcessAgent.hpp"
+#include "support/RawChannel.hpp"
 #include "support/TestEnv.hpp"
 
 namespace airlock {
@@ -330,18 +331,18 @@ TEST_F(AgentStreams, ResetWhileOutputIsReadableLeavesTheAgentServing) {
     EXPECT_TRUE(conn->ping(5s));
 }
 
-TEST_F(AgentStreams, RawBaselineModesLeaveAndReenterFraming) {
-    auto sink = conn->rawBench("sink", 3 * 1024 * 1024 + 5, 30s);
+// The channel bench's baseline (test::RawChannel, never in airlockd)
+// against an agent with raw mode allowed.
+TEST(AgentRawMode, RawBaselineModesLeaveAndReenterFraming) {
+    test::InProcessAgent agent;
+    test::RawChannel channel(agent.takeHostEnd(), 10s);
+    auto sink = channel.run("sink", 3 * 1024 * 1024 + 5, 30s);
     ASSERT_EQ(sink.size(), 1u);
-    auto source = conn->rawBench("source", 3 * 1024 * 1024 + 7, 30s);
+    auto source = channel.run("source", 3 * 1024 * 1024 + 7, 30s);
     ASSERT_EQ(source.size(), 1u);
-    auto echo = conn->rawBench("echo", 20, 30s);
+    auto echo = channel.run("echo", 20, 30s);
     EXPECT_EQ(echo.size(), 20u);
-    // Framing works again afterwards.
-    protocol::ExecRequest r;
-    r.argv = {"echo", "framed"};
-    r.user = "root";
-    EXPECT_EQ(conn->exec(r, 1024, 10s).stdoutData, "framed\n");
+    EXPECT_TRUE(channel.ping(5s)) << "the channel is not framed again";
 }
 
 TEST_F(AgentStreams, TheHostOpensNothingOutsideTheOpSet) {
