@@ -65,7 +65,7 @@ SandboxController::SandboxController(ControllerConfig config, Hypervisor& hyperv
 }
 
 SandboxController::~SandboxController() {
-    spares_.reset();  // its worker calls into the controller
+    spares_->stopWorker();  // its worker calls into the controller
     // Agent sessions end before the controller does: their threads call
     // back into it (exec completions, protocol errors).
     agents_.closeAll();

@@ -11,7 +11,9 @@ SparePool::SparePool(Vms& vms, unsigned perShape, std::chrono::milliseconds take
     if (perShape_ > 0) thread_ = std::thread([this] { worker(); });
 }
 
-SparePool::~SparePool() {
+SparePool::~SparePool() { stopWorker(); }
+
+void SparePool::stopWorker() {
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
@@ -243,12 +245,7 @@ void SparePool::trim(bool waitForStart) {
 }
 
 void SparePool::stop() {
-    {
-        std::lock_guard lock(mutex_);
-        stopping_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    stopWorker();
     std::vector<std::string> drop;
     {
         std::lock_guard lock(mutex_);

@@ -62,6 +62,9 @@ class SparePool {
     void trim(bool waitForStart = true);
     // Stops the worker and destroys every spare.
     void stop();
+    // Stops the worker only (the spares stay for recover() to remove): what
+    // an owner going away does before the pool's callbacks become invalid.
+    void stopWorker();
     std::size_t count() const;
     // No spare starting and none asked for.
     bool idle() const;

@@ -67,6 +67,12 @@ class OpenFields {
         if (!it->is_string()) fail(std::string("'") + key + "' must be a string");
         return it->get<std::string>();
     }
+    // Absent (or null): nullopt; present, even empty: its value.
+    std::optional<std::string> maybeString(const char* key) const {
+        auto it = j_.find(key);
+        if (it == j_.end() || it->is_null()) return std::nullopt;
+        return string(key);
+    }
     bool boolean(const char* key) const {
         auto it = j_.find(key);
         if (it == j_.end() || it->is_null()) return false;
@@ -169,7 +175,7 @@ FileReadRequest parseFileRead(const std::string& payload) {
 
 WorkspaceScanRequest parseWorkspaceScan(const std::string& payload) {
     OpenFields f(payload, Op::workspace_scan);
-    return {f.string("path", true), f.strings("skip", 4096), f.boolean("ignored"),
+    return {f.string("path", true), f.strings("skip", 1'000'000), f.boolean("ignored"),
             f.string("user")};
 }
 
@@ -218,13 +224,10 @@ ProcessCall parseProcessCall(Op op, const std::string& payload) {
     ProcessCall c;
     c.op = op;
     if (op != Op::process_list) c.id = f.string("id", true);
-    if (op == Op::process_signal) {
-        c.signal = f.string("signal");
-        if (c.signal.empty()) c.signal = "TERM";
-    }
+    // An empty signal is the handler's to refuse; only an absent one is TERM.
+    if (op == Op::process_signal) c.signal = f.maybeString("signal").value_or("TERM");
     if (op == Op::process_stdin) {
-        auto data = f.string("data");
-        if (!data.empty()) c.data = std::move(data);
+        c.data = f.maybeString("data");  // empty: still tells whether stdin is open
         c.eof = f.boolean("eof");
     }
     return c;

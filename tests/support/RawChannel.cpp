@@ -1,6 +1,8 @@
 #include "support/RawChannel.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,10 +19,20 @@ using Clock = std::chrono::steady_clock;
 using protocol::FrameType;
 
 namespace {
+struct TimedOut : std::runtime_error {
+    TimedOut() : std::runtime_error("raw channel: timed out") {}
+};
+
 int msUntil(Clock::time_point deadline) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) throw std::runtime_error("raw channel: timed out");
+    if (left.count() <= 0) throw TimedOut();
     return static_cast<int>(std::min<long long>(left.count(), 1000));
+}
+
+// Every wait is a poll with a deadline: a stalled agent never blocks a write.
+void nonBlocking(int fd) {
+    int flags = ::fcntl(fd, F_GETFL);
+    if (flags >= 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 }
 }  // namespace
 
@@ -30,27 +42,37 @@ RawChannel::RawChannel(const std::string& endpoint, std::chrono::milliseconds wa
         msUntil(deadline);
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+    nonBlocking(fd_.get());
     hello(deadline);
 }
 
 RawChannel::RawChannel(UniqueFd channel, std::chrono::milliseconds wait) : fd_(std::move(channel)) {
+    nonBlocking(fd_.get());
     hello(Clock::now() + wait);
 }
 
 void RawChannel::hello(Deadline deadline) {
     // A hello sent while the guest still sees the old host gone is dropped
-    // with its stale bytes: sent again until one is answered.
-    while (true) {
+    // with its stale bytes: sent again until one is answered. Bytes of the
+    // previous session may come first: skipped up to the next frame.
+    decoder_.setResync(true);
+    for (int attempt = 0;; ++attempt) {
+        std::string nonce = "raw-bench-" + std::to_string(attempt);
         writeAll(protocol::encodeFrame(
                      FrameType::hello, 0,
-                     protocol::toJson(protocol::Hello{protocol::kProtocolVersion, "raw-bench"})),
+                     protocol::toJson(protocol::Hello{protocol::kProtocolVersion, nonce})),
                  deadline);
         try {
             auto retry = std::min(deadline, Clock::now() + std::chrono::milliseconds(500));
-            while (nextFrame(retry).type != FrameType::hello_ack) {
+            while (true) {
+                auto f = nextFrame(retry);
+                if (f.type == FrameType::hello_ack &&
+                    protocol::parseHelloAck(f.payload).nonce == nonce) {
+                    decoder_.setResync(false);
+                    return;
+                }
             }
-            return;
-        } catch (const std::runtime_error&) {
+        } catch (const TimedOut&) {
             if (Clock::now() >= deadline) throw;
         }
     }
@@ -72,7 +94,7 @@ void RawChannel::writeAll(std::string_view bytes, Deadline deadline) {
     while (!bytes.empty()) {
         pollfd p{fd_.get(), POLLOUT, 0};
         if (::poll(&p, 1, msUntil(deadline)) <= 0) continue;
-        ssize_t n = ::write(fd_.get(), bytes.data(), bytes.size());
+        ssize_t n = ::send(fd_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EINTR || errno == EAGAIN) continue;
             throw std::runtime_error("raw channel: write failed");
