@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "protocol/GuestCalls.hpp"
 #include "protocol/Messages.hpp"
 
 using namespace airlock::protocol;
@@ -13,7 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
         auto r = parseExecRequest(payload);
         auto again = parseExecRequest(toJson(r));
-        if (again.argv != r.argv || again.env != r.env || again.timeout_ms != r.timeout_ms) std::abort();
+        if (again.argv != r.argv || again.env != r.env || again.timeout_ms != r.timeout_ms)
+            std::abort();
     } catch (const MessageError&) {
     }
     try {
@@ -33,5 +35,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } catch (const MessageError&) {
     }
     openOp(payload);
+    // The guest's readers of every other open: MessageError or a request
+    // that reads back the same.
+    auto roundTrips = [&](auto parse) {
+        try {
+            auto r = parse(payload);
+            auto again = parse(toJson(r));
+            if (toJson(again) != toJson(r)) std::abort();
+        } catch (const MessageError&) {
+        }
+    };
+    roundTrips([](const std::string& p) { return parseFileWrite(p); });
+    roundTrips([](const std::string& p) { return parseFileRead(p); });
+    roundTrips([](const std::string& p) { return parseWorkspaceScan(p); });
+    roundTrips([](const std::string& p) { return parseArchiveUnpack(p); });
+    roundTrips([](const std::string& p) { return parsePortRequest(Op::tunnel, p); });
+    roundTrips([](const std::string& p) { return parseEgressAttach(p); });
+    roundTrips([](const std::string& p) { return parseProcessLogs(p); });
+    roundTrips([](const std::string& p) { return parseFileWatch(Op::file_watch, p); });
+    roundTrips([](const std::string& p) { return parseReseed(p); });
+    roundTrips([](const std::string& p) { return parseFsRequest(p); });
+    roundTrips([](const std::string& p) { return parseProcessCall(Op::process_stdin, p); });
+    roundTrips([](const std::string& p) { return parseProcessCall(Op::process_signal, p); });
     return 0;
 }
