@@ -28,14 +28,16 @@ double ms(nanoseconds d) { return duration<double, std::milli>(d).count(); }
 
 double percentile(std::vector<double> v, double p) {
     std::sort(v.begin(), v.end());
-    return v[std::min(v.size() - 1, static_cast<std::size_t>(p / 100.0 * static_cast<double>(v.size() - 1) + 0.5))];
+    return v[std::min(v.size() - 1, static_cast<std::size_t>(
+                                        p / 100.0 * static_cast<double>(v.size() - 1) + 0.5))];
 }
 
 // One machine-readable figure (scripts/bench collects these lines).
-void figure(const char* name, double value, const char* unit, const char* baseline = nullptr, double baselineValue = 0,
-            const char* goal = nullptr) {
+void figure(const char* name, double value, const char* unit, const char* baseline = nullptr,
+            double baselineValue = 0, const char* goal = nullptr) {
     std::printf("@figure {\"name\":\"channel.%s\",\"value\":%f,\"unit\":\"%s\"", name, value, unit);
-    if (baseline) std::printf(",\"baseline\":\"channel.%s\",\"baseline_value\":%f", baseline, baselineValue);
+    if (baseline)
+        std::printf(",\"baseline\":\"channel.%s\",\"baseline_value\":%f", baseline, baselineValue);
     if (goal) std::printf(",\"goal\":\"%s\"", goal);
     std::printf("}\n");
 }
@@ -45,7 +47,7 @@ double mibPerSec(std::uint64_t bytes, nanoseconds d) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+int runBench(int argc, char** argv) {
     int runs = argc > 1 ? std::atoi(argv[1]) : 200;
     std::uint64_t fileBytes = (argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 64) * 1024 * 1024;
     ControllerConfig config;
@@ -54,6 +56,19 @@ int main(int argc, char** argv) {
     auto& controller = *world.controller;
     auto& hypervisor = *world.hypervisor;
     auto sandbox = controller.create("bench", CreateSandboxRequest{});
+    // A failed run still deletes its VM: an embedded libvirt's QEMU would
+    // outlive this process.
+    struct DeleteOnExit {
+        SandboxController& controller;
+        std::string id;
+        ~DeleteOnExit() {
+            try {
+                controller.destroy("bench", id);
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "cannot delete %s: %s\n", id.c_str(), e.what());
+            }
+        }
+    } deleteOnExit{controller, sandbox.id};
     // The bare channel first, on a session of its own: the controller's
     // session gives the channel up, then comes back for the framed runs.
     controller.runningAgent("bench", sandbox.id)->closeAndWait();
@@ -67,7 +82,8 @@ int main(int argc, char** argv) {
     }
     auto agent = controller.runningAgent("bench", sandbox.id);
     std::printf("channel bench: %s, accel %s, %d runs, %llu MiB files\n", sandbox.id.c_str(),
-                accelName(hypervisor.accel()).c_str(), runs, static_cast<unsigned long long>(fileBytes >> 20));
+                accelName(hypervisor.accel()).c_str(), runs,
+                static_cast<unsigned long long>(fileBytes >> 20));
 
     // 1. Round trips: bare channel (1 byte out, 1 byte back), a ping frame, exec of `true`.
     std::vector<double> raw, ping, exec;
@@ -91,20 +107,26 @@ int main(int argc, char** argv) {
     agent->exec(loop, 1024, seconds(120));
     double spawn = ms(steady_clock::now() - l0) / 200.0;
     double rawP50 = percentile(raw, 50), execP50 = percentile(exec, 50);
-    std::printf("round trip   raw channel p50 %.3f ms p99 %.3f | ping frame p50 %.3f ms | exec true p50 %.3f ms p99 %.3f\n",
-                rawP50, percentile(raw, 99), percentile(ping, 50), execP50, percentile(exec, 99));
-    std::printf("             process start in guest %.3f ms; exec p50 / (raw p50 + process start) = %.2fx (goal <= 2x)\n",
-                spawn, execP50 / (rawP50 + spawn));
+    std::printf(
+        "round trip   raw channel p50 %.3f ms p99 %.3f | ping frame p50 %.3f ms | exec true p50 "
+        "%.3f ms p99 %.3f\n",
+        rawP50, percentile(raw, 99), percentile(ping, 50), execP50, percentile(exec, 99));
+    std::printf(
+        "             process start in guest %.3f ms; exec p50 / (raw p50 + process start) = %.2fx "
+        "(goal <= 2x)\n",
+        spawn, execP50 / (rawP50 + spawn));
     figure("raw_round_trip_p50", rawP50, "ms");
     figure("guest_process_start", spawn, "ms");
     figure("raw_round_trip_plus_process_start", rawP50 + spawn, "ms");
-    figure("exec_true_p50", execP50, "ms", "raw_round_trip_plus_process_start", rawP50 + spawn, "<= 2");
+    figure("exec_true_p50", execP50, "ms", "raw_round_trip_plus_process_start", rawP50 + spawn,
+           "<= 2");
 
     // 2. Throughput: bare channel both ways vs file upload/download through streams.
     std::string block(256 * 1024, 'u');
     auto u0 = steady_clock::now();
     auto up = agent->open(protocol::FileWriteRequest{"/tmp/bench.bin", std::nullopt, ""});
-    for (std::uint64_t sent = 0; sent < fileBytes; sent += block.size()) up->write(0, block, steady_clock::now() + seconds(60));
+    for (std::uint64_t sent = 0; sent < fileBytes; sent += block.size())
+        up->write(0, block, steady_clock::now() + seconds(60));
     up->closeWrite();
     while (auto e = up->next(steady_clock::now() + seconds(60)))
         if (e->kind != AgentStream::Event::Kind::data) break;
@@ -113,19 +135,34 @@ int main(int argc, char** argv) {
     auto down = agent->open(protocol::FileReadRequest{"/tmp/bench.bin", ""});
     std::uint64_t got = 0;
     while (auto e = down->next(steady_clock::now() + seconds(60))) {
-        if (e->kind == AgentStream::Event::Kind::data) got += e->payload.size();
-        else if (e->kind != AgentStream::Event::Kind::control) break;
+        if (e->kind == AgentStream::Event::Kind::data)
+            got += e->payload.size();
+        else if (e->kind != AgentStream::Event::Kind::control)
+            break;
     }
     auto download = steady_clock::now() - d0;
     double rawIn = mibPerSec(fileBytes, sink), rawOut = mibPerSec(fileBytes, source);
     double upRate = mibPerSec(fileBytes, upload), downRate = mibPerSec(got, download);
-    std::printf("throughput   raw host->guest %.1f MiB/s, raw guest->host %.1f MiB/s\n", rawIn, rawOut);
-    std::printf("             upload %.1f MiB/s = %.0f%% of raw, download %.1f MiB/s = %.0f%% of raw (goal >= 50%%)\n", upRate,
-                100.0 * upRate / rawIn, downRate, 100.0 * downRate / rawOut);
+    std::printf("throughput   raw host->guest %.1f MiB/s, raw guest->host %.1f MiB/s\n", rawIn,
+                rawOut);
+    std::printf(
+        "             upload %.1f MiB/s = %.0f%% of raw, download %.1f MiB/s = %.0f%% of raw (goal "
+        ">= 50%%)\n",
+        upRate, 100.0 * upRate / rawIn, downRate, 100.0 * downRate / rawOut);
     figure("raw_host_to_guest", rawIn, "MiB/s");
     figure("raw_guest_to_host", rawOut, "MiB/s");
     figure("protocol_upload", upRate, "MiB/s", "raw_host_to_guest", rawIn, ">= 0.5");
     figure("protocol_download", downRate, "MiB/s", "raw_guest_to_host", rawOut, ">= 0.5");
-    controller.destroy("bench", sandbox.id);
     return 0;
+}
+
+int main(int argc, char** argv) {
+    // Caught here so that the sandbox's deleter runs (an uncaught exception
+    // may skip unwinding).
+    try {
+        return runBench(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "channel bench failed: %s\n", e.what());
+        return 1;
+    }
 }
