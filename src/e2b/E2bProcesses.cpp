@@ -120,7 +120,7 @@ void E2bProcess::attach(std::shared_ptr<AgentStream> s) {
 void E2bProcess::onEvent(AgentStream::Event&& e) {
     using Kind = AgentStream::Event::Kind;
     std::shared_ptr<AgentStream> grantTo;
-    std::function<void(std::uint32_t)> started, over;
+    std::function<void(std::uint32_t)> over;
     std::uint32_t pid = 0;
     {
         std::lock_guard lock(mutex_);
@@ -141,8 +141,10 @@ void E2bProcess::onEvent(AgentStream::Event&& e) {
             if (pid_ == 0 && j.is_object() && j.contains("pid") && j["pid"].is_number_unsigned() &&
                 j["pid"].get<std::uint64_t>() > 0 && j["pid"].get<std::uint64_t>() < (1u << 22)) {
                 pid_ = j["pid"].get<std::uint32_t>();
-                pid = pid_;
-                started = onStart_;
+                // Findable by its pid before any client hears of it: a client
+                // answers the start event with SendInput at once. (Lock order:
+                // a process's, then the table's; the table never calls back.)
+                if (onStart_) onStart_(pid_);
                 deliver(startEventJson(pid_));
             }
         } else {
@@ -176,7 +178,6 @@ void E2bProcess::onEvent(AgentStream::Event&& e) {
         }
     }
     if (grantTo) grantTo->grant(e.payload.size());
-    if (started) started(pid);
     if (over) over(pid);
 }
 
