@@ -1,4 +1,6 @@
 #include "agentclient/AgentConnection.hpp"
+
+#include "agentclient/AgentProtocolError.hpp"
 #include "agentclient/AgentTransport.hpp"
 
 #include <fcntl.h>
@@ -157,6 +159,7 @@ void AgentConnection::handshake(std::chrono::milliseconds timeout) {
     decoder_.setResync(true);
     std::string nonce;
     auto nextHello = Clock::now();
+    std::size_t readBytes = 0;
     char buf[kReadChunk];
     while (Clock::now() < deadline) {
         if (Clock::now() >= nextHello) {
@@ -184,6 +187,10 @@ void AgentConnection::handshake(std::chrono::milliseconds timeout) {
         ssize_t n = ::read(fd_.get(), buf, sizeof buf);
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
         if (n <= 0) throw Error(ErrorCode::agent_error, "agent channel closed during the handshake");
+        readBytes += static_cast<std::size_t>(n);
+        if (readBytes > limits_.handshakeBytes)
+            throw AgentProtocolError("the agent sent " + std::to_string(readBytes) +
+                                     " bytes without answering its hello");
         decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
         protocol::Frame frame;
         while (decoder_.next(frame) == protocol::FrameDecoder::Result::frame) {

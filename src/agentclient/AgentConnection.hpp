@@ -69,6 +69,11 @@ struct AgentChannelLimits {
     // not reading and the session ends.
     std::size_t dataQueueBytes = 4 * 1024 * 1024;
     std::size_t queueHardBytes = 8 * 1024 * 1024;
+    // Bytes read during the hello before the agent answered it. A previous
+    // session's tail is far smaller (the guest's and QEMU's buffers); more
+    // is a guest flooding its channel instead of answering: a protocol
+    // error, not a wait for the whole handshake timeout.
+    std::size_t handshakeBytes = 16 * 1024 * 1024;
 };
 
 // The host end of one sandbox's agent channel: a unix socket that QEMU
@@ -82,7 +87,7 @@ class AgentConnection : public std::enable_shared_from_this<AgentConnection> {
 public:
     // Connects (retrying until the socket exists) and performs the hello
     // handshake; throws Error(agent_timeout) when the agent does not answer
-    // before `timeout`.
+    // before `timeout`, AgentProtocolError when it floods the channel instead.
     static std::shared_ptr<AgentConnection> connect(const std::string& socketPath, std::chrono::milliseconds timeout);
     // Wraps an already connected byte stream (socketpairs in tests, vsock).
     static std::shared_ptr<AgentConnection> fromFd(UniqueFd fd, std::chrono::milliseconds timeout,

@@ -13,6 +13,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "agentclient/AgentProtocolError.hpp"
 #include "controller/DiskLayers.hpp"
 #include "core/AwaitedResult.hpp"
 #include "core/Clock.hpp"
@@ -42,7 +43,7 @@ SandboxController::SandboxController(ControllerConfig config, Hypervisor& hyperv
       templates_(templates),
       connector_(std::move(connector)),
       agents_([this](const std::string& id) {
-                  return connector_(agentEndpoint(id), std::chrono::seconds(15));
+                  return connectAgentOf(id, std::chrono::seconds(15));
               },
               [this](const std::string& id, const std::shared_ptr<AgentConnection>& agent) {
                   adoptSession(id, agent);
@@ -299,7 +300,7 @@ SandboxRecord SandboxController::create(const std::string& tenant,
             createOverlay(stagingDir(), dir, r.disk, tmpl->diskPath, r.diskBytes, qemuOwner(r));
         auto started = steadyMillis();
         hypervisor_.startDomain(domainSpec(r, *tmpl));
-        adoptAgent(r, connector_(agentEndpoint(r.id), config_.bootTimeout));
+        adoptAgent(r, connectAgentOf(r.id, config_.bootTimeout));
         store_.updateState(r.id, SandboxState::running);
         r.state = SandboxState::running;
         createLatency_.observe(static_cast<double>(steadyMillis() - started) / 1000.0);
@@ -510,6 +511,18 @@ void SandboxController::setDeleteHooks(BeforeDelete before, AfterDelete after) {
     std::lock_guard lock(hooksMutex_);
     beforeDelete_ = std::move(before);
     afterDelete_ = std::move(after);
+}
+
+std::shared_ptr<AgentConnection> SandboxController::connectAgentOf(
+    const std::string& id, std::chrono::milliseconds timeout) {
+    try {
+        return connector_(agentEndpoint(id), timeout);
+    } catch (const AgentProtocolError& e) {
+        auto r = store_.find(id);
+        record(id, r ? r->tenant : std::string(), "agent.protocol_error",
+               {{"reason", e.what()}, {"session_ended", true}});
+        throw;
+    }
 }
 
 void SandboxController::watchAgent(const std::string& id,

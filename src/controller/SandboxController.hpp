@@ -499,6 +499,11 @@ class SandboxController {
     // Starts the command; `done` gets its masked output or error. The
     // command's timeout plus a margin is enforced by the timer queue.
     void runExecAsync(const SandboxRecord& r, const ExecOptions& options, ExecCompletion done);
+    // A new agent session of a sandbox (hello included). A guest that
+    // floods its channel instead of answering is audited as
+    // agent.protocol_error, as a broken established session is.
+    std::shared_ptr<AgentConnection> connectAgentOf(const std::string& id,
+                                                    std::chrono::milliseconds timeout);
     // The agent broke the protocol: audited as agent.protocol_error.
     void watchAgent(const std::string& id, const std::shared_ptr<AgentConnection>& agent);
     void record(const std::string& sandboxId, const std::string& tenant, const std::string& type,

@@ -453,7 +453,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
         // A new hello gives the clone its own agent session; then fresh
         // entropy before anyone can run a command in it.
         std::shared_ptr<AgentConnection> agent =
-            connector_(agentEndpoint(r.id), std::chrono::seconds(30));
+            connectAgentOf(r.id, std::chrono::seconds(30));
         reseed(*agent);
         adoptAgent(r, std::move(agent));
         store_.updateState(r.id, SandboxState::running);

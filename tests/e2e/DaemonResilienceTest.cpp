@@ -264,32 +264,37 @@ TEST_F(DaemonResilience, AHostileGuestEndsOnlyItsOwnSession) {
         admin->putFile("/v1/sandboxes/" + hostile + "/files?path=/tmp/evil.bin", evilPath).status,
         201);
     // As root: stop the agent, take its port, write the frames, then flood
-    // the channel without reading anything, for a while. The killed agent
-    // may have left half a frame on the wire: a frame's worth of zeros first
-    // completes it (the host skips the rest as stale bytes up to the next
-    // magic), so the crafted frames are read as frames.
+    // the channel without reading anything, for a while. The agent's binary
+    // is moved aside first, so init cannot restart it and win the port back
+    // (a race this test once lost for minutes on a loaded machine); it is
+    // put back after the flood. The killed agent may have left half a frame
+    // on the wire: a frame's worth of zeros first completes it (the host
+    // skips the rest as stale bytes up to the next magic), so the crafted
+    // frames are read as frames. Its output is gone with the agent: nothing
+    // may write there (SIGPIPE).
     std::string script =
+        "exec >/dev/null 2>&1; "
         "for d in /sys/class/virtio-ports/*; do [ \"$(cat $d/name)\" = org.airlock.agent.0 ] && "
         "port=/dev/${d##*/}; done; "
-        "for i in $(seq 400); do kill -9 $(pidof airlock-agent) 2>/dev/null; "
+        "for p in $(pidof airlock-agent); do exe=$(readlink /proc/$p/exe); done; "
+        "mv $exe $exe.off; kill -9 $(pidof airlock-agent); "
+        "for i in $(seq 600); do "
         "if { head -c " +
         std::to_string(protocol::kMaxPayload + protocol::kHeaderSize) +
-        " /dev/zero; cat /tmp/evil.bin; timeout 15 cat /dev/zero; true; } > $port 2>/dev/null; "
-        "then break; fi; sleep 0.05; done";
+        " /dev/zero; cat /tmp/evil.bin; timeout 15 cat /dev/zero; true; } > $port; "
+        "then break; fi; sleep 0.05; done; mv $exe.off $exe";
     json start{{"shell", script}, {"user", "root"}};
     auto started = admin->request("POST", "/v1/sandboxes/" + hostile + "/processes", start.dump());
     ASSERT_EQ(started.status, 201) << started.body;
 
-    // The hostile sandbox's session ends with an audit record. The guest's
-    // script races its own init for the port; on a loaded 2-core CI machine
-    // that took over 60 s once (35 s alone): the deadline is generous.
+    // The hostile sandbox's session ends with an audit record.
     ASSERT_TRUE(test::waitFor(
         [&] {
             auto r = admin->request(
                 "GET", "/v1/sandboxes/" + hostile + "/audit?type=agent.protocol_error");
             return r.status == 200 && !json::parse(r.body)["events"].empty();
         },
-        150s, 500ms))
+        60s, 500ms))
         << admin->request("GET", "/v1/sandboxes/" + hostile + "/audit").body;
     // Meanwhile: the other tenant's sandbox answers at its usual pace, the
     // daemon is up and stays small.

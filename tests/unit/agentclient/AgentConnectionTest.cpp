@@ -4,10 +4,12 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <filesystem>
 #include <future>
 #include <thread>
 
+#include "agentclient/AgentProtocolError.hpp"
 #include "core/Error.hpp"
 #include "protocol/Frame.hpp"
 #include "protocol/FrameDecoder.hpp"
@@ -243,6 +245,37 @@ TEST(AgentHandshake, SilentPeerTimesOut) {
     } catch (const Error& e) {
         EXPECT_EQ(e.code(), ErrorCode::agent_timeout);
     }
+}
+
+// A guest that floods its channel instead of answering the hello is a
+// protocol error once it has sent more than any stale tail could hold; it
+// does not keep the host reading until the handshake's deadline.
+TEST(AgentHandshake, AFloodInsteadOfAnAnswerIsAProtocolError) {
+    int fds[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+    UniqueFd host(fds[0]), guest(fds[1]);
+    std::atomic<bool> stop{false};
+    std::thread flood([&] {
+        std::string zeros(64 * 1024, '\0');
+        while (!stop && ::send(guest.get(), zeros.data(), zeros.size(), MSG_NOSIGNAL) > 0) {
+        }
+    });
+    AgentChannelLimits limits;
+    limits.handshakeBytes = 1024 * 1024;
+    std::string caught;
+    try {
+        // Were the flood not bounded, this would end as agent_timeout.
+        AgentConnection::fromFd(std::move(host), 60s, limits);
+    } catch (const AgentProtocolError& e) {
+        caught = e.what();
+        EXPECT_EQ(e.code(), ErrorCode::agent_error);
+    } catch (const std::exception& e) {
+        caught = std::string("wrong error: ") + e.what();
+    }
+    stop = true;
+    ::shutdown(guest.get(), SHUT_RDWR);
+    flood.join();
+    EXPECT_NE(caught.find("without answering its hello"), std::string::npos) << caught;
 }
 
 TEST(AgentHandshake, PeerDeathFailsPendingExec) {

@@ -6,6 +6,7 @@
 #include <list>
 #include <stdexcept>
 
+#include "agentclient/AgentProtocolError.hpp"
 #include "controller/SandboxController.hpp"
 #include "core/Error.hpp"
 #include "core/Ids.hpp"
@@ -54,6 +55,7 @@ protected:
             [this](const std::string& socketPath, std::chrono::milliseconds) -> std::shared_ptr<AgentConnection> {
                 connectedSockets.push_back(socketPath);
                 if (failConnect) throw Error(ErrorCode::agent_timeout, "fake agent never answered");
+                if (floodConnect) throw AgentProtocolError("the agent sent 17 MiB without answering its hello");
                 agents.emplace_back();
                 return agents.back().connect();
             });
@@ -71,6 +73,7 @@ protected:
     std::list<InProcessAgent> agents;
     std::vector<std::string> connectedSockets;
     bool failConnect = false;
+    bool floodConnect = false;  // the guest floods its channel instead of a hello
     std::unique_ptr<SandboxController> controller;
 };
 

@@ -6,6 +6,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "ControllerFixture.hpp"
@@ -176,6 +177,19 @@ TEST_F(SandboxControllerTest, ReconnectsWhenTheAgentConnectionDied) {
     auto out = controller->exec("t1", r.id, rootShell("echo again"));
     EXPECT_EQ(out.stdoutData, "again\n");
     EXPECT_EQ(connectedSockets.size(), 2u);
+}
+
+TEST_F(SandboxControllerTest, AGuestFloodingItsHelloIsAuditedAsAProtocolError) {
+    auto r = controller->create("t1", CreateSandboxRequest{});
+    agents.clear();
+    EXPECT_TRUE(test::waitFor([&] { return controller->liveConnections() == 0; }, std::chrono::seconds(5)));
+    floodConnect = true;
+    EXPECT_EQ(codeOf([&] { controller->exec("t1", r.id, rootShell("true")); }), ErrorCode::agent_error);
+    auto events = controller->audit("t1", r.id, AuditQuery{});
+    auto it = std::find_if(events.begin(), events.end(),
+                           [](const auto& e) { return e.type == "agent.protocol_error"; });
+    ASSERT_NE(it, events.end());
+    EXPECT_NE(it->dataJson.find("without answering its hello"), std::string::npos) << it->dataJson;
 }
 
 TEST_F(SandboxControllerTest, RecoverFinishesHalfDoneWorkAndKillsOrphans) {
