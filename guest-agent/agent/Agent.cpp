@@ -160,7 +160,7 @@ void Agent::pollOnce() {
             timeout = static_cast<int>(std::clamp<std::int64_t>(d - now, 0, timeout));
         if (s->readyToProduce()) timeout = 0;
     }
-    if (raw_.mode == "source" && port_.queued() < kOutputHighWater) timeout = 0;
+    if (baseline_ && baseline_->wantsToWrite(baselinePort_, kOutputHighWater)) timeout = 0;
     int n = ::poll(set.fds.data(), set.fds.size(), timeout);
     if (n < 0) return;
     // File events first, while the commands that caused them still have
@@ -206,7 +206,7 @@ void Agent::pollOnce() {
     }
     if (set.fds[3].revents & POLLIN) acceptVsock();
     processes_.reapAll();
-    pumpRawSource();
+    if (baseline_) baseline_->pump(baselinePort_, kOutputHighWater);
     now = monotonicMs();
     for (auto it = streams_.begin(); it != streams_.end();) {
         it->second->tick(now);
@@ -218,53 +218,22 @@ void Agent::pollOnce() {
     if (hostConnected_ && port_.queued() > 0 && !port_.flush()) onHostGone();
 }
 
-void Agent::startRaw(std::uint32_t stream, const nlohmann::json& request) {
-    if (!rawAllowed_) return sendReset(stream, "bad_request", "unknown op 'raw'");
-    std::string mode = request.value("mode", "");
-    std::uint64_t bytes = request.value("bytes", std::uint64_t(0));
-    if ((mode != "sink" && mode != "source" && mode != "echo") || bytes == 0 ||
-        bytes > (1ull << 32))
-        return sendReset(stream, "bad_request", "raw wants mode sink|source|echo and 1..4 GiB");
-    if (!raw_.mode.empty() || !streams_.empty())
-        return sendReset(stream, "busy", "raw mode needs an idle channel");
-    raw_ = RawMode{stream, mode, bytes, monotonicMs()};
-    // From the byte after this frame on, the channel carries raw bytes.
-    sendFrame(FrameType::control, stream, R"({"raw":true})");
-}
-
-std::size_t Agent::consumeRaw(std::string_view bytes) {
-    if (raw_.mode != "sink" && raw_.mode != "echo") return 0;
-    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(raw_.remaining, bytes.size()));
-    if (raw_.mode == "echo") port_.enqueue(bytes.substr(0, n));
-    raw_.remaining -= n;
-    if (raw_.remaining == 0) finishRaw();
-    return n;
-}
-
-void Agent::pumpRawSource() {
-    static const std::string block(kReadChunk, 'r');
-    while (raw_.mode == "source" && raw_.remaining > 0 && port_.queued() < kOutputHighWater) {
-        std::size_t n =
-            static_cast<std::size_t>(std::min<std::uint64_t>(raw_.remaining, block.size()));
-        port_.enqueue(std::string_view(block).substr(0, n));
-        raw_.remaining -= n;
-    }
-    if (raw_.mode == "source" && raw_.remaining == 0) finishRaw();
-}
-
-void Agent::finishRaw() {
-    std::uint32_t stream = raw_.stream;
-    std::int64_t ms = monotonicMs() - raw_.startedMs;
-    raw_ = RawMode{};
-    sendFrame(FrameType::close, stream, dumpJson({{"ms", ms}}));
+void Agent::installBaseline(std::unique_ptr<ChannelBaseline> baseline) {
+    baseline_ = std::move(baseline);
+    baselinePort_ = BaselinePort{
+        [this](std::string_view bytes) { port_.enqueue(bytes); },
+        [this] { return port_.queued(); },
+        [this](FrameType type, std::uint32_t stream, std::string_view payload) {
+            sendFrame(type, stream, payload);
+        }};
 }
 
 void Agent::onPortReadable() {
     std::string bytes;
     long n = port_.readSome(bytes, kReadChunk);
     if (n <= 0) return;
-    if (!raw_.mode.empty()) {
-        std::size_t used = consumeRaw(bytes);
+    if (baseline_ && baseline_->active()) {
+        std::size_t used = baseline_->consume(bytes, baselinePort_);
         bytes.erase(0, used);
         if (bytes.empty()) return;
     }
@@ -364,11 +333,15 @@ void Agent::handleOpen(const protocol::Frame& frame) {
     if (id == 0) return sendReset(0, "bad_frame", "open on stream 0");
     if (streams_.count(id)) return sendReset(id, "bad_frame", "stream already open");
     if (streams_.size() >= kMaxStreams) return sendReset(id, "busy", "too many open streams");
-    auto request = nlohmann::json::parse(frame.payload, nullptr, false);
-    if (!request.is_object())
+    if (!nlohmann::json::parse(frame.payload, nullptr, false).is_object())
         return sendReset(id, "bad_request", "open payload must be a JSON object");
     std::string name = protocol::openOp(frame.payload);
     auto op = protocol::parseOp(name);
+    if (!op && baseline_ && baseline_->claims(name)) {
+        if (auto refusal = baseline_->start(id, frame.payload, streams_.empty(), baselinePort_))
+            return sendReset(id, refusal->code, refusal->message);
+        return;
+    }
     if (!op) return sendReset(id, "bad_request", "unknown op '" + name.substr(0, 64) + "'");
     std::unique_ptr<StreamHandler> handler;
     try {
@@ -421,8 +394,6 @@ void Agent::handleOpen(const protocol::Frame& frame) {
             case Op::file_watch:
             case Op::file_activity:
                 return handleFileWatch(id, protocol::parseFileWatch(*op, frame.payload));
-            case Op::raw:
-                return startRaw(id, request);
             case Op::reseed:
                 return handleReseed(id, protocol::parseReseed(frame.payload));
             case Op::process_start:

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "protocol/GuestCalls.hpp"
+#include "agent/ChannelBaseline.hpp"
 #include "agent/PortChannel.hpp"
 #include "agent/ProcessTable.hpp"
 #include "agent/StreamHandler.hpp"
@@ -35,9 +36,9 @@ public:
     int run();
     // Thread-safe: makes run() return soon.
     void stop();
-    // The benchmark's raw op (bytes that bypass framing) is refused unless
-    // enabled: in the guest only by the kernel command line a bench sets.
-    void allowRawMode(bool on) { rawAllowed_ = on; }
+    // The channel bench's baseline (airlock-agent-rawbench and unit tests
+    // only): its op is served by it; without one, refused as unknown.
+    void installBaseline(std::unique_ptr<ChannelBaseline> baseline);
 
     void sendFrame(protocol::FrameType type, std::uint32_t stream, std::string_view payload,
                    std::uint8_t flags = 0) override;
@@ -81,19 +82,8 @@ private:
     bool sessionOpen_ = false;  // a hello was answered on this connection
     std::uint64_t epoch_ = 0;
     std::map<std::uint32_t, std::unique_ptr<StreamHandler>> streams_;
-    // Benchmark baseline (op "raw"): bytes that bypass the framing, to
-    // measure the bare channel against the protocol on top of it.
-    struct RawMode {
-        std::uint32_t stream = 0;
-        std::string mode;          // sink | source | echo
-        std::uint64_t remaining = 0;
-        std::int64_t startedMs = 0;
-    } raw_;
-    bool rawAllowed_ = false;
-    void startRaw(std::uint32_t stream, const nlohmann::json& request);
-    std::size_t consumeRaw(std::string_view bytes);
-    void pumpRawSource();
-    void finishRaw();
+    std::unique_ptr<ChannelBaseline> baseline_;
+    BaselinePort baselinePort_;
     ProcessTable processes_;
     std::unique_ptr<FileActivity> activity_;
 };

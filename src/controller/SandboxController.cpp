@@ -223,7 +223,6 @@ DomainSpec SandboxController::domainSpec(const SandboxRecord& r, const TemplateI
     spec.kernelPath = tmpl.kernelPath;
     spec.initrdPath = tmpl.initrdPath;
     spec.cmdline = tmpl.cmdline;
-    if (config_.benchRawChannel) spec.cmdline += " airlock.bench_raw=1";
     spec.consoleLogPath = dir + "/console.log";
     spec.agentSocketPath = dir + "/agent.sock";
     spec.agentPortName = protocol::kAgentPortName;

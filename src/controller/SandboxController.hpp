@@ -1,16 +1,11 @@
 #pragma once
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "agentclient/AgentConnection.hpp"
@@ -83,9 +78,6 @@ struct ControllerConfig {
     std::shared_ptr<egress::EgressGateway> egress;
     // The package proxy. Without one, guests have no package registry.
     std::shared_ptr<packages::PackageGateway> packages;
-    // Benchmarks only: cold-booted guests let the agent's raw channel mode
-    // (the bare-channel baseline) run. Never set by airlockd.
-    bool benchRawChannel = false;
     // Each sandbox's QEMU runs as its own uid from [base, base + count) (as
     // root only; count 0: every QEMU runs as qemuUser).
     std::uint32_t qemuUidBase = 0;

@@ -6,7 +6,8 @@
 namespace airlock::protocol {
 namespace {
 
-constexpr std::array<std::pair<Op, std::string_view>, 19> kNames{{
+constexpr std::array<std::pair<Op, std::string_view>, static_cast<std::size_t>(Op::process_logs) + 1>
+    kNames{{
     {Op::exec, "exec"},
     {Op::file_read, "file_read"},
     {Op::file_write, "file_write"},
@@ -18,7 +19,6 @@ constexpr std::array<std::pair<Op, std::string_view>, 19> kNames{{
     {Op::egress_attach, "egress_attach"},
     {Op::file_watch, "file_watch"},
     {Op::file_activity, "file_activity"},
-    {Op::raw, "raw"},
     {Op::reseed, "reseed"},
     {Op::process_start, "process_start"},
     {Op::process_list, "process_list"},
@@ -27,6 +27,14 @@ constexpr std::array<std::pair<Op, std::string_view>, 19> kNames{{
     {Op::process_stdin, "process_stdin"},
     {Op::process_logs, "process_logs"},
 }};
+
+// One name per op: an entry left out would be an empty name that parses.
+constexpr bool everyOpNamed() {
+    for (std::size_t i = 0; i < kNames.size(); ++i)
+        if (kNames[i].second.empty() || kNames[i].first != static_cast<Op>(i)) return false;
+    return true;
+}
+static_assert(everyOpNamed(), "kNames must name every Op, in the enum's order");
 
 }  // namespace
 

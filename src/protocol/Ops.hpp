@@ -19,7 +19,6 @@ enum class Op {
     egress_attach,   // one connection a listener accepted
     file_watch,      // starts watching the workspace's file activity
     file_activity,   // drains what was seen
-    raw,             // the channel bench's baseline (sink, source, echo)
     reseed,          // entropy and the clock after a restore
     process_start,
     process_list,

@@ -50,9 +50,16 @@ double mibPerSec(std::uint64_t bytes, nanoseconds d) {
 int runBench(int argc, char** argv) {
     int runs = argc > 1 ? std::atoi(argv[1]) : 200;
     std::uint64_t fileBytes = (argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 64) * 1024 * 1024;
-    ControllerConfig config;
-    config.benchRawChannel = true;  // the bare-channel baseline (never in airlockd)
-    test::RealWorld world(config);
+    // The bare-channel baseline needs the agent built with it
+    // (airlock-agent-rawbench), in a minimal template of its own that
+    // scripts/bench makes: no other template has it.
+    if (argc < 4) {
+        std::fprintf(stderr,
+                     "usage: airlock-channel-bench RUNS FILE_MIB TEMPLATES_DIR (its minimal "
+                     "template carrying airlock-agent-rawbench; scripts/bench makes one)\n");
+        return 2;
+    }
+    test::RealWorld world(ControllerConfig{}, argv[3]);
     auto& controller = *world.controller;
     auto& hypervisor = *world.hypervisor;
     auto sandbox = controller.create("bench", CreateSandboxRequest{});

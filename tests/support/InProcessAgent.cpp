@@ -4,14 +4,16 @@
 
 #include <stdexcept>
 
+#include "agent/RawBaseline.hpp"
+
 namespace airlock::test {
 
-InProcessAgent::InProcessAgent() {
+InProcessAgent::InProcessAgent(bool withRawBaseline) {
     int fds[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) throw std::runtime_error("socketpair");
     hostEnd_.reset(fds[0]);
     agent_ = std::make_unique<guest::Agent>(UniqueFd(fds[1]));
-    agent_->allowRawMode(true);  // the raw baseline's unit test
+    if (withRawBaseline) agent_->installBaseline(std::make_unique<guest::RawBaseline>());
     thread_ = std::thread([this] { agent_->run(); });
 }
 

@@ -12,7 +12,9 @@ namespace airlock::test {
 // the host, so tests ask for user "root" (the host has no user "user").
 class InProcessAgent {
 public:
-    InProcessAgent();
+    // withRawBaseline: as airlock-agent-rawbench, serving the channel
+    // bench's raw op (its unit test).
+    explicit InProcessAgent(bool withRawBaseline = false);
     ~InProcessAgent();
     // The host end, for AgentConnection::fromFd.
     UniqueFd takeHostEnd() { return std::move(hostEnd_); }

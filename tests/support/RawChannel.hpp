@@ -12,7 +12,7 @@ namespace airlock::test {
 // The bare agent channel, for the channel bench's baseline only: a session
 // of its own with the agent (the controller's must be closed first: the
 // channel takes one host at a time), framed just long enough to ask the
-// agent for raw mode (an agent booted with airlock.bench_raw=1). Blocking
+// agent for raw mode (only airlock-agent-rawbench serves it). Blocking
 // I/O with deadlines; nothing of it is in airlockd.
 class RawChannel {
   public:

@@ -6,9 +6,10 @@
 
 namespace airlock::test {
 
-RealWorld::RealWorld(ControllerConfig config) {
+RealWorld::RealWorld(ControllerConfig config, const std::string& templatesDir) {
     hypervisor = std::make_unique<LibvirtHypervisor>(LibvirtOptions{"", dir.path(), resolveAccel("auto")});
-    templates = std::make_unique<TemplateCatalog>(AIRLOCK_TEMPLATES_DIR);
+    templates = std::make_unique<TemplateCatalog>(templatesDir.empty() ? std::string(AIRLOCK_TEMPLATES_DIR)
+                                                                       : templatesDir);
     db = std::make_unique<Database>(dir.path() + "/state.db");
     store = std::make_unique<SandboxStore>(*db);
     ports = std::make_unique<PortStore>(*db);

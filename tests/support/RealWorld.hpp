@@ -14,8 +14,9 @@ namespace airlock::test {
 // a single root per process).
 class RealWorld {
 public:
-    // config.dataDir is set to the world's temp dir.
-    explicit RealWorld(ControllerConfig config = {});
+    // config.dataDir is set to the world's temp dir; templatesDir: the
+    // built ones (build/templates) unless given.
+    explicit RealWorld(ControllerConfig config = {}, const std::string& templatesDir = "");
     ~RealWorld();
     RealWorld(const RealWorld&) = delete;
     RealWorld& operator=(const RealWorld&) = delete;

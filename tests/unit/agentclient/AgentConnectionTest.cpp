@@ -14,6 +14,7 @@
 #include "protocol/Frame.hpp"
 #include "protocol/FrameDecoder.hpp"
 #include "support/InProcessAgent.hpp"
+#include "support/RawChannel.hpp"
 #include "agent/Agent.hpp"
 
 namespace airlock {
@@ -78,22 +79,15 @@ TEST_F(AgentChannel, HostDeadlineCancelsACommandAndFreesItsStream) {
 }
 
 TEST(AgentRawMode, AProductionAgentRefusesTheBenchRawOp) {
-    int fds[2];
-    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
-    guest::Agent agent{UniqueFd(fds[1])};  // raw mode not allowed: as in the guest without the bench flag
-    std::thread loop([&] { agent.run(); });
-    {
-        auto conn = AgentConnection::fromFd(UniqueFd(fds[0]), 5s);
-        try {
-            conn->call({{"op", "raw"}, {"mode", "sink"}, {"bytes", 10}}, 5s);
-            FAIL() << "the raw op was served";
-        } catch (const Error& e) {
-            EXPECT_EQ(e.code(), ErrorCode::bad_request);
-        }
-        EXPECT_TRUE(conn->ping(2s));
+    test::InProcessAgent agent;  // as airlock-agent: no baseline installed
+    test::RawChannel channel(agent.takeHostEnd(), 5s);
+    try {
+        channel.run("sink", 10, 5s);
+        FAIL() << "the raw op was served";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("unknown op 'raw'"), std::string::npos) << e.what();
     }
-    agent.stop();
-    loop.join();
+    EXPECT_TRUE(channel.ping(2s)) << "the refusal ended the session";
 }
 
 TEST_F(AgentChannel, BinaryOutputIsPreserved) {

@@ -334,7 +334,7 @@ TEST_F(AgentStreams, ResetWhileOutputIsReadableLeavesTheAgentServing) {
 // The channel bench's baseline (test::RawChannel, never in airlockd)
 // against an agent with raw mode allowed.
 TEST(AgentRawMode, RawBaselineModesLeaveAndReenterFraming) {
-    test::InProcessAgent agent;
+    test::InProcessAgent agent(true);
     test::RawChannel channel(agent.takeHostEnd(), 10s);
     auto sink = channel.run("sink", 3 * 1024 * 1024 + 5, 30s);
     ASSERT_EQ(sink.size(), 1u);

@@ -280,9 +280,9 @@ TEST_F(SecretsTest, ProcessListingsAndFileListingsAreMasked) {
     auto one = call(protocol::Op::process_get, id);
     EXPECT_EQ(one.dump().find("s3cr3t-Value-9137"), std::string::npos) << one.dump();
     call(protocol::Op::process_signal, id);
-    // Only process calls pass this door (not the bench's raw mode, not files,
-    // not a start that would skip the policy).
-    for (auto op : {protocol::Op::raw, protocol::Op::fs, protocol::Op::process_start})
+    // Only process calls pass this door (not files, not a start that would
+    // skip the policy).
+    for (auto op : {protocol::Op::exec, protocol::Op::fs, protocol::Op::process_start})
         EXPECT_EQ(codeOf([&] { call(op); }), ErrorCode::bad_request) << protocol::opName(op);
     // A file listing answers masked too: a guest may name a file after a secret.
     std::string listed_dir = dir.path() + "/listed";
