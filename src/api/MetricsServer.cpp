@@ -5,6 +5,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "api/ErrorMapping.hpp"
 #include "core/Error.hpp"
 #include "core/Log.hpp"
 
@@ -41,9 +42,11 @@ class MetricsSession : public std::enable_shared_from_this<MetricsSession> {
         const auto& request = parser_.get();
         std::string target(request.target());
         if (auto q = target.find('?'); q != std::string::npos) target.resize(q);
-        if (request.method() != http::verb::get || target != "/metrics")
-            return reply(http::status::not_found, "text/plain",
-                         "only GET /metrics is served here\n");
+        // Errors have the API's one JSON shape here too.
+        if (request.method() != http::verb::get || target != "/metrics") {
+            auto refusal = errorResponse(ErrorCode::not_found, "only GET /metrics is served here");
+            return reply(http::status::not_found, "application/json", std::move(refusal.body));
+        }
         // The figures come from the database: not on the I/O thread.
         asio::post(workers_, [self = shared_from_this()] {
             std::string body;
@@ -52,11 +55,14 @@ class MetricsSession : public std::enable_shared_from_this<MetricsSession> {
                 body = self->metrics_();
             } catch (const std::exception& e) {
                 ok = false;
-                body = std::string("metrics unavailable: ") + e.what() + "\n";
+                body = errorResponse(ErrorCode::internal,
+                                     std::string("metrics unavailable: ") + e.what())
+                           .body;
             }
             asio::post(self->stream_.get_executor(), [self, ok, body = std::move(body)]() mutable {
                 self->reply(ok ? http::status::ok : http::status::internal_server_error,
-                            ok ? "text/plain; version=0.0.4" : "text/plain", std::move(body));
+                            ok ? "text/plain; version=0.0.4" : "application/json",
+                            std::move(body));
             });
         });
     }

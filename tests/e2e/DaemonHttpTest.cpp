@@ -25,9 +25,9 @@
 
 #include "cli/CliApp.hpp"
 #include "cli/ExecStreamClient.hpp"
-#include "cli/HttpClient.hpp"
 #include "core/SecretCipher.hpp"
 #include "core/Sha256.hpp"
+#include "support/ApiClient.hpp"
 #include "support/DaemonProcess.hpp"
 #include "support/OpenApiRoutes.hpp"
 #include "support/TestEnv.hpp"
@@ -50,7 +50,7 @@ class DaemonHttp : public ::testing::Test {
         daemon = std::make_unique<Daemon>(dataDir, freePort());
         std::ifstream keyFile(dataDir + "/admin.key");
         std::getline(keyFile, key);
-        client = std::make_unique<cli::HttpClient>(daemon->url(), key);
+        client = std::make_unique<test::ApiClient>(daemon->url(), key);
     }
 
     void TearDown() override {
@@ -85,7 +85,7 @@ class DaemonHttp : public ::testing::Test {
     test::TempDir tmp;
     std::string dataDir, key;
     std::unique_ptr<Daemon> daemon;
-    std::unique_ptr<cli::HttpClient> client;
+    std::unique_ptr<test::ApiClient> client;
 };
 
 TEST_F(DaemonHttp, AdminKeyIsPrivateAndAuthIsEnforced) {
@@ -96,13 +96,13 @@ TEST_F(DaemonHttp, AdminKeyIsPrivateAndAuthIsEnforced) {
     std::string dbBytes((std::istreambuf_iterator<char>(db)), std::istreambuf_iterator<char>());
     EXPECT_EQ(dbBytes.find(key), std::string::npos) << "the key must be stored hashed";
 
-    cli::HttpClient anonymous(daemon->url(), "");
+    test::ApiClient anonymous(daemon->url(), "");
     auto health = anonymous.request("GET", "/healthz");
     EXPECT_EQ(health.status, 200);
     EXPECT_TRUE(json::parse(health.body)["accel"] == "tcg" ||
                 json::parse(health.body)["accel"] == "kvm");
     EXPECT_EQ(anonymous.request("GET", "/v1/sandboxes").status, 401);
-    EXPECT_EQ(cli::HttpClient(daemon->url(), "wrong").request("GET", "/v1/sandboxes").status, 401);
+    EXPECT_EQ(test::ApiClient(daemon->url(), "wrong").request("GET", "/v1/sandboxes").status, 401);
     auto templates = client->request("GET", "/v1/templates");
     ASSERT_EQ(templates.status, 200);
     bool hasMinimal = false;
@@ -199,7 +199,7 @@ TEST_F(DaemonHttp, SigkillMidCloneLeavesAConsistentStateAndNoOrphans) {
 
     std::thread inFlight([&] {
         try {
-            cli::HttpClient(daemon->url(), key)
+            test::ApiClient(daemon->url(), key)
                 .request("POST", "/v1/sandboxes", R"({"snapshot":")" + snapId + R"("})", {}, 30s);
         } catch (...) {
         }
@@ -269,7 +269,7 @@ TEST_F(DaemonHttp, HostMemoryLeversReachEveryQemuAndKsmReturnsToTheHost) {
     auto ownDir = tmp.path() + "/ksm-data";
     auto ksmDaemon = std::make_unique<Daemon>(ownDir, freePort(), std::vector<std::string>{"--ksm", "auto"});
     std::string ownKey = firstLine(ownDir + "/admin.key");
-    cli::HttpClient c(ksmDaemon->url(), ownKey);
+    test::ApiClient c(ksmDaemon->url(), ownKey);
     auto health = json::parse(c.request("GET", "/healthz").body);
     auto memory = health["limits"]["host_memory"];
     EXPECT_EQ(memory["free_page_reporting"], true);
@@ -459,7 +459,7 @@ TEST_F(ChannelOverHttp, StreamsNeverUpgradeForAWrongRoleTenantOrRevokedKey) {
     ASSERT_EQ(client->request("DELETE", "/v1/keys/" + revoked["id"].get<std::string>()).status,
               204);
     EXPECT_EQ(upgrade(revoked["key"]), "HTTP/1.1 401");
-    cli::HttpClient approverClient(daemon->url(), approver["key"]);
+    test::ApiClient approverClient(daemon->url(), approver["key"]);
     EXPECT_EQ(
         approverClient.request("PUT", "/v1/sandboxes/" + id + "/files?path=/tmp/x", "data").status,
         403);
@@ -491,7 +491,7 @@ TEST_F(ChannelOverHttp, EveryRouteAnswersEachKindOfKeyAsItsRolesSay) {
     auto revoked = mint("acme", "agent");
     ASSERT_EQ(client->request("DELETE", "/v1/keys/" + revoked["id"].get<std::string>()).status,
               204);
-    cli::HttpClient agent(daemon->url(), agentKey);
+    test::ApiClient agent(daemon->url(), agentKey);
     auto created = agent.request("POST", "/v1/sandboxes", R"({"template":"minimal"})");
     ASSERT_EQ(created.status, 201) << created.body;
     const std::string real = json::parse(created.body)["id"];
@@ -534,7 +534,7 @@ TEST_F(ChannelOverHttp, EveryRouteAnswersEachKindOfKeyAsItsRolesSay) {
             if (answer.size() < 12) return 0;
             return std::stoi(answer.substr(9, 3));
         }
-        cli::HttpClient c(daemon->url(), withKey);
+        test::ApiClient c(daemon->url(), withKey);
         std::string body = route.method == "GET" || route.method == "DELETE" ? "" : R"({"walk":true})";
         return c.request(route.method, path, body).status;
     };
@@ -854,7 +854,7 @@ TEST_F(ChannelOverHttp, BackgroundProcessesAndPreviewPorts) {
     ASSERT_EQ(exposed.status, 201) << exposed.body;
     std::string url = json::parse(exposed.body)["url"];
     std::string path = url.substr(url.find("/preview/"));
-    cli::HttpClient anonymous(daemon->url(), "");
+    test::ApiClient anonymous(daemon->url(), "");
     ASSERT_TRUE(
         test::waitFor([&] { return anonymous.request("GET", path).body == "preview-ok\n"; }, 10s));
     std::string wrongToken = path.substr(0, path.size() - 5) + "xxxx/";

@@ -16,11 +16,11 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "cli/HttpClient.hpp"
 #include "protocol/Frame.hpp"
 #include "protocol/Messages.hpp"
 #include "store/ApiKeyStore.hpp"
 #include "store/Database.hpp"
+#include "support/ApiClient.hpp"
 #include "support/DaemonProcess.hpp"
 #include "support/TestEnv.hpp"
 
@@ -128,8 +128,8 @@ class DaemonResilience : public ::testing::Test {
         // A second tenant's key, made in the daemon's own database.
         Database db(dataDir + "/state.db");
         otherKey = ApiKeyStore(db).create("tenant-b", Role::agent, "e2e").key;
-        admin = std::make_unique<cli::HttpClient>(daemon->url(), key);
-        other = std::make_unique<cli::HttpClient>(daemon->url(), otherKey);
+        admin = std::make_unique<test::ApiClient>(daemon->url(), key);
+        other = std::make_unique<test::ApiClient>(daemon->url(), otherKey);
     }
     void TearDown() override {
         if (daemon) {
@@ -157,13 +157,13 @@ class DaemonResilience : public ::testing::Test {
             std::cerr << "warning: " << n
                       << " QEMU process(es) of this test outlived airlockd; killed\n";
     }
-    std::string create(cli::HttpClient& c) {
+    std::string create(test::ApiClient& c) {
         auto r = c.request("POST", "/v1/sandboxes", R"({"template":"minimal"})");
         EXPECT_EQ(r.status, 201) << r.body;
         return json::parse(r.body).value("id", "");
     }
     // Wall time of one small REST exec (its output checked).
-    std::chrono::milliseconds timedExec(cli::HttpClient& c, const std::string& id) {
+    std::chrono::milliseconds timedExec(test::ApiClient& c, const std::string& id) {
         auto t0 = Clock::now();
         auto r = c.request("POST", "/v1/sandboxes/" + id + "/exec", R"({"cmd":["echo","alive"]})",
                            "application/json", 60s);
@@ -180,7 +180,7 @@ class DaemonResilience : public ::testing::Test {
     test::TempDir tmp;
     std::string dataDir, key, otherKey;
     std::unique_ptr<test::Daemon> daemon;
-    std::unique_ptr<cli::HttpClient> admin, other;
+    std::unique_ptr<test::ApiClient> admin, other;
 };
 
 TEST_F(DaemonResilience, LongExecsAndStreamsOfTwoTenantsHoldNoWorkerAndLimitsAnswer429) {
@@ -209,7 +209,7 @@ TEST_F(DaemonResilience, LongExecsAndStreamsOfTwoTenantsHoldNoWorkerAndLimitsAns
             test::openWsExec(ioc, port, otherKey, b[i % 2], R"({"shell":"sleep 100"})"));
     }
     // Every command is running in its guest (none is waiting for a worker).
-    auto running = [&](cli::HttpClient& c, const std::vector<std::string>& ids) {
+    auto running = [&](test::ApiClient& c, const std::vector<std::string>& ids) {
         int n = 0;
         for (const auto& id : ids) {
             auto r = c.request("POST", "/v1/sandboxes/" + id + "/exec",
@@ -224,7 +224,7 @@ TEST_F(DaemonResilience, LongExecsAndStreamsOfTwoTenantsHoldNoWorkerAndLimitsAns
     EXPECT_TRUE(test::waitFor([&] { return running(*other, b) >= kInFlight; }, 90s, 500ms))
         << running(*other, b);
     // Meanwhile the daemon answers everyone promptly.
-    cli::HttpClient anonymous(daemon->url(), "");
+    test::ApiClient anonymous(daemon->url(), "");
     for (int i = 0; i < 5; ++i) {
         auto t0 = Clock::now();
         EXPECT_EQ(anonymous.request("GET", "/healthz", {}, {}, 10s).status, 200);
@@ -329,7 +329,7 @@ TEST_F(DaemonResilience, AHostileGuestEndsOnlyItsOwnSession) {
     for (int i = 0; i < 5; ++i) during.push_back(timedExec(*other, victim));
     EXPECT_LE(median(during), median(before) * 3 + 1000ms)
         << "before " << median(before).count() << " ms, during " << median(during).count() << " ms";
-    EXPECT_EQ(cli::HttpClient(daemon->url(), "").request("GET", "/healthz").status, 200);
+    EXPECT_EQ(test::ApiClient(daemon->url(), "").request("GET", "/healthz").status, 200);
     EXPECT_LT(rssKiB(daemon->pid()), 512u * 1024) << "airlockd's RSS left its stated bound";
     // The hostile sandbox ends in a clear state: once its flood stops, the
     // restarted agent serves it again (or it is marked error).
@@ -434,7 +434,7 @@ TEST_F(DaemonResilience, ConnectionsBeyondTheCapAreClosedAndTheServerStaysUp) {
     EXPECT_TRUE(test::waitFor(
         [&] {
             try {
-                return cli::HttpClient(daemon->url(), "")
+                return test::ApiClient(daemon->url(), "")
                            .request("GET", "/healthz", {}, {}, 5s)
                            .status == 200;
             } catch (const std::exception&) {
@@ -443,7 +443,7 @@ TEST_F(DaemonResilience, ConnectionsBeyondTheCapAreClosedAndTheServerStaysUp) {
         },
         10s));
     // And it states what it enforces.
-    auto health = json::parse(cli::HttpClient(daemon->url(), "").request("GET", "/healthz").body);
+    auto health = json::parse(test::ApiClient(daemon->url(), "").request("GET", "/healthz").body);
     ASSERT_TRUE(health.contains("limits")) << health.dump();
     for (const char* k : {"cpu", "memory", "disk", "disk_io", "min_free_disk_mib", "qemu_uid"})
         EXPECT_TRUE(health["limits"].contains(k)) << k;

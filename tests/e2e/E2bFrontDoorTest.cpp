@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "cli/HttpClient.hpp"
 #include "e2b/ConnectEnvelope.hpp"
+#include "support/ApiClient.hpp"
 #include "support/DaemonProcess.hpp"
 #include "support/TestEnv.hpp"
 
@@ -70,7 +70,7 @@ class E2bFrontDoor : public ::testing::Test {
                                   {"--public-domain", "airlock.test"});
         std::ifstream keyFile(tmp->path() + "/data/admin.key");
         std::getline(keyFile, key);
-        cli::HttpClient api(daemon->url(), key);
+        test::ApiClient api(daemon->url(), key);
         // One E2B sandbox with restricted public traffic, one native.
         auto created = e2bCreate(
             R"({"templateID":"minimal","timeout":600,"network":{"allowPublicTraffic":false}})");
@@ -92,7 +92,7 @@ class E2bFrontDoor : public ::testing::Test {
     }
     static void TearDownTestSuite() {
         if (daemon) {
-            cli::HttpClient api(daemon->url(), key);
+            test::ApiClient api(daemon->url(), key);
             for (const auto& id : {e2bId, nativeId})
                 if (!id.empty()) api.request("DELETE", "/v1/sandboxes/" + id);
         }
@@ -248,7 +248,7 @@ TEST_F(E2bFrontDoor, GuestPortsByHostFollowEachSandboxsRule) {
     EXPECT_EQ(hostGet(e2bHost, "e2b-traffic-access-token: wrong\r\n").status, 403);
     // A native sandbox: never by id alone; its exposed port on its own origin.
     EXPECT_EQ(hostGet("8000-" + nativeId + ".airlock.test" + listen).status, 403);
-    cli::HttpClient api(daemon->url(), key);
+    test::ApiClient api(daemon->url(), key);
     auto exposed = api.request("POST", "/v1/sandboxes/" + nativeId + "/ports", R"({"port":8000})");
     ASSERT_EQ(exposed.status, 201) << exposed.body;
     std::string url = json::parse(exposed.body)["url"];
@@ -272,7 +272,7 @@ TEST_F(E2bFrontDoor, GuestPortsByHostFollowEachSandboxsRule) {
 }
 
 TEST_F(E2bFrontDoor, APausedSandboxAnswers502AndItsStreamsAreCut) {
-    cli::HttpClient api(daemon->url(), key);
+    test::ApiClient api(daemon->url(), key);
     auto sbx = e2bCreate(R"({"templateID":"minimal"})");
     ASSERT_EQ(sbx.status, 201) << sbx.body;
     auto j = json::parse(sbx.body);

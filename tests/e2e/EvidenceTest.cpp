@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "cli/HttpClient.hpp"
+#include "support/ApiClient.hpp"
 #include "support/DaemonProcess.hpp"
 #include "support/TestEnv.hpp"
 
@@ -154,7 +154,7 @@ class Evidence : public ::testing::Test {
 
     static cli::HttpResult api(const std::string& method, const std::string& path,
                                const std::string& body = {}) {
-        cli::HttpClient c(world->daemon->url(), world->key);
+        test::ApiClient c(world->daemon->url(), world->key);
         return c.request(method, path, body);
     }
     static json exec(const std::string& id, const json& request) {

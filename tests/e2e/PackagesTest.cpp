@@ -15,7 +15,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "cli/HttpClient.hpp"
+#include "support/ApiClient.hpp"
 #include "support/DaemonProcess.hpp"
 #include "support/TestEnv.hpp"
 
@@ -129,7 +129,7 @@ class Packages : public ::testing::Test {
 
     static cli::HttpResult api(const std::string& method, const std::string& path,
                                const std::string& body = {}) {
-        cli::HttpClient c(world->daemon->url(), world->key);
+        test::ApiClient c(world->daemon->url(), world->key);
         return c.request(method, path, body);
     }
     static json exec(const std::string& script, const std::string& user = "user") {

@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "cli/HttpClient.hpp"
+#include "support/ApiClient.hpp"
 #include "support/DaemonProcess.hpp"
 #include "support/TestEnv.hpp"
 
@@ -209,7 +209,7 @@ TEST_F(TlsAndMetrics, HttpsAndWssWithTheOperatorsCertificateOnly) {
 }
 
 TEST_F(TlsAndMetrics, MetricsWithoutAKeyOnlyOnTheirOwnAddress) {
-    cli::HttpClient metrics("http://127.0.0.1:" + std::to_string(metricsPort), "");
+    test::ApiClient metrics("http://127.0.0.1:" + std::to_string(metricsPort), "");
     auto scrape = metrics.request("GET", "/metrics");
     ASSERT_EQ(scrape.status, 200) << scrape.body;
     for (const char* series :
@@ -219,7 +219,7 @@ TEST_F(TlsAndMetrics, MetricsWithoutAKeyOnlyOnTheirOwnAddress) {
         EXPECT_NE(scrape.body.find(series), std::string::npos) << series;
     // Nothing else is served there, not even with a key.
     EXPECT_EQ(metrics.request("GET", "/v1/sandboxes").status, 404);
-    cli::HttpClient keyed("http://127.0.0.1:" + std::to_string(metricsPort), key);
+    test::ApiClient keyed("http://127.0.0.1:" + std::to_string(metricsPort), key);
     EXPECT_EQ(keyed.request("GET", "/v1/keys").status, 404);
     EXPECT_EQ(metrics.request("POST", "/metrics", "{}").status, 404);
     // On the API's own port /metrics still wants an admin key.

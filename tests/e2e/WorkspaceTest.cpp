@@ -18,7 +18,7 @@
 #include <sstream>
 
 #include "cli/CliApp.hpp"
-#include "cli/HttpClient.hpp"
+#include "support/ApiClient.hpp"
 #include "support/DaemonProcess.hpp"
 #include "support/TestEnv.hpp"
 
@@ -136,7 +136,7 @@ class Workspaces : public ::testing::Test {
 
     static cli::HttpResult api(const std::string& method, const std::string& path,
                                const std::string& body = {}) {
-        cli::HttpClient c(world->daemon->url(), world->key);
+        test::ApiClient c(world->daemon->url(), world->key);
         auto r = c.request(method, path, body);
         world->bodies.push_back(r.body);
         return r;
@@ -210,7 +210,7 @@ TEST_F(Workspaces, ByCommitOnATemplateWithoutGitWithItsWriteScopeEnforced) {
                           "' /workspace/.git/config; grep -c url /workspace/.git/config"),
               "0\n2");
     // The files API keeps to the scope; commands are caught at commit.
-    cli::HttpClient c(world->daemon->url(), world->key);
+    test::ApiClient c(world->daemon->url(), world->key);
     EXPECT_EQ(c.request("PUT", "/v1/sandboxes/" + id + "/files?path=/workspace/README.md", "x",
                         "application/octet-stream")
                   .status,
