@@ -188,9 +188,6 @@ void AgentConnection::handshake(std::chrono::milliseconds timeout) {
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
         if (n <= 0) throw Error(ErrorCode::agent_error, "agent channel closed during the handshake");
         readBytes += static_cast<std::size_t>(n);
-        if (readBytes > limits_.handshakeBytes)
-            throw AgentProtocolError("the agent sent " + std::to_string(readBytes) +
-                                     " bytes without answering its hello");
         decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
         protocol::Frame frame;
         while (decoder_.next(frame) == protocol::FrameDecoder::Result::frame) {
@@ -215,6 +212,11 @@ void AgentConnection::handshake(std::chrono::milliseconds timeout) {
             decoder_.setResync(false);
             return;
         }
+        // Judged after the chunk's frames: an answer in the chunk that
+        // crossed the bound still counts.
+        if (readBytes > limits_.handshakeBytes)
+            throw AgentProtocolError("the agent sent " + std::to_string(readBytes) +
+                                     " bytes without answering its hello");
     }
     throw Error(ErrorCode::agent_timeout, "the guest agent did not answer its hello in time");
 }

@@ -70,9 +70,10 @@ struct AgentChannelLimits {
     std::size_t dataQueueBytes = 4 * 1024 * 1024;
     std::size_t queueHardBytes = 8 * 1024 * 1024;
     // Bytes read during the hello before the agent answered it. A previous
-    // session's tail is far smaller (the guest's and QEMU's buffers); more
-    // is a guest flooding its channel instead of answering: a protocol
-    // error, not a wait for the whole handshake timeout.
+    // session's tail is smaller: at most the agent's send queue (8 MiB,
+    // guest-agent/agent/PortChannel.hpp) and a few MiB in flight in the
+    // virtqueue and QEMU. More is a guest flooding its channel instead of
+    // answering: a protocol error, not a wait for the handshake's deadline.
     std::size_t handshakeBytes = 16 * 1024 * 1024;
 };
 

@@ -517,9 +517,13 @@ std::shared_ptr<AgentConnection> SandboxController::connectAgentOf(
     try {
         return connector_(agentEndpoint(id), timeout);
     } catch (const AgentProtocolError& e) {
-        auto r = store_.find(id);
-        record(id, r ? r->tenant : std::string(), "agent.protocol_error",
-               {{"reason", e.what()}, {"session_ended", true}});
+        try {
+            auto r = store_.find(id);
+            record(id, r ? r->tenant : std::string(), "agent.protocol_error",
+                   {{"reason", e.what()}, {"session_ended", true}});
+        } catch (const std::exception& auditError) {
+            logError("controller", "auditing the protocol error of " + id + ": " + auditError.what());
+        }
         throw;
     }
 }

@@ -304,6 +304,7 @@ TEST_F(DaemonResilience, AHostileGuestEndsOnlyItsOwnSession) {
         "for d in /sys/class/virtio-ports/*; do [ \"$(cat $d/name)\" = org.airlock.agent.0 ] && "
         "port=/dev/${d##*/}; done; "
         "for p in $(pidof airlock-agent); do exe=$(readlink /proc/$p/exe); done; "
+        "[ -n \"$exe\" ] || exit 1; "
         "mv $exe $exe.off; kill -9 $(pidof airlock-agent); "
         "for i in $(seq 600); do "
         "if { head -c " +

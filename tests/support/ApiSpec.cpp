@@ -79,12 +79,17 @@ std::string ApiSpec::validate(const nlohmann::json& rawSchema, const nlohmann::j
     for (const char* combinator : {"oneOf", "anyOf"}) {
         if (!schema.contains(combinator)) continue;
         std::string why;
+        int matched = 0;
         for (const auto& option : schema[combinator]) {
             auto e = validate(option, value, where);
-            if (e.empty()) return "";
-            why += (why.empty() ? "" : "; ") + e;
+            if (e.empty())
+                ++matched;
+            else
+                why += (why.empty() ? "" : "; ") + e;
         }
-        return where + ": matches none of " + combinator + " (" + why + ")";
+        if (matched == 0) return where + ": matches none of " + combinator + " (" + why + ")";
+        if (matched > 1 && std::string(combinator) == "oneOf")
+            return where + ": matches " + std::to_string(matched) + " of oneOf, not one";
     }
     if (schema.contains("allOf"))
         for (const auto& part : schema["allOf"])
@@ -185,15 +190,19 @@ std::string ApiSpec::check(const std::string& method, const std::string& target,
         response = &responses[code];
     else if (responses.contains(family))
         response = &responses[family];
+    else if (responses.contains("default"))
+        response = &responses["default"];  // a passthrough (the preview proxy)
     else if (status >= 400)
         return asError();  // every error has the one shape (info.description)
-    else if (responses.contains("default"))
-        response = &responses["default"];
     else
         return what + ": " + code + " is not among the responses of " + method + " " + specPath;
     const auto& resolved = resolve(*response);
-    if (!resolved.contains("content") || !resolved["content"].contains("application/json"))
+    if (!resolved.contains("content") || !resolved["content"].contains("application/json")) {
+        // An error listed for its meaning alone still has the one shape,
+        // unless the operation passes other servers' answers through.
+        if (status >= 400 && !responses.contains("default")) return asError();
         return "";
+    }
     const auto& media = resolved["content"]["application/json"];
     if (!media.contains("schema")) return "";
     auto j = nlohmann::json::parse(body, nullptr, false);

@@ -20,7 +20,10 @@ ApiSpec tinySpec() {
         "/v1/things/{id}": {"get": {"responses": {
             "200": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Thing"}}}}}},
                             "delete": {"responses": {"204": {"description": "gone"}}}},
-        "/v1/things/special": {"get": {"responses": {"200": {"description": "raw bytes"}}}}
+        "/v1/things/special": {"get": {"responses": {"200": {"description": "raw bytes"},
+                                                     "409": {"description": "busy"}}}},
+        "/v1/relay/{path}": {"get": {"responses": {"200": {"description": "passed through"},
+                                                   "default": {"description": "anything"}}}}
       },
       "components": {
         "responses": {"Error": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}},
@@ -33,6 +36,7 @@ ApiSpec tinySpec() {
                                    "ratio": {"type": "number"}, "owner": {"type": "string", "nullable": true},
                                    "state": {"type": "string", "enum": ["on", "off"]},
                                    "tags": {"type": "object", "additionalProperties": {"type": "string"}}}},
+          "Choice": {"oneOf": [{"type": "integer"}, {"type": "number"}], "description": "1 matches both"},
           "List": {"type": "object", "required": ["things"],
                    "properties": {"things": {"type": "array", "items": {"$ref": "#/components/schemas/Thing"}}}}
         }
@@ -88,9 +92,22 @@ TEST(ApiSpec, RefusesStatusesAndRoutesTheSpecDoesNotHave) {
               std::string::npos);
     EXPECT_NE(spec.check("GET", "/v1/things/t1", 500, R"({"oops":1})").find("lacks required field"),
               std::string::npos);
-    EXPECT_EQ(
-        spec.responsesWithoutSchema(),
-        (std::vector<std::string>{"get /v1/things/special 200", "delete /v1/things/{id} 204"}));
+    // An error listed for its meaning alone still has the one shape.
+    EXPECT_NE(spec.check("GET", "/v1/things/special", 409, "busy!").find("not JSON"),
+              std::string::npos);
+    EXPECT_EQ(spec.check("GET", "/v1/things/special", 409,
+                         R"({"error":{"code":"conflict","message":"busy"}})"),
+              "");
+    // A passthrough's other answers are whatever its server sent.
+    EXPECT_EQ(spec.check("GET", "/v1/relay/a/b", 404, "<html>not here</html>"), "");
+    // oneOf means exactly one.
+    EXPECT_NE(spec.validate(json{{"$ref", "#/components/schemas/Choice"}}, json(1), "v")
+                  .find("2 of oneOf"),
+              std::string::npos);
+    EXPECT_EQ(spec.validate(json{{"$ref", "#/components/schemas/Choice"}}, json(1.5), "v"), "");
+    EXPECT_EQ(spec.responsesWithoutSchema(),
+              (std::vector<std::string>{"get /v1/relay/{path} 200", "get /v1/things/special 200",
+                                        "delete /v1/things/{id} 204"}));
 }
 
 // The real document loads, and every success it documents has a schema the
