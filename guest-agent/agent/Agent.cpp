@@ -24,9 +24,10 @@
 #include "agent/ExecStream.hpp"
 #include "agent/FileActivity.hpp"
 #include "agent/FileStreams.hpp"
-#include "agent/WorkspaceStreams.hpp"
 #include "agent/Spawn.hpp"
 #include "agent/TunnelStream.hpp"
+#include "agent/WorkspaceStreams.hpp"
+#include "protocol/JsonText.hpp"
 #include "protocol/Messages.hpp"
 
 namespace airlock::guest {
@@ -165,7 +166,8 @@ void Agent::pollOnce() {
     if (n < 0) return;
     // File events first, while the commands that caused them still have
     // their streams (a finished one is swept at the end of this round).
-    if (set.fds[4].revents & POLLIN) activity_->onReadable([this](pid_t pid) { return traceOfProcess(pid); });
+    if (set.fds[4].revents & POLLIN)
+        activity_->onReadable([this](pid_t pid) { return traceOfProcess(pid); });
 
     // Streams' and processes' fds go first, while every owner collected above
     // is alive: only frames from the host (reset, hello, a process start that
@@ -221,8 +223,7 @@ void Agent::pollOnce() {
 void Agent::installBaseline(std::unique_ptr<ChannelBaseline> baseline) {
     baseline_ = std::move(baseline);
     baselinePort_ = BaselinePort{
-        [this](std::string_view bytes) { port_.enqueue(bytes); },
-        [this] { return port_.queued(); },
+        [this](std::string_view bytes) { port_.enqueue(bytes); }, [this] { return port_.queued(); },
         [this](FrameType type, std::uint32_t stream, std::string_view payload) {
             sendFrame(type, stream, payload);
         }};
@@ -423,19 +424,20 @@ void Agent::handleFileWatch(std::uint32_t id, const protocol::FileWatchRequest& 
             return sendReset(id, "bad_request", "file_watch: " + error);
         activity_ = std::move(fresh);
         activity_->onReadable({});
-        return sendFrame(FrameType::close, id, dumpJson(activity_->drain()));
+        return sendFrame(FrameType::close, id, jsonText(activity_->drain()));
     }
-    if (!activity_) return sendFrame(FrameType::close, id, dumpJson({{"watching", false}}));
+    if (!activity_) return sendFrame(FrameType::close, id, jsonText({{"watching", false}}));
     // What is queued belongs to this drain.
     activity_->onReadable([this](pid_t pid) { return traceOfProcess(pid); });
-    sendFrame(FrameType::close, id, dumpJson(activity_->drain()));
+    sendFrame(FrameType::close, id, jsonText(activity_->drain()));
 }
 
 std::string Agent::traceOfProcess(pid_t pid) {
     pid_t session = -1;
     std::string stat;
     {
-        UniqueFd f(::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC));
+        UniqueFd f(
+            ::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC));
         char buf[512];
         ssize_t n = f ? ::read(f.get(), buf, sizeof buf - 1) : -1;
         if (n > 0) stat.assign(buf, static_cast<std::size_t>(n));
@@ -445,7 +447,8 @@ std::string Agent::traceOfProcess(pid_t pid) {
     if (auto close = stat.rfind(')'); close != std::string::npos) {
         int ppid = 0, pgrp = 0, sid = 0;
         char state = 0;
-        if (std::sscanf(stat.c_str() + close + 1, " %c %d %d %d", &state, &ppid, &pgrp, &sid) == 4) session = sid;
+        if (std::sscanf(stat.c_str() + close + 1, " %c %d %d %d", &state, &ppid, &pgrp, &sid) == 4)
+            session = sid;
     }
     std::string only;
     std::size_t running = 0;
@@ -506,11 +509,11 @@ void Agent::handleReseed(std::uint32_t id, const protocol::ReseedRequest& reques
             clockSet = ::clock_settime(CLOCK_REALTIME, &ts) == 0;
         }
     }
-    sendFrame(FrameType::close, id, dumpJson({{"reseeded", true}, {"clock_set", clockSet}}));
+    sendFrame(FrameType::close, id, jsonText({{"reseeded", true}, {"clock_set", clockSet}}));
 }
 
 void Agent::handleProcessOp(std::uint32_t id, protocol::Op op, const std::string& payload) {
-    auto reply = [&](const nlohmann::json& j) { sendFrame(FrameType::close, id, dumpJson(j)); };
+    auto reply = [&](const nlohmann::json& j) { sendFrame(FrameType::close, id, jsonText(j)); };
     if (op == Op::process_start) {
         auto exec = protocol::parseExecRequest(payload);  // MessageError: a bad_request reset
         std::string code, error;
@@ -549,8 +552,7 @@ void Agent::handleProcessOp(std::uint32_t id, protocol::Op op, const std::string
         return reply(proc->describe());
     }
     if (op == Op::process_logs) {
-        auto handler = std::make_unique<ProcessLogStream>(id, *this, processes_, pid,
-                                                          logs->follow);
+        auto handler = std::make_unique<ProcessLogStream>(id, *this, processes_, pid, logs->follow);
         if (!handler->done()) streams_[id] = std::move(handler);
         return;
     }

@@ -5,6 +5,7 @@
 
 #include "agent/ExecStream.hpp"
 #include "agent/StreamHandler.hpp"
+#include "protocol/JsonText.hpp"
 
 namespace airlock::guest {
 
@@ -64,7 +65,7 @@ void RawBaseline::finish(BaselinePort& port) {
     std::uint32_t stream = stream_;
     mode_.clear();
     stream_ = 0;
-    port.sendFrame(protocol::FrameType::close, stream, dumpJson({{"ms", ms}}));
+    port.sendFrame(protocol::FrameType::close, stream, jsonText({{"ms", ms}}));
 }
 
 }  // namespace airlock::guest

@@ -2,16 +2,16 @@
 
 #include <algorithm>
 
+#include "protocol/JsonText.hpp"
+
 namespace airlock::guest {
 namespace {
 constexpr std::size_t kChunk = 256 * 1024;  // one full frame: per-frame costs dominate under TCG
 }
 
-std::string dumpJson(const nlohmann::json& j) {
-    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+void StreamHandler::onData(std::uint8_t, std::string) {
+    fail("bad_frame", "this stream takes no data");
 }
-
-void StreamHandler::onData(std::uint8_t, std::string) { fail("bad_frame", "this stream takes no data"); }
 
 void StreamHandler::addCredit(std::uint32_t credit) {
     sendCredit_ = std::min<std::uint64_t>(sendCredit_ + credit, 1ull << 32);
@@ -29,12 +29,14 @@ bool StreamHandler::acceptIncoming(std::size_t bytes) {
 void StreamHandler::grant(std::size_t bytes) {
     if (done_ || bytes == 0) return;
     recvCredit_ += bytes;
-    sink_.sendFrame(protocol::FrameType::window, id_, protocol::encodeWindowPayload(static_cast<std::uint32_t>(bytes)));
+    sink_.sendFrame(protocol::FrameType::window, id_,
+                    protocol::encodeWindowPayload(static_cast<std::uint32_t>(bytes)));
 }
 
 std::size_t StreamHandler::sendable() const {
     if (done_ || !sink_.outputRoom()) return 0;
-    return static_cast<std::size_t>(std::min<std::uint64_t>({sendCredit_, kChunk, protocol::kMaxPayload}));
+    return static_cast<std::size_t>(
+        std::min<std::uint64_t>({sendCredit_, kChunk, protocol::kMaxPayload}));
 }
 
 void StreamHandler::sendData(std::uint8_t channel, std::string_view bytes) {
@@ -44,18 +46,19 @@ void StreamHandler::sendData(std::uint8_t channel, std::string_view bytes) {
 }
 
 void StreamHandler::sendControl(const nlohmann::json& j) {
-    if (!done_) sink_.sendFrame(protocol::FrameType::control, id_, dumpJson(j));
+    if (!done_) sink_.sendFrame(protocol::FrameType::control, id_, jsonText(j));
 }
 
 void StreamHandler::finish(const nlohmann::json& result) {
     if (done_) return;
-    sink_.sendFrame(protocol::FrameType::close, id_, dumpJson(result));
+    sink_.sendFrame(protocol::FrameType::close, id_, jsonText(result));
     done_ = true;
 }
 
 void StreamHandler::fail(const std::string& code, const std::string& message) {
     if (done_) return;
-    sink_.sendFrame(protocol::FrameType::reset, id_, dumpJson({{"code", code}, {"message", message}}));
+    sink_.sendFrame(protocol::FrameType::reset, id_,
+                    jsonText({{"code", code}, {"message", message}}));
     done_ = true;
 }
 

@@ -13,7 +13,7 @@ namespace airlock::guest {
 
 // Where handlers send frames: the agent's port queue.
 class FrameSink {
-public:
+  public:
     virtual ~FrameSink() = default;
     virtual void sendFrame(protocol::FrameType type, std::uint32_t stream, std::string_view payload,
                            std::uint8_t flags = 0) = 0;
@@ -38,7 +38,7 @@ struct PollSet {
 // most the window the agent granted (recvCredit_); a peer that overruns a
 // window is a protocol violation and the stream is reset.
 class StreamHandler {
-public:
+  public:
     StreamHandler(std::uint32_t id, FrameSink& sink) : id_(id), sink_(sink) {}
     virtual ~StreamHandler() = default;
     StreamHandler(const StreamHandler&) = delete;
@@ -64,7 +64,7 @@ public:
     bool acceptIncoming(std::size_t bytes);
     void fail(const std::string& code, const std::string& message);
 
-protected:
+  protected:
     // How many bytes may be sent now (0: wait for credit or port room).
     std::size_t sendable() const;
     void sendData(std::uint8_t channel, std::string_view bytes);
@@ -76,12 +76,10 @@ protected:
     std::uint32_t id_;
     FrameSink& sink_;
 
-private:
+  private:
     std::uint64_t sendCredit_ = protocol::kInitialWindow;
     std::uint64_t recvCredit_ = protocol::kInitialWindow;
     bool done_ = false;
 };
-
-std::string dumpJson(const nlohmann::json& j);
 
 }  // namespace airlock::guest

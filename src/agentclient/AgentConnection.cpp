@@ -1,8 +1,5 @@
 #include "agentclient/AgentConnection.hpp"
 
-#include "agentclient/AgentProtocolError.hpp"
-#include "agentclient/AgentTransport.hpp"
-
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -13,12 +10,15 @@
 #include <cerrno>
 #include <cstring>
 
+#include "agentclient/AgentProtocolError.hpp"
+#include "agentclient/AgentTransport.hpp"
 #include "core/AwaitedResult.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/Ids.hpp"
 #include "core/Log.hpp"
 #include "protocol/Frame.hpp"
+#include "protocol/JsonText.hpp"
 #include "protocol/Ops.hpp"
 
 namespace airlock {
@@ -82,7 +82,8 @@ void PendingExec::cancel(const Error& error) {
     finish(std::nullopt, std::make_exception_ptr(error));
 }
 
-AgentConnection::AgentConnection(UniqueFd fd, AgentChannelLimits limits) : fd_(std::move(fd)), limits_(limits) {
+AgentConnection::AgentConnection(UniqueFd fd, AgentChannelLimits limits)
+    : fd_(std::move(fd)), limits_(limits) {
     wakeFd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     // Never block on the guest: frames wait in our bounded queue instead.
     int flags = ::fcntl(fd_.get(), F_GETFL);
@@ -95,8 +96,10 @@ AgentConnection::~AgentConnection() {
     if (thread_.joinable()) {
         // The thread holds a reference to us, so the last one may be
         // released on that thread itself, after its loop ended.
-        if (thread_.get_id() == std::this_thread::get_id()) thread_.detach();
-        else thread_.join();
+        if (thread_.get_id() == std::this_thread::get_id())
+            thread_.detach();
+        else
+            thread_.join();
     }
     failAll("agent connection closed");
 }
@@ -143,7 +146,8 @@ std::shared_ptr<AgentConnection> AgentConnection::connect(const std::string& end
     return connectAgent(endpoint, timeout);
 }
 
-std::shared_ptr<AgentConnection> AgentConnection::fromFd(UniqueFd fd, std::chrono::milliseconds timeout,
+std::shared_ptr<AgentConnection> AgentConnection::fromFd(UniqueFd fd,
+                                                         std::chrono::milliseconds timeout,
                                                          AgentChannelLimits limits) {
     std::shared_ptr<AgentConnection> conn(new AgentConnection(std::move(fd), limits));
     conn->handshake(timeout);
@@ -172,21 +176,25 @@ void AgentConnection::handshake(std::chrono::milliseconds timeout) {
                     queueBytes_ = 0;
                 }
             }
-            sendFrame(FrameType::hello, 0, protocol::toJson(protocol::Hello{protocol::kProtocolVersion, nonce}));
+            sendFrame(FrameType::hello, 0,
+                      protocol::toJson(protocol::Hello{protocol::kProtocolVersion, nonce}));
             nextHello = Clock::now() + std::chrono::milliseconds(500);
         }
         auto until = std::min(deadline, nextHello);
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+        auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
         pollfd p{fd_.get(), static_cast<short>(POLLIN | (queuedBytes() ? POLLOUT : 0)), 0};
         int r = ::poll(&p, 1, static_cast<int>(std::max<long>(left, 0)));
         if (r <= 0) continue;
         if (p.revents & POLLOUT) {
-            if (!flush()) throw Error(ErrorCode::agent_error, "agent channel closed during the handshake");
+            if (!flush())
+                throw Error(ErrorCode::agent_error, "agent channel closed during the handshake");
         }
         if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;
         ssize_t n = ::read(fd_.get(), buf, sizeof buf);
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-        if (n <= 0) throw Error(ErrorCode::agent_error, "agent channel closed during the handshake");
+        if (n <= 0)
+            throw Error(ErrorCode::agent_error, "agent channel closed during the handshake");
         readBytes += static_cast<std::size_t>(n);
         decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
         protocol::Frame frame;
@@ -194,7 +202,8 @@ void AgentConnection::handshake(std::chrono::milliseconds timeout) {
             if (frame.type == FrameType::reset && frame.stream == 0) {
                 auto info = protocol::parseResetInfo(frame.payload);
                 if (info.code == "version_mismatch")
-                    throw Error(ErrorCode::agent_error, "agent refused the protocol version: " + info.message);
+                    throw Error(ErrorCode::agent_error,
+                                "agent refused the protocol version: " + info.message);
                 continue;
             }
             if (frame.type != FrameType::hello_ack) continue;
@@ -206,7 +215,8 @@ void AgentConnection::handshake(std::chrono::milliseconds timeout) {
             }
             if (ack.nonce != nonce) continue;
             if (ack.version != protocol::kProtocolVersion)
-                throw Error(ErrorCode::agent_error, "agent speaks protocol version " + std::to_string(ack.version));
+                throw Error(ErrorCode::agent_error,
+                            "agent speaks protocol version " + std::to_string(ack.version));
             epoch_ = ack.epoch;
             agentVersion_ = ack.agent.substr(0, 128);
             decoder_.setResync(false);
@@ -246,11 +256,13 @@ void AgentConnection::enqueue(std::string bytes, bool isData) {
     wake();
 }
 
-void AgentConnection::sendFrame(FrameType type, std::uint32_t stream, const std::string& payload, std::uint8_t flags) {
+void AgentConnection::sendFrame(FrameType type, std::uint32_t stream, const std::string& payload,
+                                std::uint8_t flags) {
     enqueue(protocol::encodeFrame(type, stream, payload, flags), false);
 }
 
-bool AgentConnection::trySendData(std::uint32_t stream, std::string_view payload, std::uint8_t channel) {
+bool AgentConnection::trySendData(std::uint32_t stream, std::string_view payload,
+                                  std::uint8_t channel) {
     {
         std::lock_guard lock(queueMutex_);
         if (alive_ && queueBytes_ >= limits_.dataQueueBytes) return false;
@@ -361,7 +373,8 @@ void AgentConnection::onBytes(std::string_view incoming) {
     while (alive_) {
         auto r = decoder_.next(frame);
         if (r == protocol::FrameDecoder::Result::need_more) break;
-        if (r == protocol::FrameDecoder::Result::error) return protocolError("bad framing: " + decoder_.lastError());
+        if (r == protocol::FrameDecoder::Result::error)
+            return protocolError("bad framing: " + decoder_.lastError());
         dispatch(frame);
     }
 }
@@ -376,7 +389,8 @@ void AgentConnection::protocolError(const std::string& why) {
     }
     // Tell the agent why (it may be a confused honest one), then end.
     try {
-        sendFrame(FrameType::reset, 0, protocol::toJson(protocol::ResetInfo{"protocol_error", why}));
+        sendFrame(FrameType::reset, 0,
+                  protocol::toJson(protocol::ResetInfo{"protocol_error", why}));
         flush();
     } catch (const std::exception&) {
     }
@@ -399,7 +413,8 @@ void AgentConnection::failAll(const std::string& why) {
     }
     for (auto& [id, weak] : streams)
         if (auto s = weak.lock())
-            s->deliver({AgentStream::Event::Kind::reset, 0, protocol::toJson(protocol::ResetInfo{"connection_lost", why})});
+            s->deliver({AgentStream::Event::Kind::reset, 0,
+                        protocol::toJson(protocol::ResetInfo{"connection_lost", why})});
     pingCv_.notify_all();
     queueCv_.notify_all();
 }
@@ -428,7 +443,8 @@ void AgentConnection::dispatch(const protocol::Frame& frame) {
         case FrameType::hello_ack:
             // A late answer to an earlier hello of this handshake is harmless;
             // on a stream it is not.
-            if (frame.stream != 0) return protocolError("hello_ack on stream " + std::to_string(frame.stream));
+            if (frame.stream != 0)
+                return protocolError("hello_ack on stream " + std::to_string(frame.stream));
             return;
         default:
             break;
@@ -436,11 +452,13 @@ void AgentConnection::dispatch(const protocol::Frame& frame) {
     if (frame.stream == 0) {
         if (frame.type == FrameType::reset) {
             auto info = protocol::parseResetInfo(frame.payload);
-            if (info.code == "malformed") return protocolError("a session reset that is not a JSON object");
+            if (info.code == "malformed")
+                return protocolError("a session reset that is not a JSON object");
             failAll("the agent reset the session (" + info.code + ": " + info.message + ")");
             return;
         }
-        return protocolError("frame type " + std::to_string(static_cast<int>(frame.type)) + " on stream 0");
+        return protocolError("frame type " + std::to_string(static_cast<int>(frame.type)) +
+                             " on stream 0");
     }
     std::shared_ptr<AgentStream> stream;
     {
@@ -451,38 +469,53 @@ void AgentConnection::dispatch(const protocol::Frame& frame) {
         } else {
             auto it = streams_.find(frame.stream);
             if (it != streams_.end()) stream = it->second.lock();
-            if (stream && (frame.type == FrameType::close || frame.type == FrameType::reset)) streams_.erase(it);
+            if (stream && (frame.type == FrameType::close || frame.type == FrameType::reset))
+                streams_.erase(it);
             if (!stream) return;  // an ended stream's stragglers
         }
     }
-    if (!stream) return protocolError("frame on stream " + std::to_string(frame.stream) + ", which was never opened");
+    if (!stream)
+        return protocolError("frame on stream " + std::to_string(frame.stream) +
+                             ", which was never opened");
     using Kind = AgentStream::Event::Kind;
     bool ok = true;
     switch (frame.type) {
         case FrameType::window: {
             std::uint32_t credit = 0;
             if (!protocol::decodeWindowPayload(frame.payload, credit))
-                return protocolError("window payload of " + std::to_string(frame.payload.size()) + " bytes");
+                return protocolError("window payload of " + std::to_string(frame.payload.size()) +
+                                     " bytes");
             stream->addSendCredit(credit);
             return;
         }
         case FrameType::data:
-            if (frame.flags > 2) return protocolError("data on channel " + std::to_string(frame.flags));
+            if (frame.flags > 2)
+                return protocolError("data on channel " + std::to_string(frame.flags));
             ok = stream->deliver({Kind::data, frame.flags, frame.payload});
             break;
-        case FrameType::control: ok = stream->deliver({Kind::control, 0, frame.payload}); break;
-        case FrameType::close: ok = stream->deliver({Kind::close, 0, frame.payload}); break;
-        case FrameType::reset: ok = stream->deliver({Kind::reset, 0, frame.payload}); break;
-        default: return protocolError("unexpected frame type " + std::to_string(static_cast<int>(frame.type)));
+        case FrameType::control:
+            ok = stream->deliver({Kind::control, 0, frame.payload});
+            break;
+        case FrameType::close:
+            ok = stream->deliver({Kind::close, 0, frame.payload});
+            break;
+        case FrameType::reset:
+            ok = stream->deliver({Kind::reset, 0, frame.payload});
+            break;
+        default:
+            return protocolError("unexpected frame type " +
+                                 std::to_string(static_cast<int>(frame.type)));
     }
     if (!ok) {
         // The stream was reset on both sides; the session goes on.
         forget(frame.stream);
-        logWarn("agentclient", "stream " + std::to_string(frame.stream) + " reset: the agent broke its flow control");
+        logWarn("agentclient", "stream " + std::to_string(frame.stream) +
+                                   " reset: the agent broke its flow control");
         std::lock_guard lock(handlerMutex_);
         if (protocolErrorHandler_) {
             try {
-                protocolErrorHandler_("flow control broken on stream " + std::to_string(frame.stream), false);
+                protocolErrorHandler_(
+                    "flow control broken on stream " + std::to_string(frame.stream), false);
             } catch (...) {
             }
         }
@@ -494,8 +527,8 @@ std::shared_ptr<AgentStream> AgentConnection::open(const protocol::GuestRequest&
     return openPayload(protocol::toJson(request), std::move(handler), autoGrant);
 }
 
-std::shared_ptr<AgentStream> AgentConnection::open(const nlohmann::json& request, AgentStream::Handler handler,
-                                                   bool autoGrant) {
+std::shared_ptr<AgentStream> AgentConnection::open(const nlohmann::json& request,
+                                                   AgentStream::Handler handler, bool autoGrant) {
     // Only the operations both sides know (protocol/Ops.hpp) go out.
     auto op = request.find("op");
     if (op == request.end() || !op->is_string() ||
@@ -504,18 +537,19 @@ std::shared_ptr<AgentStream> AgentConnection::open(const nlohmann::json& request
                     "not an agent operation: " + (op != request.end() && op->is_string()
                                                       ? op->get<std::string>().substr(0, 64)
                                                       : std::string("(none)")));
-    return openPayload(request.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                       std::move(handler), autoGrant);
+    return openPayload(jsonText(request), std::move(handler), autoGrant);
 }
 
 std::shared_ptr<AgentStream> AgentConnection::openPayload(const std::string& payload,
-                                                          AgentStream::Handler handler, bool autoGrant) {
+                                                          AgentStream::Handler handler,
+                                                          bool autoGrant) {
     std::shared_ptr<AgentStream> stream;
     {
         std::lock_guard lock(streamsMutex_);
         if (!alive_) throw Error(ErrorCode::agent_error, "the agent connection is down");
         if (streams_.size() >= limits_.maxStreams)
-            throw Error(ErrorCode::unavailable, "this sandbox has " + std::to_string(streams_.size()) +
+            throw Error(ErrorCode::unavailable, "this sandbox has " +
+                                                    std::to_string(streams_.size()) +
                                                     " agent streams open; try again when some end");
         std::uint32_t id = nextStream_++;
         stream = std::make_shared<AgentStream>(id, weak_from_this(), std::move(handler), autoGrant);
@@ -537,11 +571,13 @@ namespace {
 }
 }  // namespace
 
-nlohmann::json AgentConnection::call(const protocol::GuestRequest& request, std::chrono::milliseconds wait) {
+nlohmann::json AgentConnection::call(const protocol::GuestRequest& request,
+                                     std::chrono::milliseconds wait) {
     return awaitClose(open(request), wait);
 }
 
-nlohmann::json AgentConnection::call(const nlohmann::json& request, std::chrono::milliseconds wait) {
+nlohmann::json AgentConnection::call(const nlohmann::json& request,
+                                     std::chrono::milliseconds wait) {
     return awaitClose(open(request), wait);
 }
 
@@ -552,7 +588,8 @@ nlohmann::json AgentConnection::awaitClose(const std::shared_ptr<AgentStream>& s
         if (e->kind == AgentStream::Event::Kind::reset) throwReset(e->payload);
         if (e->kind == AgentStream::Event::Kind::close) {
             auto j = nlohmann::json::parse(e->payload, nullptr, false);
-            if (!j.is_object()) throw Error(ErrorCode::agent_error, "agent sent a malformed result");
+            if (!j.is_object())
+                throw Error(ErrorCode::agent_error, "agent sent a malformed result");
             return j;
         }
     }
@@ -560,7 +597,8 @@ nlohmann::json AgentConnection::awaitClose(const std::shared_ptr<AgentStream>& s
     throw Error(ErrorCode::agent_timeout, "the agent did not answer in time");
 }
 
-std::shared_ptr<PendingExec> AgentConnection::execAsync(const protocol::ExecRequest& requestIn, std::size_t outputCap,
+std::shared_ptr<PendingExec> AgentConnection::execAsync(const protocol::ExecRequest& requestIn,
+                                                        std::size_t outputCap,
                                                         PendingExec::Done done) {
     protocol::ExecRequest request = requestIn;
     request.output_cap = outputCap;
@@ -588,13 +626,15 @@ std::shared_ptr<PendingExec> AgentConnection::execAsync(const protocol::ExecRequ
             buf.append(e.payload, 0, std::min(room, e.payload.size()));
         } else if (e.kind == Kind::reset) {
             auto info = protocol::parseResetInfo(e.payload);
-            p->finish(std::nullopt, std::make_exception_ptr(
-                                        agentError(info.code, info.message.empty() ? info.code : info.message)));
+            p->finish(std::nullopt,
+                      std::make_exception_ptr(
+                          agentError(info.code, info.message.empty() ? info.code : info.message)));
         } else if (e.kind == Kind::close) {
             try {
                 p->out_.result = protocol::parseExecResult(e.payload);
             } catch (const protocol::MessageError& m) {
-                p->finish(std::nullopt, std::make_exception_ptr(Error(ErrorCode::agent_error, m.message)));
+                p->finish(std::nullopt,
+                          std::make_exception_ptr(Error(ErrorCode::agent_error, m.message)));
                 return;
             }
             p->out_.result.error = p->out_.result.error.substr(0, 4096);
@@ -608,8 +648,10 @@ std::shared_ptr<PendingExec> AgentConnection::execAsync(const protocol::ExecRequ
     // reset, a lost connection, cancel()).
     auto stream = open(request, handler, true);
     pending->hold(stream);
-    if (!streamedStdin.empty()) stream->writeAsync(0, std::move(streamedStdin), true);
-    else if (request.stdin_stream) stream->closeWrite();
+    if (!streamedStdin.empty())
+        stream->writeAsync(0, std::move(streamedStdin), true);
+    else if (request.stdin_stream)
+        stream->closeWrite();
     return pending;
 }
 
@@ -620,7 +662,8 @@ ExecOutput AgentConnection::exec(const protocol::ExecRequest& request, std::size
     // Past the wait it is cancelled; whoever ends it (the cancel or a result
     // that just won) completes the result.
     if (!result.waitFor(wait))
-        pending->cancel(Error(ErrorCode::agent_timeout, "the agent did not finish the command in time"));
+        pending->cancel(
+            Error(ErrorCode::agent_timeout, "the agent did not finish the command in time"));
     return result.get();
 }
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2b/ConnectEnvelope.hpp"
+#include "protocol/JsonText.hpp"
 
 namespace airlock::api {
 namespace asio = boost::asio;
@@ -77,9 +78,7 @@ void ConnectStreamSession::end(std::optional<Error> error) {
         if (self->over_ || self->ending_) return;
         nlohmann::json j = nlohmann::json::object();
         if (error) j["error"] = {{"code", error->first}, {"message", error->second}};
-        self->enqueue(chunk(e2b::encodeEnvelope(
-                          e2b::kEnvelopeEndStream,
-                          j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))) +
+        self->enqueue(chunk(e2b::encodeEnvelope(e2b::kEnvelopeEndStream, jsonText(j))) +
                       "0\r\n\r\n");
         self->ending_ = true;
         self->keepaliveTimer_.cancel();

@@ -7,6 +7,7 @@
 #include "core/Clock.hpp"
 #include "core/JsonFields.hpp"
 #include "core/Log.hpp"
+#include "protocol/JsonText.hpp"
 
 namespace airlock::api {
 namespace {
@@ -70,8 +71,7 @@ bool listed(SandboxState s) { return s == SandboxState::running || s == SandboxS
 
 ApiResponse e2bError(int status, const std::string& message) {
     return ApiResponse{status, "application/json",
-                       json{{"code", status}, {"message", message}}.dump(
-                           -1, ' ', false, json::error_handler_t::replace)};
+                       jsonText(json{{"code", status}, {"message", message}})};
 }
 
 ApiResponse e2bErrorFor(std::exception_ptr error, const ApiRequest& request) {

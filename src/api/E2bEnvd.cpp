@@ -12,6 +12,7 @@
 #include "core/Sha256.hpp"
 #include "e2b/ConnectEnvelope.hpp"
 #include "e2b/Multipart.hpp"
+#include "protocol/JsonText.hpp"
 #include "protocol/Messages.hpp"
 
 namespace airlock::api {
@@ -73,8 +74,6 @@ bool boolOf(const json& j, const char* key) {
         throw Error(ErrorCode::bad_request, std::string("'") + key + "' must be a boolean");
     return it->get<bool>();
 }
-
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 std::string parentOf(const std::string& path) {
     auto slash = path.rfind('/');
@@ -198,8 +197,9 @@ ApiResponse E2bEnvd::errorFor(const ApiRequest& request, std::exception_ptr erro
         return ApiResponse{e2b::connectHttpStatus(e.code), "application/json",
                            e2b::connectErrorJson(e.code, e.what())};
     } catch (const GatewayError& e) {
-        return ApiResponse{502, "application/json",
-                           dump({{"sandboxId", sandboxId}, {"message", e.what()}, {"code", 502}})};
+        return ApiResponse{
+            502, "application/json",
+            jsonText({{"sandboxId", sandboxId}, {"message", e.what()}, {"code", 502}})};
     } catch (const Error& e) {
         if (rpc) {
             std::string code = e2b::connectCodeFor(e.code());
@@ -253,7 +253,7 @@ ApiResponse E2bEnvd::handle(const ApiRequest& request, const Target& target,
             throw Error(ErrorCode::bad_request,
                         "unary calls take application/json (the Connect JSON codec)");
         return ApiResponse{200, "application/json",
-                           dump(unaryRpc(request.path, objectBody(request.body), caller))};
+                           jsonText(unaryRpc(request.path, objectBody(request.body), caller))};
     } catch (...) {
         return errorFor(request, std::current_exception(), target.sandboxId);
     }
@@ -284,7 +284,7 @@ json E2bEnvd::fsCall(const Caller& caller, protocol::FsRequest::Action action,
     request.to = to;
     request.recursive = recursive;
     request.user = caller.user;
-    return controller_.fileOp(caller.tenant, caller.sandboxId, request);
+    return controller_.files().fileOp(caller.tenant, caller.sandboxId, request);
 }
 
 json E2bEnvd::listDir(const Caller& caller, const std::string& path, unsigned depth) {
@@ -423,8 +423,8 @@ json E2bEnvd::unaryRpc(const std::string& path, const json& body, const Caller& 
 
 void E2bEnvd::writeFile(const Caller& caller, const std::string& path, const std::string& data) {
     auto deadline = AgentStream::Clock::now() + kFileOpTimeout;
-    auto stream = controller_.openUpload(caller.tenant, caller.sandboxId, path, std::nullopt,
-                                         nullptr, caller.user);
+    auto stream = controller_.files().openUpload(caller.tenant, caller.sandboxId, path,
+                                                 std::nullopt, nullptr, caller.user);
     try {
         if (!data.empty()) stream->write(0, data, deadline);
         stream->closeWrite();
@@ -434,8 +434,8 @@ void E2bEnvd::writeFile(const Caller& caller, const std::string& path, const std
         stream->reset("cancelled", "upload failed");
         throw;
     }
-    controller_.recordFileWrite(caller.tenant, caller.sandboxId, path, path, data.size(),
-                                sha256Hex(data));
+    controller_.files().recordFileWrite(caller.tenant, caller.sandboxId, path, path, data.size(),
+                                        sha256Hex(data));
 }
 
 ApiResponse E2bEnvd::upload(const ApiRequest& request, const Caller& caller) {
@@ -466,7 +466,7 @@ ApiResponse E2bEnvd::upload(const ApiRequest& request, const Caller& caller) {
         out.push_back(
             {{"path", path}, {"name", path.substr(path.rfind('/') + 1)}, {"type", "file"}});
     }
-    return ApiResponse{200, "application/json", dump(out)};
+    return ApiResponse{200, "application/json", jsonText(out)};
 }
 
 E2bEnvd::Download E2bEnvd::planDownload(const ApiRequest& request, const Target& target) {
@@ -535,7 +535,7 @@ class DirPoller : public std::enable_shared_from_this<DirPoller> {
         auto emit = [&](const std::string& path, const char* type) {
             std::string name = path.rfind(root_, 0) == 0 ? path.substr(root_.size()) : path;
             while (!name.empty() && name[0] == '/') name.erase(0, 1);
-            return session->push(dump({{"filesystem", {{"name", name}, {"type", type}}}}));
+            return session->push(jsonText({{"filesystem", {{"name", name}, {"type", type}}}}));
         };
         for (const auto& [path, sig] : now) {
             auto it = last_.find(path);

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/JsonText.hpp"
+
 namespace airlock::api {
 
 int httpStatusFor(ErrorCode code) {
@@ -43,13 +45,11 @@ int httpStatusFor(ErrorCode code) {
 
 ApiResponse errorResponse(int status, const std::string& code, const std::string& message) {
     nlohmann::json j{{"error", {{"code", code}, {"message", message}}}};
-    return ApiResponse{status, "application/json",
-                       j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"};
+    return ApiResponse{status, "application/json", jsonText(j) + "\n"};
 }
 
 ApiResponse jsonResponse(int status, const nlohmann::json& j) {
-    return ApiResponse{status, "application/json",
-                       j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"};
+    return ApiResponse{status, "application/json", jsonText(j) + "\n"};
 }
 
 ApiResponse errorResponse(ErrorCode code, const std::string& message) {

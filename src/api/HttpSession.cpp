@@ -6,8 +6,8 @@
 #include <limits>
 
 #include "api/ConnectStreamSession.hpp"
-#include "api/E2bApi.hpp"
 #include "api/DownloadSession.hpp"
+#include "api/E2bApi.hpp"
 #include "api/ErrorMapping.hpp"
 #include "api/PreviewProxySession.hpp"
 #include "core/Log.hpp"
@@ -257,8 +257,8 @@ void HttpSession::startE2b(ApiRequest head, E2bEnvd::Target target) {
         std::make_shared<DownloadSession>(
             std::move(stream_), std::move(ctx),
             [&controller, caller, path](AgentStream::Handler h) {
-                return controller.openDownload(caller.tenant, caller.sandboxId, path, std::move(h),
-                                               caller.user);
+                return controller.files().openDownload(caller.tenant, caller.sandboxId, path,
+                                                       std::move(h), caller.user);
             },
             true, "application/octet-stream")
             ->start();

@@ -48,7 +48,7 @@ std::optional<ApiResponse> Router::downloadFile(StreamHandover& h) {
     std::make_shared<DownloadSession>(
         std::move(h.stream), std::move(h.context),
         [&controller, tenant, sandbox, path](AgentStream::Handler handler) {
-            return controller.openDownload(tenant, sandbox, path, std::move(handler));
+            return controller.files().openDownload(tenant, sandbox, path, std::move(handler));
         },
         true, "application/octet-stream")
         ->start();
@@ -66,8 +66,8 @@ std::optional<ApiResponse> Router::processLogs(StreamHandover& h) {
     std::make_shared<DownloadSession>(
         std::move(h.stream), std::move(h.context),
         [&controller, tenant, sandbox, process, doFollow](AgentStream::Handler handler) {
-            return controller.openProcessLogs(tenant, sandbox, process, doFollow,
-                                              std::move(handler));
+            return controller.processes().openLogs(tenant, sandbox, process, doFollow,
+                                                   std::move(handler));
         },
         false, "text/plain; charset=utf-8")
         ->start();

@@ -5,6 +5,7 @@
 
 #include "api/ErrorMapping.hpp"
 #include "core/Log.hpp"
+#include "protocol/JsonText.hpp"
 
 namespace airlock::api {
 namespace beast = boost::beast;
@@ -59,8 +60,8 @@ void UploadSession::start() {
     pipe_.open(
         self,
         [this, path, mode](AgentStream::Handler handler) {
-            return ctx_.controller.openUpload(ctx_.tenant, ctx_.params[0], path, mode,
-                                              std::move(handler));
+            return ctx_.controller.files().openUpload(ctx_.tenant, ctx_.params[0], path, mode,
+                                                      std::move(handler));
         },
         [this, self](std::exception_ptr error) {
             if (error) return fail(responseForError(error));
@@ -163,14 +164,14 @@ void UploadSession::onAgentEvent(AgentStream::Event&& e) {
     // is its own word, kept beside the asked one.
     std::string written =
         j.contains("path") && j["path"].is_string() ? j["path"].get<std::string>() : path_;
-    ApiResponse response{201, "application/json",
-                         j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"};
+    ApiResponse response{201, "application/json", jsonText(j) + "\n"};
     // The audit write (SQLite) is not for the I/O thread.
     asio::post(ctx_.workers, [self = shared_from_this(), written,
                               sha = j["sha256"].get<std::string>(), response] {
         try {
-            self->ctx_.controller.recordFileWrite(self->ctx_.tenant, self->ctx_.params[0],
-                                                  self->path_, written, self->received_, sha);
+            self->ctx_.controller.files().recordFileWrite(self->ctx_.tenant, self->ctx_.params[0],
+                                                          self->path_, written, self->received_,
+                                                          sha);
         } catch (const std::exception&) {
         }
         asio::post(self->stream_.get_executor(),

@@ -5,6 +5,7 @@
 #include "api/ErrorMapping.hpp"
 #include "api/RequestParsing.hpp"
 #include "core/Log.hpp"
+#include "protocol/JsonText.hpp"
 
 namespace airlock::api {
 namespace beast = boost::beast;
@@ -310,8 +311,7 @@ void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
 }
 
 void WsExecSession::sendErrorAndClose(const std::string& code, const std::string& message) {
-    queue(true, json{{"type", "error"}, {"code", code}, {"message", message}}.dump(
-                    -1, ' ', false, json::error_handler_t::replace));
+    queue(true, jsonText(json{{"type", "error"}, {"code", code}, {"message", message}}));
     closeAfterQueued();
 }
 

@@ -2,6 +2,7 @@
 
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
+#include "protocol/JsonText.hpp"
 
 namespace airlock {
 
@@ -9,7 +10,7 @@ void AuditRecorder::record(const std::string& sandboxId, const std::string& tena
                            const std::string& type, const nlohmann::json& data,
                            const SecretMasker* masker) {
     try {
-        std::string text = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        std::string text = jsonText(data);
         // A secret never reaches the audit log, not even typed into a command.
         if (masker) text = masker->mask(std::move(text));
         store_.append(AuditEvent{0, sandboxId, tenant, nowTimestamp(), type, text});

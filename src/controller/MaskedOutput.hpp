@@ -2,6 +2,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 
 #include "agentclient/AgentConnection.hpp"
 #include "agentclient/AgentStream.hpp"
@@ -18,7 +19,8 @@ class MaskedOutput {
   public:
     // Opens the stream with `handler` behind the masking (straight, when
     // there is nothing to mask).
-    static std::shared_ptr<AgentStream> open(AgentConnection& agent, const protocol::GuestRequest& request,
+    static std::shared_ptr<AgentStream> open(AgentConnection& agent,
+                                             const protocol::GuestRequest& request,
                                              std::shared_ptr<const SecretMasker> masker,
                                              AgentStream::Handler handler);
 
@@ -36,5 +38,11 @@ class MaskedOutput {
     std::weak_ptr<AgentStream> stream_;
     long long owed_ = 0;  // >0: window to return; <0: the consumer returned more than it got
 };
+
+// The one way a guest's answer reaches a client: one call to the agent (30 s
+// at most) and its answer with every string masked (root in the guest may
+// echo a secret back).
+nlohmann::json askGuest(AgentConnection& agent, const protocol::GuestRequest& request,
+                        const SecretMasker& masker);
 
 }  // namespace airlock

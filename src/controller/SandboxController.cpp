@@ -30,6 +30,7 @@ SandboxController::SandboxController(ControllerConfig config, Hypervisor& hyperv
                                      ControllerStores stores, const TemplateCatalog& templates,
                                      AgentConnector connector)
     : config_(std::move(config)),
+      secrets_(config_.secretCipher),
       hypervisor_(hypervisor),
       store_(stores.sandboxes),
       ports_(stores.ports),
@@ -42,12 +43,11 @@ SandboxController::SandboxController(ControllerConfig config, Hypervisor& hyperv
       auditLog_(stores.audit),
       templates_(templates),
       connector_(std::move(connector)),
-      agents_([this](const std::string& id) {
-                  return connectAgentOf(id, std::chrono::seconds(15));
-              },
-              [this](const std::string& id, const std::shared_ptr<AgentConnection>& agent) {
-                  adoptSession(id, agent);
-              }),
+      agents_(
+          [this](const std::string& id) { return connectAgentOf(id, std::chrono::seconds(15)); },
+          [this](const std::string& id, const std::shared_ptr<AgentConnection>& agent) {
+              adoptSession(id, agent);
+          }),
       uids_(config_.qemuUidBase, ::geteuid() == 0 ? config_.qemuUidCount : 0) {
     fs::create_directories(config_.dataDir + "/sandboxes");
     // Root's alone: overlays are made here, then moved into a sandbox's dir.
@@ -164,19 +164,9 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
                                   {"allow", request.policy.allow}}
                        .dump();
     if (!request.secrets.empty()) {
-        if (!config_.secretCipher)
-            throw Error(ErrorCode::bad_request, "this server keeps no secrets (no key)");
-        nlohmann::json sealed = nlohmann::json::object(), names = nlohmann::json::array();
-        for (const auto& [name, spec] : request.secrets) {
-            if (spec.value.size() < SecretMasker::kMinLength)
-                throw Error(ErrorCode::bad_request, "secret " + name + " is shorter than " +
-                                                        std::to_string(SecretMasker::kMinLength) +
-                                                        " bytes (it could not be masked)");
-            sealed[name] = {{"value", spec.value}, {"commands", spec.commands}};
-            names.push_back(name);
-        }
-        r.secretsSealed = config_.secretCipher->seal(sealed.dump(), r.id);
-        r.secretNames = names.get<std::vector<std::string>>();
+        r.secretsSealed = secrets_.seal(request.secrets, r.id);
+        r.secretNames.clear();
+        for (const auto& [name, spec] : request.secrets) r.secretNames.push_back(name);
     }
     if (request.task) {
         // Stored masked: a token pasted into a prompt stays out of every
@@ -184,7 +174,8 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
         r.taskJson = maskJsonStrings(*request.task, maskerFor(r)).dump();
     }
     r.artifacts = request.artifacts;
-    if (request.portAccess != "exposed" && request.portAccess != "public" && request.portAccess != "token")
+    if (request.portAccess != "exposed" && request.portAccess != "public" &&
+        request.portAccess != "token")
         throw Error(ErrorCode::bad_request, "port access must be exposed, public or token");
     r.portAccess = request.portAccess;
     r.state = SandboxState::creating;
@@ -308,7 +299,7 @@ SandboxRecord SandboxController::create(const std::string& tenant,
                                   tmpl->name + ", cold boot)");
         if (r.disk.empty())
             spares_->want(shapeOf(tmpl->name, tmpl->digest, r.vcpus, r.memoryMib),
-                      config_.spareDelayForLive);
+                          config_.spareDelayForLive);
         record(r.id, r.tenant, "sandbox.created",
                {{"template", tmpl->name},
                 {"digest", tmpl->digest},
@@ -461,9 +452,9 @@ void SandboxController::runExecAsync(const SandboxRecord& r, const ExecOptions& 
     auto agent = agentFor(r.id);
     // Secrets scoped to this command join its environment; whatever comes
     // back has every secret value masked.
-    auto secrets = secretsOf(r);  // decrypted once: injection and masking
+    auto secrets = secrets_.open(r);  // decrypted once: injection and masking
     auto request = agentRequest(r, options, secrets);
-    auto masker = std::make_shared<SecretMasker>(maskerOf(r, secrets));
+    auto masker = std::make_shared<SecretMasker>(secrets_.maskerOf(r, secrets));
     // Set once the deadline is scheduled, cancelled when the exec ends first.
     auto timer = std::make_shared<std::atomic<TimerQueue::Id>>(0);
     // Known as running in its sandbox (the package proxy's records name it).
@@ -522,7 +513,8 @@ std::shared_ptr<AgentConnection> SandboxController::connectAgentOf(
             record(id, r ? r->tenant : std::string(), "agent.protocol_error",
                    {{"reason", e.what()}, {"session_ended", true}});
         } catch (const std::exception& auditError) {
-            logError("controller", "auditing the protocol error of " + id + ": " + auditError.what());
+            logError("controller",
+                     "auditing the protocol error of " + id + ": " + auditError.what());
         }
         throw;
     }
@@ -537,59 +529,29 @@ void SandboxController::watchAgent(const std::string& id,
     });
 }
 
-protocol::ExecRequest SandboxController::agentRequest(
-    const SandboxRecord& r, const ExecOptions& options,
-    const std::map<std::string, SecretSpec>& secrets) const {
+protocol::ExecRequest SandboxController::agentRequest(const SandboxRecord& r,
+                                                      const ExecOptions& options,
+                                                      const SecretMap& secrets) const {
     ExecOptions withSecrets = options;
-    std::string command = commandText(options);
-    for (const auto& [name, spec] : secrets) {
-        bool scoped = spec.commands.empty();
-        for (const auto& glob : spec.commands)
-            scoped = scoped || policy::CommandPolicy::globMatch(glob, command);
-        if (scoped) withSecrets.env[name] = spec.value;
-    }
+    for (auto& [name, value] : SandboxSecrets::envFor(secrets, commandText(options)))
+        withSecrets.env[name] = std::move(value);
     return toAgentRequest(withSecrets, baseEnv(r));
 }
 
-std::map<std::string, SecretSpec> SandboxController::secretsOf(const SandboxRecord& r) const {
-    std::map<std::string, SecretSpec> out;
-    if (r.secretsSealed.empty() || !config_.secretCipher) return out;
-    auto j = nlohmann::json::parse(config_.secretCipher->open(r.secretsSealed, r.id));
-    for (const auto& [name, spec] : j.items())
-        out[name] = SecretSpec{spec.at("value").get<std::string>(),
-                               spec.value("commands", std::vector<std::string>{})};
-    return out;
-}
-
-SecretMasker SandboxController::maskerOf(const SandboxRecord& r,
-                                         const std::map<std::string, SecretSpec>& secrets) const {
-    std::vector<std::string> values;
-    for (const auto& [name, spec] : secrets) values.push_back(spec.value);
-    ExtraSecrets extra;
-    {
-        std::lock_guard lock(hooksMutex_);
-        extra = extraSecrets_;
-    }
-    if (extra) {
-        try {
-            for (auto& v : extra(r)) values.push_back(std::move(v));
-        } catch (const std::exception& e) {
-            logError("controller", std::string("extra secrets: ") + e.what());
-        }
-    }
-    return SecretMasker(values);
-}
-
 SecretMasker SandboxController::maskerFor(const SandboxRecord& r) const {
-    return maskerOf(r, secretsOf(r));
+    return secrets_.maskerFor(r);
 }
 
 EnforcedLimits SandboxController::enforcedLimits() const {
-    return EnforcedLimits{config_.cpuQuota,           config_.memoryOverheadMib,
-                          config_.diskBytesPerSecond, config_.diskOpsPerSecond,
-                          config_.minFreeDiskMib,     uids_.enabled(),
+    return EnforcedLimits{config_.cpuQuota,
+                          config_.memoryOverheadMib,
+                          config_.diskBytesPerSecond,
+                          config_.diskOpsPerSecond,
+                          config_.minFreeDiskMib,
+                          uids_.enabled(),
                           hypervisor_.accel() == Accel::kvm ? 0u : config_.tcgCacheMib,
-                          config_.freePageReporting, config_.memorySharing};
+                          config_.freePageReporting,
+                          config_.memorySharing};
 }
 
 void SandboxController::requireFreeSpace(const std::string& what, std::uint64_t needBytes) const {

@@ -14,15 +14,19 @@
 #include "controller/AuditRecorder.hpp"
 #include "controller/DecisionWaiters.hpp"
 #include "controller/ExecOptions.hpp"
+#include "controller/GuestFiles.hpp"
+#include "controller/GuestProcesses.hpp"
 #include "controller/PreviewPorts.hpp"
 #include "controller/RunningCommands.hpp"
+#include "controller/SandboxAccess.hpp"
+#include "controller/SandboxSecrets.hpp"
 #include "controller/SparePool.hpp"
-#include "controller/TenantExecSlots.hpp"
-#include "controller/VerifiedFiles.hpp"
-#include "core/KeyedMutexes.hpp"
 #include "controller/TemplateCatalog.hpp"
+#include "controller/TenantExecSlots.hpp"
 #include "controller/UidPool.hpp"
+#include "controller/VerifiedFiles.hpp"
 #include "controller/WorkspaceSpec.hpp"
+#include "core/KeyedMutexes.hpp"
 #include "core/LatencyHistogram.hpp"
 #include "core/SafeFs.hpp"
 #include "core/SecretCipher.hpp"
@@ -33,6 +37,7 @@
 #include "packages/PackageGateway.hpp"
 #include "packages/PackageService.hpp"
 #include "policy/CommandPolicy.hpp"
+#include "protocol/GuestCalls.hpp"
 #include "store/AuditStore.hpp"
 #include "store/GatedExecStore.hpp"
 #include "store/PortStore.hpp"
@@ -40,7 +45,6 @@
 #include "store/SnapshotStore.hpp"
 #include "store/TenantStore.hpp"
 #include "store/WorkspaceStore.hpp"
-#include "protocol/GuestCalls.hpp"
 
 namespace airlock {
 
@@ -134,13 +138,6 @@ struct TerminalOptions {
     bool stdinStream = true;  // stdin comes from the client until it sends EOF
 };
 
-// A secret: injected as an environment variable into the commands it is
-// scoped to (all when `commands` is empty; else command-prefix globs).
-struct SecretSpec {
-    std::string value;
-    std::vector<std::string> commands;
-};
-
 struct CreateSandboxRequest {
     std::string templateName = "minimal";
     std::string snapshot;                  // clone this snapshot instead of booting a template
@@ -178,8 +175,9 @@ using AgentConnector = std::function<std::shared_ptr<AgentConnection>(const std:
 // Owns the sandbox lifecycle: every state change is written to the store
 // before it is acted on, so a restart can finish or undo it (recover()).
 // All methods are synchronous and thread-safe; the API runs them on worker
-// threads.
-class SandboxController {
+// threads. A sandbox's files and processes are services of their own
+// (files(), processes()) over the controller's SandboxAccess view.
+class SandboxController : private SandboxAccess {
   public:
     SandboxController(ControllerConfig config, Hypervisor& hypervisor, ControllerStores stores,
                       const TemplateCatalog& templates, AgentConnector connector);
@@ -302,35 +300,10 @@ class SandboxController {
     void finishStreamedExec(const std::string& execId, int exitCode, const std::string& error);
     void abandonStreamedExec(const std::string& execId);
 
-    // Files, streamed both ways; paths are checked and resolved in the guest.
-    std::shared_ptr<AgentStream> openUpload(const std::string& tenant, const std::string& id,
-                                            const std::string& path, std::optional<unsigned> mode,
-                                            AgentStream::Handler handler = nullptr,
-                                            const std::string& user = "");
-    // user: whose file-system identity reads or writes ("": the default user).
-    std::shared_ptr<AgentStream> openDownload(const std::string& tenant, const std::string& id,
-                                              const std::string& path,
-                                              AgentStream::Handler handler,
-                                              const std::string& user = "");
-    // One operation on a guest path; the guest's answer, masked. Changes are
-    // checked against the workspace's write scope and audited.
-    nlohmann::json fileOp(const std::string& tenant, const std::string& id,
-                          const protocol::FsRequest& request);
-    // Audit of a file the API wrote into the guest (what the upload carried).
-    void recordFileWrite(const std::string& tenant, const std::string& id,
-                         const std::string& requestedPath, const std::string& writtenPath,
-                         std::uint64_t bytes, const std::string& sha256);
-
-    // Background processes: resources with handles that outlive any client.
-    // Starts one under the command policy, with exec's defaults (user, env,
-    // secrets); the guest's description of it.
-    nlohmann::json startProcess(const std::string& tenant, const std::string& id,
-                                const ExecOptions& options, bool stdinOpen);
-    nlohmann::json processCall(const std::string& tenant, const std::string& id,
-                               const protocol::ProcessCall& call);
-    std::shared_ptr<AgentStream> openProcessLogs(const std::string& tenant, const std::string& id,
-                                                 const std::string& processId, bool follow,
-                                                 AgentStream::Handler handler);
+    // A sandbox's files (uploads, downloads, operations, file activity) and
+    // its background processes.
+    GuestFiles& files() { return files_; }
+    GuestProcesses& processes() { return processes_; }
 
     // Preview ports.
     ExposedPort exposePort(const std::string& tenant, const std::string& id, unsigned port);
@@ -359,8 +332,8 @@ class SandboxController {
     using BeforeDelete = std::function<void(const SandboxRecord&)>;
     using AfterDelete = std::function<void(const std::string& sandboxId)>;
     void setDeleteHooks(BeforeDelete before, AfterDelete after);
-    using ExtraSecrets = std::function<std::vector<std::string>(const SandboxRecord&)>;
-    void setExtraSecrets(ExtraSecrets source);
+    using ExtraSecrets = SandboxSecrets::ExtraSource;
+    void setExtraSecrets(ExtraSecrets source) { secrets_.setExtraSource(std::move(source)); }
     // Parks an action of class publish for a human: `id` names it (its
     // GatedExec id), `request` is what the handler gets back.
     GatedExec parkPublish(const SandboxRecord& r, const std::string& id, const std::string& command,
@@ -373,12 +346,6 @@ class SandboxController {
     // is no longer running, or at `within` with its state then.
     void awaitGated(const std::string& id, std::chrono::milliseconds within,
                     std::function<void(GatedExec)> done);
-    // File activity of the guest's processes under a directory (the
-    // workspace): watchFiles starts it (false and a warning if the guest
-    // cannot); drainFileActivity moves what the guest gathered since the last
-    // drain into "file.activity" audit records (nothing when not running).
-    bool watchFiles(const std::string& tenant, const std::string& id, const std::string& path);
-    void drainFileActivity(const SandboxRecord& r);
     // The one command running in a sandbox through exec (masked), or "" when
     // none or several: what the package proxy's records name.
     std::string soleRunningCommand(const std::string& sandboxId);
@@ -388,13 +355,9 @@ class SandboxController {
         return gated_.running(idPrefix);
     }
     // Masks a sandbox's secret values (and its tenant's git credentials).
-    SecretMasker maskerFor(const SandboxRecord& r) const;
-    // One call to the guest and its answer as a client may see it (every
-    // string masked): guest file and process operations answer through it.
-    nlohmann::json askGuest(const SandboxRecord& r, const protocol::GuestRequest& request,
-                            const SecretMasker& masker);
+    SecretMasker maskerFor(const SandboxRecord& r) const override;
     // The sandbox, owned and running (Error(conflict) when it is not).
-    SandboxRecord requireRunning(const std::string& tenant, const std::string& id);
+    SandboxRecord requireRunning(const std::string& tenant, const std::string& id) override;
     void recordEvent(const SandboxRecord& r, const std::string& type, const nlohmann::json& data) {
         record(r.id, r.tenant, type, data);
     }
@@ -411,7 +374,7 @@ class SandboxController {
     // Error(insufficient_storage) when the data dir's filesystem has less
     // free space than the configured floor; `what` names the refused action.
     // needBytes: what the action may still write (a new disk's full size).
-    void requireFreeSpace(const std::string& what, std::uint64_t needBytes = 0) const;
+    void requireFreeSpace(const std::string& what, std::uint64_t needBytes = 0) const override;
     static constexpr std::uint64_t kGiB = 1024ull * 1024 * 1024;
 
     static std::string domainName(const std::string& sandboxId) { return "airlock-" + sandboxId; }
@@ -483,7 +446,9 @@ class SandboxController {
     class SpareVms;  // the pool's view of the controller (SandboxSpares.cpp)
     void startSpares();
 
-    SandboxRecord requireOwned(const std::string& tenant, const std::string& id);
+    SandboxRecord requireOwned(const std::string& tenant, const std::string& id) override;
+    PreparedCommand prepareCommand(const SandboxRecord& r, const ExecOptions& options,
+                                   const char* door) override;
     // Policy gate of the streamed paths (WebSocket exec, background processes):
     // anything but allow is refused there, and audited.
     void requireAllowed(const SandboxRecord& r, const ExecOptions& options, const char* path);
@@ -499,30 +464,21 @@ class SandboxController {
     // The agent broke the protocol: audited as agent.protocol_error.
     void watchAgent(const std::string& id, const std::shared_ptr<AgentConnection>& agent);
     void record(const std::string& sandboxId, const std::string& tenant, const std::string& type,
-                const nlohmann::json& data, const SecretMasker* masker = nullptr) {
+                const nlohmann::json& data, const SecretMasker* masker = nullptr) override {
         auditLog_.record(sandboxId, tenant, type, data, masker);
     }
-    std::map<std::string, SecretSpec> secretsOf(const SandboxRecord& r) const;
-
-    // The secrets' values and the extra ones (setExtraSecrets).
-    SecretMasker maskerOf(const SandboxRecord& r,
-                          const std::map<std::string, SecretSpec>& secrets) const;
     void runApproved(GatedExec g);
     GatedExec parkForApproval(const SandboxRecord& r, const ExecOptions& options,
                               const policy::Verdict& v, nlohmann::json data,
                               const SecretMasker& masker, bool streamed);
     // The options are exactly the ones a streamed exec was parked with.
     bool sameStreamedRequest(const GatedExec& g, const ExecOptions& options) const;
-    // A parked request may name a secret's value (typed into the command):
-    // sealed like the secrets when the sandbox has any, opened to run it.
-    std::string sealRequest(const SandboxRecord& r, const std::string& requestJson) const;
-    nlohmann::json parkedRequest(const GatedExec& g) const;
     // policy_denied, with any secret typed into the command masked.
     static Error policyDenied(const policy::Verdict& v, const SecretMasker& masker);
     // The request the agent gets: the sandbox's environment, then the
     // command's, then the secrets scoped to it.
     protocol::ExecRequest agentRequest(const SandboxRecord& r, const ExecOptions& options,
-                                       const std::map<std::string, SecretSpec>& secrets) const;
+                                       const SecretMap& secrets) const;
     std::shared_ptr<AgentStream> openStreamedExec(const SandboxRecord& r,
                                                   const ExecOptions& options,
                                                   const TerminalOptions& terminal,
@@ -540,7 +496,9 @@ class SandboxController {
     // Every command's environment: the sandbox's, plus the proxy variables
     // when it has egress.
     std::map<std::string, std::string> baseEnv(const SandboxRecord& r) const;
-    std::shared_ptr<AgentConnection> agentFor(const std::string& id) { return agents_.get(id); }
+    std::shared_ptr<AgentConnection> agentFor(const std::string& id) override {
+        return agents_.get(id);
+    }
     void teardown(const std::string& id);
     // The uid:gid a sandbox's QEMU and its files belong to; none when not root.
     std::optional<std::pair<unsigned, unsigned>> qemuOwner(const SandboxRecord& r) const;
@@ -554,6 +512,7 @@ class SandboxController {
     std::string agentEndpoint(const std::string& id);
 
     ControllerConfig config_;
+    SandboxSecrets secrets_;
     Hypervisor& hypervisor_;
     SandboxStore& store_;
     PortStore& ports_;
@@ -565,8 +524,7 @@ class SandboxController {
     mutable std::mutex hooksMutex_;
     WriteGuard writeGuard_;
     PublishHandler publishHandler_;
-    ExtraSecrets extraSecrets_;
-    void checkWrite(const SandboxRecord& r, const std::string& path);
+    void checkWrite(const SandboxRecord& r, const std::string& path) override;
     policy::CommandPolicy policy_;
     AuditRecorder auditLog_;
     DecisionWaiters decisionWaiters_;
@@ -587,6 +545,8 @@ class SandboxController {
     std::mutex packageApprovalMutex_;
     static constexpr std::size_t kMaxPendingPackageApprovals = 20;  // per sandbox
     RunningCommands runningCommands_;
+    GuestFiles files_{*this};
+    GuestProcesses processes_{*this};
 };
 
 }  // namespace airlock

@@ -1,5 +1,5 @@
 // SandboxController: the operations that run through agent streams (streamed
-// exec, files, background processes, preview tunnels).
+// exec, preview tunnels), and the command its guest services start.
 #include <atomic>
 #include <nlohmann/json.hpp>
 
@@ -15,15 +15,6 @@
 namespace airlock {
 namespace {
 using nlohmann::json;
-constexpr auto kOpTimeout = std::chrono::seconds(30);
-
-
-void requireAbsolute(const std::string& path) {
-    if (path.empty() || path[0] != '/')
-        throw Error(ErrorCode::bad_request, "path must be absolute, got '" + path + "'");
-    if (path.size() > 4096 || path.find('\0') != std::string::npos)
-        throw Error(ErrorCode::bad_request, "bad path");
-}
 }  // namespace
 
 SandboxController::StreamedExec SandboxController::openExec(
@@ -67,13 +58,13 @@ std::shared_ptr<AgentStream> SandboxController::openStreamedExec(const SandboxRe
                                                                  const TerminalOptions& terminal,
                                                                  AgentStream::Handler handler) {
     auto agent = agentFor(record.id);
-    auto secrets = secretsOf(record);
+    auto secrets = secrets_.open(record);
     auto request = agentRequest(record, options, secrets);
     request.tty = terminal.tty;
     request.rows = terminal.rows;
     request.cols = terminal.cols;
     request.stdin_stream = terminal.stdinStream;
-    auto masker = std::make_shared<const SecretMasker>(maskerOf(record, secrets));
+    auto masker = std::make_shared<const SecretMasker>(secrets_.maskerOf(record, secrets));
     // The audit log keeps how it ended, as for a REST exec (the output went
     // to the client; its size is kept, not its bytes).
     struct Ending {
@@ -156,106 +147,11 @@ void SandboxController::finishStreamedExec(const std::string& execId, int exitCo
     decisionWaiters_.finished(execId);
 }
 
-std::shared_ptr<AgentStream> SandboxController::openUpload(const std::string& tenant,
-                                                           const std::string& id,
-                                                           const std::string& path,
-                                                           std::optional<unsigned> mode,
-                                                           AgentStream::Handler handler,
-                                                           const std::string& user) {
-    requireAbsolute(path);
-    checkWrite(requireOwned(tenant, id), path);
-    requireFreeSpace("upload");
-    return runningAgent(tenant, id)->open(protocol::FileWriteRequest{path, mode, user},
-                                          std::move(handler));
-}
-
-std::shared_ptr<AgentStream> SandboxController::openDownload(const std::string& tenant,
-                                                             const std::string& id,
-                                                             const std::string& path,
-                                                             AgentStream::Handler handler,
-                                                             const std::string& user) {
-    requireAbsolute(path);
-    return runningAgent(tenant, id)->open(protocol::FileReadRequest{path, user},
-                                          std::move(handler));
-}
-
-json SandboxController::fileOp(const std::string& tenant, const std::string& id,
-                               const protocol::FsRequest& request) {
-    using Action = protocol::FsRequest::Action;
-    requireAbsolute(request.path);
-    bool changes = request.action == Action::mkdir || request.action == Action::remove ||
-                   request.action == Action::move;
-    auto sandbox = requireRunning(tenant, id);
-    if (changes) {
-        checkWrite(sandbox, request.path);
-        if (request.action == Action::move) checkWrite(sandbox, request.to);
-    }
-    auto result = askGuest(sandbox, request, maskerFor(sandbox));
-    // Changes to the guest's files through the API are evidence too.
-    if (changes) {
-        json data{{"path", request.path}};
-        if (request.action == Action::move) data["to"] = request.to;
-        if (request.action == Action::remove) data["recursive"] = request.recursive;
-        record(id, tenant, "file." + protocol::actionName(request.action), data);
-    }
-    return result;
-}
-
-void SandboxController::recordFileWrite(const std::string& tenant, const std::string& id,
-                                        const std::string& requestedPath,
-                                        const std::string& writtenPath, std::uint64_t bytes,
-                                        const std::string& sha256) {
-    nlohmann::json data{{"path", writtenPath}, {"size", bytes}, {"sha256", sha256}};
-    if (requestedPath != writtenPath) data["requested_path"] = requestedPath;
-    record(id, tenant, "file.written", data);
-}
-
-json SandboxController::startProcess(const std::string& tenant, const std::string& id,
-                                     const ExecOptions& options, bool stdinOpen) {
-    // A missing or stopped sandbox answers before the request is judged.
-    auto record = requireRunning(tenant, id);
-    // Background processes use the same defaults as exec (user, env, secrets).
-    ExecOptions o;
-    o.argv = options.argv;
-    o.cwd = options.cwd;
-    o.user = options.user;
-    o.env = options.env;
-    o.trace = newId("ex-");
-    requireAllowed(record, o, "processes");
-    auto secrets = secretsOf(record);  // decrypted once: injection and masking
-    auto exec = agentRequest(record, o, secrets);
-    exec.background = true;  // op process_start
-    exec.timeout_ms = 0;
-    exec.stdin_stream = stdinOpen;
-    return askGuest(record, exec, maskerOf(record, secrets));
-}
-
-json SandboxController::processCall(const std::string& tenant, const std::string& id,
-                                    const protocol::ProcessCall& call) {
-    // A closed set: nothing else reaches the agent through this door.
-    if (!protocol::isProcessCall(call.op) || call.op == protocol::Op::process_start)
-        throw Error(ErrorCode::bad_request, "not a process operation");
-    auto sandbox = requireRunning(tenant, id);
-    return askGuest(sandbox, call, maskerFor(sandbox));
-}
-
-json SandboxController::askGuest(const SandboxRecord& r, const protocol::GuestRequest& request,
-                                 const SecretMasker& masker) {
-    // The guest wrote every byte of it (root there may echo a secret back):
-    // every string is masked before a client sees it.
-    auto answer = agentFor(r.id)->call(request, kOpTimeout);
-    return masker.empty() ? answer : maskJsonStrings(answer, masker);
-}
-
-std::shared_ptr<AgentStream> SandboxController::openProcessLogs(const std::string& tenant,
-                                                                const std::string& id,
-                                                                const std::string& processId,
-                                                                bool follow,
-                                                                AgentStream::Handler handler) {
-    auto sandbox = requireRunning(tenant, id);
-    return MaskedOutput::open(*agentFor(sandbox.id), protocol::ProcessLogsRequest{processId, follow},
-                              std::make_shared<const SecretMasker>(maskerFor(sandbox)),
-                              std::move(handler));
+PreparedCommand SandboxController::prepareCommand(const SandboxRecord& r,
+                                                  const ExecOptions& options, const char* door) {
+    requireAllowed(r, options, door);
+    auto secrets = secrets_.open(r);  // decrypted once: injection and masking
+    return PreparedCommand{agentRequest(r, options, secrets), secrets_.maskerOf(r, secrets)};
 }
 
 ExposedPort SandboxController::exposePort(const std::string& tenant, const std::string& id,

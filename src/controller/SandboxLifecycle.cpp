@@ -361,8 +361,9 @@ void SandboxController::reseed(AgentConnection& agent) {
     auto nowNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
                      std::chrono::system_clock::now().time_since_epoch())
                      .count();
-    agent.call(protocol::ReseedRequest{hexEncode(randomBytes(64)), static_cast<std::uint64_t>(nowNs)},
-               std::chrono::seconds(15));
+    agent.call(
+        protocol::ReseedRequest{hexEncode(randomBytes(64)), static_cast<std::uint64_t>(nowNs)},
+        std::chrono::seconds(15));
 }
 
 unsigned SandboxController::cloneDiskGib(const SnapshotRecord& snap, const TemplateInfo& tmpl) {
@@ -422,9 +423,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
         auto spareRecord = store_.find(*spare);
         if (r.qemuUid > 0) uids_.release(static_cast<std::uint32_t>(r.qemuUid));
         r.qemuUid = spareRecord ? spareRecord->qemuUid : 0;
-        if (!r.secretsSealed.empty())
-            r.secretsSealed = config_.secretCipher->seal(
-                config_.secretCipher->open(r.secretsSealed, r.id), *spare);
+        r.secretsSealed = secrets_.reseal(r.secretsSealed, r.id, *spare);
         r.id = *spare;
         store_.replace(r);  // the spare's row becomes this sandbox, in one write
     } else {
@@ -452,8 +451,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
         hypervisor_.resumeDomain(domainName(r.id));
         // A new hello gives the clone its own agent session; then fresh
         // entropy before anyone can run a command in it.
-        std::shared_ptr<AgentConnection> agent =
-            connectAgentOf(r.id, std::chrono::seconds(30));
+        std::shared_ptr<AgentConnection> agent = connectAgentOf(r.id, std::chrono::seconds(30));
         reseed(*agent);
         adoptAgent(r, std::move(agent));
         store_.updateState(r.id, SandboxState::running);

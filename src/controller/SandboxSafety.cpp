@@ -206,7 +206,7 @@ GatedExec SandboxController::parkForApproval(const SandboxRecord& r, const ExecO
     auto request = optionsJson(options);
     // A streamed one runs only while its client waits (openApprovedExec).
     if (streamed) request["stream"] = true;
-    g.requestJson = sealRequest(r, request.dump());
+    g.requestJson = secrets_.sealRequest(r, request.dump());
     g.command = masker.mask(commandText(options));  // what approvers, the API and the audit show
     g.commandClass = policy::className(v.commandClass);
     g.reason = v.reason;
@@ -223,27 +223,7 @@ GatedExec SandboxController::parkForApproval(const SandboxRecord& r, const ExecO
 bool SandboxController::sameStreamedRequest(const GatedExec& g, const ExecOptions& options) const {
     auto want = optionsJson(options);
     want["stream"] = true;
-    return parkedRequest(g) == want;
-}
-
-namespace {
-constexpr std::string_view kSealedPrefix = "sealed:";
-}
-
-std::string SandboxController::sealRequest(const SandboxRecord& r,
-                                           const std::string& requestJson) const {
-    if (r.secretsSealed.empty() || !config_.secretCipher) return requestJson;
-    return std::string(kSealedPrefix) + config_.secretCipher->seal(requestJson, r.id);
-}
-
-nlohmann::json SandboxController::parkedRequest(const GatedExec& g) const {
-    std::string_view stored = g.requestJson;
-    if (!stored.starts_with(kSealedPrefix)) return nlohmann::json::parse(stored, nullptr, false);
-    if (!config_.secretCipher)
-        throw Error(ErrorCode::internal, "exec " + g.id + " was sealed and no key is configured");
-    return nlohmann::json::parse(
-        config_.secretCipher->open(std::string(stored.substr(kSealedPrefix.size())), g.sandboxId),
-        nullptr, false);
+    return secrets_.openRequest(g) == want;
 }
 
 Error SandboxController::policyDenied(const policy::Verdict& v, const SecretMasker& masker) {
@@ -288,7 +268,7 @@ GatedExec SandboxController::decideApproval(const std::string& tenant,
             {"by", decidedBy},
             {"reason", reason}});
     auto decided = *gated_.find(g->id);
-    auto parked = parkedRequest(decided);
+    auto parked = secrets_.openRequest(decided);
     if (parked.is_object() && parked.value("kind", "") == "package") {
         // Nothing runs: the package proxy lets the version through from now on.
         if (approve) gated_.finish(decided.id, "approved", 0, "", "", "");
@@ -335,7 +315,7 @@ void SandboxController::runApproved(GatedExec g) {
     try {
         auto r = store_.find(g.sandboxId);
         if (!r) throw Error(ErrorCode::not_found, "the sandbox is gone");
-        auto options = optionsFrom(parkedRequest(g));
+        auto options = optionsFrom(secrets_.openRequest(g));
         options.trace = g.id;
         auto started = nowTimestamp();
         auto masker = std::make_shared<SecretMasker>(maskerFor(*r));
@@ -425,11 +405,6 @@ void SandboxController::setWorkspaceHooks(WriteGuard guard, PublishHandler publi
     std::lock_guard lock(hooksMutex_);
     writeGuard_ = std::move(guard);
     publishHandler_ = std::move(publish);
-}
-
-void SandboxController::setExtraSecrets(ExtraSecrets source) {
-    std::lock_guard lock(hooksMutex_);
-    extraSecrets_ = std::move(source);
 }
 
 void SandboxController::checkWrite(const SandboxRecord& r, const std::string& path) {

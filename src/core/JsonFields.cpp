@@ -58,4 +58,10 @@ std::string stringField(const nlohmann::json& j, const char* key) {
     return it->get<std::string>();
 }
 
+std::string stringOrEmpty(const nlohmann::json& j, const char* key) {
+    if (!j.is_object()) return {};
+    auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 }  // namespace airlock

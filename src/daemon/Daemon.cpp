@@ -35,6 +35,7 @@
 #include "hypervisor/AccelProbe.hpp"
 #include "hypervisor/LibvirtHypervisor.hpp"
 #include "packages/PackageProxy.hpp"
+#include "protocol/JsonText.hpp"
 #include "store/ApiKeyStore.hpp"
 #include "store/AuditStore.hpp"
 #include "store/CredentialStore.hpp"
@@ -186,9 +187,7 @@ int runDaemon(const DaemonOptions& options) {
         ioc, egressWorkers, egressSettings,
         [&audit, &controllerForCounts](const std::string& sandboxId, const std::string& tenant,
                                        const std::string& type, const nlohmann::json& data) {
-            audit.append(
-                AuditEvent{0, sandboxId, tenant, nowTimestamp(), type,
-                           data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
+            audit.append(AuditEvent{0, sandboxId, tenant, nowTimestamp(), type, jsonText(data)});
             if (auto* c = controllerForCounts.load()) c->countAudit(type);
         });
     config.egress = egressProxy;
@@ -203,9 +202,8 @@ int runDaemon(const DaemonOptions& options) {
             pc,
             [&audit, &controllerForCounts](const std::string& sandboxId, const std::string& tenant,
                                            const std::string& type, const nlohmann::json& data) {
-                audit.append(AuditEvent{
-                    0, sandboxId, tenant, nowTimestamp(), type,
-                    data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
+                audit.append(
+                    AuditEvent{0, sandboxId, tenant, nowTimestamp(), type, jsonText(data)});
                 if (auto* c = controllerForCounts.load()) c->countAudit(type);
             },
             [&controllerForCounts](const packages::PackageApprovalRequest& q) {

@@ -6,22 +6,21 @@
 #include "core/Log.hpp"
 #include "core/SecretCipher.hpp"
 #include "e2b/E2bWire.hpp"
+#include "protocol/JsonText.hpp"
 #include "protocol/Messages.hpp"
 
 namespace airlock::e2b {
 using nlohmann::json;
 
-namespace {
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-}  // namespace
+namespace {}  // namespace
 
 std::string startEventJson(std::uint32_t pid) {
-    return dump({{"event", {{"start", {{"pid", pid}}}}}});
+    return jsonText({{"event", {{"start", {{"pid", pid}}}}}});
 }
 
 std::string dataEventJson(const std::string& bytes, std::uint8_t channel, bool pty) {
     const char* key = pty ? "pty" : channel == 2 ? "stderr" : "stdout";
-    return dump({{"event", {{"data", {{key, base64Encode(bytes)}}}}}});
+    return jsonText({{"event", {{"data", {{key, base64Encode(bytes)}}}}}});
 }
 
 std::string keepaliveEventJson() { return R"({"event":{"keepalive":{}}})"; }
@@ -53,7 +52,7 @@ std::string endEventJson(const std::string& execResultJson) {
                {"status", "unknown"},
                {"error", std::string("bad result: ") + e.what()}};
     }
-    return dump({{"event", {{"end", end}}}});
+    return jsonText({{"event", {{"end", end}}}});
 }
 
 std::uint32_t E2bProcess::pid() const {
@@ -99,11 +98,13 @@ void E2bProcess::closeStdin() {
     stream()->writeAsync(0, "", true);
 }
 
-void E2bProcess::signal(const std::string& name) { stream()->control(dump({{"signal", name}})); }
+void E2bProcess::signal(const std::string& name) {
+    stream()->control(jsonText({{"signal", name}}));
+}
 
 void E2bProcess::resize(unsigned rows, unsigned cols) {
     if (!spec_.pty) throw Error(ErrorCode::bad_request, "the process has no pty");
-    stream()->control(dump({{"resize", {{"rows", rows}, {"cols", cols}}}}));
+    stream()->control(jsonText({{"resize", {{"rows", rows}, {"cols", cols}}}}));
 }
 
 void E2bProcess::attach(std::shared_ptr<AgentStream> s) {

@@ -8,6 +8,7 @@
 
 #include "core/Hex.hpp"
 #include "core/SecretCipher.hpp"
+#include "protocol/JsonText.hpp"
 
 namespace airlock::e2b {
 namespace {
@@ -131,8 +132,7 @@ int connectHttpStatus(std::string_view c) {
 }
 
 std::string connectErrorJson(std::string_view code, std::string_view message) {
-    return nlohmann::json{{"code", code}, {"message", message}}.dump(
-        -1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return jsonText(nlohmann::json{{"code", code}, {"message", message}});
 }
 
 std::string permissionsText(char typeLetter, unsigned mode) {

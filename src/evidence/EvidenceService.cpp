@@ -13,6 +13,7 @@
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/Ids.hpp"
+#include "core/JsonFields.hpp"
 #include "core/Log.hpp"
 #include "core/Sha256.hpp"
 #include "core/UniqueFd.hpp"
@@ -33,11 +34,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 constexpr std::size_t kMaxAuditEvents = 200000;
-
-std::string str(const json& j, const char* key) {
-    return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>()
-                                                                  : std::string();
-}
 
 std::string jsonl(const std::vector<json>& records) {
     std::string out;
@@ -89,7 +85,7 @@ std::string readWhole(const std::string& path) {
 json summaryOf(const json& findings, const json& tests, const json& counts) {
     json bySeverity = json::object(), kinds = json::array();
     for (const auto& f : findings["findings"]) {
-        std::string sev = str(f, "severity");
+        std::string sev = stringOrEmpty(f, "severity");
         bySeverity[sev] = bySeverity.value(sev, 0) + 1;
         kinds.push_back(f["kind"]);
     }
@@ -187,7 +183,7 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
     std::vector<json>& cmds = m.commands;
     std::map<std::string, std::string> outputs;  // bundle path -> masked bytes
     auto commandFor = [&](const AuditEvent& e, const json& d) -> json& {
-        std::string execId = str(d, "exec_id");
+        std::string execId = stringOrEmpty(d, "exec_id");
         if (!execId.empty()) {
             auto it = byExec.find(execId);
             if (it != byExec.end()) return cmds[it->second];
@@ -196,7 +192,7 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
         cmds.push_back({{"id", execId.empty() ? "cmd-" + std::to_string(e.seq) : execId},
                         {"seq", e.seq},
                         {"at", e.at},
-                        {"command", str(d, "command")}});
+                        {"command", stringOrEmpty(d, "command")}});
         return cmds.back();
     };
     for (const auto& e : events) {
@@ -238,7 +234,7 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
             rec["event"] = e.type;
             m.approvals.push_back(rec);
             if (d.contains("exec_id")) {
-                auto it = byExec.find(str(d, "exec_id"));
+                auto it = byExec.find(stringOrEmpty(d, "exec_id"));
                 if (it != byExec.end()) cmds[it->second]["approval"] = outcome;
             }
         } else if (e.type.rfind("egress.", 0) == 0 && e.type != "egress.suppressed") {
@@ -255,22 +251,30 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
             // Drained from the guest's watch: merged per path over drains.
             guestDropped += d.value("dropped", std::uint64_t(0));
             guestOverflow = guestOverflow || d.value("overflow", false);
-            if (activityMechanism.empty()) activityMechanism = str(d, "mechanism");
+            if (activityMechanism.empty()) activityMechanism = stringOrEmpty(d, "mechanism");
             for (const auto& p : d.value("paths", json::array())) {
                 if (!p.is_object()) continue;
-                std::string path = str(p, "path");
+                std::string path = stringOrEmpty(p, "path");
                 if (path.empty()) continue;
                 json& a = guestActivity[path];
                 if (a.is_null())
-                    a = {{"path", path}, {"source", "guest"}, {"reads", 0}, {"writes", 0}, {"execs", json::array()}};
+                    a = {{"path", path},
+                         {"source", "guest"},
+                         {"reads", 0},
+                         {"writes", 0},
+                         {"execs", json::array()}};
                 a["reads"] = a["reads"].get<std::uint64_t>() + p.value("reads", std::uint64_t(0));
-                a["writes"] = a["writes"].get<std::uint64_t>() + p.value("writes", std::uint64_t(0));
+                a["writes"] =
+                    a["writes"].get<std::uint64_t>() + p.value("writes", std::uint64_t(0));
                 for (const char* k : {"first", "first_write"})
-                    if (!str(p, k).empty() && (str(a, k).empty() || str(p, k) < str(a, k))) a[k] = str(p, k);
+                    if (!stringOrEmpty(p, k).empty() &&
+                        (stringOrEmpty(a, k).empty() || stringOrEmpty(p, k) < stringOrEmpty(a, k)))
+                        a[k] = stringOrEmpty(p, k);
                 for (const char* k : {"last", "last_write"})
-                    if (str(p, k) > str(a, k)) a[k] = str(p, k);
+                    if (stringOrEmpty(p, k) > stringOrEmpty(a, k)) a[k] = stringOrEmpty(p, k);
                 for (const auto& x : p.value("execs", json::array()))
-                    if (x.is_string() && std::find(a["execs"].begin(), a["execs"].end(), x) == a["execs"].end())
+                    if (x.is_string() &&
+                        std::find(a["execs"].begin(), a["execs"].end(), x) == a["execs"].end())
                         a["execs"].push_back(x);
             }
         } else if (e.type == "file.watch_started" || e.type == "file.watch_failed") {
@@ -295,7 +299,8 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
     }
     for (const auto& c : cmds) {
         if (c.value("purpose", "") != "test" || !c.contains("exit_code")) continue;
-        m.testRuns.push_back({str(c, "id"), str(c, "command"), str(c, "ended_at"),
+        m.testRuns.push_back({stringOrEmpty(c, "id"), stringOrEmpty(c, "command"),
+                              stringOrEmpty(c, "ended_at"),
                               c["exit_code"].is_number_integer() ? c["exit_code"].get<int>() : -1,
                               c.value("timed_out", false)});
     }
@@ -309,18 +314,19 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
                 r.tenant, r.id, [](const std::string& p) { return dependencies::understands(p); });
             if (view) {
                 ws = view->info;
-                artifactRoot = str(ws, "path").empty() ? artifactRoot : str(ws, "path");
+                artifactRoot =
+                    stringOrEmpty(ws, "path").empty() ? artifactRoot : stringOrEmpty(ws, "path");
                 std::vector<std::string> scope;
                 for (const auto& s : ws.value("write_scope", json::array()))
                     scope.push_back(s.get<std::string>());
                 ChangeClassifier classify(scope, sensitivePaths, view->gitattributes);
                 for (auto f : view->files) {
-                    std::string path = str(f, "path");
+                    std::string path = stringOrEmpty(f, "path");
                     f["lockfile"] = dependencies::isLockfile(path);
                     f["manifest"] = dependencies::isManifest(path);
                     f["generated"] = classify.generated(path);
-                    f["sensitive"] =
-                        classify.sensitive(path) || classify.sensitive(str(f, "old_path"));
+                    f["sensitive"] = classify.sensitive(path) ||
+                                     classify.sensitive(stringOrEmpty(f, "old_path"));
                     m.files.push_back(f);
                 }
                 for (const auto& [path, both] : view->contents)
@@ -358,7 +364,7 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
                     list.action = protocol::FsRequest::Action::list;
                     list.path = rel.empty() ? artifactRoot : artifactRoot + "/" + rel;
                     list.user = config_.artifactUser;
-                    listing = controller_.fileOp(r.tenant, r.id, list);
+                    listing = controller_.files().fileOp(r.tenant, r.id, list);
                 } catch (const Error&) {
                     continue;
                 }
@@ -367,9 +373,9 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
                         cut = true;
                         break;
                     }
-                    std::string name = str(entry, "name");
+                    std::string name = stringOrEmpty(entry, "name");
                     std::string path = rel.empty() ? name : rel + "/" + name;
-                    std::string type = str(entry, "type");
+                    std::string type = stringOrEmpty(entry, "type");
                     if (type == "directory") {
                         if (name == ".git" || depth >= 32) continue;
                         if (name == "node_modules") {
@@ -467,15 +473,15 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
     std::size_t denied = 0, gated = 0, approved = 0, egressAllowed = 0, egressDenied = 0,
                 packages = 0;
     for (const auto& c : cmds) {
-        denied += str(c, "decision") == "deny";
-        gated += str(c, "decision") == "approve";
-        approved += str(c, "approval") == "approved";
+        denied += stringOrEmpty(c, "decision") == "deny";
+        gated += stringOrEmpty(c, "decision") == "approve";
+        approved += stringOrEmpty(c, "approval") == "approved";
     }
     for (const auto& e : m.egress) {
-        egressAllowed += str(e, "decision") == "allowed";
-        egressDenied += str(e, "decision") == "denied";
+        egressAllowed += stringOrEmpty(e, "decision") == "allowed";
+        egressDenied += stringOrEmpty(e, "decision") == "denied";
     }
-    for (const auto& p : m.packages) packages += str(p, "event") == "package.artifact";
+    for (const auto& p : m.packages) packages += stringOrEmpty(p, "event") == "package.artifact";
     g.counts = {{"commands", cmds.size()},
                 {"denied", denied},
                 {"gated", gated},
@@ -489,35 +495,36 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
         {"guest", activityWatch.is_null()
                       ? json("not watched: the sandbox has no workspace")
                       : json{{"watch", activityWatch},
-                             {"mechanism", activityMechanism.empty() ? str(activityWatch, "mechanism")
-                                                                     : activityMechanism},
+                             {"mechanism", activityMechanism.empty()
+                                               ? stringOrEmpty(activityWatch, "mechanism")
+                                               : activityMechanism},
                              {"paths", guestActivity.size()},
                              {"dropped", guestDropped},
                              {"overflow", guestOverflow},
-                             {"limits", "reads and writes of files under the workspace by the guest's "
-                                        "processes; not seen: directory listings, stat, creation and "
-                                        "removal by themselves, memory-mapped access after the first, the "
-                                        "agent's own work (the files API); with inotify only writes, "
-                                        "with no command (see docs/evidence.md)"}}}};
+                             {"limits",
+                              "reads and writes of files under the workspace by the guest's "
+                              "processes; not seen: directory listings, stat, creation and "
+                              "removal by themselves, memory-mapped access after the first, the "
+                              "agent's own work (the files API); with inotify only writes, "
+                              "with no command (see docs/evidence.md)"}}}};
     auto tmpl = json{{"name", r.templateName}};
     for (const auto& e : events)
         if (e.type == "sandbox.created") {
             auto d = json::parse(e.dataJson, nullptr, false);
             if (d.is_object() && d.contains("digest")) tmpl["digest"] = d["digest"];
         }
-    m.manifest = {
-        {"schema", "https://airlock.dev/evidence/v1"},
-        {"id", bundleId},
-        {"sandbox", r.id},
-        {"tenant", r.tenant},
-        {"task", task},
-        {"template", tmpl},
-        {"workspace", ws},
-        {"started_at", r.createdAt},
-        {"ended_at", nowTimestamp()},
-        {"counts", g.counts},
-        {"secrets_in_changes", secretInChanges},
-        {"file_activity", activityNote}};
+    m.manifest = {{"schema", "https://airlock.dev/evidence/v1"},
+                  {"id", bundleId},
+                  {"sandbox", r.id},
+                  {"tenant", r.tenant},
+                  {"task", task},
+                  {"template", tmpl},
+                  {"workspace", ws},
+                  {"started_at", r.createdAt},
+                  {"ended_at", nowTimestamp()},
+                  {"counts", g.counts},
+                  {"secrets_in_changes", secretInChanges},
+                  {"file_activity", activityNote}};
     if (!artifactNote.is_null()) m.manifest["artifacts_note"] = artifactNote;
     json artifactList = json::array();
     for (const auto& a : m.artifacts) {
@@ -539,7 +546,7 @@ EvidenceRecord EvidenceService::seal(const std::string& tenant, const std::strin
     std::lock_guard hold(*lock);
     std::string id = newId("evd-");
     // What the guest gathered since the last drain joins the audit log first.
-    controller_.drainFileActivity(r);
+    controller_.files().drainFileActivity(r);
     auto g = gather(r, id);
     EvidenceModel& m = g.model;
     auto masker = controller_.maskerFor(r);
@@ -596,12 +603,14 @@ EvidenceRecord EvidenceService::seal(const std::string& tenant, const std::strin
         subjects.push_back({{"name", "final_tree"}, {"digest", {{"gitTree", ws["final_tree"]}}}});
     json resolved = json::array();
     if (ws.is_object() && ws.contains("base_commit"))
-        resolved.push_back({{"uri", "git+" + str(ws, "repo") + "@" + str(ws, "ref")},
-                            {"digest", {{"gitCommit", ws["base_commit"]}}}});
+        resolved.push_back(
+            {{"uri", "git+" + stringOrEmpty(ws, "repo") + "@" + stringOrEmpty(ws, "ref")},
+             {"digest", {{"gitCommit", ws["base_commit"]}}}});
     for (const auto& p : m.packages)
-        if (str(p, "event") == "package.artifact" && p.contains("sha256"))
+        if (stringOrEmpty(p, "event") == "package.artifact" && p.contains("sha256"))
             resolved.push_back(
-                {{"uri", str(p, "ecosystem") + ":" + str(p, "name") + "@" + str(p, "version")},
+                {{"uri", stringOrEmpty(p, "ecosystem") + ":" + stringOrEmpty(p, "name") + "@" +
+                             stringOrEmpty(p, "version")},
                  {"digest", {{"sha256", p["sha256"]}}}});
     json provenance = {
         {"_type", "https://in-toto.io/Statement/v1"},
@@ -615,8 +624,8 @@ EvidenceRecord EvidenceService::seal(const std::string& tenant, const std::strin
               {"prompt_sha256", m.manifest["task"].is_object()
                                     ? sha256Hex(m.manifest["task"].value("prompt", ""))
                                     : ""},
-              {"repo", ws.is_object() ? str(ws, "repo") : ""},
-              {"ref", ws.is_object() ? str(ws, "ref") : ""}}},
+              {"repo", ws.is_object() ? stringOrEmpty(ws, "repo") : ""},
+              {"ref", ws.is_object() ? stringOrEmpty(ws, "ref") : ""}}},
             {"internalParameters", {{"template", m.manifest["template"]}, {"sandbox", r.id}}},
             {"resolvedDependencies", resolved}}},
           {"runDetails",

@@ -2,15 +2,12 @@
 
 #include <set>
 
+#include "core/JsonFields.hpp"
+
 namespace airlock {
 namespace {
 
 using json = nlohmann::json;
-
-std::string str(const json& j, const char* key) {
-    return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>()
-                                                                  : std::string();
-}
 
 json finding(const std::string& kind, const std::string& severity, const std::string& summary,
              json evidence) {
@@ -27,7 +24,7 @@ std::string joinCapped(const std::vector<std::string>& items, std::size_t cap = 
     return out;
 }
 
-bool changedFile(const json& f) { return str(f, "status") != "unmodified"; }
+bool changedFile(const json& f) { return stringOrEmpty(f, "status") != "unmodified"; }
 
 }  // namespace
 
@@ -107,11 +104,12 @@ json computeFindings(const EvidenceModel& m) {
     json outEv = json::array(), genEv = json::array(), sensEv = json::array();
     for (const auto& f : m.files) {
         if (!changedFile(f)) continue;
-        std::string path = str(f, "path");
+        std::string path = stringOrEmpty(f, "path");
         if (f.value("in_scope", true) == false) {
             outOfScope.push_back(path);
-            outEv.push_back(
-                {{"file", "changes/files.json"}, {"path", path}, {"status", str(f, "status")}});
+            outEv.push_back({{"file", "changes/files.json"},
+                             {"path", path},
+                             {"status", stringOrEmpty(f, "status")}});
         }
         if (f.value("generated", false)) {
             generated.push_back(path);
@@ -119,16 +117,17 @@ json computeFindings(const EvidenceModel& m) {
         }
         if (f.value("sensitive", false)) {
             sensitive.push_back(path);
-            sensEv.push_back(
-                {{"file", "changes/files.json"}, {"path", path}, {"status", str(f, "status")}});
+            sensEv.push_back({{"file", "changes/files.json"},
+                              {"path", path},
+                              {"status", stringOrEmpty(f, "status")}});
         }
     }
     std::set<std::string> sensitiveSeen(sensitive.begin(), sensitive.end());
     for (const auto& a : m.activity)
-        if (a.value("sensitive", false) && !sensitiveSeen.count(str(a, "path"))) {
-            sensitive.push_back(str(a, "path"));
+        if (a.value("sensitive", false) && !sensitiveSeen.count(stringOrEmpty(a, "path"))) {
+            sensitive.push_back(stringOrEmpty(a, "path"));
             sensEv.push_back({{"file", "files/activity.jsonl"},
-                              {"path", str(a, "path")},
+                              {"path", stringOrEmpty(a, "path")},
                               {"reads", a.value("reads", 0)},
                               {"writes", a.value("writes", 0)}});
         }
@@ -153,9 +152,10 @@ json computeFindings(const EvidenceModel& m) {
         // (or the other way round) is worth a second look.
         std::set<std::string> fetched;
         for (const auto& p : m.packages)
-            if (str(p, "decision") == "allow" || str(p, "decision") == "allowed" ||
-                str(p, "decision") == "approved")
-                fetched.insert(str(p, "name"));
+            if (stringOrEmpty(p, "decision") == "allow" ||
+                stringOrEmpty(p, "decision") == "allowed" ||
+                stringOrEmpty(p, "decision") == "approved")
+                fetched.insert(stringOrEmpty(p, "name"));
         json ev = json::array();
         std::vector<std::string> names;
         for (const auto& c : m.dependencyChanges) {
@@ -181,16 +181,18 @@ json computeFindings(const EvidenceModel& m) {
     std::set<std::string> contacted, refused;
     json conEv = json::array(), refEv = json::array();
     for (const auto& e : m.egress) {
-        std::string dest = str(e, "host") + (e.contains("port") ? ":" + e["port"].dump() : "");
-        std::string decision = str(e, "decision");
+        std::string dest =
+            stringOrEmpty(e, "host") + (e.contains("port") ? ":" + e["port"].dump() : "");
+        std::string decision = stringOrEmpty(e, "decision");
         if (decision == "allowed" && contacted.insert(dest).second)
-            conEv.push_back(
-                {{"file", "network/egress.jsonl"}, {"destination", dest}, {"at", str(e, "at")}});
+            conEv.push_back({{"file", "network/egress.jsonl"},
+                             {"destination", dest},
+                             {"at", stringOrEmpty(e, "at")}});
         if (decision == "denied" && refused.insert(dest).second)
             refEv.push_back({{"file", "network/egress.jsonl"},
                              {"destination", dest},
-                             {"at", str(e, "at")},
-                             {"reason", str(e, "reason")}});
+                             {"at", stringOrEmpty(e, "at")},
+                             {"reason", stringOrEmpty(e, "reason")}});
     }
     if (!contacted.empty())
         out.push_back(finding("network_contacted", "info",
@@ -207,20 +209,20 @@ json computeFindings(const EvidenceModel& m) {
     json denEv = json::array(), gateEv = json::array();
     std::vector<std::string> denied, gated;
     for (const auto& c : m.commands) {
-        std::string decision = str(c, "decision");
+        std::string decision = stringOrEmpty(c, "decision");
         if (decision == "deny") {
-            denied.push_back(str(c, "command"));
+            denied.push_back(stringOrEmpty(c, "command"));
             denEv.push_back({{"file", "commands/commands.jsonl"},
-                             {"ref", str(c, "id")},
-                             {"command", str(c, "command")},
-                             {"reason", str(c, "reason")}});
+                             {"ref", stringOrEmpty(c, "id")},
+                             {"command", stringOrEmpty(c, "command")},
+                             {"reason", stringOrEmpty(c, "reason")}});
         } else if (decision == "approve") {
-            gated.push_back(str(c, "command"));
+            gated.push_back(stringOrEmpty(c, "command"));
             gateEv.push_back({{"file", "commands/commands.jsonl"},
-                              {"ref", str(c, "id")},
-                              {"command", str(c, "command")},
-                              {"approval_id", str(c, "approval_id")},
-                              {"outcome", str(c, "approval")}});
+                              {"ref", stringOrEmpty(c, "id")},
+                              {"command", stringOrEmpty(c, "command")},
+                              {"approval_id", stringOrEmpty(c, "approval_id")},
+                              {"outcome", stringOrEmpty(c, "approval")}});
         }
     }
     if (!denied.empty())
@@ -267,7 +269,7 @@ json computeFindings(const EvidenceModel& m) {
         std::string lastChange, changeRef, changeFile;
         bool guestWatched = false;
         for (const auto& a : m.activity) {
-            if (str(a, "source") != "guest") continue;
+            if (stringOrEmpty(a, "source") != "guest") continue;
             guestWatched = true;
             if (a.value("writes", 0) == 0) continue;
             // A write by a command counts at that command's end (the host's
@@ -278,24 +280,25 @@ json computeFindings(const EvidenceModel& m) {
             for (const auto& x : a.value("execs", json::array())) {
                 if (!x.is_string()) continue;
                 for (const auto& c : m.commands)
-                    if (str(c, "id") == x.get<std::string>()) {
+                    if (stringOrEmpty(c, "id") == x.get<std::string>()) {
                         byCommand = true;
-                        if (str(c, "purpose") != "test") at = std::max(at, str(c, "ended_at"));
+                        if (stringOrEmpty(c, "purpose") != "test")
+                            at = std::max(at, stringOrEmpty(c, "ended_at"));
                     }
             }
-            if (!byCommand) at = str(a, "last_write");
+            if (!byCommand) at = stringOrEmpty(a, "last_write");
             if (at > lastChange) {
                 lastChange = at;
-                changeRef = str(a, "path");
+                changeRef = stringOrEmpty(a, "path");
                 changeFile = "files/activity.jsonl";
             }
         }
         if (!guestWatched)
             for (const auto& c : m.commands)
-                if (str(c, "purpose") != "test" && c.contains("exit_code") &&
-                    str(c, "ended_at") > lastChange) {
-                    lastChange = str(c, "ended_at");
-                    changeRef = str(c, "id");
+                if (stringOrEmpty(c, "purpose") != "test" && c.contains("exit_code") &&
+                    stringOrEmpty(c, "ended_at") > lastChange) {
+                    lastChange = stringOrEmpty(c, "ended_at");
+                    changeRef = stringOrEmpty(c, "id");
                     changeFile = "commands/commands.jsonl";
                 }
         if (lastTest.empty())

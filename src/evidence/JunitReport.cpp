@@ -14,7 +14,7 @@ namespace {
 
 using Doc = std::unique_ptr<xmlDoc, decltype(&xmlFreeDoc)>;
 
-[[noreturn]] void refuse(const std::string& why) {
+[[noreturn]] void refuseReport(const std::string& why) {
     throw Error(ErrorCode::bad_request, "not a JUnit XML report: " + why);
 }
 
@@ -37,7 +37,7 @@ class Walker {
     explicit Walker(std::vector<JunitCase>& out) : out_(out) {}
 
     void suite(const xmlNode* n, const std::string& parent, int depth) {
-        if (depth > 32) refuse("test suites nested deeper than 32");
+        if (depth > 32) refuseReport("test suites nested deeper than 32");
         std::string name = attr(n, "name");
         if (name.empty()) name = parent;
         for (const xmlNode* c = n->children; c; c = c->next) {
@@ -51,12 +51,12 @@ class Walker {
   private:
     void testcase(const xmlNode* n, const std::string& suiteName) {
         if (out_.size() >= JunitReport::kMaxCases)
-            refuse("more than " + std::to_string(JunitReport::kMaxCases) + " test cases");
+            refuseReport("more than " + std::to_string(JunitReport::kMaxCases) + " test cases");
         JunitCase c;
         c.suite = suiteName;
         c.classname = attr(n, "classname");
         c.name = attr(n, "name");
-        if (c.name.empty()) refuse("a testcase has no name");
+        if (c.name.empty()) refuseReport("a testcase has no name");
         std::string t = attr(n, "time");
         char* end = nullptr;
         double v = t.empty() ? 0 : std::strtod(t.c_str(), &end);
@@ -81,10 +81,10 @@ class Walker {
 JunitReport JunitReport::parse(std::string_view xml) {
     static std::once_flag init;
     std::call_once(init, [] { xmlInitParser(); });
-    if (xml.size() > kMaxBytes) refuse("larger than " + std::to_string(kMaxBytes) + " bytes");
+    if (xml.size() > kMaxBytes) refuseReport("larger than " + std::to_string(kMaxBytes) + " bytes");
     // Refused before the parser sees it: a DTD is where entity expansion
     // bombs and external entities live, and no test runner writes one.
-    if (xml.find("<!DOCTYPE") != std::string_view::npos) refuse("it has a DOCTYPE");
+    if (xml.find("<!DOCTYPE") != std::string_view::npos) refuseReport("it has a DOCTYPE");
     // No NOENT (entities stay references), no DTD loading, no network; a
     // document with an internal subset is refused below before any walk.
     // Read as UTF-8 whatever it declares, so that the DOCTYPE check above
@@ -93,11 +93,11 @@ JunitReport JunitReport::parse(std::string_view xml) {
                 xml.data(), static_cast<int>(xml.size()), "junit.xml", "UTF-8",
                 XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NOCDATA),
             xmlFreeDoc);
-    if (!doc) refuse("it is not well-formed XML");
-    if (doc->intSubset || doc->extSubset) refuse("it has a DOCTYPE");
+    if (!doc) refuseReport("it is not well-formed XML");
+    if (doc->intSubset || doc->extSubset) refuseReport("it has a DOCTYPE");
     const xmlNode* root = xmlDocGetRootElement(doc.get());
     if (!root || !(named(root, "testsuites") || named(root, "testsuite")))
-        refuse("the root element is neither <testsuites> nor <testsuite>");
+        refuseReport("the root element is neither <testsuites> nor <testsuite>");
     JunitReport report;
     Walker(report.cases_).suite(root, "", 0);
     return report;

@@ -13,7 +13,7 @@ constexpr std::size_t kMaxDiffLinesPerFile = 2000;
 constexpr std::size_t kMaxDiffBytes = 4u << 20;
 constexpr std::size_t kMaxRows = 2000;
 
-std::string str(const json& j, const char* key) {
+std::string cellText(const json& j, const char* key) {
     if (!j.is_object() || !j.contains(key)) return {};
     const auto& v = j[key];
     return v.is_string() ? v.get<std::string>() : v.is_null() ? std::string() : v.dump();
@@ -127,8 +127,8 @@ std::string renderReport(const EvidenceModel& m, const json& findings, const jso
         "file:; "
         "style-src 'unsafe-inline'\">\n"
         "<title>Evidence " +
-        h(str(man, "id")) + "</title>\n<style>" + kStyle + "</style></head>\n<body><main>\n";
-    out += "<h1>Evidence bundle " + h(str(man, "id")) + "</h1>\n";
+        h(cellText(man, "id")) + "</title>\n<style>" + kStyle + "</style></head>\n<body><main>\n";
+    out += "<h1>Evidence bundle " + h(cellText(man, "id")) + "</h1>\n";
 
     // 1. Summary and findings.
     out += "<section id=\"summary\"><h2>Summary</h2>\n<table>\n";
@@ -138,31 +138,34 @@ std::string renderReport(const EvidenceModel& m, const json& findings, const jso
                                                                               : json::object();
     const json tmpl =
         man.contains("template") && man["template"].is_object() ? man["template"] : json::object();
-    row(out, {"Sandbox", h(str(man, "sandbox")) + " (tenant " + h(str(man, "tenant")) + ")"});
+    row(out,
+        {"Sandbox", h(cellText(man, "sandbox")) + " (tenant " + h(cellText(man, "tenant")) + ")"});
     if (!task.empty()) {
-        row(out,
-            {"Task", h(str(task, "id")) + (str(task, "requested_by").empty()
-                                               ? ""
-                                               : " requested by " + h(str(task, "requested_by")))});
-        row(out, {"Prompt", "<pre>" + h(str(task, "prompt")) + "</pre>"});
+        row(out, {"Task", h(cellText(task, "id")) +
+                              (cellText(task, "requested_by").empty()
+                                   ? ""
+                                   : " requested by " + h(cellText(task, "requested_by")))});
+        row(out, {"Prompt", "<pre>" + h(cellText(task, "prompt")) + "</pre>"});
     }
-    row(out, {"Template", h(str(tmpl, "name")) + " <code>" + h(str(tmpl, "digest")) + "</code>"});
+    row(out, {"Template",
+              h(cellText(tmpl, "name")) + " <code>" + h(cellText(tmpl, "digest")) + "</code>"});
     if (ws.empty()) {
         row(out, {"Workspace", "none (no repository was checked out in this sandbox)"});
     } else {
-        row(out, {"Repository", h(str(ws, "repo")) + " at " + h(str(ws, "ref"))});
-        row(out, {"Base commit", "<code>" + h(str(ws, "base_commit")) + "</code>"});
-        row(out, {"Branch", h(str(ws, "branch"))});
-        row(out,
-            {"Final tree", "<code>" + h(str(ws, "final_tree")) + "</code>" +
-                               (str(ws, "final_commit").empty()
-                                    ? ""
-                                    : " commit <code>" + h(str(ws, "final_commit")) + "</code>")});
+        row(out, {"Repository", h(cellText(ws, "repo")) + " at " + h(cellText(ws, "ref"))});
+        row(out, {"Base commit", "<code>" + h(cellText(ws, "base_commit")) + "</code>"});
+        row(out, {"Branch", h(cellText(ws, "branch"))});
+        row(out, {"Final tree",
+                  "<code>" + h(cellText(ws, "final_tree")) + "</code>" +
+                      (cellText(ws, "final_commit").empty()
+                           ? ""
+                           : " commit <code>" + h(cellText(ws, "final_commit")) + "</code>")});
     }
-    row(out, {"Time", h(str(man, "started_at")) + " to " + h(str(man, "ended_at"))});
-    row(out, {"Tests", h(str(tests, "result")) + ": " + h(str(tests, "passed")) + " passed, " +
-                           h(str(tests, "failed")) + " failed, " + h(str(tests, "errors")) +
-                           " errors, " + h(str(tests, "skipped")) + " skipped"});
+    row(out, {"Time", h(cellText(man, "started_at")) + " to " + h(cellText(man, "ended_at"))});
+    row(out,
+        {"Tests", h(cellText(tests, "result")) + ": " + h(cellText(tests, "passed")) + " passed, " +
+                      h(cellText(tests, "failed")) + " failed, " + h(cellText(tests, "errors")) +
+                      " errors, " + h(cellText(tests, "skipped")) + " skipped"});
     if (man.contains("counts") && man["counts"].is_object()) {
         std::string counts;
         for (const auto& [k, v] : man["counts"].items()) counts += h(k) + " " + h(v.dump()) + "; ";
@@ -180,9 +183,9 @@ std::string renderReport(const EvidenceModel& m, const json& findings, const jso
             if (f.contains("evidence") && f["evidence"].is_array())
                 for (std::size_t i = 0; i < f["evidence"].size() && i < 20; ++i)
                     ev += "<code>" + h(f["evidence"][i].dump()) + "</code><br>";
-            row(out, {"<span class=\"badge sev-" + h(str(f, "severity")) + "\">" +
-                          h(str(f, "severity")) + "</span>",
-                      h(str(f, "kind")), h(str(f, "summary")), ev});
+            row(out, {"<span class=\"badge sev-" + h(cellText(f, "severity")) + "\">" +
+                          h(cellText(f, "severity")) + "</span>",
+                      h(cellText(f, "kind")), h(cellText(f, "summary")), ev});
         }
         out += "</table>\n";
     }
@@ -202,12 +205,13 @@ std::string renderReport(const EvidenceModel& m, const json& findings, const jso
                     flags += std::string("<span class=\"flag\">") + flag + "</span>";
             if (f.value("in_scope", true) == false)
                 flags += "<span class=\"flag\">out of scope</span>";
-            std::string path = str(f, "path");
-            if (str(f, "old_path") != "" && str(f, "old_path") != path)
-                path = str(f, "old_path") + " -> " + path;
-            row(out, {h(str(f, "status")),
-                      "<a href=\"#diff-" + h(urlPath(str(f, "path"))) + "\">" + h(path) + "</a>",
-                      h(str(f, "additions")), h(str(f, "deletions")), flags});
+            std::string path = cellText(f, "path");
+            if (cellText(f, "old_path") != "" && cellText(f, "old_path") != path)
+                path = cellText(f, "old_path") + " -> " + path;
+            row(out,
+                {h(cellText(f, "status")),
+                 "<a href=\"#diff-" + h(urlPath(cellText(f, "path"))) + "\">" + h(path) + "</a>",
+                 h(cellText(f, "additions")), h(cellText(f, "deletions")), flags});
         }
         out += "</table>\n";
         renderDiff(out, m.patch);
@@ -215,14 +219,14 @@ std::string renderReport(const EvidenceModel& m, const json& findings, const jso
     out += "</section>\n";
 
     // 3. Tests.
-    out += "<section id=\"tests\"><h2>Tests</h2>\n<p>Result: <b>" + h(str(tests, "result")) +
+    out += "<section id=\"tests\"><h2>Tests</h2>\n<p>Result: <b>" + h(cellText(tests, "result")) +
            "</b></p>\n";
     if (tests.contains("failed_tests") && !tests["failed_tests"].empty()) {
         out += "<table>\n";
         row(out, {"Failed test", "Class", "Status", "Message", "Report"}, "th");
         for (const auto& t : tests["failed_tests"])
-            row(out, {h(str(t, "name")), h(str(t, "classname")), h(str(t, "status")),
-                      h(str(t, "message")), h(str(t, "report"))});
+            row(out, {h(cellText(t, "name")), h(cellText(t, "classname")), h(cellText(t, "status")),
+                      h(cellText(t, "message")), h(cellText(t, "report"))});
         out += "</table>\n";
     }
     if (!m.testRuns.empty()) {
@@ -242,9 +246,9 @@ std::string renderReport(const EvidenceModel& m, const json& findings, const jso
     std::size_t n = 0;
     for (const auto& c : m.commands) {
         if (++n > kMaxRows) break;
-        row(out,
-            {h(str(c, "at")), h(str(c, "decision")), "<code>" + h(str(c, "command")) + "</code>",
-             h(str(c, "exit_code")), h(str(c, "purpose")), h(str(c, "approval"))});
+        row(out, {h(cellText(c, "at")), h(cellText(c, "decision")),
+                  "<code>" + h(cellText(c, "command")) + "</code>", h(cellText(c, "exit_code")),
+                  h(cellText(c, "purpose")), h(cellText(c, "approval"))});
     }
     out += "</table>\n";
     if (m.commands.size() > kMaxRows)
@@ -261,8 +265,8 @@ std::string renderReport(const EvidenceModel& m, const json& findings, const jso
         n = 0;
         for (const auto& e : m.egress) {
             if (++n > kMaxRows) break;
-            row(out, {h(str(e, "at")), h(str(e, "host")) + ":" + h(str(e, "port")),
-                      h(str(e, "decision")), h(str(e, "reason"))});
+            row(out, {h(cellText(e, "at")), h(cellText(e, "host")) + ":" + h(cellText(e, "port")),
+                      h(cellText(e, "decision")), h(cellText(e, "reason"))});
         }
         out += "</table>\n";
     }
@@ -278,8 +282,9 @@ std::string renderReport(const EvidenceModel& m, const json& findings, const jso
         n = 0;
         for (const auto& p : m.packages) {
             if (++n > kMaxRows) break;
-            row(out, {h(str(p, "at")), h(str(p, "ecosystem")), h(str(p, "name")),
-                      h(str(p, "version")), h(str(p, "decision")), h(str(p, "reason"))});
+            row(out,
+                {h(cellText(p, "at")), h(cellText(p, "ecosystem")), h(cellText(p, "name")),
+                 h(cellText(p, "version")), h(cellText(p, "decision")), h(cellText(p, "reason"))});
         }
         out += "</table>\n";
     }
@@ -320,14 +325,14 @@ std::string renderReport(const EvidenceModel& m, const json& findings, const jso
         "sha256sum -c SHA256SUMS\n"
         "openssl dgst -sha256 -verify evidence-key.pem -signature SHA256SUMS.sig SHA256SUMS\n"
         "git checkout " +
-        h(str(ws, "base_commit")) +
+        h(cellText(ws, "base_commit")) +
         " &amp;&amp; git apply --index changes/changes.patch &amp;&amp; git write-tree   # = " +
-        h(str(ws, "final_tree")) +
+        h(cellText(ws, "final_tree")) +
         "\n"
         "airlock evidence verify BUNDLE.tar.gz --key evidence-key.pem --repo CLONE</pre>\n"
         "<p class=\"note\">The public key comes from the daemon's <code>GET "
         "/v1/evidence/keys</code> (key id <code>" +
-        h(str(man.contains("signing") ? man["signing"] : json::object(), "keyid")) +
+        h(cellText(man.contains("signing") ? man["signing"] : json::object(), "keyid")) +
         "</code>), never from the bundle itself.</p>\n</section>\n";
     out += "</main></body></html>\n";
     return out;

@@ -12,8 +12,6 @@
 namespace airlock {
 namespace {
 
-constexpr std::size_t kBlock = 512;
-
 void octal(char* field, std::size_t width, std::uint64_t value) {
     // width-1 octal digits and a NUL, as ustar wants.
     std::uint64_t v = value;
@@ -49,7 +47,7 @@ std::string paxRecord(const std::string& key, const std::string& value) {
 
 void appendHeader(std::string& out, const std::string& name, std::uint64_t size, unsigned mode,
                   char type, std::int64_t mtime) {
-    char h[kBlock];
+    char h[kTarBlock];
     std::memset(h, 0, sizeof h);
     // ustar splits a long name into prefix (155) / name (100) at a slash;
     // a name that cannot be split is cut, and the pax header before it
@@ -84,7 +82,7 @@ void appendHeader(std::string& out, const std::string& name, std::uint64_t size,
 
 void appendData(std::string& out, std::string_view data) {
     out.append(data);
-    out.append((kBlock - data.size() % kBlock) % kBlock, '\0');
+    out.append((kTarBlock - data.size() % kTarBlock) % kTarBlock, '\0');
 }
 
 bool fitsUstar(const std::string& name) {
@@ -131,7 +129,7 @@ std::string TarGzWriter::tar() const {
         else
             appendEntry(out, name, {}, 0755, '5', mtime_);
     }
-    out.append(2 * kBlock, '\0');
+    out.append(2 * kTarBlock, '\0');
     return out;
 }
 

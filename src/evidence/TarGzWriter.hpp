@@ -1,10 +1,14 @@
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
 
 namespace airlock {
+
+// The tar format's record unit: headers and file data are padded to it.
+constexpr std::size_t kTarBlock = 512;
 
 // A reproducible .tar.gz built in memory: entries sorted by path, owner
 // root:root (uid 0, no names), one fixed modification time, directories made

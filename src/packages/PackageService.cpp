@@ -15,6 +15,7 @@
 #include "packages/DigestStream.hpp"
 #include "packages/NpmPackument.hpp"
 #include "packages/PypiIndex.hpp"
+#include "protocol/JsonText.hpp"
 
 namespace airlock::packages {
 
@@ -66,7 +67,7 @@ GuestResponse errorResponse(int status, const std::string& prefix, const std::st
     r.status = status;
     r.reason = phrase(prefix, reason);
     extra["error"] = reason.empty() ? prefix : reason;
-    r.body = extra.dump(-1, ' ', false, json::error_handler_t::replace);
+    r.body = jsonText(extra);
     return r;
 }
 
@@ -385,7 +386,7 @@ GuestResponse PackageService::npmPackument(const SandboxPackages& s, const Guest
     }
     rec.data["decision"] = "allow";
     GuestResponse out;
-    out.body = filtered.doc.dump(-1, ' ', false, json::error_handler_t::replace);
+    out.body = jsonText(filtered.doc);
     rec.data["size"] = out.body.size();
     return out;
 }

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/JsonText.hpp"
 #include "protocol/Messages.hpp"
 
 namespace airlock::protocol {
@@ -28,7 +29,7 @@ std::string toJson(const FsRequest& r) {
     if (r.action == FsRequest::Action::move) j["to"] = r.to;
     if (r.action == FsRequest::Action::remove) j["recursive"] = r.recursive;
     if (!r.user.empty()) j["user"] = r.user;
-    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+    return jsonText(j);
 }
 
 std::string toJson(const ProcessCall& c) {
@@ -39,12 +40,10 @@ std::string toJson(const ProcessCall& c) {
         if (c.data) j["data"] = *c.data;
         if (c.eof) j["eof"] = true;
     }
-    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+    return jsonText(j);
 }
 
 namespace {
-
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 json withUser(json j, const std::string& user) {
     if (!user.empty()) j["user"] = user;
@@ -113,33 +112,33 @@ class OpenFields {
 std::string toJson(const FileWriteRequest& r) {
     json j{{"op", "file_write"}, {"path", r.path}};
     if (r.mode) j["mode"] = *r.mode;
-    return dump(withUser(std::move(j), r.user));
+    return jsonText(withUser(std::move(j), r.user));
 }
 
 std::string toJson(const FileReadRequest& r) {
-    return dump(withUser({{"op", "file_read"}, {"path", r.path}}, r.user));
+    return jsonText(withUser({{"op", "file_read"}, {"path", r.path}}, r.user));
 }
 
 std::string toJson(const WorkspaceScanRequest& r) {
-    return dump(withUser(
+    return jsonText(withUser(
         {{"op", "workspace_scan"}, {"path", r.path}, {"skip", r.skip}, {"ignored", r.ignored}},
         r.user));
 }
 
 std::string toJson(const ArchiveUnpackRequest& r) {
-    return dump(withUser({{"op", "archive_unpack"}, {"path", r.path}}, r.user));
+    return jsonText(withUser({{"op", "archive_unpack"}, {"path", r.path}}, r.user));
 }
 
 std::string toJson(const PortRequest& r) {
-    return dump({{"op", std::string(opName(r.op))}, {"port", r.port}});
+    return jsonText({{"op", std::string(opName(r.op))}, {"port", r.port}});
 }
 
 std::string toJson(const EgressAttachRequest& r) {
-    return dump({{"op", "egress_attach"}, {"connection", r.connection}});
+    return jsonText({{"op", "egress_attach"}, {"connection", r.connection}});
 }
 
 std::string toJson(const ProcessLogsRequest& r) {
-    return dump({{"op", "process_logs"}, {"id", r.id}, {"follow", r.follow}});
+    return jsonText({{"op", "process_logs"}, {"id", r.id}, {"follow", r.follow}});
 }
 
 std::string toJson(const FileWatchRequest& r) {
@@ -148,13 +147,13 @@ std::string toJson(const FileWatchRequest& r) {
         j["path"] = r.path;
         if (!r.mechanism.empty()) j["mechanism"] = r.mechanism;
     }
-    return dump(j);
+    return jsonText(j);
 }
 
 std::string toJson(const ReseedRequest& r) {
     json j{{"op", "reseed"}, {"entropy", r.entropy}};
     if (r.timeNs) j["time_ns"] = *r.timeNs;
-    return dump(j);
+    return jsonText(j);
 }
 
 std::string toJson(const GuestRequest& request) {

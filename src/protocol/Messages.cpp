@@ -2,13 +2,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/JsonText.hpp"
+
 namespace airlock::protocol {
 namespace {
 using nlohmann::json;
 
 json parseObject(const std::string& payload, const char* what) {
     json j = json::parse(payload, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) throw MessageError{std::string(what) + ": not a JSON object"};
+    if (j.is_discarded() || !j.is_object())
+        throw MessageError{std::string(what) + ": not a JSON object"};
     return j;
 }
 
@@ -18,42 +21,45 @@ std::string getString(const json& j, const char* key, const char* what, bool req
         if (required) throw MessageError{std::string(what) + ": missing '" + key + "'"};
         return {};
     }
-    if (!it->is_string()) throw MessageError{std::string(what) + ": '" + key + "' must be a string"};
+    if (!it->is_string())
+        throw MessageError{std::string(what) + ": '" + key + "' must be a string"};
     return it->get<std::string>();
 }
 
 std::int64_t getInt(const json& j, const char* key, const char* what, std::int64_t fallback) {
     auto it = j.find(key);
     if (it == j.end()) return fallback;
-    if (!it->is_number_integer()) throw MessageError{std::string(what) + ": '" + key + "' must be an integer"};
+    if (!it->is_number_integer())
+        throw MessageError{std::string(what) + ": '" + key + "' must be an integer"};
     return it->get<std::int64_t>();
 }
 
-// Output may be arbitrary bytes; never let a dump throw on invalid UTF-8.
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 }  // namespace
 
-std::string toJson(const Hello& m) { return dump({{"version", m.version}, {"nonce", m.nonce}}); }
+std::string toJson(const Hello& m) {
+    return jsonText({{"version", m.version}, {"nonce", m.nonce}});
+}
 
 std::string toJson(const HelloAck& m) {
-    return dump({{"version", m.version}, {"nonce", m.nonce}, {"epoch", m.epoch}, {"agent", m.agent}});
+    return jsonText(
+        {{"version", m.version}, {"nonce", m.nonce}, {"epoch", m.epoch}, {"agent", m.agent}});
 }
 
 std::string toJson(const ExecRequest& m) {
     json j = {{"op", m.background ? "process_start" : "exec"},
-                 {"argv", m.argv},
-                 {"cwd", m.cwd},
-                 {"env", m.env},
-                 {"user", m.user},
-                 {"timeout_ms", m.timeout_ms},
-                 {"stdin", m.stdin_data},
-                 {"stdin_stream", m.stdin_stream},
-                 {"tty", m.tty},
-                 {"rows", m.rows},
-                 {"cols", m.cols},
-                 {"output_cap", m.output_cap}};
+              {"argv", m.argv},
+              {"cwd", m.cwd},
+              {"env", m.env},
+              {"user", m.user},
+              {"timeout_ms", m.timeout_ms},
+              {"stdin", m.stdin_data},
+              {"stdin_stream", m.stdin_stream},
+              {"tty", m.tty},
+              {"rows", m.rows},
+              {"cols", m.cols},
+              {"output_cap", m.output_cap}};
     if (!m.trace.empty()) j["trace"] = m.trace;
-    return dump(j);
+    return jsonText(j);
 }
 
 std::string openOp(const std::string& payload) {
@@ -67,10 +73,12 @@ std::string toJson(const ExecResult& m) {
     json j{{"exit_code", m.exit_code}, {"timed_out", m.timed_out}, {"truncated", m.truncated}};
     if (m.signal) j["signal"] = *m.signal;
     if (!m.error.empty()) j["error"] = m.error;
-    return dump(j);
+    return jsonText(j);
 }
 
-std::string toJson(const ResetInfo& m) { return dump({{"code", m.code}, {"message", m.message}}); }
+std::string toJson(const ResetInfo& m) {
+    return jsonText({{"code", m.code}, {"message", m.message}});
+}
 
 Hello parseHello(const std::string& payload) {
     json j = parseObject(payload, "hello");
@@ -112,7 +120,8 @@ ExecRequest parseExecRequest(const std::string& payload) {
     r.cwd = getString(j, "cwd", what, false);
     auto env = j.find("env");
     if (env != j.end()) {
-        if (!env->is_object() || env->size() > kMaxEnv) throw MessageError{"exec: 'env' must be an object"};
+        if (!env->is_object() || env->size() > kMaxEnv)
+            throw MessageError{"exec: 'env' must be an object"};
         for (const auto& [k, v] : env->items()) {
             if (!v.is_string() || k.empty() || k.find('=') != std::string::npos)
                 throw MessageError{"exec: bad environment entry"};
@@ -130,13 +139,15 @@ ExecRequest parseExecRequest(const std::string& payload) {
     auto flag = [&](const char* key) {
         auto it = j.find(key);
         if (it == j.end()) return false;
-        if (!it->is_boolean()) throw MessageError{std::string("exec: '") + key + "' must be a boolean"};
+        if (!it->is_boolean())
+            throw MessageError{std::string("exec: '") + key + "' must be a boolean"};
         return it->get<bool>();
     };
     r.stdin_stream = flag("stdin_stream");
     r.tty = flag("tty");
     std::int64_t rows = getInt(j, "rows", what, 24), cols = getInt(j, "cols", what, 80);
-    if (rows < 1 || rows > 1000 || cols < 1 || cols > 1000) throw MessageError{"exec: bad terminal size"};
+    if (rows < 1 || rows > 1000 || cols < 1 || cols > 1000)
+        throw MessageError{"exec: bad terminal size"};
     r.rows = static_cast<unsigned>(rows);
     r.cols = static_cast<unsigned>(cols);
     std::int64_t cap = getInt(j, "output_cap", what, 0);
@@ -144,7 +155,8 @@ ExecRequest parseExecRequest(const std::string& payload) {
     r.output_cap = static_cast<std::uint64_t>(cap);
     r.trace = getString(j, "trace", what, false);
     if (r.trace.size() > 64 ||
-        r.trace.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") !=
+        r.trace.find_first_not_of(
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") !=
             std::string::npos)
         throw MessageError{"exec: 'trace' must be at most 64 of [A-Za-z0-9_-]"};
     return r;

@@ -28,9 +28,9 @@ std::optional<Role> parseRole(const std::string& name) {
 }
 
 namespace {
-constexpr const char* kColumns = "id, tenant, role, label, created_at, expires_at";
+constexpr const char* kApiKeyColumns = "id, tenant, role, label, created_at, expires_at";
 
-ApiKeyRecord readRow(const Database::Statement& st) {
+ApiKeyRecord readApiKeyRow(const Database::Statement& st) {
     ApiKeyRecord r;
     r.id = st.text(0);
     r.tenant = st.text(1);
@@ -62,21 +62,22 @@ ApiKeyStore::Created ApiKeyStore::create(const std::string& tenant, Role role,
 std::optional<ApiKeyRecord> ApiKeyStore::findValid(const std::string& key, std::int64_t now) {
     if (key.empty() || key.size() > 256) return std::nullopt;
     // Looking up by hash: the comparison never touches the clear key.
-    auto r = db_.one(std::string("SELECT ") + kColumns + " FROM api_keys WHERE key_hash = ?",
-                     readRow, sha256Hex(key));
+    auto r = db_.one(std::string("SELECT ") + kApiKeyColumns + " FROM api_keys WHERE key_hash = ?",
+                     readApiKeyRow, sha256Hex(key));
     if (r && r->expiresAt > 0 && r->expiresAt <= now) return std::nullopt;
     return r;
 }
 
 std::optional<ApiKeyRecord> ApiKeyStore::find(const std::string& id) {
-    return db_.one(std::string("SELECT ") + kColumns + " FROM api_keys WHERE id = ?", readRow, id);
+    return db_.one(std::string("SELECT ") + kApiKeyColumns + " FROM api_keys WHERE id = ?",
+                   readApiKeyRow, id);
 }
 
 std::vector<ApiKeyRecord> ApiKeyStore::list(const std::optional<std::string>& tenant) {
     auto scope = tenant ? TenantScope::only(*tenant) : TenantScope::all();
-    return db_.all(std::string("SELECT ") + kColumns + " FROM api_keys" + scope.whereTenant() +
-                       " ORDER BY created_at, id",
-                   readRow, scope.tenantParam());
+    return db_.all(std::string("SELECT ") + kApiKeyColumns + " FROM api_keys" +
+                       scope.whereTenant() + " ORDER BY created_at, id",
+                   readApiKeyRow, scope.tenantParam());
 }
 
 bool ApiKeyStore::remove(const std::string& id) {

@@ -3,10 +3,10 @@
 namespace airlock {
 namespace {
 
-constexpr const char* kColumns =
+constexpr const char* kEvidenceColumns =
     "id, sandbox, tenant, created_at, kind, sha256, size, summary, expires_at, review";
 
-EvidenceRecord readRow(const Database::Statement& st) {
+EvidenceRecord readEvidenceRow(const Database::Statement& st) {
     EvidenceRecord r;
     r.id = st.text(0);
     r.sandboxId = st.text(1);
@@ -26,20 +26,22 @@ EvidenceRecord readRow(const Database::Statement& st) {
 EvidenceStore::EvidenceStore(Database& db) : db_(db) {}
 
 void EvidenceStore::insert(const EvidenceRecord& r) {
-    db_.run(std::string("INSERT INTO evidence (") + kColumns + ") VALUES (?,?,?,?,?,?,?,?,?,?)",
-            r.id, r.sandboxId, r.tenant, r.createdAt, r.kind, r.sha256, r.size, r.summaryJson,
-            r.expiresAt, r.reviewJson);
+    db_.run(
+        std::string("INSERT INTO evidence (") + kEvidenceColumns + ") VALUES (?,?,?,?,?,?,?,?,?,?)",
+        r.id, r.sandboxId, r.tenant, r.createdAt, r.kind, r.sha256, r.size, r.summaryJson,
+        r.expiresAt, r.reviewJson);
 }
 
 std::optional<EvidenceRecord> EvidenceStore::find(const std::string& id) {
-    return db_.one(std::string("SELECT ") + kColumns + " FROM evidence WHERE id = ?", readRow, id);
+    return db_.one(std::string("SELECT ") + kEvidenceColumns + " FROM evidence WHERE id = ?",
+                   readEvidenceRow, id);
 }
 
 std::vector<EvidenceRecord> EvidenceStore::listForSandbox(const std::string& sandboxId,
                                                           const TenantScope& scope) {
-    return db_.all(std::string("SELECT ") + kColumns + " FROM evidence WHERE sandbox = ?" +
+    return db_.all(std::string("SELECT ") + kEvidenceColumns + " FROM evidence WHERE sandbox = ?" +
                        scope.whereTenant(" AND") + " ORDER BY created_at, id",
-                   readRow, sandboxId, scope.tenantParam());
+                   readEvidenceRow, sandboxId, scope.tenantParam());
 }
 
 void EvidenceStore::setExpiry(const std::string& sandboxId, std::int64_t expiresAt) {
@@ -52,9 +54,9 @@ void EvidenceStore::setReview(const std::string& id, const std::string& reviewJs
 }
 
 std::vector<EvidenceRecord> EvidenceStore::expired(std::int64_t now) {
-    return db_.all(std::string("SELECT ") + kColumns +
+    return db_.all(std::string("SELECT ") + kEvidenceColumns +
                        " FROM evidence WHERE expires_at > 0 AND expires_at <= ?",
-                   readRow, now);
+                   readEvidenceRow, now);
 }
 
 void EvidenceStore::remove(const std::string& id) {

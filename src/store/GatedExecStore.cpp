@@ -2,12 +2,12 @@
 
 namespace airlock {
 namespace {
-constexpr const char* kColumns =
+constexpr const char* kGatedExecColumns =
     "id, approval_id, sandbox, tenant, request, command, class, reason, state, requested_at, "
     "expires_at, decided_at,"
     " decided_by, decision_reason, exit_code, stdout, stderr, error";
 
-GatedExec readRow(const Database::Statement& st) {
+GatedExec readGatedExecRow(const Database::Statement& st) {
     GatedExec e;
     e.id = st.text(0);
     e.approvalId = st.text(1);
@@ -34,7 +34,7 @@ GatedExec readRow(const Database::Statement& st) {
 GatedExecStore::GatedExecStore(Database& db) : db_(db) {}
 
 void GatedExecStore::insert(const GatedExec& e) {
-    db_.run(std::string("INSERT INTO gated_execs (") + kColumns +
+    db_.run(std::string("INSERT INTO gated_execs (") + kGatedExecColumns +
                 ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             e.id, e.approvalId, e.sandboxId, e.tenant, e.requestJson, e.command, e.commandClass,
             e.reason, e.state, e.requestedAt, e.expiresAt, e.decidedAt, e.decidedBy,
@@ -60,34 +60,35 @@ void GatedExecStore::finish(const std::string& id, const std::string& state, std
 }
 
 std::optional<GatedExec> GatedExecStore::find(const std::string& id) {
-    return db_.one(std::string("SELECT ") + kColumns + " FROM gated_execs WHERE id = ?", readRow,
-                   id);
+    return db_.one(std::string("SELECT ") + kGatedExecColumns + " FROM gated_execs WHERE id = ?",
+                   readGatedExecRow, id);
 }
 
 std::optional<GatedExec> GatedExecStore::findByApproval(const std::string& approvalId) {
-    return db_.one(std::string("SELECT ") + kColumns + " FROM gated_execs WHERE approval_id = ?",
-                   readRow, approvalId);
+    return db_.one(
+        std::string("SELECT ") + kGatedExecColumns + " FROM gated_execs WHERE approval_id = ?",
+        readGatedExecRow, approvalId);
 }
 
 std::optional<GatedExec> GatedExecStore::findLatestRequest(const std::string& sandboxId,
                                                            const std::string& requestJson) {
-    return db_.one(std::string("SELECT ") + kColumns +
+    return db_.one(std::string("SELECT ") + kGatedExecColumns +
                        " FROM gated_execs WHERE sandbox = ? AND request = ?"
                        " ORDER BY requested_at DESC, rowid DESC LIMIT 1",
-                   readRow, sandboxId, requestJson);
+                   readGatedExecRow, sandboxId, requestJson);
 }
 
 std::vector<GatedExec> GatedExecStore::pending(const TenantScope& scope) {
-    return db_.all(std::string("SELECT ") + kColumns +
+    return db_.all(std::string("SELECT ") + kGatedExecColumns +
                        " FROM gated_execs WHERE state = 'pending_approval'" +
                        scope.whereTenant(" AND") + " ORDER BY requested_at, id",
-                   readRow, scope.tenantParam());
+                   readGatedExecRow, scope.tenantParam());
 }
 
 std::vector<GatedExec> GatedExecStore::running(const std::string& idPrefix) {
-    return db_.all(std::string("SELECT ") + kColumns +
+    return db_.all(std::string("SELECT ") + kGatedExecColumns +
                        " FROM gated_execs WHERE state = 'running' AND substr(id, 1, ?) = ?",
-                   readRow, idPrefix.size(), idPrefix);
+                   readGatedExecRow, idPrefix.size(), idPrefix);
 }
 
 }  // namespace airlock

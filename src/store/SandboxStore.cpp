@@ -33,13 +33,13 @@ SandboxState parseSandboxState(const std::string& s) {
 }
 
 namespace {
-constexpr const char* kColumns =
+constexpr const char* kSandboxColumns =
     "id, tenant, template, state, vcpus, memory_mib, created_at, metadata, env, error, snapshot, "
     "disk, layers,"
     " timeout_s, on_timeout, expires_at, policy, secrets, secret_names, network, qemu_uid, "
     "disk_bytes, packages, task, artifacts, port_access";
 
-SandboxRecord readRow(const Database::Statement& st) {
+SandboxRecord readSandboxRow(const Database::Statement& st) {
     SandboxRecord r;
     r.id = st.text(0);
     r.tenant = st.text(1);
@@ -93,8 +93,8 @@ void SandboxStore::insert(const SandboxRecord& r) { write(r, false); }
 void SandboxStore::replace(const SandboxRecord& r) { write(r, true); }
 
 void SandboxStore::write(const SandboxRecord& r, bool replace) {
-    db_.run(std::string(replace ? "INSERT OR REPLACE" : "INSERT") + " INTO sandboxes (" + kColumns +
-                ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    db_.run(std::string(replace ? "INSERT OR REPLACE" : "INSERT") + " INTO sandboxes (" +
+                kSandboxColumns + ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             r.id, r.tenant, r.templateName, sandboxStateName(r.state), r.vcpus, r.memoryMib,
             r.createdAt, r.metadataJson, r.envJson, r.error, r.snapshotId, r.disk,
             stringListColumn(r.layers), r.timeoutS, r.onTimeout, r.expiresAt, r.policyJson,
@@ -114,13 +114,14 @@ void SandboxStore::remove(const std::string& id) {
 }
 
 std::optional<SandboxRecord> SandboxStore::find(const std::string& id) {
-    return db_.one(std::string("SELECT ") + kColumns + " FROM sandboxes WHERE id = ?", readRow, id);
+    return db_.one(std::string("SELECT ") + kSandboxColumns + " FROM sandboxes WHERE id = ?",
+                   readSandboxRow, id);
 }
 
 std::vector<SandboxRecord> SandboxStore::list(const TenantScope& scope) {
-    return db_.all(std::string("SELECT ") + kColumns + " FROM sandboxes" + scope.whereTenant() +
-                       " ORDER BY created_at, id",
-                   readRow, scope.tenantParam());
+    return db_.all(std::string("SELECT ") + kSandboxColumns + " FROM sandboxes" +
+                       scope.whereTenant() + " ORDER BY created_at, id",
+                   readSandboxRow, scope.tenantParam());
 }
 
 }  // namespace airlock

@@ -17,7 +17,7 @@ std::string snapshotStateName(SnapshotState s) {
 }
 
 namespace {
-constexpr const char* kColumns =
+constexpr const char* kSnapshotColumns =
     "id, tenant, kind, source, template, template_digest, state, vcpus, memory_mib, has_disk, "
     "layers, created_at,"
     " size_bytes, manifest";
@@ -28,7 +28,7 @@ SnapshotState parseState(const std::string& s) {
     return SnapshotState::deleted;
 }
 
-SnapshotRecord readRow(const Database::Statement& st) {
+SnapshotRecord readSnapshotRow(const Database::Statement& st) {
     SnapshotRecord r;
     r.id = st.text(0);
     r.tenant = st.text(1);
@@ -51,7 +51,7 @@ SnapshotRecord readRow(const Database::Statement& st) {
 SnapshotStore::SnapshotStore(Database& db) : db_(db) {}
 
 void SnapshotStore::insert(const SnapshotRecord& r) {
-    db_.run(std::string("INSERT INTO snapshots (") + kColumns +
+    db_.run(std::string("INSERT INTO snapshots (") + kSnapshotColumns +
                 ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             r.id, r.tenant, r.kind, r.sourceSandbox, r.templateName, r.templateDigest,
             snapshotStateName(r.state), r.vcpus, r.memoryMib, r.hasDisk ? 1 : 0,
@@ -73,13 +73,14 @@ void SnapshotStore::remove(const std::string& id) {
 }
 
 std::optional<SnapshotRecord> SnapshotStore::find(const std::string& id) {
-    return db_.one(std::string("SELECT ") + kColumns + " FROM snapshots WHERE id = ?", readRow, id);
+    return db_.one(std::string("SELECT ") + kSnapshotColumns + " FROM snapshots WHERE id = ?",
+                   readSnapshotRow, id);
 }
 
 std::vector<SnapshotRecord> SnapshotStore::list(const TenantScope& scope) {
-    return db_.all(std::string("SELECT ") + kColumns + " FROM snapshots" + scope.whereTenant() +
-                       " ORDER BY created_at, id",
-                   readRow, scope.tenantParam());
+    return db_.all(std::string("SELECT ") + kSnapshotColumns + " FROM snapshots" +
+                       scope.whereTenant() + " ORDER BY created_at, id",
+                   readSnapshotRow, scope.tenantParam());
 }
 
 }  // namespace airlock

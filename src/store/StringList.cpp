@@ -2,10 +2,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/JsonText.hpp"
+
 namespace airlock {
 
 std::string stringListColumn(const std::vector<std::string>& list) {
-    return nlohmann::json(list).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return jsonText(nlohmann::json(list));
 }
 
 std::vector<std::string> stringListFromColumn(const std::string& column) {

@@ -33,7 +33,7 @@ std::vector<std::string> strings(const json& j, const char* k) {
 constexpr const char* kSelect =
     "SELECT name, quota, policy, network, updated_at, packages FROM tenants";
 
-TenantRecord readRow(const Database::Statement& st) {
+TenantRecord readTenantRow(const Database::Statement& st) {
     TenantRecord t;
     t.name = st.text(0);
     t.quota = quotaFromJson(json::parse(st.text(1), nullptr, false));
@@ -63,11 +63,11 @@ void TenantStore::put(const TenantRecord& t) {
 }
 
 std::optional<TenantRecord> TenantStore::find(const std::string& name) {
-    return db_.one(std::string(kSelect) + " WHERE name = ?", readRow, name);
+    return db_.one(std::string(kSelect) + " WHERE name = ?", readTenantRow, name);
 }
 
 std::vector<TenantRecord> TenantStore::list() {
-    return db_.all(std::string(kSelect) + " ORDER BY name", readRow);
+    return db_.all(std::string(kSelect) + " ORDER BY name", readTenantRow);
 }
 
 }  // namespace airlock

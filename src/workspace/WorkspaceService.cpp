@@ -495,7 +495,7 @@ SandboxRecord WorkspaceService::createSandbox(const std::string& tenant,
                              {"path", rec.path},
                              {"submodules", subs}});
     // From here on the guest's own reads and writes in it are recorded.
-    controller_.watchFiles(tenant, r.id, rec.path);
+    controller_.files().watchFiles(tenant, r.id, rec.path);
     return r;
 }
 
@@ -606,8 +606,7 @@ WorkspaceService::Snapshot WorkspaceService::snapshot(const std::string& tenant,
     }
     Snapshot snap;
     {
-        auto stream =
-            agent->open(protocol::WorkspaceScanRequest{r.path, skip, true, "user"});
+        auto stream = agent->open(protocol::WorkspaceScanRequest{r.path, skip, true, "user"});
         snap.scan = parseScan(drain(stream, 64ull << 20));
     }
     RemoteUrl url = RemoteUrl::parse(r.repo);
@@ -616,8 +615,7 @@ WorkspaceService::Snapshot WorkspaceService::snapshot(const std::string& tenant,
     Repository work = openWorkRepo(tenant, mirrors);
     std::uint64_t transferred = 0;
     auto readFile = [&](const std::string& rel) {
-        auto stream =
-            agent->open(protocol::FileReadRequest{r.path + "/" + rel, "user"});
+        auto stream = agent->open(protocol::FileReadRequest{r.path + "/" + rel, "user"});
         std::string bytes = drain(stream, config_.maxFileBytes);
         transferred += bytes.size();
         if (transferred > config_.maxTransferBytes)
@@ -915,8 +913,7 @@ void WorkspaceService::reset(const std::string& tenant, const std::string& id, b
     auto agent = controller_.runningAgent(tenant, id);
     std::vector<std::string> skip;
     for (const auto& s : r.submodules) skip.push_back(s.path);
-    auto stream =
-        agent->open(protocol::WorkspaceScanRequest{r.path, skip, cleanIgnored, "user"});
+    auto stream = agent->open(protocol::WorkspaceScanRequest{r.path, skip, cleanIgnored, "user"});
     Scan current = parseScan(drain(stream, 64ull << 20));
     if (!cleanIgnored) current.ignored.clear();
     populate(tenant, id, r, true, &current);

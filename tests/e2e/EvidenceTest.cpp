@@ -31,31 +31,9 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-std::string run(const std::string& cmd) {
-    std::string out;
-    FILE* p = ::popen(cmd.c_str(), "r");
-    if (!p) return out;
-    std::array<char, 4096> buf{};
-    while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-    ::pclose(p);
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-    return out;
-}
-
 int status(const std::string& cmd) {
     int s = std::system(cmd.c_str());
     return WIFEXITED(s) ? WEXITSTATUS(s) : -1;
-}
-
-bool portOpen(int port) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    ::close(fd);
-    return ok;
 }
 
 pid_t spawn(std::vector<std::string> args) {
@@ -97,7 +75,8 @@ class Evidence : public ::testing::Test {
         w.canary = "evd-Canary-" + std::to_string(::getpid()) + "-zq";
         w.repos = w.tmp.path() + "/repos";
         std::string fixtures = std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures";
-        std::string made = run("bash " + fixtures + "/make-fixture-repos.sh " + w.repos);
+        std::string made =
+            test::commandLine("bash " + fixtures + "/make-fixture-repos.sh " + w.repos);
         auto pos = made.find("main=");
         ASSERT_NE(pos, std::string::npos) << made;
         w.base = made.substr(pos + 5, 40);
@@ -118,8 +97,8 @@ class Evidence : public ::testing::Test {
                                    "--bind", "127.0.0.1", "--directory", web}));
         ASSERT_TRUE(test::waitFor(
             [&] {
-                return portOpen(w.gitPort) && portOpen(w.npmPort) && portOpen(w.pypiPort) &&
-                       portOpen(w.webPort);
+                return test::loopbackPortOpen(w.gitPort) && test::loopbackPortOpen(w.npmPort) &&
+                       test::loopbackPortOpen(w.pypiPort) && test::loopbackPortOpen(w.webPort);
             },
             30s))
             << "the fixture servers did not start";
@@ -270,18 +249,21 @@ printf PNG > out/screenshot.png && echo edited)SH");
     std::filesystem::create_directories(dir + "/x");
     std::ofstream(dir + "/bundle.tar.gz", std::ios::binary) << bundle.body;
     ASSERT_EQ(status("tar -xzf " + dir + "/bundle.tar.gz -C " + dir + "/x"), 0);
-    std::string root = run("dirname \"$(find " + dir + "/x -name SHA256SUMS | head -1)\"");
+    std::string root =
+        test::commandLine("dirname \"$(find " + dir + "/x -name SHA256SUMS | head -1)\"");
 
     // Every file summed, the sums check, the signature verifies with openssl.
     EXPECT_EQ(status("cd " + root + " && sha256sum --quiet -c SHA256SUMS"), 0);
-    EXPECT_EQ(run("cd " + root +
-                  " && find . -type f ! -name SHA256SUMS ! -name SHA256SUMS.sig | sed 's|^\\./||' "
-                  "| sort"),
-              run("awk '{print $2}' " + root + "/SHA256SUMS | sed 's|^\\*||' | sort"));
+    EXPECT_EQ(
+        test::commandLine(
+            "cd " + root +
+            " && find . -type f ! -name SHA256SUMS ! -name SHA256SUMS.sig | sed 's|^\\./||' "
+            "| sort"),
+        test::commandLine("awk '{print $2}' " + root + "/SHA256SUMS | sed 's|^\\*||' | sort"));
     auto keys = json::parse(api("GET", "/v1/evidence/keys").body);
     std::ofstream(dir + "/pub.pem") << keys["keys"][0]["public_key_pem"].get<std::string>();
-    EXPECT_EQ(run("openssl dgst -sha256 -verify " + dir + "/pub.pem -signature " + root +
-                  "/SHA256SUMS.sig " + root + "/SHA256SUMS"),
+    EXPECT_EQ(test::commandLine("openssl dgst -sha256 -verify " + dir + "/pub.pem -signature " +
+                                root + "/SHA256SUMS.sig " + root + "/SHA256SUMS"),
               "Verified OK");
 
     // The patch applied to the base commit with git gives the recorded tree.
@@ -292,8 +274,8 @@ printf PNG > out/screenshot.png && echo edited)SH");
     ASSERT_EQ(status("git clone -q " + w.repos + "/demo.git " + clone + " && git -C " + clone +
                      " checkout -q " + w.base),
               0);
-    EXPECT_EQ(run("cd " + clone + " && git apply --index " + root +
-                  "/changes/changes.patch && git write-tree"),
+    EXPECT_EQ(test::commandLine("cd " + clone + " && git apply --index " + root +
+                                "/changes/changes.patch && git write-tree"),
               manifest["workspace"]["final_tree"].get<std::string>());
 
     // Each finding is there with the evidence it rests on.
@@ -334,16 +316,17 @@ printf PNG > out/screenshot.png && echo edited)SH");
     EXPECT_TRUE(manifest["file_activity"]["guest"].is_object()) << manifest["file_activity"].dump();
 
     // No secret anywhere, compressed or not.
-    EXPECT_EQ(run("grep -rlF --binary-files=text -- '" + w.canary + "' " + root), "");
+    EXPECT_EQ(test::commandLine("grep -rlF --binary-files=text -- '" + w.canary + "' " + root), "");
     EXPECT_EQ(
-        run("zcat " + dir + "/bundle.tar.gz | grep -cF --binary-files=text -- '" + w.canary + "'"),
+        test::commandLine("zcat " + dir + "/bundle.tar.gz | grep -cF --binary-files=text -- '" +
+                          w.canary + "'"),
         "0");
 
     // The report renders in headless Chromium: a screenshot, and the diff
     // and the findings are in the DOM.
     std::string report = readFile(root + "/report.html");
     EXPECT_EQ(report.find("<script"), std::string::npos);
-    std::string chrome = run("command -v chromium || command -v chromium-browser");
+    std::string chrome = test::commandLine("command -v chromium || command -v chromium-browser");
     ASSERT_FALSE(chrome.empty()) << "scripts/setup installs Debian's chromium";
     std::string flags =
         " --headless --no-sandbox --disable-gpu --user-data-dir=" + dir + "/chrome ";
@@ -353,8 +336,8 @@ printf PNG > out/screenshot.png && echo edited)SH");
                   ? std::filesystem::file_size(dir + "/report.png")
                   : 0,
               1000u);
-    std::string dom = run("timeout 120 " + chrome + flags + "--dump-dom file://" + root +
-                          "/report.html 2>/dev/null");
+    std::string dom = test::commandLine("timeout 120 " + chrome + flags + "--dump-dom file://" +
+                                        root + "/report.html 2>/dev/null");
     EXPECT_NE(dom.find("src/app.py"), std::string::npos);
     EXPECT_NE(dom.find("+    return int(a) + int(b)"), std::string::npos) << "the diff is shown";
     EXPECT_NE(dom.find("tests_failed"), std::string::npos) << "the findings are shown";

@@ -26,27 +26,6 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-std::string run(const std::string& cmd) {
-    std::string out;
-    FILE* p = ::popen(cmd.c_str(), "r");
-    if (!p) return out;
-    std::array<char, 4096> buf{};
-    while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-    ::pclose(p);
-    return out;
-}
-
-bool portOpen(int port) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    ::close(fd);
-    return ok;
-}
-
 class Packages : public ::testing::Test {
   protected:
     static void SetUpTestSuite() {
@@ -54,7 +33,8 @@ class Packages : public ::testing::Test {
         World& w = *world;
         // The host's npm registry, as scripts/run derives it.
         for (std::string line;
-             const auto& l : {run(std::string(AIRLOCK_SOURCE_DIR) + "/scripts/package-upstreams")})
+             const auto& l :
+             {test::commandOutput(std::string(AIRLOCK_SOURCE_DIR) + "/scripts/package-upstreams")})
             for (std::size_t at = 0; at < l.size();) {
                 auto nl = l.find('\n', at);
                 line = l.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
@@ -77,7 +57,9 @@ class Packages : public ::testing::Test {
         argv.push_back(nullptr);
         ASSERT_EQ(::posix_spawnp(&w.registry, "python3", nullptr, nullptr, argv.data(), environ),
                   0);
-        ASSERT_TRUE(test::waitFor([&] { return portOpen(w.aptPort) && portOpen(pypiPort); }, 20s));
+        ASSERT_TRUE(test::waitFor(
+            [&] { return test::loopbackPortOpen(w.aptPort) && test::loopbackPortOpen(pypiPort); },
+            20s));
         w.dataDir = w.tmp.path() + "/data";
         w.daemon = std::make_unique<test::Daemon>(
             w.dataDir, test::freePort(),

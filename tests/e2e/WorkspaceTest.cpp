@@ -29,28 +29,6 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-std::string run(const std::string& cmd) {
-    std::string out;
-    FILE* p = ::popen(cmd.c_str(), "r");
-    if (!p) return out;
-    std::array<char, 4096> buf{};
-    while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-    ::pclose(p);
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-    return out;
-}
-
-bool portOpen(int port) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    ::close(fd);
-    return ok;
-}
-
 class Workspaces : public ::testing::Test {
   protected:
     static void SetUpTestSuite() {
@@ -58,8 +36,8 @@ class Workspaces : public ::testing::Test {
         World& w = *world;
         w.canary = "e2e-Canary-" + std::to_string(::getpid()) + "-pw";
         w.repos = w.tmp.path() + "/repos";
-        std::string made = run(std::string("bash ") + AIRLOCK_SOURCE_DIR +
-                               "/tests/fixtures/make-fixture-repos.sh " + w.repos);
+        std::string made = test::commandLine(std::string("bash ") + AIRLOCK_SOURCE_DIR +
+                                             "/tests/fixtures/make-fixture-repos.sh " + w.repos);
         auto pos = made.find("main=");
         ASSERT_NE(pos, std::string::npos) << made;
         w.mainCommit = made.substr(pos + 5, 40);
@@ -75,7 +53,7 @@ class Workspaces : public ::testing::Test {
         argv.push_back(nullptr);
         ASSERT_EQ(::posix_spawnp(&w.gitServer, "python3", nullptr, nullptr, argv.data(), environ),
                   0);
-        ASSERT_TRUE(test::waitFor([&] { return portOpen(w.gitPort); }, 20s))
+        ASSERT_TRUE(test::waitFor([&] { return test::loopbackPortOpen(w.gitPort); }, 20s))
             << "the git server did not start";
         w.repo = "http://127.0.0.1:" + port + "/demo.git";
         w.dataDir = w.tmp.path() + "/data";
@@ -98,8 +76,8 @@ class Workspaces : public ::testing::Test {
         // The canary is nowhere: not in a response, the log or any file.
         for (const auto& body : w.bodies)
             EXPECT_EQ(body.find(w.canary), std::string::npos) << body.substr(0, 300);
-        EXPECT_EQ(run("grep -rlF --binary-files=text -- '" + w.canary + "' '" + w.dataDir + "' '" +
-                      w.daemon->logPath() + "' 2>/dev/null"),
+        EXPECT_EQ(test::commandLine("grep -rlF --binary-files=text -- '" + w.canary + "' '" +
+                                    w.dataDir + "' '" + w.daemon->logPath() + "' 2>/dev/null"),
                   "");
         EXPECT_EQ(w.daemon->endedHow(), "") << "airlockd died during the tests";
         if (::testing::UnitTest::GetInstance()->failed_test_count() > 0) {
@@ -155,8 +133,9 @@ class Workspaces : public ::testing::Test {
         return s;
     }
     static std::string remoteBranch(const std::string& branch) {
-        return run("git --git-dir=" + world->repos + "/demo.git rev-parse -q --verify refs/heads/" +
-                   branch + " 2>/dev/null");
+        return test::commandLine("git --git-dir=" + world->repos +
+                                 "/demo.git rev-parse -q --verify refs/heads/" + branch +
+                                 " 2>/dev/null");
     }
     // Waits until the push leaves the states before its outcome.
     static json settledPush(const std::string& id, const std::string& push) {
@@ -373,8 +352,8 @@ TEST_F(Workspaces, PushesWaitForAHumanKeepTheLeaseAndNeverForce) {
     ::unlink(hook.c_str());
     // The branch exists on the remote at a commit ours does not contain:
     // not a fast-forward, so not pushed (and never forced).
-    run("git --git-dir=" + world->repos + "/demo.git update-ref refs/heads/agent/e2e " +
-        world->featureCommit);
+    test::commandLine("git --git-dir=" + world->repos +
+                      "/demo.git update-ref refs/heads/agent/e2e " + world->featureCommit);
     auto nonFf = requestPush(id, c1);
     decide(nonFf, "approve");
     state = settledPush(id, nonFf["push_id"]);
@@ -382,10 +361,11 @@ TEST_F(Workspaces, PushesWaitForAHumanKeepTheLeaseAndNeverForce) {
     EXPECT_NE(state.value("error", "").find("fast-forward"), std::string::npos) << state.dump();
     EXPECT_EQ(remoteBranch("agent/e2e"), world->featureCommit);
     // The branch moves between the request and the approval: the lease holds.
-    run("git --git-dir=" + world->repos + "/demo.git update-ref -d refs/heads/agent/e2e");
+    test::commandLine("git --git-dir=" + world->repos +
+                      "/demo.git update-ref -d refs/heads/agent/e2e");
     auto leased = requestPush(id, c1);
-    run("git --git-dir=" + world->repos + "/demo.git update-ref refs/heads/agent/e2e " +
-        world->mainCommit);
+    test::commandLine("git --git-dir=" + world->repos +
+                      "/demo.git update-ref refs/heads/agent/e2e " + world->mainCommit);
     decide(leased, "approve");
     state = settledPush(id, leased["push_id"]);
     EXPECT_EQ(state["state"], "rejected") << state.dump();

@@ -27,17 +27,6 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-bool portOpen(int port) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    ::close(fd);
-    return ok;
-}
-
 struct Record {
     std::string sandbox, type;
     json data;
@@ -65,7 +54,8 @@ class PackageServiceTest : public ::testing::Test {
                   0);
         ASSERT_TRUE(test::waitFor(
             [&] {
-                return portOpen(fx->npmPort) && portOpen(fx->pypiPort) && portOpen(fx->aptPort);
+                return test::loopbackPortOpen(fx->npmPort) &&
+                       test::loopbackPortOpen(fx->pypiPort) && test::loopbackPortOpen(fx->aptPort);
             },
             20s))
             << "the fixture registry did not start";

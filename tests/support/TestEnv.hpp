@@ -10,12 +10,12 @@ namespace airlock::test {
 // A fresh directory under /tmp, removed by the destructor. Mode 0755 so the
 // unprivileged QEMU user can traverse it in VM tests.
 class TempDir {
-public:
+  public:
     TempDir();
     ~TempDir();
     const std::string& path() const { return path_; }
 
-private:
+  private:
     std::string path_;
 };
 
@@ -27,6 +27,14 @@ bool waitFor(const std::function<bool()>& condition, std::chrono::milliseconds t
 int countQemuProcesses(const std::string& needle);
 
 bool templatesBuilt();
+
+// What a shell command printed on its standard output ("" when it could not
+// start), whole or without its trailing line breaks.
+std::string commandOutput(const std::string& command);
+std::string commandLine(const std::string& command);
+
+// Whether something accepts connections on 127.0.0.1:port.
+bool loopbackPortOpen(int port);
 
 // The ErrorCode `f` throws; records a test failure when it throws none.
 ErrorCode codeOf(const std::function<void()>& f);

@@ -1,16 +1,13 @@
-#include "controller/SandboxController.hpp"
-
 #include <gtest/gtest.h>
-
-#include "support/TestEnv.hpp"
-
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
 
 #include "ControllerFixture.hpp"
+#include "controller/SandboxController.hpp"
 #include "core/Error.hpp"
+#include "support/TestEnv.hpp"
 
 namespace airlock {
 namespace {
@@ -42,7 +39,8 @@ TEST_F(SandboxControllerTest, CreateBootsAndPersistsARunningSandbox) {
 
 TEST_F(SandboxControllerTest, TheTcgCacheIsTheTemplatesOwnElseTheDaemonDefault) {
     auto plain = controller->create("t1", CreateSandboxRequest{});
-    EXPECT_EQ(hypervisor.spec(SandboxController::domainName(plain.id)).tcgCacheMib, ControllerConfig{}.tcgCacheMib);
+    EXPECT_EQ(hypervisor.spec(SandboxController::domainName(plain.id)).tcgCacheMib,
+              ControllerConfig{}.tcgCacheMib);
     EXPECT_TRUE(hypervisor.spec(SandboxController::domainName(plain.id)).freePageReporting);
     CreateSandboxRequest disky;
     disky.templateName = "disky";
@@ -72,15 +70,18 @@ TEST_F(SandboxControllerTest, ResourcesBecomeHostLimitsAndEachSandboxItsOwnUid) 
     EXPECT_EQ(spec.runAs->first, 410000u);
     auto b = controller->create("t1", CreateSandboxRequest{});
     EXPECT_EQ(hypervisor.spec(SandboxController::domainName(b.id)).runAs->first, 410001u);
-    EXPECT_EQ(fs::status(dir.path() + "/sandboxes/" + b.id).permissions() & fs::perms::all, fs::perms(0700));
+    EXPECT_EQ(fs::status(dir.path() + "/sandboxes/" + b.id).permissions() & fs::perms::all,
+              fs::perms(0700));
     struct stat st {};
     ::stat((dir.path() + "/sandboxes/" + b.id).c_str(), &st);
     EXPECT_EQ(st.st_uid, 410001u) << "its directory is its QEMU's";
-    EXPECT_EQ(codeOf([&] { controller->create("t1", CreateSandboxRequest{}); }), ErrorCode::unavailable)
+    EXPECT_EQ(codeOf([&] { controller->create("t1", CreateSandboxRequest{}); }),
+              ErrorCode::unavailable)
         << "the uid range is used up";
     controller->destroy("t1", a.id);
     auto c = controller->create("t1", CreateSandboxRequest{});
-    EXPECT_EQ(hypervisor.spec(SandboxController::domainName(c.id)).runAs->first, 410000u) << "a freed uid comes back";
+    EXPECT_EQ(hypervisor.spec(SandboxController::domainName(c.id)).runAs->first, 410000u)
+        << "a freed uid comes back";
     auto limits = controller->enforcedLimits();
     EXPECT_TRUE(limits.cpuQuota);
     EXPECT_TRUE(limits.ownUidPerSandbox);
@@ -93,11 +94,12 @@ TEST_F(SandboxControllerTest, LowDiskRefusesCreatesSnapshotsAndUploadsBeforeThey
     config.minFreeDiskMib = 1ull << 40;  // more than any disk has
     controller = makeController(config);
     auto before = hypervisor.count();
-    EXPECT_EQ(codeOf([&] { controller->create("t1", CreateSandboxRequest{}); }), ErrorCode::insufficient_storage);
+    EXPECT_EQ(codeOf([&] { controller->create("t1", CreateSandboxRequest{}); }),
+              ErrorCode::insufficient_storage);
     EXPECT_EQ(hypervisor.count(), before) << "nothing was started";
     EXPECT_EQ(store->list(TenantScope::all()).size(), 1u) << "nothing was recorded";
     EXPECT_EQ(codeOf([&] { controller->snapshot("t1", r.id); }), ErrorCode::insufficient_storage);
-    EXPECT_EQ(codeOf([&] { controller->openUpload("t1", r.id, "/tmp/x", std::nullopt); }),
+    EXPECT_EQ(codeOf([&] { controller->files().openUpload("t1", r.id, "/tmp/x", std::nullopt); }),
               ErrorCode::insufficient_storage);
     EXPECT_TRUE(snapshots->list(TenantScope::all()).empty());
 }
@@ -118,13 +120,15 @@ TEST_F(SandboxControllerTest, ValidatesTemplateAndResources) {
 
 TEST_F(SandboxControllerTest, FailedBootLeavesNothingBehind) {
     failConnect = true;
-    EXPECT_EQ(codeOf([&] { controller->create("t1", CreateSandboxRequest{}); }), ErrorCode::agent_timeout);
+    EXPECT_EQ(codeOf([&] { controller->create("t1", CreateSandboxRequest{}); }),
+              ErrorCode::agent_timeout);
     EXPECT_EQ(hypervisor.count(), 0u) << "the domain must be destroyed";
     EXPECT_TRUE(store->list(TenantScope::all()).empty());
     EXPECT_TRUE(fs::is_empty(dir.path() + "/sandboxes"));
     failConnect = false;
     hypervisor.failNextStart();
-    EXPECT_EQ(codeOf([&] { controller->create("t1", CreateSandboxRequest{}); }), ErrorCode::hypervisor_error);
+    EXPECT_EQ(codeOf([&] { controller->create("t1", CreateSandboxRequest{}); }),
+              ErrorCode::hypervisor_error);
     EXPECT_TRUE(store->list(TenantScope::all()).empty());
     EXPECT_TRUE(fs::is_empty(dir.path() + "/sandboxes"));
 }
@@ -149,7 +153,8 @@ TEST_F(SandboxControllerTest, OutputCapComesFromConfig) {
 TEST_F(SandboxControllerTest, OtherTenantsSeeNothing) {
     auto r = controller->create("t1", CreateSandboxRequest{});
     EXPECT_EQ(codeOf([&] { controller->get("t2", r.id); }), ErrorCode::not_found);
-    EXPECT_EQ(codeOf([&] { controller->exec("t2", r.id, rootShell("true")); }), ErrorCode::not_found);
+    EXPECT_EQ(codeOf([&] { controller->exec("t2", r.id, rootShell("true")); }),
+              ErrorCode::not_found);
     EXPECT_EQ(codeOf([&] { controller->destroy("t2", r.id); }), ErrorCode::not_found);
     EXPECT_TRUE(controller->list("t2").empty());
     EXPECT_EQ(controller->list("t1").size(), 1u);
@@ -161,19 +166,22 @@ TEST_F(SandboxControllerTest, DestroyRemovesDomainFilesAndRecord) {
     EXPECT_EQ(hypervisor.count(), 0u);
     EXPECT_FALSE(fs::exists(dir.path() + "/sandboxes/" + r.id));
     EXPECT_EQ(codeOf([&] { controller->get("t1", r.id); }), ErrorCode::not_found);
-    EXPECT_EQ(codeOf([&] { controller->exec("t1", r.id, rootShell("true")); }), ErrorCode::not_found);
+    EXPECT_EQ(codeOf([&] { controller->exec("t1", r.id, rootShell("true")); }),
+              ErrorCode::not_found);
 }
 
 TEST_F(SandboxControllerTest, ExecOnStoppedSandboxIsConflict) {
     auto r = controller->create("t1", CreateSandboxRequest{});
     store->updateState(r.id, SandboxState::stopped);
-    EXPECT_EQ(codeOf([&] { controller->exec("t1", r.id, rootShell("true")); }), ErrorCode::conflict);
+    EXPECT_EQ(codeOf([&] { controller->exec("t1", r.id, rootShell("true")); }),
+              ErrorCode::conflict);
 }
 
 TEST_F(SandboxControllerTest, ReconnectsWhenTheAgentConnectionDied) {
     auto r = controller->create("t1", CreateSandboxRequest{});
     agents.clear();  // the guest agent goes away (killed, restarted)
-    EXPECT_TRUE(test::waitFor([&] { return controller->liveConnections() == 0; }, std::chrono::seconds(5)));
+    EXPECT_TRUE(
+        test::waitFor([&] { return controller->liveConnections() == 0; }, std::chrono::seconds(5)));
     auto out = controller->exec("t1", r.id, rootShell("echo again"));
     EXPECT_EQ(out.stdoutData, "again\n");
     EXPECT_EQ(connectedSockets.size(), 2u);
@@ -182,9 +190,11 @@ TEST_F(SandboxControllerTest, ReconnectsWhenTheAgentConnectionDied) {
 TEST_F(SandboxControllerTest, AGuestFloodingItsHelloIsAuditedAsAProtocolError) {
     auto r = controller->create("t1", CreateSandboxRequest{});
     agents.clear();
-    EXPECT_TRUE(test::waitFor([&] { return controller->liveConnections() == 0; }, std::chrono::seconds(5)));
+    EXPECT_TRUE(
+        test::waitFor([&] { return controller->liveConnections() == 0; }, std::chrono::seconds(5)));
     floodConnect = true;
-    EXPECT_EQ(codeOf([&] { controller->exec("t1", r.id, rootShell("true")); }), ErrorCode::agent_error);
+    EXPECT_EQ(codeOf([&] { controller->exec("t1", r.id, rootShell("true")); }),
+              ErrorCode::agent_error);
     auto events = controller->audit("t1", r.id, AuditQuery{});
     auto it = std::find_if(events.begin(), events.end(),
                            [](const auto& e) { return e.type == "agent.protocol_error"; });
@@ -215,7 +225,8 @@ TEST_F(SandboxControllerTest, RecoverFinishesHalfDoneWorkAndKillsOrphans) {
     EXPECT_FALSE(store->find(halfCreated.id));
     EXPECT_FALSE(store->find(halfDeleted.id));
     auto domains = hypervisor.listDomains();
-    EXPECT_EQ(domains, (std::vector<std::string>{SandboxController::domainName(kept.id), "somebody-elses-vm"}));
+    EXPECT_EQ(domains, (std::vector<std::string>{SandboxController::domainName(kept.id),
+                                                 "somebody-elses-vm"}));
     EXPECT_FALSE(fs::exists(dir.path() + "/sandboxes/sbx-strayyyyyyyyyyyyyyyy"));
     EXPECT_FALSE(fs::exists(dir.path() + "/sandboxes/" + halfCreated.id));
     EXPECT_TRUE(fs::exists(dir.path() + "/sandboxes/" + kept.id));

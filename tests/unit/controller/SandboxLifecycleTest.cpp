@@ -355,6 +355,31 @@ TEST_F(SparePoolTest, ALiveSandboxOrSnapshotKeepsASpareVmThatTheNextCloneTakes) 
     EXPECT_TRUE(store->list(TenantScope::all()).empty());
 }
 
+TEST_F(SparePoolTest, ACloneThatTakesASpareKeepsItsSecretsUnderTheSparesId) {
+    auto src = controller->create("t1", CreateSandboxRequest{});
+    ASSERT_TRUE(
+        test::waitFor([&] { return controller->spareCount() == 1; }, std::chrono::seconds(10)));
+    std::string spareDomain;
+    for (const auto& name : hypervisor.listDomains())
+        if (name != SandboxController::domainName(src.id)) spareDomain = name;
+    auto snap = controller->snapshot("t1", src.id);
+    CreateSandboxRequest fromSnap;
+    fromSnap.snapshot = snap.id;
+    fromSnap.secrets["TOKEN"] = SecretSpec{"clone-Secret-7731", {}};
+    auto clone = controller->create("t1", fromSnap);
+    ASSERT_EQ(SandboxController::domainName(clone.id), spareDomain) << "the clone is the spare";
+    // Sealed for the id the clone has now (the spare's): the command gets it.
+    ExecOptions o;
+    o.argv = {"/bin/sh", "-c", "test \"$TOKEN\" = clone-Secret-7731 && echo \"got $TOKEN\""};
+    o.user = "root";  // the in-process agent runs on the host
+    auto out = controller->exec("t1", clone.id, o);
+    EXPECT_EQ(out.result.exit_code, 0) << out.stderrData;
+    EXPECT_EQ(out.stdoutData, "got ***\n");
+    controller->destroy("t1", clone.id);
+    controller->destroy("t1", src.id);
+    controller->deleteSnapshot("t1", snap.id);
+}
+
 TEST_F(SparePoolTest, ACloneRightAfterTheSnapshotWaitsForTheSpareOnItsWay) {
     hypervisor.startDelayMs = 1000;  // a spare takes a while to start
     auto src = controller->create("t1", CreateSandboxRequest{});

@@ -65,7 +65,7 @@ TEST_F(SandboxSafetyTest, DeniedCommandsNeverReachTheGuestAndAreAudited) {
     EXPECT_EQ(codeOf([&] {
                   ExecOptions o;
                   o.argv = {"/bin/sh", "-c", "echo forbidden"};
-                  controller->startProcess("t1", s.id, o, false);
+                  controller->processes().start("t1", s.id, o, false);
               }),
               ErrorCode::policy_denied);
     EXPECT_FALSE(fs::exists(marker));
@@ -263,14 +263,14 @@ TEST_F(SecretsTest, ProcessListingsAndFileListingsAreMasked) {
     ExecOptions start;
     start.argv = {"/bin/sh", "-c", "sleep 30 # s3cr3t-Value-9137"};
     start.user = "root";
-    auto started = controller->startProcess("t1", s.id, start, false);
+    auto started = controller->processes().start("t1", s.id, start, false);
     EXPECT_EQ(started.dump().find("s3cr3t-Value-9137"), std::string::npos) << started.dump();
     auto call = [&](protocol::Op op, const std::string& id = "") {
         protocol::ProcessCall c;
         c.op = op;
         c.id = id;
         c.signal = "KILL";
-        return controller->processCall("t1", s.id, c);
+        return controller->processes().call("t1", s.id, c);
     };
     auto listed = call(protocol::Op::process_list);
     EXPECT_EQ(listed.dump().find("s3cr3t-Value-9137"), std::string::npos) << listed.dump();
@@ -292,7 +292,7 @@ TEST_F(SecretsTest, ProcessListingsAndFileListingsAreMasked) {
     list.action = protocol::FsRequest::Action::list;
     list.path = listed_dir;
     list.user = "root";
-    auto files = controller->fileOp("t1", s.id, list).dump();
+    auto files = controller->files().fileOp("t1", s.id, list).dump();
     EXPECT_EQ(files.find("s3cr3t-Value-9137"), std::string::npos) << files;
     EXPECT_NE(files.find("***.txt"), std::string::npos) << files;
 }

@@ -64,19 +64,19 @@ class StreamedExecTest : public test::ControllerFixture {
         ExecOptions o;
         o.argv = {"/bin/sh", "-c", script};
         o.user = "root";
-        auto started = controller->startProcess("t1", s.id, o, false);
+        auto started = controller->processes().start("t1", s.id, o, false);
         std::string pid = started.at("id").get<std::string>();
         bool exited = test::waitFor(
             [&] {
                 protocol::ProcessCall get;
                 get.op = protocol::Op::process_get;
                 get.id = pid;
-                return controller->processCall("t1", s.id, get).value("state", "") == "exited";
+                return controller->processes().call("t1", s.id, get).value("state", "") == "exited";
             },
             10s);
         EXPECT_TRUE(exited) << "process " << pid << " did not exit";
         Collector c;
-        c.stream = controller->openProcessLogs("t1", s.id, pid, false, c.handler());
+        c.stream = controller->processes().openLogs("t1", s.id, pid, false, c.handler());
         EXPECT_TRUE(c.waitEnd()) << "the log of " << pid << " did not end";
         std::lock_guard lock(c.mutex);
         return c.out;

@@ -16,17 +16,6 @@
 namespace airlock {
 namespace {
 
-std::string run(const std::string& command) {
-    std::string out;
-    FILE* p = ::popen(command.c_str(), "r");
-    if (!p) return "popen failed";
-    char buf[4096];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    ::pclose(p);
-    return out;
-}
-
 std::string trim(std::string s) {
     while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
     return s;
@@ -40,16 +29,17 @@ class BundleVerifierTest : public ::testing::Test {
     void makeRepository() {
         repo = dir.path() + "/repo";
         std::string g = "git -C " + repo + " -c user.name=t -c user.email=t@e ";
-        run("git init -q " + repo + " && printf 'def add(a, b):\\n    return a + b\\n' > " + repo +
-            "/app.py && printf '\\x00\\x01bin' > " + repo + "/blob.bin && " + g + "add -A && " + g +
-            "commit -qm base");
-        base = trim(run(g + "rev-parse HEAD"));
-        run("printf 'def add(a, b):\\n    return int(a) + int(b)\\n' > " + repo +
-            "/app.py && printf '\\x02' >> " + repo + "/blob.bin && echo new > " + repo +
-            "/new.txt && " + g + "add -A");
-        patch = run(g + "diff --cached --binary --full-index");
-        finalTree = trim(run(g + "write-tree"));
-        run(g + "reset -q --hard " + base + " && " + g + "clean -qfd");
+        test::commandOutput("git init -q " + repo +
+                            " && printf 'def add(a, b):\\n    return a + b\\n' > " + repo +
+                            "/app.py && printf '\\x00\\x01bin' > " + repo + "/blob.bin && " + g +
+                            "add -A && " + g + "commit -qm base");
+        base = trim(test::commandOutput(g + "rev-parse HEAD"));
+        test::commandOutput("printf 'def add(a, b):\\n    return int(a) + int(b)\\n' > " + repo +
+                            "/app.py && printf '\\x02' >> " + repo + "/blob.bin && echo new > " +
+                            repo + "/new.txt && " + g + "add -A");
+        patch = test::commandOutput(g + "diff --cached --binary --full-index");
+        finalTree = trim(test::commandOutput(g + "write-tree"));
+        test::commandOutput(g + "reset -q --hard " + base + " && " + g + "clean -qfd");
     }
 
     std::string seal(const std::string& withPatch) {
@@ -87,17 +77,19 @@ TEST_F(BundleVerifierTest, TheSealedBundleVerifiesOfflineWithTheStockTools) {
     std::ofstream(dir.path() + "/b.tar.gz", std::ios::binary) << gz;
     std::ofstream(dir.path() + "/pub.pem") << key.publicKeyPem();
     std::string x = dir.path() + "/x/evd-test";
-    run("mkdir " + dir.path() + "/x && tar -xzf " + dir.path() + "/b.tar.gz -C " + dir.path() +
-        "/x");
-    EXPECT_EQ(run("cd " + x + " && sha256sum --quiet -c SHA256SUMS 2>&1 && echo sums-ok"),
-              "sums-ok\n");
-    EXPECT_NE(run("openssl dgst -sha256 -verify " + dir.path() + "/pub.pem -signature " + x +
-                  "/SHA256SUMS.sig " + x + "/SHA256SUMS 2>&1")
-                  .find("Verified OK"),
-              std::string::npos);
+    test::commandOutput("mkdir " + dir.path() + "/x && tar -xzf " + dir.path() + "/b.tar.gz -C " +
+                        dir.path() + "/x");
+    EXPECT_EQ(
+        test::commandOutput("cd " + x + " && sha256sum --quiet -c SHA256SUMS 2>&1 && echo sums-ok"),
+        "sums-ok\n");
+    EXPECT_NE(
+        test::commandOutput("openssl dgst -sha256 -verify " + dir.path() + "/pub.pem -signature " +
+                            x + "/SHA256SUMS.sig " + x + "/SHA256SUMS 2>&1")
+            .find("Verified OK"),
+        std::string::npos);
     std::string g = "git -C " + repo + " ";
-    EXPECT_EQ(trim(run(g + "checkout -q " + base + " && " + g + "apply --index " + x +
-                       "/changes/changes.patch && " + g + "write-tree")),
+    EXPECT_EQ(trim(test::commandOutput(g + "checkout -q " + base + " && " + g + "apply --index " +
+                                       x + "/changes/changes.patch && " + g + "write-tree")),
               finalTree);
 }
 
@@ -143,9 +135,10 @@ TEST_F(BundleVerifierTest, AnyChangedByteAddedFileOrOtherKeyFails) {
 
 TEST_F(BundleVerifierTest, PatchReplayLeavesTheRepositoryUntouched) {
     makeRepository();
-    std::string objectsBefore = run("find " + repo + "/.git/objects -type f | sort");
+    std::string objectsBefore =
+        test::commandOutput("find " + repo + "/.git/objects -type f | sort");
     EXPECT_EQ(treeAfterPatch(repo, base, patch), finalTree);
-    EXPECT_EQ(run("find " + repo + "/.git/objects -type f | sort"), objectsBefore);
+    EXPECT_EQ(test::commandOutput("find " + repo + "/.git/objects -type f | sort"), objectsBefore);
     EXPECT_EQ(test::codeOf([&] { treeAfterPatch(repo, std::string(40, 'a'), patch); }),
               ErrorCode::bad_request);
     EXPECT_EQ(test::codeOf([&] { treeAfterPatch(repo, base, "not a patch"); }),

@@ -13,17 +13,6 @@
 namespace airlock {
 namespace {
 
-std::string run(const std::string& command) {
-    std::string out;
-    FILE* p = ::popen(command.c_str(), "r");
-    if (!p) return "popen failed";
-    char buf[4096];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    ::pclose(p);
-    return out;
-}
-
 void writeFile(const std::string& path, const std::string& data) {
     std::ofstream(path, std::ios::binary) << data;
 }
@@ -74,13 +63,14 @@ TEST(EvidenceKey, SignaturesVerifyWithTheOpensslCliAndNothingElseVerifies) {
     writeFile(dir.path() + "/data", data);
     writeFile(dir.path() + "/data.sig", sig);
     writeFile(dir.path() + "/pub.pem", key.publicKeyPem());
-    EXPECT_NE(run("openssl dgst -sha256 -verify " + dir.path() + "/pub.pem -signature " +
-                  dir.path() + "/data.sig " + dir.path() + "/data 2>&1")
-                  .find("Verified OK"),
-              std::string::npos);
+    EXPECT_NE(
+        test::commandOutput("openssl dgst -sha256 -verify " + dir.path() + "/pub.pem -signature " +
+                            dir.path() + "/data.sig " + dir.path() + "/data 2>&1")
+            .find("Verified OK"),
+        std::string::npos);
     // And the keyid is the sha256 of the DER public key, as openssl computes it.
-    std::string der =
-        run("openssl pkey -pubin -in " + dir.path() + "/pub.pem -outform DER | sha256sum");
+    std::string der = test::commandOutput("openssl pkey -pubin -in " + dir.path() +
+                                          "/pub.pem -outform DER | sha256sum");
     EXPECT_EQ(der.substr(0, 64), key.keyid());
 }
 
@@ -126,10 +116,11 @@ TEST(Dsse, EnvelopesVerifyAndAChangedPayloadOrTypeDoesNot) {
     writeFile(dir.path() + "/sig.bin",
               base64Decode(env["signatures"][0]["sig"].get<std::string>()));
     writeFile(dir.path() + "/pub.pem", key.publicKeyPem());
-    EXPECT_NE(run("openssl dgst -sha256 -verify " + dir.path() + "/pub.pem -signature " +
-                  dir.path() + "/sig.bin " + dir.path() + "/pae.bin 2>&1")
-                  .find("Verified OK"),
-              std::string::npos);
+    EXPECT_NE(
+        test::commandOutput("openssl dgst -sha256 -verify " + dir.path() + "/pub.pem -signature " +
+                            dir.path() + "/sig.bin " + dir.path() + "/pae.bin 2>&1")
+            .find("Verified OK"),
+        std::string::npos);
 }
 
 }  // namespace

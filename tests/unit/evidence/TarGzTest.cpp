@@ -11,17 +11,6 @@
 namespace airlock {
 namespace {
 
-std::string run(const std::string& command) {
-    std::string out;
-    FILE* p = ::popen(command.c_str(), "r");
-    if (!p) return "popen failed";
-    char buf[4096];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    ::pclose(p);
-    return out;
-}
-
 std::string readFile(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -51,17 +40,18 @@ TEST(TarGz, GnuTarReadsItWithRootOwnersSortedEntriesAndLongNames) {
     w.add(unsplittable, "pax");
     w.add("evd/commands/1.stdout", std::string(70000, 'o'));
     std::ofstream(dir.path() + "/b.tar.gz", std::ios::binary) << w.finish();
-    std::string listing = run("tar -tvzf " + dir.path() + "/b.tar.gz --numeric-owner 2>&1");
+    std::string listing =
+        test::commandOutput("tar -tvzf " + dir.path() + "/b.tar.gz --numeric-owner 2>&1");
     EXPECT_NE(listing.find("0/0"), std::string::npos) << listing;
     EXPECT_EQ(listing.find("1000/"), std::string::npos) << listing;
     EXPECT_NE(listing.find("2023-11-14"), std::string::npos) << "the fixed time: " << listing;
-    ASSERT_EQ(run("mkdir " + dir.path() + "/x && tar -xzf " + dir.path() + "/b.tar.gz -C " +
-                  dir.path() + "/x 2>&1"),
+    ASSERT_EQ(test::commandOutput("mkdir " + dir.path() + "/x && tar -xzf " + dir.path() +
+                                  "/b.tar.gz -C " + dir.path() + "/x 2>&1"),
               "");
     EXPECT_EQ(readFile(dir.path() + "/x/" + longName), "long");
     EXPECT_EQ(readFile(dir.path() + "/x/" + unsplittable), "pax");
     EXPECT_EQ(readFile(dir.path() + "/x/evd/commands/1.stdout").size(), 70000u);
-    std::string names = run("tar -tzf " + dir.path() + "/b.tar.gz");
+    std::string names = test::commandOutput("tar -tzf " + dir.path() + "/b.tar.gz");
     EXPECT_LT(names.find("evd/\n"), names.find("evd/commands/\n"))
         << "a directory before its files";
     EXPECT_LT(names.find("evd/commands/1.stdout"), names.find("evd/manifest.json"));
@@ -71,11 +61,11 @@ TEST(TarGz, GnuTarReadsItWithRootOwnersSortedEntriesAndLongNames) {
     EXPECT_EQ(files.size(), 4u);
     EXPECT_EQ(files[unsplittable], "pax");
     EXPECT_EQ(files[longName], "long");
-    run("cd " + dir.path() + "/x && tar --format=gnu -czf ../gnu.tar.gz evd");
+    test::commandOutput("cd " + dir.path() + "/x && tar --format=gnu -czf ../gnu.tar.gz evd");
     auto gnu = TarGzReader::read(readFile(dir.path() + "/gnu.tar.gz"));
     EXPECT_EQ(gnu[unsplittable], "pax");
     EXPECT_EQ(gnu[longName], "long");
-    run("cd " + dir.path() + "/x && tar --format=pax -czf ../pax.tar.gz evd");
+    test::commandOutput("cd " + dir.path() + "/x && tar --format=pax -czf ../pax.tar.gz evd");
     EXPECT_EQ(TarGzReader::read(readFile(dir.path() + "/pax.tar.gz"))[unsplittable], "pax");
 }
 
@@ -85,13 +75,14 @@ TEST(TarGz, PathsThatEscapeOrRepeatAreRefusedOnBothSides) {
         EXPECT_EQ(test::codeOf([&] { w.add(bad, "x"); }), ErrorCode::bad_request) << bad;
 
     test::TempDir dir;
-    run("mkdir -p " + dir.path() + "/s/d && echo hi > " + dir.path() +
-        "/s/d/f && ln -s /etc/passwd " + dir.path() + "/s/d/link");
-    run("cd " + dir.path() + "/s && tar -czf ../link.tar.gz d");
+    test::commandOutput("mkdir -p " + dir.path() + "/s/d && echo hi > " + dir.path() +
+                        "/s/d/f && ln -s /etc/passwd " + dir.path() + "/s/d/link");
+    test::commandOutput("cd " + dir.path() + "/s && tar -czf ../link.tar.gz d");
     EXPECT_EQ(test::codeOf([&] { TarGzReader::read(readFile(dir.path() + "/link.tar.gz")); }),
               ErrorCode::bad_request)
         << "a symlink has no place in a bundle";
-    run("python3 -c \"import tarfile,io; t=tarfile.open('" + dir.path() +
+    test::commandOutput(
+        "python3 -c \"import tarfile,io; t=tarfile.open('" + dir.path() +
         "/dots.tar.gz','w:gz'); i=tarfile.TarInfo('d/../../f'); i.size=2; t.addfile(i, "
         "io.BytesIO(b'hi')); "
         "t.close()\"");

@@ -1,11 +1,17 @@
-// File activity in the guest: the agent watches the workspace (fanotify,
-// else inotify) and keeps a bounded per-path summary; the host drains it into
-// the audit log, where the evidence bundle reads it. Everything in a drain
-// is guest-written: it is checked for shape, capped and masked before it is
-// stored, and it never fails the operation that asked for it.
-#include "controller/SandboxController.hpp"
+// A sandbox's files through its agent: streamed uploads and downloads,
+// one-shot operations, and file activity. The activity: the agent watches
+// the workspace (fanotify, else inotify) and keeps a bounded per-path
+// summary; the host drains it into the audit log, where the evidence bundle
+// reads it. Everything in a drain is guest-written: it is checked for shape,
+// capped and masked before it is stored, and it never fails the operation
+// that asked for it.
+#include "controller/GuestFiles.hpp"
+
+#include "controller/MaskedOutput.hpp"
 #include "core/Clock.hpp"
+#include "core/Error.hpp"
 #include "core/Log.hpp"
+#include "protocol/Ops.hpp"
 
 namespace airlock {
 
@@ -16,30 +22,98 @@ constexpr std::size_t kMaxPathsPerDrain = 4096;
 constexpr std::size_t kMaxPathBytes = 1024;
 }  // namespace
 
-bool SandboxController::watchFiles(const std::string& tenant, const std::string& id,
-                                   const std::string& path) {
+void requireAbsolutePath(const std::string& path) {
+    if (path.empty() || path[0] != '/')
+        throw Error(ErrorCode::bad_request, "path must be absolute, got '" + path + "'");
+    if (path.size() > 4096 || path.find('\0') != std::string::npos)
+        throw Error(ErrorCode::bad_request, "bad path");
+}
+
+std::shared_ptr<AgentStream> GuestFiles::openUpload(const std::string& tenant,
+                                                    const std::string& id, const std::string& path,
+                                                    std::optional<unsigned> mode,
+                                                    AgentStream::Handler handler,
+                                                    const std::string& user) {
+    requireAbsolutePath(path);
+    auto sandbox = sandboxes_.requireOwned(tenant, id);
+    sandboxes_.checkWrite(sandbox, path);
+    sandboxes_.requireFreeSpace("upload", 0);
+    sandbox = sandboxes_.requireRunning(tenant, id);
+    return sandboxes_.agentFor(sandbox.id)
+        ->open(protocol::FileWriteRequest{path, mode, user}, std::move(handler));
+}
+
+std::shared_ptr<AgentStream> GuestFiles::openDownload(const std::string& tenant,
+                                                      const std::string& id,
+                                                      const std::string& path,
+                                                      AgentStream::Handler handler,
+                                                      const std::string& user) {
+    requireAbsolutePath(path);
+    auto sandbox = sandboxes_.requireRunning(tenant, id);
+    return sandboxes_.agentFor(sandbox.id)
+        ->open(protocol::FileReadRequest{path, user}, std::move(handler));
+}
+
+nlohmann::json GuestFiles::fileOp(const std::string& tenant, const std::string& id,
+                                  const protocol::FsRequest& request) {
+    using Action = protocol::FsRequest::Action;
+    requireAbsolutePath(request.path);
+    bool changes = request.action == Action::mkdir || request.action == Action::remove ||
+                   request.action == Action::move;
+    auto sandbox = sandboxes_.requireRunning(tenant, id);
+    if (changes) {
+        sandboxes_.checkWrite(sandbox, request.path);
+        if (request.action == Action::move) sandboxes_.checkWrite(sandbox, request.to);
+    }
+    auto result =
+        askGuest(*sandboxes_.agentFor(sandbox.id), request, sandboxes_.maskerFor(sandbox));
+    // Changes to the guest's files through the API are evidence too.
+    if (changes) {
+        nlohmann::json data{{"path", request.path}};
+        if (request.action == Action::move) data["to"] = request.to;
+        if (request.action == Action::remove) data["recursive"] = request.recursive;
+        sandboxes_.record(id, tenant, "file." + protocol::actionName(request.action), data,
+                          nullptr);
+    }
+    return result;
+}
+
+void GuestFiles::recordFileWrite(const std::string& tenant, const std::string& id,
+                                 const std::string& requestedPath, const std::string& writtenPath,
+                                 std::uint64_t bytes, const std::string& sha256) {
+    nlohmann::json data{{"path", writtenPath}, {"size", bytes}, {"sha256", sha256}};
+    if (requestedPath != writtenPath) data["requested_path"] = requestedPath;
+    sandboxes_.record(id, tenant, "file.written", data, nullptr);
+}
+
+bool GuestFiles::watchFiles(const std::string& tenant, const std::string& id,
+                            const std::string& path) {
     try {
-        auto agent = runningAgent(tenant, id);
-        auto reply = agent->call(protocol::FileWatchRequest{protocol::Op::file_watch, path, {}},
-                                 kFileActivityCallTimeout);
+        auto sandbox = sandboxes_.requireRunning(tenant, id);
+        auto reply = sandboxes_.agentFor(sandbox.id)
+                         ->call(protocol::FileWatchRequest{protocol::Op::file_watch, path, {}},
+                                kFileActivityCallTimeout);
         auto m = reply.is_object() ? reply.find("mechanism") : reply.end();
         std::string mechanism = m != reply.end() && m->is_string() ? m->get<std::string>() : "";
         if (mechanism != "fanotify" && mechanism != "inotify") mechanism = "unknown";
-        record(id, tenant, "file.watch_started", {{"path", path}, {"mechanism", mechanism}});
+        sandboxes_.record(id, tenant, "file.watch_started",
+                          {{"path", path}, {"mechanism", mechanism}}, nullptr);
         return true;
     } catch (const std::exception& e) {
         logWarn("controller", "sandbox " + id + ": no file activity for " + path + ": " + e.what());
-        record(id, tenant, "file.watch_failed", {{"path", path}, {"error", e.what()}});
+        sandboxes_.record(id, tenant, "file.watch_failed", {{"path", path}, {"error", e.what()}},
+                          nullptr);
         return false;
     }
 }
 
-void SandboxController::drainFileActivity(const SandboxRecord& r) {
+void GuestFiles::drainFileActivity(const SandboxRecord& r) {
     if (r.state != SandboxState::running) return;
     nlohmann::json reply;
     try {
-        reply = agentFor(r.id)->call(
-            protocol::FileWatchRequest{protocol::Op::file_activity, {}, {}}, kFileActivityCallTimeout);
+        reply = sandboxes_.agentFor(r.id)->call(
+            protocol::FileWatchRequest{protocol::Op::file_activity, {}, {}},
+            kFileActivityCallTimeout);
     } catch (const std::exception& e) {
         logWarn("controller", "sandbox " + r.id + ": file activity not drained: " + e.what());
         return;
@@ -49,7 +123,7 @@ void SandboxController::drainFileActivity(const SandboxRecord& r) {
         return it != j.end() && it->is_boolean() && it->get<bool>();
     };
     if (!reply.is_object() || !flag(reply, "watching")) return;
-    auto masker = maskerFor(r);
+    auto masker = sandboxes_.maskerFor(r);
     auto number = [](const nlohmann::json& j, const char* key) -> std::uint64_t {
         auto it = j.find(key);
         return it != j.end() && it->is_number_unsigned() ? it->get<std::uint64_t>() : 0;
@@ -125,7 +199,7 @@ void SandboxController::drainFileActivity(const SandboxRecord& r) {
             data["dropped"] = dropped;
             data["overflow"] = overflow;
         }
-        record(r.id, r.tenant, "file.activity", data);
+        sandboxes_.record(r.id, r.tenant, "file.activity", data, nullptr);
         if (clean.empty()) break;
     }
 }

@@ -1,0 +1,96 @@
+#include "controller/SandboxSecrets.hpp"
+
+#include <string_view>
+
+#include "core/Error.hpp"
+#include "core/Log.hpp"
+#include "policy/CommandPolicy.hpp"
+
+namespace airlock {
+
+namespace {
+constexpr std::string_view kSealedPrefix = "sealed:";
+}
+
+std::string SandboxSecrets::seal(const SecretMap& secrets, const std::string& sandboxId) const {
+    if (!cipher_) throw Error(ErrorCode::bad_request, "this server keeps no secrets (no key)");
+    nlohmann::json sealed = nlohmann::json::object();
+    for (const auto& [name, spec] : secrets) {
+        if (spec.value.size() < SecretMasker::kMinLength)
+            throw Error(ErrorCode::bad_request, "secret " + name + " is shorter than " +
+                                                    std::to_string(SecretMasker::kMinLength) +
+                                                    " bytes (it could not be masked)");
+        sealed[name] = {{"value", spec.value}, {"commands", spec.commands}};
+    }
+    return cipher_->seal(sealed.dump(), sandboxId);
+}
+
+std::string SandboxSecrets::reseal(const std::string& sealed, const std::string& fromId,
+                                   const std::string& toId) const {
+    if (sealed.empty()) return sealed;
+    if (!cipher_) throw Error(ErrorCode::internal, "secrets were sealed and no key is configured");
+    return cipher_->seal(cipher_->open(sealed, fromId), toId);
+}
+
+SecretMap SandboxSecrets::open(const SandboxRecord& r) const {
+    SecretMap out;
+    if (r.secretsSealed.empty() || !cipher_) return out;
+    auto j = nlohmann::json::parse(cipher_->open(r.secretsSealed, r.id));
+    for (const auto& [name, spec] : j.items())
+        out[name] = SecretSpec{spec.at("value").get<std::string>(),
+                               spec.value("commands", std::vector<std::string>{})};
+    return out;
+}
+
+std::map<std::string, std::string> SandboxSecrets::envFor(const SecretMap& secrets,
+                                                          const std::string& commandText) {
+    std::map<std::string, std::string> env;
+    for (const auto& [name, spec] : secrets) {
+        bool scoped = spec.commands.empty();
+        for (const auto& glob : spec.commands)
+            scoped = scoped || policy::CommandPolicy::globMatch(glob, commandText);
+        if (scoped) env[name] = spec.value;
+    }
+    return env;
+}
+
+SecretMasker SandboxSecrets::maskerOf(const SandboxRecord& r, const SecretMap& secrets) const {
+    std::vector<std::string> values;
+    for (const auto& [name, spec] : secrets) values.push_back(spec.value);
+    ExtraSource extra;
+    {
+        std::lock_guard lock(mutex_);
+        extra = extra_;
+    }
+    if (extra) {
+        try {
+            for (auto& v : extra(r)) values.push_back(std::move(v));
+        } catch (const std::exception& e) {
+            logError("controller", std::string("extra secrets: ") + e.what());
+        }
+    }
+    return SecretMasker(values);
+}
+
+void SandboxSecrets::setExtraSource(ExtraSource source) {
+    std::lock_guard lock(mutex_);
+    extra_ = std::move(source);
+}
+
+std::string SandboxSecrets::sealRequest(const SandboxRecord& r,
+                                        const std::string& requestJson) const {
+    if (r.secretsSealed.empty() || !cipher_) return requestJson;
+    return std::string(kSealedPrefix) + cipher_->seal(requestJson, r.id);
+}
+
+nlohmann::json SandboxSecrets::openRequest(const GatedExec& g) const {
+    std::string_view stored = g.requestJson;
+    if (!stored.starts_with(kSealedPrefix)) return nlohmann::json::parse(stored, nullptr, false);
+    if (!cipher_)
+        throw Error(ErrorCode::internal, "exec " + g.id + " was sealed and no key is configured");
+    return nlohmann::json::parse(
+        cipher_->open(std::string(stored.substr(kSealedPrefix.size())), g.sandboxId), nullptr,
+        false);
+}
+
+}  // namespace airlock

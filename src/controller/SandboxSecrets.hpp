@@ -1,0 +1,68 @@
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/SecretCipher.hpp"
+#include "core/SecretMasker.hpp"
+#include "store/GatedExecStore.hpp"
+#include "store/SandboxStore.hpp"
+
+namespace airlock {
+
+// A secret: injected as an environment variable into the commands it is
+// scoped to (all when `commands` is empty; else command-prefix globs).
+struct SecretSpec {
+    std::string value;
+    std::vector<std::string> commands;
+};
+using SecretMap = std::map<std::string, SecretSpec>;
+
+// A sandbox's secrets: sealed at rest with the daemon's key and bound to the
+// sandbox's id (a sealed value copied to another record does not open),
+// opened only to be injected into a command or to mask what the sandbox
+// shows. Values from outside (a tenant's git credentials) are masked like
+// them. Without a key a sandbox cannot have secrets.
+class SandboxSecrets {
+  public:
+    explicit SandboxSecrets(std::shared_ptr<const SecretCipher> cipher)
+        : cipher_(std::move(cipher)) {}
+
+    // The sealed form of a create's secrets. Error(bad_request) without a key,
+    // or for a value too short to be masked.
+    std::string seal(const SecretMap& secrets, const std::string& sandboxId) const;
+    // What was sealed for one id, sealed again for another (a clone that
+    // takes a spare's id).
+    std::string reseal(const std::string& sealed, const std::string& fromId,
+                       const std::string& toId) const;
+    // A sandbox's secrets, opened (none when it has none).
+    SecretMap open(const SandboxRecord& r) const;
+    // The variables a command gets: the secrets scoped to its text.
+    static std::map<std::string, std::string> envFor(const SecretMap& secrets,
+                                                     const std::string& commandText);
+
+    // The secrets' values and the extra ones (setExtraSource).
+    SecretMasker maskerOf(const SandboxRecord& r, const SecretMap& secrets) const;
+    SecretMasker maskerFor(const SandboxRecord& r) const { return maskerOf(r, open(r)); }
+    // More values to mask for a sandbox; a source that throws is logged and
+    // the secrets are still masked.
+    using ExtraSource = std::function<std::vector<std::string>(const SandboxRecord&)>;
+    void setExtraSource(ExtraSource source);
+
+    // A request parked for approval may name a secret's value (typed into
+    // the command): sealed like the secrets when the sandbox has any, and
+    // opened to run it. Error(internal) when it was sealed and no key is set.
+    std::string sealRequest(const SandboxRecord& r, const std::string& requestJson) const;
+    nlohmann::json openRequest(const GatedExec& g) const;
+
+  private:
+    std::shared_ptr<const SecretCipher> cipher_;
+    mutable std::mutex mutex_;  // guards extra_
+    ExtraSource extra_;
+};
+
+}  // namespace airlock

@@ -1,0 +1,137 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "controller/GuestFiles.hpp"
+#include "support/FakeSandboxAccess.hpp"
+#include "support/TestEnv.hpp"
+
+namespace airlock {
+namespace {
+
+namespace fs = std::filesystem;
+using Action = protocol::FsRequest::Action;
+
+class GuestFilesTest : public ::testing::Test {
+  protected:
+    test::TempDir dir;
+    test::FakeSandboxAccess access;
+    GuestFiles files{access};
+    const std::string& id() { return access.sandbox.id; }
+
+    protocol::FsRequest request(Action action, const std::string& path,
+                                const std::string& to = "") {
+        protocol::FsRequest r;
+        r.action = action;
+        r.path = path;
+        r.to = to;
+        r.user = "root";  // the in-process agent runs on the host
+        return r;
+    }
+};
+
+TEST_F(GuestFilesTest, AChangeOutsideTheWriteScopeNeverReachesTheGuestAndIsNotAudited) {
+    access.writeScope = dir.path() + "/scope/";
+    fs::create_directories(dir.path() + "/scope");
+    EXPECT_EQ(test::codeOf(
+                  [&] { files.fileOp("t1", id(), request(Action::mkdir, dir.path() + "/out")); }),
+              ErrorCode::forbidden);
+    EXPECT_FALSE(fs::exists(dir.path() + "/out"));
+    // A move is checked at both ends.
+    std::ofstream(dir.path() + "/scope/a") << "a";
+    EXPECT_EQ(test::codeOf([&] {
+                  files.fileOp("t1", id(),
+                               request(Action::move, dir.path() + "/scope/a", dir.path() + "/b"));
+              }),
+              ErrorCode::forbidden);
+    EXPECT_TRUE(fs::exists(dir.path() + "/scope/a"));
+    EXPECT_TRUE(access.records().empty());
+
+    auto made = files.fileOp("t1", id(), request(Action::mkdir, dir.path() + "/scope/new"));
+    EXPECT_TRUE(fs::is_directory(dir.path() + "/scope/new")) << made.dump();
+    auto audited = access.recordsOf("file.mkdir");
+    ASSERT_EQ(audited.size(), 1u);
+    EXPECT_EQ(audited[0].data["path"], dir.path() + "/scope/new");
+    EXPECT_EQ(audited[0].tenant, "t1");
+}
+
+TEST_F(GuestFilesTest, AReadIsNotAudited) {
+    auto stat = files.fileOp("t1", id(), request(Action::stat, dir.path()));
+    EXPECT_EQ(stat.value("type", ""), "directory") << stat.dump();
+    EXPECT_TRUE(access.records().empty());
+}
+
+TEST_F(GuestFilesTest, ARelativeOrNulPathIsRefusedBeforeTheGuestIsAsked) {
+    EXPECT_EQ(test::codeOf([&] { files.fileOp("t1", id(), request(Action::stat, "etc/passwd")); }),
+              ErrorCode::bad_request);
+    EXPECT_EQ(test::codeOf([&] {
+                  files.fileOp("t1", id(), request(Action::stat, std::string("/etc\0x", 6)));
+              }),
+              ErrorCode::bad_request);
+    EXPECT_EQ(test::codeOf([&] { files.openDownload("t1", id(), "", nullptr); }),
+              ErrorCode::bad_request);
+    EXPECT_EQ(test::codeOf([&] { files.openUpload("t1", id(), "x", std::nullopt); }),
+              ErrorCode::bad_request);
+}
+
+TEST_F(GuestFilesTest, OnlyItsTenantReachesARunningSandbox) {
+    EXPECT_EQ(test::codeOf([&] { files.fileOp("t2", id(), request(Action::stat, "/")); }),
+              ErrorCode::not_found);
+    EXPECT_EQ(test::codeOf([&] { files.openDownload("t2", id(), "/etc/hostname", nullptr); }),
+              ErrorCode::not_found);
+    access.sandbox.state = SandboxState::paused;
+    EXPECT_EQ(test::codeOf([&] { files.fileOp("t1", id(), request(Action::stat, "/")); }),
+              ErrorCode::conflict);
+    EXPECT_EQ(test::codeOf([&] { files.openUpload("t1", id(), "/tmp/x", std::nullopt); }),
+              ErrorCode::conflict);
+}
+
+TEST_F(GuestFilesTest, AnUploadIsRefusedOnAFullDiskAndOutsideTheScope) {
+    access.diskFull = true;
+    EXPECT_EQ(test::codeOf([&] { files.openUpload("t1", id(), dir.path() + "/f", std::nullopt); }),
+              ErrorCode::insufficient_storage);
+    access.diskFull = false;
+    access.writeScope = dir.path() + "/scope/";
+    EXPECT_EQ(test::codeOf([&] { files.openUpload("t1", id(), dir.path() + "/f", std::nullopt); }),
+              ErrorCode::forbidden);
+}
+
+TEST_F(GuestFilesTest, AListingTheGuestWroteIsMasked) {
+    access.secrets = {"s3cr3t-Value-4421"};
+    std::ofstream(dir.path() + "/s3cr3t-Value-4421.txt") << "x";
+    auto listed = files.fileOp("t1", id(), request(Action::list, dir.path())).dump();
+    EXPECT_EQ(listed.find("s3cr3t-Value-4421"), std::string::npos) << listed;
+    EXPECT_NE(listed.find("***.txt"), std::string::npos) << listed;
+}
+
+TEST_F(GuestFilesTest, AFileWriteIsAuditedWithThePathItWasAskedFor) {
+    files.recordFileWrite("t1", id(), "/w/../w/f", "/w/f", 3, "abc");
+    auto audited = access.recordsOf("file.written");
+    ASSERT_EQ(audited.size(), 1u);
+    EXPECT_EQ(audited[0].data["path"], "/w/f");
+    EXPECT_EQ(audited[0].data["requested_path"], "/w/../w/f");
+    EXPECT_EQ(audited[0].data["size"], 3);
+}
+
+TEST_F(GuestFilesTest, AWatchTheGuestRefusesIsAuditedAndNotFatal) {
+    EXPECT_FALSE(files.watchFiles("t1", id(), "relative/dir"));
+    ASSERT_EQ(access.recordsOf("file.watch_failed").size(), 1u);
+    EXPECT_TRUE(files.watchFiles("t1", id(), dir.path()));
+    auto started = access.recordsOf("file.watch_started");
+    ASSERT_EQ(started.size(), 1u);
+    std::string mechanism = started[0].data.value("mechanism", "");
+    EXPECT_TRUE(mechanism == "fanotify" || mechanism == "inotify") << mechanism;
+}
+
+TEST_F(GuestFilesTest, NothingIsDrainedFromASandboxThatIsNotRunning) {
+    ASSERT_TRUE(files.watchFiles("t1", id(), dir.path()));
+    std::ofstream(dir.path() + "/written") << "x";
+    auto before = access.records().size();
+    access.sandbox.state = SandboxState::paused;
+    files.drainFileActivity(access.sandbox);
+    EXPECT_EQ(access.records().size(), before);
+}
+
+}  // namespace
+}  // namespace airlock
