@@ -334,9 +334,9 @@ void Agent::handleOpen(const protocol::Frame& frame) {
     if (id == 0) return sendReset(0, "bad_frame", "open on stream 0");
     if (streams_.count(id)) return sendReset(id, "bad_frame", "stream already open");
     if (streams_.size() >= kMaxStreams) return sendReset(id, "busy", "too many open streams");
-    if (!nlohmann::json::parse(frame.payload, nullptr, false).is_object())
-        return sendReset(id, "bad_request", "open payload must be a JSON object");
-    std::string name = protocol::openOp(frame.payload);
+    auto opened = protocol::openOp(frame.payload);
+    if (!opened) return sendReset(id, "bad_request", "open payload must be a JSON object");
+    const std::string& name = *opened;
     auto op = protocol::parseOp(name);
     if (!op && baseline_ && baseline_->claims(name)) {
         if (auto refusal = baseline_->start(id, frame.payload, streams_.empty(), baselinePort_))

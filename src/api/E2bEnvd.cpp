@@ -165,14 +165,14 @@ E2bEnvd::PortRoute E2bEnvd::routePort(const ApiRequest& head, const Target& targ
     if (!target.token.empty()) {
         // Airlock's own preview origin: the exposed port's capability.
         route.open = [&controller, id, port, token = target.token](AgentStream::Handler h) {
-            return controller.openPreviewTunnel(id, port, token, std::move(h));
+            return controller.ports().openPreview(id, port, token, std::move(h));
         };
     } else if (r.portAccess == "public" ||
                (r.portAccess == "token" &&
                 e2b::SandboxTokens::same(head.header("e2b-traffic-access-token"),
                                          tokens_.trafficToken(id)))) {
         route.open = [&controller, tenant = *owner, id, port](AgentStream::Handler h) {
-            return controller.openPortTunnel(tenant, id, port, std::move(h));
+            return controller.ports().openTunnel(tenant, id, port, std::move(h));
         };
     } else if (r.portAccess == "token") {
         throw Error(

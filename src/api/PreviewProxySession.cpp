@@ -88,8 +88,8 @@ void PreviewProxySession::start() {
             } catch (...) {
                 throw Error(ErrorCode::not_found, "no such preview");
             }
-            tunnel = ctx_.controller.openPreviewTunnel(ctx_.params[0], port, ctx_.params[2],
-                                                       std::move(handler));
+            tunnel = ctx_.controller.ports().openPreview(ctx_.params[0], port, ctx_.params[2],
+                                                         std::move(handler));
         }
         try {
             tunnel->writeAsync(0, std::move(first), false);  // within the initial window

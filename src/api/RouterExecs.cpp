@@ -38,13 +38,13 @@ void Router::execInSandbox(Context& c, Respond respond) {
 // GET /v1/sandboxes/{}/execs/{}
 ApiResponse Router::getExec(Context& c) {
     return jsonResponse(200,
-                        gatedExecJson(controller_.getExec(c.tenant, c.params[0], c.params[1])));
+                        gatedExecJson(controller_.gates().get(c.tenant, c.params[0], c.params[1])));
 }
 
 // GET /v1/approvals
 ApiResponse Router::listApprovals(Context& c) {
     json list = json::array();
-    for (const auto& g : controller_.pendingApprovals(c.scope())) {
+    for (const auto& g : controller_.gates().pending(c.scope())) {
         auto j = gatedExecJson(g);
         list.push_back({{"id", g.approvalId},
                         {"exec_id", g.id},
@@ -70,7 +70,7 @@ void Router::decideApproval(Context& c, Respond respond) {
     // An approved command is answered with its outcome when it ends
     // within a bounded wait (else with its state then: GET the exec
     // later). No thread waits: the controller's timer looks again.
-    controller_.awaitGated(g.id, std::chrono::seconds(120), [respond](GatedExec now) {
+    controller_.gates().await(g.id, std::chrono::seconds(120), [respond](GatedExec now) {
         respond(jsonResponse(200, gatedExecJson(now)));
     });
 }

@@ -142,14 +142,14 @@ ApiResponse Router::exposePort(Context& c) {
     auto p = body["port"].get<std::int64_t>();
     if (p < 1 || p > 65535) throw Error(ErrorCode::bad_request, "'port' must be 1-65535");
     return jsonResponse(
-        201, portJson(controller_.exposePort(c.tenant, c.params[0], static_cast<unsigned>(p)), c,
-                      publicDomain_, listenPort_));
+        201, portJson(controller_.ports().expose(c.tenant, c.params[0], static_cast<unsigned>(p)),
+                      c, publicDomain_, listenPort_));
 }
 
 // GET /v1/sandboxes/{}/ports
 ApiResponse Router::listPorts(Context& c) {
     json list = json::array();
-    for (const auto& p : controller_.listPorts(c.tenant, c.params[0]))
+    for (const auto& p : controller_.ports().list(c.tenant, c.params[0]))
         list.push_back(portJson(p, c, publicDomain_, listenPort_));
     return jsonResponse(200, {{"ports", list}});
 }
@@ -162,7 +162,7 @@ ApiResponse Router::closePort(Context& c) {
     } catch (...) {
         throw Error(ErrorCode::bad_request, "bad port");
     }
-    controller_.closePort(c.tenant, c.params[0], port);
+    controller_.ports().close(c.tenant, c.params[0], port);
     return ApiResponse{204, "", ""};
 }
 

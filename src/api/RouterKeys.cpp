@@ -136,7 +136,7 @@ std::string Router::metricsText() {
         m << "airlock_sandboxes{tenant=\"" << label(key.first) << "\",state=\"" << key.second
           << "\"} " << n << "\n";
     std::map<std::string, std::uint64_t> approvals;
-    for (const auto& g : controller_.pendingApprovals(TenantScope::all())) ++approvals[g.tenant];
+    for (const auto& g : controller_.gates().pending(TenantScope::all())) ++approvals[g.tenant];
     m << "# HELP airlock_approvals_pending Gated commands waiting for a decision.\n"
          "# TYPE airlock_approvals_pending gauge\n";
     for (const auto& [tenant, n] : approvals)

@@ -137,7 +137,7 @@ void WsExecSession::onDecision(const GatedExec& g) {
         } catch (const Error& e) {
             code = std::string(errorCodeName(e.code()));
             message = e.what();
-            self->ctx_.controller.finishStreamedExec(self->execId_, -1, message);
+            self->ctx_.controller.gates().finishStreamed(self->execId_, -1, message);
         }
         asio::post(self->ws_.get_executor(), [self, agent, code, message] {
             if (!agent) return self->sendErrorAndClose(code, message);
@@ -281,7 +281,7 @@ void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
                                         ? r["error"].get<std::string>()
                                         : std::string();
                 asio::post(ctx_.workers, [self = shared_from_this(), code, error] {
-                    self->ctx_.controller.finishStreamedExec(self->execId_, code, error);
+                    self->ctx_.controller.gates().finishStreamed(self->execId_, code, error);
                 });
             }
             json m{{"type", "exit"}};
@@ -302,7 +302,7 @@ void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
                 execRecorded_ = true;
                 asio::post(ctx_.workers,
                            [self = shared_from_this(), why = std::string(err.what())] {
-                               self->ctx_.controller.finishStreamedExec(self->execId_, -1, why);
+                               self->ctx_.controller.gates().finishStreamed(self->execId_, -1, why);
                            });
             }
             return sendErrorAndClose(std::string(errorCodeName(err.code())), err.what());
@@ -339,9 +339,10 @@ void WsExecSession::releaseExec() {
     bool wasStarted = streamAttached_;
     asio::post(ctx_.workers, [self = shared_from_this(), wasStarted] {
         if (wasStarted)
-            self->ctx_.controller.finishStreamedExec(self->execId_, -1, "the client disconnected");
+            self->ctx_.controller.gates().finishStreamed(self->execId_, -1,
+                                                         "the client disconnected");
         else
-            self->ctx_.controller.abandonStreamedExec(self->execId_);
+            self->ctx_.controller.gates().abandonStreamed(self->execId_);
     });
 }
 

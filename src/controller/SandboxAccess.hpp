@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "agentclient/AgentConnection.hpp"
@@ -30,6 +31,9 @@ class SandboxAccess {
     virtual SandboxRecord requireOwned(const std::string& tenant, const std::string& id) = 0;
     // The same, and running: Error(conflict) when it is not.
     virtual SandboxRecord requireRunning(const std::string& tenant, const std::string& id) = 0;
+    // Any tenant's sandbox, for a caller that holds another credential (a
+    // preview port's token); nullopt when there is none.
+    virtual std::optional<SandboxRecord> find(const std::string& sandboxId) = 0;
     // The sandbox's one agent session (reconnected when it broke).
     virtual std::shared_ptr<AgentConnection> agentFor(const std::string& sandboxId) = 0;
     virtual SecretMasker maskerFor(const SandboxRecord& r) const = 0;

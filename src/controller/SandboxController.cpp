@@ -34,12 +34,11 @@ SandboxController::SandboxController(ControllerConfig config, Hypervisor& hyperv
       hypervisor_(hypervisor),
       store_(stores.sandboxes),
       ports_(stores.ports),
-      previews_(stores.ports),
       snapshots_(stores.snapshots),
       gated_(stores.gatedExecs),
       audit_(stores.audit),
       workspaces_(stores.workspaces),
-      policy_(config_.operatorRules),
+      judge_(config_.operatorRules, [this](const std::string& t) { return tenantOf(t); }),
       auditLog_(stores.audit),
       templates_(templates),
       connector_(std::move(connector)),
@@ -412,7 +411,7 @@ void SandboxController::destroy(const std::string& tenant, const std::string& id
             logError("controller", "after deleting " + id + ": " + e.what());
         }
     }
-    cancelApprovalsOf(id, "the sandbox was deleted");
+    gates_.cancelOf(id, "the sandbox was deleted");
     logInfo("controller", "sandbox " + id + " deleted");
     spares_->trim();  // it may have been the last of its shape
     lifecycleMutexes_.forget(id);

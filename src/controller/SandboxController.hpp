@@ -11,12 +11,13 @@
 #include "agentclient/AgentConnection.hpp"
 #include "agentclient/AgentTransport.hpp"
 #include "controller/AgentSessions.hpp"
+#include "controller/ApprovalGates.hpp"
 #include "controller/AuditRecorder.hpp"
-#include "controller/DecisionWaiters.hpp"
+#include "controller/CommandJudge.hpp"
 #include "controller/ExecOptions.hpp"
 #include "controller/GuestFiles.hpp"
+#include "controller/GuestPorts.hpp"
 #include "controller/GuestProcesses.hpp"
-#include "controller/PreviewPorts.hpp"
 #include "controller/RunningCommands.hpp"
 #include "controller/SandboxAccess.hpp"
 #include "controller/SandboxSecrets.hpp"
@@ -224,20 +225,18 @@ class SandboxController : private SandboxAccess {
     using ExecCompletion = std::function<void(std::optional<ExecOutput>, std::exception_ptr)>;
     std::optional<GatedExec> submitExecAsync(const std::string& tenant, const std::string& id,
                                              const ExecOptions& options, ExecCompletion done);
-    std::vector<GatedExec> pendingApprovals(const TenantScope& scope);
-    std::vector<GatedExec> pendingApprovals(const std::string& tenant) {
-        return pendingApprovals(TenantScope::only(tenant));
-    }
+    // A tenant's decision on one of its approvals (ApprovalGates::decide),
+    // then what it lets through: an approved REST exec runs here, a streamed
+    // one's client is told, a push goes to the workspace service, a package
+    // version is let through by the package proxy from then on.
     GatedExec decideApproval(const std::string& tenant, const std::string& approvalId, bool approve,
                              const std::string& reason, const std::string& decidedBy);
-    GatedExec getExec(const std::string& tenant, const std::string& sandboxId,
-                      const std::string& execId);
+    // What waits for a human: parked commands, pushes and package versions.
+    ApprovalGates& gates() { return gates_; }
     std::vector<AuditEvent> audit(const std::string& tenant, const std::string& sandboxId,
                                   const AuditQuery& query);
-    // An exec whose exit code is a test result: asked for ("purpose":"test")
-    // or one of the task's test_commands.
-    bool isTestRun(const SandboxRecord& r, const ExecOptions& options) const;
-    policy::Verdict judge(const SandboxRecord& r, const ExecOptions& options) const;
+    // The command policy as it applies to a sandbox's commands.
+    const CommandJudge& commandJudge() const { return judge_; }
 
     // Egress (SandboxNetwork.cpp): replaces the allowlist of a sandbox;
     // connections opened from now on are judged by the new list.
@@ -296,27 +295,12 @@ class SandboxController : private SandboxAccess {
                                                   const ExecOptions& options,
                                                   const TerminalOptions& terminal,
                                                   AgentStream::Handler handler);
-    // The streamed exec ended (exit code) / its client left before a decision.
-    void finishStreamedExec(const std::string& execId, int exitCode, const std::string& error);
-    void abandonStreamedExec(const std::string& execId);
 
-    // A sandbox's files (uploads, downloads, operations, file activity) and
-    // its background processes.
+    // A sandbox's files (uploads, downloads, operations, file activity),
+    // its background processes, and its ports (previews, tunnels).
     GuestFiles& files() { return files_; }
     GuestProcesses& processes() { return processes_; }
-
-    // Preview ports.
-    ExposedPort exposePort(const std::string& tenant, const std::string& id, unsigned port);
-    std::vector<ExposedPort> listPorts(const std::string& tenant, const std::string& id);
-    void closePort(const std::string& tenant, const std::string& id, unsigned port);
-    // For the preview proxy: no API key, the port's own token instead.
-    std::shared_ptr<AgentStream> openPreviewTunnel(const std::string& sandboxId, unsigned port,
-                                                   const std::string& token,
-                                                   AgentStream::Handler handler);
-    // The E2B front door's public ports (E2B's access rule, checked by the
-    // caller): a tunnel to guest 127.0.0.1:port of a running sandbox.
-    std::shared_ptr<AgentStream> openPortTunnel(const std::string& tenant, const std::string& id,
-                                                unsigned port, AgentStream::Handler handler);
+    GuestPorts& ports() { return guestPorts_; }
 
     // Workspaces (the workspace service sets these): a write through the
     // files API is checked against the sandbox's write scope (throws
@@ -334,26 +318,9 @@ class SandboxController : private SandboxAccess {
     void setDeleteHooks(BeforeDelete before, AfterDelete after);
     using ExtraSecrets = SandboxSecrets::ExtraSource;
     void setExtraSecrets(ExtraSecrets source) { secrets_.setExtraSource(std::move(source)); }
-    // Parks an action of class publish for a human: `id` names it (its
-    // GatedExec id), `request` is what the handler gets back.
-    GatedExec parkPublish(const SandboxRecord& r, const std::string& id, const std::string& command,
-                          const std::string& reason, const nlohmann::json& request);
-    // running -> state (pushed, rejected, failed) with why.
-    void finishPublish(const std::string& id, const std::string& state, const std::string& error);
-    // The package proxy's approvals: the standing one for a package version
-    // in a sandbox, or a new request an approver sees in GET /v1/approvals.
-    // Calls `done` (on the timer thread) once the gated exec or push `id`
-    // is no longer running, or at `within` with its state then.
-    void awaitGated(const std::string& id, std::chrono::milliseconds within,
-                    std::function<void(GatedExec)> done);
     // The one command running in a sandbox through exec (masked), or "" when
     // none or several: what the package proxy's records name.
     std::string soleRunningCommand(const std::string& sandboxId);
-    packages::PackageApprovalState packageApproval(const packages::PackageApprovalRequest& request);
-    std::optional<GatedExec> findGated(const std::string& id) { return gated_.find(id); }
-    std::vector<GatedExec> runningGated(const std::string& idPrefix) {
-        return gated_.running(idPrefix);
-    }
     // Masks a sandbox's secret values (and its tenant's git credentials).
     SecretMasker maskerFor(const SandboxRecord& r) const override;
     // The sandbox, owned and running (Error(conflict) when it is not).
@@ -412,7 +379,6 @@ class SandboxController : private SandboxAccess {
     // allowlist reaches outside the tenant's.
     void requireWithinFloor(const std::string& tenant, const policy::PolicyRules& rules,
                             const std::vector<std::string>& networkAllow) const;
-    policy::PolicyRules rulesWithTenant(const SandboxRecord& r) const;
     std::shared_ptr<std::mutex> quotaLock(const std::string& tenant) {
         return quotaLocks_.of(tenant);
     }
@@ -447,6 +413,9 @@ class SandboxController : private SandboxAccess {
     void startSpares();
 
     SandboxRecord requireOwned(const std::string& tenant, const std::string& id) override;
+    std::optional<SandboxRecord> find(const std::string& sandboxId) override {
+        return store_.find(sandboxId);
+    }
     PreparedCommand prepareCommand(const SandboxRecord& r, const ExecOptions& options,
                                    const char* door) override;
     // Policy gate of the streamed paths (WebSocket exec, background processes):
@@ -468,13 +437,6 @@ class SandboxController : private SandboxAccess {
         auditLog_.record(sandboxId, tenant, type, data, masker);
     }
     void runApproved(GatedExec g);
-    GatedExec parkForApproval(const SandboxRecord& r, const ExecOptions& options,
-                              const policy::Verdict& v, nlohmann::json data,
-                              const SecretMasker& masker, bool streamed);
-    // The options are exactly the ones a streamed exec was parked with.
-    bool sameStreamedRequest(const GatedExec& g, const ExecOptions& options) const;
-    // policy_denied, with any secret typed into the command masked.
-    static Error policyDenied(const policy::Verdict& v, const SecretMasker& masker);
     // The request the agent gets: the sandbox's environment, then the
     // command's, then the secrets scoped to it.
     protocol::ExecRequest agentRequest(const SandboxRecord& r, const ExecOptions& options,
@@ -483,9 +445,6 @@ class SandboxController : private SandboxAccess {
                                                   const ExecOptions& options,
                                                   const TerminalOptions& terminal,
                                                   AgentStream::Handler handler);
-    void expireApprovals();
-    // Its pending approvals end with the sandbox (nobody may run them later).
-    void cancelApprovalsOf(const std::string& sandboxId, const std::string& why);
     // A new agent session for a sandbox: kept as its connection, and its
     // egress listener opened on it when it has an allowlist.
     void adoptAgent(const SandboxRecord& r, std::shared_ptr<AgentConnection> agent);
@@ -516,7 +475,6 @@ class SandboxController : private SandboxAccess {
     Hypervisor& hypervisor_;
     SandboxStore& store_;
     PortStore& ports_;
-    PreviewPorts previews_;
     SnapshotStore& snapshots_;
     GatedExecStore& gated_;
     AuditStore& audit_;
@@ -525,9 +483,8 @@ class SandboxController : private SandboxAccess {
     WriteGuard writeGuard_;
     PublishHandler publishHandler_;
     void checkWrite(const SandboxRecord& r, const std::string& path) override;
-    policy::CommandPolicy policy_;
+    CommandJudge judge_;
     AuditRecorder auditLog_;
-    DecisionWaiters decisionWaiters_;
     std::mutex gcMutex_;
     BeforeDelete beforeDelete_;
     AfterDelete afterDelete_;
@@ -539,14 +496,15 @@ class SandboxController : private SandboxAccess {
     AgentSessions agents_;
     UidPool uids_;
     VerifiedFiles verified_;
-    // Exec deadlines (no thread waits for a command); declared last so it
-    // stops first.
+    // Declared before the timer queue: its waits are timers, stopped first.
+    ApprovalGates gates_{gated_, auditLog_, secrets_, timers_, config_.approvalTimeoutS};
+    // Exec deadlines (no thread waits for a command); stopped before the
+    // services its callbacks reach.
     TimerQueue timers_;
-    std::mutex packageApprovalMutex_;
-    static constexpr std::size_t kMaxPendingPackageApprovals = 20;  // per sandbox
     RunningCommands runningCommands_;
     GuestFiles files_{*this};
     GuestProcesses processes_{*this};
+    GuestPorts guestPorts_{*this, ports_};
 };
 
 }  // namespace airlock

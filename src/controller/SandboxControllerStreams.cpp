@@ -1,5 +1,5 @@
-// SandboxController: the operations that run through agent streams (streamed
-// exec, preview tunnels), and the command its guest services start.
+// SandboxController: the streamed exec (WebSocket), parked and approved, and
+// the command its guest services start.
 #include <atomic>
 #include <nlohmann/json.hpp>
 
@@ -25,23 +25,19 @@ SandboxController::StreamedExec SandboxController::openExec(
         throw Error(ErrorCode::conflict,
                     "sandbox " + id + " is " + sandboxStateName(record.state) + ", not running");
     if (onDecision) {
-        auto v = judge(record, options);
+        auto v = judge_.judge(record, options);
         if (v.decision == policy::Decision::approve) {
             auto masker = maskerFor(record);
-            nlohmann::json data{{"command", commandText(options)},
-                                {"path", "exec/ws"},
-                                {"cwd", options.cwd},
-                                {"user", options.user.empty() ? "user" : options.user}};
-            if (isTestRun(record, options)) data["purpose"] = "test";
+            auto data = CommandJudge::auditData(record, options, "exec/ws");
             // Registered before anyone can decide: no decision is missed.
             std::string execId = newId("ex-");
-            decisionWaiters_.add(execId, std::move(onDecision));
+            gates_.waiters().add(execId, std::move(onDecision));
             data["exec_id"] = execId;
             try {
                 return StreamedExec{nullptr,
-                                    parkForApproval(record, options, v, data, masker, true)};
+                                    gates_.parkExec(record, options, v, data, masker, true)};
             } catch (...) {
-                decisionWaiters_.remove(execId);
+                gates_.waiters().remove(execId);
                 throw;
             }
         }
@@ -72,13 +68,8 @@ std::shared_ptr<AgentStream> SandboxController::openStreamedExec(const SandboxRe
         std::atomic<bool> recorded{false};
     };
     auto ending = std::make_shared<Ending>();
-    nlohmann::json data{{"command", commandText(options)},
-                        {"path", "exec/ws"},
-                        {"cwd", options.cwd},
-                        {"user", options.user.empty() ? "user" : options.user},
-                        {"started_at", nowTimestamp()}};
-    if (!options.trace.empty()) data["exec_id"] = options.trace;
-    if (isTestRun(record, options)) data["purpose"] = "test";
+    auto data = CommandJudge::auditData(record, options, "exec/ws");
+    data["started_at"] = nowTimestamp();
     auto startedMs = steadyMillis();
     AgentStream::Handler recording = [this, sandbox = record.id, tenant = record.tenant, data,
                                       masker, ending, startedMs,
@@ -118,16 +109,17 @@ std::shared_ptr<AgentStream> SandboxController::openApprovedExec(
     const std::string& tenant, const std::string& id, const std::string& execId,
     const ExecOptions& options, const TerminalOptions& terminal, AgentStream::Handler handler) {
     auto sandbox = requireOwned(tenant, id);
-    auto g = gated_.find(execId);
+    auto g = gates_.find(execId);
     // Only what was approved runs, once: the same sandbox, the same request
     // (command, cwd, user, env, timeout, stdin).
-    if (!g || g->sandboxId != id || g->state != "running" || !sameStreamedRequest(*g, options))
+    if (!g || g->sandboxId != id || g->state != "running" ||
+        !gates_.sameStreamedRequest(*g, options))
         throw Error(ErrorCode::conflict,
                     "exec " + execId + " is not an approved command of this sandbox");
     if (sandbox.state != SandboxState::running)
         throw Error(ErrorCode::conflict,
                     "sandbox " + id + " is " + sandboxStateName(sandbox.state) + ", not running");
-    decisionWaiters_.start(execId);
+    gates_.waiters().start(execId);
     auto masker = maskerFor(sandbox);
     record(id, tenant, "exec.allowed",
            {{"command", g->command},
@@ -140,59 +132,11 @@ std::shared_ptr<AgentStream> SandboxController::openApprovedExec(
     return openStreamedExec(sandbox, traced, terminal, std::move(handler));
 }
 
-void SandboxController::finishStreamedExec(const std::string& execId, int exitCode,
-                                           const std::string& error) {
-    // Its output went to the client; the record keeps how it ended.
-    gated_.finish(execId, error.empty() ? "exited" : "failed", exitCode, "", "", error);
-    decisionWaiters_.finished(execId);
-}
-
 PreparedCommand SandboxController::prepareCommand(const SandboxRecord& r,
                                                   const ExecOptions& options, const char* door) {
     requireAllowed(r, options, door);
     auto secrets = secrets_.open(r);  // decrypted once: injection and masking
     return PreparedCommand{agentRequest(r, options, secrets), secrets_.maskerOf(r, secrets)};
-}
-
-ExposedPort SandboxController::exposePort(const std::string& tenant, const std::string& id,
-                                          unsigned port) {
-    requireOwned(tenant, id);
-    return previews_.expose(id, port);
-}
-
-std::vector<ExposedPort> SandboxController::listPorts(const std::string& tenant,
-                                                      const std::string& id) {
-    requireOwned(tenant, id);
-    return previews_.list(id);
-}
-
-void SandboxController::closePort(const std::string& tenant, const std::string& id, unsigned port) {
-    requireOwned(tenant, id);
-    previews_.close(id, port);
-}
-
-std::shared_ptr<AgentStream> SandboxController::openPreviewTunnel(const std::string& sandboxId,
-                                                                  unsigned port,
-                                                                  const std::string& token,
-                                                                  AgentStream::Handler handler) {
-    if (!previews_.admits(sandboxId, port, token))
-        throw Error(ErrorCode::not_found, "no such preview");
-    auto r = store_.find(sandboxId);
-    if (!r || r->state != SandboxState::running)
-        throw Error(ErrorCode::conflict, "the sandbox is not running");
-    return agentFor(sandboxId)->open(protocol::PortRequest{protocol::Op::tunnel, port},
-                                     std::move(handler));
-}
-
-std::shared_ptr<AgentStream> SandboxController::openPortTunnel(const std::string& tenant,
-                                                               const std::string& id, unsigned port,
-                                                               AgentStream::Handler handler) {
-    if (port == 0 || port > 65535) throw Error(ErrorCode::bad_request, "port must be 1-65535");
-    auto r = requireOwned(tenant, id);
-    if (r.state != SandboxState::running)
-        throw Error(ErrorCode::conflict, "the sandbox is not running");
-    return agentFor(id)->open(protocol::PortRequest{protocol::Op::tunnel, port},
-                              std::move(handler));
 }
 
 }  // namespace airlock

@@ -99,7 +99,7 @@ SandboxRecord SandboxController::setTimeout(const std::string& tenant, const std
 }
 
 void SandboxController::enforceTimeouts() {
-    expireApprovals();
+    gates_.expire();
     auto now = nowUnixSeconds();
     for (const auto& r : store_.list(TenantScope::all())) {
         if (r.expiresAt == 0 || r.expiresAt > now) continue;

@@ -211,7 +211,7 @@ int runDaemon(const DaemonOptions& options) {
                 if (!c)
                     return packages::PackageApprovalState{
                         packages::PackageApprovalState::State::denied, ""};
-                return c->packageApproval(q);
+                return c->gates().packageApproval(q);
             },
             [&controllerForCounts](const std::string& sandboxId) {
                 auto* c = controllerForCounts.load();

@@ -195,7 +195,7 @@ std::shared_ptr<E2bProcess> E2bProcessTable::start(
     options.timeoutS = spec.timeoutS;
     if (options.argv[0].empty()) throw Error(ErrorCode::bad_request, "process.cmd is required");
 
-    auto verdict = controller_.judge(record, options);
+    auto verdict = controller_.commandJudge().judge(record, options);
     if (verdict.decision == policy::Decision::approve) {
         // Parked as an exec a human decides on; approved, it runs then, and
         // its result is kept with the exec (the stream cannot wait an hour).

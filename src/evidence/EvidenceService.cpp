@@ -464,7 +464,7 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
     // Previews (never their tokens).
     json previews = json::array();
     if (running) try {
-            for (const auto& p : controller_.listPorts(r.tenant, r.id))
+            for (const auto& p : controller_.ports().list(r.tenant, r.id))
                 previews.push_back({{"port", p.port}, {"created_at", p.createdAt}});
         } catch (const std::exception&) {
         }

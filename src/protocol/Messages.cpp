@@ -62,9 +62,9 @@ std::string toJson(const ExecRequest& m) {
     return jsonText(j);
 }
 
-std::string openOp(const std::string& payload) {
+std::optional<std::string> openOp(const std::string& payload) {
     json j = json::parse(payload, nullptr, false);
-    if (!j.is_object()) return {};
+    if (!j.is_object()) return std::nullopt;
     auto it = j.find("op");
     return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }

@@ -39,14 +39,15 @@ struct ExecRequest {
     std::vector<std::string> argv;
     std::string cwd;  // empty: the user's home
     std::map<std::string, std::string> env;
-    std::string user = "user";  // "user" (uid 1000) or "root"
+    std::string user = "user";     // "user" (uid 1000) or "root"
     std::uint64_t timeout_ms = 0;  // 0: none
     std::string stdin_data;
-    bool stdin_stream = false;     // stdin arrives as data frames (channel 0) until a close
-    bool tty = false;              // run on a pseudo-terminal (stdout carries both streams)
+    bool stdin_stream = false;  // stdin arrives as data frames (channel 0) until a close
+    bool tty = false;           // run on a pseudo-terminal (stdout carries both streams)
     unsigned rows = 24, cols = 80;
-    std::uint64_t output_cap = 0;  // per channel; beyond it output is drained and dropped (0: no cap)
-    bool background = false;       // op "process_start": outlives the stream and the host session
+    std::uint64_t output_cap =
+        0;                    // per channel; beyond it output is drained and dropped (0: no cap)
+    bool background = false;  // op "process_start": outlives the stream and the host session
     // The host's name for this command (its exec id): the guest tags the
     // file activity of the command's session with it. At most 64 of [A-Za-z0-9_-].
     std::string trace;
@@ -70,8 +71,9 @@ std::string toJson(const HelloAck& m);
 std::string toJson(const ExecRequest& m);
 std::string toJson(const ExecResult& m);
 std::string toJson(const ResetInfo& m);
-// The "op" of an open frame's JSON payload ("" when there is none).
-std::string openOp(const std::string& payload);
+// The "op" of an open frame's payload: "" when it names none, nullopt when
+// the payload is not a JSON object (one parse: the agent's first look).
+std::optional<std::string> openOp(const std::string& payload);
 
 Hello parseHello(const std::string& payload);
 HelloAck parseHelloAck(const std::string& payload);

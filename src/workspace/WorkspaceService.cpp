@@ -195,8 +195,9 @@ WorkspaceService::WorkspaceService(WorkspaceConfig config, SandboxController& co
         fs::remove_all(t.path() / "scratch", ec);
     // A push a restart interrupted did not happen as far as anyone knows:
     // failed, and the agent may ask again (the lease is checked anew).
-    for (const auto& g : controller_.runningGated("psh-")) {
-        controller_.finishPublish(g.id, "failed", "airlockd restarted during the push; ask again");
+    for (const auto& g : controller_.gates().running("psh-")) {
+        controller_.gates().finishPublish(g.id, "failed",
+                                          "airlockd restarted during the push; ask again");
         controller_.recordEvent(refOf(g.sandboxId, g.tenant), "push.rejected",
                                 {{"push_id", g.id},
                                  {"reason", "airlockd restarted during the push"},
@@ -855,7 +856,7 @@ json WorkspaceService::requestPush(const std::string& tenant, const std::string&
             for (const auto& k : s["findings"]) evidenceText += " " + k.get<std::string>();
         }
     }
-    auto g = controller_.parkPublish(
+    auto g = controller_.gates().parkPublish(
         sandbox, pushId, "git push " + r.repo + " " + commitHex + ":refs/heads/" + r.branch,
         "a push publishes the agent's work (" + stats + " against " + r.baseCommit.substr(0, 12) +
             evidenceText + ")",
@@ -886,7 +887,7 @@ json WorkspaceService::requestPush(const std::string& tenant, const std::string&
 json WorkspaceService::pushState(const std::string& tenant, const std::string& id,
                                  const std::string& pushId) {
     controller_.get(tenant, id);
-    auto g = isValidId(pushId, "psh-") ? controller_.findGated(pushId) : std::nullopt;
+    auto g = isValidId(pushId, "psh-") ? controller_.gates().find(pushId) : std::nullopt;
     if (!g || g->tenant != tenant || g->sandboxId != id)
         throw Error(ErrorCode::not_found, "no push " + pushId);
     auto req = json::parse(g->requestJson, nullptr, false);
@@ -980,8 +981,8 @@ void WorkspaceService::pushWorker() {
             queueCv_.wait(lock, [&] { return stopping_ || !pushQueue_.empty(); });
             if (stopping_) {
                 for (const auto& left : pushQueue_)
-                    controller_.finishPublish(left.id, "failed",
-                                              "airlockd stopped before the push");
+                    controller_.gates().finishPublish(left.id, "failed",
+                                                      "airlockd stopped before the push");
                 return;
             }
             g = pushQueue_.front();
@@ -1025,16 +1026,16 @@ void WorkspaceService::runPush(GatedExec g) {
               ErrorCode::internal, "ref");
         git_reference_free(ref);
         remote.push(work.get(), localRef, branch);
-        controller_.finishPublish(g.id, "pushed", "");
+        controller_.gates().finishPublish(g.id, "pushed", "");
         controller_.recordEvent(
             sandbox, "push.pushed",
             {{"push_id", g.id}, {"repo", repoText}, {"branch", branch}, {"commit", commitHex}});
     } catch (const PushRejected& e) {
-        controller_.finishPublish(g.id, "rejected", e.what());
+        controller_.gates().finishPublish(g.id, "rejected", e.what());
         controller_.recordEvent(sandbox, "push.rejected",
                                 {{"push_id", g.id}, {"reason", e.what()}});
     } catch (const std::exception& e) {
-        controller_.finishPublish(g.id, "failed", e.what());
+        controller_.gates().finishPublish(g.id, "failed", e.what());
         controller_.recordEvent(sandbox, "push.rejected",
                                 {{"push_id", g.id}, {"reason", e.what()}, {"failed", true}});
     }

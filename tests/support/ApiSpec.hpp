@@ -22,6 +22,9 @@ class ApiSpec {
     // JSON schema (raw bodies, streams), for the coverage test.
     std::vector<std::string> responsesWithoutSchema() const;
 
+    // The whole document, as parsed.
+    const nlohmann::json& document() const { return doc_; }
+
     // Exposed for the validator's own unit test.
     std::string validate(const nlohmann::json& schema, const nlohmann::json& value,
                          const std::string& where) const;

@@ -5,7 +5,7 @@
 namespace airlock::test {
 
 FakeSandboxAccess::FakeSandboxAccess() : agent_(guest_.connect()) {
-    sandbox.id = "sbx-0123456789abcdef";
+    sandbox.id = "sbx-aaaaaaaaaaaaaaaaaaaa";  // a valid id: the preview check reads it
     sandbox.tenant = "t1";
     sandbox.state = SandboxState::running;
 }
@@ -20,6 +20,11 @@ SandboxRecord FakeSandboxAccess::requireRunning(const std::string& tenant, const
     auto r = requireOwned(tenant, id);
     if (r.state != SandboxState::running) throw Error(ErrorCode::conflict, "not running");
     return r;
+}
+
+std::optional<SandboxRecord> FakeSandboxAccess::find(const std::string& sandboxId) {
+    if (sandboxId != sandbox.id) return std::nullopt;
+    return sandbox;
 }
 
 std::shared_ptr<AgentConnection> FakeSandboxAccess::agentFor(const std::string& sandboxId) {

@@ -31,6 +31,7 @@ class FakeSandboxAccess : public SandboxAccess {
 
     SandboxRecord requireOwned(const std::string& tenant, const std::string& id) override;
     SandboxRecord requireRunning(const std::string& tenant, const std::string& id) override;
+    std::optional<SandboxRecord> find(const std::string& sandboxId) override;
     std::shared_ptr<AgentConnection> agentFor(const std::string& sandboxId) override;
     SecretMasker maskerFor(const SandboxRecord& r) const override;
     void checkWrite(const SandboxRecord& r, const std::string& path) override;

@@ -1,9 +1,9 @@
 #include "support/OpenApiRoutes.hpp"
 
 #include <cctype>
-#include <fstream>
 #include <set>
-#include <stdexcept>
+
+#include "support/ApiSpec.hpp"
 
 namespace airlock::test {
 
@@ -11,8 +11,6 @@ std::vector<DocumentedRoute> documentedRoutes() {
     // Path items also hold parameters, summaries and descriptions.
     static const std::set<std::string> kMethods{"get",    "post", "put",    "patch",
                                                 "delete", "head", "options"};
-    std::ifstream in(std::string(AIRLOCK_SOURCE_DIR) + "/api/openapi.yaml");
-    if (!in) throw std::runtime_error("cannot read api/openapi.yaml");
     auto normalize = [](const std::string& path) {
         std::string out;
         for (std::size_t i = 0; i < path.size(); ++i) {
@@ -26,21 +24,20 @@ std::vector<DocumentedRoute> documentedRoutes() {
         return out;
     };
     std::vector<DocumentedRoute> routes;
-    std::string line, path;
-    while (std::getline(in, line)) {
-        if (line.rfind("  /", 0) == 0 && line.back() == ':') {
-            path = line.substr(2, line.size() - 3);
-        } else if (!path.empty() && line.rfind("    ", 0) == 0 && line.size() > 5 &&
-                   line[4] != ' ' && line.back() == ':' &&
-                   kMethods.count(line.substr(4, line.size() - 5))) {
-            std::string method = line.substr(4, line.size() - 5);
-            for (auto& ch : method)
+    for (const auto& [path, item] : ApiSpec::get().document().at("paths").items()) {
+        if (!item.is_object()) continue;
+        for (const auto& [method, operation] : item.items()) {
+            if (!kMethods.count(method)) continue;
+            std::string upper = method;
+            for (auto& ch : upper)
                 ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-            routes.push_back({method, path, normalize(path), ""});
-        } else if (line.rfind("      x-roles: ", 0) == 0 && !routes.empty()) {
-            routes.back().roles = line.substr(15);
-        } else if (!line.empty() && line[0] != ' ') {
-            path.clear();  // a new top-level section (components:...)
+            std::string roles;
+            if (auto r = operation.find("x-roles"); r != operation.end() && r->is_array()) {
+                for (const auto& role : *r)
+                    roles += (roles.empty() ? "" : ", ") + role.get<std::string>();
+                roles = "[" + roles + "]";
+            }
+            routes.push_back({upper, path, normalize(path), roles});
         }
     }
     return routes;

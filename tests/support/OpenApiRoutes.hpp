@@ -13,8 +13,7 @@ struct DocumentedRoute {
     bool has(const std::string& role) const { return roles.find(role) != std::string::npos; }
 };
 
-// Every operation in api/openapi.yaml (a line reader for the file's own
-// layout, not a YAML parser).
+// Every operation in api/openapi.yaml, read from ApiSpec's parsed document.
 std::vector<DocumentedRoute> documentedRoutes();
 
 }  // namespace airlock::test

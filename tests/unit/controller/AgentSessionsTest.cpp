@@ -13,14 +13,7 @@ namespace airlock {
 using namespace std::chrono_literals;
 
 namespace {
-ErrorCode codeOf(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.code();
-    }
-    return ErrorCode::internal;
-}
+using test::codeOf;
 }  // namespace
 
 TEST(AgentSessions, OneLiveSessionPerSandboxReopenedAfterItDies) {

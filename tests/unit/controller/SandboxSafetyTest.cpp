@@ -84,8 +84,8 @@ TEST_F(SandboxSafetyTest, GatedCommandsWaitForADecision) {
     auto d = controller->submitExec("t1", s.id, shell("touch " + deniedFile));
     ASSERT_TRUE(a.pending && d.pending);
     EXPECT_EQ(a.pending->state, "pending_approval");
-    EXPECT_EQ(controller->pendingApprovals("t1").size(), 2u);
-    EXPECT_TRUE(controller->pendingApprovals("t2").empty());
+    EXPECT_EQ(controller->gates().pending(TenantScope::only("t1")).size(), 2u);
+    EXPECT_TRUE(controller->gates().pending(TenantScope::only("t2")).empty());
     EXPECT_FALSE(fs::exists(approvedFile)) << "nothing runs before a decision";
 
     EXPECT_EQ(
@@ -99,16 +99,16 @@ TEST_F(SandboxSafetyTest, GatedCommandsWaitForADecision) {
         ErrorCode::conflict)
         << "a decision is final";
     ASSERT_TRUE(test::waitFor(
-        [&] { return controller->getExec("t1", s.id, a.pending->id).state == "exited"; },
+        [&] { return controller->gates().get("t1", s.id, a.pending->id).state == "exited"; },
         std::chrono::seconds(20)));
-    auto ran = controller->getExec("t1", s.id, a.pending->id);
+    auto ran = controller->gates().get("t1", s.id, a.pending->id);
     EXPECT_EQ(ran.exitCode, 0);
     EXPECT_EQ(ran.stdoutData, "done\n");
     EXPECT_EQ(ran.decisionReason, "needed for the task");
     EXPECT_TRUE(fs::exists(approvedFile));
-    EXPECT_EQ(controller->getExec("t1", s.id, d.pending->id).state, "denied");
+    EXPECT_EQ(controller->gates().get("t1", s.id, d.pending->id).state, "denied");
     EXPECT_FALSE(fs::exists(deniedFile));
-    EXPECT_TRUE(controller->pendingApprovals("t1").empty());
+    EXPECT_TRUE(controller->gates().pending(TenantScope::only("t1")).empty());
 
     auto t = types(s.id);
     for (const char* want :
@@ -125,7 +125,7 @@ TEST_F(SandboxSafetyTest, PendingApprovalsExpire) {
     auto p = controller->submitExec("t1", s.id, shell("touch " + dir.path() + "/late"));
     ASSERT_TRUE(p.pending);
     controller->enforceTimeouts();
-    EXPECT_EQ(controller->getExec("t1", s.id, p.pending->id).state, "expired");
+    EXPECT_EQ(controller->gates().get("t1", s.id, p.pending->id).state, "expired");
     EXPECT_EQ(
         codeOf([&] { controller->decideApproval("t1", p.pending->approvalId, true, "", "x"); }),
         ErrorCode::conflict);
@@ -314,9 +314,10 @@ TEST_F(ApprovalLifetimeTest, PendingApprovalsEndWithTheirSandbox) {
     o.shell = "touch " + dir.path() + "/never";
     auto submitted = controller->submitExec("t1", s.id, o);
     ASSERT_TRUE(submitted.pending);
-    ASSERT_EQ(controller->pendingApprovals("t1").size(), 1u);
+    ASSERT_EQ(controller->gates().pending(TenantScope::only("t1")).size(), 1u);
     controller->destroy("t1", s.id);
-    EXPECT_TRUE(controller->pendingApprovals("t1").empty()) << "an approval outlived its sandbox";
+    EXPECT_TRUE(controller->gates().pending(TenantScope::only("t1")).empty())
+        << "an approval outlived its sandbox";
     EXPECT_EQ(codeOf([&] {
                   controller->decideApproval("t1", submitted.pending->approvalId, true, "", "k");
               }),
@@ -332,7 +333,8 @@ TEST_F(ApprovalLifetimeTest, PendingApprovalsEndWithTheirSandbox) {
 TEST_F(ApprovalLifetimeTest, AnEmptyTenantNeverMeansEveryTenant) {
     controller->create("t1", CreateSandboxRequest{});
     EXPECT_EQ(codeOf([&] { controller->list(""); }), ErrorCode::internal);
-    EXPECT_EQ(codeOf([&] { controller->pendingApprovals(""); }), ErrorCode::internal);
+    EXPECT_EQ(codeOf([&] { controller->gates().pending(TenantScope::only("")); }),
+              ErrorCode::internal);
     EXPECT_EQ(codeOf([&] { controller->listSnapshots(""); }), ErrorCode::internal);
     EXPECT_EQ(store->list(TenantScope::only("t1")).size(), 1u);
     EXPECT_TRUE(store->list(TenantScope::only("t2")).empty());

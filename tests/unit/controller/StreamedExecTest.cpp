@@ -162,7 +162,7 @@ TEST_F(StreamedExecTest, AGatedStreamWaitsForItsDecisionThenRuns) {
                              TerminalOptions{false, 24, 80, false}, c.handler(), d.callback());
     ASSERT_FALSE(started.stream) << "nothing runs before a human decides";
     ASSERT_TRUE(started.pending);
-    auto pending = controller->pendingApprovals("t1");
+    auto pending = controller->gates().pending(TenantScope::only("t1"));
     ASSERT_EQ(pending.size(), 1u);
     EXPECT_EQ(pending[0].command, "echo gated $API_TOKEN");
     // Only the approved command may run under that approval.
@@ -188,8 +188,8 @@ TEST_F(StreamedExecTest, AGatedStreamWaitsForItsDecisionThenRuns) {
                                             TerminalOptions{false, 24, 80, false}, c.handler());
     ASSERT_TRUE(c.waitEnd());
     EXPECT_EQ(c.out, "gated ***\n");
-    controller->finishStreamedExec(started.pending->id, 0, "");
-    auto g = controller->getExec("t1", s.id, started.pending->id);
+    controller->gates().finishStreamed(started.pending->id, 0, "");
+    auto g = controller->gates().get("t1", s.id, started.pending->id);
     EXPECT_EQ(g.state, "exited");
     EXPECT_EQ(g.exitCode, 0);
 }
@@ -210,10 +210,10 @@ TEST_F(StreamedExecTest, DenialsAndDepartedClientsEndGatedStreams) {
     auto second = controller->openExec("t1", s.id, shell("echo gated two"), TerminalOptions{},
                                        c.handler(), never.callback());
     ASSERT_TRUE(second.pending);
-    controller->abandonStreamedExec(second.pending->id);  // the WebSocket client left
-    EXPECT_TRUE(controller->pendingApprovals("t1").empty())
+    controller->gates().abandonStreamed(second.pending->id);  // the WebSocket client left
+    EXPECT_TRUE(controller->gates().pending(TenantScope::only("t1")).empty())
         << "nobody is asked to approve it any more";
-    EXPECT_EQ(controller->getExec("t1", s.id, second.pending->id).state, "cancelled");
+    EXPECT_EQ(controller->gates().get("t1", s.id, second.pending->id).state, "cancelled");
     EXPECT_EQ(codeOf([&] {
                   controller->decideApproval("t1", second.pending->approvalId, true, "", "alice");
               }),

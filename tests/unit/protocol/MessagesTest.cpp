@@ -1,6 +1,6 @@
-#include "protocol/Messages.hpp"
-
 #include <gtest/gtest.h>
+
+#include "protocol/Messages.hpp"
 
 namespace airlock::protocol {
 namespace {
@@ -25,10 +25,21 @@ TEST(Messages, ExecRequestRoundTrip) {
 TEST(Messages, MalformedExecRequestsAreRejected) {
     for (const char* bad : {"", "[]", "{}", "{\"op\":\"exec\"}", "{\"op\":\"rm\",\"argv\":[\"x\"]}",
                             "{\"op\":\"exec\",\"argv\":[]}", "{\"op\":\"exec\",\"argv\":[1]}",
-                            "{\"op\":\"exec\",\"argv\":[\"\"]}", "{\"op\":\"exec\",\"argv\":[\"a\"],\"env\":{\"A=B\":\"x\"}}",
-                            "{\"op\":\"exec\",\"argv\":[\"a\"],\"timeout_ms\":-1}", "{\"op\":\"exec\",\"argv\":\"ls\"}"}) {
+                            "{\"op\":\"exec\",\"argv\":[\"\"]}",
+                            "{\"op\":\"exec\",\"argv\":[\"a\"],\"env\":{\"A=B\":\"x\"}}",
+                            "{\"op\":\"exec\",\"argv\":[\"a\"],\"timeout_ms\":-1}",
+                            "{\"op\":\"exec\",\"argv\":\"ls\"}"}) {
         EXPECT_THROW(parseExecRequest(bad), MessageError) << bad;
     }
+}
+
+TEST(Messages, AnOpensOpIsReadInOneLook) {
+    EXPECT_EQ(openOp(R"({"op":"exec","argv":["true"]})"), "exec");
+    EXPECT_EQ(openOp(R"({"argv":["true"]})"), "") << "an object without an op";
+    EXPECT_EQ(openOp(R"({"op":7})"), "") << "an op that is not a string";
+    EXPECT_EQ(openOp(R"(["op","exec"])"), std::nullopt) << "not an object";
+    EXPECT_EQ(openOp("junk"), std::nullopt);
+    EXPECT_EQ(openOp(""), std::nullopt);
 }
 
 TEST(Messages, HelloNeedsANonce) {

@@ -1,19 +1,13 @@
 #include <gtest/gtest.h>
 
 #include "core/Error.hpp"
+#include "support/TestEnv.hpp"
 #include "workspace/RemoteUrl.hpp"
 
 namespace airlock::workspace {
 namespace {
 
-ErrorCode codeOf(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.code();
-    }
-    return ErrorCode::internal;
-}
+using test::codeOf;
 
 TEST(RemoteUrl, ParsesTheSchemesItSupports) {
     auto u = RemoteUrl::parse("https://git.example.com/owner/repo.git");
