@@ -11,8 +11,8 @@ using nlohmann::json;
 
 namespace {
 
-std::string str(const json& j, const char* key, std::size_t max, bool required,
-                const std::string& what) {
+std::string boundedString(const json& j, const char* key, std::size_t max, bool required,
+                          const std::string& what) {
     auto it = j.find(key);
     if (it == j.end()) {
         if (required) throw Error(ErrorCode::bad_request, what + ": '" + key + "' is required");
@@ -49,25 +49,25 @@ WorkspaceSpec parseWorkspaceSpec(const json& j) {
                          "write_scope", "enforce_scope"},
                         what);
     WorkspaceSpec s;
-    s.repo = str(j, "repo", 2048, true, what);
-    s.ref = str(j, "ref", 256, false, what);
-    s.commit = str(j, "commit", 40, false, what);
+    s.repo = boundedString(j, "repo", 2048, true, what);
+    s.ref = boundedString(j, "ref", 256, false, what);
+    s.commit = boundedString(j, "commit", 40, false, what);
     if (!s.ref.empty() && !s.commit.empty())
         throw Error(ErrorCode::bad_request, "workspace: give 'ref' or 'commit', not both");
     if (!s.commit.empty() && !isLowerHex(s.commit, 40))
         throw Error(ErrorCode::bad_request, "workspace: 'commit' must be 40 lowercase hex digits");
     if (!printable(s.ref))
         throw Error(ErrorCode::bad_request, "workspace: 'ref' has control characters");
-    s.branch = str(j, "branch", 200, true, what);
+    s.branch = boundedString(j, "branch", 200, true, what);
     if (j.contains("path")) {
-        s.path = str(j, "path", 1024, true, what);
+        s.path = boundedString(j, "path", 1024, true, what);
         if (s.path.empty() || s.path[0] != '/' || s.path == "/" ||
             s.path.find("/..") != std::string::npos || s.path.find("/./") != std::string::npos ||
             !printable(s.path) || s.path.back() == '/')
             throw Error(ErrorCode::bad_request,
                         "workspace: 'path' must be an absolute directory path (not /)");
     }
-    s.credential = str(j, "credential", 64, false, what);
+    s.credential = boundedString(j, "credential", 64, false, what);
     s.submodules = flag(j, "submodules", true, what);
     s.enforceScope = flag(j, "enforce_scope", false, what);
     if (auto it = j.find("write_scope"); it != j.end()) {
@@ -90,27 +90,27 @@ workspace::CredentialSpec parseCredential(const std::string& body) {
     const std::string what = "credential";
     rejectUnknownFields(j, {"name", "kind", "host", "username", "secret", "known_hosts"}, what);
     workspace::CredentialSpec c;
-    c.name = str(j, "name", 64, true, what);
+    c.name = boundedString(j, "name", 64, true, what);
     static const std::regex nameRe("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
     if (!std::regex_match(c.name, nameRe))
         throw Error(ErrorCode::bad_request,
                     "credential: 'name' must be letters, digits, '.', '_' or '-'");
-    c.kind = str(j, "kind", 32, true, what);
+    c.kind = boundedString(j, "kind", 32, true, what);
     if (c.kind != "https-token" && c.kind != "https-basic" && c.kind != "ssh-key")
         throw Error(ErrorCode::bad_request,
                     "credential: 'kind' must be https-token, https-basic or ssh-key");
-    c.host = str(j, "host", 260, true, what);
+    c.host = boundedString(j, "host", 260, true, what);
     static const std::regex hostRe("([A-Za-z0-9._-]+|\\[[0-9A-Fa-f:.]+\\])(:[0-9]{1,5})?");
     if (!std::regex_match(c.host, hostRe))
         throw Error(ErrorCode::bad_request,
                     "credential: 'host' must be a host name, with ':port' when not the default");
-    c.username = str(j, "username", 256, c.kind == "https-basic", what);
+    c.username = boundedString(j, "username", 256, c.kind == "https-basic", what);
     if (!printable(c.username))
         throw Error(ErrorCode::bad_request, "credential: 'username' has control characters");
-    c.secret = str(j, "secret", 16384, true, what);
+    c.secret = boundedString(j, "secret", 16384, true, what);
     if (c.secret.empty())
         throw Error(ErrorCode::bad_request, "credential: 'secret' must not be empty");
-    c.knownHosts = str(j, "known_hosts", 65536, c.kind == "ssh-key", what);
+    c.knownHosts = boundedString(j, "known_hosts", 65536, c.kind == "ssh-key", what);
     if (c.kind != "ssh-key" && !c.knownHosts.empty())
         throw Error(ErrorCode::bad_request, "credential: 'known_hosts' is for ssh-key credentials");
     return c;
@@ -127,7 +127,7 @@ CommitRequest parseCommitRequest(const std::string& body) {
     const std::string what = "commit request";
     rejectUnknownFields(j, {"message", "author"}, what);
     CommitRequest r;
-    r.message = str(j, "message", 64 * 1024, true, what);
+    r.message = boundedString(j, "message", 64 * 1024, true, what);
     if (r.message.find_first_not_of(" \t\r\n") == std::string::npos)
         throw Error(ErrorCode::bad_request, "commit request: 'message' must not be empty");
     auto a = j.find("author");
@@ -135,8 +135,8 @@ CommitRequest parseCommitRequest(const std::string& body) {
         throw Error(ErrorCode::bad_request,
                     "commit request: 'author' {\"name\",\"email\"} is required");
     rejectUnknownFields(*a, {"name", "email"}, "author");
-    r.authorName = str(*a, "name", 256, true, "author");
-    r.authorEmail = str(*a, "email", 256, true, "author");
+    r.authorName = boundedString(*a, "name", 256, true, "author");
+    r.authorEmail = boundedString(*a, "email", 256, true, "author");
     for (const auto& s : {r.authorName, r.authorEmail})
         if (s.empty() || !printable(s) || s.find_first_of("<>") != std::string::npos)
             throw Error(
@@ -148,7 +148,7 @@ CommitRequest parseCommitRequest(const std::string& body) {
 std::string parsePushRequest(const std::string& body) {
     json j = parseJsonBody(body);
     rejectUnknownFields(j, {"commit"}, "push request");
-    std::string c = str(j, "commit", 40, true, "push request");
+    std::string c = boundedString(j, "commit", 40, true, "push request");
     if (!isLowerHex(c, 40))
         throw Error(ErrorCode::bad_request,
                     "push request: 'commit' must be 40 lowercase hex digits");

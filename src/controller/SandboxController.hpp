@@ -232,6 +232,8 @@ class SandboxController : private SandboxAccess {
     GatedExec decideApproval(const std::string& tenant, const std::string& approvalId, bool approve,
                              const std::string& reason, const std::string& decidedBy);
     // What waits for a human: parked commands, pushes and package versions.
+    // A decision goes through decideApproval above (gates().decide alone
+    // would record it and run nothing).
     ApprovalGates& gates() { return gates_; }
     std::vector<AuditEvent> audit(const std::string& tenant, const std::string& sandboxId,
                                   const AuditQuery& query);
@@ -496,15 +498,17 @@ class SandboxController : private SandboxAccess {
     AgentSessions agents_;
     UidPool uids_;
     VerifiedFiles verified_;
-    // Declared before the timer queue: its waits are timers, stopped first.
+    // Its waits are timers (the queue is only stored here, and stops first).
     ApprovalGates gates_{gated_, auditLog_, secrets_, timers_, config_.approvalTimeoutS};
-    // Exec deadlines (no thread waits for a command); stopped before the
-    // services its callbacks reach.
-    TimerQueue timers_;
     RunningCommands runningCommands_;
     GuestFiles files_{*this};
     GuestProcesses processes_{*this};
     GuestPorts guestPorts_{*this, ports_};
+    // Exec deadlines and the gates' waits (no thread waits for a command).
+    // Declared last, so it stops before anything its callbacks reach: a
+    // deadline ends an exec, whose completion untracks its command and
+    // audits it.
+    TimerQueue timers_;
 };
 
 }  // namespace airlock

@@ -13,9 +13,6 @@
 #include "protocol/Ops.hpp"
 
 namespace airlock {
-namespace {
-using nlohmann::json;
-}  // namespace
 
 SandboxController::StreamedExec SandboxController::openExec(
     const std::string& tenant, const std::string& id, const ExecOptions& options,

@@ -12,8 +12,6 @@
 namespace airlock::e2b {
 using nlohmann::json;
 
-namespace {}  // namespace
-
 std::string startEventJson(std::uint32_t pid) {
     return jsonText({{"event", {{"start", {{"pid", pid}}}}}});
 }

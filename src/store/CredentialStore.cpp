@@ -13,7 +13,7 @@ bool CredentialStore::insert(const CredentialRecord& c) {
 }
 
 namespace {
-constexpr const char* kSelect =
+constexpr const char* kCredentialSelect =
     "SELECT tenant, name, kind, host, username, secret_sealed, known_hosts, created_at FROM "
     "credentials ";
 
@@ -25,11 +25,13 @@ CredentialRecord rowOf(const Database::Statement& st) {
 
 std::optional<CredentialRecord> CredentialStore::find(const std::string& tenant,
                                                       const std::string& name) {
-    return db_.one(std::string(kSelect) + "WHERE tenant = ? AND name = ?", rowOf, tenant, name);
+    return db_.one(std::string(kCredentialSelect) + "WHERE tenant = ? AND name = ?", rowOf, tenant,
+                   name);
 }
 
 std::vector<CredentialRecord> CredentialStore::list(const std::string& tenant) {
-    return db_.all(std::string(kSelect) + "WHERE tenant = ? ORDER BY name", rowOf, tenant);
+    return db_.all(std::string(kCredentialSelect) + "WHERE tenant = ? ORDER BY name", rowOf,
+                   tenant);
 }
 
 bool CredentialStore::remove(const std::string& tenant, const std::string& name) {

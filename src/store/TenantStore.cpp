@@ -30,7 +30,7 @@ std::vector<std::string> strings(const json& j, const char* k) {
     return out;
 }
 
-constexpr const char* kSelect =
+constexpr const char* kTenantSelect =
     "SELECT name, quota, policy, network, updated_at, packages FROM tenants";
 
 TenantRecord readTenantRow(const Database::Statement& st) {
@@ -63,11 +63,11 @@ void TenantStore::put(const TenantRecord& t) {
 }
 
 std::optional<TenantRecord> TenantStore::find(const std::string& name) {
-    return db_.one(std::string(kSelect) + " WHERE name = ?", readTenantRow, name);
+    return db_.one(std::string(kTenantSelect) + " WHERE name = ?", readTenantRow, name);
 }
 
 std::vector<TenantRecord> TenantStore::list() {
-    return db_.all(std::string(kSelect) + " ORDER BY name", readTenantRow);
+    return db_.all(std::string(kTenantSelect) + " ORDER BY name", readTenantRow);
 }
 
 }  // namespace airlock

@@ -148,7 +148,7 @@ GitRemoteAccess::State GitRemoteAccess::newState() const {
 
 namespace {
 // Errors of the remote, with why a callback stopped it when one did.
-[[noreturn]] void fail(const GitRemoteAccess::State& s, const std::string& what) {
+[[noreturn]] void failRemote(const GitRemoteAccess::State& s, const std::string& what) {
     std::string msg = s.refusal.empty() ? gitMessage() : s.refusal;
     throw Error(ErrorCode::unprocessable, what + ": " + (msg.empty() ? "failed" : msg));
 }
@@ -156,7 +156,7 @@ namespace {
 Remote openRemote(git_repository* repo, const GitRemoteAccess::State& state) {
     git_remote* raw = nullptr;
     if (git_remote_create_anonymous(&raw, repo, state.url->text.c_str()) < 0)
-        fail(state, "cannot use " + state.url->text);
+        failRemote(state, "cannot use " + state.url->text);
     return Remote(raw);
 }
 
@@ -190,7 +190,7 @@ void GitRemoteAccess::fetchInto(git_repository* mirror) {
     const char* specs[] = {"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"};
     git_strarray refspecs{const_cast<char**>(specs), 2};
     if (git_remote_fetch(remote.get(), &refspecs, &opts, "airlock fetch") < 0)
-        fail(state, "fetching " + url_.text);
+        failRemote(state, "fetching " + url_.text);
     // The remote's default branch becomes the mirror's HEAD: a workspace
     // that names no ref starts from what a clone would check out.
     GitBuf head;
@@ -205,10 +205,10 @@ std::string GitRemoteAccess::branchValue(git_repository* repo, const std::string
     git_remote_connect_options_init(&opts, GIT_REMOTE_CONNECT_OPTIONS_VERSION);
     auto auth = configure(opts, state, credential_);
     if (git_remote_connect_ext(remote.get(), GIT_DIRECTION_PUSH, &opts) < 0)
-        fail(state, "connecting to " + url_.text);
+        failRemote(state, "connecting to " + url_.text);
     const git_remote_head** heads = nullptr;
     size_t count = 0;
-    if (git_remote_ls(&heads, &count, remote.get()) < 0) fail(state, "listing " + url_.text);
+    if (git_remote_ls(&heads, &count, remote.get()) < 0) failRemote(state, "listing " + url_.text);
     std::string want = "refs/heads/" + branch, value;
     for (size_t i = 0; i < count; ++i)
         if (want == heads[i]->name) value = oidHex(heads[i]->oid);
@@ -239,7 +239,7 @@ void GitRemoteAccess::push(git_repository* repo, const std::string& localRef,
             msg.find("fastforward") != std::string::npos ||
             msg.find("rejected") != std::string::npos)
             throw PushRejected("the server rejected the push: " + msg);
-        fail(state, "pushing to " + url_.text);
+        failRemote(state, "pushing to " + url_.text);
     }
 }
 

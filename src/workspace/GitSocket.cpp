@@ -29,7 +29,7 @@ struct GuardedStream {
     int fd = -1;
 };
 
-int fail(const std::string& why) {
+int failSocket(const std::string& why) {
     git_error_set_str(GIT_ERROR_NET, why.c_str());
     return -1;
 }
@@ -71,7 +71,7 @@ int streamConnect(git_stream* stream) {
     hints.ai_family = AF_UNSPEC;
     addrinfo* res = nullptr;
     if (int rc = ::getaddrinfo(s->host.c_str(), s->port.c_str(), &hints, &res); rc != 0)
-        return fail("cannot resolve " + s->host + ": " + gai_strerror(rc));
+        return failSocket("cannot resolve " + s->host + ": " + gai_strerror(rc));
     std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> hold(res, ::freeaddrinfo);
     std::string refused;
     for (const addrinfo* a = res; a; a = a->ai_next) {
@@ -89,8 +89,8 @@ int streamConnect(git_stream* stream) {
         s->fd = fd;
         return 0;
     }
-    if (!refused.empty()) return fail("refused to connect to " + s->host + ": " + refused);
-    return fail("cannot connect to " + s->host + ":" + s->port);
+    if (!refused.empty()) return failSocket("refused to connect to " + s->host + ": " + refused);
+    return failSocket("cannot connect to " + s->host + ":" + s->port);
 }
 
 ssize_t streamRead(git_stream* stream, void* data, size_t len) {
@@ -100,8 +100,8 @@ ssize_t streamRead(git_stream* stream, void* data, size_t len) {
         if (n >= 0) return n;
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK)
-            return fail("the remote stopped answering (read timed out)");
-        return fail(std::string("read: ") + std::strerror(errno));
+            return failSocket("the remote stopped answering (read timed out)");
+        return failSocket(std::string("read: ") + std::strerror(errno));
     }
 }
 
@@ -112,8 +112,8 @@ ssize_t streamWrite(git_stream* stream, const char* data, size_t len, int) {
         if (n >= 0) return n;
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK)
-            return fail("the remote stopped reading (write timed out)");
-        return fail(std::string("write: ") + std::strerror(errno));
+            return failSocket("the remote stopped reading (write timed out)");
+        return failSocket(std::string("write: ") + std::strerror(errno));
     }
 }
 

@@ -21,10 +21,12 @@ class ApprovalGatesTest : public ::testing::Test {
     AuditStore auditStore{db};
     AuditRecorder audit{auditStore};
     SandboxSecrets secrets{nullptr};
-    TimerQueue timers;
+    // Stopped first (TearDown), as in the controller: no wait outlives the gates.
+    std::unique_ptr<TimerQueue> timers = std::make_unique<TimerQueue>();
     std::int64_t timeoutS = 900;
     std::unique_ptr<ApprovalGates> gates =
-        std::make_unique<ApprovalGates>(store, audit, secrets, timers, timeoutS);
+        std::make_unique<ApprovalGates>(store, audit, secrets, *timers, timeoutS);
+    void TearDown() override { timers.reset(); }
 
     SandboxRecord sandbox(const std::string& tenant = "t1",
                           const std::string& id = "sbx-aaaaaaaaaaaaaaaaaaaa") {
@@ -81,7 +83,7 @@ TEST_F(ApprovalGatesTest, AParkedCommandIsDecidedOnceByItsTenantAlone) {
 
 TEST_F(ApprovalGatesTest, AnUnansweredApprovalExpiresAndItsWaitingClientIsTold) {
     timeoutS = 0;  // expires at once
-    gates = std::make_unique<ApprovalGates>(store, audit, secrets, timers, timeoutS);
+    gates = std::make_unique<ApprovalGates>(store, audit, secrets, *timers, timeoutS);
     auto r = sandbox();
     auto g = park(r, "deploy prod", true);
     std::string told;
@@ -115,9 +117,22 @@ TEST_F(ApprovalGatesTest, AStreamedExecRunsOnlyAsParkedAndItsClientLeavingCancel
     gates->abandonStreamed(g.id);
     EXPECT_EQ(gates->find(g.id)->state, "cancelled");
     // Approved and started, then the client left: failed, not left running.
-    gates->decide("t1", rest.approvalId, true, "", "alice");
-    gates->abandonStreamed(rest.id);
-    EXPECT_EQ(gates->find(rest.id)->state, "failed");
+    auto started = park(r, "deploy prod", true);
+    gates->decide("t1", started.approvalId, true, "", "alice");
+    gates->abandonStreamed(started.id);
+    EXPECT_EQ(gates->find(started.id)->state, "failed");
+}
+
+TEST_F(ApprovalGatesTest, ADecisionOrALookAfterTheDeadlineFindsItExpired) {
+    timeoutS = 0;  // past its time at once
+    gates = std::make_unique<ApprovalGates>(store, audit, secrets, *timers, timeoutS);
+    auto r = sandbox();
+    auto late = park(r, "deploy prod");
+    EXPECT_EQ(test::codeOf([&] { gates->decide("t1", late.approvalId, true, "", "alice"); }),
+              ErrorCode::conflict);
+    EXPECT_EQ(gates->find(late.id)->state, "expired") << "approved after its deadline";
+    auto looked = park(r, "deploy prod");
+    EXPECT_EQ(gates->get("t1", r.id, looked.id).state, "expired");
 }
 
 TEST_F(ApprovalGatesTest, APackageVersionSharesOneApprovalAndAGuestCannotFloodTheList) {

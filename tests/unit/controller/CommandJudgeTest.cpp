@@ -33,17 +33,22 @@ class CommandJudgeTest : public ::testing::Test {
 };
 
 TEST_F(CommandJudgeTest, ATenantsDenyBeatsTheSandboxsAllowFromItsNextCommandOn) {
-    auto r = sandbox(R"({"allow":["mytool *"]})");
-    EXPECT_EQ(judge.judge(r, argv({"mytool", "--x"})).decision, policy::Decision::allow);
+    // A dependency change waits for a human by default; the sandbox allows it.
+    EXPECT_EQ(judge.judge(sandbox(), argv({"npm", "install", "left-pad"})).decision,
+              policy::Decision::approve);
+    auto r = sandbox(R"({"allow":["npm install *"]})");
+    EXPECT_EQ(judge.judge(r, argv({"npm", "install", "left-pad"})).decision,
+              policy::Decision::allow);
     TenantRecord t;
     t.name = "t1";
-    t.deny = {"mytool *"};
+    t.deny = {"npm install *"};
     tenants["t1"] = t;
-    auto v = judge.judge(r, argv({"mytool", "--x"}));
+    auto v = judge.judge(r, argv({"npm", "install", "left-pad"}));
     EXPECT_EQ(v.decision, policy::Decision::deny) << v.reason;
     // Another tenant's rules are not this sandbox's.
     r.tenant = "t2";
-    EXPECT_EQ(judge.judge(r, argv({"mytool", "--x"})).decision, policy::Decision::allow);
+    EXPECT_EQ(judge.judge(r, argv({"npm", "install", "left-pad"})).decision,
+              policy::Decision::allow);
 }
 
 TEST_F(CommandJudgeTest, AnUnreadablePolicyColumnLeavesOnlyTheTenantsRules) {

@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 
 #include "controller/GuestPorts.hpp"
 #include "core/Error.hpp"
+#include "core/UniqueFd.hpp"
 #include "store/Database.hpp"
 #include "support/FakeSandboxAccess.hpp"
 #include "support/TestEnv.hpp"
@@ -45,11 +49,29 @@ TEST_F(GuestPortsTest, APreviewOpensWithItsPortsTokenOnlyAndOnlyWhileRunning) {
               }),
               ErrorCode::not_found);
     access.sandbox.state = SandboxState::paused;
+    EXPECT_EQ(test::codeOf([&] { ports.openPreview(id(), 8000, "wrong", ignore); }),
+              ErrorCode::not_found)
+        << "without the token nobody learns whether the sandbox runs";
     EXPECT_EQ(test::codeOf([&] { ports.openPreview(id(), 8000, exposed.token, ignore); }),
               ErrorCode::conflict);
-    access.sandbox.state = SandboxState::running;
-    auto stream = ports.openPreview(id(), 8000, exposed.token, ignore);
-    EXPECT_NE(stream, nullptr);
+}
+
+TEST_F(GuestPortsTest, APreviewWithItsTokenReachesTheGuestsPort) {
+    // The in-process agent's "guest" is this host: a listener of the test's own.
+    UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    ASSERT_TRUE(listener);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(listener.get(), 1), 0);
+    ASSERT_EQ(::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
+    unsigned port = ntohs(a.sin_port);
+    auto exposed = ports.expose("t1", id(), port);
+    auto stream = ports.openPreview(id(), port, exposed.token, [](AgentStream::Event&&) {});
+    pollfd p{listener.get(), POLLIN, 0};
+    EXPECT_EQ(::poll(&p, 1, 10000), 1) << "no connection reached the port";
     stream->reset("cancelled", "the test is done");
 }
 
