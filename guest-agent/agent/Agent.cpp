@@ -517,9 +517,9 @@ void Agent::handleProcessOp(std::uint32_t id, protocol::Op op, const std::string
     if (op == Op::process_start) {
         auto exec = protocol::parseExecRequest(payload);  // MessageError: a bad_request reset
         std::string code, error;
-        auto j = processes_.start(exec, code, error);
-        if (!code.empty()) return sendReset(id, code, error);
-        return reply(j);
+        auto started = processes_.start(exec, code, error);
+        if (!started) return sendReset(id, code, error);
+        return reply(protocol::toJsonValue(*started));
     }
     std::string processId;
     protocol::ProcessCall call;
@@ -531,25 +531,25 @@ void Agent::handleProcessOp(std::uint32_t id, protocol::Op op, const std::string
         call = protocol::parseProcessCall(op, payload);
         processId = call.id;
     }
-    if (op == Op::process_list) return reply({{"processes", processes_.list()}});
+    if (op == Op::process_list) return reply(protocol::toJsonValue(processes_.list()));
     pid_t pid = 0;
     if (!processId.empty() && processId.size() < 10 &&
         processId.find_first_not_of("0123456789") == std::string::npos)
         pid = std::stoi(processId);
     BackgroundProcess* proc = pid > 0 ? processes_.find(pid) : nullptr;
     if (!proc) return sendReset(id, "not_found", "no background process with that id");
-    if (op == Op::process_get) return reply(proc->describe());
+    if (op == Op::process_get) return reply(protocol::toJsonValue(proc->describe()));
     if (op == Op::process_signal) {
         int sig = signalFromName(call.signal);
         if (!sig) return sendReset(id, "bad_request", "unknown signal");
         proc->signal(sig);
-        return reply(proc->describe());
+        return reply(protocol::toJsonValue(proc->describe()));
     }
     if (op == Op::process_stdin) {
         if (call.data && !proc->writeStdin(*call.data))
             return sendReset(id, "conflict", "stdin is closed");
         if (call.eof) proc->closeStdin();
-        return reply(proc->describe());
+        return reply(protocol::toJsonValue(proc->describe()));
     }
     if (op == Op::process_logs) {
         auto handler = std::make_unique<ProcessLogStream>(id, *this, processes_, pid, logs->follow);

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <chrono>
 
+#include "protocol/GuestResults.hpp"
+
 namespace airlock::guest {
 namespace {
 // After the main process exits, how long its pipes may stay open (a
@@ -35,7 +37,7 @@ ExecStream::ExecStream(std::uint32_t id, FrameSink& sink, const protocol::ExecRe
     stdinPending_ = request.stdin_data;
     stdinEof_ = !request.stdin_stream;
     if (request.timeout_ms > 0) deadlineMs_ = monotonicMs() + static_cast<std::int64_t>(request.timeout_ms);
-    sendControl({{"pid", child_.pid}});
+    sendControl(protocol::toJsonValue(protocol::ExecStarted{static_cast<std::uint32_t>(child_.pid)}));
     writeStdin();
 }
 

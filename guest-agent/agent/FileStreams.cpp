@@ -60,10 +60,11 @@ class FsOpStream : public StreamHandler {
         if (action == Action::stat || action == Action::list) {
             auto entry = statEntry(path, path == "/" ? "/" : path.substr(path.rfind('/') + 1), err);
             if (err) return fail(errnoCode(err), errText(err) + ": " + path);
-            if (action == Action::list && entry["type"] == "directory") {
+            protocol::FsResult result{entry, {}, false, {}};
+            if (action == Action::list && entry.type == protocol::FileEntry::Type::directory) {
                 DIR* d = ::opendir(path.c_str());
                 if (!d) return fail(errnoCode(errno), errText(errno) + ": " + path);
-                nlohmann::json entries = nlohmann::json::array();
+                std::vector<protocol::FileEntry> entries;
                 std::vector<std::string> names;
                 while (dirent* e = ::readdir(d)) {
                     std::string n = e->d_name;
@@ -71,24 +72,24 @@ class FsOpStream : public StreamHandler {
                 }
                 ::closedir(d);
                 std::sort(names.begin(), names.end());
-                constexpr std::size_t kMaxEntries = 10000;
                 for (const auto& n : names) {
-                    if (entries.size() >= kMaxEntries) {
-                        entry["truncated"] = true;
+                    if (entries.size() >= protocol::kMaxListEntries) {
+                        result.truncated = true;
                         break;
                     }
                     int e2 = 0;
                     auto child = statEntry(path == "/" ? "/" + n : path + "/" + n, n, e2);
                     if (!e2) entries.push_back(child);
                 }
-                entry["entries"] = entries;
+                result.entries = std::move(entries);
             }
-            return finish(entry);
+            return finish(protocol::toJsonValue(result));
         }
         if (action == Action::mkdir) {
             err = makeDirs(path, 0755);
             if (err) return fail(errnoCode(err), errText(err) + ": " + path);
-            return finish(statEntry(path, path.substr(path.rfind('/') + 1), err));
+            return finish(
+                protocol::toJsonValue(statEntry(path, path.substr(path.rfind('/') + 1), err)));
         }
         if (action == Action::remove) {
             if (path == "/") return fail("bad_request", "refusing to remove /");
@@ -101,7 +102,7 @@ class FsOpStream : public StreamHandler {
             else
                 err = ::unlink(path.c_str()) == 0 ? 0 : errno;
             if (err) return fail(errnoCode(err), errText(err) + ": " + path);
-            return finish({{"removed", path}});
+            return finish(protocol::toJsonValue(protocol::FsResult{{}, {}, false, path}));
         }
         if (action == Action::move) {
             std::string to;
@@ -109,7 +110,7 @@ class FsOpStream : public StreamHandler {
                 return fail("bad_request", "'to' must be an absolute path");
             if (::rename(path.c_str(), to.c_str()) != 0)
                 return fail(errnoCode(errno), errText(errno) + ": " + path + " -> " + to);
-            return finish(statEntry(to, to.substr(to.rfind('/') + 1), err));
+            return finish(protocol::toJsonValue(statEntry(to, to.substr(to.rfind('/') + 1), err)));
         }
         fail("bad_request", "unknown fs action");
     }
@@ -208,7 +209,9 @@ void FileWriteStream::onCloseWrite() {
     }
     int err = 0;
     auto entry = statEntry(path_, path_.substr(path_.rfind('/') + 1), err);
-    finish(err ? nlohmann::json{{"path", path_}, {"size", size_}} : entry);
+    protocol::WrittenFile written{path_, size_, {}};
+    if (!err) written.entry = entry;
+    finish(protocol::toJsonValue(written));
 }
 
 FileReadStream::FileReadStream(std::uint32_t id, FrameSink& sink,
@@ -237,7 +240,7 @@ void FileReadStream::start(const protocol::FileReadRequest& request) {
         (fsInfo.f_type == PROC_SUPER_MAGIC || fsInfo.f_type == SYSFS_MAGIC))
         return fail(errnoCode(EACCES), "files under /proc and /sys cannot be downloaded: " + path);
     size_ = static_cast<std::uint64_t>(st.st_size);
-    sendControl({{"size", size_}});
+    sendControl(protocol::toJsonValue(protocol::FileSize{size_}));
 }
 
 void FileReadStream::tick(std::int64_t) {
@@ -254,7 +257,7 @@ void FileReadStream::tick(std::int64_t) {
         }
         if (n == 0) {
             fd_.reset();
-            return finish({{"size", sent_}});
+            return finish(protocol::toJsonValue(protocol::FileSize{sent_}));
         }
         sent_ += static_cast<std::uint64_t>(n);
         sendData(1, std::string_view(buf_.data(), static_cast<std::size_t>(n)));

@@ -76,22 +76,22 @@ int makeDirs(const std::string& path, mode_t mode) {
     return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
 }
 
-nlohmann::json statEntry(const std::string& path, const std::string& name, int& err) {
+protocol::FileEntry statEntry(const std::string& path, const std::string& name, int& err) {
+    using Type = protocol::FileEntry::Type;
     struct stat st{};
     if (::lstat(path.c_str(), &st) != 0) {
         err = errno;
         return {};
     }
     err = 0;
-    const char* type = S_ISREG(st.st_mode) ? "file" : S_ISDIR(st.st_mode) ? "directory" : S_ISLNK(st.st_mode) ? "symlink" : "other";
+    Type type = S_ISREG(st.st_mode) ? Type::file : S_ISDIR(st.st_mode) ? Type::directory : S_ISLNK(st.st_mode) ? Type::symlink : Type::other;
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
     std::tm tm{};
     gmtime_r(&st.st_mtime, &tm);
     char mtime[32];
     std::strftime(mtime, sizeof mtime, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return {{"name", name}, {"path", path}, {"type", type}, {"size", st.st_size}, {"mode", mode}, {"mtime", mtime},
-            {"uid", st.st_uid}, {"gid", st.st_gid}};
+    return {name, path, type, static_cast<std::uint64_t>(st.st_size), mode, mtime, st.st_uid, st.st_gid};
 }
 
 }  // namespace airlock::guest

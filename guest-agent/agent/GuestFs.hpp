@@ -1,9 +1,10 @@
 #pragma once
 #include <sys/types.h>
 
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+
+#include "protocol/GuestResults.hpp"
 
 namespace airlock::guest {
 
@@ -33,7 +34,7 @@ std::string errnoCode(int err);
 // mkdir -p; returns 0 or an errno.
 int makeDirs(const std::string& path, mode_t mode);
 
-// {"name","path","type","size","mode","mtime"} of one path (lstat).
-nlohmann::json statEntry(const std::string& path, const std::string& name, int& err);
+// One path as lstat sees it; err: 0 or the errno.
+protocol::FileEntry statEntry(const std::string& path, const std::string& name, int& err);
 
 }  // namespace airlock::guest

@@ -109,22 +109,23 @@ bool BackgroundProcess::writeStdin(std::string_view bytes) {
     return spawned_.stdinFd.valid();
 }
 
-nlohmann::json BackgroundProcess::describe() const {
-    nlohmann::json j{{"id", std::to_string(spawned_.pid)},
-                     {"pid", spawned_.pid},
-                     {"cmd", argv_},
-                     {"state", exited_ ? "exited" : "running"},
-                     {"started_at", startedAt_},
-                     {"output_bytes", output_.end()}};
+protocol::ProcessInfo BackgroundProcess::describe() const {
+    protocol::ProcessInfo info;
+    info.pid = static_cast<std::uint32_t>(spawned_.pid);
+    info.cmd = argv_;
+    info.running = !exited_;
+    info.startedAt = startedAt_;
+    info.outputBytes = output_.end();
     if (exited_) {
-        j["exit_code"] = exitCode_;
-        if (signal_) j["signal"] = signal_;
+        info.exitCode = exitCode_;
+        if (signal_) info.signal = signal_;
     }
-    return j;
+    return info;
 }
 
-nlohmann::json ProcessTable::start(const protocol::ExecRequest& request, std::string& errorCode,
-                                   std::string& error) {
+std::optional<protocol::ProcessInfo> ProcessTable::start(const protocol::ExecRequest& request,
+                                                         std::string& errorCode,
+                                                         std::string& error) {
     if (processes_.size() >= kMaxProcesses) {
         // Forget the oldest exited process to make room; never a running one.
         for (auto it = processes_.begin(); it != processes_.end(); ++it)
@@ -146,9 +147,9 @@ nlohmann::json ProcessTable::start(const protocol::ExecRequest& request, std::st
     }
     pid_t pid = spawned.pid;
     auto proc = std::make_unique<BackgroundProcess>(request, std::move(spawned));
-    auto j = proc->describe();
+    auto info = proc->describe();
     processes_[pid] = std::move(proc);
-    return j;
+    return info;
 }
 
 BackgroundProcess* ProcessTable::find(pid_t pid) const {
@@ -172,10 +173,10 @@ BackgroundProcess* ProcessTable::onlyRunning() const {
     return found;
 }
 
-nlohmann::json ProcessTable::list() const {
-    nlohmann::json arr = nlohmann::json::array();
-    for (const auto& [pid, p] : processes_) arr.push_back(p->describe());
-    return arr;
+protocol::ProcessList ProcessTable::list() const {
+    protocol::ProcessList list;
+    for (const auto& [pid, p] : processes_) list.processes.push_back(p->describe());
+    return list;
 }
 
 void ProcessTable::collectFds(std::vector<pollfd>& fds, std::vector<BackgroundProcess*>& owners) {
@@ -219,7 +220,8 @@ void ProcessLogStream::tick(std::int64_t) {
         sendData(1, chunk);
     }
     p->reap();
-    if (!follow_ || (!p->running() && cursor_ >= p->output().end())) finish(p->describe());
+    if (!follow_ || (!p->running() && cursor_ >= p->output().end()))
+        finish(protocol::toJsonValue(p->describe()));
 }
 
 }  // namespace airlock::guest

@@ -4,12 +4,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "agent/Spawn.hpp"
 #include "agent/StreamHandler.hpp"
+#include "protocol/GuestResults.hpp"
 
 namespace airlock::guest {
 
@@ -50,7 +51,7 @@ public:
     bool writeStdin(std::string_view bytes);
     void closeStdin() { spawned_.stdinFd.reset(); }
     const OutputRing& output() const { return output_; }
-    nlohmann::json describe() const;
+    protocol::ProcessInfo describe() const;
 
 private:
     Spawned spawned_;
@@ -68,13 +69,13 @@ class ProcessTable {
 public:
     static constexpr std::size_t kMaxProcesses = 64;
 
-    // Starts one; returns its description or throws a JSON-able error via `error`.
-    nlohmann::json start(const protocol::ExecRequest& request, std::string& errorCode, std::string& error);
+    // Starts one; returns its description, or nullopt with the reset's code and text.
+    std::optional<protocol::ProcessInfo> start(const protocol::ExecRequest& request, std::string& errorCode, std::string& error);
     BackgroundProcess* find(pid_t pid) const;
     std::size_t runningCount() const;
     // The one running process, if exactly one runs.
     BackgroundProcess* onlyRunning() const;
-    nlohmann::json list() const;
+    protocol::ProcessList list() const;
     void collectFds(std::vector<pollfd>& fds, std::vector<BackgroundProcess*>& owners);
     void reapAll();
 

@@ -70,8 +70,22 @@ void AgentPipe::send(std::shared_ptr<void> owner, Chunk chunk) {
     pump(std::move(owner));
 }
 
+void AgentPipe::sendFirst(std::shared_ptr<void> owner, Chunk chunk) {
+    if (finished_) return;
+    queue_.insert(queue_.begin() + (writing_ ? 1 : 0), std::move(chunk));
+    pump(std::move(owner));
+}
+
+void AgentPipe::discardQueued() {
+    auto first = queue_.begin() + (writing_ && !queue_.empty() ? 1 : 0);
+    std::size_t credit = 0;
+    for (auto it = first; it != queue_.end(); ++it) credit += it->credit;
+    queue_.erase(first, queue_.end());
+    consumed(credit);
+}
+
 void AgentPipe::pump(std::shared_ptr<void> owner) {
-    if (writing_ || finished_ || queue_.empty()) return;
+    if (writing_ || finished_ || queue_.empty() || !writer_) return;
     if (queue_.front().end) {
         queue_.clear();
         if (onEnd_) onEnd_();

@@ -62,10 +62,18 @@ class AgentPipe {
     void attach(std::shared_ptr<AgentStream> stream);
     AgentStream* stream() const { return stream_.get(); }
 
-    // The outbound queue. A writer is set before the first chunk.
+    // The outbound queue. Chunks wait while no writer is set (a socket not
+    // connected yet); flush() starts them once one is.
     void setWriter(Writer writer) { writer_ = std::move(writer); }
     void onEnd(std::function<void()> onEnd) { onEnd_ = std::move(onEnd); }
     void send(std::shared_ptr<void> owner, Chunk chunk);
+    // Before every chunk not yet being written (bytes the session made
+    // itself, like a request head that must go first).
+    void sendFirst(std::shared_ptr<void> owner, Chunk chunk);
+    void flush(std::shared_ptr<void> owner) { pump(std::move(owner)); }
+    // Drops the chunks not yet being written; their window goes back to the
+    // agent (bytes that will never be sent).
+    void discardQueued();
     bool writing() const { return writing_; }
     bool queued() const { return !queue_.empty(); }
     // Window for bytes the session consumed itself (held until attached).

@@ -4,6 +4,8 @@
 #include <boost/asio/write.hpp>
 
 #include "api/ErrorMapping.hpp"
+#include "controller/GuestAnswers.hpp"
+#include "protocol/GuestResults.hpp"
 
 namespace airlock::api {
 namespace beast = boost::beast;
@@ -50,10 +52,14 @@ void DownloadSession::onEvent(AgentStream::Event&& event) {
         return fail(errorResponse(e.code(), e.what()));
     }
     if (!headerSent_ && sized_ && event.kind == Kind::control) {
-        auto j = nlohmann::json::parse(event.payload, nullptr, false);
-        if (j.is_object() && j.contains("size") && j["size"].is_number_unsigned())
-            writeHeader(j["size"].get<std::uint64_t>());
-        return;
+        std::uint64_t size = 0;
+        try {
+            size = protocol::parseFileSize(event.payload).size;
+        } catch (const protocol::MessageError& e) {
+            Error error = guestAnswerError(e);
+            return fail(errorResponse(error.code(), error.what()));
+        }
+        return writeHeader(size);
     }
     if (event.kind == Kind::control) return;
     // The size comes first: anything else before it is a guest breaking the

@@ -276,8 +276,8 @@ std::shared_ptr<e2b::E2bProcess> E2bEnvd::selected(const Caller& caller, const j
     return p;
 }
 
-json E2bEnvd::fsCall(const Caller& caller, protocol::FsRequest::Action action,
-                     const std::string& path, const std::string& to, bool recursive) {
+protocol::FsResult E2bEnvd::fsCall(const Caller& caller, protocol::FsRequest::Action action,
+                                   const std::string& path, const std::string& to, bool recursive) {
     protocol::FsRequest request;
     request.action = action;
     request.path = path;
@@ -292,14 +292,14 @@ json E2bEnvd::listDir(const Caller& caller, const std::string& path, unsigned de
     std::function<void(const std::string&, unsigned)> walk = [&](const std::string& dir,
                                                                  unsigned level) {
         auto listing = fsCall(caller, Fs::list, dir);
-        if (level == 1 && listing.value("type", "") != "directory")
+        if (level == 1 && listing.entry->type != protocol::FileEntry::Type::directory)
             throw Error(ErrorCode::bad_request, "path '" + dir + "' is not a directory");
-        if (!listing.contains("entries") || !listing["entries"].is_array()) return;
-        for (const auto& e : listing["entries"]) {
+        if (!listing.entries) return;
+        for (const auto& e : *listing.entries) {
             if (entries.size() >= kMaxListEntries) return;
             entries.push_back(e2b::entryInfo(e));
-            if (level < depth && e.value("type", "") == "directory")
-                walk(e.value("path", ""), level + 1);
+            if (level < depth && e.type == protocol::FileEntry::Type::directory)
+                walk(e.path, level + 1);
         }
     };
     walk(path, 1);
@@ -312,7 +312,7 @@ json E2bEnvd::unaryRpc(const std::string& path, const json& body, const Caller& 
         if (method == "Stat") {
             rejectUnknownFields(body, {"path"}, "StatRequest");
             std::string p = e2b::resolveUserPath(str(body, "path"), caller.user);
-            return {{"entry", e2b::entryInfo(fsCall(caller, Fs::stat, p))}};
+            return {{"entry", e2b::entryInfo(*fsCall(caller, Fs::stat, p).entry)}};
         }
         if (method == "ListDir") {
             rejectUnknownFields(body, {"path", "depth"}, "ListDirRequest");
@@ -324,7 +324,7 @@ json E2bEnvd::unaryRpc(const std::string& path, const json& body, const Caller& 
             std::string p = e2b::resolveUserPath(str(body, "path"), caller.user);
             std::string existing;
             try {
-                existing = fsCall(caller, Fs::stat, p).value("type", "other");
+                existing = protocol::typeName(fsCall(caller, Fs::stat, p).entry->type);
             } catch (const Error& e) {
                 if (e.code() != ErrorCode::not_found) throw;
             }
@@ -333,14 +333,14 @@ json E2bEnvd::unaryRpc(const std::string& path, const json& body, const Caller& 
             if (!existing.empty())
                 throw Error(ErrorCode::bad_request,
                             "path '" + p + "' already exists and is not a directory");
-            return {{"entry", e2b::entryInfo(fsCall(caller, Fs::mkdir, p))}};
+            return {{"entry", e2b::entryInfo(*fsCall(caller, Fs::mkdir, p).entry)}};
         }
         if (method == "Move") {
             rejectUnknownFields(body, {"source", "destination"}, "MoveRequest");
             std::string from = e2b::resolveUserPath(str(body, "source"), caller.user);
             std::string to = e2b::resolveUserPath(str(body, "destination"), caller.user);
             if (parentOf(to) != "/") fsCall(caller, Fs::mkdir, parentOf(to));
-            return {{"entry", e2b::entryInfo(fsCall(caller, Fs::move, from, to))}};
+            return {{"entry", e2b::entryInfo(*fsCall(caller, Fs::move, from, to).entry)}};
         }
         if (method == "Remove") {
             rejectUnknownFields(body, {"path"}, "RemoveRequest");

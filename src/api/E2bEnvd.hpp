@@ -14,6 +14,7 @@
 #include "e2b/E2bProcesses.hpp"
 #include "e2b/E2bWire.hpp"
 #include "protocol/GuestCalls.hpp"
+#include "protocol/GuestResults.hpp"
 
 namespace airlock::api {
 
@@ -103,9 +104,9 @@ class E2bEnvd {
     nlohmann::json unaryRpc(const std::string& method, const nlohmann::json& body,
                             const Caller& caller);
     // One file-system operation as the caller's user.
-    nlohmann::json fsCall(const Caller& caller, protocol::FsRequest::Action action,
-                          const std::string& path, const std::string& to = "",
-                          bool recursive = false);
+    protocol::FsResult fsCall(const Caller& caller, protocol::FsRequest::Action action,
+                              const std::string& path, const std::string& to = "",
+                              bool recursive = false);
     nlohmann::json listDir(const Caller& caller, const std::string& path, unsigned depth);
     ApiResponse upload(const ApiRequest& request, const Caller& caller);
     void writeFile(const Caller& caller, const std::string& path, const std::string& data);

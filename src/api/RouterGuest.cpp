@@ -45,7 +45,8 @@ ApiResponse Router::listGuestDirectory(Context& c) {
     protocol::FsRequest r;
     r.action = protocol::FsRequest::Action::list;
     r.path = queryValue(c, "path");
-    return jsonResponse(200, controller_.files().fileOp(c.tenant, c.params[0], r));
+    return jsonResponse(
+        200, protocol::toJsonValue(controller_.files().fileOp(c.tenant, c.params[0], r)));
 }
 
 // DELETE /v1/sandboxes/{}/files
@@ -67,7 +68,8 @@ ApiResponse Router::makeGuestDirectory(Context& c) {
     protocol::FsRequest r;
     r.action = protocol::FsRequest::Action::mkdir;
     r.path = stringField(body, "path");
-    return jsonResponse(201, controller_.files().fileOp(c.tenant, c.params[0], r));
+    return jsonResponse(
+        201, protocol::toJsonValue(controller_.files().fileOp(c.tenant, c.params[0], r)));
 }
 
 // POST /v1/sandboxes/{}/fs/move
@@ -80,22 +82,22 @@ ApiResponse Router::moveGuestPath(Context& c) {
     r.to = stringField(body, "to");
     if (r.to.empty() || r.to[0] != '/')
         throw Error(ErrorCode::bad_request, "'to' must be an absolute path");
-    return jsonResponse(200, controller_.files().fileOp(c.tenant, c.params[0], r));
+    return jsonResponse(
+        200, protocol::toJsonValue(controller_.files().fileOp(c.tenant, c.params[0], r)));
 }
 
 // POST /v1/sandboxes/{}/processes
 ApiResponse Router::startProcess(Context& c) {
     controller_.get(c.tenant, c.params[0]);
     auto start = parseProcessStart(c.request.body);
-    return jsonResponse(
-        201, controller_.processes().start(c.tenant, c.params[0], start.options, start.stdinOpen));
+    return jsonResponse(201, protocol::toJsonValue(controller_.processes().start(
+                                 c.tenant, c.params[0], start.options, start.stdinOpen)));
 }
 
 // GET /v1/sandboxes/{}/processes
 ApiResponse Router::listProcesses(Context& c) {
-    protocol::ProcessCall call;
-    call.op = protocol::Op::process_list;
-    return jsonResponse(200, controller_.processes().call(c.tenant, c.params[0], call));
+    return jsonResponse(200,
+                        protocol::toJsonValue(controller_.processes().list(c.tenant, c.params[0])));
 }
 
 // GET /v1/sandboxes/{}/processes/{}
@@ -103,7 +105,8 @@ ApiResponse Router::getProcess(Context& c) {
     protocol::ProcessCall call;
     call.op = protocol::Op::process_get;
     call.id = c.params[1];
-    return jsonResponse(200, controller_.processes().call(c.tenant, c.params[0], call));
+    return jsonResponse(
+        200, protocol::toJsonValue(controller_.processes().call(c.tenant, c.params[0], call)));
 }
 
 // POST /v1/sandboxes/{}/processes/{}/signal
@@ -114,7 +117,8 @@ ApiResponse Router::signalProcess(Context& c) {
     call.op = protocol::Op::process_signal;
     call.id = c.params[1];
     if (body.contains("signal")) call.signal = stringField(body, "signal");
-    return jsonResponse(200, controller_.processes().call(c.tenant, c.params[0], call));
+    return jsonResponse(
+        200, protocol::toJsonValue(controller_.processes().call(c.tenant, c.params[0], call)));
 }
 
 // POST /v1/sandboxes/{}/processes/{}/stdin
@@ -130,7 +134,8 @@ ApiResponse Router::writeProcessStdin(Context& c) {
             throw Error(ErrorCode::bad_request, "'eof' must be a boolean");
         call.eof = body["eof"].get<bool>();
     }
-    return jsonResponse(200, controller_.processes().call(c.tenant, c.params[0], call));
+    return jsonResponse(
+        200, protocol::toJsonValue(controller_.processes().call(c.tenant, c.params[0], call)));
 }
 
 // POST /v1/sandboxes/{}/ports

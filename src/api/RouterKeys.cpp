@@ -92,9 +92,9 @@ ApiResponse Router::deleteKey(Context& c) {
 
 // PUT /v1/tenants/{}
 ApiResponse Router::setTenant(Context& c) {
-    auto t = controller_.putTenant(parseTenantUpdate(c.params[0], c.request.body));
+    auto t = controller_.tenants().put(parseTenantUpdate(c.params[0], c.request.body));
     logInfo("api", "tenant " + t.name + " set by " + c.principal.keyId);
-    return jsonResponse(200, tenantJson(t, controller_.usageOf(t.name)));
+    return jsonResponse(200, tenantJson(t, controller_.tenants().usageOf(t.name)));
 }
 
 // GET /v1/tenants/{}
@@ -102,21 +102,22 @@ ApiResponse Router::getTenant(Context& c) {
     const std::string& name = c.params[0];
     if (!isValidTenantName(name))
         throw Error(ErrorCode::bad_request, "bad tenant name '" + name + "'");
-    auto t = controller_.findTenant(name);
+    auto t = controller_.tenants().find(name);
     // A tenant exists once it has settings or keys.
     if (!t && keys_.list(name).empty()) throw Error(ErrorCode::not_found, "no tenant " + name);
     TenantRecord shown = t ? *t : TenantRecord{};
     shown.name = name;
-    return jsonResponse(200, tenantJson(shown, controller_.usageOf(name)));
+    return jsonResponse(200, tenantJson(shown, controller_.tenants().usageOf(name)));
 }
 
 // GET /v1/tenants
 ApiResponse Router::listTenants(Context&) {
     std::map<std::string, TenantRecord> all;
     for (const auto& k : keys_.list(std::nullopt)) all[k.tenant].name = k.tenant;
-    for (auto& t : controller_.listTenants()) all[t.name] = t;
+    for (auto& t : controller_.tenants().list()) all[t.name] = t;
     nlohmann::json list = nlohmann::json::array();
-    for (const auto& [name, t] : all) list.push_back(tenantJson(t, controller_.usageOf(name)));
+    for (const auto& [name, t] : all)
+        list.push_back(tenantJson(t, controller_.tenants().usageOf(name)));
     return jsonResponse(200, {{"tenants", list}});
 }
 

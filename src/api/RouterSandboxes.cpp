@@ -128,7 +128,7 @@ ApiResponse Router::snapshotSandbox(Context& c) {
 // GET /v1/snapshots
 ApiResponse Router::listSnapshots(Context& c) {
     json list = json::array();
-    for (const auto& s : controller_.listSnapshots(c.scope())) {
+    for (const auto& s : controller_.snapshots().list(c.scope())) {
         list.push_back(snapshotJson(s));
         if (c.admin()) list.back()["tenant"] = s.tenant;
     }
@@ -137,7 +137,7 @@ ApiResponse Router::listSnapshots(Context& c) {
 
 // GET /v1/snapshots/{}
 ApiResponse Router::getSnapshot(Context& c) {
-    return jsonResponse(200, snapshotJson(controller_.getSnapshot(c.tenant, c.params[0])));
+    return jsonResponse(200, snapshotJson(controller_.snapshots().get(c.tenant, c.params[0])));
 }
 
 // DELETE /v1/snapshots/{}

@@ -4,7 +4,9 @@
 #include <limits>
 
 #include "api/ErrorMapping.hpp"
+#include "controller/GuestAnswers.hpp"
 #include "core/Log.hpp"
+#include "protocol/GuestResults.hpp"
 #include "protocol/JsonText.hpp"
 
 namespace airlock::api {
@@ -152,18 +154,24 @@ void UploadSession::onAgentEvent(AgentStream::Event&& e) {
     if (e.kind != AgentStream::Event::Kind::close) return;
     if (!finishing_)
         return fail(errorResponse(ErrorCode::agent_error, "the agent ended the upload early"));
+    // The guest's word, read as file_write's typed result: a malformed one
+    // is a 502, never an unknown shape in a 201.
+    protocol::WrittenFile confirmed;
+    try {
+        confirmed = protocol::parseWrittenFile(e.payload);
+    } catch (const protocol::MessageError& bad) {
+        Error error = guestAnswerError(bad);
+        return fail(errorResponse(error.code(), error.what()));
+    }
     ended_ = true;
     waitTimer_.cancel();
     pipe_.finish();
-    // The guest's word, type-checked: any shape is answered, none throws.
-    json j = json::parse(e.payload, nullptr, false);
-    if (!j.is_object()) j = json::object();
+    json j = protocol::toJsonValue(confirmed);
     j["bytes_received"] = received_;
     j["sha256"] = hash_.hexDigest();
     // The path the guest resolved ("..", symlinks) is what was written; it
     // is its own word, kept beside the asked one.
-    std::string written =
-        j.contains("path") && j["path"].is_string() ? j["path"].get<std::string>() : path_;
+    std::string written = confirmed.path;
     ApiResponse response{201, "application/json", jsonText(j) + "\n"};
     // The audit write (SQLite) is not for the I/O thread.
     asio::post(ctx_.workers, [self = shared_from_this(), written,

@@ -4,7 +4,9 @@
 
 #include "api/ErrorMapping.hpp"
 #include "api/RequestParsing.hpp"
+#include "controller/GuestAnswers.hpp"
 #include "core/Log.hpp"
+#include "protocol/GuestResults.hpp"
 #include "protocol/JsonText.hpp"
 
 namespace airlock::api {
@@ -260,34 +262,39 @@ void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
             return queue(false, std::move(frame), n);
         }
         case Kind::control: {
-            json c = json::parse(e.payload, nullptr, false);
-            // Once: a guest repeating it cannot grow the client's queue.
-            if (c.is_object() && c.contains("pid") && !startedSent_) {
-                startedSent_ = true;
-                queue(true, json{{"type", "started"}, {"pid", c["pid"]}}.dump());
+            // Once, and only a well-formed start: a guest repeating it cannot
+            // grow the client's queue, nor put its own shape in the message.
+            if (startedSent_) return;
+            std::uint32_t pid = 0;
+            try {
+                pid = protocol::parseExecStarted(e.payload).pid;
+            } catch (const protocol::MessageError&) {
+                return;
             }
+            startedSent_ = true;
+            queue(true, json{{"type", "started"}, {"pid", pid}}.dump());
             return;
         }
         case Kind::close: {
-            json r = json::parse(e.payload, nullptr, false);
+            // The agent's word, read as exec's typed result: a malformed one
+            // ends the command as an agent error, with no exit code.
+            protocol::ExecResult r;
+            try {
+                r = protocol::parseExecResult(e.payload);
+            } catch (const protocol::MessageError& bad) {
+                r.exit_code = -1;
+                r.error = guestAnswerError(bad).what();
+            }
             if (!execId_.empty() && !execRecorded_) {
                 execRecorded_ = true;
-                // The agent's word, type-checked: nothing it sends may throw here.
-                int code =
-                    r.is_object() && r.contains("exit_code") && r["exit_code"].is_number_integer()
-                        ? r["exit_code"].get<int>()
-                        : -1;
-                std::string error = r.is_object() && r.contains("error") && r["error"].is_string()
-                                        ? r["error"].get<std::string>()
-                                        : std::string();
-                asio::post(ctx_.workers, [self = shared_from_this(), code, error] {
-                    self->ctx_.controller.gates().finishStreamed(self->execId_, code, error);
-                });
+                asio::post(
+                    ctx_.workers, [self = shared_from_this(), code = r.exit_code, error = r.error] {
+                        self->ctx_.controller.gates().finishStreamed(self->execId_, code, error);
+                    });
             }
-            json m{{"type", "exit"}};
-            if (r.is_object())
-                for (const auto& key : {"exit_code", "signal", "timed_out", "error"})
-                    if (r.contains(key)) m[key] = r[key];
+            json m{{"type", "exit"}, {"exit_code", r.exit_code}, {"timed_out", r.timed_out}};
+            if (r.signal) m["signal"] = *r.signal;
+            if (!r.error.empty()) m["error"] = r.error;
             queue(true, m.dump());
             return closeAfterQueued();
         }

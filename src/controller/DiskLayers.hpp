@@ -6,6 +6,9 @@
 
 namespace airlock {
 
+// Disk sizes are whole GiB in the API (disk_gib).
+inline constexpr std::uint64_t kGiB = 1024ull * 1024 * 1024;
+
 // The virtual size recorded in a qcow2 header; throws if path is no qcow2.
 std::uint64_t qcow2VirtualSize(const std::string& path);
 

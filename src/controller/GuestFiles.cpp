@@ -7,6 +7,7 @@
 // that asked for it.
 #include "controller/GuestFiles.hpp"
 
+#include "controller/GuestAnswers.hpp"
 #include "controller/MaskedOutput.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
@@ -54,8 +55,8 @@ std::shared_ptr<AgentStream> GuestFiles::openDownload(const std::string& tenant,
         ->open(protocol::FileReadRequest{path, user}, std::move(handler));
 }
 
-nlohmann::json GuestFiles::fileOp(const std::string& tenant, const std::string& id,
-                                  const protocol::FsRequest& request) {
+protocol::FsResult GuestFiles::fileOp(const std::string& tenant, const std::string& id,
+                                      const protocol::FsRequest& request) {
     using Action = protocol::FsRequest::Action;
     requireAbsolutePath(request.path);
     bool changes = request.action == Action::mkdir || request.action == Action::remove ||

@@ -8,6 +8,7 @@
 #include "agentclient/AgentStream.hpp"
 #include "controller/SandboxAccess.hpp"
 #include "protocol/GuestCalls.hpp"
+#include "protocol/GuestResults.hpp"
 
 namespace airlock {
 
@@ -32,8 +33,8 @@ class GuestFiles {
                                               const std::string& user = "");
     // One operation on a guest path; the guest's answer, masked. Changes are
     // checked against the write scope and audited.
-    nlohmann::json fileOp(const std::string& tenant, const std::string& id,
-                          const protocol::FsRequest& request);
+    protocol::FsResult fileOp(const std::string& tenant, const std::string& id,
+                              const protocol::FsRequest& request);
     // Audit of a file the API wrote into the guest (what the upload carried).
     void recordFileWrite(const std::string& tenant, const std::string& id,
                          const std::string& requestedPath, const std::string& writtenPath,

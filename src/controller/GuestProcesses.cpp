@@ -1,5 +1,6 @@
 #include "controller/GuestProcesses.hpp"
 
+#include "controller/GuestAnswers.hpp"
 #include "controller/MaskedOutput.hpp"
 #include "core/Error.hpp"
 #include "core/Ids.hpp"
@@ -7,8 +8,8 @@
 
 namespace airlock {
 
-nlohmann::json GuestProcesses::start(const std::string& tenant, const std::string& id,
-                                     const ExecOptions& options, bool stdinOpen) {
+protocol::ProcessInfo GuestProcesses::start(const std::string& tenant, const std::string& id,
+                                            const ExecOptions& options, bool stdinOpen) {
     // A missing or stopped sandbox answers before the request is judged.
     auto sandbox = sandboxes_.requireRunning(tenant, id);
     // What a client may set of a background process; the rest are exec's defaults.
@@ -25,9 +26,15 @@ nlohmann::json GuestProcesses::start(const std::string& tenant, const std::strin
     return askGuest(*sandboxes_.agentFor(sandbox.id), command.request, command.masker);
 }
 
-nlohmann::json GuestProcesses::call(const std::string& tenant, const std::string& id,
-                                    const protocol::ProcessCall& call) {
-    if (!protocol::isProcessCall(call.op) || call.op == protocol::Op::process_start)
+protocol::ProcessList GuestProcesses::list(const std::string& tenant, const std::string& id) {
+    auto sandbox = sandboxes_.requireRunning(tenant, id);
+    return listGuestProcesses(*sandboxes_.agentFor(sandbox.id), sandboxes_.maskerFor(sandbox));
+}
+
+protocol::ProcessInfo GuestProcesses::call(const std::string& tenant, const std::string& id,
+                                           const protocol::ProcessCall& call) {
+    if (!protocol::isProcessCall(call.op) || call.op == protocol::Op::process_start ||
+        call.op == protocol::Op::process_list)
         throw Error(ErrorCode::bad_request, "not a process operation");
     auto sandbox = sandboxes_.requireRunning(tenant, id);
     return askGuest(*sandboxes_.agentFor(sandbox.id), call, sandboxes_.maskerFor(sandbox));

@@ -6,6 +6,7 @@
 #include "agentclient/AgentStream.hpp"
 #include "controller/SandboxAccess.hpp"
 #include "protocol/GuestCalls.hpp"
+#include "protocol/GuestResults.hpp"
 
 namespace airlock {
 
@@ -18,11 +19,12 @@ class GuestProcesses {
     explicit GuestProcesses(SandboxAccess& sandboxes) : sandboxes_(sandboxes) {}
 
     // The guest's description of the started process.
-    nlohmann::json start(const std::string& tenant, const std::string& id,
-                         const ExecOptions& options, bool stdinOpen);
-    // list, get, signal or stdin: nothing else reaches the agent through here.
-    nlohmann::json call(const std::string& tenant, const std::string& id,
-                        const protocol::ProcessCall& call);
+    protocol::ProcessInfo start(const std::string& tenant, const std::string& id,
+                                const ExecOptions& options, bool stdinOpen);
+    protocol::ProcessList list(const std::string& tenant, const std::string& id);
+    // get, signal or stdin: nothing else reaches the agent through here.
+    protocol::ProcessInfo call(const std::string& tenant, const std::string& id,
+                               const protocol::ProcessCall& call);
     std::shared_ptr<AgentStream> openLogs(const std::string& tenant, const std::string& id,
                                           const std::string& processId, bool follow,
                                           AgentStream::Handler handler);

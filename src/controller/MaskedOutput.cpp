@@ -74,11 +74,4 @@ void MaskedOutput::onEvent(AgentStream::Event&& event) {
     inner_(std::move(event));
 }
 
-nlohmann::json askGuest(AgentConnection& agent, const protocol::GuestRequest& request,
-                        const SecretMasker& masker) {
-    constexpr auto kCallTimeout = std::chrono::seconds(30);
-    auto answer = agent.call(request, kCallTimeout);
-    return masker.empty() ? answer : maskJsonStrings(answer, masker);
-}
-
 }  // namespace airlock

@@ -2,7 +2,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <nlohmann/json.hpp>
 
 #include "agentclient/AgentConnection.hpp"
 #include "agentclient/AgentStream.hpp"
@@ -38,11 +37,5 @@ class MaskedOutput {
     std::weak_ptr<AgentStream> stream_;
     long long owed_ = 0;  // >0: window to return; <0: the consumer returned more than it got
 };
-
-// The one way a guest's answer reaches a client: one call to the agent (30 s
-// at most) and its answer with every string masked (root in the guest may
-// echo a secret back).
-nlohmann::json askGuest(AgentConnection& agent, const protocol::GuestRequest& request,
-                        const SecretMasker& masker);
 
 }  // namespace airlock

@@ -38,7 +38,8 @@ SandboxController::SandboxController(ControllerConfig config, Hypervisor& hyperv
       gated_(stores.gatedExecs),
       audit_(stores.audit),
       workspaces_(stores.workspaces),
-      judge_(config_.operatorRules, [this](const std::string& t) { return tenantOf(t); }),
+      judge_(config_.operatorRules,
+             [this](const std::string& t) { return tenantLimits_.bindingOf(t); }),
       auditLog_(stores.audit),
       templates_(templates),
       connector_(std::move(connector)),
@@ -142,7 +143,7 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
     r.network = allow.texts();
     {
         // The tenant's package rules are the start; a request adds to them.
-        auto t = tenantOf(tenant);
+        auto t = tenantLimits_.bindingOf(tenant);
         auto base = t && !t->packagesJson.empty()
                         ? packages::PackageRules::fromStored(t->packagesJson)
                         : packages::PackageRules();
@@ -157,7 +158,7 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
         }
         r.packagesJson = rules.toJson().dump();
     }
-    requireWithinFloor(tenant, request.policy, allow.texts());
+    tenantLimits_.requireWithinFloor(tenant, request.policy, allow.texts());
     r.policyJson = nlohmann::json{{"deny", request.policy.deny},
                                   {"approve", request.policy.approve},
                                   {"allow", request.policy.allow}}
@@ -259,7 +260,7 @@ SandboxRecord SandboxController::create(const std::string& tenant,
     if (!tmpl)
         throw Error(ErrorCode::not_found, "no template named '" + request.templateName + "'");
     if (request.boot != "cold") {
-        auto warm = warmSnapshotFor(*tmpl);
+        auto warm = snapshotLibrary_.warmFor(*tmpl, kWarmTenant);
         if (warm && (!request.vcpus || *request.vcpus == warm->vcpus) &&
             (!request.memoryMib || *request.memoryMib == warm->memoryMib) &&
             (!request.diskGib || *request.diskGib * kGiB == tmpl->diskSizeBytes))
@@ -273,10 +274,10 @@ SandboxRecord SandboxController::create(const std::string& tenant,
     {
         // Checked and counted in one step: a tenant's parallel creates
         // cannot both take the last unit of its quota.
-        auto quota = quotaLock(tenant);
+        auto quota = tenantLimits_.quotaLock(tenant);
         std::lock_guard counted(*quota);
         try {
-            requireSandboxQuota(r);
+            tenantLimits_.requireSandboxQuota(r);
         } catch (...) {
             if (r.qemuUid > 0) uids_.release(static_cast<std::uint32_t>(r.qemuUid));
             throw;
@@ -374,8 +375,8 @@ void SandboxController::teardown(const std::string& id) {
     auto gone = store_.find(id);
     store_.remove(id);
     if (gone && gone->qemuUid > 0) uids_.release(static_cast<std::uint32_t>(gone->qemuUid));
-    collectSnapshots();  // its disk chain may have been the last reader of a deleted snapshot's
-                         // layer
+    // Its disk chain may have been the last reader of a deleted snapshot's layer.
+    snapshotLibrary_.collect();
 }
 
 void SandboxController::destroy(const std::string& tenant, const std::string& id) {
@@ -617,7 +618,7 @@ void SandboxController::recover() {
             }
         }
     }
-    recoverSnapshots();
+    snapshotLibrary_.recover();
 }
 
 }  // namespace airlock

@@ -14,6 +14,7 @@
 #include "controller/ApprovalGates.hpp"
 #include "controller/AuditRecorder.hpp"
 #include "controller/CommandJudge.hpp"
+#include "controller/DiskLayers.hpp"
 #include "controller/ExecOptions.hpp"
 #include "controller/GuestFiles.hpp"
 #include "controller/GuestPorts.hpp"
@@ -21,9 +22,10 @@
 #include "controller/RunningCommands.hpp"
 #include "controller/SandboxAccess.hpp"
 #include "controller/SandboxSecrets.hpp"
+#include "controller/SnapshotLibrary.hpp"
 #include "controller/SparePool.hpp"
 #include "controller/TemplateCatalog.hpp"
-#include "controller/TenantExecSlots.hpp"
+#include "controller/TenantLimits.hpp"
 #include "controller/UidPool.hpp"
 #include "controller/VerifiedFiles.hpp"
 #include "controller/WorkspaceSpec.hpp"
@@ -195,12 +197,8 @@ class SandboxController : private SandboxAccess {
     // The tenant owning a sandbox (sbx-), snapshot (snap-) or approval
     // (apr-) id; nullopt for anything else or an internal object.
     std::optional<std::string> ownerOf(const std::string& id);
-    // What a tenant holds now (GET /v1/tenants/{name}).
-    TenantUsage usageOf(const std::string& tenant);
-    // PUT /v1/tenants/{name}: replaces its settings (network entries checked).
-    TenantRecord putTenant(TenantRecord t);
-    std::optional<TenantRecord> findTenant(const std::string& name);
-    std::vector<TenantRecord> listTenants();
+    // Tenants' records, usage, rule floors and quotas.
+    TenantLimits& tenants() { return tenantLimits_; }
     // For /metrics: create and REST exec latencies, and audit events by type
     // (egress decisions, agent protocol errors, approvals...).
     const LatencyHistogram& createLatency() const { return createLatency_; }
@@ -253,11 +251,9 @@ class SandboxController : private SandboxAccess {
     // Memory + device state, and the disk overlay frozen as a read-only
     // layer; a running sandbox is paused for the capture and goes on after.
     SnapshotRecord snapshot(const std::string& tenant, const std::string& id);
-    SnapshotRecord getSnapshot(const std::string& tenant, const std::string& id);
-    std::vector<SnapshotRecord> listSnapshots(const TenantScope& scope);
-    std::vector<SnapshotRecord> listSnapshots(const std::string& tenant) {
-        return listSnapshots(TenantScope::only(tenant));
-    }
+    // Snapshots as files and records: get, list, and their files' paths.
+    SnapshotLibrary& snapshots() { return snapshotLibrary_; }
+    // Hidden at once (SnapshotLibrary::remove); spares kept for its clones go.
     void deleteSnapshot(const std::string& tenant, const std::string& id);
     // Takes the ready snapshot of a template (boot, wait for the agent,
     // snapshot, destroy) unless one for its current digest exists.
@@ -344,13 +340,9 @@ class SandboxController : private SandboxAccess {
     // free space than the configured floor; `what` names the refused action.
     // needBytes: what the action may still write (a new disk's full size).
     void requireFreeSpace(const std::string& what, std::uint64_t needBytes = 0) const override;
-    static constexpr std::uint64_t kGiB = 1024ull * 1024 * 1024;
 
     static std::string domainName(const std::string& sandboxId) { return "airlock-" + sandboxId; }
     std::string sandboxDir(const std::string& id) const;
-    std::string snapshotDir(const SnapshotRecord& s) const;
-    std::string snapshotStatePath(const SnapshotRecord& s) const;  // its memory state
-    std::string snapshotLayerPath(const SnapshotRecord& s) const;  // its frozen disk layer
     static constexpr const char* kWarmTenant = "_warm";
     static constexpr const char* kSpareTenant = "_spare";
 
@@ -362,11 +354,6 @@ class SandboxController : private SandboxAccess {
     DomainSpec domainSpec(const SandboxRecord& r, const TemplateInfo& tmpl);
     void failCreate(const std::string& id, const std::exception& e);
     void reseed(AgentConnection& agent);
-    std::optional<SnapshotRecord> warmSnapshotFor(const TemplateInfo& tmpl);
-    // Removes deleted snapshots whose layers nothing reads any more.
-    void collectSnapshots();
-    void discardSnapshot(const SnapshotRecord& s);
-    void recoverSnapshots();
     std::shared_ptr<std::mutex> lifecycleMutex(const std::string& id) {
         return lifecycleMutexes_.of(id);
     }
@@ -374,23 +361,7 @@ class SandboxController : private SandboxAccess {
     SandboxRecord transition(const std::string& tenant, const std::string& id, SandboxState from,
                              SandboxState to);
 
-    // Tenants (SandboxTenants.cpp).
-    std::optional<TenantRecord> tenantOf(const std::string& tenant) const;
-    // Error(forbidden) when a sandbox's allow rules would open what the
-    // operator's or its tenant's deny/approve rules close, or its network
-    // allowlist reaches outside the tenant's.
-    void requireWithinFloor(const std::string& tenant, const policy::PolicyRules& rules,
-                            const std::vector<std::string>& networkAllow) const;
-    std::shared_ptr<std::mutex> quotaLock(const std::string& tenant) {
-        return quotaLocks_.of(tenant);
-    }
-    void requireSandboxQuota(const SandboxRecord& r);  // Error(quota_exceeded)
-    void requireSnapshotQuota(const std::string& tenant);
-    using ExecSlot = TenantExecSlots::Slot;  // released when the last copy goes
-    ExecSlot acquireExecSlot(const std::string& tenant);
     LatencyHistogram createLatency_, execLatency_;
-    KeyedMutexes quotaLocks_;  // a tenant's quota is checked and counted in one step
-    TenantExecSlots execSlots_;
 
     // Spare VMs (SandboxSpares.cpp).
     static std::string shapeOf(const std::string& templateName, const std::string& digest,
@@ -399,8 +370,6 @@ class SandboxController : private SandboxAccess {
     // snapshot is a shape of its own: QEMU opens the disk (an overlay on
     // that snapshot's frozen layer) when it starts.
     static std::string spareShapeOf(const SnapshotRecord& snapshot);
-    // The disk_gib of a clone of a disk-backed snapshot (its frozen layer's size).
-    unsigned cloneDiskGib(const SnapshotRecord& snapshot, const TemplateInfo& tmpl);
     struct SpareShape {
         std::string templateName, digest;
         unsigned vcpus = 0, memoryMib = 0;
@@ -466,9 +435,6 @@ class SandboxController : private SandboxAccess {
     void prepareSandboxDir(const SandboxRecord& r);
     // Where overlays are made before they move into a QEMU-writable dir.
     std::string stagingDir() const { return config_.dataDir + "/staging"; }
-    // Every layer of a snapshot's chain and its memory file are what its
-    // manifest recorded (hashed again only when a file changed since).
-    void verifySnapshotFiles(const SnapshotRecord& snap);
     std::string consoleTail(const std::string& id);
     std::string agentEndpoint(const std::string& id);
 
@@ -487,7 +453,6 @@ class SandboxController : private SandboxAccess {
     void checkWrite(const SandboxRecord& r, const std::string& path) override;
     CommandJudge judge_;
     AuditRecorder auditLog_;
-    std::mutex gcMutex_;
     BeforeDelete beforeDelete_;
     AfterDelete afterDelete_;
     std::shared_ptr<SpareVms> spareVms_;  // shared: its type is complete in SandboxSpares.cpp only
@@ -497,7 +462,8 @@ class SandboxController : private SandboxAccess {
     AgentConnector connector_;
     AgentSessions agents_;
     UidPool uids_;
-    VerifiedFiles verified_;
+    SnapshotLibrary snapshotLibrary_{config_.dataDir, snapshots_, store_, workspaces_};
+    TenantLimits tenantLimits_{config_.tenants, config_.operatorRules, store_, snapshots_};
     // Its waits are timers (the queue is only stored here, and stops first).
     ApprovalGates gates_{gated_, auditLog_, secrets_, timers_, config_.approvalTimeoutS};
     RunningCommands runningCommands_;

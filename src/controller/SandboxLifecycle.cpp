@@ -24,10 +24,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kMemoryFile = "memory.state";
-constexpr const char* kLayerFile = "disk.qcow2";
-constexpr const char* kManifestFile = "manifest.json";
-
 // "disk-3.qcow2" -> "disk-4.qcow2": each snapshot moves a sandbox onto a new overlay.
 std::string nextOverlayName(const std::string& current) {
     unsigned generation = 0;
@@ -37,18 +33,6 @@ std::string nextOverlayName(const std::string& current) {
 }
 
 }  // namespace
-
-std::string SandboxController::snapshotDir(const SnapshotRecord& s) const {
-    return config_.dataDir + (s.kind == "warm" ? "/warm/" : "/snapshots/") + s.id;
-}
-
-std::string SandboxController::snapshotStatePath(const SnapshotRecord& s) const {
-    return snapshotDir(s) + "/" + kMemoryFile;
-}
-
-std::string SandboxController::snapshotLayerPath(const SnapshotRecord& s) const {
-    return snapshotDir(s) + "/" + kLayerFile;
-}
 
 // ---------------------------------------------------------------- pause / resume / timeout
 
@@ -126,7 +110,7 @@ void SandboxController::enforceTimeouts() {
 SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std::string& id) {
     requireOwned(tenant, id);
     requireFreeSpace("snapshot");
-    requireSnapshotQuota(tenant);  // early, cheap; checked again where it is counted
+    tenantLimits_.requireSnapshotQuota(tenant);  // early, cheap; checked again where it is counted
     auto lifecycle = lifecycleMutex(id);
     std::lock_guard op(*lifecycle);
     auto r = requireOwned(tenant, id);
@@ -155,14 +139,14 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
     {
         // Checked and counted in one step: two snapshots at once cannot both
         // take the tenant's last one.
-        auto quota = quotaLock(tenant);
+        auto quota = tenantLimits_.quotaLock(tenant);
         std::lock_guard counted(*quota);
-        requireSnapshotQuota(tenant);
+        tenantLimits_.requireSnapshotQuota(tenant);
         snapshots_.insert(s);  // written first: recover() removes a half-taken snapshot
     }
     if (workspaces_) workspaces_->copy(id, s.id);  // its clones get the sandbox's workspace
 
-    std::string dir = snapshotDir(s);
+    std::string dir = snapshotLibrary_.dirOf(s);
     std::string domain = domainName(id);
     bool wasRunning = r.state == SandboxState::running;
     bool diskSwitched = false;
@@ -180,8 +164,9 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
             // QEMU can write its directory: the overlay is opened without
             // following links, checked to be a regular file, and that very
             // file is linked (and later chmod/chown'ed through its fd).
-            std::string layer = dir + "/" + kLayerFile;
-            UniqueFd frozen = safefs::linkFile(sandboxDir(id), r.disk, dir, kLayerFile);
+            std::string layer = snapshotLibrary_.layerPath(s);
+            UniqueFd frozen =
+                safefs::linkFile(sandboxDir(id), r.disk, dir, SnapshotLibrary::kLayerFile);
             nextOverlay = nextOverlayName(r.disk);
             createOverlay(stagingDir(), sandboxDir(id), nextOverlay, layer,
                           r.diskBytes ? r.diskBytes : tmpl->diskSizeBytes, qemuOwner(r));
@@ -193,7 +178,7 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
             if (::geteuid() == 0 && ::fchown(frozen.get(), 0, 0) != 0)
                 logWarn("controller", "cannot hand " + layer + " back to root");
         }
-        hypervisor_.saveState(domain, dir + "/" + kMemoryFile, sandboxDir(id));
+        hypervisor_.saveState(domain, snapshotLibrary_.statePath(s), sandboxDir(id));
         if (wasRunning) hypervisor_.resumeDomain(domain);
     } catch (const std::exception& e) {
         logError("controller", "snapshot of " + id + " failed: " + e.what());
@@ -205,53 +190,21 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
                          "cannot resume " + id + " after a failed snapshot: " + again.what());
             }
         }
-        if (diskSwitched) {
-            // The sandbox's disk now reads the frozen layer: keep it until the
-            // sandbox is gone, drop everything else.
-            snapshots_.updateState(s.id, SnapshotState::deleted);
-            std::error_code ec;
-            fs::remove(dir + "/" + kMemoryFile, ec);
-        } else {
-            std::error_code ec;
-            if (!nextOverlay.empty()) fs::remove(sandboxDir(id) + "/" + nextOverlay, ec);
-            fs::remove_all(dir, ec);
-            snapshots_.remove(s.id);
+        // Once switched, the sandbox's disk reads the frozen layer: it stays
+        // until the sandbox is gone.
+        std::error_code ec;
+        if (!diskSwitched && !nextOverlay.empty())
+            fs::remove(sandboxDir(id) + "/" + nextOverlay, ec);
+        try {
+            snapshotLibrary_.abandon(s, diskSwitched);
+        } catch (const std::exception& again) {
+            logError("controller", "snapshot " + s.id + " left behind: " + again.what());
         }
         throw;
     }
     auto pausedMs = steadyMillis() - started;
 
-    // Modes first: a chmod changes a file's ctime, which the hash below vouches for.
-    ::chmod((dir + "/" + kMemoryFile).c_str(), 0400);
-    // The manifest: enough to check the files and to know what they need.
-    nlohmann::json files = nlohmann::json::array();
-    std::int64_t total = 0;
-    for (const char* name : {kMemoryFile, kLayerFile}) {
-        std::string path = dir + "/" + name;
-        if (!fs::exists(fs::symlink_status(path))) continue;
-        auto before = safefs::identity(path);
-        auto d = safefs::digest(path);
-        total += static_cast<std::int64_t>(d.size);
-        files.push_back({{"name", name}, {"size", d.size}, {"sha256", d.sha256}});
-        // Hashed just now: the first clone need not hash it again unless it changes.
-        if (safefs::identity(path) == before) verified_.remember(path, before);
-    }
-    nlohmann::json manifest = {
-        {"id", s.id},
-        {"source_sandbox", id},
-        {"template", {{"name", s.templateName}, {"digest", s.templateDigest}}},
-        {"resources", {{"vcpus", s.vcpus}, {"memory_mib", s.memoryMib}}},
-        {"layers", s.layers},
-        {"files", files},
-        {"size_bytes", total},
-        {"created_at", s.createdAt}};
-    {
-        std::ofstream out(dir + "/" + kManifestFile, std::ios::trunc);
-        out << manifest.dump(2) << "\n";
-    }
-    ::chmod((dir + "/" + kManifestFile).c_str(), 0444);
-
-    snapshots_.markReady(s.id, total, manifest.dump());
+    std::int64_t total = snapshotLibrary_.seal(s);
     record(id, tenant, "snapshot.created",
            {{"snapshot", s.id}, {"size_bytes", total}, {"held_ms", pausedMs}});
     spares_->want(spareShapeOf(s), std::chrono::milliseconds(0), s.id);
@@ -260,99 +213,10 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
     return *snapshots_.find(s.id);
 }
 
-SnapshotRecord SandboxController::getSnapshot(const std::string& tenant, const std::string& id) {
-    auto s = isValidId(id, "snap-") ? snapshots_.find(id) : std::nullopt;
-    if (!s || s->tenant != tenant || s->state == SnapshotState::deleted)
-        throw Error(ErrorCode::not_found, "no snapshot " + id);
-    return *s;
-}
-
-std::vector<SnapshotRecord> SandboxController::listSnapshots(const TenantScope& scope) {
-    auto all = snapshots_.list(scope);
-    std::erase_if(all, [](const SnapshotRecord& s) {
-        return s.state == SnapshotState::deleted ||
-               s.tenant.rfind('_', 0) == 0;  // internal: warm snapshots
-    });
-    return all;
-}
-
 void SandboxController::deleteSnapshot(const std::string& tenant, const std::string& id) {
-    auto s = getSnapshot(tenant, id);
-    if (s.state == SnapshotState::creating)
-        throw Error(ErrorCode::conflict, "snapshot " + id + " is still being taken");
-    // Hidden at once; its disk layer stays while a clone (or a later
-    // snapshot) still reads it, and goes with the last of them.
-    snapshots_.updateState(id, SnapshotState::deleted);
-    if (workspaces_) workspaces_->remove(id);
-    std::error_code ec;
-    fs::remove(snapshotDir(s) + "/" + kMemoryFile, ec);
-    fs::remove(snapshotDir(s) + "/" + kManifestFile, ec);
-    collectSnapshots();
+    snapshotLibrary_.remove(tenant, id);
     spares_->trim();
     logInfo("controller", "snapshot " + id + " deleted");
-}
-
-void SandboxController::discardSnapshot(const SnapshotRecord& s) {
-    verified_.forgetUnder(snapshotDir(s));
-    std::error_code ec;
-    fs::remove_all(snapshotDir(s), ec);
-    if (ec)
-        throw Error(ErrorCode::internal, "cannot remove " + snapshotDir(s) + ": " + ec.message());
-    snapshots_.remove(s.id);
-}
-
-void SandboxController::collectSnapshots() {
-    std::lock_guard lock(gcMutex_);
-    std::set<std::string> read;
-    for (const auto& r : store_.list(TenantScope::all()))
-        for (const auto& l : r.layers) read.insert(l);
-    auto all = snapshots_.list(TenantScope::all());
-    for (const auto& s : all)
-        if (s.state != SnapshotState::deleted)
-            for (const auto& l : s.layers) read.insert(l);
-    for (const auto& s : all) {
-        if (s.state != SnapshotState::deleted || read.count(s.id)) continue;
-        try {
-            discardSnapshot(s);
-            logInfo("controller", "snapshot " + s.id + ": last reader gone, files removed");
-        } catch (const std::exception& e) {
-            logError("controller", e.what());
-        }
-    }
-}
-
-void SandboxController::recoverSnapshots() {
-    std::set<std::string> readBySandboxes;
-    for (const auto& r : store_.list(TenantScope::all()))
-        for (const auto& l : r.layers) readBySandboxes.insert(l);
-    std::set<std::string> known;
-    for (const auto& s : snapshots_.list(TenantScope::all())) {
-        known.insert(s.id);
-        if (s.state != SnapshotState::creating) continue;
-        logWarn("recover", "snapshot " + s.id + " was interrupted");
-        try {
-            if (readBySandboxes.count(s.id)) {
-                snapshots_.updateState(s.id, SnapshotState::deleted);
-                std::error_code ec;
-                fs::remove(snapshotDir(s) + "/" + kMemoryFile, ec);
-            } else {
-                discardSnapshot(s);
-            }
-        } catch (const std::exception& e) {
-            logError("recover", e.what());
-        }
-    }
-    collectSnapshots();
-    for (const char* sub : {"/snapshots", "/warm"}) {
-        std::error_code ec;
-        for (const auto& entry : fs::directory_iterator(config_.dataDir + sub, ec)) {
-            if (known.count(entry.path().filename().string()) &&
-                snapshots_.find(entry.path().filename().string()))
-                continue;
-            logWarn("recover", "removing orphan snapshot dir " + entry.path().string());
-            fs::remove_all(entry.path(), ec);
-        }
-    }
 }
 
 // ---------------------------------------------------------------- clones
@@ -364,17 +228,6 @@ void SandboxController::reseed(AgentConnection& agent) {
     agent.call(
         protocol::ReseedRequest{hexEncode(randomBytes(64)), static_cast<std::uint64_t>(nowNs)},
         std::chrono::seconds(15));
-}
-
-unsigned SandboxController::cloneDiskGib(const SnapshotRecord& snap, const TemplateInfo& tmpl) {
-    // A clone's disk is its snapshot's size (the frozen layer's).
-    std::uint64_t layerBytes = tmpl.diskSizeBytes;
-    try {
-        layerBytes = qcow2VirtualSize(snapshotDir(snap) + "/" + kLayerFile);
-    } catch (const std::exception&) {
-        // verifySnapshotFiles() says what is wrong with it before any restore
-    }
-    return static_cast<unsigned>((layerBytes + kGiB - 1) / kGiB);
 }
 
 SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
@@ -395,7 +248,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
     fixed.vcpus = snap.vcpus;
     fixed.memoryMib = snap.memoryMib;
     if (snap.hasDisk) {
-        auto layerGib = cloneDiskGib(snap, *tmpl);
+        auto layerGib = snapshotLibrary_.cloneDiskGib(snap, *tmpl);
         if (request.diskGib && *request.diskGib != layerGib)
             throw Error(ErrorCode::bad_request,
                         "a clone keeps its snapshot's disk_gib (" + std::to_string(layerGib) + ")");
@@ -406,10 +259,10 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
     r.disk = snap.hasDisk ? "disk-0.qcow2" : "";
     r.layers = snap.hasDisk ? snap.layers : std::vector<std::string>{};
     std::string shape = spareShapeOf(snap);
-    auto quota = quotaLock(tenant);
+    auto quota = tenantLimits_.quotaLock(tenant);
     std::unique_lock counted(*quota);  // checked and counted in one step
     try {
-        requireSandboxQuota(r);
+        tenantLimits_.requireSandboxQuota(r);
     } catch (...) {
         if (r.qemuUid > 0) uids_.release(static_cast<std::uint32_t>(r.qemuUid));
         throw;
@@ -433,19 +286,19 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
     std::string dir = sandboxDir(r.id);
     try {
         auto started = steadyMillis();
-        verifySnapshotFiles(snap);
+        snapshotLibrary_.verify(snap);
         auto verified = steadyMillis();
         if (spare) {
             if (!taken->loaded)
-                hypervisor_.loadState(domainName(r.id), snapshotDir(snap) + "/" + kMemoryFile, dir);
+                hypervisor_.loadState(domainName(r.id), snapshotLibrary_.statePath(snap), dir);
         } else {
             prepareSandboxDir(r);
             if (!r.disk.empty())
-                createOverlay(stagingDir(), dir, r.disk, snapshotDir(snap) + "/" + kLayerFile,
+                createOverlay(stagingDir(), dir, r.disk, snapshotLibrary_.layerPath(snap),
                               r.diskBytes, qemuOwner(r));
             DomainSpec spec = domainSpec(r, *tmpl);
             spec.incoming = true;
-            hypervisor_.restoreDomain(spec, snapshotDir(snap) + "/" + kMemoryFile, dir);
+            hypervisor_.restoreDomain(spec, snapshotLibrary_.statePath(snap), dir);
         }
         auto loaded = steadyMillis();
         hypervisor_.resumeDomain(domainName(r.id));
@@ -482,68 +335,20 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
     }
 }
 
-void SandboxController::verifySnapshotFiles(const SnapshotRecord& snap) {
-    // The frozen layers of the chain (each snapshot's own), and this
-    // snapshot's memory state, against the manifests in the database.
-    std::vector<std::pair<std::string, nlohmann::json>> wanted;  // path -> manifest entry
-    auto expect = [&](const SnapshotRecord& s, const char* name) {
-        auto manifest = nlohmann::json::parse(s.manifestJson, nullptr, false);
-        if (!manifest.is_object() || !manifest.contains("files") || !manifest["files"].is_array())
-            throw Error(ErrorCode::internal, "snapshot " + s.id + " has no manifest");
-        for (const auto& f : manifest["files"])
-            if (f.is_object() && f.value("name", "") == name)
-                return wanted.emplace_back(snapshotDir(s) + "/" + name, f);
-        throw Error(ErrorCode::internal, "snapshot " + s.id + "'s manifest lists no " + name);
-    };
-    expect(snap, kMemoryFile);
-    for (const auto& layerId : snap.layers) {
-        auto layer =
-            layerId == snap.id ? std::optional<SnapshotRecord>(snap) : snapshots_.find(layerId);
-        if (!layer)
-            throw Error(ErrorCode::internal,
-                        "snapshot " + snap.id + " reads a layer that is gone: " + layerId);
-        expect(*layer, kLayerFile);
-    }
-    for (const auto& [path, entry] : wanted) {
-        auto id = safefs::identity(path);
-        if (verified_.unchangedSinceVerified(path, id)) continue;
-        auto d = safefs::digest(path);
-        if (d.sha256 != entry.value("sha256", "") ||
-            d.size != entry.value("size", std::uint64_t(0)))
-            throw Error(
-                ErrorCode::conflict,
-                "snapshot " + snap.id + ": " + fs::path(path).filename().string() +
-                    " does not match its manifest (changed or damaged); it cannot be restored");
-        verified_.remember(path, id);
-    }
-}
-
 // ---------------------------------------------------------------- warm templates
-
-std::optional<SnapshotRecord> SandboxController::warmSnapshotFor(const TemplateInfo& tmpl) {
-    std::optional<SnapshotRecord> found;
-    for (auto& s : snapshots_.list(TenantScope::only(kWarmTenant)))
-        if (s.kind == "warm" && s.state == SnapshotState::ready && s.templateName == tmpl.name &&
-            s.templateDigest == tmpl.digest)
-            found = std::move(s);
-    return found;
-}
 
 bool SandboxController::hasWarmSnapshot(const std::string& templateName) {
     auto tmpl = templates_.find(templateName);
-    return tmpl && warmSnapshotFor(*tmpl).has_value();
+    return tmpl && snapshotLibrary_.warmFor(*tmpl, kWarmTenant).has_value();
 }
 
 void SandboxController::warmTemplate(const std::string& templateName) {
     auto tmpl = templates_.find(templateName);
     if (!tmpl) throw Error(ErrorCode::not_found, "no template named '" + templateName + "'");
     // Snapshots of an older build of the template can never be used again.
-    for (const auto& s : snapshots_.list(TenantScope::only(kWarmTenant)))
-        if (s.templateName == tmpl->name && s.templateDigest != tmpl->digest &&
-            s.state == SnapshotState::ready)
-            snapshots_.updateState(s.id, SnapshotState::deleted);
-    collectSnapshots();
-    if (warmSnapshotFor(*tmpl)) return;
+    snapshotLibrary_.retireOldWarm(*tmpl, kWarmTenant);
+    snapshotLibrary_.collect();
+    if (snapshotLibrary_.warmFor(*tmpl, kWarmTenant)) return;
     auto started = steadyMillis();
     CreateSandboxRequest request;
     request.templateName = tmpl->name;

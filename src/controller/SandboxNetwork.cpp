@@ -61,7 +61,8 @@ void SandboxController::attachEgress(const SandboxRecord& r,
 void SandboxController::attachPackages(const SandboxRecord& r,
                                        const std::shared_ptr<AgentConnection>& agent) {
     if (!config_.packages) return;
-    config_.packages->attach(r.id, r.tenant, agent, packages::PackageRules::fromStored(r.packagesJson));
+    config_.packages->attach(r.id, r.tenant, agent,
+                             packages::PackageRules::fromStored(r.packagesJson));
 }
 
 void SandboxController::adoptAgent(const SandboxRecord& r, std::shared_ptr<AgentConnection> agent) {
@@ -77,7 +78,7 @@ SandboxRecord SandboxController::setNetwork(const std::string& tenant, const std
     if (!list.empty() && !config_.egress)
         throw Error(ErrorCode::bad_request, "this server has no egress proxy");
     requireOwned(tenant, id);
-    requireWithinFloor(tenant, {}, list.texts());
+    tenantLimits_.requireWithinFloor(tenant, {}, list.texts());
     auto lifecycle = lifecycleMutex(id);
     std::lock_guard op(*lifecycle);
     auto r = requireOwned(tenant, id);
@@ -88,9 +89,7 @@ SandboxRecord SandboxController::setNetwork(const std::string& tenant, const std
     // Not attached (no agent session yet since a restart): the next
     // session's listener reads the stored list.
     if (config_.egress) config_.egress->update(id, list);
-    record(id, tenant, "network.updated",
-           {{"allow", list.texts()},
-            {"previous", previous}});
+    record(id, tenant, "network.updated", {{"allow", list.texts()}, {"previous", previous}});
     return r;
 }
 

@@ -71,7 +71,8 @@ std::optional<GatedExec> SandboxController::submitExecAsync(const std::string& t
     if (v.decision == policy::Decision::approve)
         return gates_.parkExec(r, options, v, data, *masker, false);
     data["started_at"] = nowTimestamp();
-    auto slot = acquireExecSlot(tenant);  // the tenant's concurrent_execs, held until it ends
+    auto slot =
+        tenantLimits_.acquireExecSlot(tenant);  // the tenant's concurrent_execs, held until it ends
     runExecAsync(r, options,
                  [this, id, tenant, data, masker, slot, done = std::move(done)](
                      std::optional<ExecOutput> out, std::exception_ptr error) mutable {

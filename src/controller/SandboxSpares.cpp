@@ -84,7 +84,7 @@ std::optional<std::string> SandboxController::bootSpare(const std::string& shape
     request.vcpus = want.vcpus;
     request.memoryMib = want.memoryMib;
     request.timeoutS = 0;
-    if (snap) request.diskGib = cloneDiskGib(*snap, *tmpl);
+    if (snap) request.diskGib = snapshotLibrary_.cloneDiskGib(*snap, *tmpl);
     SandboxRecord r = newRecord(kSpareTenant, request, *tmpl);
     // Its disk reads the snapshot's layers: the GC keeps them while it lives.
     if (snap) r.layers = snap->layers;
@@ -93,7 +93,7 @@ std::optional<std::string> SandboxController::bootSpare(const std::string& shape
     try {
         prepareSandboxDir(r);
         if (snap)
-            createOverlay(stagingDir(), sandboxDir(r.id), r.disk, snapshotLayerPath(*snap),
+            createOverlay(stagingDir(), sandboxDir(r.id), r.disk, snapshotLibrary_.layerPath(*snap),
                           r.diskBytes, qemuOwner(r));
         DomainSpec spec = domainSpec(r, *tmpl);
         spec.incoming = true;
@@ -115,8 +115,8 @@ void SandboxController::loadSpare(const std::string& id, const std::string& snap
             throw Error(ErrorCode::conflict, "snapshot " + snapshot + " is gone");
         // The files are checked as for any restore: a damaged snapshot never
         // reaches a VM, not even a spare.
-        verifySnapshotFiles(*snap);
-        hypervisor_.loadState(domainName(id), snapshotStatePath(*snap), sandboxDir(id));
+        snapshotLibrary_.verify(*snap);
+        hypervisor_.loadState(domainName(id), snapshotLibrary_.statePath(*snap), sandboxDir(id));
     } catch (...) {
         try {
             teardown(id);  // a QEMU whose load failed takes no other state

@@ -6,6 +6,7 @@
 #include "core/Log.hpp"
 #include "core/SecretCipher.hpp"
 #include "e2b/E2bWire.hpp"
+#include "protocol/GuestResults.hpp"
 #include "protocol/JsonText.hpp"
 #include "protocol/Messages.hpp"
 
@@ -136,10 +137,14 @@ void E2bProcess::onEvent(AgentStream::Event&& e) {
             else
                 ungranted_ += e.payload.size();
         } else if (e.kind == Kind::control) {
-            auto j = json::parse(e.payload, nullptr, false);
-            if (pid_ == 0 && j.is_object() && j.contains("pid") && j["pid"].is_number_unsigned() &&
-                j["pid"].get<std::uint64_t>() > 0 && j["pid"].get<std::uint64_t>() < (1u << 22)) {
-                pid_ = j["pid"].get<std::uint32_t>();
+            std::optional<protocol::ExecStarted> started;
+            try {
+                if (pid_ == 0) started = protocol::parseExecStarted(e.payload);
+            } catch (const protocol::MessageError&) {
+                // not a start: nothing to tell
+            }
+            if (started) {
+                pid_ = started->pid;
                 // Findable by its pid before any client hears of it: a client
                 // answers the start event with SendInput at once. (Lock order:
                 // a process's, then the table's; the table never calls back.)

@@ -142,37 +142,25 @@ std::string permissionsText(char typeLetter, unsigned mode) {
     return out;
 }
 
-nlohmann::json entryInfo(const nlohmann::json& a) {
-    auto str = [&](const char* k) {
-        auto it = a.find(k);
-        return it != a.end() && it->is_string() ? it->get<std::string>() : std::string();
-    };
-    auto num = [&](const char* k) -> std::int64_t {
-        auto it = a.find(k);
-        return it != a.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
-    };
-    std::string type = str("type");
-    unsigned mode = static_cast<unsigned>(std::strtoul(str("mode").c_str(), nullptr, 8)) & 0777;
-    const char* fileType = type == "file"        ? "FILE_TYPE_FILE"
-                           : type == "directory" ? "FILE_TYPE_DIRECTORY"
-                           : type == "symlink"   ? "FILE_TYPE_SYMLINK"
-                                                 : "FILE_TYPE_UNSPECIFIED";
-    char letter = type == "directory" ? 'd' : type == "symlink" ? 'L' : '-';
-    auto owner = [](std::int64_t id) {
+nlohmann::json entryInfo(const protocol::FileEntry& a) {
+    using Type = protocol::FileEntry::Type;
+    unsigned mode = static_cast<unsigned>(std::strtoul(a.mode.c_str(), nullptr, 8)) & 0777;
+    const char* fileType = a.type == Type::file        ? "FILE_TYPE_FILE"
+                           : a.type == Type::directory ? "FILE_TYPE_DIRECTORY"
+                           : a.type == Type::symlink   ? "FILE_TYPE_SYMLINK"
+                                                       : "FILE_TYPE_UNSPECIFIED";
+    char letter = a.type == Type::directory ? 'd' : a.type == Type::symlink ? 'L' : '-';
+    auto owner = [](std::uint32_t id) {
         // The templates' two accounts; others by number, as Go prints a missing name.
         return id == 0      ? std::string("root")
                : id == 1000 ? std::string("user")
                             : std::to_string(id);
     };
-    nlohmann::json e{{"name", str("name")},
-                     {"type", fileType},
-                     {"path", str("path")},
-                     {"size", std::to_string(num("size"))},
-                     {"mode", mode},
-                     {"permissions", permissionsText(letter, mode)},
-                     {"owner", owner(num("uid"))},
-                     {"group", owner(num("gid"))},
-                     {"modifiedTime", str("mtime")}};
+    nlohmann::json e{{"name", a.name},         {"type", fileType},
+                     {"path", a.path},         {"size", std::to_string(a.size)},
+                     {"mode", mode},           {"permissions", permissionsText(letter, mode)},
+                     {"owner", owner(a.uid)},  {"group", owner(a.gid)},
+                     {"modifiedTime", a.mtime}};
     return e;
 }
 

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/Error.hpp"
+#include "protocol/GuestResults.hpp"
 
 namespace airlock::e2b {
 
@@ -48,9 +49,8 @@ int connectHttpStatus(std::string_view connectCode);
 // {"code":"...","message":"..."}
 std::string connectErrorJson(std::string_view connectCode, std::string_view message);
 
-// envd's EntryInfo (proto3 JSON) from the agent's stat entry
-// ({name,path,type,size,mode "0644",mtime,uid,gid}).
-nlohmann::json entryInfo(const nlohmann::json& agentEntry);
+// envd's EntryInfo (proto3 JSON) from the agent's entry of a path.
+nlohmann::json entryInfo(const protocol::FileEntry& entry);
 // "-rw-r--r--" / "drwxr-xr-x" as Go's FileMode.String() prints them.
 std::string permissionsText(char typeLetter, unsigned mode);
 

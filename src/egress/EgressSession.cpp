@@ -76,8 +76,7 @@ void EgressSession::start() {
         [this](AgentStream::Handler handler) {
             auto agent = sandbox_->agent.lock();
             if (!agent) throw Error(ErrorCode::agent_error, "agent connection gone");
-            return agent->open(protocol::EgressAttachRequest{connection_},
-                               std::move(handler));
+            return agent->open(protocol::EgressAttachRequest{connection_}, std::move(handler));
         },
         [this, self](std::exception_ptr error) {
             if (error) {
@@ -131,12 +130,15 @@ void EgressSession::onGuestEvent(AgentStream::Event&& event) {
         // Guest-made JSON: looked at, never trusted to have the right types.
         if (!j.is_object() || !j.contains("eof") || !j["eof"].is_boolean() || !j["eof"].get<bool>())
             return;
-        // The client shut down its sending side; it may still wait for the answer.
-        guestEof_ = true;
+        // The client shut down its sending side; it may still wait for the
+        // answer. The destination hears it once every byte before it went.
         if (phase_ == Phase::head)
             return refuse(400, "egress.denied", "the client closed before a complete request");
-        if (phase_ == Phase::relay) pumpToUpstream();
-        return;
+        if (phase_ == Phase::refusing || guestEof_) return;
+        guestEof_ = true;
+        AgentPipe::Chunk end;
+        end.end = true;
+        return pipe_.send(shared_from_this(), std::move(end));
     }
     touch();
     if (phase_ == Phase::head) {
@@ -146,8 +148,7 @@ void EgressSession::onGuestEvent(AgentStream::Event&& event) {
     if (phase_ == Phase::refusing) return grantGuest(event.payload.size());  // read and dropped
     // Relaying, or bytes that arrive while resolving/connecting (a request
     // body, a TLS hello): they wait in order, bounded by the guest's window.
-    toUpstream_.push_back({std::move(event.payload)});
-    if (phase_ == Phase::relay) pumpToUpstream();
+    toUpstream(std::move(event.payload));
 }
 
 void EgressSession::onHeadBytes() {
@@ -164,7 +165,7 @@ void EgressSession::onHeadBytes() {
     grantGuest(headLength);
     std::string rest = head_.substr(headLength);
     head_.clear();
-    if (!rest.empty()) toUpstream_.push_back({std::move(rest)});
+    if (!rest.empty()) toUpstream(std::move(rest));
     decide();
 }
 
@@ -264,14 +265,26 @@ void EgressSession::onConnected(const tcp::endpoint& endpoint) {
         protocol::kMaxPayload);  // one full frame per write: per-frame costs dominate under TCG
     touch();
     armTimer(shared_->settings.idleTimeout, "idle");
+    pipe_.setWriter([this](const AgentPipe::Chunk& chunk, std::function<void(bool)> done) {
+        writeUpstream(chunk, std::move(done));
+    });
+    // Once every byte before the client's EOF went: the destination hears it.
+    pipe_.onEnd([this] {
+        boost::system::error_code ignored;
+        upstream_.shutdown(tcp::socket::shutdown_send, ignored);
+    });
+    auto self = shared_from_this();
     if (request_.connect) {
         sendToGuest("HTTP/1.1 200 Connection established\r\n\r\n",
                     false);  // reading starts once it is out
     } else {
-        toUpstream_.push_front({std::move(request_.upstreamHead), false});
+        // Ours, not the guest's: no window to return for it.
+        AgentPipe::Chunk head;
+        head.bytes = std::move(request_.upstreamHead);
+        pipe_.sendFirst(self, std::move(head));
         readUpstream();
     }
-    pumpToUpstream();
+    pipe_.flush(self);
 }
 
 void EgressSession::sendToGuest(std::string bytes, bool closeAfter) {
@@ -315,36 +328,32 @@ void EgressSession::readUpstream() {
         });
 }
 
-void EgressSession::pumpToUpstream() {
-    if (phase_ != Phase::relay || writingUpstream_) return;
-    if (toUpstream_.empty()) {
-        if (guestEof_ && !upstreamShut_) {
-            upstreamShut_ = true;
-            boost::system::error_code ignored;
-            upstream_.shutdown(tcp::socket::shutdown_send, ignored);
-        }
-        return;
-    }
-    writingUpstream_ = true;
+void EgressSession::toUpstream(std::string bytes) {
+    AgentPipe::Chunk chunk;
+    chunk.credit = bytes.size();  // the guest's window, returned once written
+    chunk.bytes = std::move(bytes);
+    pipe_.send(shared_from_this(), std::move(chunk));
+}
+
+void EgressSession::writeUpstream(const AgentPipe::Chunk& chunk, std::function<void(bool)> done) {
     asio::async_write(
-        upstream_, asio::buffer(toUpstream_.front().bytes),
-        [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
-            self->writingUpstream_ = false;
-            if (self->phase_ != Phase::relay) return;
-            if (ec) return self->finish("the destination stopped reading: " + ec.message());
+        upstream_, asio::buffer(chunk.bytes),
+        [self = shared_from_this(), done = std::move(done)](boost::system::error_code ec,
+                                                            std::size_t n) mutable {
+            if (self->phase_ != Phase::relay) return done(false);
+            if (ec) {
+                self->finish("the destination stopped reading: " + ec.message());
+                return done(false);
+            }
             self->touch();
-            bool fromGuest = self->toUpstream_.front().fromGuest;
-            self->toUpstream_.pop_front();
             self->bytesSent_ += n;
-            if (fromGuest) self->grantGuest(n);
             auto pause = self->sandbox_->bucket.take(n);
-            if (pause <= 0ns) return self->pumpToUpstream();
-            self->writingUpstream_ = true;  // held until the pause is over
+            if (pause <= 0ns) return done(true);
+            // Over the sandbox's rate: the next write waits, and so does the
+            // guest's window for these bytes.
             self->throttle_.expires_after(pause);
-            self->throttle_.async_wait([self](boost::system::error_code ec) {
-                self->writingUpstream_ = false;
-                if (!ec) self->pumpToUpstream();
-            });
+            self->throttle_.async_wait(
+                [done = std::move(done)](boost::system::error_code ec) { done(!ec); });
         });
 }
 
@@ -361,14 +370,8 @@ void EgressSession::refuse(int status, const std::string& type, const std::strin
                            "\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: " +
                            std::to_string(body.size()) + "\r\n\r\n" + body;
     // Buffered bytes will never be sent; the guest gets its window back.
-    std::size_t held = 0;
-    for (const auto& c : toUpstream_)
-        if (c.fromGuest) held += c.bytes.size();
-    toUpstream_.clear();
-    if (pipe_.stream()) {
-        grantGuest(held);
-        sendToGuest(std::move(response), true);
-    }
+    pipe_.discardQueued();
+    if (pipe_.stream()) sendToGuest(std::move(response), true);
     armTimer(5s, "refusal");
 }
 
@@ -393,7 +396,6 @@ void EgressSession::finish(const std::string& why) {
         counted_ = false;
         --sandbox_->open;
     }
-    toUpstream_.clear();
     early_.clear();
     head_.clear();
     readBuffer_ = {};

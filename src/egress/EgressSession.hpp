@@ -99,7 +99,11 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
     // Window back to the guest for bytes read and dropped or written upstream.
     void grantGuest(std::size_t bytes);
     void readUpstream();
-    void pumpToUpstream();
+    // Guest bytes for the destination, queued on the pipe in order (its
+    // window bounds them) until written.
+    void toUpstream(std::string bytes);
+    // The pipe's writer: one chunk to the destination, at the sandbox's rate.
+    void writeUpstream(const AgentPipe::Chunk& chunk, std::function<void(bool)> done);
     void armTimer(std::chrono::milliseconds after, const char* what);
     void touch();
     void finish(const std::string& why);
@@ -110,10 +114,11 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
     const std::uint64_t connection_;
     boost::asio::strand<boost::asio::io_context::executor_type> strand_;
     boost::asio::ip::tcp::socket upstream_;
-    boost::asio::steady_timer timer_;       // head, connect and idle deadlines
-    boost::asio::steady_timer throttle_;    // bandwidth pauses, guest -> upstream
-    boost::asio::steady_timer pace_;        // bandwidth pauses, upstream -> guest
-    AgentPipe pipe_;                        // the guest connection's tunnel
+    boost::asio::steady_timer timer_;     // head, connect and idle deadlines
+    boost::asio::steady_timer throttle_;  // bandwidth pauses, guest -> upstream
+    boost::asio::steady_timer pace_;      // bandwidth pauses, upstream -> guest
+    // The guest connection's tunnel, and its bytes' queue to the destination.
+    AgentPipe pipe_;
     std::deque<AgentStream::Event> early_;  // events that beat the tunnel handle to the strand
     Phase phase_ = Phase::attaching;
     bool counted_ = false;
@@ -122,14 +127,7 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
     std::string resolved_;
     std::string reason_;
     std::string auditType_;
-    struct Chunk {
-        std::string bytes;
-        bool fromGuest = true;  // its window is returned once written
-    };
-    std::deque<Chunk> toUpstream_;
-    bool writingUpstream_ = false;
     bool guestEof_ = false;            // the client shut down its sending side
-    bool upstreamShut_ = false;        // ... and so did we, towards the destination
     std::uint64_t bytesSent_ = 0;      // guest -> destination
     std::uint64_t bytesReceived_ = 0;  // destination -> guest
     std::chrono::steady_clock::time_point started_;

@@ -24,6 +24,7 @@
 #include "evidence/Findings.hpp"
 #include "evidence/JunitReport.hpp"
 #include "evidence/ReportHtml.hpp"
+#include "protocol/GuestResults.hpp"
 #include "protocol/PathGlob.hpp"
 #include "workspace/WorkspaceService.hpp"
 
@@ -358,7 +359,7 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
             while (!dirs.empty() && !cut) {
                 auto [rel, depth] = dirs.back();
                 dirs.pop_back();
-                json listing;
+                protocol::FsResult listing;
                 try {
                     protocol::FsRequest list;
                     list.action = protocol::FsRequest::Action::list;
@@ -368,15 +369,16 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
                 } catch (const Error&) {
                     continue;
                 }
-                for (const auto& entry : listing.value("entries", json::array())) {
+                if (!listing.entries) continue;
+                for (const auto& entry : *listing.entries) {
                     if (++visited > config_.maxWalkEntries) {
                         cut = true;
                         break;
                     }
-                    std::string name = stringOrEmpty(entry, "name");
+                    const std::string& name = entry.name;
                     std::string path = rel.empty() ? name : rel + "/" + name;
-                    std::string type = stringOrEmpty(entry, "type");
-                    if (type == "directory") {
+                    using Type = protocol::FileEntry::Type;
+                    if (entry.type == Type::directory) {
                         if (name == ".git" || depth >= 32) continue;
                         if (name == "node_modules") {
                             bool asked = false;
@@ -385,10 +387,10 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
                             if (!asked) continue;
                         }
                         dirs.push_back({path, depth + 1});
-                    } else if (type == "file") {
+                    } else if (entry.type == Type::file) {
                         for (const auto& gl : globs)
                             if (protocol::wildmatch(gl, path)) {
-                                found.push_back({path, entry.value("size", std::uint64_t(0))});
+                                found.push_back({path, entry.size});
                                 break;
                             }
                     }

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/FieldReader.hpp"
 #include "protocol/JsonText.hpp"
 #include "protocol/Messages.hpp"
 
@@ -49,63 +50,6 @@ json withUser(json j, const std::string& user) {
     if (!user.empty()) j["user"] = user;
     return j;
 }
-
-// The fields of one open, read with their types checked.
-class OpenFields {
-  public:
-    OpenFields(const std::string& payload, Op op) : what_(opName(op)) {
-        j_ = json::parse(payload, nullptr, false);
-        if (!j_.is_object()) fail("the request is not a JSON object");
-    }
-    std::string string(const char* key, bool required = false) const {
-        auto it = j_.find(key);
-        if (it == j_.end() || it->is_null()) {
-            if (required) fail(std::string("'") + key + "' is required");
-            return {};
-        }
-        if (!it->is_string()) fail(std::string("'") + key + "' must be a string");
-        return it->get<std::string>();
-    }
-    // Absent (or null): nullopt; present, even empty: its value.
-    std::optional<std::string> maybeString(const char* key) const {
-        auto it = j_.find(key);
-        if (it == j_.end() || it->is_null()) return std::nullopt;
-        return string(key);
-    }
-    bool boolean(const char* key) const {
-        auto it = j_.find(key);
-        if (it == j_.end() || it->is_null()) return false;
-        if (!it->is_boolean()) fail(std::string("'") + key + "' must be true or false");
-        return it->get<bool>();
-    }
-    std::optional<std::uint64_t> number(const char* key, std::uint64_t max) const {
-        auto it = j_.find(key);
-        if (it == j_.end() || it->is_null()) return std::nullopt;
-        if (!it->is_number_unsigned() || it->get<std::uint64_t>() > max)
-            fail(std::string("'") + key + "' must be a number from 0 to " + std::to_string(max));
-        return it->get<std::uint64_t>();
-    }
-    std::vector<std::string> strings(const char* key, std::size_t maxCount) const {
-        std::vector<std::string> out;
-        auto it = j_.find(key);
-        if (it == j_.end() || it->is_null()) return out;
-        if (!it->is_array() || it->size() > maxCount)
-            fail(std::string("'") + key + "' must be an array of at most " +
-                 std::to_string(maxCount) + " strings");
-        for (const auto& v : *it) {
-            if (!v.is_string()) fail(std::string("'") + key + "' must hold strings");
-            out.push_back(v.get<std::string>());
-        }
-        return out;
-    }
-
-  private:
-    [[noreturn]] void fail(const std::string& why) const {
-        throw MessageError(std::string(what_) + ": " + why);
-    }
-    std::string_view what_;
-    json j_;
-};
 
 }  // namespace
 
@@ -161,44 +105,44 @@ std::string toJson(const GuestRequest& request) {
 }
 
 FileWriteRequest parseFileWrite(const std::string& payload) {
-    OpenFields f(payload, Op::file_write);
+    auto f = FieldReader::parse(payload, opName(Op::file_write));
     FileWriteRequest r{f.string("path", true), std::nullopt, f.string("user")};
     if (auto mode = f.number("mode", 07777)) r.mode = static_cast<unsigned>(*mode);
     return r;
 }
 
 FileReadRequest parseFileRead(const std::string& payload) {
-    OpenFields f(payload, Op::file_read);
+    auto f = FieldReader::parse(payload, opName(Op::file_read));
     return {f.string("path", true), f.string("user")};
 }
 
 WorkspaceScanRequest parseWorkspaceScan(const std::string& payload) {
-    OpenFields f(payload, Op::workspace_scan);
+    auto f = FieldReader::parse(payload, opName(Op::workspace_scan));
     return {f.string("path", true), f.strings("skip", 1'000'000), f.boolean("ignored"),
             f.string("user")};
 }
 
 ArchiveUnpackRequest parseArchiveUnpack(const std::string& payload) {
-    OpenFields f(payload, Op::archive_unpack);
+    auto f = FieldReader::parse(payload, opName(Op::archive_unpack));
     return {f.string("path", true), f.string("user")};
 }
 
 PortRequest parsePortRequest(Op op, const std::string& payload) {
-    OpenFields f(payload, op);
+    auto f = FieldReader::parse(payload, opName(op));
     auto port = f.number("port", 65535);  // its handler judges 0
     if (!port) throw MessageError(std::string(opName(op)) + ": 'port' is required");
     return {op, static_cast<unsigned>(*port)};
 }
 
 EgressAttachRequest parseEgressAttach(const std::string& payload) {
-    OpenFields f(payload, Op::egress_attach);
+    auto f = FieldReader::parse(payload, opName(Op::egress_attach));
     auto connection = f.number("connection", UINT64_MAX);
     if (!connection) throw MessageError("egress_attach: 'connection' is required");
     return {*connection};
 }
 
 FsRequest parseFsRequest(const std::string& payload) {
-    OpenFields f(payload, Op::fs);
+    auto f = FieldReader::parse(payload, opName(Op::fs));
     FsRequest r;
     std::string action = f.string("action", true);
     bool known = false;
@@ -219,7 +163,7 @@ FsRequest parseFsRequest(const std::string& payload) {
 ProcessCall parseProcessCall(Op op, const std::string& payload) {
     if (!isProcessCall(op) || op == Op::process_start || op == Op::process_logs)
         throw MessageError(std::string(opName(op)) + ": not a process call");
-    OpenFields f(payload, op);
+    auto f = FieldReader::parse(payload, opName(op));
     ProcessCall c;
     c.op = op;
     if (op != Op::process_list) c.id = f.string("id", true);
@@ -233,18 +177,18 @@ ProcessCall parseProcessCall(Op op, const std::string& payload) {
 }
 
 ProcessLogsRequest parseProcessLogs(const std::string& payload) {
-    OpenFields f(payload, Op::process_logs);
+    auto f = FieldReader::parse(payload, opName(Op::process_logs));
     return {f.string("id", true), f.boolean("follow")};
 }
 
 FileWatchRequest parseFileWatch(Op op, const std::string& payload) {
-    OpenFields f(payload, op);
+    auto f = FieldReader::parse(payload, opName(op));
     if (op != Op::file_watch) return {op, {}, {}};
     return {op, f.string("path", true), f.string("mechanism")};
 }
 
 ReseedRequest parseReseed(const std::string& payload) {
-    OpenFields f(payload, Op::reseed);
+    auto f = FieldReader::parse(payload, opName(Op::reseed));
     return {f.string("entropy", true), f.number("time_ns", UINT64_MAX)};
 }
 

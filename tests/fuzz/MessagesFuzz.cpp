@@ -5,6 +5,7 @@
 #include <string>
 
 #include "protocol/GuestCalls.hpp"
+#include "protocol/GuestResults.hpp"
 #include "protocol/Messages.hpp"
 
 using namespace airlock::protocol;
@@ -57,5 +58,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     roundTrips([](const std::string& p) { return parseFsRequest(p); });
     roundTrips([](const std::string& p) { return parseProcessCall(Op::process_stdin, p); });
     roundTrips([](const std::string& p) { return parseProcessCall(Op::process_signal, p); });
+    // The host's readers of the guest's answers: MessageError or a result
+    // that reads back the same.
+    auto answerRoundTrips = [&](auto parse) {
+        try {
+            auto r = parse(payload);
+            auto again = parse(toJsonValue(r).dump());
+            if (toJsonValue(again) != toJsonValue(r)) std::abort();
+        } catch (const MessageError&) {
+        }
+    };
+    auto asJson = [](const std::string& p) { return nlohmann::json::parse(p, nullptr, false); };
+    answerRoundTrips(
+        [&](const std::string& p) { return parseFsResult(FsRequest::Action::list, asJson(p)); });
+    answerRoundTrips(
+        [&](const std::string& p) { return parseFsResult(FsRequest::Action::remove, asJson(p)); });
+    answerRoundTrips([&](const std::string& p) { return parseProcessInfo(asJson(p)); });
+    answerRoundTrips([&](const std::string& p) { return parseProcessList(asJson(p)); });
+    answerRoundTrips([](const std::string& p) { return parseWrittenFile(p); });
+    answerRoundTrips([](const std::string& p) { return parseFileSize(p); });
+    answerRoundTrips([](const std::string& p) { return parseExecStarted(p); });
     return 0;
 }

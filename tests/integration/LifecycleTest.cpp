@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <set>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "agentclient/AgentConnection.hpp"
 #include "controller/SandboxController.hpp"
@@ -113,7 +113,7 @@ class Lifecycle : public ::testing::Test {
             world->controller->shutdown();
             for (const auto& r : world->controller->list("t"))
                 world->controller->destroy("t", r.id);
-            for (const auto& s : world->controller->listSnapshots("t"))
+            for (const auto& s : world->controller->snapshots().list("t"))
                 world->controller->deleteSnapshot("t", s.id);
         }
         delete world;

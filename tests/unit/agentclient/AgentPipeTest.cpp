@@ -170,3 +170,68 @@ TEST_F(AgentPipeTest, AStreamOpenedAfterFinishIsCancelledAndDeliversNothing) {
 
 }  // namespace
 }  // namespace airlock
+
+namespace airlock {
+namespace {
+
+// A queue whose socket is not ready yet (egress before its destination
+// answers): chunks wait for the writer, the bridge's own bytes go first,
+// unwritten ones can be dropped, and the end runs after everything before it.
+TEST_F(AgentPipeTest, ChunksWaitForTheWriterAndKeepTheirOrder) {
+    AgentPipe pipe(strand, workers);
+    std::vector<std::string> written;
+    std::function<void(bool)> pending;  // the write in flight, completed by the test
+    bool ended = false;
+    auto chunk = [](std::string bytes) {
+        AgentPipe::Chunk c;
+        c.credit = bytes.size();
+        c.bytes = std::move(bytes);
+        return c;
+    };
+    onStrand([&] {
+        pipe.send(owner, chunk("body-1"));
+        pipe.send(owner, chunk("body-2"));
+        EXPECT_FALSE(pipe.writing()) << "no writer yet: nothing is written";
+        pipe.setWriter([&](const AgentPipe::Chunk& c, std::function<void(bool)> done) {
+            written.push_back(c.bytes);
+            pending = std::move(done);
+        });
+        pipe.onEnd([&] { ended = true; });
+        AgentPipe::Chunk head;
+        head.bytes = "HEAD";
+        pipe.sendFirst(owner, std::move(head));
+        pipe.flush(owner);
+        ASSERT_EQ(written, std::vector<std::string>{"HEAD"});
+        // While one is written, a first chunk goes right after it.
+        pipe.sendFirst(owner, chunk("next"));
+        std::exchange(pending, nullptr)(true);
+        EXPECT_EQ(written.back(), "next");
+        std::exchange(pending, nullptr)(true);
+        EXPECT_EQ(written.back(), "body-1");
+        // The one in flight stays; the rest are dropped, and so is the end
+        // marker behind them.
+        AgentPipe::Chunk end;
+        end.end = true;
+        pipe.send(owner, std::move(end));
+        pipe.discardQueued();
+        EXPECT_TRUE(pipe.writing()) << "the write in flight goes on";
+        std::exchange(pending, nullptr)(true);
+        EXPECT_FALSE(pipe.queued());
+        EXPECT_FALSE(pipe.writing());
+        EXPECT_EQ(written, (std::vector<std::string>{"HEAD", "next", "body-1"}));
+        EXPECT_FALSE(ended);
+        // An end marker runs after what was queued before it.
+        pipe.send(owner, chunk("last"));
+        AgentPipe::Chunk end2;
+        end2.end = true;
+        pipe.send(owner, std::move(end2));
+        EXPECT_FALSE(ended);
+        std::exchange(pending, nullptr)(true);
+        EXPECT_TRUE(ended);
+        EXPECT_EQ(written.back(), "last");
+        pipe.finish();
+    });
+}
+
+}  // namespace
+}  // namespace airlock

@@ -17,85 +17,14 @@
 #include "protocol/Frame.hpp"
 #include "protocol/FrameDecoder.hpp"
 #include "protocol/Messages.hpp"
+#include "support/FakeGuest.hpp"
 
 namespace airlock {
 namespace {
 using namespace std::chrono_literals;
 using protocol::Frame;
 using protocol::FrameType;
-
-// A scripted guest: answers the hello, then runs `script` with helpers to
-// read the host's frames and write any bytes.
-class FakeGuest {
-  public:
-    using Script = std::function<void(FakeGuest&)>;
-    explicit FakeGuest(Script script) {
-        int fds[2];
-        if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
-            throw std::runtime_error("socketpair");
-        host_.reset(fds[0]);
-        guest_.reset(fds[1]);
-        thread_ = std::thread([this, script = std::move(script)] {
-            try {
-                Frame hello;
-                if (!read(hello, 5s) || hello.type != FrameType::hello) return;
-                auto h = protocol::parseHello(hello.payload);
-                send(FrameType::hello_ack, 0,
-                     protocol::toJson(protocol::HelloAck{1, h.nonce, 1, "fake"}));
-                script(*this);
-            } catch (...) {
-            }
-            done_ = true;
-        });
-    }
-    ~FakeGuest() {
-        stop_ = true;
-        ::shutdown(guest_.get(), SHUT_RDWR);
-        thread_.join();
-    }
-    UniqueFd takeHostEnd() { return std::move(host_); }
-
-    bool read(Frame& out, std::chrono::milliseconds wait) {
-        auto deadline = std::chrono::steady_clock::now() + wait;
-        char buf[65536];
-        while (!stop_) {
-            if (decoder_.next(out) == protocol::FrameDecoder::Result::frame) return true;
-            if (std::chrono::steady_clock::now() > deadline) return false;
-            pollfd p{guest_.get(), POLLIN, 0};
-            if (::poll(&p, 1, 50) <= 0) continue;
-            ssize_t n = ::read(guest_.get(), buf, sizeof buf);
-            if (n <= 0) return false;
-            decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
-        }
-        return false;
-    }
-    // The next frame of a type (others, like window grants, are skipped).
-    bool readType(FrameType type, Frame& out, std::chrono::milliseconds wait = 5s) {
-        auto deadline = std::chrono::steady_clock::now() + wait;
-        while (std::chrono::steady_clock::now() < deadline)
-            if (read(out, 200ms) && out.type == type) return true;
-        return false;
-    }
-    void send(FrameType type, std::uint32_t stream, std::string_view payload,
-              std::uint8_t flags = 0) {
-        writeRaw(protocol::encodeFrame(type, stream, payload, flags));
-    }
-    void writeRaw(const std::string& bytes) {
-        std::size_t off = 0;
-        while (off < bytes.size()) {
-            ssize_t n = ::send(guest_.get(), bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-            if (n <= 0) return;
-            off += static_cast<std::size_t>(n);
-        }
-    }
-    std::atomic<bool> stop_{false};
-    std::atomic<bool> done_{false};
-
-  private:
-    UniqueFd host_, guest_;
-    protocol::FrameDecoder decoder_;
-    std::thread thread_;
-};
+using test::FakeGuest;
 
 struct Reported {
     std::mutex mutex;

@@ -24,17 +24,16 @@ class GuestProcessesTest : public ::testing::Test {
         o.user = "root";  // the in-process agent runs on the host
         return o;
     }
-    nlohmann::json call(protocol::Op op, const std::string& processId = "") {
+    protocol::ProcessInfo call(protocol::Op op, const std::string& processId = "") {
         protocol::ProcessCall c;
         c.op = op;
         c.id = processId;
         c.signal = "KILL";
         return processes.call("t1", id(), c);
     }
-    std::size_t listed() {
-        auto list = call(protocol::Op::process_list);
-        auto it = list.find("processes");
-        return it != list.end() && it->is_array() ? it->size() : 0;
+    std::size_t listed() { return processes.list("t1", id()).processes.size(); }
+    static std::string text(const protocol::ProcessInfo& p) {
+        return protocol::toJsonValue(p).dump();
     }
 };
 
@@ -60,7 +59,7 @@ TEST_F(GuestProcessesTest, AStoppedOrForeignSandboxAnswersBeforeThePolicyIsAsked
 
 TEST_F(GuestProcessesTest, OnlyProcessCallsPassThisDoor) {
     for (auto op : {protocol::Op::exec, protocol::Op::fs, protocol::Op::process_start,
-                    protocol::Op::process_logs, protocol::Op::tunnel})
+                    protocol::Op::process_list, protocol::Op::process_logs, protocol::Op::tunnel})
         EXPECT_EQ(test::codeOf([&] { call(op); }), ErrorCode::bad_request) << protocol::opName(op);
 }
 
@@ -68,13 +67,15 @@ TEST_F(GuestProcessesTest, AProcessGetsItsSecretsAndEverythingItShowsIsMasked) {
     access.secrets = {"s3cr3t-Value-8812"};
     auto started = processes.start(
         "t1", id(), command("echo \"$SECRET_0\"; sleep 30 # s3cr3t-Value-8812"), false);
-    EXPECT_EQ(started.dump().find("s3cr3t-Value-8812"), std::string::npos) << started.dump();
-    std::string pid = started.value("id", "");
-    ASSERT_FALSE(pid.empty()) << started.dump();
+    EXPECT_EQ(text(started).find("s3cr3t-Value-8812"), std::string::npos) << text(started);
+    ASSERT_GT(started.pid, 0u);
+    EXPECT_TRUE(started.running);
+    std::string pid = std::to_string(started.pid);
     auto one = call(protocol::Op::process_get, pid);
-    EXPECT_EQ(one.dump().find("s3cr3t-Value-8812"), std::string::npos) << one.dump();
-    EXPECT_NE(one.dump().find("***"), std::string::npos)
-        << "the command is shown, masked: " << one.dump();
+    EXPECT_EQ(one.pid, started.pid);
+    EXPECT_EQ(text(one).find("s3cr3t-Value-8812"), std::string::npos) << text(one);
+    EXPECT_NE(text(one).find("***"), std::string::npos)
+        << "the command is shown, masked: " << text(one);
 
     // Its log: the secret it was given reached it (it printed it), masked on the way out.
     std::mutex m;

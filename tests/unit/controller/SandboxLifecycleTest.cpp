@@ -95,11 +95,11 @@ TEST_F(SandboxLifecycleTest, SnapshotOfAMemoryOnlySandboxAndItsClones) {
     auto bigger = fromSnapshot(snap.id);
     bigger.memoryMib = 512;
     EXPECT_EQ(codeOf([&] { controller->create("t1", bigger); }), ErrorCode::bad_request);
-    EXPECT_EQ(controller->listSnapshots("t1").size(), 1u);
-    EXPECT_TRUE(controller->listSnapshots("t2").empty());
+    EXPECT_EQ(controller->snapshots().list("t1").size(), 1u);
+    EXPECT_TRUE(controller->snapshots().list("t2").empty());
 
     controller->deleteSnapshot("t1", snap.id);
-    EXPECT_EQ(codeOf([&] { controller->getSnapshot("t1", snap.id); }), ErrorCode::not_found);
+    EXPECT_EQ(codeOf([&] { controller->snapshots().get("t1", snap.id); }), ErrorCode::not_found);
     EXPECT_FALSE(fs::exists(sdir)) << "without a disk layer nothing has to wait for the clones";
     for (const auto& id : {src.id, c1.id, c2.id}) controller->destroy("t1", id);
     EXPECT_EQ(entries(dir.path() + "/sandboxes"), 0u);
@@ -108,7 +108,6 @@ TEST_F(SandboxLifecycleTest, SnapshotOfAMemoryOnlySandboxAndItsClones) {
 }
 
 TEST_F(SandboxLifecycleTest, DiskGibSizesEveryOverlayOfASandboxAndItsClones) {
-    constexpr std::uint64_t kGiB = 1024ull * 1024 * 1024;
     auto sized = fromTemplate("disky");
     sized.diskGib = 3;
     auto src = controller->create("t1", sized);
@@ -189,7 +188,7 @@ TEST_F(SandboxLifecycleTest, DiskLayersAreFrozenSharedAndCollectedWithTheirLastR
 
     // Deleting the first snapshot hides it but keeps the layer its readers need.
     controller->deleteSnapshot("t1", snap.id);
-    EXPECT_TRUE(controller->listSnapshots("t1").size() == 1u);
+    EXPECT_TRUE(controller->snapshots().list("t1").size() == 1u);
     EXPECT_TRUE(fs::exists(layer));
     controller->destroy("t1", src.id);
     controller->destroy("t1", clone.id);
@@ -282,7 +281,7 @@ TEST_F(SandboxLifecycleTest, RecoverFinishesAPauseAndDropsAHalfTakenSnapshot) {
 TEST_F(SandboxLifecycleTest, WarmTemplateCreatesRestoreAndColdStaysAvailable) {
     controller->warmTemplate("minimal");
     EXPECT_TRUE(controller->hasWarmSnapshot("minimal"));
-    EXPECT_TRUE(controller->listSnapshots("t1").empty()) << "warm snapshots belong to no tenant";
+    EXPECT_TRUE(controller->snapshots().list("t1").empty()) << "warm snapshots belong to no tenant";
     EXPECT_TRUE(store->list(TenantScope::all()).empty())
         << "the sandbox that was snapshotted is gone";
     auto warm = controller->create("t1", CreateSandboxRequest{});

@@ -31,7 +31,7 @@ class SandboxTenantsTest : public test::ControllerFixture {
         acme.quota.snapshots = 1;
         acme.quota.vcpus = 3;
         acme.quota.concurrentExecs = 1;
-        controller->putTenant(acme);
+        controller->tenants().put(acme);
     }
     static CreateSandboxRequest allowing(std::vector<std::string> allow) {
         CreateSandboxRequest r;
@@ -91,7 +91,7 @@ TEST_F(SandboxTenantsTest, PackageRulesStartFromTheTenantsAndAnAgentMayOnlyTight
             nlohmann::json::parse(R"({"npm":{"deny":["left-pad"],"min_age_days":7}})"))
             .toJson()
             .dump();
-    controller->putTenant(beta);
+    controller->tenants().put(beta);
     auto rulesOf = [&](const SandboxRecord& r) {
         return packages::PackageRules::fromStored(r.packagesJson);
     };
@@ -136,7 +136,7 @@ TEST_F(SandboxTenantsTest, QuotasAreCheckedBeforeAnythingStartsAndFreedWithTheir
         EXPECT_NE(std::string(e.what()).find("sandboxes"), std::string::npos) << e.what();
     }
     EXPECT_EQ(hypervisor.count(), domains) << "no VM was started";
-    auto u = controller->usageOf("acme");
+    auto u = controller->tenants().usageOf("acme");
     EXPECT_EQ(u.sandboxes, 2u);
     EXPECT_EQ(u.vcpus, 3u);
     controller->destroy("acme", a.id);
@@ -150,10 +150,10 @@ TEST_F(SandboxTenantsTest, QuotasAreCheckedBeforeAnythingStartsAndFreedWithTheir
     EXPECT_EQ(codeOf([&] { controller->snapshot("acme", c.id); }), ErrorCode::quota_exceeded);
     controller->deleteSnapshot("acme", snap.id);
     EXPECT_NO_THROW(controller->deleteSnapshot("acme", controller->snapshot("acme", c.id).id));
-    EXPECT_EQ(controller->usageOf("acme").snapshots, 0u);
+    EXPECT_EQ(controller->tenants().usageOf("acme").snapshots, 0u);
     controller->destroy("acme", b.id);
     controller->destroy("acme", c.id);
-    EXPECT_EQ(controller->usageOf("acme").sandboxes, 0u);
+    EXPECT_EQ(controller->tenants().usageOf("acme").sandboxes, 0u);
 }
 
 // Two snapshots at once (of two sandboxes, so no sandbox lock orders them)
@@ -189,12 +189,13 @@ TEST_F(SandboxTenantsTest, ConcurrentExecsAreHeldToTheQuotaAndReleasedWhenTheyEn
         "acme", s.id, shell("sleep 1"),
         [&](std::optional<ExecOutput>, std::exception_ptr) { ended.set_value(); });
     ASSERT_FALSE(pending);
-    EXPECT_EQ(controller->usageOf("acme").concurrentExecs, 1u);
+    EXPECT_EQ(controller->tenants().usageOf("acme").concurrentExecs, 1u);
     EXPECT_EQ(codeOf([&] { controller->submitExec("acme", s.id, shell("true")); }),
               ErrorCode::quota_exceeded);
     ended.get_future().wait();
-    ASSERT_TRUE(test::waitFor([&] { return controller->usageOf("acme").concurrentExecs == 0; },
-                              std::chrono::seconds(5)));
+    ASSERT_TRUE(
+        test::waitFor([&] { return controller->tenants().usageOf("acme").concurrentExecs == 0; },
+                      std::chrono::seconds(5)));
     auto again = controller->submitExec("acme", s.id, shell("echo again"));
     ASSERT_TRUE(again.output);
     EXPECT_EQ(again.output->stdoutData, "again\n");

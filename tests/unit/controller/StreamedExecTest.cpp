@@ -65,13 +65,13 @@ class StreamedExecTest : public test::ControllerFixture {
         o.argv = {"/bin/sh", "-c", script};
         o.user = "root";
         auto started = controller->processes().start("t1", s.id, o, false);
-        std::string pid = started.at("id").get<std::string>();
+        std::string pid = std::to_string(started.pid);
         bool exited = test::waitFor(
             [&] {
                 protocol::ProcessCall get;
                 get.op = protocol::Op::process_get;
                 get.id = pid;
-                return controller->processes().call("t1", s.id, get).value("state", "") == "exited";
+                return !controller->processes().call("t1", s.id, get).running;
             },
             10s);
         EXPECT_TRUE(exited) << "process " << pid << " did not exit";

@@ -78,24 +78,29 @@ TEST(E2bWire, ConnectCodesAndStatuses) {
 }
 
 TEST(E2bWire, EntryInfoIsEnvdsShape) {
-    nlohmann::json agent{
-        {"name", "a.txt"}, {"path", "/home/user/a.txt"},      {"type", "file"}, {"size", 9},
-        {"mode", "0644"},  {"mtime", "2026-01-02T03:04:05Z"}, {"uid", 1000},    {"gid", 1000}};
+    using Type = protocol::FileEntry::Type;
+    protocol::FileEntry agent{"a.txt", "/home/user/a.txt",     Type::file, 9,
+                              "0644",  "2026-01-02T03:04:05Z", 1000,       1000};
     auto e = entryInfo(agent);
+    EXPECT_EQ(e["name"], "a.txt");
+    EXPECT_EQ(e["path"], "/home/user/a.txt");
     EXPECT_EQ(e["type"], "FILE_TYPE_FILE");
     EXPECT_EQ(e["size"], "9");  // int64 is a string in proto3 JSON
     EXPECT_EQ(e["mode"], 0644);
     EXPECT_EQ(e["permissions"], "-rw-r--r--");
     EXPECT_EQ(e["owner"], "user");
     EXPECT_EQ(e["modifiedTime"], "2026-01-02T03:04:05Z");
-    agent["type"] = "directory";
-    agent["mode"] = "0755";
-    agent["uid"] = 0;
+    agent.type = Type::directory;
+    agent.mode = "0755";
+    agent.uid = 0;
+    agent.gid = 4242;
     e = entryInfo(agent);
     EXPECT_EQ(e["type"], "FILE_TYPE_DIRECTORY");
     EXPECT_EQ(e["permissions"], "drwxr-xr-x");
     EXPECT_EQ(e["owner"], "root");
-    EXPECT_EQ(entryInfo(nlohmann::json::object())["type"], "FILE_TYPE_UNSPECIFIED");
+    EXPECT_EQ(e["group"], "4242");
+    agent.type = Type::other;
+    EXPECT_EQ(entryInfo(agent)["type"], "FILE_TYPE_UNSPECIFIED");
 }
 
 TEST(E2bWire, TokensArePerSandboxAndKeyed) {

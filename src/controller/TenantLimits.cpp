@@ -1,7 +1,6 @@
-// Tenants (SandboxController): their command rules are the floor under every
-// sandbox's own, their network allowlist bounds the sandboxes', and their
-// quotas are checked before anything starts.
-#include "controller/SandboxController.hpp"
+#include "controller/TenantLimits.hpp"
+
+#include "controller/DiskLayers.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "egress/EgressAllowlist.hpp"
@@ -18,20 +17,26 @@ bool overlaps(const std::string& a, const std::string& b) {
 }
 }  // namespace
 
-std::optional<TenantRecord> SandboxController::tenantOf(const std::string& tenant) const {
-    if (!config_.tenants || tenant.empty() || tenant[0] == '_') return std::nullopt;
-    return config_.tenants->find(tenant);
+TenantLimits::TenantLimits(TenantStore* tenants, const policy::PolicyRules& operatorRules,
+                           SandboxStore& sandboxes, SnapshotStore& snapshots)
+    : tenants_(tenants),
+      operatorRules_(operatorRules),
+      sandboxes_(sandboxes),
+      snapshots_(snapshots) {}
+
+std::optional<TenantRecord> TenantLimits::bindingOf(const std::string& tenant) const {
+    if (!tenants_ || tenant.empty() || tenant[0] == '_') return std::nullopt;
+    return tenants_->find(tenant);
 }
 
-void SandboxController::requireWithinFloor(const std::string& tenant,
-                                           const policy::PolicyRules& rules,
-                                           const std::vector<std::string>& networkAllow) const {
-    auto t = tenantOf(tenant);
+void TenantLimits::requireWithinFloor(const std::string& tenant, const policy::PolicyRules& rules,
+                                      const std::vector<std::string>& networkAllow) const {
+    auto t = bindingOf(tenant);
     struct Floor {
         const std::vector<std::string>* rules;
         const char* what;
     };
-    const auto& op = config_.operatorRules;
+    const auto& op = operatorRules_;
     std::vector<Floor> floors{{&op.deny, "the operator's deny rule"},
                               {&op.approve, "the operator's approve rule"}};
     if (t) {
@@ -60,9 +65,9 @@ void SandboxController::requireWithinFloor(const std::string& tenant,
         }
 }
 
-TenantUsage SandboxController::usageOf(const std::string& tenant) {
+TenantUsage TenantLimits::usageOf(const std::string& tenant) {
     TenantUsage u;
-    for (const auto& r : store_.list(TenantScope::only(tenant))) {
+    for (const auto& r : sandboxes_.list(TenantScope::only(tenant))) {
         if (r.state != SandboxState::creating && r.state != SandboxState::running &&
             r.state != SandboxState::paused)
             continue;
@@ -77,8 +82,8 @@ TenantUsage SandboxController::usageOf(const std::string& tenant) {
     return u;
 }
 
-void SandboxController::requireSandboxQuota(const SandboxRecord& r) {
-    auto t = tenantOf(r.tenant);
+void TenantLimits::requireSandboxQuota(const SandboxRecord& r) {
+    auto t = bindingOf(r.tenant);
     if (!t) return;
     auto u = usageOf(r.tenant);
     auto check = [&](const char* name, const std::optional<std::uint64_t>& limit,
@@ -95,8 +100,8 @@ void SandboxController::requireSandboxQuota(const SandboxRecord& r) {
     check("disk_gib", t->quota.diskGib, u.diskGib, r.diskBytes / kGiB);
 }
 
-void SandboxController::requireSnapshotQuota(const std::string& tenant) {
-    auto t = tenantOf(tenant);
+void TenantLimits::requireSnapshotQuota(const std::string& tenant) {
+    auto t = bindingOf(tenant);
     if (!t || !t->quota.snapshots) return;
     auto u = usageOf(tenant);
     if (u.snapshots + 1 > *t->quota.snapshots)
@@ -105,25 +110,25 @@ void SandboxController::requireSnapshotQuota(const std::string& tenant) {
                                                    std::to_string(*t->quota.snapshots) + ")");
 }
 
-SandboxController::ExecSlot SandboxController::acquireExecSlot(const std::string& tenant) {
-    auto t = tenantOf(tenant);
+TenantLimits::ExecSlot TenantLimits::acquireExecSlot(const std::string& tenant) {
+    auto t = bindingOf(tenant);
     return execSlots_.acquire(tenant, t ? t->quota.concurrentExecs : std::nullopt);
 }
 
-TenantRecord SandboxController::putTenant(TenantRecord t) {
-    if (!config_.tenants) throw Error(ErrorCode::internal, "this server keeps no tenants");
+TenantRecord TenantLimits::put(TenantRecord t) {
+    if (!tenants_) throw Error(ErrorCode::internal, "this server keeps no tenants");
     if (t.networkSet) egress::EgressAllowlist::parse(t.networkAllow);  // bad entries: bad_request
     t.updatedAt = nowTimestamp();
-    config_.tenants->put(t);
+    tenants_->put(t);
     return t;
 }
 
-std::optional<TenantRecord> SandboxController::findTenant(const std::string& name) {
-    return config_.tenants ? config_.tenants->find(name) : std::nullopt;
+std::optional<TenantRecord> TenantLimits::find(const std::string& name) const {
+    return tenants_ ? tenants_->find(name) : std::nullopt;
 }
 
-std::vector<TenantRecord> SandboxController::listTenants() {
-    return config_.tenants ? config_.tenants->list() : std::vector<TenantRecord>{};
+std::vector<TenantRecord> TenantLimits::list() const {
+    return tenants_ ? tenants_->list() : std::vector<TenantRecord>{};
 }
 
 }  // namespace airlock

@@ -1,0 +1,68 @@
+#pragma once
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "controller/TenantExecSlots.hpp"
+#include "core/KeyedMutexes.hpp"
+#include "policy/CommandPolicy.hpp"
+#include "store/SandboxStore.hpp"
+#include "store/SnapshotStore.hpp"
+#include "store/TenantStore.hpp"
+
+namespace airlock {
+
+// A tenant's bounds on what its sandboxes may be and do: the operator's and
+// its own deny and approve rules are the floor under every sandbox's allow
+// rules, its network rules bound every sandbox's allowlist, and its quotas
+// (sandboxes, vcpus, memory, disk, snapshots, concurrent execs) are checked
+// before anything starts. Internal tenants ("_warm", "_spare") have none.
+// Locks of its own: one per tenant to check and count in one step
+// (quotaLock), and the exec slots'.
+class TenantLimits {
+  public:
+    // tenants: none keeps no tenant records (every tenant unbounded).
+    TenantLimits(TenantStore* tenants, const policy::PolicyRules& operatorRules,
+                 SandboxStore& sandboxes, SnapshotStore& snapshots);
+
+    // The record whose rules and quotas bind a tenant's sandboxes; none for
+    // an internal or empty tenant, or when the server keeps no tenants.
+    std::optional<TenantRecord> bindingOf(const std::string& tenant) const;
+    // The admin's view (PUT, GET /v1/tenants).
+    TenantRecord put(TenantRecord t);  // network entries checked (bad_request)
+    std::optional<TenantRecord> find(const std::string& name) const;
+    std::vector<TenantRecord> list() const;
+    // What a tenant holds now: live sandboxes and their resources,
+    // snapshots, execs in flight.
+    TenantUsage usageOf(const std::string& tenant);
+
+    // Error(forbidden) when a sandbox's allow rules would open what the
+    // operator's or its tenant's deny/approve rules close (or every command),
+    // or its network allowlist reaches outside the tenant's.
+    void requireWithinFloor(const std::string& tenant, const policy::PolicyRules& rules,
+                            const std::vector<std::string>& networkAllow) const;
+
+    // Held while a quota is checked and what it counts is written: two
+    // creates (or snapshots) at once cannot both take a tenant's last unit.
+    std::shared_ptr<std::mutex> quotaLock(const std::string& tenant) {
+        return quotaLocks_.of(tenant);
+    }
+    void requireSandboxQuota(const SandboxRecord& r);  // Error(quota_exceeded)
+    void requireSnapshotQuota(const std::string& tenant);
+    // One of the tenant's concurrent_execs, released when the last copy goes
+    // (Error(quota_exceeded) when none is free).
+    using ExecSlot = TenantExecSlots::Slot;
+    ExecSlot acquireExecSlot(const std::string& tenant);
+
+  private:
+    TenantStore* tenants_;
+    const policy::PolicyRules& operatorRules_;
+    SandboxStore& sandboxes_;
+    SnapshotStore& snapshots_;
+    KeyedMutexes quotaLocks_;
+    TenantExecSlots execSlots_;
+};
+
+}  // namespace airlock

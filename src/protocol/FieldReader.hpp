@@ -1,0 +1,47 @@
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace airlock::protocol {
+
+// The fields of one message from the other side, read with their types and
+// bounds checked: anything else throws MessageError naming the message
+// (`what`) and the field. Fields it is not asked for are ignored.
+class FieldReader {
+  public:
+    // MessageError unless `object` is a JSON object.
+    FieldReader(nlohmann::json object, std::string_view what);
+    // The same, from a frame's payload.
+    static FieldReader parse(const std::string& payload, std::string_view what);
+
+    // Absent (or null): "" or, when required, an error.
+    std::string string(const char* key, bool required = false,
+                       std::size_t maxBytes = SIZE_MAX) const;
+    // Absent (or null): nullopt; present, even empty: its value.
+    std::optional<std::string> maybeString(const char* key, std::size_t maxBytes = SIZE_MAX) const;
+    bool boolean(const char* key) const;  // absent: false
+    // An integer from 0 to max; absent (or null): nullopt.
+    std::optional<std::uint64_t> number(const char* key, std::uint64_t max) const;
+    std::uint64_t requiredNumber(const char* key, std::uint64_t max) const;
+    // A signed integer in [min, max]; absent (or null): nullopt.
+    std::optional<std::int64_t> integer(const char* key, std::int64_t min, std::int64_t max) const;
+    std::vector<std::string> strings(const char* key, std::size_t maxCount,
+                                     std::size_t maxBytes = SIZE_MAX) const;
+    // An array of at most maxCount objects (absent: nullopt), each read by
+    // its own reader.
+    std::optional<std::vector<FieldReader>> objects(const char* key, std::size_t maxCount) const;
+    bool has(const char* key) const;
+
+    [[noreturn]] void fail(const std::string& why) const;
+
+  private:
+    const nlohmann::json* find(const char* key) const;
+    std::string_view what_;
+    nlohmann::json j_;
+};
+
+}  // namespace airlock::protocol

@@ -1,0 +1,188 @@
+#include "protocol/GuestResults.hpp"
+
+#include <cstdio>
+
+#include "protocol/FieldReader.hpp"
+#include "protocol/Messages.hpp"
+
+namespace airlock::protocol {
+using json = nlohmann::json;
+
+namespace {
+
+constexpr std::size_t kTimestampBytes = 32;
+
+bool isMode(const std::string& mode) {
+    return mode.size() == 4 && mode.find_first_not_of("01234567") == std::string::npos;
+}
+
+FileEntry readEntry(const FieldReader& f) {
+    FileEntry e;
+    e.name = f.string("name", true, kMaxGuestName);
+    e.path = f.string("path", true, kMaxGuestPath);
+    if (e.name.empty()) f.fail("'name' must not be empty");
+    if (e.path.empty() || e.path[0] != '/') f.fail("'path' must be absolute");
+    std::string type = f.string("type", true);
+    bool known = false;
+    for (auto t : {FileEntry::Type::file, FileEntry::Type::directory, FileEntry::Type::symlink,
+                   FileEntry::Type::other})
+        if (typeName(t) == type) {
+            e.type = t;
+            known = true;
+        }
+    if (!known) f.fail("'type' must be file, directory, symlink or other");
+    e.size = f.requiredNumber("size", INT64_MAX);
+    e.mode = f.string("mode", true);
+    if (!isMode(e.mode)) f.fail("'mode' must be four octal digits");
+    e.mtime = f.string("mtime", true, kTimestampBytes);
+    e.uid = static_cast<std::uint32_t>(f.requiredNumber("uid", UINT32_MAX));
+    e.gid = static_cast<std::uint32_t>(f.requiredNumber("gid", UINT32_MAX));
+    return e;
+}
+
+ProcessInfo readProcess(const FieldReader& f) {
+    ProcessInfo p;
+    p.pid = static_cast<std::uint32_t>(f.requiredNumber("pid", kMaxGuestPid));
+    if (p.pid == 0 || f.string("id", true) != std::to_string(p.pid))
+        f.fail("'id' must be the process's pid in decimal");
+    p.cmd = f.strings("cmd", kMaxArgv, kMaxArgBytes);
+    std::string state = f.string("state", true);
+    if (state != "running" && state != "exited") f.fail("'state' must be running or exited");
+    p.running = state == "running";
+    p.startedAt = f.string("started_at", true, kTimestampBytes);
+    p.outputBytes = f.requiredNumber("output_bytes", INT64_MAX);
+    if (!p.running) {
+        if (auto code = f.integer("exit_code", INT32_MIN, INT32_MAX))
+            p.exitCode = static_cast<int>(*code);
+        if (auto sig = f.integer("signal", 1, 128)) p.signal = static_cast<int>(*sig);
+    }
+    return p;
+}
+
+}  // namespace
+
+std::string typeName(FileEntry::Type type) {
+    switch (type) {
+        case FileEntry::Type::file:
+            return "file";
+        case FileEntry::Type::directory:
+            return "directory";
+        case FileEntry::Type::symlink:
+            return "symlink";
+        case FileEntry::Type::other:
+            return "other";
+    }
+    return "other";
+}
+
+json toJsonValue(const FileEntry& e) {
+    return {{"name", e.name}, {"path", e.path}, {"type", typeName(e.type)},
+            {"size", e.size}, {"mode", e.mode}, {"mtime", e.mtime},
+            {"uid", e.uid},   {"gid", e.gid}};
+}
+
+json toJsonValue(const FsResult& r) {
+    if (r.removed) return {{"removed", *r.removed}};
+    json j = r.entry ? toJsonValue(*r.entry) : json::object();
+    if (r.entries) {
+        json entries = json::array();
+        for (const auto& e : *r.entries) entries.push_back(toJsonValue(e));
+        j["entries"] = std::move(entries);
+    }
+    if (r.truncated) j["truncated"] = true;
+    return j;
+}
+
+json toJsonValue(const WrittenFile& w) {
+    if (w.entry) return toJsonValue(*w.entry);
+    return {{"path", w.path}, {"size", w.size}};
+}
+
+json toJsonValue(const ProcessInfo& p) {
+    json j{{"id", std::to_string(p.pid)},
+           {"pid", p.pid},
+           {"cmd", p.cmd},
+           {"state", p.running ? "running" : "exited"},
+           {"started_at", p.startedAt},
+           {"output_bytes", p.outputBytes}};
+    if (!p.running) {
+        if (p.exitCode) j["exit_code"] = *p.exitCode;
+        if (p.signal) j["signal"] = *p.signal;
+    }
+    return j;
+}
+
+json toJsonValue(const ProcessList& list) {
+    json processes = json::array();
+    for (const auto& p : list.processes) processes.push_back(toJsonValue(p));
+    return {{"processes", std::move(processes)}};
+}
+
+json toJsonValue(const FileSize& size) { return {{"size", size.size}}; }
+
+json toJsonValue(const ExecStarted& started) { return {{"pid", started.pid}}; }
+
+FileEntry parseFileEntry(const json& answer) {
+    return readEntry(FieldReader(answer, "file entry"));
+}
+
+FsResult parseFsResult(FsRequest::Action action, const json& answer) {
+    FieldReader f(answer, "fs result");
+    FsResult r;
+    if (action == FsRequest::Action::remove) {
+        r.removed = f.string("removed", true, kMaxGuestPath);
+        return r;
+    }
+    r.entry = readEntry(f);
+    if (action == FsRequest::Action::list) {
+        if (auto entries = f.objects("entries", kMaxListEntries)) {
+            if (r.entry->type != FileEntry::Type::directory) f.fail("only a directory has entries");
+            r.entries.emplace();
+            r.entries->reserve(entries->size());
+            for (const auto& e : *entries) r.entries->push_back(readEntry(e));
+        }
+        r.truncated = f.boolean("truncated");
+    }
+    return r;
+}
+
+WrittenFile parseWrittenFile(const std::string& payload) {
+    auto f = FieldReader::parse(payload, "file_write result");
+    WrittenFile w;
+    if (f.has("type")) {
+        w.entry = readEntry(f);
+        w.path = w.entry->path;
+        w.size = w.entry->size;
+        return w;
+    }
+    w.path = f.string("path", true, kMaxGuestPath);
+    w.size = f.requiredNumber("size", INT64_MAX);
+    return w;
+}
+
+FileSize parseFileSize(const std::string& payload) {
+    return {FieldReader::parse(payload, "file size").requiredNumber("size", INT64_MAX)};
+}
+
+ExecStarted parseExecStarted(const std::string& payload) {
+    auto f = FieldReader::parse(payload, "exec start");
+    auto pid = f.requiredNumber("pid", kMaxGuestPid);
+    if (pid == 0) f.fail("'pid' must not be 0");
+    return {static_cast<std::uint32_t>(pid)};
+}
+
+ProcessInfo parseProcessInfo(const json& answer) {
+    return readProcess(FieldReader(answer, "process"));
+}
+
+ProcessList parseProcessList(const json& answer) {
+    FieldReader f(answer, "process list");
+    auto processes = f.objects("processes", kMaxGuestProcesses);
+    if (!processes) f.fail("'processes' is required");
+    ProcessList list;
+    list.processes.reserve(processes->size());
+    for (const auto& p : *processes) list.processes.push_back(readProcess(p));
+    return list;
+}
+
+}  // namespace airlock::protocol

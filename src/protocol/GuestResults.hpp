@@ -1,0 +1,100 @@
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/GuestCalls.hpp"
+
+namespace airlock::protocol {
+
+// The guest's answers, one struct per result. The guest builds them and
+// sends toJson(); the host reads them with the parse functions. On the host
+// every field is the word of root in the guest: each parse checks every
+// field's type and bounds and throws MessageError on anything else (the host
+// answers 502; no shape the API does not describe reaches a client). Fields
+// a parse does not know are dropped.
+
+inline constexpr std::size_t kMaxGuestPath = 4096;
+inline constexpr std::size_t kMaxGuestName = 255;      // a Linux file name
+inline constexpr std::size_t kMaxListEntries = 10000;  // one fs list
+inline constexpr std::size_t kMaxGuestProcesses = 1024;
+inline constexpr std::uint32_t kMaxGuestPid = 1u << 22;  // Linux's PID_MAX_LIMIT
+
+// One path as lstat saw it (fs stat, list, mkdir, move; file_write).
+struct FileEntry {
+    enum class Type { file, directory, symlink, other };
+    std::string name;  // the last component ("/" for the root)
+    std::string path;
+    Type type = Type::other;
+    std::uint64_t size = 0;
+    std::string mode;   // four octal digits, "0644"
+    std::string mtime;  // UTC, "%Y-%m-%dT%H:%M:%SZ"
+    std::uint32_t uid = 0, gid = 0;
+};
+std::string typeName(FileEntry::Type type);
+
+// op fs: stat, mkdir and move answer the entry; list the entry and, for a
+// directory, its entries (sorted, at most kMaxListEntries: truncated
+// beyond); remove the removed path.
+struct FsResult {
+    std::optional<FileEntry> entry;
+    std::optional<std::vector<FileEntry>> entries;
+    bool truncated = false;
+    std::optional<std::string> removed;
+};
+
+// file_write's close: the written file's entry, or only its path and size
+// when the guest could not stat it afterwards.
+struct WrittenFile {
+    std::string path;  // as the guest resolved it
+    std::uint64_t size = 0;
+    std::optional<FileEntry> entry;
+};
+
+// file_read's control frame before the bytes (and its close after them).
+struct FileSize {
+    std::uint64_t size = 0;
+};
+
+// exec's and process_start's control frame once the command runs.
+struct ExecStarted {
+    std::uint32_t pid = 0;
+};
+
+// A background process (process_start, _get, _signal, _stdin; process_logs' close).
+struct ProcessInfo {
+    std::uint32_t pid = 0;  // its id is the pid in decimal
+    std::vector<std::string> cmd;
+    bool running = true;
+    std::string startedAt;  // UTC, "%Y-%m-%dT%H:%M:%SZ"
+    std::uint64_t outputBytes = 0;
+    std::optional<int> exitCode;  // exited
+    std::optional<int> signal;    // exited by a signal
+};
+
+// process_list.
+struct ProcessList {
+    std::vector<ProcessInfo> processes;
+};
+
+nlohmann::json toJsonValue(const FileEntry& entry);
+nlohmann::json toJsonValue(const FsResult& result);
+nlohmann::json toJsonValue(const WrittenFile& written);
+nlohmann::json toJsonValue(const ProcessInfo& process);
+nlohmann::json toJsonValue(const ProcessList& list);
+nlohmann::json toJsonValue(const FileSize& size);
+nlohmann::json toJsonValue(const ExecStarted& started);
+
+// What one action of op fs answers: a remove its path, anything else an
+// entry (a list's entries only for a list).
+FsResult parseFsResult(FsRequest::Action action, const nlohmann::json& answer);
+FileEntry parseFileEntry(const nlohmann::json& answer);
+WrittenFile parseWrittenFile(const std::string& payload);
+FileSize parseFileSize(const std::string& payload);
+ExecStarted parseExecStarted(const std::string& payload);
+ProcessInfo parseProcessInfo(const nlohmann::json& answer);
+ProcessList parseProcessList(const nlohmann::json& answer);
+
+}  // namespace airlock::protocol

@@ -1,0 +1,187 @@
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "protocol/GuestResults.hpp"
+#include "protocol/Messages.hpp"
+
+namespace airlock::protocol {
+namespace {
+using json = nlohmann::json;
+using Action = FsRequest::Action;
+
+FileEntry anEntry(const std::string& path = "/w/a.txt",
+                  FileEntry::Type type = FileEntry::Type::file) {
+    return {path.substr(path.rfind('/') + 1), path, type, 9, "0644",
+            "2026-01-02T03:04:05Z",           1000, 1000};
+}
+
+// What the guest sends, as the host reads it back (through text, as on the wire).
+json wire(const json& j) { return json::parse(j.dump()); }
+
+std::string failureOf(const std::function<void()>& parse) {
+    try {
+        parse();
+    } catch (const MessageError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST(GuestResults, EveryResultRoundTripsBetweenGuestAndHost) {
+    FsResult listing{
+        anEntry("/w", FileEntry::Type::directory),
+        std::vector<FileEntry>{anEntry("/w/a.txt"), anEntry("/w/b", FileEntry::Type::symlink)},
+        true,
+        {}};
+    auto back = parseFsResult(Action::list, wire(toJsonValue(listing)));
+    ASSERT_TRUE(back.entry && back.entries);
+    EXPECT_EQ(back.entry->type, FileEntry::Type::directory);
+    ASSERT_EQ(back.entries->size(), 2u);
+    EXPECT_EQ((*back.entries)[1].type, FileEntry::Type::symlink);
+    EXPECT_EQ((*back.entries)[0].mtime, "2026-01-02T03:04:05Z");
+    EXPECT_TRUE(back.truncated);
+    EXPECT_EQ(toJsonValue(back), toJsonValue(listing));
+
+    auto stat = parseFsResult(Action::stat, wire(toJsonValue(FsResult{anEntry(), {}, false, {}})));
+    EXPECT_EQ(stat.entry->size, 9u);
+    EXPECT_EQ(stat.entry->uid, 1000u);
+    EXPECT_FALSE(stat.entries);
+    EXPECT_EQ(
+        parseFsResult(Action::remove, wire(toJsonValue(FsResult{{}, {}, false, "/w/x"}))).removed,
+        "/w/x");
+
+    auto written = parseWrittenFile(toJsonValue(WrittenFile{"/w/a.txt", 9, anEntry()}).dump());
+    ASSERT_TRUE(written.entry);
+    EXPECT_EQ(written.path, "/w/a.txt");
+    auto bare = parseWrittenFile(toJsonValue(WrittenFile{"/w/a.txt", 12, {}}).dump());
+    EXPECT_FALSE(bare.entry);
+    EXPECT_EQ(bare.size, 12u);
+
+    EXPECT_EQ(parseFileSize(toJsonValue(FileSize{1ull << 40}).dump()).size, 1ull << 40);
+    EXPECT_EQ(parseExecStarted(toJsonValue(ExecStarted{4242}).dump()).pid, 4242u);
+
+    ProcessInfo exited{77, {"/bin/sh", "-c", "exit 3"}, false, "2026-01-02T03:04:05Z", 5, 3, 9};
+    auto p = parseProcessInfo(wire(toJsonValue(exited)));
+    EXPECT_EQ(p.pid, 77u);
+    EXPECT_EQ(p.cmd, exited.cmd);
+    EXPECT_FALSE(p.running);
+    EXPECT_EQ(p.exitCode, 3);
+    EXPECT_EQ(p.signal, 9);
+    EXPECT_EQ(toJsonValue(p)["id"], "77");
+    auto list = parseProcessList(
+        wire(toJsonValue(ProcessList{{exited, ProcessInfo{78, {"x"}, true, "t", 0, {}, {}}}})));
+    ASSERT_EQ(list.processes.size(), 2u);
+    EXPECT_TRUE(list.processes[1].running);
+    EXPECT_FALSE(list.processes[1].exitCode);
+}
+
+TEST(GuestResults, FieldsTheHostDoesNotKnowAreDropped) {
+    json j = toJsonValue(anEntry());
+    j["note"] = "from the guest";
+    j["entries"] = json::array();  // not a list: entries are no stat's
+    EXPECT_EQ(toJsonValue(parseFsResult(Action::stat, wire(j))),
+              toJsonValue(FsResult{anEntry(), {}, false, {}}));
+    json p = toJsonValue(ProcessInfo{5, {"x"}, true, "t", 0, {}, {}});
+    p["exit_code"] = 0;  // a running process has none: not passed on
+    EXPECT_FALSE(parseProcessInfo(wire(p)).exitCode);
+}
+
+// Root in the guest writes these: each is refused with MessageError, so the
+// host answers 502 and never passes the shape on.
+TEST(GuestResults, HostileEntriesAreRefused) {
+    auto entryWith = [](const char* key, json value) {
+        json j = toJsonValue(anEntry());
+        if (value.is_discarded())
+            j.erase(key);
+        else
+            j[key] = std::move(value);
+        return j;
+    };
+    const json missing = json(json::value_t::discarded);
+    std::vector<std::pair<std::string, json>> cases = {
+        {"a string size", entryWith("size", "9")},
+        {"a negative size", entryWith("size", -1)},
+        {"no size", entryWith("size", missing)},
+        {"a relative path", entryWith("path", "w/a.txt")},
+        {"an empty name", entryWith("name", "")},
+        {"a name past 255 bytes", entryWith("name", std::string(256, 'n'))},
+        {"a path past 4096 bytes", entryWith("path", "/" + std::string(4096, 'p'))},
+        {"an unknown type", entryWith("type", "fifo")},
+        {"a type of the wrong kind", entryWith("type", 1)},
+        {"a mode of five digits", entryWith("mode", "10644")},
+        {"a mode with an 8", entryWith("mode", "0648")},
+        {"a numeric mode", entryWith("mode", 420)},
+        {"a long mtime", entryWith("mtime", std::string(33, '1'))},
+        {"a uid past 32 bits", entryWith("uid", 1ull << 32)},
+        {"an object for a gid", entryWith("gid", json::object())},
+        {"not an object", json::array({1, 2})},
+    };
+    for (const auto& [name, j] : cases) {
+        EXPECT_NE(failureOf([&] { parseFsResult(Action::stat, wire(j)); }), "") << name;
+        EXPECT_NE(failureOf([&] { parseFileEntry(wire(j)); }), "") << name;
+    }
+    // A list's entries: bounded, each an entry, and only under a directory.
+    json dir = toJsonValue(anEntry("/w", FileEntry::Type::directory));
+    json tooMany = dir;
+    tooMany["entries"] = json::array();
+    for (std::size_t i = 0; i <= kMaxListEntries; ++i)
+        tooMany["entries"].push_back(toJsonValue(anEntry()));
+    EXPECT_NE(failureOf([&] { parseFsResult(Action::list, tooMany); }), "");
+    json badChild = dir;
+    badChild["entries"] = json::array({toJsonValue(anEntry()), json{{"name", "x"}}});
+    EXPECT_NE(failureOf([&] { parseFsResult(Action::list, wire(badChild)); }), "");
+    json fileWithEntries = toJsonValue(anEntry());
+    fileWithEntries["entries"] = json::array();
+    EXPECT_NE(failureOf([&] { parseFsResult(Action::list, wire(fileWithEntries)); }), "");
+    json truncatedText = dir;
+    truncatedText["truncated"] = "yes";
+    EXPECT_NE(failureOf([&] { parseFsResult(Action::list, wire(truncatedText)); }), "");
+    // A remove answers its path, nothing else.
+    EXPECT_NE(failureOf([&] { parseFsResult(Action::remove, wire(toJsonValue(anEntry()))); }), "");
+    EXPECT_NE(failureOf([&] { parseFsResult(Action::remove, json{{"removed", 1}}); }), "");
+    // The message names the field.
+    EXPECT_NE(failureOf([&] { parseFileEntry(wire(entryWith("size", "9"))); }).find("'size'"),
+              std::string::npos);
+}
+
+TEST(GuestResults, HostileProcessesAndStreamAnswersAreRefused) {
+    auto processWith = [](const char* key, json value) {
+        json j = toJsonValue(ProcessInfo{5, {"x"}, false, "t", 0, 0, {}});
+        j[key] = std::move(value);
+        return j;
+    };
+    std::vector<std::pair<std::string, json>> cases = {
+        {"an id that is not its pid", processWith("id", "6")},
+        {"pid 0", processWith("pid", 0)},
+        {"a pid past Linux's limit", processWith("pid", 1u << 23)},
+        {"an unknown state", processWith("state", "zombie")},
+        {"a command of numbers", processWith("cmd", json::array({1}))},
+        {"a command string", processWith("cmd", "sh")},
+        {"an exit code past int", processWith("exit_code", 1ll << 40)},
+        {"signal 0", processWith("signal", 0)},
+        {"a long start time", processWith("started_at", std::string(64, '2'))},
+        {"negative output", processWith("output_bytes", -5)},
+    };
+    for (const auto& [name, j] : cases)
+        EXPECT_NE(failureOf([&] { parseProcessInfo(wire(j)); }), "") << name;
+    EXPECT_NE(failureOf([&] { parseProcessList(json::object()); }), "");
+    EXPECT_NE(failureOf([&] { parseProcessList(json{{"processes", json::array({1})}}); }), "");
+    json many{{"processes", json::array()}};
+    for (std::size_t i = 0; i <= kMaxGuestProcesses; ++i)
+        many["processes"].push_back(toJsonValue(ProcessInfo{5, {"x"}, true, "t", 0, {}, {}}));
+    EXPECT_NE(failureOf([&] { parseProcessList(many); }), "");
+
+    for (const char* payload : {"", "[]", R"({"size":"1"})", R"({"size":-1})", R"({})"})
+        EXPECT_NE(failureOf([&] { parseFileSize(payload); }), "") << payload;
+    for (const char* payload : {R"({"pid":0})", R"({"pid":"7"})", R"({"pid":99999999})", "nope"})
+        EXPECT_NE(failureOf([&] { parseExecStarted(payload); }), "") << payload;
+    for (const char* payload : {R"({"path":"/a"})", R"({"size":1})", R"({"path":3,"size":1})",
+                                R"({"path":"/a","size":1,"type":"file"})"})
+        EXPECT_NE(failureOf([&] { parseWrittenFile(payload); }), "") << payload;
+}
+
+}  // namespace airlock::protocol
