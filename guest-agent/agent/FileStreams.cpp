@@ -58,7 +58,7 @@ class FsOpStream : public StreamHandler {
         AsUser as(user.uid, user.gid);
         int err = 0;
         if (action == Action::stat || action == Action::list) {
-            auto entry = statEntry(path, path == "/" ? "/" : path.substr(path.rfind('/') + 1), err);
+            auto entry = statEntry(path, nameOf(path), err);
             if (err) return fail(errnoCode(err), errText(err) + ": " + path);
             protocol::FsResult result{entry, {}, false, {}};
             if (action == Action::list && entry.type == protocol::FileEntry::Type::directory) {
@@ -88,8 +88,7 @@ class FsOpStream : public StreamHandler {
         if (action == Action::mkdir) {
             err = makeDirs(path, 0755);
             if (err) return fail(errnoCode(err), errText(err) + ": " + path);
-            return finish(
-                protocol::toJsonValue(statEntry(path, path.substr(path.rfind('/') + 1), err)));
+            return finish(protocol::toJsonValue(statEntry(path, nameOf(path), err)));
         }
         if (action == Action::remove) {
             if (path == "/") return fail("bad_request", "refusing to remove /");
@@ -110,7 +109,7 @@ class FsOpStream : public StreamHandler {
                 return fail("bad_request", "'to' must be an absolute path");
             if (::rename(path.c_str(), to.c_str()) != 0)
                 return fail(errnoCode(errno), errText(errno) + ": " + path + " -> " + to);
-            return finish(protocol::toJsonValue(statEntry(to, to.substr(to.rfind('/') + 1), err)));
+            return finish(protocol::toJsonValue(statEntry(to, nameOf(to), err)));
         }
         fail("bad_request", "unknown fs action");
     }
@@ -208,7 +207,7 @@ void FileWriteStream::onCloseWrite() {
         return fail(errnoCode(err), errText(err) + ": " + path_);
     }
     int err = 0;
-    auto entry = statEntry(path_, path_.substr(path_.rfind('/') + 1), err);
+    auto entry = statEntry(path_, nameOf(path_), err);
     protocol::WrittenFile written{path_, size_, {}};
     if (!err) written.entry = entry;
     finish(protocol::toJsonValue(written));

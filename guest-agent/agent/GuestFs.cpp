@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <ctime>
 #include <vector>
 
@@ -76,6 +77,24 @@ int makeDirs(const std::string& path, mode_t mode) {
     return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
 }
 
+std::string nameOf(const std::string& path) {
+    return path == "/" ? "/" : path.substr(path.rfind('/') + 1);
+}
+
+std::string utcTime(std::time_t t) {
+    // Four-digit years only (the host reads nothing else): a time past them
+    // shows the nearest end instead of failing a listing.
+    std::tm tm{};
+    bool dated = gmtime_r(&t, &tm) != nullptr;
+    long year = dated ? tm.tm_year + 1900L : (t < 0 ? -1 : 10000);
+    if (year < 0) return "0000-01-01T00:00:00Z";
+    if (year > 9999) return "9999-12-31T23:59:59Z";
+    char out[64];
+    std::snprintf(out, sizeof out, "%04ld-%02d-%02dT%02d:%02d:%02dZ", year, tm.tm_mon + 1, tm.tm_mday,
+                  tm.tm_hour, tm.tm_min, tm.tm_sec);
+    return out;
+}
+
 protocol::FileEntry statEntry(const std::string& path, const std::string& name, int& err) {
     using Type = protocol::FileEntry::Type;
     struct stat st{};
@@ -87,11 +106,7 @@ protocol::FileEntry statEntry(const std::string& path, const std::string& name, 
     Type type = S_ISREG(st.st_mode) ? Type::file : S_ISDIR(st.st_mode) ? Type::directory : S_ISLNK(st.st_mode) ? Type::symlink : Type::other;
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
-    std::tm tm{};
-    gmtime_r(&st.st_mtime, &tm);
-    char mtime[32];
-    std::strftime(mtime, sizeof mtime, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return {name, path, type, static_cast<std::uint64_t>(st.st_size), mode, mtime, st.st_uid, st.st_gid};
+    return {name, path, type, static_cast<std::uint64_t>(st.st_size), mode, utcTime(st.st_mtime), st.st_uid, st.st_gid};
 }
 
 }  // namespace airlock::guest

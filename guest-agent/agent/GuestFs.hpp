@@ -1,6 +1,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <ctime>
 #include <optional>
 #include <string>
 
@@ -33,6 +34,12 @@ std::string errnoCode(int err);
 
 // mkdir -p; returns 0 or an errno.
 int makeDirs(const std::string& path, mode_t mode);
+
+// "%Y-%m-%dT%H:%M:%SZ" with four digits of year, clamped to 0000..9999.
+std::string utcTime(std::time_t t);
+
+// A normalized absolute path's last component ("/" for the root).
+std::string nameOf(const std::string& path);
 
 // One path as lstat sees it; err: 0 or the errno.
 protocol::FileEntry statEntry(const std::string& path, const std::string& name, int& err);

@@ -1,6 +1,7 @@
 #include "agentclient/AgentPipe.hpp"
 
 #include <boost/asio/post.hpp>
+#include <utility>
 
 #include "core/Error.hpp"
 
@@ -72,15 +73,14 @@ void AgentPipe::send(std::shared_ptr<void> owner, Chunk chunk) {
 
 void AgentPipe::sendFirst(std::shared_ptr<void> owner, Chunk chunk) {
     if (finished_) return;
-    queue_.insert(queue_.begin() + (writing_ ? 1 : 0), std::move(chunk));
+    queue_.push_front(std::move(chunk));  // the one being written is not in the queue
     pump(std::move(owner));
 }
 
 void AgentPipe::discardQueued() {
-    auto first = queue_.begin() + (writing_ && !queue_.empty() ? 1 : 0);
     std::size_t credit = 0;
-    for (auto it = first; it != queue_.end(); ++it) credit += it->credit;
-    queue_.erase(first, queue_.end());
+    for (const auto& chunk : queue_) credit += chunk.credit;
+    queue_.clear();
     consumed(credit);
 }
 
@@ -91,13 +91,17 @@ void AgentPipe::pump(std::shared_ptr<void> owner) {
         if (onEnd_) onEnd_();
         return;
     }
+    // Out of the queue while it is written: the writer reads it until done,
+    // whatever is queued, put first or dropped meanwhile.
+    current_ = std::move(queue_.front());
+    queue_.pop_front();
     writing_ = true;
-    writer_(queue_.front(), [this, owner](bool ok) {
+    writer_(*current_, [this, owner](bool ok) {
         writing_ = false;
         if (finished_) return;
         if (!ok) return finish();
-        std::size_t credit = queue_.front().credit;
-        queue_.pop_front();
+        std::size_t credit = current_->credit;
+        current_.reset();
         consumed(credit);
         pump(owner);
     });
@@ -106,12 +110,8 @@ void AgentPipe::pump(std::shared_ptr<void> owner) {
 void AgentPipe::finish() {
     if (finished_) return;
     finished_ = true;
-    // A write in flight still reads its chunk: it stays until done.
-    if (writing_) {
-        while (queue_.size() > 1) queue_.pop_back();
-    } else {
-        queue_.clear();
-    }
+    // A write in flight still reads its chunk (current_): it stays.
+    queue_.clear();
     // The callbacks stay (finish() may run inside one); finished_ mutes them.
     stream_.reset();  // breaks the handler's cycle; a live stream is cancelled
 }

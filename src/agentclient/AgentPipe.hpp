@@ -6,6 +6,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "agentclient/AgentStream.hpp"
@@ -92,7 +93,8 @@ class AgentPipe {
     boost::asio::thread_pool& workers_;
     EventHandler onEvent_;
     std::shared_ptr<AgentStream> stream_;
-    std::deque<Chunk> queue_;
+    std::deque<Chunk> queue_;       // not yet being written
+    std::optional<Chunk> current_;  // being written (the writer reads it until done)
     Writer writer_;
     std::function<void()> onEnd_;
     bool writing_ = false;

@@ -154,28 +154,30 @@ void UploadSession::onAgentEvent(AgentStream::Event&& e) {
     if (e.kind != AgentStream::Event::Kind::close) return;
     if (!finishing_)
         return fail(errorResponse(ErrorCode::agent_error, "the agent ended the upload early"));
-    // The guest's word, read as file_write's typed result: a malformed one
-    // is a 502, never an unknown shape in a 201.
-    protocol::WrittenFile confirmed;
-    try {
-        confirmed = protocol::parseWrittenFile(e.payload);
-    } catch (const protocol::MessageError& bad) {
-        Error error = guestAnswerError(bad);
-        return fail(errorResponse(error.code(), error.what()));
-    }
     ended_ = true;
     waitTimer_.cancel();
     pipe_.finish();
-    json j = protocol::toJsonValue(confirmed);
-    j["bytes_received"] = received_;
-    j["sha256"] = hash_.hexDigest();
-    // The path the guest resolved ("..", symlinks) is what was written; it
-    // is its own word, kept beside the asked one.
-    std::string written = confirmed.path;
-    ApiResponse response{201, "application/json", jsonText(j) + "\n"};
+    std::string sha = hash_.hexDigest();
+    // The guest's word, read as file_write's typed result: a malformed one
+    // is a 502, never an unknown shape in a 201. Either way every byte
+    // reached the guest, which may have written them: the write is audited.
+    std::string written = path_;
+    ApiResponse response;
+    try {
+        auto confirmed = protocol::parseWrittenFile(e.payload);
+        json j = protocol::toJsonValue(confirmed);
+        j["bytes_received"] = received_;
+        j["sha256"] = sha;
+        // The path the guest resolved ("..", symlinks) is what was written;
+        // it is its own word, kept beside the asked one.
+        written = confirmed.path;
+        response = ApiResponse{201, "application/json", jsonText(j) + "\n"};
+    } catch (const protocol::MessageError& bad) {
+        Error error = guestAnswerError(bad);
+        response = errorResponse(error.code(), error.what());
+    }
     // The audit write (SQLite) is not for the I/O thread.
-    asio::post(ctx_.workers, [self = shared_from_this(), written,
-                              sha = j["sha256"].get<std::string>(), response] {
+    asio::post(ctx_.workers, [self = shared_from_this(), written, sha, response] {
         try {
             self->ctx_.controller.files().recordFileWrite(self->ctx_.tenant, self->ctx_.params[0],
                                                           self->path_, written, self->received_,

@@ -66,16 +66,27 @@ protocol::FsResult GuestFiles::fileOp(const std::string& tenant, const std::stri
         sandboxes_.checkWrite(sandbox, request.path);
         if (request.action == Action::move) sandboxes_.checkWrite(sandbox, request.to);
     }
-    auto result =
-        askGuest(*sandboxes_.agentFor(sandbox.id), request, sandboxes_.maskerFor(sandbox));
-    // Changes to the guest's files through the API are evidence too.
-    if (changes) {
+    // Changes to the guest's files through the API are evidence too, also
+    // when the guest answers malformed (it may have made the change anyway).
+    auto masker = sandboxes_.maskerFor(sandbox);
+    auto recordChange = [&](const char* answerError) {
+        if (!changes) return;
         nlohmann::json data{{"path", request.path}};
         if (request.action == Action::move) data["to"] = request.to;
         if (request.action == Action::remove) data["recursive"] = request.recursive;
+        if (answerError) data["error"] = answerError;
+        // An error's text may quote the guest: masked like its answers.
         sandboxes_.record(id, tenant, "file." + protocol::actionName(request.action), data,
-                          nullptr);
+                          answerError ? &masker : nullptr);
+    };
+    protocol::FsResult result;
+    try {
+        result = askGuest(*sandboxes_.agentFor(sandbox.id), request, masker);
+    } catch (const Error& e) {
+        if (e.code() == ErrorCode::agent_error) recordChange(e.what());
+        throw;
     }
+    recordChange(nullptr);
     return result;
 }
 

@@ -112,7 +112,12 @@ void SnapshotLibrary::discard(const SnapshotRecord& s) {
     verified_.forgetUnder(dirOf(s));
     std::error_code ec;
     fs::remove_all(dirOf(s), ec);
-    if (ec) throw Error(ErrorCode::internal, "cannot remove " + dirOf(s) + ": " + ec.message());
+    if (ec) {
+        // Hidden and counted no more (a half-taken one would stay "creating"
+        // for ever); the next collection tries its files again.
+        snapshots_.updateState(s.id, SnapshotState::deleted);
+        throw Error(ErrorCode::internal, "cannot remove " + dirOf(s) + ": " + ec.message());
+    }
     snapshots_.remove(s.id);
 }
 

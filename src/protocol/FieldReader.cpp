@@ -7,12 +7,15 @@
 namespace airlock::protocol {
 using json = nlohmann::json;
 
-FieldReader::FieldReader(json object, std::string_view what) : what_(what), j_(std::move(object)) {
-    if (!j_.is_object()) fail("not a JSON object");
+FieldReader::FieldReader(const json& object, std::string_view what) : j_(&object), what_(what) {
+    if (!j_->is_object()) fail("not a JSON object");
 }
 
 FieldReader FieldReader::parse(const std::string& payload, std::string_view what) {
-    return FieldReader(json::parse(payload, nullptr, false), what);
+    auto owned = std::make_shared<const json>(json::parse(payload, nullptr, false));
+    FieldReader reader(*owned, what);
+    reader.owned_ = std::move(owned);
+    return reader;
 }
 
 void FieldReader::fail(const std::string& why) const {
@@ -20,8 +23,8 @@ void FieldReader::fail(const std::string& why) const {
 }
 
 const json* FieldReader::find(const char* key) const {
-    auto it = j_.find(key);
-    return it == j_.end() || it->is_null() ? nullptr : &*it;
+    auto it = j_->find(key);
+    return it == j_->end() || it->is_null() ? nullptr : &*it;
 }
 
 bool FieldReader::has(const char* key) const { return find(key) != nullptr; }
@@ -111,7 +114,10 @@ std::optional<std::vector<FieldReader>> FieldReader::objects(const char* key,
              " objects");
     std::vector<FieldReader> out;
     out.reserve(v->size());
-    for (const auto& o : *v) out.emplace_back(o, what_);
+    for (const auto& o : *v) {
+        out.emplace_back(o, what_);
+        out.back().owned_ = owned_;  // they read inside what this one may own
+    }
     return out;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -13,9 +14,10 @@ namespace airlock::protocol {
 // (`what`) and the field. Fields it is not asked for are ignored.
 class FieldReader {
   public:
-    // MessageError unless `object` is a JSON object.
-    FieldReader(nlohmann::json object, std::string_view what);
-    // The same, from a frame's payload.
+    // MessageError unless `object` is a JSON object; it is read in place
+    // and must outlive the reader (no copy of a guest's answer).
+    FieldReader(const nlohmann::json& object, std::string_view what);
+    // The same, from a frame's payload (the reader owns what it parsed).
     static FieldReader parse(const std::string& payload, std::string_view what);
 
     // Absent (or null): "" or, when required, an error.
@@ -40,8 +42,9 @@ class FieldReader {
 
   private:
     const nlohmann::json* find(const char* key) const;
+    std::shared_ptr<const nlohmann::json> owned_;  // parse()'s; shared, so copies stay valid
+    const nlohmann::json* j_;
     std::string_view what_;
-    nlohmann::json j_;
 };
 
 }  // namespace airlock::protocol

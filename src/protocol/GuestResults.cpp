@@ -1,6 +1,7 @@
 #include "protocol/GuestResults.hpp"
 
 #include <cstdio>
+#include <string_view>
 
 #include "protocol/FieldReader.hpp"
 #include "protocol/Messages.hpp"
@@ -10,10 +11,20 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr std::size_t kTimestampBytes = 32;
-
 bool isMode(const std::string& mode) {
     return mode.size() == 4 && mode.find_first_not_of("01234567") == std::string::npos;
+}
+
+// "%Y-%m-%dT%H:%M:%SZ" and nothing else: no room for any other text (a
+// secret the guest would echo through a field nobody masks).
+std::string timestamp(const FieldReader& f, const char* key) {
+    constexpr std::string_view kShape = "dddd-dd-ddTdd:dd:ddZ";
+    std::string t = f.string(key, true, kShape.size());
+    bool ok = t.size() == kShape.size();
+    for (std::size_t i = 0; ok && i < t.size(); ++i)
+        ok = kShape[i] == 'd' ? t[i] >= '0' && t[i] <= '9' : t[i] == kShape[i];
+    if (!ok) f.fail(std::string("'") + key + "' must be a UTC time (YYYY-MM-DDTHH:MM:SSZ)");
+    return t;
 }
 
 FileEntry readEntry(const FieldReader& f) {
@@ -34,7 +45,7 @@ FileEntry readEntry(const FieldReader& f) {
     e.size = f.requiredNumber("size", INT64_MAX);
     e.mode = f.string("mode", true);
     if (!isMode(e.mode)) f.fail("'mode' must be four octal digits");
-    e.mtime = f.string("mtime", true, kTimestampBytes);
+    e.mtime = timestamp(f, "mtime");
     e.uid = static_cast<std::uint32_t>(f.requiredNumber("uid", UINT32_MAX));
     e.gid = static_cast<std::uint32_t>(f.requiredNumber("gid", UINT32_MAX));
     return e;
@@ -42,14 +53,14 @@ FileEntry readEntry(const FieldReader& f) {
 
 ProcessInfo readProcess(const FieldReader& f) {
     ProcessInfo p;
-    p.pid = static_cast<std::uint32_t>(f.requiredNumber("pid", kMaxGuestPid));
+    p.pid = static_cast<std::uint32_t>(f.requiredNumber("pid", kMaxGuestPid - 1));
     if (p.pid == 0 || f.string("id", true) != std::to_string(p.pid))
         f.fail("'id' must be the process's pid in decimal");
     p.cmd = f.strings("cmd", kMaxArgv, kMaxArgBytes);
     std::string state = f.string("state", true);
     if (state != "running" && state != "exited") f.fail("'state' must be running or exited");
     p.running = state == "running";
-    p.startedAt = f.string("started_at", true, kTimestampBytes);
+    p.startedAt = timestamp(f, "started_at");
     p.outputBytes = f.requiredNumber("output_bytes", INT64_MAX);
     if (!p.running) {
         if (auto code = f.integer("exit_code", INT32_MIN, INT32_MAX))
@@ -166,7 +177,7 @@ FileSize parseFileSize(const std::string& payload) {
 
 ExecStarted parseExecStarted(const std::string& payload) {
     auto f = FieldReader::parse(payload, "exec start");
-    auto pid = f.requiredNumber("pid", kMaxGuestPid);
+    auto pid = f.requiredNumber("pid", kMaxGuestPid - 1);
     if (pid == 0) f.fail("'pid' must not be 0");
     return {static_cast<std::uint32_t>(pid)};
 }

@@ -20,7 +20,7 @@ inline constexpr std::size_t kMaxGuestPath = 4096;
 inline constexpr std::size_t kMaxGuestName = 255;      // a Linux file name
 inline constexpr std::size_t kMaxListEntries = 10000;  // one fs list
 inline constexpr std::size_t kMaxGuestProcesses = 1024;
-inline constexpr std::uint32_t kMaxGuestPid = 1u << 22;  // Linux's PID_MAX_LIMIT
+inline constexpr std::uint32_t kMaxGuestPid = 1u << 22;  // Linux's PID_MAX_LIMIT: pids are below
 
 // One path as lstat saw it (fs stat, list, mkdir, move; file_write).
 struct FileEntry {
@@ -30,7 +30,7 @@ struct FileEntry {
     Type type = Type::other;
     std::uint64_t size = 0;
     std::string mode;   // four octal digits, "0644"
-    std::string mtime;  // UTC, "%Y-%m-%dT%H:%M:%SZ"
+    std::string mtime;  // UTC, "%Y-%m-%dT%H:%M:%SZ" exactly
     std::uint32_t uid = 0, gid = 0;
 };
 std::string typeName(FileEntry::Type type);
@@ -68,7 +68,7 @@ struct ProcessInfo {
     std::uint32_t pid = 0;  // its id is the pid in decimal
     std::vector<std::string> cmd;
     bool running = true;
-    std::string startedAt;  // UTC, "%Y-%m-%dT%H:%M:%SZ"
+    std::string startedAt;  // UTC, "%Y-%m-%dT%H:%M:%SZ" exactly
     std::uint64_t outputBytes = 0;
     std::optional<int> exitCode;  // exited
     std::optional<int> signal;    // exited by a signal

@@ -29,7 +29,7 @@ std::optional<SandboxRecord> FakeSandboxAccess::find(const std::string& sandboxI
 
 std::shared_ptr<AgentConnection> FakeSandboxAccess::agentFor(const std::string& sandboxId) {
     if (sandboxId != sandbox.id) throw Error(ErrorCode::not_found, "no agent of " + sandboxId);
-    return agent_;
+    return agentOverride ? agentOverride : agent_;
 }
 
 SecretMasker FakeSandboxAccess::maskerFor(const SandboxRecord&) const {

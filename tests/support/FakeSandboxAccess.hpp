@@ -22,6 +22,8 @@ class FakeSandboxAccess : public SandboxAccess {
     std::string writeScope = "/";      // writes outside it: Error(forbidden)
     bool policyAllows = true;
     bool diskFull = false;
+    // Another guest behind the sandbox (a scripted, hostile one); none: the real agent.
+    std::shared_ptr<AgentConnection> agentOverride;
     struct Record {
         std::string sandboxId, tenant, type;
         nlohmann::json data;

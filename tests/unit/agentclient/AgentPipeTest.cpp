@@ -175,11 +175,13 @@ namespace airlock {
 namespace {
 
 // A queue whose socket is not ready yet (egress before its destination
-// answers): chunks wait for the writer, the bridge's own bytes go first,
-// unwritten ones can be dropped, and the end runs after everything before it.
+// answers): chunks wait for the writer and flush(), the bridge's own bytes
+// go first, unwritten ones can be dropped, the chunk being written is never
+// touched, and the end runs after everything before it.
 TEST_F(AgentPipeTest, ChunksWaitForTheWriterAndKeepTheirOrder) {
     AgentPipe pipe(strand, workers);
     std::vector<std::string> written;
+    const AgentPipe::Chunk* inFlight = nullptr;
     std::function<void(bool)> pending;  // the write in flight, completed by the test
     bool ended = false;
     auto chunk = [](std::string bytes) {
@@ -188,47 +190,58 @@ TEST_F(AgentPipeTest, ChunksWaitForTheWriterAndKeepTheirOrder) {
         c.bytes = std::move(bytes);
         return c;
     };
+    auto complete = [&] { std::exchange(pending, nullptr)(true); };
     onStrand([&] {
         pipe.send(owner, chunk("body-1"));
         pipe.send(owner, chunk("body-2"));
-        EXPECT_FALSE(pipe.writing()) << "no writer yet: nothing is written";
-        pipe.setWriter([&](const AgentPipe::Chunk& c, std::function<void(bool)> done) {
-            written.push_back(c.bytes);
-            pending = std::move(done);
-        });
-        pipe.onEnd([&] { ended = true; });
         AgentPipe::Chunk head;
         head.bytes = "HEAD";
         pipe.sendFirst(owner, std::move(head));
+        EXPECT_FALSE(pipe.writing()) << "no writer yet: nothing is written";
+        pipe.setWriter([&](const AgentPipe::Chunk& c, std::function<void(bool)> done) {
+            written.push_back(c.bytes);
+            inFlight = &c;
+            pending = std::move(done);
+        });
+        pipe.onEnd([&] { ended = true; });
+        EXPECT_TRUE(written.empty()) << "a writer alone starts nothing";
         pipe.flush(owner);
         ASSERT_EQ(written, std::vector<std::string>{"HEAD"});
-        // While one is written, a first chunk goes right after it.
+
+        // While one is written, first chunks go right after it, and the one
+        // being written stays as it was however many are queued around it.
+        for (int i = 0; i < 6; ++i) pipe.send(owner, chunk("tail-" + std::to_string(i)));
         pipe.sendFirst(owner, chunk("next"));
-        std::exchange(pending, nullptr)(true);
-        EXPECT_EQ(written.back(), "next");
-        std::exchange(pending, nullptr)(true);
-        EXPECT_EQ(written.back(), "body-1");
-        // The one in flight stays; the rest are dropped, and so is the end
-        // marker behind them.
+        for (int i = 0; i < 4; ++i) pipe.sendFirst(owner, chunk("first-" + std::to_string(i)));
+        ASSERT_NE(inFlight, nullptr);
+        EXPECT_EQ(inFlight->bytes, "HEAD");
+        complete();
+        EXPECT_EQ(written.back(), "first-3");
+        complete();
+        EXPECT_EQ(written.back(), "first-2");
+
+        // The one in flight goes on; everything queued is dropped, the end
+        // marker behind them too.
         AgentPipe::Chunk end;
         end.end = true;
         pipe.send(owner, std::move(end));
         pipe.discardQueued();
         EXPECT_TRUE(pipe.writing()) << "the write in flight goes on";
-        std::exchange(pending, nullptr)(true);
+        EXPECT_EQ(inFlight->bytes, "first-2");
+        complete();
         EXPECT_FALSE(pipe.queued());
         EXPECT_FALSE(pipe.writing());
-        EXPECT_EQ(written, (std::vector<std::string>{"HEAD", "next", "body-1"}));
         EXPECT_FALSE(ended);
-        // An end marker runs after what was queued before it.
+
+        // An end marker runs once what was queued before it is written.
         pipe.send(owner, chunk("last"));
         AgentPipe::Chunk end2;
         end2.end = true;
         pipe.send(owner, std::move(end2));
         EXPECT_FALSE(ended);
-        std::exchange(pending, nullptr)(true);
+        complete();
         EXPECT_TRUE(ended);
-        EXPECT_EQ(written.back(), "last");
+        EXPECT_EQ(written, (std::vector<std::string>{"HEAD", "first-3", "first-2", "last"}));
         pipe.finish();
     });
 }

@@ -1,9 +1,14 @@
-#include "agent/GuestFs.hpp"
-
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <fstream>
+#include <limits>
+
+#include "agent/GuestFs.hpp"
 #include "agent/ProcessTable.hpp"
 #include "agent/Spawn.hpp"
+#include "support/TestEnv.hpp"
 
 namespace airlock::guest {
 namespace {
@@ -25,6 +30,34 @@ TEST(GuestPaths, ErrnoCodesMapToHttpFamilies) {
     EXPECT_EQ(errnoCode(ENOTEMPTY), "conflict");
     EXPECT_EQ(errnoCode(EACCES), "permission_denied");
     EXPECT_EQ(errnoCode(EIO), "io_error");
+}
+
+// What statEntry sends is what the host reads, whatever a file's date (a
+// year outside 0..9999 shows the nearest end, not a failed listing).
+TEST(GuestEntries, EveryEntryReadsBackOnTheHostWhateverItsDate) {
+    EXPECT_EQ(utcTime(1700000000), "2023-11-14T22:13:20Z");
+    EXPECT_EQ(utcTime(0), "1970-01-01T00:00:00Z");
+    EXPECT_EQ(utcTime(-50000000000LL), "0385-07-25T07:06:40Z");
+    EXPECT_EQ(utcTime(253402300800LL), "9999-12-31T23:59:59Z");  // year 10000
+    EXPECT_EQ(utcTime(-62198755200LL), "0000-01-01T00:00:00Z");  // year -1
+    EXPECT_EQ(utcTime(std::numeric_limits<std::time_t>::max()), "9999-12-31T23:59:59Z");
+    EXPECT_EQ(utcTime(std::numeric_limits<std::time_t>::min()), "0000-01-01T00:00:00Z");
+
+    test::TempDir dir;
+    std::string file = dir.path() + "/dated";
+    std::ofstream(file) << "abc";
+    int err = -1;
+    auto entry = statEntry(file, nameOf(file), err);
+    ASSERT_EQ(err, 0);
+    auto back =
+        protocol::parseFileEntry(nlohmann::json::parse(protocol::toJsonValue(entry).dump()));
+    EXPECT_EQ(back.size, 3u);
+    EXPECT_EQ(back.name, "dated");
+    auto root = statEntry("/", nameOf("/"), err);
+    EXPECT_EQ(root.name, "/");
+    EXPECT_NO_THROW(
+        protocol::parseFileEntry(nlohmann::json::parse(protocol::toJsonValue(root).dump())))
+        << "the root is a path like any other (mkdir / answers it)";
 }
 
 TEST(OutputRing, KeepsTheLastBytesWithAbsoluteOffsets) {

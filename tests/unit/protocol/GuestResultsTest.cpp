@@ -20,6 +20,8 @@ FileEntry anEntry(const std::string& path = "/w/a.txt",
 // What the guest sends, as the host reads it back (through text, as on the wire).
 json wire(const json& j) { return json::parse(j.dump()); }
 
+const std::string kWhen = "2026-01-02T03:04:05Z";
+
 std::string failureOf(const std::function<void()>& parse) {
     try {
         parse();
@@ -73,7 +75,7 @@ TEST(GuestResults, EveryResultRoundTripsBetweenGuestAndHost) {
     EXPECT_EQ(p.signal, 9);
     EXPECT_EQ(toJsonValue(p)["id"], "77");
     auto list = parseProcessList(
-        wire(toJsonValue(ProcessList{{exited, ProcessInfo{78, {"x"}, true, "t", 0, {}, {}}}})));
+        wire(toJsonValue(ProcessList{{exited, ProcessInfo{78, {"x"}, true, kWhen, 0, {}, {}}}})));
     ASSERT_EQ(list.processes.size(), 2u);
     EXPECT_TRUE(list.processes[1].running);
     EXPECT_FALSE(list.processes[1].exitCode);
@@ -85,7 +87,7 @@ TEST(GuestResults, FieldsTheHostDoesNotKnowAreDropped) {
     j["entries"] = json::array();  // not a list: entries are no stat's
     EXPECT_EQ(toJsonValue(parseFsResult(Action::stat, wire(j))),
               toJsonValue(FsResult{anEntry(), {}, false, {}}));
-    json p = toJsonValue(ProcessInfo{5, {"x"}, true, "t", 0, {}, {}});
+    json p = toJsonValue(ProcessInfo{5, {"x"}, true, kWhen, 0, {}, {}});
     p["exit_code"] = 0;  // a running process has none: not passed on
     EXPECT_FALSE(parseProcessInfo(wire(p)).exitCode);
 }
@@ -116,6 +118,10 @@ TEST(GuestResults, HostileEntriesAreRefused) {
         {"a mode with an 8", entryWith("mode", "0648")},
         {"a numeric mode", entryWith("mode", 420)},
         {"a long mtime", entryWith("mtime", std::string(33, '1'))},
+        {"text for an mtime", entryWith("mtime", "s3cr3t-Value-0000000")},
+        {"an mtime without its Z", entryWith("mtime", "2026-01-02T03:04:05+")},
+        {"an mtime one short", entryWith("mtime", "2026-01-02T03:04:5Z")},
+        {"a numeric mtime", entryWith("mtime", 1700000000)},
         {"a uid past 32 bits", entryWith("uid", 1ull << 32)},
         {"an object for a gid", entryWith("gid", json::object())},
         {"not an object", json::array({1, 2})},
@@ -150,7 +156,7 @@ TEST(GuestResults, HostileEntriesAreRefused) {
 
 TEST(GuestResults, HostileProcessesAndStreamAnswersAreRefused) {
     auto processWith = [](const char* key, json value) {
-        json j = toJsonValue(ProcessInfo{5, {"x"}, false, "t", 0, 0, {}});
+        json j = toJsonValue(ProcessInfo{5, {"x"}, false, kWhen, 0, 0, {}});
         j[key] = std::move(value);
         return j;
     };
@@ -158,6 +164,8 @@ TEST(GuestResults, HostileProcessesAndStreamAnswersAreRefused) {
         {"an id that is not its pid", processWith("id", "6")},
         {"pid 0", processWith("pid", 0)},
         {"a pid past Linux's limit", processWith("pid", 1u << 23)},
+        {"a pid at Linux's limit", processWith("pid", 1u << 22)},
+        {"text for a start time", processWith("started_at", "s3cr3t-Value-0000000")},
         {"an unknown state", processWith("state", "zombie")},
         {"a command of numbers", processWith("cmd", json::array({1}))},
         {"a command string", processWith("cmd", "sh")},
@@ -168,16 +176,20 @@ TEST(GuestResults, HostileProcessesAndStreamAnswersAreRefused) {
     };
     for (const auto& [name, j] : cases)
         EXPECT_NE(failureOf([&] { parseProcessInfo(wire(j)); }), "") << name;
+    // The highest pid Linux gives still reads.
+    auto highest = toJsonValue(ProcessInfo{(1u << 22) - 1, {"x"}, true, kWhen, 0, {}, {}});
+    EXPECT_EQ(parseProcessInfo(wire(highest)).pid, (1u << 22) - 1);
+    EXPECT_EQ(parseExecStarted(R"({"pid":4194303})").pid, 4194303u);
     EXPECT_NE(failureOf([&] { parseProcessList(json::object()); }), "");
     EXPECT_NE(failureOf([&] { parseProcessList(json{{"processes", json::array({1})}}); }), "");
     json many{{"processes", json::array()}};
     for (std::size_t i = 0; i <= kMaxGuestProcesses; ++i)
-        many["processes"].push_back(toJsonValue(ProcessInfo{5, {"x"}, true, "t", 0, {}, {}}));
+        many["processes"].push_back(toJsonValue(ProcessInfo{5, {"x"}, true, kWhen, 0, {}, {}}));
     EXPECT_NE(failureOf([&] { parseProcessList(many); }), "");
 
     for (const char* payload : {"", "[]", R"({"size":"1"})", R"({"size":-1})", R"({})"})
         EXPECT_NE(failureOf([&] { parseFileSize(payload); }), "") << payload;
-    for (const char* payload : {R"({"pid":0})", R"({"pid":"7"})", R"({"pid":99999999})", "nope"})
+    for (const char* payload : {R"({"pid":0})", R"({"pid":"7"})", R"({"pid":4194304})", "nope"})
         EXPECT_NE(failureOf([&] { parseExecStarted(payload); }), "") << payload;
     for (const char* payload : {R"({"path":"/a"})", R"({"size":1})", R"({"path":3,"size":1})",
                                 R"({"path":"/a","size":1,"type":"file"})"})
