@@ -7,17 +7,9 @@
 #include <cerrno>
 #include <ctime>
 
+#include "agent/GuestFs.hpp"
+
 namespace airlock::guest {
-namespace {
-std::string utcNow() {
-    std::time_t t = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
-}  // namespace
 
 void OutputRing::append(std::string_view bytes) {
     if (bytes.size() >= capacity_) {
@@ -39,7 +31,7 @@ std::string OutputRing::read(std::uint64_t from, std::size_t max) const {
 BackgroundProcess::BackgroundProcess(const protocol::ExecRequest& request, Spawned spawned)
     : spawned_(std::move(spawned)),
       argv_(request.argv),
-      startedAt_(utcNow()),
+      startedAt_(utcTime(std::time(nullptr))),
       output_(kRingBytes),
       trace_(request.trace) {
     if (!request.stdin_stream) {

@@ -100,10 +100,9 @@ void SnapshotLibrary::remove(const std::string& tenant, const std::string& id) {
     auto s = get(tenant, id);
     if (s.state == SnapshotState::creating)
         throw Error(ErrorCode::conflict, "snapshot " + id + " is still being taken");
-    snapshots_.updateState(id, SnapshotState::deleted);
+    abandon(s, true);  // hidden, its state gone; the layer waits for its last reader
     if (workspaces_) workspaces_->remove(id);
     std::error_code ec;
-    fs::remove(statePath(s), ec);
     fs::remove(dirOf(s) + "/" + kManifestFile, ec);
     collect();
 }
