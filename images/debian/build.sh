@@ -32,6 +32,7 @@ readonly HOOKS=(
     'echo airlock >"$1/etc/hostname"'
     'printf "127.0.0.1 localhost airlock\n::1 localhost\n" >"$1/etc/hosts"'
     'sh "$AIRLOCK_PACKAGE_PROXY_HOOK" "$1"'
+    'chroot "$1" python3 - <"$AIRLOCK_PRECOMPILE_WHEELS"'
     'rm -rf "$1"/var/lib/apt/lists/* "$1"/usr/share/doc/* "$1"/usr/share/man/* "$1"/var/cache/apt/*.bin'
 )
 # Bump when the image layout below changes (what goes into the ext4 image).
@@ -81,10 +82,13 @@ sha() { sha256sum "$1" | cut -d' ' -f1; }
 
 # The root filesystem depends on its recipe only (suite, packages, hooks,
 # layout); the template also on the minimal template's boot files.
-# The package-proxy hook (npmrc, pip.conf, apt sources) is part of the recipe.
-export AIRLOCK_PACKAGE_PROXY_HOOK
+# The hooks' scripts are part of the recipe: the package-proxy hook (npmrc,
+# pip.conf, apt sources) and the bytecode for venv's pip (precompile-wheels.py).
+export AIRLOCK_PACKAGE_PROXY_HOOK AIRLOCK_PRECOMPILE_WHEELS
 AIRLOCK_PACKAGE_PROXY_HOOK=$(dirname "$(realpath "${BASH_SOURCE[0]}")")/package-proxy.sh
-RECIPE=$(printf '%s\n' "$SUITE" "$PACKAGES" "${HOOKS[@]}" "$LAYOUT_VERSION" "$(sha "$AIRLOCK_PACKAGE_PROXY_HOOK")" | sha256sum | cut -d' ' -f1)
+AIRLOCK_PRECOMPILE_WHEELS=$(dirname "$(realpath "${BASH_SOURCE[0]}")")/precompile-wheels.py
+RECIPE=$(printf '%s\n' "$SUITE" "$PACKAGES" "${HOOKS[@]}" "$LAYOUT_VERSION" "$(sha "$AIRLOCK_PACKAGE_PROXY_HOOK")" \
+    "$(sha "$AIRLOCK_PRECOMPILE_WHEELS")" | sha256sum | cut -d' ' -f1)
 STAMP=$DEST/.inputs
 if ((BASE_ONLY)) && [[ -f $DEST/base.qcow2 && "$(cat "$DEST/.base-recipe" 2>/dev/null)" == "$RECIPE" ]]; then
     echo "debian base up to date"

@@ -34,7 +34,8 @@ constexpr std::size_t kInlineStdinMax = 64 * 1024;
 
 Error agentError(const std::string& code, const std::string& message) {
     if (code == "not_found") return Error(ErrorCode::not_found, message);
-    if (code == "conflict" || code == "no_space") return Error(ErrorCode::conflict, message);
+    if (code == "conflict" || code == "no_space" || code == "sandbox_gone")
+        return Error(ErrorCode::conflict, message);
     if (code == "permission_denied") return Error(ErrorCode::forbidden, message);
     if (code == "bad_request") return Error(ErrorCode::bad_request, message);
     if (code == "busy") return Error(ErrorCode::unavailable, message);
@@ -104,7 +105,8 @@ AgentConnection::~AgentConnection() {
     failAll("agent connection closed");
 }
 
-void AgentConnection::close() {
+void AgentConnection::close(const std::string& why) {
+    if (!why.empty()) failAll(why, "sandbox_gone");
     alive_ = false;
     wake();
     queueCv_.notify_all();
@@ -403,7 +405,7 @@ void AgentConnection::protocolError(const std::string& why) {
     }
 }
 
-void AgentConnection::failAll(const std::string& why) {
+void AgentConnection::failAll(const std::string& why, const std::string& code) {
     alive_ = false;
     std::map<std::uint32_t, std::weak_ptr<AgentStream>> streams;
     {
@@ -414,7 +416,7 @@ void AgentConnection::failAll(const std::string& why) {
     for (auto& [id, weak] : streams)
         if (auto s = weak.lock())
             s->deliver({AgentStream::Event::Kind::reset, 0,
-                        protocol::toJson(protocol::ResetInfo{"connection_lost", why})});
+                        protocol::toJson(protocol::ResetInfo{code, why})});
     pingCv_.notify_all();
     queueCv_.notify_all();
 }

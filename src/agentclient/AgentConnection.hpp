@@ -39,13 +39,13 @@ Error agentError(const std::string& code, const std::string& message);
 // output, or with the error that ended it (agent reset, lost connection,
 // cancel()).
 class PendingExec {
-public:
+  public:
     using Done = std::function<void(std::optional<ExecOutput>, std::exception_ptr)>;
     // Ends the exec with `error` (unless it already ended) and resets its stream.
     void cancel(const Error& error);
     bool ended() const { return ended_.load(); }
 
-private:
+  private:
     friend class AgentConnection;
     void finish(std::optional<ExecOutput> out, std::exception_ptr error);
     void hold(std::shared_ptr<AgentStream> stream);
@@ -85,11 +85,12 @@ struct AgentChannelLimits {
 // guest sends is untrusted: a frame that breaks the protocol ends this
 // session (never the process) and is reported to the protocol-error handler.
 class AgentConnection : public std::enable_shared_from_this<AgentConnection> {
-public:
+  public:
     // Connects (retrying until the socket exists) and performs the hello
     // handshake; throws Error(agent_timeout) when the agent does not answer
     // before `timeout`, AgentProtocolError when it floods the channel instead.
-    static std::shared_ptr<AgentConnection> connect(const std::string& socketPath, std::chrono::milliseconds timeout);
+    static std::shared_ptr<AgentConnection> connect(const std::string& socketPath,
+                                                    std::chrono::milliseconds timeout);
     // Wraps an already connected byte stream (socketpairs in tests, vsock).
     static std::shared_ptr<AgentConnection> fromFd(UniqueFd fd, std::chrono::milliseconds timeout,
                                                    AgentChannelLimits limits = {});
@@ -108,10 +109,12 @@ public:
     // autoGrant (push handlers only): data is granted back as soon as the
     // handler returned, for consumers that copy it into bounded buffers.
     std::shared_ptr<AgentStream> open(const protocol::GuestRequest& request,
-                                      AgentStream::Handler handler = nullptr, bool autoGrant = false);
+                                      AgentStream::Handler handler = nullptr,
+                                      bool autoGrant = false);
     // The same from JSON, its op checked against the closed set: for tests
     // of what a guest does with odd requests.
-    std::shared_ptr<AgentStream> open(const nlohmann::json& request, AgentStream::Handler handler = nullptr,
+    std::shared_ptr<AgentStream> open(const nlohmann::json& request,
+                                      AgentStream::Handler handler = nullptr,
                                       bool autoGrant = false);
 
     // One-shot request: opens, waits for the close, returns its JSON; an
@@ -124,14 +127,17 @@ public:
     // dropped: `truncated`). Holds no thread while it runs: `done` is called
     // on the connection's thread. stdin of any size up to the caller's limit
     // streams under flow control.
-    std::shared_ptr<PendingExec> execAsync(const protocol::ExecRequest& request, std::size_t outputCap,
-                                           PendingExec::Done done);
+    std::shared_ptr<PendingExec> execAsync(const protocol::ExecRequest& request,
+                                           std::size_t outputCap, PendingExec::Done done);
     // The blocking form: waits at most `wait`, then cancels the command.
-    ExecOutput exec(const protocol::ExecRequest& request, std::size_t outputCap, std::chrono::milliseconds wait);
+    ExecOutput exec(const protocol::ExecRequest& request, std::size_t outputCap,
+                    std::chrono::milliseconds wait);
 
     bool ping(std::chrono::milliseconds wait);
     // Stops the connection's thread and fails every open stream; idempotent.
-    void close();
+    // With a reason (the host is removing the sandbox), open calls fail at
+    // once with it, as a conflict, not as a lost guest.
+    void close(const std::string& why = {});
     // close(), then waits until the thread ended (its callbacks have run).
     void closeAndWait();
 
@@ -144,7 +150,8 @@ public:
     // Used by AgentStream. Never blocks: the frame is queued; throws
     // Error(agent_error) when the session is down or the guest stopped
     // reading (the session is then failed).
-    void sendFrame(protocol::FrameType type, std::uint32_t stream, const std::string& payload, std::uint8_t flags = 0);
+    void sendFrame(protocol::FrameType type, std::uint32_t stream, const std::string& payload,
+                   std::uint8_t flags = 0);
     // Data frames: waits (until `deadline`) while the queue holds more than
     // its data budget.
     void sendData(std::uint32_t stream, std::string_view payload, std::uint8_t channel,
@@ -154,10 +161,11 @@ public:
     bool trySendData(std::uint32_t stream, std::string_view payload, std::uint8_t channel);
     void forget(std::uint32_t stream);
 
-private:
-    std::shared_ptr<AgentStream> openPayload(const std::string& payload, AgentStream::Handler handler,
-                                             bool autoGrant);
-    nlohmann::json awaitClose(const std::shared_ptr<AgentStream>& stream, std::chrono::milliseconds wait);
+  private:
+    std::shared_ptr<AgentStream> openPayload(const std::string& payload,
+                                             AgentStream::Handler handler, bool autoGrant);
+    nlohmann::json awaitClose(const std::shared_ptr<AgentStream>& stream,
+                              std::chrono::milliseconds wait);
     AgentConnection(UniqueFd fd, AgentChannelLimits limits);
     void handshake(std::chrono::milliseconds timeout);
     void startThread();
@@ -170,7 +178,7 @@ private:
     void onBytes(std::string_view bytes);
     void dispatch(const protocol::Frame& frame);
     void protocolError(const std::string& why);
-    void failAll(const std::string& why);
+    void failAll(const std::string& why, const std::string& code = "connection_lost");
     void notifyDrained();
 
     UniqueFd fd_;
@@ -196,7 +204,6 @@ private:
 
     std::mutex handlerMutex_;
     ProtocolErrorHandler protocolErrorHandler_;
-
 
     std::mutex pingMutex_;
     std::condition_variable pingCv_;

@@ -59,7 +59,7 @@ void AgentSessions::install(const std::string& sandboxId, std::shared_ptr<AgentC
     s->retryAfter = {};
 }
 
-void AgentSessions::drop(const std::string& sandboxId) {
+void AgentSessions::drop(const std::string& sandboxId, const std::string& why) {
     std::shared_ptr<Session> s;
     {
         std::lock_guard lock(mutex_);
@@ -69,7 +69,7 @@ void AgentSessions::drop(const std::string& sandboxId) {
         sessions_.erase(it);
     }
     std::lock_guard lock(s->mutex);
-    if (s->agent) s->agent->close();
+    if (s->agent) s->agent->close(why);
     s->agent.reset();
 }
 

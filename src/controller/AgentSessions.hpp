@@ -36,8 +36,9 @@ class AgentSessions {
     // A session opened and set up by its owner (a fresh boot's), replacing
     // any other.
     void install(const std::string& sandboxId, std::shared_ptr<AgentConnection> agent);
-    // Ends a sandbox's session (its VM is going away).
-    void drop(const std::string& sandboxId);
+    // Ends a sandbox's session (its VM is going away); calls still open
+    // fail with `why`.
+    void drop(const std::string& sandboxId, const std::string& why);
     // Ends every session and waits for their threads, which call back into
     // their owners: done before the owners go.
     void closeAll();

@@ -365,11 +365,12 @@ void SandboxController::adoptSession(const std::string& id,
     }
 }
 
-void SandboxController::teardown(const std::string& id) {
+void SandboxController::teardown(const std::string& id, const std::string& why) {
     if (config_.egress) config_.egress->detach(id);
     if (config_.packages) config_.packages->detach(id);
+    // Before the VM goes: calls still open learn why, not "guest gone".
+    agents_.drop(id, "sandbox " + id + " is gone: " + why);
     hypervisor_.destroyDomain(domainName(id));
-    agents_.drop(id);
     safefs::removeTree(sandboxDir(id));
     ports_.removeAll(id);
     auto gone = store_.find(id);
@@ -379,7 +380,8 @@ void SandboxController::teardown(const std::string& id) {
     snapshotLibrary_.collect();
 }
 
-void SandboxController::destroy(const std::string& tenant, const std::string& id) {
+void SandboxController::destroy(const std::string& tenant, const std::string& id,
+                                const std::string& why) {
     auto owned = requireOwned(tenant, id);
     BeforeDelete beforeDelete;
     AfterDelete afterDelete;
@@ -401,7 +403,7 @@ void SandboxController::destroy(const std::string& tenant, const std::string& id
         std::lock_guard op(*lifecycle);  // waits for a pause, resume or snapshot in flight
         requireOwned(tenant, id);
         store_.updateState(id, SandboxState::deleting);
-        teardown(id);
+        teardown(id, why);
     }
     if (workspaces_) workspaces_->remove(id);
     record(id, tenant, "sandbox.deleted", nlohmann::json::object());

@@ -207,7 +207,10 @@ class SandboxController : private SandboxAccess {
     // Audit records made outside the controller (the egress proxy's) are
     // counted here too.
     void countAudit(const std::string& type) { auditLog_.count(type); }
-    void destroy(const std::string& tenant, const std::string& id);
+    // `why` ends the message of calls still open on the sandbox ("sandbox
+    // sbx-… is gone: <why>", a conflict).
+    void destroy(const std::string& tenant, const std::string& id,
+                 const std::string& why = "it was deleted");
     // Judged by the command policy first: denied -> Error(policy_denied); a
     // command that needs approval -> Error(policy_denied) too (submitExec
     // parks those instead).
@@ -429,7 +432,7 @@ class SandboxController : private SandboxAccess {
     std::shared_ptr<AgentConnection> agentFor(const std::string& id) override {
         return agents_.get(id);
     }
-    void teardown(const std::string& id);
+    void teardown(const std::string& id, const std::string& why = "it was removed");
     // The uid:gid a sandbox's QEMU and its files belong to; none when not root.
     std::optional<std::pair<unsigned, unsigned>> qemuOwner(const SandboxRecord& r) const;
     void prepareSandboxDir(const SandboxRecord& r);

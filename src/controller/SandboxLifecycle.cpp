@@ -96,7 +96,7 @@ void SandboxController::enforceTimeouts() {
                 record(r.id, r.tenant, "sandbox.timeout", {{"action", "pause"}});
             } else {
                 record(r.id, r.tenant, "sandbox.timeout", {{"action", "kill"}});
-                destroy(r.tenant, r.id);
+                destroy(r.tenant, r.id, "its timeout passed (timeout_s)");
                 logInfo("controller", "sandbox " + r.id + " killed: its timeout passed");
             }
         } catch (const std::exception& e) {

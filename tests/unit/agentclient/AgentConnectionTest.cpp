@@ -1,5 +1,3 @@
-#include "agentclient/AgentConnection.hpp"
-
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -9,13 +7,15 @@
 #include <future>
 #include <thread>
 
+#include "agent/Agent.hpp"
+#include "agentclient/AgentConnection.hpp"
 #include "agentclient/AgentProtocolError.hpp"
 #include "core/Error.hpp"
 #include "protocol/Frame.hpp"
 #include "protocol/FrameDecoder.hpp"
 #include "support/InProcessAgent.hpp"
 #include "support/RawChannel.hpp"
-#include "agent/Agent.hpp"
+#include "support/TestEnv.hpp"
 
 namespace airlock {
 namespace {
@@ -30,7 +30,7 @@ protocol::ExecRequest shell(const std::string& script, std::uint64_t timeoutMs =
 }
 
 class AgentChannel : public ::testing::Test {
-protected:
+  protected:
     test::InProcessAgent agent;
     std::shared_ptr<AgentConnection> conn = agent.connect();
 };
@@ -110,7 +110,8 @@ TEST_F(AgentChannel, TimeoutKillsTheWholeProcessGroup) {
     EXPECT_TRUE(out.result.timed_out);
     EXPECT_EQ(out.result.signal.value_or(0), 9);
     std::this_thread::sleep_for(3500ms);  // the grandchild would have touched the file by now
-    EXPECT_FALSE(std::filesystem::exists(marker)) << "a member of the process group survived the timeout";
+    EXPECT_FALSE(std::filesystem::exists(marker))
+        << "a member of the process group survived the timeout";
 }
 
 TEST_F(AgentChannel, MissingProgramIsReportedNotFatal) {
@@ -137,7 +138,8 @@ TEST_F(AgentChannel, ManyConcurrentExecsOverOneChannel) {
         futures.push_back(std::async(std::launch::async, [this, i] {
             return conn->exec(shell("sleep 0.2; echo n" + std::to_string(i)), 1024, 30s);
         }));
-    for (int i = 0; i < 40; ++i) EXPECT_EQ(futures[i].get().stdoutData, "n" + std::to_string(i) + "\n");
+    for (int i = 0; i < 40; ++i)
+        EXPECT_EQ(futures[i].get().stdoutData, "n" + std::to_string(i) + "\n");
 }
 
 TEST_F(AgentChannel, HostSideWaitLimitThrowsAgentTimeout) {
@@ -159,7 +161,8 @@ TEST(AgentRobustness, GarbageGetsAResetAndANewHelloRecovers) {
         for (int i = 0; i < 50; ++i) {
             if (d.next(f) == protocol::FrameDecoder::Result::frame) {
                 // The agent announces its own start; that is not what these checks wait for.
-                if (f.type == protocol::FrameType::reset && protocol::parseResetInfo(f.payload).code == "agent_started")
+                if (f.type == protocol::FrameType::reset &&
+                    protocol::parseResetInfo(f.payload).code == "agent_started")
                     continue;
                 return true;
             }
@@ -173,11 +176,14 @@ TEST(AgentRobustness, GarbageGetsAResetAndANewHelloRecovers) {
         }
         return false;
     };
-    auto sendAll = [&](const std::string& s) { ASSERT_EQ(::write(fd.get(), s.data(), s.size()), ssize_t(s.size())); };
+    auto sendAll = [&](const std::string& s) {
+        ASSERT_EQ(::write(fd.get(), s.data(), s.size()), ssize_t(s.size()));
+    };
     protocol::FrameDecoder d;
     d.setResync(true);
     protocol::Frame f;
-    sendAll(protocol::encodeFrame(protocol::FrameType::hello, 0, protocol::toJson(protocol::Hello{1, "n1"})));
+    sendAll(protocol::encodeFrame(protocol::FrameType::hello, 0,
+                                  protocol::toJson(protocol::Hello{1, "n1"})));
     ASSERT_TRUE(readFrame(d, f));
     EXPECT_EQ(f.type, protocol::FrameType::hello_ack);
     // An open with a bad body: that stream is reset, the session lives.
@@ -197,7 +203,8 @@ TEST(AgentRobustness, GarbageGetsAResetAndANewHelloRecovers) {
     EXPECT_EQ(f.type, protocol::FrameType::reset);
     EXPECT_EQ(f.stream, 0u);
     EXPECT_EQ(protocol::parseResetInfo(f.payload).code, "protocol_error");
-    sendAll(protocol::encodeFrame(protocol::FrameType::hello, 0, protocol::toJson(protocol::Hello{1, "n2"})));
+    sendAll(protocol::encodeFrame(protocol::FrameType::hello, 0,
+                                  protocol::toJson(protocol::Hello{1, "n2"})));
     ASSERT_TRUE(readFrame(d, f));
     ASSERT_EQ(f.type, protocol::FrameType::hello_ack);
     EXPECT_EQ(protocol::parseHelloAck(f.payload).nonce, "n2");
@@ -211,7 +218,8 @@ TEST(AgentHandshake, SkipsStaleBytesBeforeTheAck) {
     UniqueFd host(fds[0]), guest(fds[1]);
     std::thread fake([&] {
         protocol::FrameDecoder d;
-        std::string stale = protocol::encodeFrame(protocol::FrameType::data, 3, std::string(500, 'o'));
+        std::string stale =
+            protocol::encodeFrame(protocol::FrameType::data, 3, std::string(500, 'o'));
         std::string junk = stale.substr(200) + stale.substr(0, 7);
         (void)!::write(guest.get(), junk.data(), junk.size());
         char buf[4096];
@@ -220,8 +228,9 @@ TEST(AgentHandshake, SkipsStaleBytesBeforeTheAck) {
         protocol::Frame f;
         if (d.next(f) != protocol::FrameDecoder::Result::frame) return;
         auto hello = protocol::parseHello(f.payload);
-        std::string ack = protocol::encodeFrame(protocol::FrameType::hello_ack, 0,
-                                                protocol::toJson(protocol::HelloAck{1, hello.nonce, 7, "fake"}));
+        std::string ack =
+            protocol::encodeFrame(protocol::FrameType::hello_ack, 0,
+                                  protocol::toJson(protocol::HelloAck{1, hello.nonce, 7, "fake"}));
         (void)!::write(guest.get(), ack.data(), ack.size());
     });
     auto conn = AgentConnection::fromFd(std::move(host), 5s);
@@ -287,6 +296,32 @@ TEST(AgentHandshake, PeerDeathFailsPendingExec) {
     agent.reset();  // the agent goes away: its end of the socket closes
     EXPECT_EQ(pending.get(), "agent_error");
     EXPECT_FALSE(conn->alive());
+}
+
+// The host removing a sandbox closes its session with a reason: a call still
+// open fails with it at once, as a conflict, not as a guest that vanished.
+TEST(AgentHandshake, CloseWithAReasonFailsOpenCallsWithIt) {
+    test::InProcessAgent agent;
+    auto conn = agent.connect();
+    auto marker = std::filesystem::temp_directory_path() /
+                  ("airlock-close-reason-" + std::to_string(::getpid()));
+    std::filesystem::remove(marker);
+    auto pending = std::async(std::launch::async, [&] {
+        try {
+            conn->exec(shell("touch " + marker.string() + "; sleep 20"), 1024, 30s);
+            return std::string("finished");
+        } catch (const Error& e) {
+            return std::string(errorCodeName(e.code())) + ": " + e.what();
+        }
+    });
+    ASSERT_TRUE(test::waitFor([&] { return std::filesystem::exists(marker); }, 10s, 10ms));
+    auto closedAt = std::chrono::steady_clock::now();
+    conn->close("sandbox sbx-a is gone: its timeout passed");
+    ASSERT_EQ(pending.wait_for(5s), std::future_status::ready) << "the call outlived its session";
+    EXPECT_EQ(pending.get(), "conflict: sandbox sbx-a is gone: its timeout passed");
+    EXPECT_LT(std::chrono::steady_clock::now() - closedAt, 5s);
+    EXPECT_FALSE(conn->alive());
+    std::filesystem::remove(marker);
 }
 
 }  // namespace

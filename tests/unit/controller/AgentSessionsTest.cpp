@@ -41,7 +41,7 @@ TEST(AgentSessions, OneLiveSessionPerSandboxReopenedAfterItDies) {
     EXPECT_NE(second, first);
     EXPECT_TRUE(second->alive());
     EXPECT_EQ(adopted, 2);
-    sessions.drop("sbx-a");
+    sessions.drop("sbx-a", "sandbox sbx-a is gone: it was deleted");
     EXPECT_FALSE(second->alive()) << "a dropped session stays open";
     EXPECT_EQ(sessions.live(), 0u);
 }

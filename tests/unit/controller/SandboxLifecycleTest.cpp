@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
 
 #include "ControllerFixture.hpp"
@@ -17,6 +18,7 @@
 namespace airlock {
 namespace {
 namespace fs = std::filesystem;
+using namespace std::chrono_literals;
 using test::codeOf;
 
 using SandboxLifecycleTest = test::ControllerFixture;
@@ -249,6 +251,34 @@ TEST_F(SandboxLifecycleTest, TimeoutsKillOrPauseAndCanBeExtended) {
     CreateSandboxRequest bad;
     bad.onTimeout = "explode";
     EXPECT_EQ(codeOf([&] { controller->create("t1", bad); }), ErrorCode::bad_request);
+}
+
+// A command still running when its sandbox goes (its timeout, a delete)
+// fails at once and says why: a conflict, not "guest gone".
+TEST_F(SandboxLifecycleTest, ACommandRunningWhenItsSandboxExpiresFailsSayingWhy) {
+    CreateSandboxRequest req;
+    req.timeoutS = 60;
+    auto r = controller->create("t1", req);
+    std::string marker = dir.path() + "/started";
+    ExecOptions o;
+    o.shell = "touch " + marker + "; sleep 20";
+    o.user = "root";  // the in-process agent runs on the host
+    auto running = std::async(std::launch::async, [&] {
+        try {
+            controller->exec("t1", r.id, o);
+            return std::string("finished");
+        } catch (const Error& e) {
+            return std::string(errorCodeName(e.code())) + ": " + e.what();
+        }
+    });
+    ASSERT_TRUE(test::waitFor([&] { return fs::exists(marker); }, 10s, 10ms));
+    store->updateTimeout(r.id, 60, nowUnixSeconds() - 1);
+    controller->enforceTimeouts();
+    ASSERT_EQ(running.wait_for(5s), std::future_status::ready)
+        << "the command outlived its sandbox";
+    EXPECT_EQ(running.get(),
+              "conflict: sandbox " + r.id + " is gone: its timeout passed (timeout_s)");
+    EXPECT_FALSE(store->find(r.id));
 }
 
 TEST_F(SandboxLifecycleTest, RecoverFinishesAPauseAndDropsAHalfTakenSnapshot) {
