@@ -106,7 +106,10 @@ AgentConnection::~AgentConnection() {
 }
 
 void AgentConnection::close(const std::string& why) {
-    if (!why.empty()) failAll(why, "sandbox_gone");
+    if (!why.empty()) {
+        std::lock_guard lock(streamsMutex_);
+        if (closeReason_.empty()) closeReason_ = why;
+    }
     alive_ = false;
     wake();
     queueCv_.notify_all();
@@ -405,18 +408,21 @@ void AgentConnection::protocolError(const std::string& why) {
     }
 }
 
-void AgentConnection::failAll(const std::string& why, const std::string& code) {
+void AgentConnection::failAll(const std::string& why) {
     alive_ = false;
     std::map<std::uint32_t, std::weak_ptr<AgentStream>> streams;
+    protocol::ResetInfo reset{"connection_lost", why};
     {
         std::lock_guard lock(streamsMutex_);
-        if (failure_.empty()) failure_ = why;
+        // The host ended the session on purpose: that is the reason, whatever
+        // the channel did after it (EOF once the VM is destroyed).
+        if (!closeReason_.empty()) reset = {"sandbox_gone", closeReason_};
+        if (failure_.empty()) failure_ = reset.message;
         streams.swap(streams_);
     }
     for (auto& [id, weak] : streams)
         if (auto s = weak.lock())
-            s->deliver({AgentStream::Event::Kind::reset, 0,
-                        protocol::toJson(protocol::ResetInfo{code, why})});
+            s->deliver({AgentStream::Event::Kind::reset, 0, protocol::toJson(reset)});
     pingCv_.notify_all();
     queueCv_.notify_all();
 }
@@ -548,6 +554,7 @@ std::shared_ptr<AgentStream> AgentConnection::openPayload(const std::string& pay
     std::shared_ptr<AgentStream> stream;
     {
         std::lock_guard lock(streamsMutex_);
+        if (!closeReason_.empty()) throw agentError("sandbox_gone", closeReason_);
         if (!alive_) throw Error(ErrorCode::agent_error, "the agent connection is down");
         if (streams_.size() >= limits_.maxStreams)
             throw Error(ErrorCode::unavailable, "this sandbox has " +

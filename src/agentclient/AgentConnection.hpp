@@ -135,8 +135,10 @@ class AgentConnection : public std::enable_shared_from_this<AgentConnection> {
 
     bool ping(std::chrono::milliseconds wait);
     // Stops the connection's thread and fails every open stream; idempotent.
-    // With a reason (the host is removing the sandbox), open calls fail at
-    // once with it, as a conflict, not as a lost guest.
+    // With a reason (the host is removing the sandbox), open calls fail with
+    // it, as a conflict (code sandbox_gone), not as a lost guest; so does
+    // any open after it. The streams still hear it on the connection's
+    // thread, as every event.
     void close(const std::string& why = {});
     // close(), then waits until the thread ended (its callbacks have run).
     void closeAndWait();
@@ -178,7 +180,7 @@ class AgentConnection : public std::enable_shared_from_this<AgentConnection> {
     void onBytes(std::string_view bytes);
     void dispatch(const protocol::Frame& frame);
     void protocolError(const std::string& why);
-    void failAll(const std::string& why, const std::string& code = "connection_lost");
+    void failAll(const std::string& why);
     void notifyDrained();
 
     UniqueFd fd_;
@@ -198,6 +200,7 @@ class AgentConnection : public std::enable_shared_from_this<AgentConnection> {
     std::map<std::uint32_t, std::weak_ptr<AgentStream>> streams_;
     std::uint32_t nextStream_ = 1;
     std::string failure_;
+    std::string closeReason_;  // close(why): what every stream fails with
     std::uint64_t epoch_ = 0;
     std::string agentVersion_;
     protocol::FrameDecoder decoder_;

@@ -17,7 +17,7 @@ void Router::execInSandbox(Context& c, Respond respond) {
     auto options = parseExec(c.request.body);
     // No thread waits for the command: its end answers the request.
     ApiRequest label{c.request.method, c.request.path, {}, {}, {}, {}, {}, {}};
-    auto pending = controller_.submitExecAsync(
+    auto pending = controller_.commands().submitAsync(
         c.tenant, c.params[0], options,
         [respond, label](std::optional<ExecOutput> out, std::exception_ptr error) {
             if (out) return respond(jsonResponse(200, execOutputJson(*out)));

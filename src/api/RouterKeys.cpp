@@ -167,7 +167,8 @@ std::string Router::metricsText() {
       << qemuRssBytes() << "\n";
     m << controller_.createLatency().exposition("airlock_create_seconds",
                                                 "Create (boot or restore) to a ready agent.");
-    m << controller_.execLatency().exposition("airlock_exec_seconds", "REST exec durations.");
+    m << controller_.commands().latency().exposition("airlock_exec_seconds",
+                                                     "REST exec durations.");
     return m.str();
 }
 

@@ -64,12 +64,12 @@ void WsExecSession::onStartMessage(beast::error_code ec) {
     in_.consume(in_.size());
     phase_ = Phase::opening;
     asio::post(ctx_.workers, [self = shared_from_this(), body] {
-        SandboxController::StreamedExec started;
+        SandboxCommands::StreamedExec started;
         std::string code, message;
         try {
             self->options_ = parseExecStart(body, self->terminal_);
             std::weak_ptr<WsExecSession> weak = self;
-            started = self->ctx_.controller.openExec(
+            started = self->ctx_.controller.commands().openStreamed(
                 self->ctx_.tenant, self->ctx_.params[0], self->options_, self->terminal_,
                 self->agentHandler(), [weak](const GatedExec& g) {
                     if (auto s = weak.lock())
@@ -113,7 +113,7 @@ void WsExecSession::attachStream(std::shared_ptr<AgentStream> agent) {
 
 void WsExecSession::onDecision(const GatedExec& g) {
     if (over()) return;
-    // Decided before openExec's answer reached the strand: kept for it.
+    // Decided before openStreamed's answer reached the strand: kept for it.
     if (phase_ == Phase::opening) return void(earlyDecision_ = g);
     if (phase_ != Phase::awaitingDecision) return;
     if (g.state != "running") {
@@ -133,9 +133,9 @@ void WsExecSession::onDecision(const GatedExec& g) {
         std::shared_ptr<AgentStream> agent;
         std::string code, message;
         try {
-            agent = self->ctx_.controller.openApprovedExec(self->ctx_.tenant, self->ctx_.params[0],
-                                                           self->execId_, self->options_,
-                                                           self->terminal_, self->agentHandler());
+            agent = self->ctx_.controller.commands().openApproved(
+                self->ctx_.tenant, self->ctx_.params[0], self->execId_, self->options_,
+                self->terminal_, self->agentHandler());
         } catch (const Error& e) {
             code = std::string(errorCodeName(e.code()));
             message = e.what();

@@ -23,6 +23,7 @@ std::shared_ptr<AgentConnection> AgentSessions::get(const std::string& sandboxId
     if (!lock.try_lock_for(timing_.queueFor))
         throw Error(ErrorCode::unavailable,
                     "the agent of sandbox " + sandboxId + " is reconnecting; retry shortly");
+    if (!s->retired.empty()) throw Error(ErrorCode::conflict, s->retired);
     if (s->agent && s->agent->alive()) return s->agent;
     if (std::chrono::steady_clock::now() < s->retryAfter)
         throw Error(ErrorCode::unavailable, "the agent of sandbox " + sandboxId +
@@ -59,7 +60,14 @@ void AgentSessions::install(const std::string& sandboxId, std::shared_ptr<AgentC
     s->retryAfter = {};
 }
 
-void AgentSessions::drop(const std::string& sandboxId, const std::string& why) {
+void AgentSessions::retire(const std::string& sandboxId, const std::string& why) {
+    auto s = session(sandboxId);
+    std::lock_guard lock(s->mutex);
+    s->retired = why;
+    if (s->agent) s->agent->close(why);
+}
+
+void AgentSessions::drop(const std::string& sandboxId) {
     std::shared_ptr<Session> s;
     {
         std::lock_guard lock(mutex_);
@@ -69,7 +77,7 @@ void AgentSessions::drop(const std::string& sandboxId, const std::string& why) {
         sessions_.erase(it);
     }
     std::lock_guard lock(s->mutex);
-    if (s->agent) s->agent->close(why);
+    if (s->agent) s->agent->close();
     s->agent.reset();
 }
 

@@ -36,9 +36,12 @@ class AgentSessions {
     // A session opened and set up by its owner (a fresh boot's), replacing
     // any other.
     void install(const std::string& sandboxId, std::shared_ptr<AgentConnection> agent);
-    // Ends a sandbox's session (its VM is going away); calls still open
-    // fail with `why`.
-    void drop(const std::string& sandboxId, const std::string& why);
+    // The sandbox is going away: its session ends, calls still open fail
+    // with `why` (Error(conflict)), and so does every get() until drop();
+    // nothing reconnects to the VM while it is being destroyed.
+    void retire(const std::string& sandboxId, const std::string& why);
+    // Forgets a sandbox's session (its VM is gone).
+    void drop(const std::string& sandboxId);
     // Ends every session and waits for their threads, which call back into
     // their owners: done before the owners go.
     void closeAll();
@@ -50,6 +53,7 @@ class AgentSessions {
         std::shared_ptr<AgentConnection> agent;
         std::chrono::steady_clock::time_point retryAfter{};
         std::string lastFailure;
+        std::string retired;  // retire()'s reason: no more sessions
     };
     std::shared_ptr<Session> session(const std::string& sandboxId);
 

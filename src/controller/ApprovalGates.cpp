@@ -53,7 +53,7 @@ GatedExec ApprovalGates::parkExec(const SandboxRecord& r, const ExecOptions& opt
     g.sandboxId = r.id;
     g.tenant = r.tenant;
     auto request = optionsJson(options);
-    // A streamed one runs only while its client waits (openApprovedExec).
+    // A streamed one runs only while its client waits (SandboxCommands::openApproved).
     if (streamed) request["stream"] = true;
     g.requestJson = secrets_.sealRequest(r, request.dump());
     g.command = masker.mask(commandText(options));  // what approvers, the API and the audit show

@@ -15,7 +15,6 @@
 
 #include "agentclient/AgentProtocolError.hpp"
 #include "controller/DiskLayers.hpp"
-#include "core/AwaitedResult.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/Ids.hpp"
@@ -368,9 +367,11 @@ void SandboxController::adoptSession(const std::string& id,
 void SandboxController::teardown(const std::string& id, const std::string& why) {
     if (config_.egress) config_.egress->detach(id);
     if (config_.packages) config_.packages->detach(id);
-    // Before the VM goes: calls still open learn why, not "guest gone".
-    agents_.drop(id, "sandbox " + id + " is gone: " + why);
+    // Before the VM goes: calls still open learn why, not "guest gone", and
+    // none reconnects to it.
+    agents_.retire(id, "sandbox " + id + " is gone: " + why);
     hypervisor_.destroyDomain(domainName(id));
+    agents_.drop(id);
     safefs::removeTree(sandboxDir(id));
     ports_.removeAll(id);
     auto gone = store_.find(id);
@@ -433,72 +434,6 @@ std::shared_ptr<AgentConnection> SandboxController::runningAgent(const std::stri
     return agentFor(requireRunning(tenant, id).id);
 }
 
-ExecOutput SandboxController::exec(const std::string& tenant, const std::string& id,
-                                   const ExecOptions& options) {
-    auto r = requireOwned(tenant, id);
-    requireAllowed(r, options, "exec");
-    return runExec(r, options);
-}
-
-ExecOutput SandboxController::runExec(const SandboxRecord& r, const ExecOptions& options) {
-    AwaitedResult<ExecOutput> result;
-    runExecAsync(r, options, result.callback());
-    return result.get();  // the timer queue bounds it
-}
-
-void SandboxController::runExecAsync(const SandboxRecord& r, const ExecOptions& options,
-                                     ExecCompletion done) {
-    if (r.state != SandboxState::running)
-        throw Error(ErrorCode::conflict,
-                    "sandbox " + r.id + " is " + sandboxStateName(r.state) + ", not running");
-    auto agent = agentFor(r.id);
-    // Secrets scoped to this command join its environment; whatever comes
-    // back has every secret value masked.
-    auto secrets = secrets_.open(r);  // decrypted once: injection and masking
-    auto request = agentRequest(r, options, secrets);
-    auto masker = std::make_shared<SecretMasker>(secrets_.maskerOf(r, secrets));
-    // Set once the deadline is scheduled, cancelled when the exec ends first.
-    auto timer = std::make_shared<std::atomic<TimerQueue::Id>>(0);
-    // Known as running in its sandbox (the package proxy's records name it).
-    auto token = runningCommands_.add(r.id, masker->mask(commandText(options)));
-    auto untrack = [this, sandbox = r.id, token] { runningCommands_.remove(sandbox, token); };
-    std::shared_ptr<PendingExec> pending;
-    try {
-        pending =
-            agent->execAsync(request, config_.execOutputCap,
-                             [this, masker, timer, untrack, done = std::move(done)](
-                                 std::optional<ExecOutput> out, std::exception_ptr error) {
-                                 untrack();
-                                 if (auto id = timer->exchange(0)) timers_.cancel(id);
-                                 if (out && !masker->empty()) {
-                                     out->stdoutData = masker->mask(std::move(out->stdoutData));
-                                     out->stderrData = masker->mask(std::move(out->stderrData));
-                                     out->result.error = masker->mask(std::move(out->result.error));
-                                 }
-                                 done(std::move(out), error);
-                             });
-    } catch (...) {
-        untrack();
-        throw;
-    }
-    // The agent enforces the command's own timeout; the extra margin covers
-    // the channel and a loaded machine.
-    auto wait = std::chrono::milliseconds(request.timeout_ms) + std::chrono::seconds(15);
-    std::weak_ptr<PendingExec> weak = pending;
-    auto id = timers_.schedule(TimerQueue::Clock::now() + wait, [weak] {
-        if (auto p = weak.lock())
-            p->cancel(
-                Error(ErrorCode::agent_timeout, "the agent did not finish the command in time"));
-    });
-    timer->store(id);
-    // Ended before the deadline was stored: nothing would cancel it.
-    if (pending->ended() && timer->exchange(0)) timers_.cancel(id);
-}
-
-std::string SandboxController::soleRunningCommand(const std::string& sandboxId) {
-    return runningCommands_.sole(sandboxId);
-}
-
 void SandboxController::setDeleteHooks(BeforeDelete before, AfterDelete after) {
     std::lock_guard lock(hooksMutex_);
     beforeDelete_ = std::move(before);
@@ -529,15 +464,6 @@ void SandboxController::watchAgent(const std::string& id,
         record(id, r ? r->tenant : std::string(), "agent.protocol_error",
                {{"reason", why}, {"session_ended", sessionEnded}});
     });
-}
-
-protocol::ExecRequest SandboxController::agentRequest(const SandboxRecord& r,
-                                                      const ExecOptions& options,
-                                                      const SecretMap& secrets) const {
-    ExecOptions withSecrets = options;
-    for (auto& [name, value] : SandboxSecrets::envFor(secrets, commandText(options)))
-        withSecrets.env[name] = std::move(value);
-    return toAgentRequest(withSecrets, baseEnv(r));
 }
 
 SecretMasker SandboxController::maskerFor(const SandboxRecord& r) const {

@@ -19,8 +19,8 @@
 #include "controller/GuestFiles.hpp"
 #include "controller/GuestPorts.hpp"
 #include "controller/GuestProcesses.hpp"
-#include "controller/RunningCommands.hpp"
 #include "controller/SandboxAccess.hpp"
+#include "controller/SandboxCommands.hpp"
 #include "controller/SandboxSecrets.hpp"
 #include "controller/SnapshotLibrary.hpp"
 #include "controller/SparePool.hpp"
@@ -128,19 +128,6 @@ struct ControllerStores {
     WorkspaceStore* workspaces = nullptr;
 };
 
-// What POST .../exec did: ran it, or parked it for a human decision.
-struct ExecSubmission {
-    std::optional<ExecOutput> output;
-    std::optional<GatedExec> pending;
-};
-
-// Terminal settings for a streamed exec.
-struct TerminalOptions {
-    bool tty = false;
-    unsigned rows = 24, cols = 80;
-    bool stdinStream = true;  // stdin comes from the client until it sends EOF
-};
-
 struct CreateSandboxRequest {
     std::string templateName = "minimal";
     std::string snapshot;                  // clone this snapshot instead of booting a template
@@ -199,10 +186,10 @@ class SandboxController : private SandboxAccess {
     std::optional<std::string> ownerOf(const std::string& id);
     // Tenants' records, usage, rule floors and quotas.
     TenantLimits& tenants() { return tenantLimits_; }
-    // For /metrics: create and REST exec latencies, and audit events by type
-    // (egress decisions, agent protocol errors, approvals...).
+    // For /metrics: create latencies (REST exec's: commands().latency()),
+    // and audit events by type (egress decisions, agent protocol errors,
+    // approvals...).
     const LatencyHistogram& createLatency() const { return createLatency_; }
-    const LatencyHistogram& execLatency() const { return execLatency_; }
     std::map<std::string, std::uint64_t> auditCounts() { return auditLog_.counts(); }
     // Audit records made outside the controller (the egress proxy's) are
     // counted here too.
@@ -211,23 +198,11 @@ class SandboxController : private SandboxAccess {
     // sbx-… is gone: <why>", a conflict).
     void destroy(const std::string& tenant, const std::string& id,
                  const std::string& why = "it was deleted");
-    // Judged by the command policy first: denied -> Error(policy_denied); a
-    // command that needs approval -> Error(policy_denied) too (submitExec
-    // parks those instead).
-    ExecOutput exec(const std::string& tenant, const std::string& id, const ExecOptions& options);
-
-    // Safety (SandboxSafety.cpp): the REST exec with approval gates, the
-    // approvals, and the audit log.
-    ExecSubmission submitExec(const std::string& tenant, const std::string& id,
-                              const ExecOptions& options);
-    // The same without holding the caller's thread while the command runs:
-    // a parked command is returned at once; an allowed one's output (or
-    // error) arrives on `done`, called once from another thread.
-    using ExecCompletion = std::function<void(std::optional<ExecOutput>, std::exception_ptr)>;
-    std::optional<GatedExec> submitExecAsync(const std::string& tenant, const std::string& id,
-                                             const ExecOptions& options, ExecCompletion done);
+    // Commands: the REST exec (run or parked for approval), the streamed
+    // exec, approved runs, each judged by the command policy and audited.
+    SandboxCommands& commands() { return commands_; }
     // A tenant's decision on one of its approvals (ApprovalGates::decide),
-    // then what it lets through: an approved REST exec runs here, a streamed
+    // then what it lets through: an approved REST exec runs (SandboxCommands), a streamed
     // one's client is told, a push goes to the workspace service, a package
     // version is let through by the package proxy from then on.
     GatedExec decideApproval(const std::string& tenant, const std::string& approvalId, bool approve,
@@ -276,27 +251,6 @@ class SandboxController : private SandboxAccess {
     // sandbox: virtio-serial takes one host at a time).
     std::shared_ptr<AgentConnection> runningAgent(const std::string& tenant, const std::string& id);
 
-    // Streamed exec: output arrives on `handler` (push mode) as it is
-    // produced, with the sandbox's secrets masked. A command that needs
-    // approval is parked (`pending`) when the caller can wait for the
-    // decision (`onDecision`, called once, from another thread: approved,
-    // denied, expired); without one it is refused.
-    using DecisionCallback = std::function<void(const GatedExec&)>;
-    struct StreamedExec {
-        std::shared_ptr<AgentStream> stream;
-        std::optional<GatedExec> pending;
-    };
-    StreamedExec openExec(const std::string& tenant, const std::string& id,
-                          const ExecOptions& options, const TerminalOptions& terminal,
-                          AgentStream::Handler handler, DecisionCallback onDecision = nullptr);
-    // Runs a parked streamed exec once approved; `options` must be the ones
-    // it was submitted with.
-    std::shared_ptr<AgentStream> openApprovedExec(const std::string& tenant, const std::string& id,
-                                                  const std::string& execId,
-                                                  const ExecOptions& options,
-                                                  const TerminalOptions& terminal,
-                                                  AgentStream::Handler handler);
-
     // A sandbox's files (uploads, downloads, operations, file activity),
     // its background processes, and its ports (previews, tunnels).
     GuestFiles& files() { return files_; }
@@ -319,9 +273,6 @@ class SandboxController : private SandboxAccess {
     void setDeleteHooks(BeforeDelete before, AfterDelete after);
     using ExtraSecrets = SandboxSecrets::ExtraSource;
     void setExtraSecrets(ExtraSecrets source) { secrets_.setExtraSource(std::move(source)); }
-    // The one command running in a sandbox through exec (masked), or "" when
-    // none or several: what the package proxy's records name.
-    std::string soleRunningCommand(const std::string& sandboxId);
     // Masks a sandbox's secret values (and its tenant's git credentials).
     SecretMasker maskerFor(const SandboxRecord& r) const override;
     // The sandbox, owned and running (Error(conflict) when it is not).
@@ -364,7 +315,7 @@ class SandboxController : private SandboxAccess {
     SandboxRecord transition(const std::string& tenant, const std::string& id, SandboxState from,
                              SandboxState to);
 
-    LatencyHistogram createLatency_, execLatency_;
+    LatencyHistogram createLatency_;
 
     // Spare VMs (SandboxSpares.cpp).
     static std::string shapeOf(const std::string& templateName, const std::string& digest,
@@ -387,18 +338,13 @@ class SandboxController : private SandboxAccess {
     void startSpares();
 
     SandboxRecord requireOwned(const std::string& tenant, const std::string& id) override;
+    PreparedCommand prepareCommand(const SandboxRecord& r, const ExecOptions& options,
+                                   const char* door) override {
+        return commands_.prepare(r, options, door);
+    }
     std::optional<SandboxRecord> find(const std::string& sandboxId) override {
         return store_.find(sandboxId);
     }
-    PreparedCommand prepareCommand(const SandboxRecord& r, const ExecOptions& options,
-                                   const char* door) override;
-    // Policy gate of the streamed paths (WebSocket exec, background processes):
-    // anything but allow is refused there, and audited.
-    void requireAllowed(const SandboxRecord& r, const ExecOptions& options, const char* path);
-    ExecOutput runExec(const SandboxRecord& r, const ExecOptions& options);
-    // Starts the command; `done` gets its masked output or error. The
-    // command's timeout plus a margin is enforced by the timer queue.
-    void runExecAsync(const SandboxRecord& r, const ExecOptions& options, ExecCompletion done);
     // A new agent session of a sandbox (hello included). A guest that
     // floods its channel instead of answering is audited as
     // agent.protocol_error, as a broken established session is.
@@ -410,15 +356,6 @@ class SandboxController : private SandboxAccess {
                 const nlohmann::json& data, const SecretMasker* masker = nullptr) override {
         auditLog_.record(sandboxId, tenant, type, data, masker);
     }
-    void runApproved(GatedExec g);
-    // The request the agent gets: the sandbox's environment, then the
-    // command's, then the secrets scoped to it.
-    protocol::ExecRequest agentRequest(const SandboxRecord& r, const ExecOptions& options,
-                                       const SecretMap& secrets) const;
-    std::shared_ptr<AgentStream> openStreamedExec(const SandboxRecord& r,
-                                                  const ExecOptions& options,
-                                                  const TerminalOptions& terminal,
-                                                  AgentStream::Handler handler);
     // A new agent session for a sandbox: kept as its connection, and its
     // egress listener opened on it when it has an allowlist.
     void adoptAgent(const SandboxRecord& r, std::shared_ptr<AgentConnection> agent);
@@ -469,7 +406,9 @@ class SandboxController : private SandboxAccess {
     TenantLimits tenantLimits_{config_.tenants, config_.operatorRules, store_, snapshots_};
     // Its waits are timers (the queue is only stored here, and stops first).
     ApprovalGates gates_{gated_, auditLog_, secrets_, timers_, config_.approvalTimeoutS};
-    RunningCommands runningCommands_;
+    SandboxCommands commands_{SandboxCommands::Parts{
+        *this, judge_, gates_, secrets_, tenantLimits_, timers_,
+        [this](const SandboxRecord& r) { return baseEnv(r); }, config_.execOutputCap}};
     GuestFiles files_{*this};
     GuestProcesses processes_{*this};
     GuestPorts guestPorts_{*this, ports_};

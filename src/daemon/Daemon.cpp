@@ -215,7 +215,7 @@ int runDaemon(const DaemonOptions& options) {
             },
             [&controllerForCounts](const std::string& sandboxId) {
                 auto* c = controllerForCounts.load();
-                return c ? c->soleRunningCommand(sandboxId) : std::string();
+                return c ? c->commands().soleRunning(sandboxId) : std::string();
             });
         packageProxy =
             std::make_shared<packages::PackageProxy>(service, packages::PackageProxySettings{});

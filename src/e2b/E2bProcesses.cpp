@@ -204,7 +204,7 @@ std::shared_ptr<E2bProcess> E2bProcessTable::start(
         // its result is kept with the exec (the stream cannot wait an hour).
         ExecOptions parked = options;
         if (parked.timeoutS == 0) parked.timeoutS = 3600;
-        auto g = controller_.submitExecAsync(tenant, sandboxId, parked, [](auto, auto) {});
+        auto g = controller_.commands().submitAsync(tenant, sandboxId, parked, [](auto, auto) {});
         if (!g)
             throw Error(ErrorCode::conflict,
                         "the policy changed while the command started; run it again");
@@ -251,9 +251,9 @@ std::shared_ptr<E2bProcess> E2bProcessTable::start(
     terminal.stdinStream = spec.stdinOpen || spec.pty;
     try {
         // The handler holds the process until its stream ends.
-        auto opened =
-            controller_.openExec(tenant, sandboxId, options, terminal,
-                                 [proc](AgentStream::Event&& e) { proc->onEvent(std::move(e)); });
+        auto opened = controller_.commands().openStreamed(
+            tenant, sandboxId, options, terminal,
+            [proc](AgentStream::Event&& e) { proc->onEvent(std::move(e)); });
         counted = false;  // the start or the end uncounts it now
         if (!opened.stream) throw Error(ErrorCode::internal, "the exec did not open");
         proc->attach(opened.stream);

@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < runs; ++i) {
         auto t0 = steady_clock::now();
         auto s = controller.create(tenant, CreateSandboxRequest{});
-        controller.exec(tenant, s.id, trueCommand());
+        controller.commands().exec(tenant, s.id, trueCommand());
         cold.push_back(secondsSince(t0));
         controller.destroy(tenant, s.id);
     }
@@ -196,7 +196,7 @@ int main(int argc, char** argv) {
         std::filesystem::remove_all(sdir);
     }
     auto source = controller.create(tenant, CreateSandboxRequest{});
-    controller.exec(tenant, source.id, trueCommand());
+    controller.commands().exec(tenant, source.id, trueCommand());
     std::string snapshotId;
     for (int i = 0; i < runs; ++i) {
         auto t0 = steady_clock::now();
@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
         test::waitFor([&] { return controller.spareCount() >= 1; }, seconds(60));
         auto t0 = steady_clock::now();
         auto c = controller.create(tenant, fromSnapshot);
-        controller.exec(tenant, c.id, trueCommand());
+        controller.commands().exec(tenant, c.id, trueCommand());
         clone.push_back(secondsSince(t0));
         clones.push_back(c.id);
     }
@@ -242,7 +242,7 @@ int main(int argc, char** argv) {
         test::waitFor([&] { return controller.spareCount() >= 1; }, seconds(60));
         auto t0 = steady_clock::now();
         auto w = controller.create(tenant, CreateSandboxRequest{});
-        controller.exec(tenant, w.id, trueCommand());
+        controller.commands().exec(tenant, w.id, trueCommand());
         warm.push_back(secondsSince(t0));
         controller.destroy(tenant, w.id);
     }
@@ -256,12 +256,12 @@ int main(int argc, char** argv) {
         for (int i = 0; i < std::max(2, runs / 2); ++i) {
             auto t0 = steady_clock::now();
             auto s = controller.create(tenant, debian);
-            controller.exec(tenant, s.id, trueCommand());
+            controller.commands().exec(tenant, s.id, trueCommand());
             debianCold.push_back(secondsSince(t0));
             controller.destroy(tenant, s.id);
         }
         auto base = controller.create(tenant, debian);
-        controller.exec(tenant, base.id, trueCommand());
+        controller.commands().exec(tenant, base.id, trueCommand());
         auto snap = controller.snapshot(tenant, base.id);
         CreateSandboxRequest fromDebian;
         fromDebian.snapshot = snap.id;
@@ -273,7 +273,7 @@ int main(int argc, char** argv) {
             test::waitFor([&] { return controller.sparesIdle() && controller.spareCount() >= 2; }, seconds(60));
             auto t0 = steady_clock::now();
             auto c = controller.create(tenant, fromDebian);
-            controller.exec(tenant, c.id, trueCommand());
+            controller.commands().exec(tenant, c.id, trueCommand());
             debianClone.push_back(secondsSince(t0));
             made.push_back(c.id);
         }
@@ -323,7 +323,7 @@ int main(int argc, char** argv) {
             test::waitFor([&] { return controller.spareCount() >= 1; }, seconds(60));
             auto t0 = steady_clock::now();
             auto s = controller.create(tenant, fromSnapshot);
-            controller.exec(tenant, s.id, trueCommand());
+            controller.commands().exec(tenant, s.id, trueCommand());
             c.push_back(secondsSince(t0));
             controller.destroy(tenant, s.id);
         }
@@ -331,7 +331,7 @@ int main(int argc, char** argv) {
         CreateSandboxRequest coldRequest;
         coldRequest.boot = "cold";
         auto s = controller.create(tenant, coldRequest);
-        controller.exec(tenant, s.id, trueCommand());
+        controller.commands().exec(tenant, s.id, trueCommand());
         double coldAtLevel = secondsSince(t0);
         controller.destroy(tenant, s.id);
         std::printf("with %2d running: clone -> exec median %.3f s, cold create -> exec %.3f s\n", level, median(c),

@@ -53,7 +53,7 @@ protected:
         o.shell = script;
         o.user = user;
         o.timeoutS = timeoutS;
-        return world->controller->exec("t", world->sandboxId, o);
+        return world->controller->commands().exec("t", world->sandboxId, o);
     }
 
     static World* world;
@@ -86,7 +86,7 @@ TEST_F(BootedSandbox, ExitCodesStderrAndStdin) {
     ExecOptions o;
     o.argv = {"wc", "-c"};
     o.stdinData = std::string(100000, 'x');
-    EXPECT_EQ(world->controller->exec("t", world->sandboxId, o).stdoutData.find("100000"), 0u);
+    EXPECT_EQ(world->controller->commands().exec("t", world->sandboxId, o).stdoutData.find("100000"), 0u);
 }
 
 TEST_F(BootedSandbox, TimeoutKillsTheProcessGroupInTheGuest) {

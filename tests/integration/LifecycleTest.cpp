@@ -126,7 +126,7 @@ class Lifecycle : public ::testing::Test {
         o.shell = script;
         o.user = user;
         o.timeoutS = 60;
-        return world->controller->exec("t", id, o);
+        return world->controller->commands().exec("t", id, o);
     }
 
     static SandboxRecord clone() {

@@ -41,9 +41,21 @@ TEST(AgentSessions, OneLiveSessionPerSandboxReopenedAfterItDies) {
     EXPECT_NE(second, first);
     EXPECT_TRUE(second->alive());
     EXPECT_EQ(adopted, 2);
-    sessions.drop("sbx-a", "sandbox sbx-a is gone: it was deleted");
-    EXPECT_FALSE(second->alive()) << "a dropped session stays open";
+    sessions.retire("sbx-a", "sandbox sbx-a is gone: it was deleted");
+    EXPECT_FALSE(second->alive()) << "a retired session stays open";
     EXPECT_EQ(sessions.live(), 0u);
+    // Nothing reconnects to a sandbox being removed.
+    try {
+        sessions.get("sbx-a");
+        FAIL() << "reconnected to a retired sandbox";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::conflict);
+        EXPECT_STREQ(e.what(), "sandbox sbx-a is gone: it was deleted");
+    }
+    EXPECT_EQ(opened, 2);
+    sessions.drop("sbx-a");
+    EXPECT_TRUE(sessions.get("sbx-a")->alive()) << "a new sandbox of that id is a new session";
+    EXPECT_EQ(opened, 3);
 }
 
 TEST(AgentSessions, AfterAFailedOpenCallersFailFastUntilTheWaitIsOver) {

@@ -139,13 +139,13 @@ TEST_F(SandboxControllerTest, ExecUsesSandboxEnvUnderRequestEnv) {
     auto r = controller->create("t1", req);
     auto o = rootShell("echo $A $B");
     o.env = {{"B", "from-request"}};
-    auto out = controller->exec("t1", r.id, o);
+    auto out = controller->commands().exec("t1", r.id, o);
     EXPECT_EQ(out.stdoutData, "from-sandbox from-request\n");
 }
 
 TEST_F(SandboxControllerTest, OutputCapComesFromConfig) {
     auto r = controller->create("t1", CreateSandboxRequest{});
-    auto out = controller->exec("t1", r.id, rootShell("head -c 100000 /dev/zero"));
+    auto out = controller->commands().exec("t1", r.id, rootShell("head -c 100000 /dev/zero"));
     EXPECT_EQ(out.stdoutData.size(), 4096u);
     EXPECT_TRUE(out.truncated);
 }
@@ -153,7 +153,7 @@ TEST_F(SandboxControllerTest, OutputCapComesFromConfig) {
 TEST_F(SandboxControllerTest, OtherTenantsSeeNothing) {
     auto r = controller->create("t1", CreateSandboxRequest{});
     EXPECT_EQ(codeOf([&] { controller->get("t2", r.id); }), ErrorCode::not_found);
-    EXPECT_EQ(codeOf([&] { controller->exec("t2", r.id, rootShell("true")); }),
+    EXPECT_EQ(codeOf([&] { controller->commands().exec("t2", r.id, rootShell("true")); }),
               ErrorCode::not_found);
     EXPECT_EQ(codeOf([&] { controller->destroy("t2", r.id); }), ErrorCode::not_found);
     EXPECT_TRUE(controller->list("t2").empty());
@@ -166,14 +166,14 @@ TEST_F(SandboxControllerTest, DestroyRemovesDomainFilesAndRecord) {
     EXPECT_EQ(hypervisor.count(), 0u);
     EXPECT_FALSE(fs::exists(dir.path() + "/sandboxes/" + r.id));
     EXPECT_EQ(codeOf([&] { controller->get("t1", r.id); }), ErrorCode::not_found);
-    EXPECT_EQ(codeOf([&] { controller->exec("t1", r.id, rootShell("true")); }),
+    EXPECT_EQ(codeOf([&] { controller->commands().exec("t1", r.id, rootShell("true")); }),
               ErrorCode::not_found);
 }
 
 TEST_F(SandboxControllerTest, ExecOnStoppedSandboxIsConflict) {
     auto r = controller->create("t1", CreateSandboxRequest{});
     store->updateState(r.id, SandboxState::stopped);
-    EXPECT_EQ(codeOf([&] { controller->exec("t1", r.id, rootShell("true")); }),
+    EXPECT_EQ(codeOf([&] { controller->commands().exec("t1", r.id, rootShell("true")); }),
               ErrorCode::conflict);
 }
 
@@ -182,7 +182,7 @@ TEST_F(SandboxControllerTest, ReconnectsWhenTheAgentConnectionDied) {
     agents.clear();  // the guest agent goes away (killed, restarted)
     EXPECT_TRUE(
         test::waitFor([&] { return controller->liveConnections() == 0; }, std::chrono::seconds(5)));
-    auto out = controller->exec("t1", r.id, rootShell("echo again"));
+    auto out = controller->commands().exec("t1", r.id, rootShell("echo again"));
     EXPECT_EQ(out.stdoutData, "again\n");
     EXPECT_EQ(connectedSockets.size(), 2u);
 }
@@ -193,7 +193,7 @@ TEST_F(SandboxControllerTest, AGuestFloodingItsHelloIsAuditedAsAProtocolError) {
     EXPECT_TRUE(
         test::waitFor([&] { return controller->liveConnections() == 0; }, std::chrono::seconds(5)));
     floodConnect = true;
-    EXPECT_EQ(codeOf([&] { controller->exec("t1", r.id, rootShell("true")); }),
+    EXPECT_EQ(codeOf([&] { controller->commands().exec("t1", r.id, rootShell("true")); }),
               ErrorCode::agent_error);
     auto events = controller->audit("t1", r.id, AuditQuery{});
     auto it = std::find_if(events.begin(), events.end(),
@@ -231,7 +231,7 @@ TEST_F(SandboxControllerTest, RecoverFinishesHalfDoneWorkAndKillsOrphans) {
     EXPECT_FALSE(fs::exists(dir.path() + "/sandboxes/" + halfCreated.id));
     EXPECT_TRUE(fs::exists(dir.path() + "/sandboxes/" + kept.id));
     // The adopted sandbox is usable through the new controller.
-    EXPECT_EQ(restarted->exec("t1", kept.id, rootShell("echo adopted")).stdoutData, "adopted\n");
+    EXPECT_EQ(restarted->commands().exec("t1", kept.id, rootShell("echo adopted")).stdoutData, "adopted\n");
 }
 
 }  // namespace

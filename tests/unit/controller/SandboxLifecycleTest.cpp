@@ -55,11 +55,11 @@ TEST_F(SandboxLifecycleTest, PauseAndResumeRecordTheStateAndGateExec) {
     ExecOptions o;
     o.argv = {"true"};
     o.user = "root";  // the in-process agent runs on the host
-    EXPECT_EQ(codeOf([&] { controller->exec("t1", r.id, o); }), ErrorCode::conflict);
+    EXPECT_EQ(codeOf([&] { controller->commands().exec("t1", r.id, o); }), ErrorCode::conflict);
     EXPECT_EQ(codeOf([&] { controller->pause("t2", r.id); }), ErrorCode::not_found);
     EXPECT_EQ(controller->resume("t1", r.id).state, SandboxState::running);
     EXPECT_EQ(hypervisor.domainState(domain), DomainState::running);
-    EXPECT_EQ(controller->exec("t1", r.id, o).result.exit_code, 0);
+    EXPECT_EQ(controller->commands().exec("t1", r.id, o).result.exit_code, 0);
 }
 
 TEST_F(SandboxLifecycleTest, SnapshotOfAMemoryOnlySandboxAndItsClones) {
@@ -89,7 +89,7 @@ TEST_F(SandboxLifecycleTest, SnapshotOfAMemoryOnlySandboxAndItsClones) {
     ExecOptions o;
     o.argv = {"true"};
     o.user = "root";  // the in-process agent runs on the host
-    EXPECT_EQ(controller->exec("t1", c1.id, o).result.exit_code, 0);
+    EXPECT_EQ(controller->commands().exec("t1", c1.id, o).result.exit_code, 0);
 
     // Another tenant sees nothing; a clone cannot change the resources.
     EXPECT_EQ(codeOf([&] { controller->create("t2", fromSnapshot(snap.id)); }),
@@ -265,7 +265,7 @@ TEST_F(SandboxLifecycleTest, ACommandRunningWhenItsSandboxExpiresFailsSayingWhy)
     o.user = "root";  // the in-process agent runs on the host
     auto running = std::async(std::launch::async, [&] {
         try {
-            controller->exec("t1", r.id, o);
+            controller->commands().exec("t1", r.id, o);
             return std::string("finished");
         } catch (const Error& e) {
             return std::string(errorCodeName(e.code())) + ": " + e.what();
@@ -401,7 +401,7 @@ TEST_F(SparePoolTest, ACloneThatTakesASpareKeepsItsSecretsUnderTheSparesId) {
     ExecOptions o;
     o.argv = {"/bin/sh", "-c", "test \"$TOKEN\" = clone-Secret-7731 && echo \"got $TOKEN\""};
     o.user = "root";  // the in-process agent runs on the host
-    auto out = controller->exec("t1", clone.id, o);
+    auto out = controller->commands().exec("t1", clone.id, o);
     EXPECT_EQ(out.result.exit_code, 0) << out.stderrData;
     EXPECT_EQ(out.stdoutData, "got ***\n");
     controller->destroy("t1", clone.id);

@@ -58,7 +58,7 @@ class SandboxNetworkTest : public test::ControllerFixture {
         ExecOptions o;
         o.argv = {"env"};
         o.user = "root";  // the in-process agent runs on the host
-        return controller->exec("t1", id, o).stdoutData;
+        return controller->commands().exec("t1", id, o).stdoutData;
     }
     std::shared_ptr<RecordingGateway> gateway = std::make_shared<RecordingGateway>();
 };

@@ -45,7 +45,7 @@ TEST_F(SandboxSafetyTest, DeniedCommandsNeverReachTheGuestAndAreAudited) {
     std::string marker = dir.path() + "/should-not-exist";
     auto denied = [&](const std::string& cmd) {
         try {
-            controller->submitExec("t1", s.id, shell(cmd));
+            controller->commands().submit("t1", s.id, shell(cmd));
         } catch (const Error& e) {
             EXPECT_EQ(e.code(), ErrorCode::policy_denied) << cmd;
             return std::string(e.what());
@@ -58,9 +58,9 @@ TEST_F(SandboxSafetyTest, DeniedCommandsNeverReachTheGuestAndAreAudited) {
     EXPECT_NE(denied("touch " + marker + " && cat .env").find("secret_access"), std::string::npos);
     EXPECT_FALSE(fs::exists(marker)) << "no part of a denied request runs";
     // The other paths refuse too (and cannot wait for approvals).
-    EXPECT_EQ(codeOf([&] { controller->exec("t1", s.id, shell("echo forbidden")); }),
+    EXPECT_EQ(codeOf([&] { controller->commands().exec("t1", s.id, shell("echo forbidden")); }),
               ErrorCode::policy_denied);
-    EXPECT_EQ(codeOf([&] { controller->exec("t1", s.id, shell("touch " + marker)); }),
+    EXPECT_EQ(codeOf([&] { controller->commands().exec("t1", s.id, shell("touch " + marker)); }),
               ErrorCode::policy_denied);
     EXPECT_EQ(codeOf([&] {
                   ExecOptions o;
@@ -69,7 +69,7 @@ TEST_F(SandboxSafetyTest, DeniedCommandsNeverReachTheGuestAndAreAudited) {
               }),
               ErrorCode::policy_denied);
     EXPECT_FALSE(fs::exists(marker));
-    auto ok = controller->submitExec("t1", s.id, shell("echo fine"));
+    auto ok = controller->commands().submit("t1", s.id, shell("echo fine"));
     ASSERT_TRUE(ok.output);
     EXPECT_EQ(ok.output->stdoutData, "fine\n");
     auto t = types(s.id);
@@ -80,8 +80,8 @@ TEST_F(SandboxSafetyTest, DeniedCommandsNeverReachTheGuestAndAreAudited) {
 TEST_F(SandboxSafetyTest, GatedCommandsWaitForADecision) {
     auto s = sandboxWithRules();
     std::string approvedFile = dir.path() + "/approved", deniedFile = dir.path() + "/denied";
-    auto a = controller->submitExec("t1", s.id, shell("touch " + approvedFile + " && echo done"));
-    auto d = controller->submitExec("t1", s.id, shell("touch " + deniedFile));
+    auto a = controller->commands().submit("t1", s.id, shell("touch " + approvedFile + " && echo done"));
+    auto d = controller->commands().submit("t1", s.id, shell("touch " + deniedFile));
     ASSERT_TRUE(a.pending && d.pending);
     EXPECT_EQ(a.pending->state, "pending_approval");
     EXPECT_EQ(controller->gates().pending(TenantScope::only("t1")).size(), 2u);
@@ -122,7 +122,7 @@ TEST_F(SandboxSafetyTest, PendingApprovalsExpire) {
     config.approvalTimeoutS = 0;
     controller = makeController(config);
     auto s = sandboxWithRules();
-    auto p = controller->submitExec("t1", s.id, shell("touch " + dir.path() + "/late"));
+    auto p = controller->commands().submit("t1", s.id, shell("touch " + dir.path() + "/late"));
     ASSERT_TRUE(p.pending);
     controller->enforceTimeouts();
     EXPECT_EQ(controller->gates().get("t1", s.id, p.pending->id).state, "expired");
@@ -133,7 +133,7 @@ TEST_F(SandboxSafetyTest, PendingApprovalsExpire) {
 
 TEST_F(SandboxSafetyTest, TheAuditLogOutlivesTheSandboxAndStaysWithItsTenant) {
     auto s = sandboxWithRules();
-    controller->submitExec("t1", s.id, shell("echo hello"));
+    controller->commands().submit("t1", s.id, shell("echo hello"));
     controller->destroy("t1", s.id);
     auto events = controller->audit("t1", s.id, AuditQuery{});
     ASSERT_GE(events.size(), 3u);
@@ -178,7 +178,7 @@ TEST_F(SecretsTest, SecretsAreInjectedMaskedScopedAndNeverStoredInTheClear) {
     o.shell =
         "test \"$API_TOKEN\" = s3cr3t-Value-9137 && echo has-secret; echo \"token=$API_TOKEN\"; "
         "printf %s \"$API_TOKEN\" | base64; echo \"deploy=${DEPLOY_KEY:-unset}\"";
-    auto out = controller->submitExec("t1", s.id, o);
+    auto out = controller->commands().submit("t1", s.id, o);
     ASSERT_TRUE(out.output);
     EXPECT_EQ(out.output->stdoutData, "has-secret\ntoken=***\n***\ndeploy=unset\n")
         << "masked in clear and base64; a scoped secret stays out of other commands";
@@ -214,12 +214,12 @@ TEST_F(SecretsTest, TheTaskIsStoredMaskedAndItsTestCommandsAreMarkedInTheAudit) 
     ExecOptions o;
     o.user = "root";
     o.shell = "cd / && echo tests-ran";  // the task's test command: marked without asking
-    controller->submitExec("t1", s.id, o);
+    controller->commands().submit("t1", s.id, o);
     o.shell = "echo not-a-test";
-    controller->submitExec("t1", s.id, o);
+    controller->commands().submit("t1", s.id, o);
     o.shell = "exit 3";
     o.purpose = "test";  // asked for
-    controller->submitExec("t1", s.id, o);
+    controller->commands().submit("t1", s.id, o);
     std::vector<std::pair<std::string, bool>> seen;
     for (const auto& e : controller->audit("t1", s.id, AuditQuery{})) {
         if (e.type != "exec.executed") continue;
@@ -247,7 +247,7 @@ TEST_F(SecretsTest, ASealedSecretMovedToAnotherSandboxDoesNotOpen) {
     o.user = "root";
     o.shell = "echo \"$TOKEN\"";
     try {
-        auto out = controller->submitExec("t2", attacker.id, o);
+        auto out = controller->commands().submit("t2", attacker.id, o);
         ASSERT_TRUE(out.output);
         EXPECT_EQ(out.output->stdoutData.find("victim-Secret"), std::string::npos)
             << "another sandbox's secret was opened and injected";
@@ -313,7 +313,7 @@ TEST_F(ApprovalLifetimeTest, PendingApprovalsEndWithTheirSandbox) {
     ExecOptions o;
     o.user = "root";
     o.shell = "touch " + dir.path() + "/never";
-    auto submitted = controller->submitExec("t1", s.id, o);
+    auto submitted = controller->commands().submit("t1", s.id, o);
     ASSERT_TRUE(submitted.pending);
     ASSERT_EQ(controller->gates().pending(TenantScope::only("t1")).size(), 1u);
     controller->destroy("t1", s.id);
@@ -353,7 +353,7 @@ TEST_F(ApprovalLifetimeTest, LongExecsHoldNoCallerThread) {
     std::vector<std::string> outputs;
     auto started = std::chrono::steady_clock::now();
     for (int i = 0; i < 20; ++i) {
-        auto pending = controller->submitExecAsync(
+        auto pending = controller->commands().submitAsync(
             "t1", s.id, o, [&](std::optional<ExecOutput> out, std::exception_ptr) {
                 std::lock_guard lock(mutex);
                 outputs.push_back(out ? out->stdoutData : "error");

@@ -74,11 +74,11 @@ TEST_F(SandboxTenantsTest, ASandboxMayTightenButNeverOpenWhatItsTenantOrTheOpera
     tighter.policy.allow = {"make test"};
     auto s = controller->create("acme", tighter);
     // The tenant's rules apply at exec time, above the sandbox's own.
-    EXPECT_EQ(codeOf([&] { controller->exec("acme", s.id, shell("curl http://x/")); }),
+    EXPECT_EQ(codeOf([&] { controller->commands().exec("acme", s.id, shell("curl http://x/")); }),
               ErrorCode::policy_denied);
-    auto gated = controller->submitExec("acme", s.id, shell("git push origin HEAD"));
+    auto gated = controller->commands().submit("acme", s.id, shell("git push origin HEAD"));
     EXPECT_TRUE(gated.pending) << "the tenant's approve rule gates it";
-    EXPECT_EQ(controller->exec("acme", s.id, shell("echo fine")).stdoutData, "fine\n");
+    EXPECT_EQ(controller->commands().exec("acme", s.id, shell("echo fine")).stdoutData, "fine\n");
     // Another tenant has no such floor.
     EXPECT_NO_THROW(controller->create("other", allowing({"curl *"})));
 }
@@ -185,18 +185,18 @@ TEST_F(SandboxTenantsTest, SimultaneousSnapshotsCannotBothTakeTheLastOne) {
 TEST_F(SandboxTenantsTest, ConcurrentExecsAreHeldToTheQuotaAndReleasedWhenTheyEnd) {
     auto s = controller->create("acme", CreateSandboxRequest{});
     std::promise<void> ended;
-    auto pending = controller->submitExecAsync(
+    auto pending = controller->commands().submitAsync(
         "acme", s.id, shell("sleep 1"),
         [&](std::optional<ExecOutput>, std::exception_ptr) { ended.set_value(); });
     ASSERT_FALSE(pending);
     EXPECT_EQ(controller->tenants().usageOf("acme").concurrentExecs, 1u);
-    EXPECT_EQ(codeOf([&] { controller->submitExec("acme", s.id, shell("true")); }),
+    EXPECT_EQ(codeOf([&] { controller->commands().submit("acme", s.id, shell("true")); }),
               ErrorCode::quota_exceeded);
     ended.get_future().wait();
     ASSERT_TRUE(
         test::waitFor([&] { return controller->tenants().usageOf("acme").concurrentExecs == 0; },
                       std::chrono::seconds(5)));
-    auto again = controller->submitExec("acme", s.id, shell("echo again"));
+    auto again = controller->commands().submit("acme", s.id, shell("echo again"));
     ASSERT_TRUE(again.output);
     EXPECT_EQ(again.output->stdoutData, "again\n");
 }

@@ -91,7 +91,7 @@ class StreamedExecTest : public test::ControllerFixture {
         std::mutex mutex;
         std::condition_variable cv;
         std::optional<GatedExec> got;
-        SandboxController::DecisionCallback callback() {
+        SandboxCommands::DecisionCallback callback() {
             return [this](const GatedExec& g) {
                 std::lock_guard lock(mutex);
                 got = g;
@@ -110,7 +110,7 @@ TEST_F(StreamedExecTest, SecretsAreInjectedAndMaskedEvenWhenSplitAcrossChunks) {
     auto s = sandbox();
     Collector c;
     // The value leaves in pieces: a masker per chunk alone would miss it.
-    auto started = controller->openExec(
+    auto started = controller->commands().openStreamed(
         "t1", s.id,
         shell("printf 'token=%s' \"$(printf %s \"$API_TOKEN\" | cut -c1-6)\"; sleep 0.3; "
               "printf '%s\\n' \"$(printf %s \"$API_TOKEN\" | cut -c7-)\"; echo "
@@ -125,7 +125,7 @@ TEST_F(StreamedExecTest, SecretsAreInjectedAndMaskedEvenWhenSplitAcrossChunks) {
 TEST_F(StreamedExecTest, TheAuditKeepsHowAStreamedExecEndedAndItsOutputSizeNotItsBytes) {
     auto s = sandbox();
     Collector c;
-    auto started = controller->openExec(
+    auto started = controller->commands().openStreamed(
         "t1", s.id, shell("printf 'out=%s' \"$API_TOKEN\"; echo err >&2; exit 3"),
         TerminalOptions{false, 24, 80, false}, c.handler());
     ASSERT_TRUE(started.stream);
@@ -158,7 +158,7 @@ TEST_F(StreamedExecTest, AGatedStreamWaitsForItsDecisionThenRuns) {
     Decision d;
     Collector c;
     auto started =
-        controller->openExec("t1", s.id, shell("echo gated $API_TOKEN"),
+        controller->commands().openStreamed("t1", s.id, shell("echo gated $API_TOKEN"),
                              TerminalOptions{false, 24, 80, false}, c.handler(), d.callback());
     ASSERT_FALSE(started.stream) << "nothing runs before a human decides";
     ASSERT_TRUE(started.pending);
@@ -167,7 +167,7 @@ TEST_F(StreamedExecTest, AGatedStreamWaitsForItsDecisionThenRuns) {
     EXPECT_EQ(pending[0].command, "echo gated $API_TOKEN");
     // Only the approved command may run under that approval.
     EXPECT_EQ(codeOf([&] {
-                  controller->openApprovedExec("t1", s.id, started.pending->id,
+                  controller->commands().openApproved("t1", s.id, started.pending->id,
                                                shell("echo gated $API_TOKEN"), TerminalOptions{},
                                                c.handler());
               }),
@@ -179,11 +179,11 @@ TEST_F(StreamedExecTest, AGatedStreamWaitsForItsDecisionThenRuns) {
     EXPECT_EQ(decision->state, "running");
     EXPECT_EQ(decision->decidedBy, "alice");
     EXPECT_EQ(codeOf([&] {
-                  controller->openApprovedExec("t1", s.id, started.pending->id, shell("echo other"),
+                  controller->commands().openApproved("t1", s.id, started.pending->id, shell("echo other"),
                                                TerminalOptions{}, c.handler());
               }),
               ErrorCode::conflict);
-    c.stream = controller->openApprovedExec("t1", s.id, started.pending->id,
+    c.stream = controller->commands().openApproved("t1", s.id, started.pending->id,
                                             shell("echo gated $API_TOKEN"),
                                             TerminalOptions{false, 24, 80, false}, c.handler());
     ASSERT_TRUE(c.waitEnd());
@@ -198,7 +198,7 @@ TEST_F(StreamedExecTest, DenialsAndDepartedClientsEndGatedStreams) {
     auto s = sandbox();
     Decision denied;
     Collector c;
-    auto first = controller->openExec("t1", s.id, shell("echo gated one"), TerminalOptions{},
+    auto first = controller->commands().openStreamed("t1", s.id, shell("echo gated one"), TerminalOptions{},
                                       c.handler(), denied.callback());
     ASSERT_TRUE(first.pending);
     controller->decideApproval("t1", first.pending->approvalId, false, "no", "bob");
@@ -207,7 +207,7 @@ TEST_F(StreamedExecTest, DenialsAndDepartedClientsEndGatedStreams) {
     EXPECT_EQ(d->state, "denied");
 
     Decision never;
-    auto second = controller->openExec("t1", s.id, shell("echo gated two"), TerminalOptions{},
+    auto second = controller->commands().openStreamed("t1", s.id, shell("echo gated two"), TerminalOptions{},
                                        c.handler(), never.callback());
     ASSERT_TRUE(second.pending);
     controller->gates().abandonStreamed(second.pending->id);  // the WebSocket client left
@@ -220,7 +220,7 @@ TEST_F(StreamedExecTest, DenialsAndDepartedClientsEndGatedStreams) {
               ErrorCode::conflict);
     // Without a way to wait (background processes) a gated command is refused.
     EXPECT_EQ(codeOf([&] {
-                  controller->openExec("t1", s.id, shell("echo gated three"), TerminalOptions{},
+                  controller->commands().openStreamed("t1", s.id, shell("echo gated three"), TerminalOptions{},
                                        c.handler());
               }),
               ErrorCode::policy_denied);

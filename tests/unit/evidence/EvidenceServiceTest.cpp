@@ -84,12 +84,12 @@ const json* finding(const json& findings, const std::string& kind) {
 
 TEST_F(EvidenceServiceTest, ASealedBundleHoldsTheSessionVerifiesAndLeaksNoSecret) {
     auto s = taskSandbox();
-    EXPECT_EQ(test::codeOf([&] { controller->submitExec("t1", s.id, shell("rm -rf /tmp/x")); }),
+    EXPECT_EQ(test::codeOf([&] { controller->commands().submit("t1", s.id, shell("rm -rf /tmp/x")); }),
               ErrorCode::policy_denied);
-    controller->submitExec("t1", s.id, shell("echo tests-ran"));
+    controller->commands().submit("t1", s.id, shell("echo tests-ran"));
     auto failing = shell("echo $TOKEN; exit 1");
     failing.purpose = "test";
-    controller->submitExec("t1", s.id, failing);
+    controller->commands().submit("t1", s.id, failing);
 
     auto rec = service->seal("t1", s.id);
     EXPECT_EQ(rec.id.rfind("evd-", 0), 0u);

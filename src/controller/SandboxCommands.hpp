@@ -1,0 +1,133 @@
+#pragma once
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "agentclient/AgentStream.hpp"
+#include "controller/ApprovalGates.hpp"
+#include "controller/CommandJudge.hpp"
+#include "controller/ExecOptions.hpp"
+#include "controller/RunningCommands.hpp"
+#include "controller/SandboxAccess.hpp"
+#include "controller/SandboxSecrets.hpp"
+#include "controller/TenantLimits.hpp"
+#include "core/LatencyHistogram.hpp"
+#include "core/TimerQueue.hpp"
+#include "protocol/Messages.hpp"
+
+namespace airlock {
+
+// What POST .../exec did: ran it, or parked it for a human decision.
+struct ExecSubmission {
+    std::optional<ExecOutput> output;
+    std::optional<GatedExec> pending;
+};
+
+// Terminal settings for a streamed exec.
+struct TerminalOptions {
+    bool tty = false;
+    unsigned rows = 24, cols = 80;
+    bool stdinStream = true;  // stdin comes from the client until it sends EOF
+};
+
+// Commands in a sandbox, every path shaped like Kata's rpc.rs handlers:
+// trace (an exec id) -> policy check (CommandJudge; audited) -> run. The
+// REST exec runs or parks a command (ApprovalGates), the WebSocket exec
+// streams one, an approved one runs here; the background processes'
+// starts come through prepare(). Each command gets the sandbox's
+// environment and the secrets scoped to it, its output masked, its
+// deadline on the timer queue (no thread waits for a command), and is
+// known as running in its sandbox while it runs (RunningCommands).
+class SandboxCommands {
+  public:
+    // Every command's environment before its own: the sandbox's, plus the
+    // egress proxy's variables when it has a network.
+    using BaseEnv = std::function<std::map<std::string, std::string>(const SandboxRecord&)>;
+    struct Parts {
+        SandboxAccess& sandboxes;
+        const CommandJudge& judge;
+        ApprovalGates& gates;
+        const SandboxSecrets& secrets;
+        TenantLimits& tenants;
+        TimerQueue& timers;
+        BaseEnv baseEnv;
+        std::size_t outputCap;  // per stream of a REST exec
+    };
+    explicit SandboxCommands(Parts parts) : p_(std::move(parts)) {}
+
+    // Judged by the command policy first: denied -> Error(policy_denied); a
+    // command that needs approval -> Error(policy_denied) too (submit parks
+    // those instead).
+    ExecOutput exec(const std::string& tenant, const std::string& id, const ExecOptions& options);
+    // The REST exec, with approval gates: its output, or the parked command.
+    ExecSubmission submit(const std::string& tenant, const std::string& id,
+                          const ExecOptions& options);
+    // The same without holding the caller's thread while the command runs:
+    // a parked command is returned at once; an allowed one's output (or
+    // error) arrives on `done`, called once from another thread.
+    using ExecCompletion = std::function<void(std::optional<ExecOutput>, std::exception_ptr)>;
+    std::optional<GatedExec> submitAsync(const std::string& tenant, const std::string& id,
+                                         const ExecOptions& options, ExecCompletion done);
+    // Runs an approved REST exec (its gate was decided): started here,
+    // finished and audited on the agent's thread.
+    void runApproved(GatedExec g);
+
+    // Streamed exec: output arrives on `handler` (push mode) as it is
+    // produced, with the sandbox's secrets masked. A command that needs
+    // approval is parked (`pending`) when the caller can wait for the
+    // decision (`onDecision`, called once, from another thread: approved,
+    // denied, expired); without one it is refused.
+    using DecisionCallback = std::function<void(const GatedExec&)>;
+    struct StreamedExec {
+        std::shared_ptr<AgentStream> stream;
+        std::optional<GatedExec> pending;
+    };
+    StreamedExec openStreamed(const std::string& tenant, const std::string& id,
+                              const ExecOptions& options, const TerminalOptions& terminal,
+                              AgentStream::Handler handler, DecisionCallback onDecision = nullptr);
+    // Runs a parked streamed exec once approved; `options` must be the ones
+    // it was submitted with.
+    std::shared_ptr<AgentStream> openApproved(const std::string& tenant, const std::string& id,
+                                              const std::string& execId, const ExecOptions& options,
+                                              const TerminalOptions& terminal,
+                                              AgentStream::Handler handler);
+
+    // A command judged (anything but allow is refused, and audited; `door`
+    // names the route) and made ready for the agent: what SandboxAccess's
+    // prepareCommand gives the guest services.
+    PreparedCommand prepare(const SandboxRecord& r, const ExecOptions& options, const char* door);
+
+    // The one command running in a sandbox through exec (masked), or "" when
+    // none or several: what the package proxy's records name.
+    std::string soleRunning(const std::string& sandboxId) const { return running_.sole(sandboxId); }
+    // REST exec durations, for /metrics.
+    const LatencyHistogram& latency() const { return latency_; }
+
+  private:
+    // The policy gate of the streamed paths: anything but allow is refused
+    // there, and audited.
+    void requireAllowed(const SandboxRecord& r, const ExecOptions& options, const char* path);
+    // Starts the command; `done` gets its masked output or error. The
+    // command's timeout plus a margin is enforced by the timer queue.
+    void runAsync(const SandboxRecord& r, const ExecOptions& options, ExecCompletion done);
+    // The request the agent gets: the sandbox's environment, then the
+    // command's, then the secrets scoped to it.
+    protocol::ExecRequest agentRequest(const SandboxRecord& r, const ExecOptions& options,
+                                       const SecretMap& secrets) const;
+    std::shared_ptr<AgentStream> openStream(const SandboxRecord& r, const ExecOptions& options,
+                                            const TerminalOptions& terminal,
+                                            AgentStream::Handler handler);
+    void record(const SandboxRecord& r, const std::string& type, const nlohmann::json& data,
+                const SecretMasker* masker) {
+        p_.sandboxes.record(r.id, r.tenant, type, data, masker);
+    }
+
+    Parts p_;
+    RunningCommands running_;
+    LatencyHistogram latency_;
+};
+
+}  // namespace airlock

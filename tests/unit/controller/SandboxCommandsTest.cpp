@@ -1,0 +1,169 @@
+// SandboxCommands on its own: a fake sandbox (FakeSandboxAccess, the real
+// agent in this process), real policy, gates, secrets and stores.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <future>
+
+#include "controller/SandboxCommands.hpp"
+#include "core/AwaitedResult.hpp"
+#include "core/Error.hpp"
+#include "store/AuditStore.hpp"
+#include "store/Database.hpp"
+#include "store/SnapshotStore.hpp"
+#include "support/FakeSandboxAccess.hpp"
+#include "support/TestEnv.hpp"
+
+namespace airlock {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using test::codeOf;
+
+constexpr const char* kScopedToken = "tok-0123456789abcdef";
+
+std::shared_ptr<const SecretCipher> commandsTestCipher() {
+    std::array<unsigned char, 32> key{};
+    key.fill(9);
+    return std::make_shared<const SecretCipher>(key);
+}
+
+ExecOptions asRootShell(const std::string& script) {
+    ExecOptions o;
+    o.shell = script;
+    o.user = "root";  // the in-process agent runs on the host
+    return o;
+}
+
+class SandboxCommandsTest : public ::testing::Test {
+  protected:
+    SandboxCommandsTest() {
+        auto& s = access.sandbox;
+        s.envJson = R"({"FROM_SANDBOX":"s","BOTH":"sandbox"})";
+        s.policyJson = R"({"deny":["echo forbidden*"],"approve":["touch *"]})";
+        s.secretsSealed = secrets.seal({{"API_TOKEN", SecretSpec{kScopedToken, {"echo *"}}}}, s.id);
+        access.secrets = {kScopedToken};  // the audit's masker (maskerFor)
+        commands = std::make_unique<SandboxCommands>(SandboxCommands::Parts{
+            access, judge, gates, secrets, tenants, *timers,
+            [](const SandboxRecord& r) {
+                auto env =
+                    nlohmann::json::parse(r.envJson).get<std::map<std::string, std::string>>();
+                env["FROM_BASE"] = "b";
+                return env;
+            },
+            4096});
+    }
+    // As in the controller: the agent's session ends first (a command still
+    // running completes into live objects), then the timer queue stops.
+    void TearDown() override {
+        access.agentFor(access.sandbox.id)->closeAndWait();
+        timers.reset();
+    }
+
+    const std::string& id() const { return access.sandbox.id; }
+
+    test::TempDir dir;
+    Database db{dir.path() + "/state.db"};
+    GatedExecStore gatedStore{db};
+    AuditStore auditStore{db};
+    AuditRecorder audit{auditStore};
+    SandboxStore sandboxStore{db};
+    SnapshotStore snapshotStore{db};
+    SandboxSecrets secrets{commandsTestCipher()};
+    policy::PolicyRules operatorRules;
+    CommandJudge judge{operatorRules, [](const std::string&) { return std::nullopt; }};
+    TenantLimits tenants{nullptr, operatorRules, sandboxStore, snapshotStore};
+    test::FakeSandboxAccess access;
+    std::unique_ptr<TimerQueue> timers = std::make_unique<TimerQueue>();
+    ApprovalGates gates{gatedStore, audit, secrets, *timers, 900};
+    std::unique_ptr<SandboxCommands> commands;
+};
+
+TEST_F(SandboxCommandsTest, EnvironmentLayersAndScopedSecretsAndMaskedOutput) {
+    auto o = asRootShell("echo $FROM_BASE $FROM_SANDBOX $BOTH $OWN len=${#API_TOKEN} $API_TOKEN");
+    o.env = {{"BOTH", "command"}, {"OWN", "o"}};
+    auto out = commands->exec("t1", id(), o);
+    // The sandbox's environment, the command's over it, the secret scoped to
+    // "echo *" injected (20 bytes) and masked in what came back.
+    EXPECT_EQ(out.stdoutData.find(kScopedToken), std::string::npos) << out.stdoutData;
+    EXPECT_EQ(out.stdoutData.rfind("b s command o len=20 ", 0), 0u) << out.stdoutData;
+    // Out of its scope: not injected.
+    auto other = commands->exec("t1", id(), asRootShell("true; echo len=${#API_TOKEN}"));
+    EXPECT_EQ(other.stdoutData, "len=0\n");
+    EXPECT_EQ(access.recordsOf("exec.allowed").size(), 2u);
+}
+
+TEST_F(SandboxCommandsTest, ARunningCommandIsNamedMaskedWhileItRunsAndForgottenAfter) {
+    std::string marker = dir.path() + "/started";
+    // The secret's value typed into the command: masked wherever it is named.
+    std::string typed = std::string("echo ") + kScopedToken + " > " + marker + "; sleep 3";
+    std::promise<std::optional<ExecOutput>> ended;
+    auto pending = commands->submitAsync("t1", id(), asRootShell(typed),
+                                         [&](std::optional<ExecOutput> out, std::exception_ptr) {
+                                             ended.set_value(std::move(out));
+                                         });
+    ASSERT_FALSE(pending) << "an allowed command is not parked";
+    ASSERT_TRUE(test::waitFor([&] { return fs::exists(marker); }, 10s, 10ms));
+    EXPECT_EQ(commands->soleRunning(id()), "echo *** > " + marker + "; sleep 3");
+    EXPECT_EQ(tenants.usageOf("t1").concurrentExecs, 1u) << "its exec slot is held while it runs";
+    auto result = ended.get_future();
+    ASSERT_EQ(result.wait_for(10s), std::future_status::ready);
+    auto out = result.get();
+    ASSERT_TRUE(out);
+    EXPECT_EQ(out->result.exit_code, 0);
+    EXPECT_EQ(commands->soleRunning(id()), "");
+    EXPECT_TRUE(
+        test::waitFor([&] { return tenants.usageOf("t1").concurrentExecs == 0; }, 5s, 10ms));
+    auto executed = access.recordsOf("exec.executed");
+    ASSERT_EQ(executed.size(), 1u);
+    EXPECT_EQ(executed[0].data["exit_code"], 0);
+    EXPECT_EQ(executed[0].data["command"], "echo *** > " + marker + "; sleep 3");
+    EXPECT_FALSE(executed[0].data["exec_id"].get<std::string>().empty());
+}
+
+TEST_F(SandboxCommandsTest, DeniedAndGatedCommandsNeverRunOnTheDirectPaths) {
+    std::string marker = dir.path() + "/touched";
+    EXPECT_EQ(codeOf([&] { commands->submit("t1", id(), asRootShell("echo forbidden")); }),
+              ErrorCode::policy_denied);
+    // exec() and prepare() (the background processes' door) have no gate
+    // to wait at: a command that needs approval is refused there.
+    EXPECT_EQ(codeOf([&] { commands->exec("t1", id(), asRootShell("touch " + marker)); }),
+              ErrorCode::policy_denied);
+    try {
+        commands->prepare(access.sandbox, asRootShell("touch " + marker), "processes");
+        FAIL() << "prepared a command that needs approval";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::policy_denied);
+        EXPECT_NE(std::string(e.what()).find("needs approval"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(fs::exists(marker));
+    EXPECT_EQ(access.recordsOf("exec.denied").size(), 3u);
+    EXPECT_EQ(codeOf([&] { commands->exec("t2", id(), asRootShell("true")); }),
+              ErrorCode::not_found);
+    access.sandbox.state = SandboxState::paused;
+    EXPECT_EQ(codeOf([&] { commands->submit("t1", id(), asRootShell("true")); }),
+              ErrorCode::conflict);
+}
+
+TEST_F(SandboxCommandsTest, AParkedCommandRunsOnceApprovedAndItsEndIsAudited) {
+    std::string marker = dir.path() + "/approved";
+    auto submitted = commands->submit("t1", id(), asRootShell("touch " + marker));
+    ASSERT_TRUE(submitted.pending);
+    EXPECT_FALSE(submitted.output);
+    EXPECT_FALSE(fs::exists(marker)) << "ran before a human decided";
+    auto [decided, parked] = gates.decide("t1", submitted.pending->approvalId, true, "ok", "human");
+    commands->runApproved(decided);
+    // Its end is audited last (after the gate's state): wait for that.
+    ASSERT_TRUE(
+        test::waitFor([&] { return !access.recordsOf("exec.executed").empty(); }, 10s, 10ms));
+    EXPECT_TRUE(fs::exists(marker));
+    EXPECT_EQ(gates.find(decided.id)->state, "exited");
+    auto executed = access.recordsOf("exec.executed");
+    ASSERT_EQ(executed.size(), 1u);
+    EXPECT_EQ(executed[0].data["approval_id"], submitted.pending->approvalId);
+    EXPECT_EQ(executed[0].data["exec_id"], decided.id);
+}
+
+}  // namespace
+}  // namespace airlock
