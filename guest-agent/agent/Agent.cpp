@@ -424,12 +424,14 @@ void Agent::handleFileWatch(std::uint32_t id, const protocol::FileWatchRequest& 
             return sendReset(id, "bad_request", "file_watch: " + error);
         activity_ = std::move(fresh);
         activity_->onReadable({});
-        return sendFrame(FrameType::close, id, jsonText(activity_->drain()));
+        return sendFrame(FrameType::close, id, jsonText(protocol::toJsonValue(activity_->drain())));
     }
-    if (!activity_) return sendFrame(FrameType::close, id, jsonText({{"watching", false}}));
+    if (!activity_)
+        return sendFrame(FrameType::close, id,
+                         jsonText(protocol::toJsonValue(protocol::FileActivityReport{})));
     // What is queued belongs to this drain.
     activity_->onReadable([this](pid_t pid) { return traceOfProcess(pid); });
-    sendFrame(FrameType::close, id, jsonText(activity_->drain()));
+    sendFrame(FrameType::close, id, jsonText(protocol::toJsonValue(activity_->drain())));
 }
 
 std::string Agent::traceOfProcess(pid_t pid) {

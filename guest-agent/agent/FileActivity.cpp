@@ -207,23 +207,26 @@ void FileActivity::record(const std::string& absPath, bool read, bool write,
     if (!trace.empty() && s.traces.size() < kMaxTracesPerPath) s.traces.insert(trace);
 }
 
-nlohmann::json FileActivity::drain() {
-    // Times are the guest's wall clock in ms, with the guest's "now" beside
-    // them: the host shifts them onto its own clock (a restored guest's may lag).
-    nlohmann::json out = {{"watching", watching()},  {"root", root_},
-                          {"mechanism", mechanism_}, {"dropped", dropped_},
-                          {"overflow", overflow_},   {"now_ms", wallMs()}};
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& [path, s] : paths_) {
-        nlohmann::json p = {{"path", path},          {"reads", s.reads},    {"writes", s.writes},
-                            {"first_ms", s.firstMs}, {"last_ms", s.lastMs}, {"execs", s.traces}};
-        if (s.writes > 0) {
-            p["first_write_ms"] = s.firstWriteMs;
-            p["last_write_ms"] = s.lastWriteMs;
-        }
-        list.push_back(std::move(p));
-    }
-    out["paths"] = std::move(list);
+protocol::FileActivityReport FileActivity::drain() {
+    // The guest's "now" goes beside the times: the host shifts them onto its
+    // own clock (a restored guest's may lag).
+    protocol::FileActivityReport out;
+    out.watching = watching();
+    out.root = root_;
+    out.mechanism = mechanism_;
+    out.nowMs = wallMs();
+    out.dropped = dropped_;
+    out.overflow = overflow_;
+    out.paths.reserve(paths_.size());
+    for (const auto& [path, s] : paths_)
+        out.paths.push_back(protocol::PathActivity{path,
+                                                   s.reads,
+                                                   s.writes,
+                                                   s.firstMs,
+                                                   s.lastMs,
+                                                   s.firstWriteMs,
+                                                   s.lastWriteMs,
+                                                   {s.traces.begin(), s.traces.end()}});
     paths_.clear();
     dropped_ = 0;
     overflow_ = false;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/UniqueFd.hpp"
+#include "protocol/GuestResults.hpp"
 
 namespace airlock::guest {
 
@@ -21,8 +22,8 @@ namespace airlock::guest {
 // that itself. Bounded: at most kMaxPaths paths between two drains.
 class FileActivity {
   public:
-    static constexpr std::size_t kMaxPaths = 4096;
-    static constexpr std::size_t kMaxTracesPerPath = 8;
+    static constexpr std::size_t kMaxPaths = protocol::kMaxActivityPaths;
+    static constexpr std::size_t kMaxTracesPerPath = protocol::kMaxActivityExecs;
     static constexpr std::size_t kMaxInotifyDirs = 8192;
     // Resolves a process to the trace of the command it belongs to ("" if none).
     using TraceOf = std::function<std::string(pid_t)>;
@@ -34,11 +35,9 @@ class FileActivity {
     int fd() const { return fd_.get(); }
     // Reads what is queued (the fd is non-blocking).
     void onReadable(const TraceOf& traceOf);
-    // The summary since the last drain, which it clears:
-    // {"root","mechanism","now_ms","paths":[{path,reads,writes,first_ms,last_ms,
-    // first_write_ms,last_write_ms,execs}],"dropped","overflow"}; times are
-    // the guest's wall clock in Unix ms.
-    nlohmann::json drain();
+    // The summary since the last drain, which it clears; times are the
+    // guest's wall clock in Unix ms.
+    protocol::FileActivityReport drain();
 
   private:
     struct PathStats {

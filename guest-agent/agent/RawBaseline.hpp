@@ -13,16 +13,17 @@ class RawBaseline : public ChannelBaseline {
     bool claims(std::string_view op) const override { return op == kOp; }
     std::optional<Refusal> start(std::uint32_t stream, std::string_view openPayload,
                                  bool channelIdle, BaselinePort& port) override;
-    bool active() const override { return !mode_.empty(); }
+    bool active() const override { return mode_ != Mode::framing; }
     std::size_t consume(std::string_view bytes, BaselinePort& port) override;
     void pump(BaselinePort& port, std::size_t highWater) override;
     bool wantsToWrite(const BaselinePort& port, std::size_t highWater) const override;
 
   private:
+    enum class Mode { framing, sink, source, echo };
     void finish(BaselinePort& port);
 
     std::uint32_t stream_ = 0;
-    std::string mode_;  // sink | source | echo; empty when framing
+    Mode mode_ = Mode::framing;
     std::uint64_t remaining_ = 0;
     std::int64_t startedMs_ = 0;
 };

@@ -137,10 +137,7 @@ void WorkspaceScanStream::start(const protocol::WorkspaceScanRequest& request) {
             bool isDir = S_ISDIR(st.st_mode);
             if (ignore.ignored(child, isDir)) {
                 ++ignoredCount;
-                if (listIgnored) {
-                    manifest_ += "I " + child + (isDir ? "/" : "");
-                    manifest_.push_back('\0');
-                }
+                if (listIgnored) protocol::appendManifestIgnored(manifest_, child, isDir);
                 continue;
             }
             if (files >= kMaxEntries || manifest_.size() >= kMaxManifestBytes) {
@@ -151,28 +148,25 @@ void WorkspaceScanStream::start(const protocol::WorkspaceScanRequest& request) {
                 walk(child, depth + 1);
                 continue;
             }
-            std::string mode, id, linkTarget;
+            protocol::ManifestFile file;
+            file.path = child;
             if (S_ISREG(st.st_mode)) {
                 UniqueFd fd(::open(full.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
                 if (!fd) continue;
-                mode = (st.st_mode & S_IXUSR) ? "100755" : "100644";
-                id = blobId(fd.get(), static_cast<std::uint64_t>(st.st_size));
+                file.mode = (st.st_mode & S_IXUSR) ? protocol::ManifestFile::Mode::executable
+                                                   : protocol::ManifestFile::Mode::file;
+                file.id = blobId(fd.get(), static_cast<std::uint64_t>(st.st_size));
             } else if (S_ISLNK(st.st_mode)) {
                 char target[4097];
                 ssize_t n = ::readlink(full.c_str(), target, sizeof target - 1);
                 if (n <= 0) continue;
-                mode = "120000";
-                linkTarget.assign(target, static_cast<std::size_t>(n));
-                id = blobIdOf(linkTarget);
+                file.mode = protocol::ManifestFile::Mode::link;
+                file.linkTarget.assign(target, static_cast<std::size_t>(n));
+                file.id = blobIdOf(file.linkTarget);
             } else {
                 continue;  // fifos, sockets and devices are nothing git records
             }
-            manifest_ += mode + " " + id + " " + child;
-            manifest_.push_back('\0');
-            if (mode == "120000") {  // the target too: the host cannot read a link
-                manifest_ += linkTarget;
-                manifest_.push_back('\0');
-            }
+            protocol::appendManifestFile(manifest_, file);
             ++files;
         }
     };

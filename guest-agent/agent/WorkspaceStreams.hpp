@@ -4,22 +4,21 @@
 #include <set>
 #include <string>
 
-#include "protocol/GuestCalls.hpp"
 #include "agent/StreamHandler.hpp"
 #include "agent/UserDb.hpp"
 #include "core/UniqueFd.hpp"
 #include "protocol/FileArchive.hpp"
+#include "protocol/GuestCalls.hpp"
+#include "protocol/WorkspaceManifest.hpp"
 
 namespace airlock::guest {
 
 // op "workspace_scan": the files of a working tree that git would see, as
-// records "<mode> <blob id> <path>\0" (mode 100644, 100755 or 120000; a
-// link's record is followed by "<target>\0"),
-// streamed on channel 1 under credit, then a close with the counts. What
-// the tree's .gitignore files exclude is neither read nor hashed (with
-// "ignored": true, each top-most ignored path is listed as "I <path>\0",
-// directories with a trailing "/"). Skipped: every ".git" entry and the
-// "skip" paths (submodules). Read with the user's identity.
+// a protocol::WorkspaceManifest streamed on channel 1 under credit, then a
+// close with the counts. What the tree's .gitignore files exclude is
+// neither read nor hashed (with "ignored": true, each top-most ignored path
+// is listed). Skipped: every ".git" entry and the "skip" paths
+// (submodules). Read with the user's identity.
 class WorkspaceScanStream : public StreamHandler {
   public:
     WorkspaceScanStream(std::uint32_t id, FrameSink& sink,

@@ -9,13 +9,15 @@ namespace airlock {
 namespace asio = boost::asio;
 
 AgentPipe::AgentPipe(asio::any_io_executor strand, asio::thread_pool& workers)
-    : strand_(std::move(strand)), workers_(workers) {}
+    : strand_(std::move(strand)), workers_(workers), idleTimer_(strand_) {}
 
 void AgentPipe::deliver(std::shared_ptr<void> owner, AgentStream::Event&& e) {
     // The owner keeps this pipe (one of its members) alive until the event
     // was delivered on the strand.
     asio::post(strand_, [this, owner = std::move(owner), e = std::move(e)]() mutable {
-        if (!finished_ && onEvent_) onEvent_(std::move(e));
+        if (finished_) return;
+        touch();
+        if (onEvent_) onEvent_(std::move(e));
     });
 }
 
@@ -61,6 +63,7 @@ void AgentPipe::attach(std::shared_ptr<AgentStream> stream) {
 }
 
 void AgentPipe::consumed(std::size_t bytes) {
+    if (bytes) touch();
     ungranted_ += bytes;
     if (stream_ && ungranted_) stream_->grant(std::exchange(ungranted_, 0));
 }
@@ -102,14 +105,39 @@ void AgentPipe::pump(std::shared_ptr<void> owner) {
         if (!ok) return finish();
         std::size_t credit = current_->credit;
         current_.reset();
+        touch();
         consumed(credit);
         pump(owner);
+    });
+}
+
+void AgentPipe::idleAfter(std::shared_ptr<void> owner, std::chrono::milliseconds after,
+                          std::function<void()> onIdle) {
+    if (finished_ || after.count() <= 0) return;
+    idleAfter_ = after;
+    onIdle_ = std::move(onIdle);
+    touch();
+    armIdle(std::move(owner), after);
+}
+
+void AgentPipe::armIdle(std::shared_ptr<void> owner, std::chrono::milliseconds wait) {
+    idleTimer_.expires_after(wait);
+    // The timer holds its session until finish() cancels it or it fires:
+    // a bridge that asked for an idle timeout lives until it ends, even
+    // when nothing else of it is pending (egress between two reads).
+    idleTimer_.async_wait([this, owner = std::move(owner)](boost::system::error_code ec) {
+        if (ec || finished_) return;
+        auto quiet = std::chrono::steady_clock::now() - lastActivity_;
+        if (quiet < idleAfter_)  // something moved meanwhile: wait for the rest
+            return armIdle(owner, std::chrono::ceil<std::chrono::milliseconds>(idleAfter_ - quiet));
+        if (onIdle_) onIdle_();
     });
 }
 
 void AgentPipe::finish() {
     if (finished_) return;
     finished_ = true;
+    idleTimer_.cancel();  // releases the owner it holds
     // A write in flight still reads its chunk (current_): it stays.
     queue_.clear();
     // The callbacks stay (finish() may run inside one); finished_ mutes them.

@@ -1,6 +1,8 @@
 #pragma once
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <chrono>
 #include <cstddef>
 #include <deque>
 #include <exception>
@@ -25,8 +27,11 @@ namespace airlock {
 //     chunk took goes back to the agent only once it was written, so a slow
 //     client slows the guest, not our memory (the queue is bounded by the
 //     window the agent may use);
-//   - one finish(): the stream is dropped (cancelled when live) and the
-//     reference cycle through its handler broken.
+//   - the idle timeout: a bridge where nothing moved for a while (no event
+//     from the guest, no byte written to or read from the socket) is ended
+//     by its session, so a guest or client that goes silent holds nothing;
+//   - one finish(): the stream is dropped (cancelled when live), the idle
+//     timer stopped and the reference cycle through its handler broken.
 // A member of its session; everything but open()'s work runs on the strand.
 // The session passes itself as `owner` to keep itself alive in callbacks.
 class AgentPipe {
@@ -80,6 +85,16 @@ class AgentPipe {
     // Window for bytes the session consumed itself (held until attached).
     void consumed(std::size_t bytes);
 
+    // Calls onIdle (on the strand) once nothing moved for `after`: no event
+    // from the guest, no chunk written, no window returned, no touch(). The
+    // session then answers or closes, and finishes. For bridges where
+    // silence is not a legitimate state (a file download, an egress
+    // connection); a command's output or a preview may rest for long.
+    void idleAfter(std::shared_ptr<void> owner, std::chrono::milliseconds after,
+                   std::function<void()> onIdle);
+    // Activity the pipe cannot see: bytes the session read from its socket.
+    void touch() { lastActivity_ = std::chrono::steady_clock::now(); }
+
     // Ends the bridge: queued chunks go, the stream is dropped (a live one
     // is cancelled) and no event is delivered after. Idempotent.
     void finish();
@@ -88,6 +103,7 @@ class AgentPipe {
   private:
     void deliver(std::shared_ptr<void> owner, AgentStream::Event&& e);
     void pump(std::shared_ptr<void> owner);
+    void armIdle(std::shared_ptr<void> owner, std::chrono::milliseconds wait);
 
     boost::asio::any_io_executor strand_;
     boost::asio::thread_pool& workers_;
@@ -101,6 +117,10 @@ class AgentPipe {
     bool finished_ = false;
     bool weakOwner_ = false;
     std::size_t ungranted_ = 0;
+    boost::asio::steady_timer idleTimer_;
+    std::chrono::milliseconds idleAfter_{0};
+    std::function<void()> onIdle_;
+    std::chrono::steady_clock::time_point lastActivity_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace airlock

@@ -14,12 +14,14 @@ namespace asio = boost::asio;
 using Kind = AgentStream::Event::Kind;
 
 DownloadSession::DownloadSession(beast::tcp_stream&& stream, StreamContext context, Opener opener,
-                                 bool sized, std::string contentType)
+                                 bool sized, std::string contentType,
+                                 std::chrono::milliseconds idle)
     : stream_(std::move(stream)),
       ctx_(std::move(context)),
       opener_(std::move(opener)),
       sized_(sized),
       contentType_(std::move(contentType)),
+      idle_(idle),
       pipe_(stream_.get_executor(), ctx_.workers) {
     pipe_.onEvent([this](AgentStream::Event&& e) { onEvent(std::move(e)); });
     pipe_.setWriter([this](const AgentPipe::Chunk& c, std::function<void(bool)> done) {
@@ -33,6 +35,13 @@ void DownloadSession::start() {
     auto self = shared_from_this();
     pipe_.open(self, opener_, [this, self](std::exception_ptr error) {
         if (error) return fail(responseForError(error));
+        pipe_.idleAfter(self, idle_, [this] {
+            if (!headerSent_)
+                return fail(errorResponse(
+                    ErrorCode::agent_timeout,
+                    "the agent sent nothing for " + std::to_string(idle_.count() / 1000) + " s"));
+            finish();  // the client sees a short body
+        });
         if (!sized_) writeHeader(std::nullopt);
     });
 }

@@ -1,6 +1,7 @@
 #pragma once
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -18,9 +19,12 @@ class DownloadSession : public std::enable_shared_from_this<DownloadSession> {
   public:
     using Opener = std::function<std::shared_ptr<AgentStream>(AgentStream::Handler)>;
     // sized: the agent announces {"size"} first (Content-Length); otherwise
-    // the body ends when the connection closes.
+    // the body ends when the connection closes. idle: a guest that sends
+    // nothing for this long ends the download (504 before the header, a
+    // short body after it); 0 for a body that may rest (a followed log).
+    static constexpr std::chrono::seconds kFileIdle{60};
     DownloadSession(boost::beast::tcp_stream&& stream, StreamContext context, Opener opener,
-                    bool sized, std::string contentType);
+                    bool sized, std::string contentType, std::chrono::milliseconds idle);
     void start();
 
   private:
@@ -35,6 +39,7 @@ class DownloadSession : public std::enable_shared_from_this<DownloadSession> {
     Opener opener_;
     bool sized_;
     std::string contentType_;
+    std::chrono::milliseconds idle_;
     AgentPipe pipe_;
     // Body chunks wait for the header; the header waits for the size.
     std::deque<AgentPipe::Chunk> beforeHeader_;

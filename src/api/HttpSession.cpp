@@ -260,7 +260,7 @@ void HttpSession::startE2b(ApiRequest head, E2bEnvd::Target target) {
                 return controller.files().openDownload(caller.tenant, caller.sandboxId, path,
                                                        std::move(h), caller.user);
             },
-            true, "application/octet-stream")
+            true, "application/octet-stream", DownloadSession::kFileIdle)
             ->start();
         return;
     }

@@ -50,7 +50,7 @@ std::optional<ApiResponse> Router::downloadFile(StreamHandover& h) {
         [&controller, tenant, sandbox, path](AgentStream::Handler handler) {
             return controller.files().openDownload(tenant, sandbox, path, std::move(handler));
         },
-        true, "application/octet-stream")
+        true, "application/octet-stream", DownloadSession::kFileIdle)
         ->start();
     return std::nullopt;
 }
@@ -69,7 +69,8 @@ std::optional<ApiResponse> Router::processLogs(StreamHandover& h) {
             return controller.processes().openLogs(tenant, sandbox, process, doFollow,
                                                    std::move(handler));
         },
-        false, "text/plain; charset=utf-8")
+        false, "text/plain; charset=utf-8",
+        doFollow ? std::chrono::milliseconds(0) : DownloadSession::kFileIdle)
         ->start();
     return std::nullopt;
 }

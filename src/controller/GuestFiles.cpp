@@ -12,6 +12,7 @@
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/Log.hpp"
+#include "protocol/GuestResults.hpp"
 #include "protocol/Ops.hpp"
 
 namespace airlock {
@@ -19,7 +20,6 @@ namespace airlock {
 namespace {
 constexpr std::chrono::seconds kFileActivityCallTimeout{10};
 constexpr std::size_t kPathsPerRecord = 200;
-constexpr std::size_t kMaxPathsPerDrain = 4096;
 constexpr std::size_t kMaxPathBytes = 1024;
 }  // namespace
 
@@ -105,9 +105,9 @@ bool GuestFiles::watchFiles(const std::string& tenant, const std::string& id,
         auto reply = sandboxes_.agentFor(sandbox.id)
                          ->call(protocol::FileWatchRequest{protocol::Op::file_watch, path, {}},
                                 kFileActivityCallTimeout);
-        auto m = reply.is_object() ? reply.find("mechanism") : reply.end();
-        std::string mechanism = m != reply.end() && m->is_string() ? m->get<std::string>() : "";
-        if (mechanism != "fanotify" && mechanism != "inotify") mechanism = "unknown";
+        auto started = protocol::parseFileActivity(reply);
+        if (!started.watching) throw Error(ErrorCode::agent_error, "the agent is not watching");
+        const std::string& mechanism = started.mechanism;
         sandboxes_.record(id, tenant, "file.watch_started",
                           {{"path", path}, {"mechanism", mechanism}}, nullptr);
         return true;
@@ -121,45 +121,24 @@ bool GuestFiles::watchFiles(const std::string& tenant, const std::string& id,
 
 void GuestFiles::drainFileActivity(const SandboxRecord& r) {
     if (r.state != SandboxState::running) return;
-    nlohmann::json reply;
+    protocol::FileActivityReport report;
     try {
-        reply = sandboxes_.agentFor(r.id)->call(
+        report = protocol::parseFileActivity(sandboxes_.agentFor(r.id)->call(
             protocol::FileWatchRequest{protocol::Op::file_activity, {}, {}},
-            kFileActivityCallTimeout);
+            kFileActivityCallTimeout));
     } catch (const std::exception& e) {
         logWarn("controller", "sandbox " + r.id + ": file activity not drained: " + e.what());
         return;
     }
-    auto flag = [](const nlohmann::json& j, const char* key) {
-        auto it = j.find(key);
-        return it != j.end() && it->is_boolean() && it->get<bool>();
-    };
-    if (!reply.is_object() || !flag(reply, "watching")) return;
+    if (!report.watching) return;
     auto masker = sandboxes_.maskerFor(r);
-    auto number = [](const nlohmann::json& j, const char* key) -> std::uint64_t {
-        auto it = j.find(key);
-        return it != j.end() && it->is_number_unsigned() ? it->get<std::uint64_t>() : 0;
-    };
-    auto text = [](const nlohmann::json& j, const char* key, std::size_t max) -> std::string {
-        auto it = j.find(key);
-        if (it == j.end() || !it->is_string()) return {};
-        std::string s = it->get<std::string>();
-        return s.size() > max ? s.substr(0, max) : s;
-    };
-    std::string mechanism = text(reply, "mechanism", 16);
     // The guest's clock may lag (a restored snapshot's): its times are moved
     // by the difference between its "now" and ours.
-    auto signedNumber = [](const nlohmann::json& j, const char* key) -> std::int64_t {
-        auto it = j.find(key);
-        return it != j.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
-    };
     const std::int64_t hostNowMs = std::chrono::duration_cast<std::chrono::milliseconds>(
                                        std::chrono::system_clock::now().time_since_epoch())
                                        .count();
-    const std::int64_t guestNowMs = signedNumber(reply, "now_ms");
-    const std::int64_t offsetMs = guestNowMs > 0 ? hostNowMs - guestNowMs : 0;
-    auto when = [&](const nlohmann::json& j, const char* key) -> std::string {
-        std::int64_t ms = signedNumber(j, key);
+    const std::int64_t offsetMs = report.nowMs > 0 ? hostNowMs - report.nowMs : 0;
+    auto when = [&](std::int64_t ms) -> std::string {
         if (ms <= 0) return {};
         ms += offsetMs;
         if (ms <= 0 || ms > hostNowMs + 60'000) return {};  // nonsense from the guest
@@ -167,38 +146,25 @@ void GuestFiles::drainFileActivity(const SandboxRecord& r) {
             std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)));
     };
     std::vector<nlohmann::json> clean;
-    std::uint64_t skipped = 0;
-    auto paths = reply.find("paths");
-    if (paths != reply.end() && paths->is_array()) {
-        for (const auto& p : *paths) {
-            if (clean.size() >= kMaxPathsPerDrain) {
-                ++skipped;
-                continue;
-            }
-            if (!p.is_object()) continue;
-            std::string path = text(p, "path", kMaxPathBytes);
-            if (path.empty() || path[0] == '/' || path.find('\0') != std::string::npos) continue;
-            nlohmann::json rec = {{"path", masker.mask(path)},
-                                  {"reads", number(p, "reads")},
-                                  {"writes", number(p, "writes")},
-                                  {"first", when(p, "first_ms")},
-                                  {"last", when(p, "last_ms")}};
-            if (rec["writes"].get<std::uint64_t>() > 0) {
-                rec["first_write"] = when(p, "first_write_ms");
-                rec["last_write"] = when(p, "last_write_ms");
-            }
-            nlohmann::json execs = nlohmann::json::array();
-            if (auto e = p.find("execs"); e != p.end() && e->is_array())
-                for (const auto& x : *e)
-                    if (x.is_string() && execs.size() < 8 &&
-                        x.get_ref<const std::string&>().size() <= 64)
-                        execs.push_back(x);
-            rec["execs"] = execs;
-            clean.push_back(std::move(rec));
+    clean.reserve(report.paths.size());
+    for (const auto& p : report.paths) {
+        // An audit record stays small: a longer path is cut.
+        std::string path = p.path.substr(0, kMaxPathBytes);
+        nlohmann::json rec = {{"path", masker.mask(path)},
+                              {"reads", p.reads},
+                              {"writes", p.writes},
+                              {"first", when(p.firstMs)},
+                              {"last", when(p.lastMs)}};
+        if (p.writes > 0) {
+            rec["first_write"] = when(p.firstWriteMs);
+            rec["last_write"] = when(p.lastWriteMs);
         }
+        rec["execs"] = p.execs;
+        clean.push_back(std::move(rec));
     }
-    std::uint64_t dropped = number(reply, "dropped") + skipped;
-    bool overflow = flag(reply, "overflow");
+    const std::string& mechanism = report.mechanism;
+    std::uint64_t dropped = report.dropped;
+    bool overflow = report.overflow;
     if (clean.empty() && dropped == 0 && !overflow) return;
     // Several records of a bounded size: an audit record stays small.
     for (std::size_t i = 0; i < clean.size() || i == 0; i += kPathsPerRecord) {

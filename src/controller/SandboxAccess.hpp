@@ -7,6 +7,7 @@
 
 #include "agentclient/AgentConnection.hpp"
 #include "controller/ExecOptions.hpp"
+#include "core/Error.hpp"
 #include "core/SecretMasker.hpp"
 #include "protocol/Messages.hpp"
 #include "store/SandboxStore.hpp"
@@ -19,6 +20,13 @@ struct PreparedCommand {
     protocol::ExecRequest request;
     SecretMasker masker;
 };
+
+// Error(conflict) unless the sandbox is running: the one wording of it.
+inline void requireRunningState(const SandboxRecord& r) {
+    if (r.state != SandboxState::running)
+        throw Error(ErrorCode::conflict,
+                    "sandbox " + r.id + " is " + sandboxStateName(r.state) + ", not running");
+}
 
 // What the guest services (GuestFiles, GuestProcesses) need of the sandbox
 // controller, and no more: the caller's sandbox, its agent session, its

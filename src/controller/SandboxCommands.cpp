@@ -20,12 +20,6 @@ std::string clip(const std::string& s) {
     return s.size() > kAuditOutputBytes ? s.substr(0, kAuditOutputBytes) : s;
 }
 
-void requireRunningState(const SandboxRecord& r) {
-    if (r.state != SandboxState::running)
-        throw Error(ErrorCode::conflict,
-                    "sandbox " + r.id + " is " + sandboxStateName(r.state) + ", not running");
-}
-
 std::string whatOf(const std::exception_ptr& error) {
     try {
         std::rethrow_exception(error);
@@ -101,8 +95,7 @@ std::optional<GatedExec> SandboxCommands::submitAsync(const std::string& tenant,
                                                       ExecCompletion done) {
     ExecOptions options = requested;
     options.trace = newId("ex-");
-    auto r = p_.sandboxes.requireOwned(tenant, id);
-    requireRunningState(r);
+    auto r = p_.sandboxes.requireRunning(tenant, id);
     auto v = p_.judge.judge(r, options);
     auto data = CommandJudge::auditData(r, options, nullptr);
     data["policy"] = CommandJudge::verdictJson(v);
@@ -229,8 +222,7 @@ void SandboxCommands::runAsync(const SandboxRecord& r, const ExecOptions& option
 SandboxCommands::StreamedExec SandboxCommands::openStreamed(
     const std::string& tenant, const std::string& id, const ExecOptions& options,
     const TerminalOptions& terminal, AgentStream::Handler handler, DecisionCallback onDecision) {
-    auto r = p_.sandboxes.requireOwned(tenant, id);
-    requireRunningState(r);
+    auto r = p_.sandboxes.requireRunning(tenant, id);
     if (onDecision) {
         auto v = p_.judge.judge(r, options);
         if (v.decision == policy::Decision::approve) {

@@ -13,7 +13,6 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "agentclient/AgentProtocolError.hpp"
 #include "controller/DiskLayers.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
@@ -41,12 +40,9 @@ SandboxController::SandboxController(ControllerConfig config, Hypervisor& hyperv
              [this](const std::string& t) { return tenantLimits_.bindingOf(t); }),
       auditLog_(stores.audit),
       templates_(templates),
-      connector_(std::move(connector)),
-      agents_(
-          [this](const std::string& id) { return connectAgentOf(id, std::chrono::seconds(15)); },
-          [this](const std::string& id, const std::shared_ptr<AgentConnection>& agent) {
-              adoptSession(id, agent);
-          }),
+      agents_(SandboxAgents::Parts{std::move(connector),
+                                   [this](const std::string& id) { return agentEndpoint(id); },
+                                   store_, auditLog_, config_.egress, config_.packages}),
       uids_(config_.qemuUidBase, ::geteuid() == 0 ? config_.qemuUidCount : 0) {
     fs::create_directories(config_.dataDir + "/sandboxes");
     // Root's alone: overlays are made here, then moved into a sandbox's dir.
@@ -289,7 +285,7 @@ SandboxRecord SandboxController::create(const std::string& tenant,
             createOverlay(stagingDir(), dir, r.disk, tmpl->diskPath, r.diskBytes, qemuOwner(r));
         auto started = steadyMillis();
         hypervisor_.startDomain(domainSpec(r, *tmpl));
-        adoptAgent(r, connectAgentOf(r.id, config_.bootTimeout));
+        agents_.adopt(r, agents_.connect(r.id, config_.bootTimeout));
         store_.updateState(r.id, SandboxState::running);
         r.state = SandboxState::running;
         createLatency_.observe(static_cast<double>(steadyMillis() - started) / 1000.0);
@@ -354,24 +350,12 @@ std::optional<std::string> SandboxController::ownerOf(const std::string& id) {
     return owner;
 }
 
-void SandboxController::adoptSession(const std::string& id,
-                                     const std::shared_ptr<AgentConnection>& agent) {
-    watchAgent(id, agent);
-    // The old session's egress listener went with it.
-    if (auto r = store_.find(id)) {
-        attachEgress(*r, agent);
-        attachPackages(*r, agent);
-    }
-}
-
 void SandboxController::teardown(const std::string& id, const std::string& why) {
-    if (config_.egress) config_.egress->detach(id);
-    if (config_.packages) config_.packages->detach(id);
     // Before the VM goes: calls still open learn why, not "guest gone", and
     // none reconnects to it.
     agents_.retire(id, "sandbox " + id + " is gone: " + why);
     hypervisor_.destroyDomain(domainName(id));
-    agents_.drop(id);
+    agents_.forget(id);
     safefs::removeTree(sandboxDir(id));
     ports_.removeAll(id);
     auto gone = store_.find(id);
@@ -423,9 +407,7 @@ void SandboxController::destroy(const std::string& tenant, const std::string& id
 
 SandboxRecord SandboxController::requireRunning(const std::string& tenant, const std::string& id) {
     auto r = requireOwned(tenant, id);
-    if (r.state != SandboxState::running)
-        throw Error(ErrorCode::conflict,
-                    "sandbox " + id + " is " + sandboxStateName(r.state) + ", not running");
+    requireRunningState(r);
     return r;
 }
 
@@ -438,32 +420,6 @@ void SandboxController::setDeleteHooks(BeforeDelete before, AfterDelete after) {
     std::lock_guard lock(hooksMutex_);
     beforeDelete_ = std::move(before);
     afterDelete_ = std::move(after);
-}
-
-std::shared_ptr<AgentConnection> SandboxController::connectAgentOf(
-    const std::string& id, std::chrono::milliseconds timeout) {
-    try {
-        return connector_(agentEndpoint(id), timeout);
-    } catch (const AgentProtocolError& e) {
-        try {
-            auto r = store_.find(id);
-            record(id, r ? r->tenant : std::string(), "agent.protocol_error",
-                   {{"reason", e.what()}, {"session_ended", true}});
-        } catch (const std::exception& auditError) {
-            logError("controller",
-                     "auditing the protocol error of " + id + ": " + auditError.what());
-        }
-        throw;
-    }
-}
-
-void SandboxController::watchAgent(const std::string& id,
-                                   const std::shared_ptr<AgentConnection>& agent) {
-    agent->onProtocolError([this, id](const std::string& why, bool sessionEnded) {
-        auto r = store_.find(id);
-        record(id, r ? r->tenant : std::string(), "agent.protocol_error",
-               {{"reason", why}, {"session_ended", sessionEnded}});
-    });
 }
 
 SecretMasker SandboxController::maskerFor(const SandboxRecord& r) const {

@@ -10,7 +10,6 @@
 
 #include "agentclient/AgentConnection.hpp"
 #include "agentclient/AgentTransport.hpp"
-#include "controller/AgentSessions.hpp"
 #include "controller/ApprovalGates.hpp"
 #include "controller/AuditRecorder.hpp"
 #include "controller/CommandJudge.hpp"
@@ -20,6 +19,7 @@
 #include "controller/GuestPorts.hpp"
 #include "controller/GuestProcesses.hpp"
 #include "controller/SandboxAccess.hpp"
+#include "controller/SandboxAgents.hpp"
 #include "controller/SandboxCommands.hpp"
 #include "controller/SandboxSecrets.hpp"
 #include "controller/SnapshotLibrary.hpp"
@@ -157,10 +157,6 @@ struct CreateSandboxRequest {
     std::vector<std::string> artifacts;
     std::string portAccess = "exposed";  // see SandboxRecord::portAccess
 };
-
-// Opens the agent connection of an endpoint (a unix socket path or "vsock:CID:PORT").
-using AgentConnector = std::function<std::shared_ptr<AgentConnection>(const std::string& endpoint,
-                                                                      std::chrono::milliseconds)>;
 
 // Owns the sandbox lifecycle: every state change is written to the store
 // before it is acted on, so a restart can finish or undo it (recover()).
@@ -345,24 +341,10 @@ class SandboxController : private SandboxAccess {
     std::optional<SandboxRecord> find(const std::string& sandboxId) override {
         return store_.find(sandboxId);
     }
-    // A new agent session of a sandbox (hello included). A guest that
-    // floods its channel instead of answering is audited as
-    // agent.protocol_error, as a broken established session is.
-    std::shared_ptr<AgentConnection> connectAgentOf(const std::string& id,
-                                                    std::chrono::milliseconds timeout);
-    // The agent broke the protocol: audited as agent.protocol_error.
-    void watchAgent(const std::string& id, const std::shared_ptr<AgentConnection>& agent);
     void record(const std::string& sandboxId, const std::string& tenant, const std::string& type,
                 const nlohmann::json& data, const SecretMasker* masker = nullptr) override {
         auditLog_.record(sandboxId, tenant, type, data, masker);
     }
-    // A new agent session for a sandbox: kept as its connection, and its
-    // egress listener opened on it when it has an allowlist.
-    void adoptAgent(const SandboxRecord& r, std::shared_ptr<AgentConnection> agent);
-    void adoptSession(const std::string& id, const std::shared_ptr<AgentConnection>& agent);
-    void attachEgress(const SandboxRecord& r, const std::shared_ptr<AgentConnection>& agent);
-    // The package proxy's listeners on it (one per ecosystem served).
-    void attachPackages(const SandboxRecord& r, const std::shared_ptr<AgentConnection>& agent);
     // Every command's environment: the sandbox's, plus the proxy variables
     // when it has egress.
     std::map<std::string, std::string> baseEnv(const SandboxRecord& r) const;
@@ -399,8 +381,8 @@ class SandboxController : private SandboxAccess {
     std::unique_ptr<SparePool> spares_;
     KeyedMutexes lifecycleMutexes_;  // a pause, resume, snapshot or delete at a time
     const TemplateCatalog& templates_;
-    AgentConnector connector_;
-    AgentSessions agents_;
+    // Agent sessions: opened, watched, with the proxies' listeners on them.
+    SandboxAgents agents_;
     UidPool uids_;
     SnapshotLibrary snapshotLibrary_{config_.dataDir, snapshots_, store_, workspaces_};
     TenantLimits tenantLimits_{config_.tenants, config_.operatorRules, store_, snapshots_};

@@ -304,9 +304,9 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
         hypervisor_.resumeDomain(domainName(r.id));
         // A new hello gives the clone its own agent session; then fresh
         // entropy before anyone can run a command in it.
-        std::shared_ptr<AgentConnection> agent = connectAgentOf(r.id, std::chrono::seconds(30));
+        std::shared_ptr<AgentConnection> agent = agents_.connect(r.id, std::chrono::seconds(30));
         reseed(*agent);
-        adoptAgent(r, std::move(agent));
+        agents_.adopt(r, std::move(agent));
         store_.updateState(r.id, SandboxState::running);
         r.state = SandboxState::running;
         createLatency_.observe(static_cast<double>(steadyMillis() - started) / 1000.0);

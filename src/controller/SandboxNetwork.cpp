@@ -50,28 +50,6 @@ std::map<std::string, std::string> SandboxController::baseEnv(const SandboxRecor
     return env;
 }
 
-void SandboxController::attachEgress(const SandboxRecord& r,
-                                     const std::shared_ptr<AgentConnection>& agent) {
-    // Every sandbox has the proxy, also with an empty allowlist: it then
-    // refuses everything, and the attempts are in the audit log.
-    if (!config_.egress) return;
-    config_.egress->attach(r.id, r.tenant, agent, allowlistOf(r));
-}
-
-void SandboxController::attachPackages(const SandboxRecord& r,
-                                       const std::shared_ptr<AgentConnection>& agent) {
-    if (!config_.packages) return;
-    config_.packages->attach(r.id, r.tenant, agent,
-                             packages::PackageRules::fromStored(r.packagesJson));
-}
-
-void SandboxController::adoptAgent(const SandboxRecord& r, std::shared_ptr<AgentConnection> agent) {
-    watchAgent(r.id, agent);
-    attachEgress(r, agent);  // before any command can run: they expect their proxy
-    attachPackages(r, agent);
-    agents_.install(r.id, std::move(agent));
-}
-
 SandboxRecord SandboxController::setNetwork(const std::string& tenant, const std::string& id,
                                             const std::vector<std::string>& allow) {
     auto list = egress::EgressAllowlist::parse(allow);

@@ -49,8 +49,7 @@ EgressSession::EgressSession(std::shared_ptr<EgressShared> shared,
       throttle_(strand_),
       pace_(strand_),
       pipe_(strand_, shared_->workers),
-      started_(std::chrono::steady_clock::now()),
-      lastActivity_(started_) {}
+      started_(std::chrono::steady_clock::now()) {}
 
 EgressSession::~EgressSession() {
     if (counted_) --sandbox_->open;
@@ -100,15 +99,8 @@ void EgressSession::start() {
 void EgressSession::armTimer(std::chrono::milliseconds after, const char* what) {
     timer_.expires_after(after);
     timer_.async_wait([self = shared_from_this(), what, after](boost::system::error_code ec) {
-        if (ec || self->phase_ == Phase::done) return;
-        if (self->phase_ == Phase::relay) {
-            // Idle timeout: re-armed from the last activity.
-            auto idle = std::chrono::steady_clock::now() - self->lastActivity_;
-            if (idle < after)
-                return self->armTimer(
-                    std::chrono::duration_cast<std::chrono::milliseconds>(after - idle), what);
-            return self->finish("idle for " + std::to_string(after.count() / 1000) + " s");
-        }
+        // The relay's silence is the pipe's to time (idleAfter).
+        if (ec || self->phase_ == Phase::done || self->phase_ == Phase::relay) return;
         if (self->phase_ == Phase::refusing) return self->finish(self->reason_);
         if (self->phase_ == Phase::head)
             return self->refuse(400, "egress.denied",
@@ -116,8 +108,6 @@ void EgressSession::armTimer(std::chrono::milliseconds after, const char* what) 
         self->refuse(504, "egress.failed", std::string(what) + " timed out");
     });
 }
-
-void EgressSession::touch() { lastActivity_ = std::chrono::steady_clock::now(); }
 
 void EgressSession::onGuestEvent(AgentStream::Event&& event) {
     if (phase_ == Phase::done) return;
@@ -140,7 +130,6 @@ void EgressSession::onGuestEvent(AgentStream::Event&& event) {
         end.end = true;
         return pipe_.send(shared_from_this(), std::move(end));
     }
-    touch();
     if (phase_ == Phase::head) {
         head_ += event.payload;  // at most 16 KiB before it is parsed or refused
         return onHeadBytes();
@@ -263,8 +252,11 @@ void EgressSession::onConnected(const tcp::endpoint& endpoint) {
     reason_ = "allowlisted";
     readBuffer_.resize(
         protocol::kMaxPayload);  // one full frame per write: per-frame costs dominate under TCG
-    touch();
-    armTimer(shared_->settings.idleTimeout, "idle");
+    timer_.cancel();             // the connect deadline is met
+    auto idle = shared_->settings.idleTimeout;
+    pipe_.idleAfter(shared_from_this(), idle, [this, idle] {
+        finish("idle for " + std::to_string(idle.count() / 1000) + " s");
+    });
     pipe_.setWriter([this](const AgentPipe::Chunk& chunk, std::function<void(bool)> done) {
         writeUpstream(chunk, std::move(done));
     });
@@ -313,7 +305,7 @@ void EgressSession::readUpstream() {
             // The destination is done: the guest client gets its EOF and
             // closes (its tunnel's close ends the session).
             if (ec) return self->sendToGuest("", true);
-            self->touch();
+            self->pipe_.touch();
             self->bytesReceived_ += n;
             auto pause = self->sandbox_->bucket.take(n);
             std::string bytes(self->readBuffer_.data(), n);
@@ -345,7 +337,7 @@ void EgressSession::writeUpstream(const AgentPipe::Chunk& chunk, std::function<v
                 self->finish("the destination stopped reading: " + ec.message());
                 return done(false);
             }
-            self->touch();
+            self->pipe_.touch();
             self->bytesSent_ += n;
             auto pause = self->sandbox_->bucket.take(n);
             if (pause <= 0ns) return done(true);

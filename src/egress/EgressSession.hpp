@@ -105,7 +105,6 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
     // The pipe's writer: one chunk to the destination, at the sandbox's rate.
     void writeUpstream(const AgentPipe::Chunk& chunk, std::function<void(bool)> done);
     void armTimer(std::chrono::milliseconds after, const char* what);
-    void touch();
     void finish(const std::string& why);
     void audit(const std::string& type);
 
@@ -114,7 +113,8 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
     const std::uint64_t connection_;
     boost::asio::strand<boost::asio::io_context::executor_type> strand_;
     boost::asio::ip::tcp::socket upstream_;
-    boost::asio::steady_timer timer_;     // head, connect and idle deadlines
+    boost::asio::steady_timer
+        timer_;  // head, connect and refusal deadlines (the relay idles on the pipe)
     boost::asio::steady_timer throttle_;  // bandwidth pauses, guest -> upstream
     boost::asio::steady_timer pace_;      // bandwidth pauses, upstream -> guest
     // The guest connection's tunnel, and its bytes' queue to the destination.
@@ -131,7 +131,6 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
     std::uint64_t bytesSent_ = 0;      // guest -> destination
     std::uint64_t bytesReceived_ = 0;  // destination -> guest
     std::chrono::steady_clock::time_point started_;
-    std::chrono::steady_clock::time_point lastActivity_;
     std::vector<char> readBuffer_;  // allocated once relaying starts
 };
 

@@ -133,6 +133,24 @@ json toJsonValue(const FileSize& size) { return {{"size", size.size}}; }
 
 json toJsonValue(const ExecStarted& started) { return {{"pid", started.pid}}; }
 
+json toJsonValue(const FileActivityReport& r) {
+    if (!r.watching) return {{"watching", false}};
+    json paths = json::array();
+    for (const auto& p : r.paths) {
+        json j{{"path", p.path},        {"reads", p.reads},    {"writes", p.writes},
+               {"first_ms", p.firstMs}, {"last_ms", p.lastMs}, {"execs", p.execs}};
+        if (p.writes > 0) {
+            j["first_write_ms"] = p.firstWriteMs;
+            j["last_write_ms"] = p.lastWriteMs;
+        }
+        paths.push_back(std::move(j));
+    }
+    return {{"watching", true},          {"root", r.root},
+            {"mechanism", r.mechanism},  {"now_ms", r.nowMs},
+            {"paths", std::move(paths)}, {"dropped", r.dropped},
+            {"overflow", r.overflow}};
+}
+
 FileEntry parseFileEntry(const json& answer) {
     return readEntry(FieldReader(answer, "file entry"));
 }
@@ -194,6 +212,42 @@ ProcessList parseProcessList(const json& answer) {
     list.processes.reserve(processes->size());
     for (const auto& p : *processes) list.processes.push_back(readProcess(p));
     return list;
+}
+
+FileActivityReport parseFileActivity(const json& answer) {
+    FieldReader f(answer, "file activity");
+    FileActivityReport r;
+    r.watching = f.boolean("watching");
+    if (!r.watching) return r;
+    r.root = f.string("root", true, kMaxGuestPath);
+    if (r.root.empty() || r.root[0] != '/') f.fail("'root' must be absolute");
+    r.mechanism = f.string("mechanism", true);
+    if (r.mechanism != "fanotify" && r.mechanism != "inotify")
+        f.fail("'mechanism' must be fanotify or inotify");
+    r.nowMs = static_cast<std::int64_t>(f.requiredNumber("now_ms", INT64_MAX));
+    r.dropped = f.number("dropped", INT64_MAX).value_or(0);
+    r.overflow = f.boolean("overflow");
+    auto paths = f.objects("paths", kMaxActivityPaths);
+    if (!paths) f.fail("'paths' is required");
+    r.paths.reserve(paths->size());
+    for (const auto& p : *paths) {
+        PathActivity a;
+        a.path = p.string("path", true, kMaxGuestPath);
+        if (a.path.empty() || a.path[0] == '/' || a.path.find('\0') != std::string::npos)
+            p.fail("'path' must be relative to the watched directory");
+        a.reads = p.requiredNumber("reads", INT64_MAX);
+        a.writes = p.requiredNumber("writes", INT64_MAX);
+        a.firstMs = static_cast<std::int64_t>(p.requiredNumber("first_ms", INT64_MAX));
+        a.lastMs = static_cast<std::int64_t>(p.requiredNumber("last_ms", INT64_MAX));
+        if (a.writes > 0) {
+            a.firstWriteMs =
+                static_cast<std::int64_t>(p.requiredNumber("first_write_ms", INT64_MAX));
+            a.lastWriteMs = static_cast<std::int64_t>(p.requiredNumber("last_write_ms", INT64_MAX));
+        }
+        a.execs = p.strings("execs", kMaxActivityExecs, kMaxTraceBytes);
+        r.paths.push_back(std::move(a));
+    }
+    return r;
 }
 
 }  // namespace airlock::protocol

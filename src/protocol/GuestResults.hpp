@@ -79,6 +79,30 @@ struct ProcessList {
     std::vector<ProcessInfo> processes;
 };
 
+// file_watch's answer and file_activity's: what the guest's processes read
+// and wrote under the watched directory since the last drain. Times are the
+// guest's wall clock in Unix ms, with its "now" beside them: the host moves
+// them onto its own clock (a restored guest's may lag).
+inline constexpr std::size_t kMaxActivityPaths = 4096;  // the agent keeps no more per drain
+inline constexpr std::size_t kMaxActivityExecs = 8;     // command traces per path
+inline constexpr std::size_t kMaxTraceBytes = 64;
+struct PathActivity {
+    std::string path;  // relative to the watched directory
+    std::uint64_t reads = 0, writes = 0;
+    std::int64_t firstMs = 0, lastMs = 0;
+    std::int64_t firstWriteMs = 0, lastWriteMs = 0;  // 0: never written
+    std::vector<std::string> execs;                  // the traces of the commands seen
+};
+struct FileActivityReport {
+    bool watching = false;  // nothing else is sent when not
+    std::string root;
+    std::string mechanism;  // "fanotify" or "inotify"
+    std::int64_t nowMs = 0;
+    std::vector<PathActivity> paths;
+    std::uint64_t dropped = 0;  // paths past the agent's bound
+    bool overflow = false;      // the kernel's queue overflowed
+};
+
 nlohmann::json toJsonValue(const FileEntry& entry);
 nlohmann::json toJsonValue(const FsResult& result);
 nlohmann::json toJsonValue(const WrittenFile& written);
@@ -86,6 +110,7 @@ nlohmann::json toJsonValue(const ProcessInfo& process);
 nlohmann::json toJsonValue(const ProcessList& list);
 nlohmann::json toJsonValue(const FileSize& size);
 nlohmann::json toJsonValue(const ExecStarted& started);
+nlohmann::json toJsonValue(const FileActivityReport& report);
 
 // What one action of op fs answers: a remove its path, anything else an
 // entry (a list's entries only for a list).
@@ -96,5 +121,6 @@ FileSize parseFileSize(const std::string& payload);
 ExecStarted parseExecStarted(const std::string& payload);
 ProcessInfo parseProcessInfo(const nlohmann::json& answer);
 ProcessList parseProcessList(const nlohmann::json& answer);
+FileActivityReport parseFileActivity(const nlohmann::json& answer);
 
 }  // namespace airlock::protocol

@@ -2,50 +2,29 @@
 
 #include "core/Hex.hpp"
 #include "protocol/FileArchive.hpp"
+#include "protocol/Messages.hpp"
 #include "protocol/PathGlob.hpp"
+#include "protocol/WorkspaceManifest.hpp"
 
 namespace airlock::workspace {
 
 Scan parseScan(const std::string& bytes) {
+    protocol::WorkspaceManifest manifest;
+    try {
+        manifest = protocol::parseWorkspaceManifest(bytes);
+    } catch (const protocol::MessageError& e) {
+        throw Error(ErrorCode::agent_error, e.message);
+    }
     Scan scan;
-    auto bad = [](const std::string& why) {
-        return Error(ErrorCode::agent_error, "workspace scan: " + why);
-    };
-    std::size_t i = 0;
-    auto field = [&]() -> std::string {
-        auto end = bytes.find('\0', i);
-        if (end == std::string::npos) throw bad("unterminated record");
-        std::string f = bytes.substr(i, end - i);
-        i = end + 1;
-        return f;
-    };
-    while (i < bytes.size()) {
-        std::string rec = field();
-        if (rec.rfind("I ", 0) == 0) {
-            std::string p = rec.substr(2);
-            std::string bare = !p.empty() && p.back() == '/' ? p.substr(0, p.size() - 1) : p;
-            if (!protocol::isSafeRelativePath(bare)) throw bad("unsafe path");
-            scan.ignored.push_back(p);
-            continue;
-        }
-        if (rec.size() < 6 + 1 + 40 + 2 || rec[6] != ' ' || rec[47] != ' ')
-            throw bad("malformed record");
-        ScannedFile f;
-        std::string mode = rec.substr(0, 6);
-        if (mode == "100644")
-            f.mode = GIT_FILEMODE_BLOB;
-        else if (mode == "100755")
-            f.mode = GIT_FILEMODE_BLOB_EXECUTABLE;
-        else if (mode == "120000")
-            f.mode = GIT_FILEMODE_LINK;
-        else
-            throw bad("unknown mode " + mode);
-        f.id = rec.substr(7, 40);
-        if (!isLowerHex(f.id, 40)) throw bad("bad id");
-        f.path = rec.substr(48);
-        if (!protocol::isSafeRelativePath(f.path)) throw bad("unsafe path");
-        if (f.mode == GIT_FILEMODE_LINK) f.linkTarget = field();
-        scan.files.push_back(std::move(f));
+    scan.ignored = std::move(manifest.ignored);
+    scan.files.reserve(manifest.files.size());
+    for (auto& f : manifest.files) {
+        std::uint32_t mode = f.mode == protocol::ManifestFile::Mode::executable
+                                 ? GIT_FILEMODE_BLOB_EXECUTABLE
+                             : f.mode == protocol::ManifestFile::Mode::link ? GIT_FILEMODE_LINK
+                                                                            : GIT_FILEMODE_BLOB;
+        scan.files.push_back(
+            ScannedFile{std::move(f.path), mode, std::move(f.id), std::move(f.linkTarget)});
     }
     return scan;
 }

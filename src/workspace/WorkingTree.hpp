@@ -22,8 +22,8 @@ struct Scan {
     std::vector<std::string> ignored;  // top-most ignored paths (directories end in "/")
 };
 
-// Parses the agent's workspace_scan output; throws Error(agent_error) on
-// anything malformed (it comes from the guest).
+// Reads the agent's workspace_scan output (protocol::WorkspaceManifest);
+// throws Error(agent_error) on anything malformed (it comes from the guest).
 Scan parseScan(const std::string& bytes);
 
 // Builds, in `repo`, the tree a commit of the working tree would record:

@@ -7,6 +7,7 @@
 #include "protocol/GuestCalls.hpp"
 #include "protocol/GuestResults.hpp"
 #include "protocol/Messages.hpp"
+#include "protocol/WorkspaceManifest.hpp"
 
 using namespace airlock::protocol;
 
@@ -78,5 +79,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     answerRoundTrips([](const std::string& p) { return parseWrittenFile(p); });
     answerRoundTrips([](const std::string& p) { return parseFileSize(p); });
     answerRoundTrips([](const std::string& p) { return parseExecStarted(p); });
+    answerRoundTrips([&](const std::string& p) { return parseFileActivity(asJson(p)); });
+    // A workspace scan's records: MessageError, or what writes back the same.
+    try {
+        auto m = parseWorkspaceManifest(payload);
+        std::string again;
+        for (const auto& f : m.files) appendManifestFile(again, f);
+        for (const auto& i : m.ignored) appendManifestIgnored(again, i, false);
+        auto back = parseWorkspaceManifest(again);
+        if (back.ignored != m.ignored || back.files.size() != m.files.size()) std::abort();
+        for (std::size_t i = 0; i < m.files.size(); ++i)
+            if (back.files[i].path != m.files[i].path || back.files[i].id != m.files[i].id ||
+                back.files[i].mode != m.files[i].mode ||
+                back.files[i].linkTarget != m.files[i].linkTarget)
+                std::abort();
+    } catch (const MessageError&) {
+    }
     return 0;
 }

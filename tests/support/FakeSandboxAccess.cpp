@@ -18,7 +18,7 @@ SandboxRecord FakeSandboxAccess::requireOwned(const std::string& tenant, const s
 
 SandboxRecord FakeSandboxAccess::requireRunning(const std::string& tenant, const std::string& id) {
     auto r = requireOwned(tenant, id);
-    if (r.state != SandboxState::running) throw Error(ErrorCode::conflict, "not running");
+    requireRunningState(r);
     return r;
 }
 

@@ -3,6 +3,7 @@
 // and finish.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -244,6 +245,45 @@ TEST_F(AgentPipeTest, ChunksWaitForTheWriterAndKeepTheirOrder) {
         EXPECT_EQ(written, (std::vector<std::string>{"HEAD", "first-3", "first-2", "last"}));
         pipe.finish();
     });
+}
+
+TEST_F(AgentPipeTest, SilenceEndsTheBridgeAndActivityPutsItOff) {
+    AgentPipe pipe(strand, workers);
+    std::atomic<int> idled{0};
+    auto since = std::chrono::steady_clock::now();
+    std::atomic<std::int64_t> idledAfterMs{0};
+    onStrand([&] {
+        pipe.idleAfter(owner, 400ms, [&] {
+            idledAfterMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now() - since)
+                               .count();
+            ++idled;
+            pipe.finish();
+        });
+    });
+    // Activity every 100 ms for a second: never 400 ms of silence.
+    for (int i = 0; i < 10; ++i) {
+        std::this_thread::sleep_for(100ms);
+        onStrand([&] { pipe.touch(); });
+    }
+    EXPECT_EQ(idled.load(), 0) << "it ended while things moved";
+    ASSERT_TRUE(test::waitFor([&] { return idled.load() == 1; }, 5s)) << "silence never ended it";
+    EXPECT_GE(idledAfterMs.load(), 1000 + 400 - 50) << "not timed from the last activity";
+    EXPECT_TRUE(test::waitFor([&] { return owner.use_count() == 1; }, 2s))
+        << "a finished pipe's timer still holds its session";
+}
+
+TEST_F(AgentPipeTest, AFinishedPipeNeverCallsItsIdleHandler) {
+    AgentPipe pipe(strand, workers);
+    std::atomic<int> idled{0};
+    onStrand([&] {
+        pipe.idleAfter(owner, 100ms, [&] { ++idled; });
+        pipe.finish();
+    });
+    std::this_thread::sleep_for(400ms);
+    EXPECT_EQ(idled.load(), 0);
+    EXPECT_TRUE(test::waitFor([&] { return owner.use_count() == 1; }, 2s))
+        << "the cancelled timer still holds its session";
 }
 
 }  // namespace

@@ -197,6 +197,16 @@ LocalServer echoHttpServer(std::shared_ptr<std::string> lastHead) {
     });
 }
 
+// A TCP server that sends back every byte it reads.
+LocalServer echoTcpServer() {
+    return LocalServer([](int fd) {
+        char buf[4096];
+        ssize_t n;
+        while ((n = ::read(fd, buf, sizeof buf)) > 0)
+            writeAll(fd, std::string(buf, static_cast<std::size_t>(n)));
+    });
+}
+
 TEST_F(EgressProxyTest, AllowlistedHostIsProxiedAndAudited) {
     auto lastHead = std::make_shared<std::string>();
     LocalServer server = echoHttpServer(lastHead);
@@ -313,12 +323,7 @@ TEST_F(EgressProxyTest, OtherPortsNeedAnEntryNamingThem) {
 }
 
 TEST_F(EgressProxyTest, ConnectTunnelsBytesBothWays) {
-    LocalServer echo([](int fd) {
-        char buf[4096];
-        ssize_t n;
-        while ((n = ::read(fd, buf, sizeof buf)) > 0)
-            writeAll(fd, std::string(buf, static_cast<std::size_t>(n)));
-    });
+    LocalServer echo = echoTcpServer();
     EgressSettings s;
     s.allowCidrs = {CidrRange::parse("127.0.0.1/32")};
     std::string port = std::to_string(echo.port());
@@ -363,6 +368,33 @@ TEST_F(EgressProxyTest, AClientThatClosesItsSendingSideStillGetsTheAnswer) {
     ::shutdown(c.fd, SHUT_WR);
     EXPECT_EQ(c.readAll(), "got 5");
     EXPECT_EQ(event(0).type, "egress.allowed");
+    EXPECT_TRUE(test::waitFor([&] { return proxy_->openConnections("sbx-test") == 0; }, 10s));
+}
+
+TEST_F(EgressProxyTest, ASilentTunnelIsClosedAfterTheIdleTimeoutAndOneInUseIsNot) {
+    LocalServer echo = echoTcpServer();
+    EgressSettings s;
+    s.allowCidrs = {CidrRange::parse("127.0.0.1/32")};
+    s.idleTimeout = 600ms;
+    std::string port = std::to_string(echo.port());
+    start({"localhost:" + port}, s);
+    Client c(guestPort_);
+    c.send("CONNECT localhost:" + port + " HTTP/1.1\r\n\r\n");
+    EXPECT_EQ(statusLine(c.readN(39)), "HTTP/1.1 200 Connection established");
+    // Bytes both ways every 200 ms for two seconds: never idle that long.
+    for (int i = 0; i < 10; ++i) {
+        c.send("ping");
+        ASSERT_EQ(c.readN(4), "ping") << "a tunnel in use was closed after " << i * 200 << " ms";
+        std::this_thread::sleep_for(200ms);
+    }
+    auto quietSince = std::chrono::steady_clock::now();
+    ::timeval limit{15, 0};  // the test's own deadline on a tunnel never closed
+    ::setsockopt(c.fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    EXPECT_EQ(c.readAll(), "") << "the tunnel ends without another byte";
+    EXPECT_LT(std::chrono::steady_clock::now() - quietSince, 10s);
+    auto e = event(0);
+    EXPECT_EQ(e.type, "egress.allowed");
+    EXPECT_NE(e.data.dump().find("idle"), std::string::npos) << e.data.dump();
     EXPECT_TRUE(test::waitFor([&] { return proxy_->openConnections("sbx-test") == 0; }, 10s));
 }
 

@@ -197,3 +197,78 @@ TEST(GuestResults, HostileProcessesAndStreamAnswersAreRefused) {
 }
 
 }  // namespace airlock::protocol
+
+namespace airlock::protocol {
+namespace {
+FileActivityReport anActivityReport() {
+    FileActivityReport r;
+    r.watching = true;
+    r.root = "/workspace";
+    r.mechanism = "fanotify";
+    r.nowMs = 1'780'000'000'000;
+    r.dropped = 2;
+    r.overflow = true;
+    r.paths = {PathActivity{"src/out.txt", 1, 2, 10, 20, 11, 19, {"ex-1", "ex-2"}},
+               PathActivity{"README.md", 3, 0, 5, 6, 0, 0, {}}};
+    return r;
+}
+}  // namespace
+
+TEST(GuestResults, FileActivityRoundTripsAndANotWatchingAgentSaysOnlyThat) {
+    auto sent = anActivityReport();
+    auto back = parseFileActivity(wire(toJsonValue(sent)));
+    EXPECT_EQ(toJsonValue(back), toJsonValue(sent));
+    ASSERT_EQ(back.paths.size(), 2u);
+    EXPECT_EQ(back.paths[0].lastWriteMs, 19);
+    EXPECT_EQ(back.paths[0].execs, (std::vector<std::string>{"ex-1", "ex-2"}));
+    EXPECT_EQ(back.paths[1].firstWriteMs, 0) << "an unwritten path has no write times";
+    EXPECT_EQ(back.nowMs, sent.nowMs);
+    EXPECT_EQ(toJsonValue(FileActivityReport{}), json({{"watching", false}}));
+    EXPECT_FALSE(parseFileActivity(json{{"watching", false}, {"paths", 7}}).watching)
+        << "nothing else is read from an agent that is not watching";
+}
+
+TEST(GuestResults, HostileFileActivityIsRefused) {
+    auto with = [](const std::function<void(json&)>& change) {
+        json j = toJsonValue(anActivityReport());
+        change(j);
+        return j;
+    };
+    std::vector<std::pair<std::string, json>> cases = {
+        {"no paths", with([](json& j) { j.erase("paths"); })},
+        {"paths not an array", with([](json& j) { j["paths"] = "x"; })},
+        {"an unknown mechanism", with([](json& j) { j["mechanism"] = "s3cr3t"; })},
+        {"a relative root", with([](json& j) { j["root"] = "w"; })},
+        {"a negative now", with([](json& j) { j["now_ms"] = -1; })},
+        {"an absolute path", with([](json& j) { j["paths"][0]["path"] = "/etc/passwd"; })},
+        {"an empty path", with([](json& j) { j["paths"][0]["path"] = ""; })},
+        {"a NUL in a path", with([](json& j) { j["paths"][0]["path"] = std::string("a\0b", 3); })},
+        {"a path longer than Linux's",
+         with([](json& j) { j["paths"][0]["path"] = std::string(kMaxGuestPath + 1, 'a'); })},
+        {"reads as text", with([](json& j) { j["paths"][0]["reads"] = "1"; })},
+        {"negative writes", with([](json& j) { j["paths"][0]["writes"] = -1; })},
+        {"writes without write times",
+         with([](json& j) { j["paths"][0].erase("first_write_ms"); })},
+        {"too many traces", with([](json& j) {
+             j["paths"][0]["execs"] = json::array();
+             for (std::size_t i = 0; i <= kMaxActivityExecs; ++i)
+                 j["paths"][0]["execs"].push_back("ex");
+         })},
+        {"a long trace", with([](json& j) {
+             j["paths"][0]["execs"] = json::array({std::string(kMaxTraceBytes + 1, 'x')});
+         })},
+        {"a trace of numbers", with([](json& j) { j["paths"][0]["execs"] = json::array({1}); })},
+    };
+    for (const auto& [name, j] : cases)
+        EXPECT_NE(failureOf([&] { parseFileActivity(wire(j)); }), "") << name;
+    json many = toJsonValue(anActivityReport());
+    many["paths"] = json::array();
+    for (std::size_t i = 0; i <= kMaxActivityPaths; ++i)
+        many["paths"].push_back(toJsonValue(anActivityReport())["paths"][1]);
+    EXPECT_NE(failureOf([&] { parseFileActivity(wire(many)); }), "")
+        << "more paths than the agent keeps";
+    many["paths"].erase(many["paths"].size() - 1);
+    EXPECT_EQ(parseFileActivity(wire(many)).paths.size(), kMaxActivityPaths);
+}
+
+}  // namespace airlock::protocol
