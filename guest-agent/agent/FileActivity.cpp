@@ -188,7 +188,8 @@ void FileActivity::record(const std::string& absPath, bool read, bool write,
     std::string rel = collapse(absPath.substr(root_.size() + 1));
     auto it = paths_.find(rel);
     if (it == paths_.end()) {
-        if (paths_.size() >= kMaxPaths) {
+        // A path the host would not take (longer than Linux's) is counted, not sent.
+        if (paths_.size() >= kMaxPaths || rel.empty() || rel.size() > protocol::kMaxGuestPath) {
             ++dropped_;
             return;
         }

@@ -13,6 +13,7 @@
 #include "core/Error.hpp"
 #include "core/Log.hpp"
 #include "protocol/GuestResults.hpp"
+#include "protocol/Messages.hpp"
 #include "protocol/Ops.hpp"
 
 namespace airlock {
@@ -121,13 +122,22 @@ bool GuestFiles::watchFiles(const std::string& tenant, const std::string& id,
 
 void GuestFiles::drainFileActivity(const SandboxRecord& r) {
     if (r.state != SandboxState::running) return;
-    protocol::FileActivityReport report;
+    nlohmann::json answer;
     try {
-        report = protocol::parseFileActivity(sandboxes_.agentFor(r.id)->call(
+        answer = sandboxes_.agentFor(r.id)->call(
             protocol::FileWatchRequest{protocol::Op::file_activity, {}, {}},
-            kFileActivityCallTimeout));
+            kFileActivityCallTimeout);
     } catch (const std::exception& e) {
         logWarn("controller", "sandbox " + r.id + ": file activity not drained: " + e.what());
+        return;
+    }
+    protocol::FileActivityReport report;
+    try {
+        report = protocol::parseFileActivity(answer);
+    } catch (const protocol::MessageError& e) {
+        // The agent cleared what it sent: the loss is on the record.
+        sandboxes_.record(r.id, r.tenant, "agent.protocol_error",
+                          {{"reason", e.message}, {"session_ended", false}}, nullptr);
         return;
     }
     if (!report.watching) return;

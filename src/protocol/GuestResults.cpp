@@ -70,6 +70,23 @@ ProcessInfo readProcess(const FieldReader& f) {
     return p;
 }
 
+PathActivity readPathActivity(const FieldReader& p) {
+    PathActivity a;
+    a.path = p.string("path", true, kMaxGuestPath);
+    if (a.path.empty() || a.path[0] == '/' || a.path.find('\0') != std::string::npos)
+        p.fail("'path' must be relative to the watched directory");
+    a.reads = p.requiredNumber("reads", INT64_MAX);
+    a.writes = p.requiredNumber("writes", INT64_MAX);
+    a.firstMs = static_cast<std::int64_t>(p.requiredNumber("first_ms", INT64_MAX));
+    a.lastMs = static_cast<std::int64_t>(p.requiredNumber("last_ms", INT64_MAX));
+    if (a.writes > 0) {
+        a.firstWriteMs = static_cast<std::int64_t>(p.requiredNumber("first_write_ms", INT64_MAX));
+        a.lastWriteMs = static_cast<std::int64_t>(p.requiredNumber("last_write_ms", INT64_MAX));
+    }
+    a.execs = p.strings("execs", kMaxActivityExecs, kMaxTraceBytes);
+    return a;
+}
+
 }  // namespace
 
 std::string typeName(FileEntry::Type type) {
@@ -231,21 +248,11 @@ FileActivityReport parseFileActivity(const json& answer) {
     if (!paths) f.fail("'paths' is required");
     r.paths.reserve(paths->size());
     for (const auto& p : *paths) {
-        PathActivity a;
-        a.path = p.string("path", true, kMaxGuestPath);
-        if (a.path.empty() || a.path[0] == '/' || a.path.find('\0') != std::string::npos)
-            p.fail("'path' must be relative to the watched directory");
-        a.reads = p.requiredNumber("reads", INT64_MAX);
-        a.writes = p.requiredNumber("writes", INT64_MAX);
-        a.firstMs = static_cast<std::int64_t>(p.requiredNumber("first_ms", INT64_MAX));
-        a.lastMs = static_cast<std::int64_t>(p.requiredNumber("last_ms", INT64_MAX));
-        if (a.writes > 0) {
-            a.firstWriteMs =
-                static_cast<std::int64_t>(p.requiredNumber("first_write_ms", INT64_MAX));
-            a.lastWriteMs = static_cast<std::int64_t>(p.requiredNumber("last_write_ms", INT64_MAX));
+        try {
+            r.paths.push_back(readPathActivity(p));
+        } catch (const MessageError&) {
+            if (r.dropped < INT64_MAX) ++r.dropped;
         }
-        a.execs = p.strings("execs", kMaxActivityExecs, kMaxTraceBytes);
-        r.paths.push_back(std::move(a));
     }
     return r;
 }

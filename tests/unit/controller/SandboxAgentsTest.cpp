@@ -20,6 +20,15 @@ namespace {
 using namespace std::chrono_literals;
 using protocol::FrameType;
 
+// Once the host speaks: data for a stream it never opened.
+void breaksTheProtocolWhenPinged(test::FakeGuest& g) {
+    protocol::Frame f;
+    while (!g.stop_ && !(g.read(f, 100ms) && f.type == FrameType::ping)) {
+    }
+    g.send(FrameType::data, 4242, "x", 1);
+    while (!g.stop_) std::this_thread::sleep_for(20ms);
+}
+
 class SandboxAgentsTest : public ::testing::Test {
   protected:
     SandboxAgentsTest() {
@@ -47,6 +56,8 @@ class SandboxAgentsTest : public ::testing::Test {
     std::atomic<int> connects{0};
     std::vector<std::string> endpoints;
     bool flood = false;
+    bool hostileNext = false;  // the next session is a hostile guest's
+    std::list<test::FakeGuest> hostile;
     SandboxAgents agents{SandboxAgents::Parts{
         [this](const std::string& endpoint,
                std::chrono::milliseconds) -> std::shared_ptr<AgentConnection> {
@@ -54,6 +65,11 @@ class SandboxAgentsTest : public ::testing::Test {
             endpoints.push_back(endpoint);
             if (flood)
                 throw AgentProtocolError("the agent sent 17 MiB without answering its hello");
+            if (hostileNext) {
+                hostileNext = false;
+                hostile.emplace_back(breaksTheProtocolWhenPinged);
+                return AgentConnection::fromFd(hostile.back().takeHostEnd(), 5s, {});
+            }
             guests.emplace_back();
             return guests.back().connect();
         },
@@ -74,15 +90,8 @@ TEST_F(SandboxAgentsTest, AFloodInsteadOfAHelloIsAuditedAgainstTheSandboxsTenant
 }
 
 TEST_F(SandboxAgentsTest, AnAdoptedSessionIsTheSandboxsAndItsProtocolErrorsAreAudited) {
-    test::FakeGuest hostile([](test::FakeGuest& g) {
-        // Once the host speaks (after the adoption): data for a stream it never opened.
-        protocol::Frame f;
-        while (!g.stop_ && !(g.read(f, 100ms) && f.type == FrameType::ping)) {
-        }
-        g.send(FrameType::data, 4242, "x", 1);
-        while (!g.stop_) std::this_thread::sleep_for(20ms);
-    });
-    auto agent = AgentConnection::fromFd(hostile.takeHostEnd(), 5s, {});
+    test::FakeGuest guest(breaksTheProtocolWhenPinged);
+    auto agent = AgentConnection::fromFd(guest.takeHostEnd(), 5s, {});
     agents.adopt(sandbox, agent);
     agent->ping(2s);  // answered with the hostile frame
     EXPECT_TRUE(test::waitFor([&] { return !protocolErrors().empty(); }, 5s))
@@ -102,6 +111,14 @@ TEST_F(SandboxAgentsTest, ADeadSessionIsReopenedOnItsEndpointAndWatchedAgain) {
     EXPECT_EQ(connects.load(), 2);
     EXPECT_TRUE(second->ping(2s));
     EXPECT_EQ(agents.get(sandbox.id), second) << "a live session is kept";
+    // The next reopened session is a hostile guest's: it is watched too.
+    second->close();
+    hostileNext = true;
+    auto third = agents.get(sandbox.id);
+    EXPECT_EQ(connects.load(), 3);
+    third->ping(2s);
+    EXPECT_TRUE(test::waitFor([&] { return !protocolErrors().empty(); }, 5s))
+        << "a reopened session was not watched";
 }
 
 TEST_F(SandboxAgentsTest, ARetiredSandboxsCallsFailWithWhyUntilItIsForgotten) {

@@ -18,6 +18,7 @@ namespace airlock {
 namespace {
 namespace fs = std::filesystem;
 using test::codeOf;
+using namespace std::chrono_literals;
 
 class SandboxSafetyTest : public test::ControllerFixture {
   protected:
@@ -114,6 +115,24 @@ TEST_F(SandboxSafetyTest, GatedCommandsWaitForADecision) {
     for (const char* want :
          {"exec.pending_approval", "approval.approved", "approval.denied", "exec.executed"})
         EXPECT_NE(std::find(t.begin(), t.end(), want), t.end()) << want;
+}
+
+TEST_F(SandboxSafetyTest, AnApprovedCommandRunningWhenItsSandboxIsDeletedFailsSayingWhy) {
+    auto s = sandboxWithRules();
+    std::string marker = dir.path() + "/started";
+    auto a = controller->commands().submit("t1", s.id, shell("touch " + marker + "; sleep 20"));
+    ASSERT_TRUE(a.pending);
+    controller->decideApproval("t1", a.pending->approvalId, true, "ok", "reviewer");
+    ASSERT_TRUE(test::waitFor([&] { return fs::exists(marker); }, 10s, 10ms));
+    controller->destroy("t1", s.id);
+    ASSERT_TRUE(test::waitFor(
+        [&] { return controller->gates().get("t1", s.id, a.pending->id).state == "failed"; },
+        10s))
+        << "the approved run did not end with its sandbox";
+    auto ran = controller->gates().get("t1", s.id, a.pending->id);
+    EXPECT_NE(ran.error.find("is gone: it was deleted"), std::string::npos) << ran.error;
+    auto t = types(s.id);
+    EXPECT_NE(std::find(t.begin(), t.end(), "exec.failed"), t.end());
 }
 
 TEST_F(SandboxSafetyTest, PendingApprovalsExpire) {

@@ -375,17 +375,17 @@ TEST_F(EgressProxyTest, ASilentTunnelIsClosedAfterTheIdleTimeoutAndOneInUseIsNot
     LocalServer echo = echoTcpServer();
     EgressSettings s;
     s.allowCidrs = {CidrRange::parse("127.0.0.1/32")};
-    s.idleTimeout = 600ms;
+    s.idleTimeout = 2000ms;
     std::string port = std::to_string(echo.port());
     start({"localhost:" + port}, s);
     Client c(guestPort_);
     c.send("CONNECT localhost:" + port + " HTTP/1.1\r\n\r\n");
     EXPECT_EQ(statusLine(c.readN(39)), "HTTP/1.1 200 Connection established");
-    // Bytes both ways every 200 ms for two seconds: never idle that long.
-    for (int i = 0; i < 10; ++i) {
+    // Bytes both ways every 300 ms for 2.4 s: never idle that long.
+    for (int i = 0; i < 8; ++i) {
         c.send("ping");
-        ASSERT_EQ(c.readN(4), "ping") << "a tunnel in use was closed after " << i * 200 << " ms";
-        std::this_thread::sleep_for(200ms);
+        ASSERT_EQ(c.readN(4), "ping") << "a tunnel in use was closed after " << i * 300 << " ms";
+        std::this_thread::sleep_for(300ms);
     }
     auto quietSince = std::chrono::steady_clock::now();
     ::timeval limit{15, 0};  // the test's own deadline on a tunnel never closed

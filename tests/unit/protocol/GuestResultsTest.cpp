@@ -228,39 +228,52 @@ TEST(GuestResults, FileActivityRoundTripsAndANotWatchingAgentSaysOnlyThat) {
         << "nothing else is read from an agent that is not watching";
 }
 
-TEST(GuestResults, HostileFileActivityIsRefused) {
+TEST(GuestResults, HostileFileActivityIsRefusedAndABadPathOnlyCostsItsEntry) {
     auto with = [](const std::function<void(json&)>& change) {
         json j = toJsonValue(anActivityReport());
         change(j);
         return j;
     };
-    std::vector<std::pair<std::string, json>> cases = {
+    std::vector<std::pair<std::string, json>> refused = {
         {"no paths", with([](json& j) { j.erase("paths"); })},
         {"paths not an array", with([](json& j) { j["paths"] = "x"; })},
+        {"a path entry that is no object", with([](json& j) { j["paths"][0] = 1; })},
         {"an unknown mechanism", with([](json& j) { j["mechanism"] = "s3cr3t"; })},
         {"a relative root", with([](json& j) { j["root"] = "w"; })},
         {"a negative now", with([](json& j) { j["now_ms"] = -1; })},
-        {"an absolute path", with([](json& j) { j["paths"][0]["path"] = "/etc/passwd"; })},
-        {"an empty path", with([](json& j) { j["paths"][0]["path"] = ""; })},
-        {"a NUL in a path", with([](json& j) { j["paths"][0]["path"] = std::string("a\0b", 3); })},
-        {"a path longer than Linux's",
-         with([](json& j) { j["paths"][0]["path"] = std::string(kMaxGuestPath + 1, 'a'); })},
-        {"reads as text", with([](json& j) { j["paths"][0]["reads"] = "1"; })},
-        {"negative writes", with([](json& j) { j["paths"][0]["writes"] = -1; })},
-        {"writes without write times",
-         with([](json& j) { j["paths"][0].erase("first_write_ms"); })},
-        {"too many traces", with([](json& j) {
-             j["paths"][0]["execs"] = json::array();
-             for (std::size_t i = 0; i <= kMaxActivityExecs; ++i)
-                 j["paths"][0]["execs"].push_back("ex");
-         })},
-        {"a long trace", with([](json& j) {
-             j["paths"][0]["execs"] = json::array({std::string(kMaxTraceBytes + 1, 'x')});
-         })},
-        {"a trace of numbers", with([](json& j) { j["paths"][0]["execs"] = json::array({1}); })},
+        {"dropped as text", with([](json& j) { j["dropped"] = "2"; })},
     };
-    for (const auto& [name, j] : cases)
+    for (const auto& [name, j] : refused)
         EXPECT_NE(failureOf([&] { parseFileActivity(wire(j)); }), "") << name;
+
+    // One bad entry is skipped and counted; the others stay.
+    std::vector<std::pair<std::string, std::function<void(json&)>>> badEntries = {
+        {"an absolute path", [](json& p) { p["path"] = "/etc/passwd"; }},
+        {"an empty path", [](json& p) { p["path"] = ""; }},
+        {"a NUL in a path", [](json& p) { p["path"] = std::string("a\0b", 3); }},
+        {"a path longer than Linux's",
+         [](json& p) { p["path"] = std::string(kMaxGuestPath + 1, 'a'); }},
+        {"reads as text", [](json& p) { p["reads"] = "1"; }},
+        {"negative writes", [](json& p) { p["writes"] = -1; }},
+        {"writes without write times", [](json& p) { p.erase("first_write_ms"); }},
+        {"too many traces",
+         [](json& p) {
+             p["execs"] = json::array();
+             for (std::size_t i = 0; i <= kMaxActivityExecs; ++i) p["execs"].push_back("ex");
+         }},
+        {"a long trace",
+         [](json& p) { p["execs"] = json::array({std::string(kMaxTraceBytes + 1, 'x')}); }},
+        {"a trace of numbers", [](json& p) { p["execs"] = json::array({1}); }},
+    };
+    for (const auto& [name, change] : badEntries) {
+        json j = toJsonValue(anActivityReport());
+        change(j["paths"][0]);
+        auto r = parseFileActivity(wire(j));
+        ASSERT_EQ(r.paths.size(), 1u) << name;
+        EXPECT_EQ(r.paths[0].path, "README.md") << name;
+        EXPECT_EQ(r.dropped, anActivityReport().dropped + 1) << name;
+    }
+
     json many = toJsonValue(anActivityReport());
     many["paths"] = json::array();
     for (std::size_t i = 0; i <= kMaxActivityPaths; ++i)
