@@ -33,6 +33,7 @@ DownloadSession::DownloadSession(beast::tcp_stream&& stream, StreamContext conte
 
 void DownloadSession::start() {
     auto self = shared_from_this();
+    if (idle_.count() == 0) watchClient();
     pipe_.open(self, opener_, [this, self](std::exception_ptr error) {
         if (error) return fail(responseForError(error));
         pipe_.idleAfter(self, idle_, [this] {
@@ -44,6 +45,18 @@ void DownloadSession::start() {
         });
         if (!sized_) writeHeader(std::nullopt);
     });
+}
+
+void DownloadSession::watchClient() {
+    // On the socket itself, not the stream: the stream's write deadline must
+    // not time out a read that waits as long as the body rests.
+    stream_.socket().async_read_some(
+        asio::buffer(clientBytes_),
+        [this, self = shared_from_this()](beast::error_code ec, std::size_t) {
+            if (ended_) return;
+            if (ec) return finish();  // gone (or done sending: nothing more will be read)
+            watchClient();
+        });
 }
 
 void DownloadSession::fail(const ApiResponse& response) {

@@ -1,4 +1,5 @@
 #pragma once
+#include <array>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
@@ -33,6 +34,9 @@ class DownloadSession : public std::enable_shared_from_this<DownloadSession> {
     void writeChunk(const AgentPipe::Chunk& chunk, std::function<void(bool)> done);
     void finish();
     void fail(const ApiResponse& response);
+    // A body that may rest (a followed log) would not notice its client
+    // left until its next write: the socket is read, and its end ends it.
+    void watchClient();
 
     boost::beast::tcp_stream stream_;
     StreamContext ctx_;
@@ -46,6 +50,7 @@ class DownloadSession : public std::enable_shared_from_this<DownloadSession> {
     bool headerSent_ = false;
     bool ended_ = false;
     std::optional<std::uint64_t> remaining_;  // of the announced Content-Length
+    std::array<char, 512> clientBytes_{};     // what a client sends after its request: dropped
     std::shared_ptr<boost::beast::http::response<boost::beast::http::empty_body>> header_;
     std::shared_ptr<boost::beast::http::response_serializer<boost::beast::http::empty_body>>
         serializer_;

@@ -46,12 +46,8 @@ SandboxRecord refOf(const std::string& id, const std::string& tenant) {
 }
 
 // Reads every event of a stream the agent answers with data then a close.
-std::string drain(const std::shared_ptr<AgentStream>& stream, std::uint64_t limit,
-                  json* closeInfo = nullptr) {
-    std::string close;
-    std::string out = stream->readToClose(limit, AgentStream::Clock::now() + kAgentWait, &close);
-    if (closeInfo) *closeInfo = json::parse(close, nullptr, false);
-    return out;
+std::string drain(const std::shared_ptr<AgentStream>& stream, std::uint64_t limit) {
+    return stream->readToClose(limit, AgentStream::Clock::now() + kAgentWait);
 }
 
 bool validBranch(const std::string& branch) {
@@ -356,16 +352,20 @@ Repository WorkspaceService::openWorkRepo(const std::string& tenant,
 
 WorkspaceService::Record WorkspaceService::load(const std::string& tenant, const std::string& id) {
     controller_.get(tenant, id);  // ownership: 404 for anyone else's
+    auto r = stored(id);
+    if (!r) throw Error(ErrorCode::not_found, "sandbox " + id + " has no workspace");
+    RemoteUrl::parse(r->repo);  // a stored URL that no longer parses fails here, not deeper
+    for (auto& s : r->submodules) s.mirrorPath = mirrorPath(tenant, RemoteUrl::parse(s.url));
+    return *r;
+}
+
+std::optional<WorkspaceService::Record> WorkspaceService::stored(const std::string& id) {
     auto text = workspaces_.find(id);
-    if (!text) throw Error(ErrorCode::not_found, "sandbox " + id + " has no workspace");
+    if (!text) return std::nullopt;
     auto j = json::parse(*text, nullptr, false);
     if (!j.is_object())
         throw Error(ErrorCode::internal, "workspace record of " + id + " is damaged");
-    Record r = Record::fromJson(j);
-    RemoteUrl url = RemoteUrl::parse(r.repo);
-    for (auto& s : r.submodules) s.mirrorPath = mirrorPath(tenant, RemoteUrl::parse(s.url));
-    (void)url;
-    return r;
+    return Record::fromJson(j);
 }
 
 void WorkspaceService::save(const std::string& id, const std::string& tenant, const Record& r) {
@@ -923,11 +923,11 @@ void WorkspaceService::reset(const std::string& tenant, const std::string& id, b
 }
 
 void WorkspaceService::checkWrite(const SandboxRecord& sandbox, const std::string& path) {
-    auto text = workspaces_.find(sandbox.id);
-    if (!text) return;
-    auto j = json::parse(*text, nullptr, false);
-    if (!j.is_object() || !j.value("enforce_scope", false)) return;
-    Record r = Record::fromJson(j);
+    // A damaged record refuses the write (Error(internal)): the scope is
+    // never skipped because it could not be read.
+    auto stored = this->stored(sandbox.id);
+    if (!stored || !stored->enforceScope) return;
+    const Record& r = *stored;
     // Lexically, as the guest resolves it.
     std::vector<std::string> parts;
     std::size_t i = 0;

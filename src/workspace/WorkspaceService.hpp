@@ -97,6 +97,9 @@ class WorkspaceService {
     struct Record;
     struct Snapshot;
     Record load(const std::string& tenant, const std::string& id);
+    // The stored record of a sandbox's workspace (none: it has no workspace);
+    // Error(internal) when it cannot be read.
+    std::optional<Record> stored(const std::string& id);
     void save(const std::string& id, const std::string& tenant, const Record& r);
     std::optional<BrokeredCredential> openCredential(const std::string& tenant,
                                                      const std::string& name, const RemoteUrl& url);

@@ -3,6 +3,7 @@
 // clean 502, never a hung client or a response that lies about its length.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -146,6 +147,46 @@ TEST_F(DownloadSessionTest, AGuestThatStopsMidFileLeavesAShortBody) {
     auto response = download(stalls, 300ms);
     EXPECT_EQ(readError, http::error::partial_message) << readError.message();
     EXPECT_LT(std::chrono::steady_clock::now() - started, 15s) << "ended by the idle timeout";
+}
+
+TEST_F(DownloadSessionTest, AFollowedBodyEndsWhenItsClientLeavesEvenWhileTheGuestIsQuiet) {
+    std::atomic<bool> cancelled{false};
+    FakeGuest quiet([&](FakeGuest& g) {
+        Frame open;
+        if (!g.readType(FrameType::open, open)) return;
+        g.send(FrameType::data, open.stream, "first line\n", 1);
+        // Then nothing, as a process that prints no more; the host's reset is awaited.
+        while (!g.stop_) {
+            Frame f;
+            if (g.read(f, 100ms) && f.type == FrameType::reset && f.stream == open.stream)
+                cancelled = true;
+        }
+    });
+    auto agent = AgentConnection::fromFd(quiet.takeHostEnd(), 5s, {});
+    asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+    auto client = std::make_unique<asio::ip::tcp::socket>(io);
+    client->connect(acceptor.local_endpoint());
+    StreamContext context{*controller, workers, ApiRequest{}, "t1", {}, nullptr, nullptr};
+    std::make_shared<DownloadSession>(
+        beast::tcp_stream(acceptor.accept()), std::move(context),
+        [agent](AgentStream::Handler handler) {
+            return agent->open(protocol::FileReadRequest{"/w/log", ""}, std::move(handler));
+        },
+        false, "text/plain", std::chrono::milliseconds(0))
+        ->start();
+    ioThread = std::thread([this] { io.run(); });
+    std::string seen;
+    char buf[256];
+    while (seen.find("first line") == std::string::npos) {
+        beast::error_code ec;
+        std::size_t n = client->read_some(asio::buffer(buf), ec);
+        ASSERT_FALSE(ec) << ec.message();
+        seen.append(buf, n);
+    }
+    EXPECT_EQ(seen.rfind("HTTP/1.1 200", 0), 0u) << seen;
+    client.reset();  // the client goes away; the guest stays quiet
+    EXPECT_TRUE(test::waitFor([&] { return cancelled.load(); }, 5s))
+        << "the agent stream outlived its client";
 }
 
 }  // namespace
