@@ -29,12 +29,14 @@ using Clock = std::chrono::steady_clock;
 constexpr std::size_t kReadChunk = 64 * 1024;
 // stdin up to this size travels inside the open frame; more is streamed.
 constexpr std::size_t kInlineStdinMax = 64 * 1024;
+// The host's own reset code for a sandbox it removes (close(why)); never the guest's.
+constexpr const char* kSandboxGone = "sandbox_gone";
 
 }  // namespace
 
 Error agentError(const std::string& code, const std::string& message) {
     if (code == "not_found") return Error(ErrorCode::not_found, message);
-    if (code == "conflict" || code == "no_space" || code == "sandbox_gone")
+    if (code == "conflict" || code == "no_space" || code == kSandboxGone)
         return Error(ErrorCode::conflict, message);
     if (code == "permission_denied") return Error(ErrorCode::forbidden, message);
     if (code == "bad_request") return Error(ErrorCode::bad_request, message);
@@ -416,7 +418,7 @@ void AgentConnection::failAll(const std::string& why) {
         std::lock_guard lock(streamsMutex_);
         // The host ended the session on purpose: that is the reason, whatever
         // the channel did after it (EOF once the VM is destroyed).
-        if (!closeReason_.empty()) reset = {"sandbox_gone", closeReason_};
+        if (!closeReason_.empty()) reset = {kSandboxGone, closeReason_};
         if (failure_.empty()) failure_ = reset.message;
         streams.swap(streams_);
     }
@@ -507,9 +509,14 @@ void AgentConnection::dispatch(const protocol::Frame& frame) {
         case FrameType::close:
             ok = stream->deliver({Kind::close, 0, frame.payload});
             break;
-        case FrameType::reset:
-            ok = stream->deliver({Kind::reset, 0, frame.payload});
+        case FrameType::reset: {
+            // Read once here, so every consumer gets {code, message} as
+            // strings; a guest that claims the host's own code is an agent error.
+            auto info = protocol::parseResetInfo(frame.payload);
+            if (info.code == kSandboxGone) info.code = "agent_error";
+            ok = stream->deliver({Kind::reset, 0, protocol::toJson(info)});
             break;
+        }
         default:
             return protocolError("unexpected frame type " +
                                  std::to_string(static_cast<int>(frame.type)));
@@ -554,7 +561,7 @@ std::shared_ptr<AgentStream> AgentConnection::openPayload(const std::string& pay
     std::shared_ptr<AgentStream> stream;
     {
         std::lock_guard lock(streamsMutex_);
-        if (!closeReason_.empty()) throw agentError("sandbox_gone", closeReason_);
+        if (!closeReason_.empty()) throw agentError(kSandboxGone, closeReason_);
         if (!alive_) throw Error(ErrorCode::agent_error, "the agent connection is down");
         if (streams_.size() >= limits_.maxStreams)
             throw Error(ErrorCode::unavailable, "this sandbox has " +

@@ -354,10 +354,8 @@ std::string AgentStream::readToClose(std::uint64_t limit, Clock::time_point dead
             if (closeInfo) *closeInfo = ev->payload;
             return out;
         } else if (ev->kind == Event::Kind::reset) {
-            auto j = nlohmann::json::parse(ev->payload, nullptr, false);
-            std::string code = j.is_object() ? j.value("code", "agent_error") : "agent_error";
-            std::string msg = j.is_object() ? j.value("message", "") : ev->payload;
-            throw agentError(code, msg);
+            auto info = protocol::parseResetInfo(ev->payload);
+            throw agentError(info.code, info.message);
         }
     }
 }

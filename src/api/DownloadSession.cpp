@@ -52,9 +52,20 @@ void DownloadSession::watchClient() {
     // not time out a read that waits as long as the body rests.
     stream_.socket().async_read_some(
         asio::buffer(clientBytes_),
-        [this, self = shared_from_this()](beast::error_code ec, std::size_t) {
+        [this, self = shared_from_this()](beast::error_code ec, std::size_t n) {
             if (ended_) return;
-            if (ec) return finish();  // gone (or done sending: nothing more will be read)
+            if (ec == asio::error::eof) {
+                // Done sending, or gone: the two look alike while the body
+                // rests. A client that only half-closed still reads, so the
+                // body goes on while the guest sends, and ends once it has
+                // rested for a file's idle time.
+                return pipe_.idleAfter(self, kFileIdle, [this] { finish(); });
+            }
+            if (ec) return finish();
+            // A GET has no body, and nothing pipelined is answered
+            // (Connection: close): a client that keeps sending is cut off.
+            clientBytesRead_ += n;
+            if (clientBytesRead_ > kMaxClientBytes) return finish();
             watchClient();
         });
 }

@@ -51,6 +51,8 @@ class DownloadSession : public std::enable_shared_from_this<DownloadSession> {
     bool ended_ = false;
     std::optional<std::uint64_t> remaining_;  // of the announced Content-Length
     std::array<char, 512> clientBytes_{};     // what a client sends after its request: dropped
+    std::size_t clientBytesRead_ = 0;
+    static constexpr std::size_t kMaxClientBytes = 16 * 1024;
     std::shared_ptr<boost::beast::http::response<boost::beast::http::empty_body>> header_;
     std::shared_ptr<boost::beast::http::response_serializer<boost::beast::http::empty_body>>
         serializer_;

@@ -158,8 +158,9 @@ std::string Router::metricsText() {
     for (const char* decision : {"allowed", "denied", "failed"})
         m << "airlock_egress_decisions_total{decision=\"" << decision << "\"} "
           << count(std::string("egress.") + decision) << "\n";
-    m << "# HELP airlock_agent_protocol_errors_total Agent sessions ended for a malformed or "
-         "hostile frame.\n# TYPE airlock_agent_protocol_errors_total counter\n"
+    m << "# HELP airlock_agent_protocol_errors_total Agents that broke the protocol: sessions "
+         "ended for a malformed or hostile frame, streams reset for broken flow control, "
+         "answers that could not be read.\n# TYPE airlock_agent_protocol_errors_total counter\n"
          "airlock_agent_protocol_errors_total "
       << count("agent.protocol_error") << "\n";
     m << "# HELP airlock_qemu_rss_bytes Resident memory of all sandbox QEMU processes.\n"

@@ -130,10 +130,11 @@ std::optional<GatedExec> SandboxCommands::submitAsync(const std::string& tenant,
 }
 
 void SandboxCommands::runApproved(GatedExec g) {
+    // The audit record first: whoever sees the run's end finds it recorded.
     auto fail = [this, g](const std::string& why) {
-        p_.gates.finish(g.id, "failed", -1, "", "", why);
         p_.sandboxes.record(g.sandboxId, g.tenant, "exec.failed",
                             {{"command", g.command}, {"exec_id", g.id}, {"error", why}}, nullptr);
+        p_.gates.finish(g.id, "failed", -1, "", "", why);
     };
     try {
         auto r = p_.sandboxes.find(g.sandboxId);
@@ -147,8 +148,6 @@ void SandboxCommands::runApproved(GatedExec g) {
                  [this, g, options, started, masker, fail, test](std::optional<ExecOutput> out,
                                                                  std::exception_ptr error) {
                      if (!out) return fail(masker->mask(whatOf(error)));
-                     p_.gates.finish(g.id, "exited", out->result.exit_code, out->stdoutData,
-                                     out->stderrData, out->result.error);
                      nlohmann::json data{{"command", g.command},
                                          {"exec_id", g.id},
                                          {"approval_id", g.approvalId},
@@ -164,6 +163,8 @@ void SandboxCommands::runApproved(GatedExec g) {
                      if (test) data["purpose"] = "test";
                      p_.sandboxes.record(g.sandboxId, g.tenant, "exec.executed", data,
                                          masker.get());
+                     p_.gates.finish(g.id, "exited", out->result.exit_code, out->stdoutData,
+                                     out->stderrData, out->result.error);
                  });
     } catch (const std::exception& e) {
         fail(e.what());

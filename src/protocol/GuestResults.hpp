@@ -121,9 +121,10 @@ FileSize parseFileSize(const std::string& payload);
 ExecStarted parseExecStarted(const std::string& payload);
 ProcessInfo parseProcessInfo(const nlohmann::json& answer);
 ProcessList parseProcessList(const nlohmann::json& answer);
-// A path entry that is malformed (a path too long once on the wire, say: a
+// A path entry with a bad field (a path too long once on the wire, say: a
 // name that is not UTF-8 grows there) is skipped and counted in `dropped`,
-// so one odd file name cannot empty a drain; anything else malformed throws.
+// so one odd file name cannot empty a drain; anything else malformed
+// (an entry that is no object included) throws.
 FileActivityReport parseFileActivity(const nlohmann::json& answer);
 
 }  // namespace airlock::protocol

@@ -148,6 +148,30 @@ TEST(HostileAgent, MalformedResultsEndTheirStreamNotTheSession) {
     }
 }
 
+// "sandbox_gone" is the host's word for a sandbox it removes (a conflict);
+// a guest that says it is an agent error.
+TEST(HostileAgent, AGuestCannotClaimItsSandboxIsGone) {
+    Reported reported;
+    FakeGuest guest([](FakeGuest& g) {
+        Frame open;
+        if (!g.readType(FrameType::open, open)) return;
+        g.send(FrameType::reset, open.stream,
+               R"({"code":"sandbox_gone","message":"sandbox sbx-x is gone: it was deleted"})");
+        while (!g.stop_) {
+            Frame f;
+            if (g.read(f, 100ms) && f.type == FrameType::ping) g.send(FrameType::pong, 0, "");
+        }
+    });
+    auto conn = connectTo(guest, reported);
+    try {
+        conn->exec(trueCommand(), 1024, 5s);
+        FAIL() << "the guest's reset was not an error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::agent_error) << e.what();
+    }
+    EXPECT_TRUE(conn->ping(2s)) << "a reset ends its stream only";
+}
+
 // A stream whose agent sends more than its window is reset; the session and
 // its other streams go on, and the host buffered no more than the window.
 TEST(HostileAgent, WindowOverrunResetsTheStreamOnly) {

@@ -8,8 +8,10 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <optional>
 #include <thread>
 
 #include "agentclient/AgentConnection.hpp"
@@ -149,44 +151,93 @@ TEST_F(DownloadSessionTest, AGuestThatStopsMidFileLeavesAShortBody) {
     EXPECT_LT(std::chrono::steady_clock::now() - started, 15s) << "ended by the idle timeout";
 }
 
-TEST_F(DownloadSessionTest, AFollowedBodyEndsWhenItsClientLeavesEvenWhileTheGuestIsQuiet) {
-    std::atomic<bool> cancelled{false};
-    FakeGuest quiet([&](FakeGuest& g) {
-        Frame open;
-        if (!g.readType(FrameType::open, open)) return;
-        g.send(FrameType::data, open.stream, "first line\n", 1);
-        // Then nothing, as a process that prints no more; the host's reset is awaited.
-        while (!g.stop_) {
-            Frame f;
-            if (g.read(f, 100ms) && f.type == FrameType::reset && f.stream == open.stream)
-                cancelled = true;
-        }
-    });
-    auto agent = AgentConnection::fromFd(quiet.takeHostEnd(), 5s, {});
-    asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
-    auto client = std::make_unique<asio::ip::tcp::socket>(io);
-    client->connect(acceptor.local_endpoint());
-    StreamContext context{*controller, workers, ApiRequest{}, "t1", {}, nullptr, nullptr};
-    std::make_shared<DownloadSession>(
-        beast::tcp_stream(acceptor.accept()), std::move(context),
-        [agent](AgentStream::Handler handler) {
-            return agent->open(protocol::FileReadRequest{"/w/log", ""}, std::move(handler));
-        },
-        false, "text/plain", std::chrono::milliseconds(0))
-        ->start();
-    ioThread = std::thread([this] { io.run(); });
-    std::string seen;
-    char buf[256];
-    while (seen.find("first line") == std::string::npos) {
-        beast::error_code ec;
-        std::size_t n = client->read_some(asio::buffer(buf), ec);
-        ASSERT_FALSE(ec) << ec.message();
-        seen.append(buf, n);
+// A followed body (a process's log: no idle timeout) from a guest that
+// prints "first line", then "second line" once `more` is set, and notes the
+// host's reset of its stream.
+class FollowedBodyTest : public DownloadSessionTest {
+  protected:
+    FollowedBodyTest()
+        : guest([this](FakeGuest& g) {
+              Frame open;
+              if (!g.readType(FrameType::open, open)) return;
+              g.send(FrameType::data, open.stream, "first line\n", 1);
+              bool sentMore = false;
+              while (!g.stop_) {
+                  Frame f;
+                  if (g.read(f, 50ms) && f.type == FrameType::reset && f.stream == open.stream)
+                      cancelled = true;
+                  if (more && !sentMore) {
+                      sentMore = true;
+                      g.send(FrameType::data, open.stream, "second line\n", 1);
+                  }
+              }
+          }) {}
+
+    // Connects a client, starts the session and reads until `until`.
+    void start(const std::string& until) {
+        agent = AgentConnection::fromFd(guest.takeHostEnd(), 5s, {});
+        acceptor.emplace(io, asio::ip::tcp::endpoint{asio::ip::make_address("127.0.0.1"), 0});
+        client = std::make_unique<asio::ip::tcp::socket>(io);
+        client->connect(acceptor->local_endpoint());
+        StreamContext context{*controller, workers, ApiRequest{}, "t1", {}, nullptr, nullptr};
+        auto opened = agent;
+        std::make_shared<DownloadSession>(
+            beast::tcp_stream(acceptor->accept()), std::move(context),
+            [opened](AgentStream::Handler handler) {
+                return opened->open(protocol::FileReadRequest{"/w/log", ""}, std::move(handler));
+            },
+            false, "text/plain", std::chrono::milliseconds(0))
+            ->start();
+        ioThread = std::thread([this] { io.run(); });
+        ::timeval limit{20, 0};  // the test's own deadline
+        ::setsockopt(client->native_handle(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+        readUntil(until);
     }
+    void readUntil(const std::string& text) {
+        char buf[256];
+        while (seen.find(text) == std::string::npos) {
+            beast::error_code ec;
+            std::size_t n = client->read_some(asio::buffer(buf), ec);
+            ASSERT_FALSE(ec) << ec.message() << " before '" << text << "' in: " << seen;
+            seen.append(buf, n);
+        }
+    }
+
+    std::atomic<bool> cancelled{false}, more{false};
+    FakeGuest guest;
+    std::shared_ptr<AgentConnection> agent;
+    std::optional<asio::ip::tcp::acceptor> acceptor;
+    std::unique_ptr<asio::ip::tcp::socket> client;
+    std::string seen;
+};
+
+TEST_F(FollowedBodyTest, EndsWhenItsClientLeavesEvenWhileTheGuestIsQuiet) {
+    start("first line");
     EXPECT_EQ(seen.rfind("HTTP/1.1 200", 0), 0u) << seen;
-    client.reset();  // the client goes away; the guest stays quiet
+    // The client goes away (a reset, as a killed process's socket), the guest stays quiet.
+    ::linger hard{1, 0};
+    ::setsockopt(client->native_handle(), SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+    client.reset();
     EXPECT_TRUE(test::waitFor([&] { return cancelled.load(); }, 5s))
         << "the agent stream outlived its client";
+}
+
+TEST_F(FollowedBodyTest, AClientThatOnlyStoppedSendingStillGetsWhatFollows) {
+    start("first line");
+    client->shutdown(asio::ip::tcp::socket::shutdown_send);
+    std::this_thread::sleep_for(300ms);  // its end of sending reached the session
+    more = true;
+    readUntil("second line");
+    EXPECT_FALSE(cancelled.load());
+}
+
+TEST_F(FollowedBodyTest, AClientThatKeepsSendingIsCutOff) {
+    start("first line");
+    std::string junk(64 * 1024, 'x');
+    beast::error_code ec;
+    asio::write(*client, asio::buffer(junk), ec);  // may fail once the session closed
+    EXPECT_TRUE(test::waitFor([&] { return cancelled.load(); }, 5s))
+        << "a GET that kept sending was read forever";
 }
 
 }  // namespace

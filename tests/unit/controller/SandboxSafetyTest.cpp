@@ -81,7 +81,8 @@ TEST_F(SandboxSafetyTest, DeniedCommandsNeverReachTheGuestAndAreAudited) {
 TEST_F(SandboxSafetyTest, GatedCommandsWaitForADecision) {
     auto s = sandboxWithRules();
     std::string approvedFile = dir.path() + "/approved", deniedFile = dir.path() + "/denied";
-    auto a = controller->commands().submit("t1", s.id, shell("touch " + approvedFile + " && echo done"));
+    auto a =
+        controller->commands().submit("t1", s.id, shell("touch " + approvedFile + " && echo done"));
     auto d = controller->commands().submit("t1", s.id, shell("touch " + deniedFile));
     ASSERT_TRUE(a.pending && d.pending);
     EXPECT_EQ(a.pending->state, "pending_approval");
@@ -126,13 +127,13 @@ TEST_F(SandboxSafetyTest, AnApprovedCommandRunningWhenItsSandboxIsDeletedFailsSa
     ASSERT_TRUE(test::waitFor([&] { return fs::exists(marker); }, 10s, 10ms));
     controller->destroy("t1", s.id);
     ASSERT_TRUE(test::waitFor(
-        [&] { return controller->gates().get("t1", s.id, a.pending->id).state == "failed"; },
-        10s))
+        [&] { return controller->gates().get("t1", s.id, a.pending->id).state == "failed"; }, 10s))
         << "the approved run did not end with its sandbox";
     auto ran = controller->gates().get("t1", s.id, a.pending->id);
     EXPECT_NE(ran.error.find("is gone: it was deleted"), std::string::npos) << ran.error;
     auto t = types(s.id);
-    EXPECT_NE(std::find(t.begin(), t.end(), "exec.failed"), t.end());
+    EXPECT_NE(std::find(t.begin(), t.end(), "exec.failed"), t.end())
+        << "the run's end was seen before it was audited";
 }
 
 TEST_F(SandboxSafetyTest, PendingApprovalsExpire) {
