@@ -161,7 +161,7 @@ class FollowedBodyTest : public DownloadSessionTest {
               Frame open;
               if (!g.readType(FrameType::open, open)) return;
               g.send(FrameType::data, open.stream, "first line\n", 1);
-              bool sentMore = false;
+              bool sentMore = false, sentEnd = false;
               while (!g.stop_) {
                   Frame f;
                   if (g.read(f, 50ms) && f.type == FrameType::reset && f.stream == open.stream)
@@ -169,6 +169,10 @@ class FollowedBodyTest : public DownloadSessionTest {
                   if (more && !sentMore) {
                       sentMore = true;
                       g.send(FrameType::data, open.stream, "second line\n", 1);
+                  }
+                  if (end && !sentEnd) {
+                      sentEnd = true;
+                      g.send(FrameType::close, open.stream, "{}");
                   }
               }
           }) {}
@@ -203,7 +207,7 @@ class FollowedBodyTest : public DownloadSessionTest {
         }
     }
 
-    std::atomic<bool> cancelled{false}, more{false};
+    std::atomic<bool> cancelled{false}, more{false}, end{false};
     FakeGuest guest;
     std::shared_ptr<AgentConnection> agent;
     std::optional<asio::ip::tcp::acceptor> acceptor;
@@ -229,6 +233,12 @@ TEST_F(FollowedBodyTest, AClientThatOnlyStoppedSendingStillGetsWhatFollows) {
     more = true;
     readUntil("second line");
     EXPECT_FALSE(cancelled.load());
+    // The guest ends the body: the session ends, and the client reads its end.
+    end = true;
+    char buf[256];
+    beast::error_code ec;
+    while (!ec) client->read_some(asio::buffer(buf), ec);
+    EXPECT_EQ(ec, asio::error::eof) << ec.message();
 }
 
 TEST_F(FollowedBodyTest, AClientThatKeepsSendingIsCutOff) {
