@@ -204,6 +204,7 @@ void FileActivity::record(const std::string& absPath, bool read, bool write,
         ++s.writes;
         if (s.firstWriteMs == 0) s.firstWriteMs = now;
         s.lastWriteMs = now;
+        s.lastWriteTrace = trace;
     }
     if (!trace.empty() && s.traces.size() < kMaxTracesPerPath) s.traces.insert(trace);
 }
@@ -227,7 +228,8 @@ protocol::FileActivityReport FileActivity::drain() {
                                                    s.lastMs,
                                                    s.firstWriteMs,
                                                    s.lastWriteMs,
-                                                   {s.traces.begin(), s.traces.end()}});
+                                                   {s.traces.begin(), s.traces.end()},
+                                                   s.lastWriteTrace});
     paths_.clear();
     dropped_ = 0;
     overflow_ = false;

@@ -44,6 +44,7 @@ class FileActivity {
         std::uint64_t reads = 0, writes = 0;
         std::int64_t firstMs = 0, lastMs = 0, firstWriteMs = 0, lastWriteMs = 0;
         std::set<std::string> traces;
+        std::string lastWriteTrace;
     };
     void record(const std::string& absPath, bool read, bool write, const std::string& trace);
     void readFanotify(const TraceOf& traceOf);

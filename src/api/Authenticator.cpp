@@ -20,6 +20,13 @@ Principal Authenticator::principalForE2bKey(const std::string& xApiKey) {
     return principalForKey(xApiKey);
 }
 
+std::optional<Principal> Authenticator::activeKey(const std::string& keyId) {
+    if (keyId.empty()) return std::nullopt;
+    auto key = keys_.find(keyId);
+    if (!key || (key->expiresAt > 0 && key->expiresAt <= nowUnixSeconds())) return std::nullopt;
+    return Principal{key->id, key->name, key->tenant, key->role};
+}
+
 Principal Authenticator::principalForKey(const std::string& clear) {
     auto key = keys_.findValid(clear, nowUnixSeconds());
     if (!key) throw Error(ErrorCode::unauthorized, "invalid, revoked or expired API key");

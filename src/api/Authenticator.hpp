@@ -1,4 +1,5 @@
 #pragma once
+#include <optional>
 #include <string>
 
 #include "store/ApiKeyStore.hpp"
@@ -23,6 +24,10 @@ class Authenticator {
     // in place of "ak_" (E2B's SDKs refuse keys of another shape); the same
     // key, so the same tenant and role.
     Principal principalForE2bKey(const std::string& xApiKey);
+    // The key with this id while it lives (not revoked, not expired): what a
+    // credential minted for that key (an E2B access token) is checked against
+    // on every use.
+    std::optional<Principal> activeKey(const std::string& keyId);
 
   private:
     Principal principalForKey(const std::string& key);

@@ -131,16 +131,17 @@ ApiResponse E2bApi::dispatch(const ApiRequest& request) {
     TenantLimiter::Slot slot;
     if (m != "DELETE") slot = limiter_.acquire(who.tenant);
 
-    if (s.size() == 1 && m == "POST") return create(tenant, request);
+    if (s.size() == 1 && m == "POST") return create(tenant, who.keyId, request);
     if (s.size() == 1 && m == "GET") return list(who, request);
     if (s.size() == 2 && m == "GET") {
         auto r = controller_.get(tenant, id);
         json j = listedSandbox(r);
         j["domain"] = publicDomain_.empty() ? json(nullptr) : json(publicDomain_);
-        j["envdAccessToken"] = tokens_.envdToken(r.id);
+        j["envdAccessToken"] = tokens_.envdToken(r.id, who.keyId);
         j["allowInternetAccess"] = !r.network.empty();
         j["network"] = {{"allowPublicTraffic", r.portAccess == "public"}};
-        if (r.portAccess == "token") j["trafficAccessToken"] = tokens_.trafficToken(r.id);
+        if (r.portAccess == "token")
+            j["trafficAccessToken"] = tokens_.trafficToken(r.id, who.keyId);
         j["lifecycle"] = {{"autoResume", false},
                           {"onTimeout", r.onTimeout == "pause" ? "pause" : "kill"}};
         return jsonResponse(200, j);
@@ -171,7 +172,7 @@ ApiResponse E2bApi::dispatch(const ApiRequest& request) {
         return ApiResponse{204, "", ""};
     }
     if (s.size() == 3 && m == "POST" && (s[2] == "connect" || s[2] == "resume"))
-        return connect(tenant, id, request, s[2] == "resume");
+        return connect(tenant, who.keyId, id, request, s[2] == "resume");
     if (s.size() == 3 && m == "GET" && s[2] == "metrics") {
         controller_.get(tenant, id);
         return jsonResponse(200, json::array());
@@ -181,7 +182,8 @@ ApiResponse E2bApi::dispatch(const ApiRequest& request) {
                     (known ? "method not allowed: " : "no route for ") + m + " " + request.path);
 }
 
-ApiResponse E2bApi::create(const std::string& tenant, const ApiRequest& request) {
+ApiResponse E2bApi::create(const std::string& tenant, const std::string& keyId,
+                           const ApiRequest& request) {
     json body = bodyObject(request);
     rejectUnknownFields(
         body,
@@ -247,18 +249,19 @@ ApiResponse E2bApi::create(const std::string& tenant, const ApiRequest& request)
     }
     if (req.portAccess != "token") req.portAccess = "public";
     auto r = controller_.create(tenant, req);
-    return jsonResponse(201, sandboxAnswer(r, asked));
+    return jsonResponse(201, sandboxAnswer(r, asked, keyId));
 }
 
-json E2bApi::sandboxAnswer(const SandboxRecord& r, const std::string& asked) const {
+json E2bApi::sandboxAnswer(const SandboxRecord& r, const std::string& asked,
+                           const std::string& keyId) const {
     return {{"sandboxID", r.id},
             {"templateID", asked},
             {"alias", asked},
             {"clientID", "airlock"},
             {"envdVersion", e2b::kEnvdVersion},
-            {"envdAccessToken", tokens_.envdToken(r.id)},
+            {"envdAccessToken", tokens_.envdToken(r.id, keyId)},
             {"trafficAccessToken",
-             r.portAccess == "token" ? json(tokens_.trafficToken(r.id)) : json(nullptr)},
+             r.portAccess == "token" ? json(tokens_.trafficToken(r.id, keyId)) : json(nullptr)},
             {"domain", publicDomain_.empty() ? json(nullptr) : json(publicDomain_)}};
 }
 
@@ -351,8 +354,9 @@ ApiResponse E2bApi::list(const Principal& who, const ApiRequest& request) {
     return res;
 }
 
-ApiResponse E2bApi::connect(const std::string& tenant, const std::string& id,
-                            const ApiRequest& request, bool resumeRoute) {
+ApiResponse E2bApi::connect(const std::string& tenant, const std::string& keyId,
+                            const std::string& id, const ApiRequest& request,
+                            bool resumeRoute) {
     json body = bodyObject(request);
     rejectUnknownFields(body, {"timeout", "memory", "autoPause"}, "connect request");
     std::int64_t timeout = secondsField(body, "timeout").value_or(kDefaultTimeoutS);
@@ -364,8 +368,8 @@ ApiResponse E2bApi::connect(const std::string& tenant, const std::string& id,
         controller_.resume(tenant, id);
         controller_.setTimeout(tenant, id, timeout);
         (void)autoPause;
-        return jsonResponse(201,
-                            sandboxAnswer(controller_.get(tenant, id), aliasOf(r.templateName)));
+        return jsonResponse(
+            201, sandboxAnswer(controller_.get(tenant, id), aliasOf(r.templateName), keyId));
     }
     if (r.state != SandboxState::running)
         throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state));
@@ -373,7 +377,8 @@ ApiResponse E2bApi::connect(const std::string& tenant, const std::string& id,
     // Connecting to a running sandbox only ever extends its life.
     std::int64_t left = r.expiresAt > 0 ? r.expiresAt - nowUnixSeconds() : -1;
     if (r.expiresAt > 0 && timeout > left) controller_.setTimeout(tenant, id, timeout);
-    return jsonResponse(200, sandboxAnswer(controller_.get(tenant, id), aliasOf(r.templateName)));
+    return jsonResponse(
+        200, sandboxAnswer(controller_.get(tenant, id), aliasOf(r.templateName), keyId));
 }
 
 }  // namespace airlock::api

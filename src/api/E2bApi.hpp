@@ -28,11 +28,14 @@ class E2bApi {
 
   private:
     ApiResponse dispatch(const ApiRequest& request);
-    ApiResponse create(const std::string& tenant, const ApiRequest& request);
+    ApiResponse create(const std::string& tenant, const std::string& keyId,
+                       const ApiRequest& request);
     ApiResponse list(const Principal& who, const ApiRequest& request);
-    ApiResponse connect(const std::string& tenant, const std::string& id, const ApiRequest& request,
-                        bool resumeRoute);
-    nlohmann::json sandboxAnswer(const SandboxRecord& r, const std::string& asked) const;
+    ApiResponse connect(const std::string& tenant, const std::string& keyId, const std::string& id,
+                        const ApiRequest& request, bool resumeRoute);
+    // The access tokens in it are bound to the calling key (keyId).
+    nlohmann::json sandboxAnswer(const SandboxRecord& r, const std::string& asked,
+                                 const std::string& keyId) const;
     nlohmann::json listedSandbox(const SandboxRecord& r) const;
 
     SandboxController& controller_;

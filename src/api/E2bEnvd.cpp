@@ -93,9 +93,11 @@ using Snapshot = std::map<std::string, std::string>;
 }  // namespace
 
 E2bEnvd::E2bEnvd(SandboxController& controller, const e2b::SandboxTokens& tokens,
-                 TenantLimiter& limiter, asio::thread_pool& workers, std::string publicDomain)
+                 Authenticator& auth, TenantLimiter& limiter, asio::thread_pool& workers,
+                 std::string publicDomain)
     : controller_(controller),
       tokens_(tokens),
+      auth_(auth),
       limiter_(limiter),
       workers_(workers),
       publicDomain_(std::move(publicDomain)),
@@ -133,10 +135,11 @@ E2bEnvd::Caller E2bEnvd::admit(const ApiRequest& request, const Target& target) 
     if (r.state != SandboxState::running)
         throw GatewayError("The sandbox is " + sandboxStateName(r.state) +
                            (r.state == SandboxState::paused ? ": connect resumes it" : ""));
-    if (!e2b::SandboxTokens::same(request.header("x-access-token"),
-                                  tokens_.envdToken(target.sandboxId)))
+    if (!mintingKeyActs(tokens_.envdTokenKey(target.sandboxId, request.header("x-access-token")),
+                        *owner))
         throw Error(ErrorCode::unauthorized,
-                    "unauthorized access, please provide a valid access token");
+                    "unauthorized access, please provide a valid access token (a token dies "
+                    "with the API key that fetched it)");
     Caller c;
     c.tenant = *owner;
     c.sandboxId = target.sandboxId;
@@ -151,7 +154,19 @@ E2bEnvd::Caller E2bEnvd::admit(const ApiRequest& request, const Target& target) 
     return c;
 }
 
+bool E2bEnvd::mintingKeyActs(const std::optional<std::string>& keyId,
+                             const std::string& owner) {
+    if (!keyId) return false;
+    // Read from the store on every use: a revoked or expired key's tokens stop at once.
+    auto key = auth_.activeKey(*keyId);
+    if (!key || key->role == Role::approver) return false;
+    return key->role == Role::admin || key->tenant == owner;
+}
+
 E2bEnvd::PortRoute E2bEnvd::routePort(const ApiRequest& head, const Target& target) {
+    // Airlock's own guest services (egress and package proxies) first: no
+    // lookup, no request slot, no tunnel for them, whoever asks.
+    controller_.ports().requireReachable(target.port);
     auto owner = controller_.ownerOf(target.sandboxId);
     if (!owner) throw GatewayError("The sandbox was not found");
     auto r = controller_.get(*owner, target.sandboxId);
@@ -169,8 +184,9 @@ E2bEnvd::PortRoute E2bEnvd::routePort(const ApiRequest& head, const Target& targ
         };
     } else if (r.portAccess == "public" ||
                (r.portAccess == "token" &&
-                e2b::SandboxTokens::same(head.header("e2b-traffic-access-token"),
-                                         tokens_.trafficToken(id)))) {
+                mintingKeyActs(
+                    tokens_.trafficTokenKey(id, head.header("e2b-traffic-access-token")),
+                    *owner))) {
         route.open = [&controller, tenant = *owner, id, port](AgentStream::Handler h) {
             return controller.ports().openTunnel(tenant, id, port, std::move(h));
         };

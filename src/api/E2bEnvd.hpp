@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "api/Authenticator.hpp"
 #include "api/ConnectStreamSession.hpp"
 #include "api/HttpTypes.hpp"
 #include "api/TenantLimiter.hpp"
@@ -27,8 +28,9 @@ namespace airlock::api {
 // write scopes, masking included).
 class E2bEnvd {
   public:
-    E2bEnvd(SandboxController& controller, const e2b::SandboxTokens& tokens, TenantLimiter& limiter,
-            boost::asio::thread_pool& workers, std::string publicDomain);
+    // auth: the keys an access token names (a token works while its key does).
+    E2bEnvd(SandboxController& controller, const e2b::SandboxTokens& tokens, Authenticator& auth,
+            TenantLimiter& limiter, boost::asio::thread_pool& workers, std::string publicDomain);
 
     struct Target {
         std::string sandboxId;
@@ -111,9 +113,13 @@ class E2bEnvd {
     ApiResponse upload(const ApiRequest& request, const Caller& caller);
     void writeFile(const Caller& caller, const std::string& path, const std::string& data);
     std::shared_ptr<e2b::E2bProcess> selected(const Caller& caller, const nlohmann::json& body);
+    // A token's minting key (nullopt: no valid token) still lives and may act
+    // on the owner's sandbox.
+    bool mintingKeyActs(const std::optional<std::string>& keyId, const std::string& owner);
 
     SandboxController& controller_;
     const e2b::SandboxTokens& tokens_;
+    Authenticator& auth_;
     TenantLimiter& limiter_;
     boost::asio::thread_pool& workers_;
     std::string publicDomain_;

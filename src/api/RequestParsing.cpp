@@ -5,6 +5,7 @@
 #include "api/WorkspaceParsing.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
+#include "core/SecretMasker.hpp"
 #include "core/JsonFields.hpp"
 #include "egress/EgressAllowlist.hpp"
 #include "packages/PackageRules.hpp"
@@ -221,6 +222,12 @@ std::map<std::string, SecretSpec> parseSecrets(const nlohmann::json& j) {
         if (spec.value.size() > 16 * 1024 || spec.value.find('\0') != std::string::npos)
             throw Error(ErrorCode::bad_request,
                         "secret " + name + " is too long or holds a NUL byte");
+        // Shorter values would match ordinary text: masked they would edit
+        // the record, unmasked they would leak.
+        if (spec.value.size() < SecretMasker::kMinLength)
+            throw Error(ErrorCode::unprocessable,
+                        "secret " + name + " is shorter than " +
+                            std::to_string(SecretMasker::kMinLength) + " bytes (it could not be masked)");
         out[name] = std::move(spec);
     }
     return out;
@@ -255,13 +262,14 @@ policy::PolicyRules parsePolicyRules(const nlohmann::json& j) {
 
 ApprovalDecision parseApprovalDecision(const std::string& body) {
     json j = parseJsonBody(body);
-    rejectUnknownFields(j, {"decision", "reason"}, "approval decision");
+    rejectUnknownFields(j, {"decision", "reason", "request_digest"}, "approval decision");
     ApprovalDecision d;
     std::string decision = j.contains("decision") ? readString(j, "decision", 16) : "";
     if (decision != "approve" && decision != "deny")
         throw Error(ErrorCode::bad_request, "'decision' must be \"approve\" or \"deny\"");
     d.approve = decision == "approve";
     if (j.contains("reason")) d.reason = readString(j, "reason", 2000);
+    if (j.contains("request_digest")) d.requestDigest = readString(j, "request_digest", 64);
     return d;
 }
 

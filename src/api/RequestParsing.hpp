@@ -32,8 +32,10 @@ std::map<std::string, SecretSpec> parseSecrets(const nlohmann::json& j);
 struct ApprovalDecision {
     bool approve = false;
     std::string reason;
+    std::string requestDigest;  // optional: the digest the approver read
 };
-// POST /v1/approvals/{id}: {"decision":"approve"|"deny","reason":"..."}.
+// POST /v1/approvals/{id}: {"decision":"approve"|"deny","reason":"...",
+// "request_digest":"<hex>" (optional: decided only if it is the request's)}.
 ApprovalDecision parseApprovalDecision(const std::string& body);
 // POST .../timeout: {"timeout_s": N}.
 std::int64_t parseTimeoutUpdate(const std::string& body);

@@ -168,6 +168,8 @@ Router::Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& 
     add("POST", "/v1/sandboxes/{}/exec", kDrivers, &Router::execInSandbox);
     add("GET", "/v1/sandboxes/{}/execs/{}", kAnyRole, &Router::getExec);
     add("GET", "/v1/approvals", kReviewers, &Router::listApprovals);
+    add("GET", "/v1/approvals/{}", kReviewers, &Router::getApproval);
+    add("GET", "/v1/approvals/{}/patch", kReviewers, &Router::getApprovalPatch);
     add("POST", "/v1/approvals/{}", kReviewers, &Router::decideApproval);
     add("GET", "/v1/sandboxes/{}/packages", kAnyRole, &Router::listSandboxPackages);
     add("GET", "/v1/sandboxes/{}/audit", kAnyRole, &Router::listSandboxAudit);

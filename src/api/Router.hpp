@@ -156,6 +156,8 @@ class Router {
     void execInSandbox(Context& c, Respond respond);
     ApiResponse getExec(Context& c);
     ApiResponse listApprovals(Context& c);
+    ApiResponse getApproval(Context& c);
+    ApiResponse getApprovalPatch(Context& c);  // RouterWorkspaces.cpp
     void decideApproval(Context& c, Respond respond);
     ApiResponse listSandboxPackages(Context& c);
     ApiResponse listSandboxAudit(Context& c);

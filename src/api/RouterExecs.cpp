@@ -41,22 +41,60 @@ ApiResponse Router::getExec(Context& c) {
                         gatedExecJson(controller_.gates().get(c.tenant, c.params[0], c.params[1])));
 }
 
+namespace {
+
+// The approval's own state: pending, then approved (whatever the run or
+// push then did: record_state), denied, expired, cancelled or superseded.
+std::string approvalState(const GatedExec& g) {
+    if (g.state == "pending_approval") return "pending";
+    for (const char* s : {"denied", "expired", "cancelled", "superseded"})
+        if (g.state == s) return g.state;
+    return "approved";
+}
+
+// An approval as approvers read it: the record, and what decides the run
+// as it was parked (secrets masked there; digests and sizes of the raw
+// request). Only the fields the API describes are copied.
+json approvalJson(const GatedExec& g, bool admin) {
+    auto gj = gatedExecJson(g);
+    json j{{"id", g.approvalId},
+           {"exec_id", g.id},
+           {"sandbox", g.sandboxId},
+           {"command", g.command},
+           {"class", g.commandClass},
+           {"reason", g.reason},
+           {"requested_at", g.requestedAt},
+           {"expires_at", gj["expires_at"]},
+           {"state", approvalState(g)},
+           {"record_state", g.state},
+           {"request_digest", g.requestDigest.empty() ? json(nullptr) : json(g.requestDigest)}};
+    if (gj.contains("decision")) j["decision"] = gj["decision"];
+    auto shown = g.shownJson.empty() ? json() : json::parse(g.shownJson, nullptr, false);
+    if (shown.is_object()) {
+        for (const char* k :
+             {"kind", "cwd", "user", "env", "sandbox_env", "secrets", "policy", "shell", "argv", "timeout_s",
+              "stdin", "purpose", "masked", "repo", "branch", "commit", "tree", "base", "lease",
+              "diffstat", "evidence", "evidence_reason", "push_id", "package"})
+            if (shown.contains(k)) j[k] = shown[k];
+    }
+    if (admin) j["tenant"] = g.tenant;
+    return j;
+}
+
+}  // namespace
+
 // GET /v1/approvals
 ApiResponse Router::listApprovals(Context& c) {
     json list = json::array();
-    for (const auto& g : controller_.gates().pending(c.scope())) {
-        auto j = gatedExecJson(g);
-        list.push_back({{"id", g.approvalId},
-                        {"exec_id", g.id},
-                        {"sandbox", g.sandboxId},
-                        {"command", g.command},
-                        {"class", g.commandClass},
-                        {"reason", g.reason},
-                        {"requested_at", g.requestedAt},
-                        {"expires_at", j["expires_at"]}});
-        if (c.admin()) list.back()["tenant"] = g.tenant;
-    }
+    for (const auto& g : controller_.gates().pending(c.scope()))
+        list.push_back(approvalJson(g, c.admin()));
     return jsonResponse(200, {{"approvals", list}});
+}
+
+// GET /v1/approvals/{}
+ApiResponse Router::getApproval(Context& c) {
+    return jsonResponse(200,
+                        approvalJson(controller_.gates().approval(c.tenant, c.params[0]), c.admin()));
 }
 
 // POST /v1/approvals/{}
@@ -65,7 +103,8 @@ void Router::decideApproval(Context& c, Respond respond) {
     // The deciding key by id and name, not just its tenant.
     auto g = controller_.decideApproval(c.tenant, c.params[0], decision.approve, decision.reason,
                                         "key:" + c.principal.keyId + " (" + c.principal.keyName +
-                                            ", " + roleName(c.principal.role) + ")");
+                                            ", " + roleName(c.principal.role) + ")",
+                                        decision.requestDigest);
     if (g.state != "running") return respond(jsonResponse(200, gatedExecJson(g)));
     // An approved command is answered with its outcome when it ends
     // within a bounded wait (else with its state then: GET the exec

@@ -70,6 +70,14 @@ ApiResponse Router::getPush(Context& c) {
     return jsonResponse(200, workspaces().pushState(c.tenant, c.params[0], c.params[1]));
 }
 
+// GET /v1/approvals/{}/patch
+ApiResponse Router::getApprovalPatch(Context& c) {
+    auto g = controller_.gates().approval(c.tenant, c.params[0]);
+    if (g.commandClass != "publish")
+        throw Error(ErrorCode::not_found, "approval " + c.params[0] + " is not a push: no patch");
+    return ApiResponse{200, "text/x-diff", workspaces().pushPatch(g)};
+}
+
 // POST /v1/sandboxes/{}/workspace/reset
 ApiResponse Router::resetWorkspace(Context& c) {
     controller_.get(c.tenant, c.params[0]);

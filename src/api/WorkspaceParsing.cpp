@@ -88,7 +88,8 @@ WorkspaceSpec parseWorkspaceSpec(const json& j) {
 workspace::CredentialSpec parseCredential(const std::string& body) {
     json j = parseJsonBody(body);
     const std::string what = "credential";
-    rejectUnknownFields(j, {"name", "kind", "host", "username", "secret", "known_hosts"}, what);
+    rejectUnknownFields(j, {"name", "kind", "host", "username", "secret", "known_hosts", "scope"},
+                        what);
     workspace::CredentialSpec c;
     c.name = boundedString(j, "name", 64, true, what);
     static const std::regex nameRe("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
@@ -113,12 +114,29 @@ workspace::CredentialSpec parseCredential(const std::string& body) {
     c.knownHosts = boundedString(j, "known_hosts", 65536, c.kind == "ssh-key", what);
     if (c.kind != "ssh-key" && !c.knownHosts.empty())
         throw Error(ErrorCode::bad_request, "credential: 'known_hosts' is for ssh-key credentials");
+    // Beyond the workspace's own repository, a credential goes only to
+    // repository paths under these prefixes (a submodule elsewhere is
+    // fetched without it).
+    if (auto it = j.find("scope"); it != j.end()) {
+        if (!it->is_array() || it->size() > 32)
+            throw Error(ErrorCode::bad_request,
+                        "credential: 'scope' must be a list of at most 32 path prefixes");
+        for (const auto& p : *it) {
+            if (!p.is_string() || p.get_ref<const std::string&>().size() > 512 ||
+                !workspace::RemoteUrl::validScopePrefix(p.get<std::string>()))
+                throw Error(ErrorCode::bad_request,
+                            "credential: 'scope' entries are repository path prefixes like "
+                            "\"/org/\" (no '.' or '..' segments, '%', '?', '#' or '\\')");
+            c.scope.push_back(p.get<std::string>());
+        }
+    }
     return c;
 }
 
 json credentialJson(const CredentialRecord& c) {
     json j{{"name", c.name}, {"kind", c.kind}, {"host", c.host}, {"created_at", c.createdAt}};
     if (!c.username.empty()) j["username"] = c.username;
+    j["scope"] = c.scope;
     return j;
 }
 

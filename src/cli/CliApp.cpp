@@ -38,7 +38,8 @@ const char* kUsage =
     "  keys create TENANT ROLE NAME [--expires RFC3339]   mint a key (agent|approver|admin; admin "
     "key)\n"
     "  keys ls [--tenant T] | keys rm KEY_ID              list keys (no secrets) | revoke one\n"
-    "  approvals ls | approvals approve|deny APPROVAL_ID [REASON]   (approver or admin key)\n"
+    "  approvals ls | approvals show|patch APPROVAL_ID | approvals approve|deny APPROVAL_ID "
+    "[REASON]   (approver or admin key)\n"
     "  tenants set NAME JSON | tenants get NAME | tenants ls   rules, quotas, usage (admin key)\n"
     "  evidence seal ID | ls ID | get EVD [-o FILE]   seal, list, download evidence bundles\n"
     "  evidence review EVD approve|reject [REASON]   a human's decision (approver key)\n"
@@ -467,6 +468,19 @@ int cmdApprovals(Invocation& in) {
                 << a.value("class", "") << "  " << a.value("command", "") << "\n";
         return 0;
     }
+    // Everything that decides the run or the push, and a push's patch.
+    if (args.size() == 2 && args[0] == "show") {
+        out << expectJson(client.request("GET", "/v1/approvals/" + urlEncode(args[1])), 200)
+                   .dump(2)
+            << "\n";
+        return 0;
+    }
+    if (args.size() == 2 && args[0] == "patch") {
+        auto res = client.request("GET", "/v1/approvals/" + urlEncode(args[1]) + "/patch");
+        if (res.status != 200) expectJson(res, 200);
+        out << res.body;
+        return 0;
+    }
     if ((args.size() == 2 || args.size() == 3) && (args[0] == "approve" || args[0] == "deny")) {
         json body{{"decision", args[0]}};
         if (args.size() == 3) body["reason"] = args[2];
@@ -475,7 +489,9 @@ int cmdApprovals(Invocation& in) {
         out << res.value("exec_id", "") << "  " << res.value("state", "") << "\n";
         return 0;
     }
-    throw CliError{"usage: airlock approvals ls | approvals approve|deny APPROVAL_ID [REASON]", 2};
+    throw CliError{"usage: airlock approvals ls | approvals show|patch APPROVAL_ID | approvals "
+                   "approve|deny APPROVAL_ID [REASON]",
+                   2};
 }
 
 int cmdEvidence(Invocation& in) {

@@ -1,6 +1,7 @@
 #include "cli/EvidenceCommand.hpp"
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -13,6 +14,9 @@ namespace airlock::cli {
 namespace {
 
 constexpr std::uintmax_t kMaxBundleBytes = 4ull << 30;
+constexpr const char* kVerifyUsage =
+    "usage: airlock evidence verify FILE [--key PEM] [--repo DIR] [--expect-sandbox ID] "
+    "[--expect-commit SHA]\n";
 
 bool readFile(const std::string& path, std::string& out, std::ostream& err) {
     std::ifstream in(path, std::ios::binary);
@@ -36,20 +40,24 @@ bool readFile(const std::string& path, std::string& out, std::ostream& err) {
 
 int runEvidenceVerify(std::vector<std::string> args, HttpClient& client, std::ostream& out,
                       std::ostream& err) {
-    std::string file, keyFile, repo;
+    std::string file, keyFile, repo, expectSandbox, expectCommit;
+    const std::map<std::string, std::string*> options = {{"--key", &keyFile},
+                                                         {"--repo", &repo},
+                                                         {"--expect-sandbox", &expectSandbox},
+                                                         {"--expect-commit", &expectCommit}};
     for (std::size_t i = 0; i < args.size(); ++i) {
-        if ((args[i] == "--key" || args[i] == "--repo") && i + 1 < args.size()) {
-            (args[i] == "--key" ? keyFile : repo) = args[i + 1];
+        if (auto o = options.find(args[i]); o != options.end() && i + 1 < args.size()) {
+            *o->second = args[i + 1];
             ++i;
         } else if (file.empty() && args[i].rfind("--", 0) != 0) {
             file = args[i];
         } else {
-            err << "usage: airlock evidence verify FILE [--key PEM] [--repo DIR]\n";
+            err << kVerifyUsage;
             return 2;
         }
     }
     if (file.empty()) {
-        err << "usage: airlock evidence verify FILE [--key PEM] [--repo DIR]\n";
+        err << kVerifyUsage;
         return 2;
     }
     std::string bundle;
@@ -74,6 +82,33 @@ int runEvidenceVerify(std::vector<std::string> args, HttpClient& client, std::os
                 keys.push_back(k["public_key_pem"].get<std::string>());
     }
     auto result = BundleVerifier::verify(bundle, keys, repo);
+    // Is it the bundle the reviewer asked for? A valid bundle of another
+    // sandbox or of another commit is not.
+    const auto& manifest = result.manifest;
+    auto field = [](const nlohmann::json& j, const char* k) {
+        return j.is_object() && j.contains(k) && j[k].is_string() ? j[k].get<std::string>()
+                                                                  : std::string();
+    };
+    if (!expectSandbox.empty()) {
+        if (field(manifest, "sandbox") == expectSandbox)
+            result.passed.push_back("it is a bundle of sandbox " + expectSandbox);
+        else
+            result.problems.push_back("it is a bundle of sandbox '" + field(manifest, "sandbox") +
+                                      "', not " + expectSandbox);
+    }
+    if (!expectCommit.empty()) {
+        const auto ws = manifest.is_object() && manifest.contains("workspace")
+                            ? manifest["workspace"]
+                            : nlohmann::json();
+        std::string commit = field(ws, "final_commit");
+        if (!commit.empty() && commit == expectCommit)
+            result.passed.push_back("its workspace's final commit is " + expectCommit);
+        else
+            result.problems.push_back(
+                commit.empty() ? "it names no final commit (expected " + expectCommit + ")"
+                               : "its workspace's final commit is " + commit + ", not " +
+                                     expectCommit);
+    }
     for (const auto& p : result.passed) out << "ok: " << p << "\n";
     for (const auto& p : result.problems) out << "FAILED: " << p << "\n";
     out << (result.ok() ? "the bundle verifies\n" : "the bundle does NOT verify\n");
@@ -85,7 +120,8 @@ namespace {
 constexpr const char* kEvidenceUsage =
     "usage: airlock evidence seal ID | ls ID | get EVD_ID [-o FILE] | review EVD_ID approve|reject "
     "[REASON]\n"
-    "       airlock evidence verify FILE [--key PEM] [--repo DIR]\n";
+    "       airlock evidence verify FILE [--key PEM] [--repo DIR] [--expect-sandbox ID] "
+    "[--expect-commit SHA]\n";
 
 // The body as JSON, or the API's error message on stderr (nullopt).
 std::optional<nlohmann::json> answer(const HttpResult& r, int wanted, std::ostream& err) {

@@ -5,10 +5,13 @@
 #include "core/Error.hpp"
 #include "core/Ids.hpp"
 #include "core/Log.hpp"
+#include "core/Sha256.hpp"
 
 namespace airlock {
 
 namespace {
+
+constexpr const char* kDigestDomain = "airlock approval request v1\n";
 
 nlohmann::json optionsJson(const ExecOptions& o) {
     nlohmann::json j{{"cwd", o.cwd},
@@ -44,6 +47,33 @@ ExecOptions optionsFrom(const nlohmann::json& j) {
 
 }  // namespace
 
+std::string ApprovalGates::requestDigest(const std::string& sandboxId,
+                                         const nlohmann::json& request) {
+    // nlohmann's objects keep their keys sorted: dump() is canonical.
+    return sha256Hex(std::string(kDigestDomain) +
+                     nlohmann::json{{"sandbox", sandboxId}, {"request", request}}.dump());
+}
+
+nlohmann::json ApprovalGates::execRequestJson(const ExecOptions& options, bool streamed) {
+    auto request = optionsJson(options);
+    // A streamed one runs only while its client waits (SandboxCommands::openApproved).
+    if (streamed) request["stream"] = true;
+    return request;
+}
+
+nlohmann::json ApprovalGates::verifiedRequest(const GatedExec& g) const {
+    if (g.requestDigest.empty())
+        throw Error(ErrorCode::conflict, "approval " + g.approvalId +
+                                             " binds no request digest (parked by an older "
+                                             "airlockd): nothing runs under it; ask again");
+    auto request = secrets_.openRequest(g);
+    if (request.is_discarded() || requestDigest(g.sandboxId, request) != g.requestDigest)
+        throw Error(ErrorCode::conflict, "the parked request of approval " + g.approvalId +
+                                             " is not the one it was approved as (digest "
+                                             "differs): nothing runs under it");
+    return request;
+}
+
 GatedExec ApprovalGates::parkExec(const SandboxRecord& r, const ExecOptions& options,
                                   const policy::Verdict& v, nlohmann::json data,
                                   const SecretMasker& masker, bool streamed) {
@@ -52,10 +82,41 @@ GatedExec ApprovalGates::parkExec(const SandboxRecord& r, const ExecOptions& opt
     g.approvalId = newId("apr-");
     g.sandboxId = r.id;
     g.tenant = r.tenant;
-    auto request = optionsJson(options);
-    // A streamed one runs only while its client waits (SandboxCommands::openApproved).
-    if (streamed) request["stream"] = true;
+    auto request = execRequestJson(options, streamed);
+    g.requestDigest = requestDigest(r.id, request);
     g.requestJson = secrets_.sealRequest(r, request.dump());
+    // What decides the run, as the approver sees it: data masked value by
+    // value (never the rendered page); sizes and digests from the raw bytes.
+    nlohmann::json env = nlohmann::json::array();
+    for (const auto& [name, value] : options.env) env.push_back({{"name", name}, {"value", value}});
+    // The sandbox's own variables (set at create) sit under the command's.
+    nlohmann::json sandboxEnv = nlohmann::json::array();
+    for (const auto& [name, value] : parseEnvJson(r.envJson))
+        if (!options.env.count(name)) sandboxEnv.push_back({{"name", name}, {"value", value}});
+    nlohmann::json injected = nlohmann::json::array();
+    for (const auto& [name, value] : SandboxSecrets::envFor(secrets_.open(r), commandText(options)))
+        injected.push_back(name);
+    nlohmann::json shown{{"command", commandText(options)},
+                         {"cwd", options.cwd},
+                         {"user", options.user.empty() ? "user" : options.user},
+                         {"env", env},
+                         {"sandbox_env", sandboxEnv},
+                         {"secrets", injected},
+                         {"policy", CommandJudge::verdictJson(v)}};
+    if (options.shell)
+        shown["shell"] = *options.shell;
+    else
+        shown["argv"] = options.argv;
+    shown = maskRecord(shown, masker);
+    shown["kind"] = "exec";
+    shown["timeout_s"] = options.timeoutS;
+    shown["stdin"] = {{"bytes", options.stdinData.size()},
+                      {"sha256", sha256Hex(options.stdinData)},
+                      // A streamed exec's client sends more once it runs.
+                      {"streamed", streamed}};
+    if (CommandJudge::isTestRun(r, options)) shown["purpose"] = "test";
+    shown["request_digest"] = g.requestDigest;
+    g.shownJson = shown.dump();
     g.command = masker.mask(commandText(options));  // what approvers, the API and the audit show
     g.commandClass = policy::className(v.commandClass);
     g.reason = v.reason;
@@ -65,6 +126,7 @@ GatedExec ApprovalGates::parkExec(const SandboxRecord& r, const ExecOptions& opt
     data["policy"] = CommandJudge::verdictJson(v);
     data["exec_id"] = g.id;
     data["approval_id"] = g.approvalId;
+    data["request_digest"] = g.requestDigest;
     audit_.record(r.id, r.tenant, "exec.pending_approval", data, &masker);
     return g;
 }
@@ -81,6 +143,10 @@ GatedExec ApprovalGates::parkPublish(const SandboxRecord& r, const std::string& 
     nlohmann::json parked = request;
     parked["kind"] = "publish";
     g.requestJson = parked.dump();
+    g.requestDigest = requestDigest(r.id, parked);
+    nlohmann::json shown = parked;
+    shown["request_digest"] = g.requestDigest;
+    g.shownJson = shown.dump();
     g.command = command;
     g.commandClass = "publish";
     g.reason = reason;
@@ -118,6 +184,8 @@ packages::PackageApprovalState ApprovalGates::packageApproval(
     g.sandboxId = q.sandboxId;
     g.tenant = q.tenant;
     g.requestJson = request;
+    g.requestDigest = requestDigest(q.sandboxId, nlohmann::json::parse(request));
+    g.shownJson = nlohmann::json{{"kind", "package"}, {"package", key}, {"request_digest", g.requestDigest}}.dump();
     g.command = "install " + key;
     g.commandClass = "package";
     g.reason = q.reason;
@@ -135,10 +203,16 @@ packages::PackageApprovalState ApprovalGates::packageApproval(
 ApprovalGates::Decision ApprovalGates::decide(const std::string& tenant,
                                               const std::string& approvalId, bool approve,
                                               const std::string& reason,
-                                              const std::string& decidedBy) {
+                                              const std::string& decidedBy,
+                                              const std::string& expectDigest) {
     expire();
     auto g = isValidId(approvalId, "apr-") ? gated_.findByApproval(approvalId) : std::nullopt;
     if (!g || g->tenant != tenant) throw Error(ErrorCode::not_found, "no approval " + approvalId);
+    // The approver named what they read: anything else is not decided.
+    if (!expectDigest.empty() && expectDigest != g->requestDigest)
+        throw Error(ErrorCode::conflict, "approval " + approvalId +
+                                             " is for another request than the digest given (" +
+                                             g->requestDigest + ")");
     std::string state = approve ? "running" : "denied";
     if (!gated_.decide(g->id, state, nowTimestamp(), decidedBy, reason))
         throw Error(ErrorCode::conflict, "approval " + approvalId + " was already decided (" +
@@ -149,9 +223,34 @@ ApprovalGates::Decision ApprovalGates::decide(const std::string& tenant,
                    {"command", g->command},
                    {"class", g->commandClass},
                    {"by", decidedBy},
-                   {"reason", reason}});
+                   {"reason", reason},
+                   {"request_digest", g->requestDigest}});
     auto decided = *gated_.find(g->id);
     return Decision{decided, secrets_.openRequest(decided)};
+}
+
+GatedExec ApprovalGates::approval(const std::string& tenant, const std::string& approvalId) {
+    expire();
+    auto g = isValidId(approvalId, "apr-") ? gated_.findByApproval(approvalId) : std::nullopt;
+    if (!g || g->tenant != tenant) throw Error(ErrorCode::not_found, "no approval " + approvalId);
+    return *g;
+}
+
+std::vector<GatedExec> ApprovalGates::supersedePublishes(const std::string& sandboxId,
+                                                         const std::string& why) {
+    std::vector<GatedExec> out;
+    for (const auto& g : gated_.pending(TenantScope::all())) {
+        if (g.sandboxId != sandboxId || g.commandClass != "publish") continue;
+        // Only from pending: an approval decided at the same moment wins or loses here.
+        if (!gated_.decide(g.id, "superseded", nowTimestamp(), "airlockd", why)) continue;
+        audit_.record(g.sandboxId, g.tenant, "approval.superseded",
+                      {{"approval_id", g.approvalId},
+                       {"push_id", g.id},
+                       {"command", g.command},
+                       {"reason", why}});
+        if (auto now = gated_.find(g.id)) out.push_back(*now);
+    }
+    return out;
 }
 
 std::vector<GatedExec> ApprovalGates::pending(const TenantScope& scope) {
@@ -227,9 +326,14 @@ void ApprovalGates::await(const std::string& id, std::chrono::milliseconds withi
 }
 
 bool ApprovalGates::sameStreamedRequest(const GatedExec& g, const ExecOptions& options) const {
-    auto want = optionsJson(options);
-    want["stream"] = true;
-    return secrets_.openRequest(g) == want;
+    if (requestDigest(g.sandboxId, execRequestJson(options, true)) != g.requestDigest)
+        return false;
+    try {
+        verifiedRequest(g);
+    } catch (const Error&) {
+        return false;
+    }
+    return true;
 }
 
 void ApprovalGates::abandonStreamed(const std::string& execId) {
@@ -254,7 +358,7 @@ void ApprovalGates::finishStreamed(const std::string& execId, int exitCode,
 }
 
 ExecOptions ApprovalGates::parkedOptions(const GatedExec& g) const {
-    return optionsFrom(secrets_.openRequest(g));
+    return optionsFrom(verifiedRequest(g));
 }
 
 }  // namespace airlock

@@ -42,9 +42,14 @@ class ApprovalGates {
 
     // Parks a command (exec.pending_approval audited with `data`, the
     // verdict and the ids). A streamed one runs only while its client waits.
+    // The record keeps the request's digest and what the approver is shown
+    // of it: the whole command, cwd, user, env (secrets masked), stdin's
+    // size and SHA-256, timeout, the injected secrets' names, the verdict.
     GatedExec parkExec(const SandboxRecord& r, const ExecOptions& options, const policy::Verdict& v,
                        nlohmann::json data, const SecretMasker& masker, bool streamed);
-    // Parks a push: `id` names it, `request` is what the publish handler gets back.
+    // Parks a push: `id` names it, `request` is what the publish handler gets
+    // back and what the approver is shown (commit, tree, base, diffstat,
+    // evidence); its digest binds the approval to it.
     GatedExec parkPublish(const SandboxRecord& r, const std::string& id, const std::string& command,
                           const std::string& reason, const nlohmann::json& request);
     // A decided push: running -> state (pushed, rejected, failed) with why.
@@ -63,8 +68,26 @@ class ApprovalGates {
         GatedExec exec;
         nlohmann::json request;
     };
+    // `expectDigest` (optional, the approver's): when given and not the
+    // request's digest, Error(conflict) and nothing is decided.
     Decision decide(const std::string& tenant, const std::string& approvalId, bool approve,
-                    const std::string& reason, const std::string& decidedBy);
+                    const std::string& reason, const std::string& decidedBy,
+                    const std::string& expectDigest = "");
+    // One approval of that tenant (any state); Error(not_found) otherwise.
+    GatedExec approval(const std::string& tenant, const std::string& approvalId);
+    // A sandbox's pending push approvals end `superseded` (a new commit or a
+    // reset changed what would be pushed), each audited; returns them.
+    std::vector<GatedExec> supersedePublishes(const std::string& sandboxId,
+                                              const std::string& why);
+
+    // The digest an approval binds: SHA-256 over the canonical JSON of the
+    // parked request and its sandbox's id (keys sorted, no spaces).
+    static std::string requestDigest(const std::string& sandboxId, const nlohmann::json& request);
+    // The canonical parked form of an exec request.
+    static nlohmann::json execRequestJson(const ExecOptions& options, bool streamed);
+    // The parked request, opened and checked against the digest the record
+    // was parked with: Error(conflict) when it differs or there is none.
+    nlohmann::json verifiedRequest(const GatedExec& g) const;
     std::vector<GatedExec> pending(const TenantScope& scope);
     // Error(not_found) unless it is an exec of that tenant's sandbox.
     GatedExec get(const std::string& tenant, const std::string& sandboxId,
@@ -88,11 +111,13 @@ class ApprovalGates {
     // Streamed execs: the clients waiting for decisions, the approved ones
     // started (each once), and one whose client left.
     DecisionWaiters& waiters() { return waiters_; }
-    // The options are exactly the ones the streamed exec was parked with.
+    // The options are exactly the ones the streamed exec was parked with
+    // (their digest is the approval's, and the parked request still is).
     bool sameStreamedRequest(const GatedExec& g, const ExecOptions& options) const;
     void abandonStreamed(const std::string& execId);
     void finishStreamed(const std::string& execId, int exitCode, const std::string& error);
-    // The options a parked exec runs with (Error(internal) when unreadable).
+    // The options a parked exec runs with: Error(internal) when unreadable,
+    // Error(conflict) when the request is not the one the approval bound.
     ExecOptions parkedOptions(const GatedExec& g) const;
 
   private:

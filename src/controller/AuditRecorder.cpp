@@ -2,6 +2,7 @@
 
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
+#include "core/SecretMasker.hpp"
 #include "protocol/JsonText.hpp"
 
 namespace airlock {
@@ -10,9 +11,10 @@ void AuditRecorder::record(const std::string& sandboxId, const std::string& tena
                            const std::string& type, const nlohmann::json& data,
                            const SecretMasker* masker) {
     try {
-        std::string text = jsonText(data);
         // A secret never reaches the audit log, not even typed into a command.
-        if (masker) text = masker->mask(std::move(text));
+        // The record's values are masked, not its text: a secret shaped like
+        // a piece of JSON ("exit_code":) cannot edit or break the record.
+        std::string text = jsonText(masker ? maskRecord(data, *masker) : data);
         store_.append(AuditEvent{0, sandboxId, tenant, nowTimestamp(), type, text});
         count(type);
     } catch (const std::exception& e) {

@@ -69,7 +69,7 @@ protocol::FsResult GuestFiles::fileOp(const std::string& tenant, const std::stri
     }
     // Changes to the guest's files through the API are evidence too, also
     // when the guest answers malformed (it may have made the change anyway).
-    auto masker = sandboxes_.maskerFor(sandbox);
+    auto masker = sandboxes_.guestOutputMasker(sandbox);
     auto recordChange = [&](const char* answerError) {
         if (!changes) return;
         nlohmann::json data{{"path", request.path}};
@@ -141,7 +141,7 @@ void GuestFiles::drainFileActivity(const SandboxRecord& r) {
         return;
     }
     if (!report.watching) return;
-    auto masker = sandboxes_.maskerFor(r);
+    auto masker = sandboxes_.guestOutputMasker(r);
     // The guest's clock may lag (a restored snapshot's): its times are moved
     // by the difference between its "now" and ours.
     const std::int64_t hostNowMs = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -168,6 +168,7 @@ void GuestFiles::drainFileActivity(const SandboxRecord& r) {
         if (p.writes > 0) {
             rec["first_write"] = when(p.firstWriteMs);
             rec["last_write"] = when(p.lastWriteMs);
+            rec["last_writer"] = p.lastWriter;
         }
         rec["execs"] = p.execs;
         clean.push_back(std::move(rec));

@@ -18,6 +18,13 @@ class GuestPorts {
   public:
     GuestPorts(SandboxAccess& sandboxes, PortStore& store)
         : sandboxes_(sandboxes), previews_(store) {}
+    // The guest ports of Airlock's own services in the guest (the egress and
+    // package proxies' listeners, as their gateways report them): never
+    // exposed, previewed or tunnelled to. Set once, before any request.
+    void setInternalPorts(std::vector<unsigned> ports) { internal_ = std::move(ports); }
+    const std::vector<unsigned>& internalPorts() const { return internal_; }
+    // Error(forbidden) for one of them, before anything is opened.
+    void requireReachable(unsigned port) const;
 
     ExposedPort expose(const std::string& tenant, const std::string& id, unsigned port);
     std::vector<ExposedPort> list(const std::string& tenant, const std::string& id);
@@ -36,6 +43,7 @@ class GuestPorts {
   private:
     SandboxAccess& sandboxes_;
     PreviewPorts previews_;
+    std::vector<unsigned> internal_;
 };
 
 }  // namespace airlock

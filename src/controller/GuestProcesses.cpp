@@ -28,7 +28,8 @@ protocol::ProcessInfo GuestProcesses::start(const std::string& tenant, const std
 
 protocol::ProcessList GuestProcesses::list(const std::string& tenant, const std::string& id) {
     auto sandbox = sandboxes_.requireRunning(tenant, id);
-    return listGuestProcesses(*sandboxes_.agentFor(sandbox.id), sandboxes_.maskerFor(sandbox));
+    return listGuestProcesses(*sandboxes_.agentFor(sandbox.id),
+                              sandboxes_.guestOutputMasker(sandbox));
 }
 
 protocol::ProcessInfo GuestProcesses::call(const std::string& tenant, const std::string& id,
@@ -37,7 +38,7 @@ protocol::ProcessInfo GuestProcesses::call(const std::string& tenant, const std:
         call.op == protocol::Op::process_list)
         throw Error(ErrorCode::bad_request, "not a process operation");
     auto sandbox = sandboxes_.requireRunning(tenant, id);
-    return askGuest(*sandboxes_.agentFor(sandbox.id), call, sandboxes_.maskerFor(sandbox));
+    return askGuest(*sandboxes_.agentFor(sandbox.id), call, sandboxes_.guestOutputMasker(sandbox));
 }
 
 std::shared_ptr<AgentStream> GuestProcesses::openLogs(const std::string& tenant,
@@ -47,7 +48,9 @@ std::shared_ptr<AgentStream> GuestProcesses::openLogs(const std::string& tenant,
     auto sandbox = sandboxes_.requireRunning(tenant, id);
     return MaskedOutput::open(
         *sandboxes_.agentFor(sandbox.id), protocol::ProcessLogsRequest{processId, follow},
-        std::make_shared<const SecretMasker>(sandboxes_.maskerFor(sandbox)), std::move(handler));
+        // The process's own command is not known here: the unscoped secrets.
+        std::make_shared<const SecretMasker>(sandboxes_.streamMasker(sandbox, "")),
+        std::move(handler));
 }
 
 }  // namespace airlock

@@ -29,8 +29,8 @@ inline void requireRunningState(const SandboxRecord& r) {
 }
 
 // What the guest services (GuestFiles, GuestProcesses) need of the sandbox
-// controller, and no more: the caller's sandbox, its agent session, its
-// secrets' masker, its write scope, the policy gate and the audit log. The
+// controller, and no more: the caller's sandbox, its agent session, the
+// masker of its guest output, its write scope, the policy gate and the audit log. The
 // controller implements it; unit tests put a fake behind it.
 class SandboxAccess {
   public:
@@ -44,7 +44,14 @@ class SandboxAccess {
     virtual std::optional<SandboxRecord> find(const std::string& sandboxId) = 0;
     // The sandbox's one agent session (reconnected when it broke).
     virtual std::shared_ptr<AgentConnection> agentFor(const std::string& sandboxId) = 0;
-    virtual SecretMasker maskerFor(const SandboxRecord& r) const = 0;
+    // What guest output is masked with: the secrets the guest was given,
+    // never a host-only value (SandboxSecrets::guestOutputMasker). The guest
+    // services have no other masker.
+    virtual SecretMasker guestOutputMasker(const SandboxRecord& r) const = 0;
+    // What a stream of guest output is masked with: the secrets the streamed
+    // command was given (SandboxSecrets::streamMasker).
+    virtual SecretMasker streamMasker(const SandboxRecord& r,
+                                      const std::string& commandText) const = 0;
     // Error(forbidden) when `path` is outside the sandbox's write scope.
     virtual void checkWrite(const SandboxRecord& r, const std::string& path) = 0;
     // Error(insufficient_storage) when the data dir is below its free-space floor.

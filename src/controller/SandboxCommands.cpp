@@ -39,7 +39,7 @@ void SandboxCommands::requireAllowed(const SandboxRecord& r, const ExecOptions& 
     auto v = p_.judge.judge(r, options);
     auto data = CommandJudge::auditData(r, options, path);
     data["policy"] = CommandJudge::verdictJson(v);
-    auto masker = p_.sandboxes.maskerFor(r);
+    auto masker = p_.sandboxes.guestOutputMasker(r);
     if (v.decision == policy::Decision::allow) {
         record(r, "exec.allowed", data, &masker);
         return;
@@ -58,7 +58,8 @@ PreparedCommand SandboxCommands::prepare(const SandboxRecord& r, const ExecOptio
                                          const char* door) {
     requireAllowed(r, options, door);
     auto secrets = p_.secrets.open(r);  // decrypted once: injection and masking
-    return PreparedCommand{agentRequest(r, options, secrets), p_.secrets.maskerOf(r, secrets)};
+    return PreparedCommand{agentRequest(r, options, secrets),
+                           SandboxSecrets::guestOutputMasker(secrets)};
 }
 
 protocol::ExecRequest SandboxCommands::agentRequest(const SandboxRecord& r,
@@ -99,7 +100,7 @@ std::optional<GatedExec> SandboxCommands::submitAsync(const std::string& tenant,
     auto v = p_.judge.judge(r, options);
     auto data = CommandJudge::auditData(r, options, nullptr);
     data["policy"] = CommandJudge::verdictJson(v);
-    auto masker = std::make_shared<SecretMasker>(p_.sandboxes.maskerFor(r));
+    auto masker = std::make_shared<SecretMasker>(p_.sandboxes.guestOutputMasker(r));
     if (v.decision == policy::Decision::deny) {
         record(r, "exec.denied", data, masker.get());
         throw CommandJudge::denied(v, *masker);
@@ -142,7 +143,7 @@ void SandboxCommands::runApproved(GatedExec g) {
         auto options = p_.gates.parkedOptions(g);
         options.trace = g.id;
         auto started = nowTimestamp();
-        auto masker = std::make_shared<SecretMasker>(p_.sandboxes.maskerFor(*r));
+        auto masker = std::make_shared<SecretMasker>(p_.sandboxes.guestOutputMasker(*r));
         bool test = CommandJudge::isTestRun(*r, options);
         runAsync(*r, options,
                  [this, g, options, started, masker, fail, test](std::optional<ExecOutput> out,
@@ -179,7 +180,7 @@ void SandboxCommands::runAsync(const SandboxRecord& r, const ExecOptions& option
     // back has every secret value masked.
     auto secrets = p_.secrets.open(r);  // decrypted once: injection and masking
     auto request = agentRequest(r, options, secrets);
-    auto masker = std::make_shared<SecretMasker>(p_.secrets.maskerOf(r, secrets));
+    auto masker = std::make_shared<SecretMasker>(SandboxSecrets::guestOutputMasker(secrets));
     // Set once the deadline is scheduled, cancelled when the exec ends first.
     auto timer = std::make_shared<std::atomic<TimerQueue::Id>>(0);
     // Known as running in its sandbox (the package proxy's records name it).
@@ -227,7 +228,7 @@ SandboxCommands::StreamedExec SandboxCommands::openStreamed(
     if (onDecision) {
         auto v = p_.judge.judge(r, options);
         if (v.decision == policy::Decision::approve) {
-            auto masker = p_.sandboxes.maskerFor(r);
+            auto masker = p_.sandboxes.guestOutputMasker(r);
             auto data = CommandJudge::auditData(r, options, "exec/ws");
             // Registered before anyone can decide: no decision is missed.
             std::string execId = newId("ex-");
@@ -260,7 +261,7 @@ std::shared_ptr<AgentStream> SandboxCommands::openApproved(
                     "exec " + execId + " is not an approved command of this sandbox");
     requireRunningState(r);
     p_.gates.waiters().start(execId);
-    auto masker = p_.sandboxes.maskerFor(r);
+    auto masker = p_.sandboxes.guestOutputMasker(r);
     record(r, "exec.allowed",
            {{"command", g->command},
             {"path", "exec/ws"},
@@ -283,7 +284,14 @@ std::shared_ptr<AgentStream> SandboxCommands::openStream(const SandboxRecord& r,
     request.rows = terminal.rows;
     request.cols = terminal.cols;
     request.stdin_stream = terminal.stdinStream;
-    auto masker = std::make_shared<const SecretMasker>(p_.secrets.maskerOf(r, secrets));
+    // What this command was given only: a host-only value (a brokered git
+    // credential) or a secret scoped to other commands in a streaming masker
+    // makes its hold-back a prefix oracle.
+    auto masker = std::make_shared<const SecretMasker>(
+        SandboxSecrets::streamMasker(secrets, commandText(options)));
+    // Its audit record (the command's text) is masked with every secret.
+    auto recordMasker =
+        std::make_shared<const SecretMasker>(SandboxSecrets::guestOutputMasker(secrets));
     // The audit log keeps how it ended, as for a REST exec (the output went
     // to the client; its size is kept, not its bytes).
     struct Ending {
@@ -294,7 +302,7 @@ std::shared_ptr<AgentStream> SandboxCommands::openStream(const SandboxRecord& r,
     auto data = CommandJudge::auditData(r, options, "exec/ws");
     data["started_at"] = nowTimestamp();
     auto startedMs = steadyMillis();
-    AgentStream::Handler recording = [this, id = r.id, tenant = r.tenant, data, masker, ending,
+    AgentStream::Handler recording = [this, id = r.id, tenant = r.tenant, data, recordMasker, ending,
                                       startedMs,
                                       inner = std::move(handler)](AgentStream::Event&& e) mutable {
         using Kind = AgentStream::Event::Kind;
@@ -321,7 +329,7 @@ std::shared_ptr<AgentStream> SandboxCommands::openStream(const SandboxRecord& r,
                 d["error"] = std::string("the stream ended: ") + ex.what();
                 type = "exec.failed";
             }
-            p_.sandboxes.record(id, tenant, type, d, masker.get());
+            p_.sandboxes.record(id, tenant, type, d, recordMasker.get());
         }
         inner(std::move(e));
     };

@@ -44,6 +44,14 @@ SandboxController::SandboxController(ControllerConfig config, Hypervisor& hyperv
                                    [this](const std::string& id) { return agentEndpoint(id); },
                                    store_, auditLog_, config_.egress, config_.packages}),
       uids_(config_.qemuUidBase, ::geteuid() == 0 ? config_.qemuUidCount : 0) {
+    // The ports the egress and package listeners take in every guest, as
+    // their gateways are configured: never reachable from outside.
+    auto internal = config_.egress ? config_.egress->listenerPorts()
+                                   : egress::EgressGateway::defaultListenerPorts();
+    for (unsigned p : config_.packages ? config_.packages->listenerPorts()
+                                       : packages::PackageGateway::defaultListenerPorts())
+        internal.push_back(p);
+    guestPorts_.setInternalPorts(std::move(internal));
     fs::create_directories(config_.dataDir + "/sandboxes");
     // Root's alone: overlays are made here, then moved into a sandbox's dir.
     fs::create_directories(stagingDir());
@@ -165,8 +173,10 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
     }
     if (request.task) {
         // Stored masked: a token pasted into a prompt stays out of every
-        // listing, audit record and evidence bundle.
-        r.taskJson = maskJsonStrings(*request.task, maskerFor(r)).dump();
+        // listing, audit record and evidence bundle. The creator's text,
+        // masked once and never streamed: host-only values too (a whole
+        // value matches or nothing does; no prefix is held back).
+        r.taskJson = maskJsonStrings(*request.task, hostTextMasker(r)).dump();
     }
     r.artifacts = request.artifacts;
     if (request.portAccess != "exposed" && request.portAccess != "public" &&
@@ -422,8 +432,32 @@ void SandboxController::setDeleteHooks(BeforeDelete before, AfterDelete after) {
     afterDelete_ = std::move(after);
 }
 
-SecretMasker SandboxController::maskerFor(const SandboxRecord& r) const {
-    return secrets_.maskerFor(r);
+SecretMasker SandboxController::guestOutputMasker(const SandboxRecord& r) const {
+    return secrets_.guestOutputMasker(r);
+}
+
+SecretMasker SandboxController::streamMasker(const SandboxRecord& r,
+                                             const std::string& commandText) const {
+    return SandboxSecrets::streamMasker(secrets_.open(r), commandText);
+}
+
+void SandboxController::record(const std::string& sandboxId, const std::string& tenant,
+                               const std::string& type, const nlohmann::json& data,
+                               const SecretMasker* masker) {
+    // The audit log is written whole and never streamed, so comparing it
+    // with host-only values is no oracle: a brokered credential a client
+    // typed into a command is masked there too.
+    if (masker)
+        if (auto r = find(sandboxId)) {
+            auto host = hostTextMasker(*r);
+            auditLog_.record(sandboxId, tenant, type, maskRecord(data, *masker), &host);
+            return;
+        }
+    auditLog_.record(sandboxId, tenant, type, data, masker);
+}
+
+SecretMasker SandboxController::hostTextMasker(const SandboxRecord& r) const {
+    return secrets_.hostTextMasker(r);
 }
 
 EnforcedLimits SandboxController::enforcedLimits() const {

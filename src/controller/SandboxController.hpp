@@ -201,8 +201,10 @@ class SandboxController : private SandboxAccess {
     // then what it lets through: an approved REST exec runs (SandboxCommands), a streamed
     // one's client is told, a push goes to the workspace service, a package
     // version is let through by the package proxy from then on.
+    // `expectDigest`: the request digest the approver read (optional).
     GatedExec decideApproval(const std::string& tenant, const std::string& approvalId, bool approve,
-                             const std::string& reason, const std::string& decidedBy);
+                             const std::string& reason, const std::string& decidedBy,
+                             const std::string& expectDigest = "");
     // What waits for a human: parked commands, pushes and package versions.
     // A decision goes through decideApproval above (gates().decide alone
     // would record it and run nothing).
@@ -260,21 +262,29 @@ class SandboxController : private SandboxAccess {
     using WriteGuard = std::function<void(const SandboxRecord&, const std::string& path)>;
     using PublishHandler = std::function<void(const GatedExec&, bool approved)>;
     void setWorkspaceHooks(WriteGuard guard, PublishHandler publish);
-    // More values masked like a sandbox's secrets (its tenant's git
-    // credentials: typed into a command, they still never reach the audit).
     // Evidence: called before a delete tears a sandbox down (it still runs:
     // a final bundle is sealed then) and after it is gone.
     using BeforeDelete = std::function<void(const SandboxRecord&)>;
     using AfterDelete = std::function<void(const std::string& sandboxId)>;
     void setDeleteHooks(BeforeDelete before, AfterDelete after);
+    // Host-only values of a sandbox (its tenant's git credentials, which the
+    // guest is never given): masked in text the host writes (recordEvent,
+    // hostTextMasker), never compared with guest output.
     using ExtraSecrets = SandboxSecrets::ExtraSource;
     void setExtraSecrets(ExtraSecrets source) { secrets_.setExtraSource(std::move(source)); }
-    // Masks a sandbox's secret values (and its tenant's git credentials).
-    SecretMasker maskerFor(const SandboxRecord& r) const override;
+    // Guest output (and what the agent chose): the sandbox's secrets only.
+    SecretMasker guestOutputMasker(const SandboxRecord& r) const override;
+    SecretMasker streamMasker(const SandboxRecord& r,
+                              const std::string& commandText) const override;
+    // Text the host writes: the secrets and the host-only values.
+    SecretMasker hostTextMasker(const SandboxRecord& r) const;
     // The sandbox, owned and running (Error(conflict) when it is not).
     SandboxRecord requireRunning(const std::string& tenant, const std::string& id) override;
+    // A record the host writes about a sandbox (workspace fetches, pushes,
+    // evidence): masked with hostTextMasker.
     void recordEvent(const SandboxRecord& r, const std::string& type, const nlohmann::json& data) {
-        record(r.id, r.tenant, type, data);
+        auto masker = hostTextMasker(r);
+        record(r.id, r.tenant, type, data, &masker);
     }
 
     // At start-up: finish half-done deletes, undo half-done creates, mark
@@ -342,9 +352,7 @@ class SandboxController : private SandboxAccess {
         return store_.find(sandboxId);
     }
     void record(const std::string& sandboxId, const std::string& tenant, const std::string& type,
-                const nlohmann::json& data, const SecretMasker* masker = nullptr) override {
-        auditLog_.record(sandboxId, tenant, type, data, masker);
-    }
+                const nlohmann::json& data, const SecretMasker* masker = nullptr) override;
     // Every command's environment: the sandbox's, plus the proxy variables
     // when it has egress.
     std::map<std::string, std::string> baseEnv(const SandboxRecord& r) const;

@@ -13,8 +13,10 @@ namespace airlock {
 GatedExec SandboxController::decideApproval(const std::string& tenant,
                                             const std::string& approvalId, bool approve,
                                             const std::string& reason,
-                                            const std::string& decidedBy) {
-    auto [decided, parked] = gates_.decide(tenant, approvalId, approve, reason, decidedBy);
+                                            const std::string& decidedBy,
+                                            const std::string& expectDigest) {
+    auto [decided, parked] =
+        gates_.decide(tenant, approvalId, approve, reason, decidedBy, expectDigest);
     if (parked.is_object() && parked.value("kind", "") == "package") {
         // Nothing runs: the package proxy lets the version through from now on.
         if (approve) gates_.finish(decided.id, "approved", 0, "", "", "");

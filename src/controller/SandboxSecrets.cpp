@@ -17,9 +17,9 @@ std::string SandboxSecrets::seal(const SecretMap& secrets, const std::string& sa
     nlohmann::json sealed = nlohmann::json::object();
     for (const auto& [name, spec] : secrets) {
         if (spec.value.size() < SecretMasker::kMinLength)
-            throw Error(ErrorCode::bad_request, "secret " + name + " is shorter than " +
-                                                    std::to_string(SecretMasker::kMinLength) +
-                                                    " bytes (it could not be masked)");
+            throw Error(ErrorCode::unprocessable, "secret " + name + " is shorter than " +
+                                                      std::to_string(SecretMasker::kMinLength) +
+                                                      " bytes (it could not be masked)");
         sealed[name] = {{"value", spec.value}, {"commands", spec.commands}};
     }
     return cipher_->seal(sealed.dump(), sandboxId);
@@ -54,9 +54,22 @@ std::map<std::string, std::string> SandboxSecrets::envFor(const SecretMap& secre
     return env;
 }
 
-SecretMasker SandboxSecrets::maskerOf(const SandboxRecord& r, const SecretMap& secrets) const {
+SecretMasker SandboxSecrets::guestOutputMasker(const SecretMap& secrets) {
     std::vector<std::string> values;
     for (const auto& [name, spec] : secrets) values.push_back(spec.value);
+    return SecretMasker(values);
+}
+
+SecretMasker SandboxSecrets::streamMasker(const SecretMap& secrets,
+                                          const std::string& commandText) {
+    std::vector<std::string> values;
+    for (const auto& [name, value] : envFor(secrets, commandText)) values.push_back(value);
+    return SecretMasker(values);
+}
+
+SecretMasker SandboxSecrets::hostTextMasker(const SandboxRecord& r) const {
+    std::vector<std::string> values;
+    for (const auto& [name, spec] : open(r)) values.push_back(spec.value);
     ExtraSource extra;
     {
         std::lock_guard lock(mutex_);

@@ -25,8 +25,9 @@ using SecretMap = std::map<std::string, SecretSpec>;
 // A sandbox's secrets: sealed at rest with the daemon's key and bound to the
 // sandbox's id (a sealed value copied to another record does not open),
 // opened only to be injected into a command or to mask what the sandbox
-// shows. Values from outside (a tenant's git credentials) are masked like
-// them. Without a key a sandbox cannot have secrets.
+// shows. Values the guest is never given (a tenant's brokered git
+// credentials: host-only) are masked in text the host writes only, never
+// compared with guest output. Without a key a sandbox cannot have secrets.
 class SandboxSecrets {
   public:
     explicit SandboxSecrets(std::shared_ptr<const SecretCipher> cipher)
@@ -45,11 +46,29 @@ class SandboxSecrets {
     static std::map<std::string, std::string> envFor(const SecretMap& secrets,
                                                      const std::string& commandText);
 
-    // The secrets' values and the extra ones (setExtraSource).
-    SecretMasker maskerOf(const SandboxRecord& r, const SecretMap& secrets) const;
-    SecretMasker maskerFor(const SandboxRecord& r) const { return maskerOf(r, open(r)); }
-    // More values to mask for a sandbox; a source that throws is logged and
-    // the secrets are still masked.
+    // For what the guest or the agent chose (command output, streamed or
+    // not, process logs, listings, names, command texts): the values the
+    // guest was given, its secrets, and nothing else. A host-only value
+    // compared with guest output turns the streaming masker's hold-back into
+    // a prefix oracle for it (issue 29, attack 1); the guest cannot print
+    // what it never had.
+    static SecretMasker guestOutputMasker(const SecretMap& secrets);
+    SecretMasker guestOutputMasker(const SandboxRecord& r) const {
+        return guestOutputMasker(open(r));
+    }
+    // For a stream of output (its masker holds back a tail that could begin
+    // a value): only what the streamed command was given, the unscoped
+    // secrets and those scoped to `commandText` ("" for a stream that runs
+    // no command of its own choosing). A secret scoped to other commands,
+    // perhaps gated behind an approval, is never compared with it: its
+    // hold-back would spell the value out to a guest that never had it.
+    static SecretMasker streamMasker(const SecretMap& secrets, const std::string& commandText);
+    // For text the host writes itself (git and libgit2 errors, the records
+    // of fetches and pushes): the secrets and the host-only values
+    // (setExtraSource). Never for guest output, never streamed.
+    SecretMasker hostTextMasker(const SandboxRecord& r) const;
+    // The host-only values of a sandbox (its tenant's git credentials); a
+    // source that throws is logged and the secrets are still masked.
     using ExtraSource = std::function<std::vector<std::string>(const SandboxRecord&)>;
     void setExtraSource(ExtraSource source);
 

@@ -261,6 +261,10 @@ int runDaemon(const DaemonOptions& options) {
     workspaceConfig.addressPolicy = egress::AddressPolicy(egressSettings.allowCidrs);
     workspaceConfig.cipher = config.secretCipher;
     workspaceConfig.pushBranchPrefix = options.pushBranchPrefix;
+    workspaceConfig.maxFetchBytes = options.gitFetchMaxMib << 20;
+    workspaceConfig.tenantQuotaBytes = options.gitTenantQuotaMib << 20;
+    workspaceConfig.mirrorRetention = std::chrono::hours(options.gitMirrorRetentionHours);
+    workspaceConfig.minFreeDiskBytes = options.minFreeDiskMib << 20;
     workspace::WorkspaceService workspaces(workspaceConfig, controller, credentials,
                                            workspaceRecords);
 
@@ -273,8 +277,9 @@ int runDaemon(const DaemonOptions& options) {
                 "evidence key rotated: the active key is now " + rotated.keyid().substr(0, 16));
     }
     EvidenceService evidence(evidenceConfig, controller, &workspaces, evidenceRecords);
-    workspaces.setEvidenceSummary(
-        [&evidence](const std::string& id) { return evidence.latestSummary(id); });
+    workspaces.setEvidenceSummary([&evidence](const std::string& id, const std::string& tree) {
+        return evidence.latestForTree(id, tree);
+    });
     controller.setDeleteHooks([&evidence](const SandboxRecord& r) { evidence.beforeDelete(r); },
                               [&evidence](const std::string& id) { evidence.afterDelete(id); });
 
@@ -286,7 +291,8 @@ int runDaemon(const DaemonOptions& options) {
     auto e2bKey = readOrCreateKeyFile(dataDir + "/e2b-token.key");
     e2b::SandboxTokens e2bTokens(std::string(e2bKey.begin(), e2bKey.end()));
     api::E2bApi e2bApi(controller, auth, router.limiter(), e2bTokens, options.publicDomain);
-    api::E2bEnvd e2bEnvd(controller, e2bTokens, router.limiter(), workers, options.publicDomain);
+    api::E2bEnvd e2bEnvd(controller, e2bTokens, auth, router.limiter(), workers,
+                         options.publicDomain);
     router.setE2b(&e2bApi, &e2bEnvd);
     api::HttpLimits limits;
     limits.maxConnections = options.maxConnections;
@@ -317,9 +323,16 @@ int runDaemon(const DaemonOptions& options) {
     evidenceSweeper.every(std::chrono::minutes(1), "evidence retention",
                           [&evidence] { evidence.collectExpired(); });
     evidenceSweeper.start();
+    // Mirrors no workspace uses go after their retention time.
+    Housekeeping gitSweeper("airlockd");
+    if (options.gitMirrorRetentionHours > 0)
+        gitSweeper.every(std::chrono::minutes(10), "git mirror retention",
+                         [&workspaces] { workspaces.pruneMirrors(); });
+    gitSweeper.start();
     ioc.run();
     housekeeping.stop();
     evidenceSweeper.stop();
+    gitSweeper.stop();
     controller.shutdown();
     workers.stop();
     workers.join();

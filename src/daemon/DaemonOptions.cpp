@@ -159,6 +159,10 @@ const std::vector<OptionSpec>& optionSpecs() {
                  bad(a + ": a branch name prefix such as agent/");
              o.pushBranchPrefix = v;
          }},
+        {"--git-fetch-max-mib", "MIB", false, numberInto(&O::gitFetchMaxMib, 1, 1ull << 30)},
+        {"--git-tenant-quota-mib", "MIB", false, numberInto(&O::gitTenantQuotaMib, 0, 1ull << 30)},
+        {"--git-mirror-retention-hours", "HOURS", false,
+         numberInto(&O::gitMirrorRetentionHours, 0, 24 * 36500)},
         {"--package-upstream", "npm=URL|pypi=URL|apt=URL", true,
          [](O& o, S, S v) {
              o.packageUpstreams.push_back(v);

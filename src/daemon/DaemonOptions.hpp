@@ -25,6 +25,12 @@ struct DaemonOptions {
     std::vector<std::string> egressAllowCidrs;
     // Workspace pushes go only to branches under this prefix.
     std::string pushBranchPrefix = "agent/";
+    // Git on the host: what one fetch may receive, what a tenant's mirrors
+    // and work store may hold (0: no quota), and how long a mirror no
+    // workspace uses is kept (0: forever).
+    unsigned long long gitFetchMaxMib = 2048;
+    unsigned long long gitTenantQuotaMib = 20480;
+    unsigned gitMirrorRetentionHours = 168;
     // Package registries guests install from (npm=URL, pypi=URL, apt=URL...);
     // none: no package proxy.
     std::vector<std::string> packageUpstreams;

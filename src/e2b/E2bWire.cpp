@@ -172,11 +172,35 @@ std::string SandboxTokens::mac(const std::string& text) const {
     return hexEncode(out, len);
 }
 
-std::string SandboxTokens::envdToken(const std::string& id) const {
-    return mac("envd-access:" + id);
+std::string SandboxTokens::token(const char* kind, const std::string& sandboxId,
+                                 const std::string& keyId) const {
+    // The id and the key id both in the MAC, separated by a byte neither holds.
+    return keyId + "." + mac(std::string(kind) + ":" + sandboxId + "\n" + keyId);
 }
-std::string SandboxTokens::trafficToken(const std::string& id) const {
-    return mac("traffic-access:" + id);
+
+std::optional<std::string> SandboxTokens::keyOf(const char* kind, const std::string& sandboxId,
+                                                std::string_view token) const {
+    auto dot = token.rfind('.');
+    if (dot == std::string_view::npos || dot == 0 || token.size() > 256) return std::nullopt;
+    std::string keyId(token.substr(0, dot));
+    if (keyId.find_first_of("\n.") != std::string::npos) return std::nullopt;
+    if (!same(token, this->token(kind, sandboxId, keyId))) return std::nullopt;
+    return keyId;
+}
+
+std::string SandboxTokens::envdToken(const std::string& id, const std::string& keyId) const {
+    return token("envd-access", id, keyId);
+}
+std::string SandboxTokens::trafficToken(const std::string& id, const std::string& keyId) const {
+    return token("traffic-access", id, keyId);
+}
+std::optional<std::string> SandboxTokens::envdTokenKey(const std::string& id,
+                                                       std::string_view token) const {
+    return keyOf("envd-access", id, token);
+}
+std::optional<std::string> SandboxTokens::trafficTokenKey(const std::string& id,
+                                                          std::string_view token) const {
+    return keyOf("traffic-access", id, token);
 }
 
 bool SandboxTokens::same(std::string_view a, std::string_view b) {

@@ -55,18 +55,31 @@ nlohmann::json entryInfo(const protocol::FileEntry& entry);
 std::string permissionsText(char typeLetter, unsigned mode);
 
 // The per-sandbox tokens: envdAccessToken (X-Access-Token) and the traffic
-// token for restricted previews, HMAC-SHA256 of the id under the daemon's
-// key: nothing to store, nothing a client can derive.
+// token for restricted previews, "<key id>.<HMAC-SHA256 of the sandbox id and
+// the key id under the daemon's key>": nothing to store, nothing a client can
+// derive. Each names the API key that fetched it, so it works only while that
+// key does (the caller checks the key on every use: a revoked key's tokens
+// die with it).
 class SandboxTokens {
   public:
     explicit SandboxTokens(std::string key) : key_(std::move(key)) {}
-    std::string envdToken(const std::string& sandboxId) const;
-    std::string trafficToken(const std::string& sandboxId) const;
+    std::string envdToken(const std::string& sandboxId, const std::string& keyId) const;
+    std::string trafficToken(const std::string& sandboxId, const std::string& keyId) const;
+    // The key id a token of this sandbox was minted for; nullopt when the
+    // token is not one (wrong sandbox, wrong kind, forged).
+    std::optional<std::string> envdTokenKey(const std::string& sandboxId,
+                                            std::string_view token) const;
+    std::optional<std::string> trafficTokenKey(const std::string& sandboxId,
+                                               std::string_view token) const;
     // Constant-time comparison.
     static bool same(std::string_view a, std::string_view b);
 
   private:
     std::string mac(const std::string& text) const;
+    std::string token(const char* kind, const std::string& sandboxId,
+                      const std::string& keyId) const;
+    std::optional<std::string> keyOf(const char* kind, const std::string& sandboxId,
+                                     std::string_view token) const;
     std::string key_;
 };
 

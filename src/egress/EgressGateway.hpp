@@ -1,6 +1,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "egress/EgressAllowlist.hpp"
 
@@ -27,10 +28,16 @@ class EgressGateway {
     virtual bool update(const std::string& sandboxId, const EgressAllowlist& allow) = 0;
     // The sandbox is going away: stop listening, cut its connections.
     virtual void detach(const std::string& sandboxId) = 0;
+    // The guest ports its listeners take: Airlock's own, never reachable
+    // from outside the guest (preview ports, E2B port routing).
+    virtual std::vector<unsigned> listenerPorts() const;
+    static std::vector<unsigned> defaultListenerPorts();
 };
 
 // The guest port the agent serves the proxy on; commands get
 // http_proxy=http://127.0.0.1:kGuestProxyPort and friends.
 inline constexpr unsigned kGuestProxyPort = 3128;
+inline std::vector<unsigned> EgressGateway::defaultListenerPorts() { return {kGuestProxyPort}; }
+inline std::vector<unsigned> EgressGateway::listenerPorts() const { return defaultListenerPorts(); }
 
 }  // namespace airlock::egress

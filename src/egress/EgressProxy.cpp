@@ -88,6 +88,12 @@ void EgressProxy::detach(const std::string& sandboxId) {
     gone->listener.reset();
 }
 
+std::vector<unsigned> EgressProxy::listenerPorts() const {
+    // 0: a free port per sandbox (tests with an in-process agent), none fixed.
+    if (shared_->settings.guestPort == 0) return {};
+    return {shared_->settings.guestPort};
+}
+
 unsigned EgressProxy::guestPort(const std::string& sandboxId) {
     std::lock_guard lock(mutex_);
     auto it = sandboxes_.find(sandboxId);

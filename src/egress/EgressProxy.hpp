@@ -62,6 +62,7 @@ class EgressProxy : public EgressGateway {
                 const EgressAllowlist& allow) override;
     bool update(const std::string& sandboxId, const EgressAllowlist& allow) override;
     void detach(const std::string& sandboxId) override;
+    std::vector<unsigned> listenerPorts() const override;
 
     // The guest port of an attached sandbox's listener (0 if none).
     unsigned guestPort(const std::string& sandboxId);

@@ -145,6 +145,23 @@ BundleVerifier::Result BundleVerifier::verify(const std::string& bundleGz,
             }
     }
 
+    // The manifest names the key that sealed it: a bundle re-signed by
+    // another accepted key (an older one, say) says so.
+    if (!key.empty() && r.manifest.is_object()) {
+        const auto& signing = r.manifest.contains("signing") && r.manifest["signing"].is_object()
+                                  ? r.manifest["signing"]
+                                  : nlohmann::json::object();
+        std::string named = signing.contains("keyid") && signing["keyid"].is_string()
+                                ? signing["keyid"].get<std::string>()
+                                : std::string();
+        if (named == r.keyid)
+            r.passed.push_back("manifest.json names the key that verified it");
+        else
+            r.problems.push_back("manifest.json names key " +
+                                 (named.empty() ? std::string("(none)") : named.substr(0, 16)) +
+                                 ", but SHA256SUMS.sig verifies with " + r.keyid.substr(0, 16));
+    }
+
     auto attestations = files.find("attestations.intoto.jsonl");
     if (attestations != files.end() && !key.empty()) {
         std::size_t n = 0, bad = 0;

@@ -28,7 +28,9 @@ BundleWriter::Sealed BundleWriter::seal(nlohmann::json manifest, const EvidenceK
     }
     manifest["files"] = list;
     manifest["signing"] = {{"alg", EvidenceKey::kAlg}, {"keyid", key.keyid()}};
-    std::string manifestText = manifest.dump(2) + "\n";
+    // Guest-chosen names that are not UTF-8 become U+FFFD, never an exception.
+    std::string manifestText =
+        manifest.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     sums["manifest.json"] = sha256Hex(manifestText);
     tar.add(id_ + "/manifest.json", manifestText);
     std::string sumsText;

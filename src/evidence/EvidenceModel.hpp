@@ -34,6 +34,10 @@ struct EvidenceModel {
     struct TestFile {
         std::string path, error;  // error: why it was not read as JUnit
         std::vector<JunitCase> cases;
+        // Its cases count only when a recorded test run wrote it last: the
+        // run's exec id, or why not (a report the agent wrote by hand).
+        std::string writtenBy = {}, notCounted = {};
+        bool counted() const { return notCounted.empty(); }
     };
     std::vector<TestFile> junit;
 
@@ -43,6 +47,7 @@ struct EvidenceModel {
         bool collected = false;
         std::string skipped;    // why it is not in the bundle (cap, size)
         std::string sensitive;  // why it looks like a secret ("" when not)
+        std::string bundlePath = {};  // its file in the bundle (bundleSafePath), when collected
     };
     std::vector<Artifact> artifacts;
     std::uint64_t largeArtifactBytes = 10u << 20;

@@ -12,11 +12,13 @@
 
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
+#include "core/Hex.hpp"
 #include "core/Ids.hpp"
 #include "core/JsonFields.hpp"
 #include "core/Log.hpp"
 #include "core/Sha256.hpp"
 #include "core/UniqueFd.hpp"
+#include "evidence/BundlePath.hpp"
 #include "evidence/BundleWriter.hpp"
 #include "evidence/ChangeClassifier.hpp"
 #include "evidence/DependencyChanges.hpp"
@@ -25,6 +27,7 @@
 #include "evidence/JunitReport.hpp"
 #include "evidence/ReportHtml.hpp"
 #include "protocol/GuestResults.hpp"
+#include "protocol/JsonText.hpp"
 #include "protocol/PathGlob.hpp"
 #include "workspace/WorkspaceService.hpp"
 
@@ -35,11 +38,40 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 constexpr std::size_t kMaxAuditEvents = 200000;
+constexpr int kMaxArtifactDepth = 256;  // below it, paths reach Linux's 4096 bytes first
 
+// JSON text of the bundle's files: guest-chosen bytes that are not UTF-8
+// become U+FFFD instead of failing the seal.
 std::string jsonl(const std::vector<json>& records) {
     std::string out;
-    for (const auto& r : records) out += r.dump() + "\n";
+    for (const auto& r : records) out += jsonText(r) + "\n";
     return out;
+}
+
+std::string pretty(const json& j) {
+    return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+// The model's data, masked value by value before anything renders or signs
+// it (maskRecord: keys, verdicts and digests stay).
+void maskModel(EvidenceModel& m, const SecretMasker& masker) {
+    m.files = maskRecord(m.files, masker);
+    for (auto* list : {&m.commands, &m.approvals, &m.egress, &m.packages, &m.activity})
+        for (auto& rec : *list) rec = maskRecord(rec, masker);
+    for (auto& c : m.dependencyChanges)
+        for (auto* f : {&c.file, &c.name, &c.before, &c.after}) *f = masker.mask(*f);
+    for (auto& t : m.testRuns) t.command = masker.mask(t.command);
+    for (auto& f : m.junit) {
+        f.path = masker.mask(f.path);
+        f.error = masker.mask(f.error);
+        f.notCounted = masker.mask(f.notCounted);
+        for (auto& c : f.cases)
+            for (auto* s : {&c.name, &c.classname, &c.suite, &c.message}) *s = masker.mask(*s);
+    }
+    for (auto& a : m.artifacts)
+        for (auto* s : {&a.path, &a.skipped}) *s = masker.mask(*s);
+    for (const char* k : {"task", "workspace", "artifacts", "artifacts_note", "file_activity"})
+        if (m.manifest.contains(k)) m.manifest[k] = maskRecord(m.manifest[k], masker);
 }
 
 std::string mediaType(const std::string& path) {
@@ -146,10 +178,14 @@ json EvidenceService::recordJson(const EvidenceRecord& r) {
 }
 
 EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
-                                                  const std::string& bundleId) {
+                                                  const std::string& bundleId,
+                                                  const std::string& degraded) {
     Gathered g;
     EvidenceModel& m = g.model;
-    auto masker = controller_.maskerFor(r);
+    // A bundle is mostly guest output: masked with what the guest was given
+    // only (host-only values were masked in the host's records when written,
+    // and are never compared with what the guest wrote).
+    auto masker = controller_.guestOutputMasker(r);
     std::vector<std::string> secretValues;
     for (const auto& n : masker.needles()) secretValues.push_back(n);
     json task = r.taskJson.empty() ? json(nullptr) : json::parse(r.taskJson, nullptr, false);
@@ -183,6 +219,7 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
     std::map<std::string, std::size_t> byExec;
     std::vector<json>& cmds = m.commands;
     std::map<std::string, std::string> outputs;  // bundle path -> masked bytes
+    std::set<std::string> apiWritten;            // absolute paths the files API changed
     auto commandFor = [&](const AuditEvent& e, const json& d) -> json& {
         std::string execId = stringOrEmpty(d, "exec_id");
         if (!execId.empty()) {
@@ -199,11 +236,16 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
     for (const auto& e : events) {
         json d = json::parse(e.dataJson, nullptr, false);
         if (!d.is_object()) continue;
-        d = maskJsonStrings(d, masker);
+        // Recorded masked; masked again for values added since (its data,
+        // never its structure or verdicts: maskRecord).
+        d = maskRecord(d, masker);
         if (e.type.rfind("exec.", 0) == 0) {
             json& c = commandFor(e, d);
             for (const char* k : {"cwd", "user", "path", "purpose", "approval_id", "started_at"})
                 if (d.contains(k)) c[k] = d[k];
+            // What the audit record masked, where and how often.
+            if (d.contains("masked") && d["masked"].is_object())
+                for (const auto& [where, n] : d["masked"].items()) c["masked"][where] = n;
             if (d.contains("policy") && d["policy"].is_object()) {
                 c["class"] = d["policy"].value("class", "");
                 c["reason"] = d["policy"].value("reason", "");
@@ -273,6 +315,8 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
                         a[k] = stringOrEmpty(p, k);
                 for (const char* k : {"last", "last_write"})
                     if (stringOrEmpty(p, k) > stringOrEmpty(a, k)) a[k] = stringOrEmpty(p, k);
+                if (p.value("writes", std::uint64_t(0)) > 0 && p.contains("last_writer"))
+                    a["last_writer"] = p["last_writer"];  // drains come in order
                 for (const auto& x : p.value("execs", json::array()))
                     if (x.is_string() &&
                         std::find(a["execs"].begin(), a["execs"].end(), x) == a["execs"].end())
@@ -288,9 +332,18 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
             rec["at"] = e.at;
             rec["event"] = e.type;
             rec["source"] = "api";
+            for (const char* k : {"path", "to"})
+                if (d.contains(k) && d[k].is_string()) apiWritten.insert(d[k].get<std::string>());
             m.activity.push_back(rec);
         }
     }
+    // Whose write came last, per watched path (before the merge moves out).
+    std::map<std::string, std::string> lastWriters;  // masked relative path -> exec id ("" none)
+    for (const auto& [path, a] : guestActivity)
+        if (a.value("writes", std::uint64_t(0)) > 0)
+            lastWriters[path] = a.contains("last_writer") && a["last_writer"].is_string()
+                                    ? a["last_writer"].get<std::string>()
+                                    : std::string();
     {
         ChangeClassifier classify({}, sensitivePaths, "");
         for (auto& [path, a] : guestActivity) {
@@ -298,8 +351,10 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
             m.activity.push_back(std::move(a));
         }
     }
+    std::set<std::string> testRunIds;
     for (const auto& c : cmds) {
         if (c.value("purpose", "") != "test" || !c.contains("exit_code")) continue;
+        testRunIds.insert(stringOrEmpty(c, "id"));
         m.testRuns.push_back({stringOrEmpty(c, "id"), stringOrEmpty(c, "command"),
                               stringOrEmpty(c, "ended_at"),
                               c["exit_code"].is_number_integer() ? c["exit_code"].get<int>() : -1,
@@ -309,7 +364,7 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
     // The workspace: base, final tree, patch, files and the dependency files.
     json ws = nullptr;
     std::string artifactRoot = config_.defaultArtifactRoot;
-    if (workspaces_ && running) {
+    if (workspaces_ && running && degraded.empty()) {
         try {
             auto view = workspaces_->evidenceView(
                 r.tenant, r.id, [](const std::string& p) { return dependencies::understands(p); });
@@ -338,6 +393,9 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
         } catch (const std::exception& e) {
             ws = {{"error", std::string("the workspace could not be read: ") + e.what()}};
         }
+    } else if (workspaces_ && !degraded.empty()) {
+        ws = {{"error", "the working tree was not read: this bundle was sealed after a full seal "
+                        "failed"}};
     } else if (workspaces_ && !running) {
         ws = {{"error",
                "the sandbox is " + sandboxStateName(r.state) + ": its working tree was not read"}};
@@ -346,15 +404,43 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
     bool secretInChanges = maskedPatch != m.patch;
     m.patch = maskedPatch;
 
+    // A test report counts only when a recorded test run wrote it last, as the
+    // guest's file activity (fanotify, which names the process) saw it, and
+    // the files API never wrote it: the agent cannot make "passed" by hand.
+    const std::string watchRoot = stringOrEmpty(activityWatch, "path");
+    const std::string watchMechanism =
+        activityMechanism.empty() ? stringOrEmpty(activityWatch, "mechanism") : activityMechanism;
+    auto attributeReport = [&](const std::string& root, EvidenceModel::TestFile& tf) {
+        if (activityWatch.is_null() || stringOrEmpty(activityWatch, "event") != "file.watch_started")
+            tf.notCounted = "no file activity was watched here, so no test run can be shown to "
+                            "have written it";
+        else if (watchMechanism != "fanotify")
+            tf.notCounted = "file activity here (" + watchMechanism +
+                            ") does not name the command that wrote it";
+        else if (root != watchRoot)
+            tf.notCounted = "it is outside the watched workspace";
+        else if (apiWritten.count(root + "/" + tf.path))
+            tf.notCounted = "it was written through the files API";
+        else if (auto it = lastWriters.find(masker.mask(tf.path)); it == lastWriters.end())
+            tf.notCounted = "no recorded command was seen writing it";
+        else if (it->second.empty())
+            tf.notCounted = "its last write was made by no recorded command";
+        else if (!testRunIds.count(it->second))
+            tf.notCounted = "its last write came from " + it->second +
+                            ", which is not a recorded test run";
+        else
+            tf.writtenBy = it->second;
+    };
+
     // Artifacts: the globs over the working tree (or the user's home).
     const std::vector<std::string>& globs = r.artifacts;
     json artifactNote = nullptr;
-    if (!globs.empty() && running) {
+    if (!globs.empty() && running && degraded.empty()) {
         try {
             auto agent = controller_.runningAgent(r.tenant, r.id);
             std::vector<std::pair<std::string, std::uint64_t>> found;  // relative path, size
             std::vector<std::pair<std::string, int>> dirs{{"", 0}};
-            std::size_t visited = 0;
+            std::size_t visited = 0, unlistable = 0;
             bool cut = false;
             while (!dirs.empty() && !cut) {
                 auto [rel, depth] = dirs.back();
@@ -376,10 +462,17 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
                         break;
                     }
                     const std::string& name = entry.name;
+                    // A listing that names "..", "a/b" or "" is hostile: that
+                    // entry is left out (counted), the rest still counts.
+                    if (!isListableName(name)) {
+                        ++unlistable;
+                        continue;
+                    }
                     std::string path = rel.empty() ? name : rel + "/" + name;
+                    if (path.size() > protocol::kMaxGuestPath) continue;
                     using Type = protocol::FileEntry::Type;
                     if (entry.type == Type::directory) {
-                        if (name == ".git" || depth >= 32) continue;
+                        if (name == ".git" || depth >= kMaxArtifactDepth) continue;
                         if (name == "node_modules") {
                             bool asked = false;
                             for (const auto& gl : globs)
@@ -399,7 +492,19 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
             if (cut)
                 artifactNote = "the search stopped after " +
                                std::to_string(config_.maxWalkEntries) + " entries";
+            if (unlistable)
+                artifactNote = (artifactNote.is_null() ? std::string() : artifactNote.get<std::string>() + "; ") +
+                               std::to_string(unlistable) +
+                               " listed entries had names no file can have and were left out";
             std::sort(found.begin(), found.end());
+            // The guest chose the names: each is carried escaped (no name can
+            // fail the seal or leave the bundle's root), its secrets masked,
+            // and made unique again if masking made two the same.
+            auto uniqueName = [&](const std::string& prefix, const std::string& path) {
+                std::string base = prefix + bundleSafePath(masker.mask(path)), name = base;
+                for (int n = 2; g.files.count(name); ++n) name = base + "~" + std::to_string(n);
+                return name;
+            };
             std::uint64_t total = 0;
             for (const auto& [path, size] : found) {
                 EvidenceModel::Artifact a;
@@ -442,13 +547,15 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
                                 tf.path = path;
                                 try {
                                     tf.cases = JunitReport::parse(bytes).cases();
-                                    g.files["tests/junit/" + path] = bytes;
+                                    g.files[uniqueName("tests/junit/", path)] = bytes;
                                 } catch (const std::exception& e) {
                                     tf.error = e.what();
                                 }
+                                attributeReport(artifactRoot, tf);
                                 m.junit.push_back(std::move(tf));
                             }
-                            g.files["artifacts/" + path] = std::move(bytes);
+                            a.bundlePath = uniqueName("artifacts/", path);
+                            g.files[a.bundlePath] = std::move(bytes);
                         }
                     }
                 }
@@ -458,6 +565,8 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
             artifactNote =
                 std::string("artifacts could not be collected: ") + masker.mask(e.what());
         }
+    } else if (!globs.empty() && !degraded.empty()) {
+        artifactNote = "no artifact was collected: this bundle was sealed after a full seal failed";
     } else if (!globs.empty()) {
         artifactNote =
             "the sandbox is " + sandboxStateName(r.state) + ": no artifact was collected";
@@ -528,9 +637,12 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
                   {"secrets_in_changes", secretInChanges},
                   {"file_activity", activityNote}};
     if (!artifactNote.is_null()) m.manifest["artifacts_note"] = artifactNote;
+    if (!degraded.empty()) m.manifest["degraded"] = degraded;
     json artifactList = json::array();
     for (const auto& a : m.artifacts) {
         json e = {{"path", a.path}, {"type", a.type}, {"size", a.size}, {"collected", a.collected}};
+        if (!a.bundlePath.empty()) e["bundle_path"] = a.bundlePath;
+        e["path_hex"] = hexEncode(a.path);  // the name's bytes as the guest listed them
         if (!a.skipped.empty()) e["skipped"] = a.skipped;
         if (!a.sensitive.empty()) e["sensitive"] = a.sensitive;
         artifactList.push_back(e);
@@ -543,15 +655,21 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
 
 EvidenceRecord EvidenceService::seal(const std::string& tenant, const std::string& sandboxId,
                                      const std::string& kind) {
+    return sealBundle(tenant, sandboxId, kind, "");
+}
+
+EvidenceRecord EvidenceService::sealBundle(const std::string& tenant, const std::string& sandboxId,
+                                           const std::string& kind, const std::string& degraded) {
     auto r = controller_.get(tenant, sandboxId);
     auto lock = sandboxLock(sandboxId);
     std::lock_guard hold(*lock);
     std::string id = newId("evd-");
     // What the guest gathered since the last drain joins the audit log first.
-    controller_.files().drainFileActivity(r);
-    auto g = gather(r, id);
+    if (degraded.empty()) controller_.files().drainFileActivity(r);
+    auto g = gather(r, id, degraded);
     EvidenceModel& m = g.model;
-    auto masker = controller_.maskerFor(r);
+    auto masker = controller_.guestOutputMasker(r);
+    // Verdicts first, from the data as it was: findings, the test result.
     json findings = computeFindings(m);
     if (m.manifest.value("secrets_in_changes", false))
         findings["findings"].push_back(
@@ -563,14 +681,29 @@ EvidenceRecord EvidenceService::seal(const std::string& tenant, const std::strin
               "which therefore no longer gives the recorded tree)"},
              {"evidence", json::array({{{"file", "changes/changes.patch"}, {"ref", "***"}}})}});
     json tests = testSummary(m);
+    const std::string testResult = tests.value("result", "");
+    json passed = json::array(), failed = json::array();
+    for (const auto& f : m.junit) {
+        if (!f.counted()) continue;
+        for (const auto& c : f.cases)
+            (c.status == "failed" || c.status == "error" ? failed : passed)
+                .push_back(c.classname.empty() ? c.name : c.classname + "." + c.name);
+    }
+    // Then the data is masked, value by value, and only then rendered and
+    // signed: a secret can hide itself, never edit the page, a verdict or
+    // the record's structure (maskRecord keeps keys, verdicts and digests).
+    maskModel(m, masker);
+    findings = maskRecord(findings, masker);
+    tests = maskRecord(tests, masker);
+    passed = maskRecord(passed, masker, false);
+    failed = maskRecord(failed, masker, false);
     m.manifest["tests"] = tests;
     m.manifest["kind"] = kind;
     m.manifest["signing"] = {{"alg", EvidenceKey::kAlg}, {"keyid", key_.keyid()}};
 
     BundleWriter w(id, nowUnixSeconds());
-    auto text = [&](const std::string& s) { return masker.mask(s); };
     w.add("changes/changes.patch", m.patch);
-    w.add("changes/files.json", text(json{{"files", m.files}}.dump(2) + "\n"));
+    w.add("changes/files.json", pretty(json{{"files", m.files}}));
     json deps = json::array();
     for (const auto& c : m.dependencyChanges)
         deps.push_back({{"ecosystem", c.ecosystem},
@@ -579,20 +712,20 @@ EvidenceRecord EvidenceService::seal(const std::string& tenant, const std::strin
                         {"before", c.before},
                         {"after", c.after},
                         {"change", c.change}});
-    w.add("changes/dependencies.json", text(json{{"changes", deps}}.dump(2) + "\n"));
-    w.add("commands/commands.jsonl", text(jsonl(m.commands)));
-    w.add("approvals/approvals.jsonl", text(jsonl(m.approvals)));
-    w.add("network/egress.jsonl", text(jsonl(m.egress)));
-    w.add("packages/packages.jsonl", text(jsonl(m.packages)));
-    w.add("files/activity.jsonl", text(jsonl(m.activity)));
-    w.add("tests/summary.json", text(tests.dump(2) + "\n"));
-    w.add("findings.json", text(findings.dump(2) + "\n"));
-    w.add("report.html", text(renderReport(m, findings, tests)));
+    w.add("changes/dependencies.json", pretty(json{{"changes", deps}}));
+    w.add("commands/commands.jsonl", jsonl(m.commands));
+    w.add("approvals/approvals.jsonl", jsonl(m.approvals));
+    w.add("network/egress.jsonl", jsonl(m.egress));
+    w.add("packages/packages.jsonl", jsonl(m.packages));
+    w.add("files/activity.jsonl", jsonl(m.activity));
+    w.add("tests/summary.json", pretty(tests));
+    w.add("findings.json", pretty(findings));
+    w.add("report.html", renderReport(m, findings, tests));
     for (auto& [path, bytes] : g.files) {
         if (path.rfind("artifacts/", 0) == 0 || path.rfind("tests/junit/", 0) == 0)
             w.add(path, std::move(bytes));  // binary: withheld above when it held a secret
         else
-            w.add(path, text(bytes));
+            w.add(path, masker.mask(std::move(bytes)));  // a command's output: data
     }
 
     // Attestations: SLSA provenance of the change and a test result, each a
@@ -636,33 +769,26 @@ EvidenceRecord EvidenceService::seal(const std::string& tenant, const std::strin
              {{"invocationId", r.id},
               {"startedOn", m.manifest["started_at"]},
               {"finishedOn", m.manifest["ended_at"]}}}}}}}};
-    std::string result = tests.value("result", "") == "passed"   ? "PASSED"
-                         : tests.value("result", "") == "failed" ? "FAILED"
-                                                                 : "WARNED";
-    json passed = json::array(), failed = json::array();
-    for (const auto& f : m.junit)
-        for (const auto& c : f.cases)
-            (c.status == "passed"                          ? passed
-             : c.status == "failed" || c.status == "error" ? failed
-                                                           : passed)
-                .push_back(c.classname.empty() ? c.name : c.classname + "." + c.name);
+    std::string result = testResult == "passed"   ? "PASSED"
+                         : testResult == "failed" ? "FAILED"
+                                                  : "WARNED";
     json configuration = json::array();
     for (const auto& t : m.testRuns) configuration.push_back({{"name", t.command}});
-    json testResult = {{"_type", "https://in-toto.io/Statement/v1"},
-                       {"subject", subjects},
-                       {"predicateType", "https://in-toto.io/attestation/test-result/v0.1"},
-                       {"predicate",
-                        {{"result", result},
-                         {"configuration", configuration},
-                         {"passedTests", passed},
-                         {"warnedTests", json::array()},
-                         {"failedTests", failed}}}};
+    json testStatement = {{"_type", "https://in-toto.io/Statement/v1"},
+                          {"subject", subjects},
+                          {"predicateType", "https://in-toto.io/attestation/test-result/v0.1"},
+                          {"predicate",
+                           {{"result", result},
+                            {"configuration", configuration},
+                            {"passedTests", passed},
+                            {"warnedTests", json::array()},
+                            {"failedTests", failed}}}};
     std::string attestations;
-    for (const auto& st : {provenance, testResult})
-        attestations += dsse::sign(key_, dsse::kInTotoPayloadType, text(st.dump())).dump() + "\n";
+    for (const auto& st : {provenance, testStatement})
+        attestations += jsonText(dsse::sign(key_, dsse::kInTotoPayloadType, jsonText(st))) + "\n";
     w.add("attestations.intoto.jsonl", attestations);
 
-    auto sealed = w.seal(maskJsonStrings(m.manifest, masker), key_);
+    auto sealed = w.seal(m.manifest, key_);
     writePrivateFile(bundlePath(id), sealed.gz);
     EvidenceRecord rec;
     rec.id = id;
@@ -672,7 +798,13 @@ EvidenceRecord EvidenceService::seal(const std::string& tenant, const std::strin
     rec.kind = kind;
     rec.sha256 = sealed.sha256;
     rec.size = sealed.gz.size();
-    rec.summaryJson = summaryOf(findings, tests, g.counts).dump();
+    rec.summaryJson = jsonText(summaryOf(findings, tests, g.counts));
+    if (ws.is_object() && ws.contains("final_tree") && ws["final_tree"].is_string()) {
+        // The tree it covers: a push approval quotes only a bundle of its commit's tree.
+        json covered = json::parse(rec.summaryJson);
+        covered["final_tree"] = ws["final_tree"];
+        rec.summaryJson = jsonText(covered);
+    }
     try {
         store_.insert(rec);
     } catch (...) {
@@ -784,15 +916,35 @@ json EvidenceService::latestSummary(const std::string& sandboxId) {
             {"summary", json::parse(rows.back().summaryJson, nullptr, false)}};
 }
 
+json EvidenceService::latestForTree(const std::string& sandboxId, const std::string& tree) {
+    auto rows = store_.listForSandbox(sandboxId, TenantScope::all());
+    for (auto it = rows.rbegin(); it != rows.rend(); ++it) {
+        auto summary = json::parse(it->summaryJson, nullptr, false);
+        if (summary.is_object() && !tree.empty() && summary.value("final_tree", "") == tree)
+            return {{"id", it->id}, {"summary", summary}};
+    }
+    return nullptr;
+}
+
 void EvidenceService::beforeDelete(const SandboxRecord& r) {
     bool hasWorkspace = workspaces_ && workspaces_->hasWorkspace(r.id);
     if (r.taskJson.empty() && !hasWorkspace) return;
+    // The final bundle is always written: when the full seal fails, one that
+    // reads nothing more from the guest, saying why, from the host's records.
     try {
         seal(r.tenant, r.id, "final");
+        return;
     } catch (const std::exception& e) {
-        logError("evidence", "no final bundle for " + r.id + ": " + e.what());
+        logError("evidence", "the final bundle of " + r.id + " failed: " + e.what());
         controller_.recordEvent(r, "evidence.seal_failed",
                                 {{"kind", "final"}, {"error", e.what()}});
+        try {
+            sealBundle(r.tenant, r.id, "final", std::string("the full seal failed: ") + e.what());
+        } catch (const std::exception& again) {
+            logError("evidence", "no final bundle for " + r.id + ": " + again.what());
+            controller_.recordEvent(r, "evidence.seal_failed",
+                                    {{"kind", "final"}, {"degraded", true}, {"error", again.what()}});
+        }
     }
 }
 

@@ -56,6 +56,9 @@ class EvidenceService {
     nlohmann::json reviewOf(const std::string& tenant, const std::string& id);
     // The latest bundle of a sandbox in short (push approvals show it); null when none.
     nlohmann::json latestSummary(const std::string& sandboxId);
+    // The latest bundle of a sandbox whose workspace final tree is `tree`
+    // ({"id","summary"}); null when none covers exactly that tree.
+    nlohmann::json latestForTree(const std::string& sandboxId, const std::string& tree);
 
     // The controller's delete hooks: a final bundle for a sandbox with a task
     // or a workspace (a failure is logged and audited, the delete goes on);
@@ -70,7 +73,12 @@ class EvidenceService {
 
   private:
     struct Gathered;
-    Gathered gather(const SandboxRecord& r, const std::string& bundleId);
+    // degraded: why a full seal failed ("" for a full one); a degraded bundle
+    // reads nothing from the guest (no artifacts, no drain) and says why.
+    Gathered gather(const SandboxRecord& r, const std::string& bundleId,
+                    const std::string& degraded);
+    EvidenceRecord sealBundle(const std::string& tenant, const std::string& sandboxId,
+                              const std::string& kind, const std::string& degraded);
     std::string bundlePath(const std::string& id) const;
     std::shared_ptr<std::mutex> sandboxLock(const std::string& id);
 

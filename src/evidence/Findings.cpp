@@ -41,10 +41,16 @@ json testSummary(const EvidenceModel& m) {
     }
     std::size_t passed = 0, failed = 0, errors = 0, skipped = 0;
     json failedTests = json::array(), reports = json::array();
+    std::size_t countedReports = 0;
     for (const auto& f : m.junit) {
-        json report = {{"path", f.path}, {"cases", f.cases.size()}};
+        json report = {{"path", f.path}, {"cases", f.cases.size()}, {"counted", f.counted()}};
         if (!f.error.empty()) report["error"] = f.error;
+        if (!f.writtenBy.empty()) report["written_by"] = f.writtenBy;
+        if (!f.counted()) report["not_counted"] = f.notCounted;
         reports.push_back(report);
+        // A report no recorded test run wrote says nothing about the tests.
+        if (!f.counted()) continue;
+        ++countedReports;
         for (const auto& c : f.cases) {
             if (c.status == "passed") ++passed;
             if (c.status == "skipped") ++skipped;
@@ -59,7 +65,7 @@ json testSummary(const EvidenceModel& m) {
                                        {"report", f.path}});
         }
     }
-    std::string result = m.testRuns.empty() && m.junit.empty() ? "not_run"
+    std::string result = m.testRuns.empty() && countedReports == 0 ? "not_run"
                          : (failedRuns || failed || errors)    ? "failed"
                                                                : "passed";
     return {{"result", result},          {"runs", runs},
@@ -98,6 +104,22 @@ json computeFindings(const EvidenceModel& m) {
         out.push_back(finding("tests_not_run", "medium", "no test was run in this sandbox",
                               json::array({{{"file", "commands/commands.jsonl"},
                                             {"ref", "no command with purpose test"}}})));
+    {
+        std::vector<std::string> names;
+        json ev = json::array();
+        for (const auto& f : m.junit) {
+            if (f.counted()) continue;
+            names.push_back(f.path);
+            ev.push_back({{"file", "tests/summary.json"}, {"report", f.path}, {"why", f.notCounted}});
+        }
+        if (!names.empty())
+            out.push_back(finding("test_report_not_from_test_run", "medium",
+                                  std::to_string(names.size()) +
+                                      " test report(s) not produced by a recorded test run, so "
+                                      "not counted: " +
+                                      joinCapped(names),
+                                  ev));
+    }
 
     // Changes: scope, generated files, sensitive paths, dependencies.
     std::vector<std::string> outOfScope, generated, sensitive;

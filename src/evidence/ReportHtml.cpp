@@ -311,8 +311,8 @@ std::string renderReport(const EvidenceModel& m, const json& findings, const jso
                     (note.empty() ? "" : "; ") + std::string("looks sensitive: ") + h(a.sensitive);
             std::string cell = h(a.path);
             if (a.collected && imageType(a.type) && a.sensitive.empty())
-                cell += "<br><img class=\"artifact\" alt=\"" + h(a.path) + "\" src=\"artifacts/" +
-                        h(urlPath(a.path)) + "\">";
+                cell += "<br><img class=\"artifact\" alt=\"" + h(a.path) + "\" src=\"" +
+                        h(urlPath(a.bundlePath)) + "\">";
             row(out, {cell, h(a.type), std::to_string(a.size), note});
         }
         out += "</table>\n";

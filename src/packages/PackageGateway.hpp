@@ -1,6 +1,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "packages/PackageRules.hpp"
 
@@ -29,6 +30,13 @@ class PackageGateway {
     virtual bool update(const std::string& sandboxId, const PackageRules& rules) = 0;
     virtual void detach(const std::string& sandboxId) = 0;
     virtual bool serves(Ecosystem e) const = 0;
+    // The guest ports its listeners take: Airlock's own, never reachable
+    // from outside the guest (preview ports, E2B port routing).
+    virtual std::vector<unsigned> listenerPorts() const { return defaultListenerPorts(); }
+    // Without a package proxy the templates still point at these.
+    static std::vector<unsigned> defaultListenerPorts() {
+        return {kGuestNpmPort, kGuestPypiPort, kGuestAptPort};
+    }
 };
 
 }  // namespace airlock::packages

@@ -183,6 +183,14 @@ void PackageProxy::detach(const std::string& sandboxId) {
     gone->listeners.clear();
 }
 
+std::vector<unsigned> PackageProxy::listenerPorts() const {
+    // Every ecosystem's port, served or not: the set does not depend on upstreams.
+    std::vector<unsigned> out;
+    for (unsigned p : {settings_.npmPort, settings_.pypiPort, settings_.aptPort})
+        if (p != 0) out.push_back(p);  // 0: a free port (tests with an in-process agent)
+    return out;
+}
+
 unsigned PackageProxy::guestPort(const std::string& sandboxId, Ecosystem e) {
     std::lock_guard lock(mutex_);
     auto it = sandboxes_.find(sandboxId);

@@ -41,6 +41,7 @@ class PackageProxy : public PackageGateway {
     bool update(const std::string& sandboxId, const PackageRules& rules) override;
     void detach(const std::string& sandboxId) override;
     bool serves(Ecosystem e) const override { return service_->upstreams().serves(e); }
+    std::vector<unsigned> listenerPorts() const override;
     // The guest port of a sandbox's listener (0 if none).
     unsigned guestPort(const std::string& sandboxId, Ecosystem e);
 

@@ -121,4 +121,38 @@ std::optional<std::vector<FieldReader>> FieldReader::objects(const char* key,
     return out;
 }
 
+std::string FieldReader::bytes(const char* key, bool required, std::size_t maxBytes) const {
+    std::string hexKey = std::string(key) + "_hex";
+    auto hex = maybeString(hexKey.c_str(), maxBytes == SIZE_MAX ? SIZE_MAX : 2 * maxBytes);
+    if (!hex) return string(key, required, maxBytes);
+    if (hex->size() % 2) fail("'" + hexKey + "' must be hex digits");
+    auto digit = [&](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        fail("'" + hexKey + "' must be lower-case hex digits");
+    };
+    std::string out;
+    out.reserve(hex->size() / 2);
+    for (std::size_t i = 0; i < hex->size(); i += 2)
+        out.push_back(static_cast<char>(digit((*hex)[i]) * 16 + digit((*hex)[i + 1])));
+    if (required && out.empty()) fail("'" + hexKey + "' must not be empty");
+    return out;
+}
+
+void writeBytes(nlohmann::json& j, const char* key, const std::string& bytes) {
+    j[key] = bytes;
+    try {
+        (void)j[key].dump();
+    } catch (const nlohmann::json::type_error&) {
+        static constexpr char kDigits[] = "0123456789abcdef";
+        std::string hex;
+        hex.reserve(bytes.size() * 2);
+        for (unsigned char c : bytes) {
+            hex.push_back(kDigits[c >> 4]);
+            hex.push_back(kDigits[c & 15]);
+        }
+        j[std::string(key) + "_hex"] = hex;
+    }
+}
+
 }  // namespace airlock::protocol

@@ -33,6 +33,10 @@ class FieldReader {
     std::optional<std::int64_t> integer(const char* key, std::int64_t min, std::int64_t max) const;
     std::vector<std::string> strings(const char* key, std::size_t maxCount,
                                      std::size_t maxBytes = SIZE_MAX) const;
+    // A file name or path as writeBytes() sent it: its bytes from
+    // "<key>_hex" when present (a name that is not UTF-8), else string().
+    std::string bytes(const char* key, bool required = false,
+                      std::size_t maxBytes = SIZE_MAX) const;
     // An array of at most maxCount objects (absent: nullopt), each read by
     // its own reader.
     std::optional<std::vector<FieldReader>> objects(const char* key, std::size_t maxCount) const;
@@ -46,5 +50,10 @@ class FieldReader {
     const nlohmann::json* j_;
     std::string_view what_;
 };
+
+// Writes a file name or path under `key`. JSON text holds UTF-8 only, so a
+// name Linux allows that is not UTF-8 also goes as "<key>_hex" (its bytes),
+// and FieldReader::bytes() reads those back: any name round-trips.
+void writeBytes(nlohmann::json& j, const char* key, const std::string& bytes);
 
 }  // namespace airlock::protocol

@@ -60,7 +60,9 @@ std::string toJson(const FileWriteRequest& r) {
 }
 
 std::string toJson(const FileReadRequest& r) {
-    return jsonText(withUser({{"op", "file_read"}, {"path", r.path}}, r.user));
+    json j{{"op", "file_read"}};
+    writeBytes(j, "path", r.path);  // a listed name that is not UTF-8 is read back
+    return jsonText(withUser(std::move(j), r.user));
 }
 
 std::string toJson(const WorkspaceScanRequest& r) {
@@ -113,7 +115,7 @@ FileWriteRequest parseFileWrite(const std::string& payload) {
 
 FileReadRequest parseFileRead(const std::string& payload) {
     auto f = FieldReader::parse(payload, opName(Op::file_read));
-    return {f.string("path", true), f.string("user")};
+    return {f.bytes("path", true), f.string("user")};
 }
 
 WorkspaceScanRequest parseWorkspaceScan(const std::string& payload) {

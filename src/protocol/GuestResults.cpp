@@ -29,8 +29,8 @@ std::string timestamp(const FieldReader& f, const char* key) {
 
 FileEntry readEntry(const FieldReader& f) {
     FileEntry e;
-    e.name = f.string("name", true, kMaxGuestName);
-    e.path = f.string("path", true, kMaxGuestPath);
+    e.name = f.bytes("name", true, kMaxGuestName);
+    e.path = f.bytes("path", true, kMaxGuestPath);
     if (e.name.empty()) f.fail("'name' must not be empty");
     if (e.path.empty() || e.path[0] != '/') f.fail("'path' must be absolute");
     std::string type = f.string("type", true);
@@ -82,6 +82,7 @@ PathActivity readPathActivity(const FieldReader& p) {
     if (a.writes > 0) {
         a.firstWriteMs = static_cast<std::int64_t>(p.requiredNumber("first_write_ms", INT64_MAX));
         a.lastWriteMs = static_cast<std::int64_t>(p.requiredNumber("last_write_ms", INT64_MAX));
+        a.lastWriter = p.string("last_writer", false, kMaxTraceBytes);
     }
     a.execs = p.strings("execs", kMaxActivityExecs, kMaxTraceBytes);
     return a;
@@ -104,9 +105,11 @@ std::string typeName(FileEntry::Type type) {
 }
 
 json toJsonValue(const FileEntry& e) {
-    return {{"name", e.name}, {"path", e.path}, {"type", typeName(e.type)},
-            {"size", e.size}, {"mode", e.mode}, {"mtime", e.mtime},
-            {"uid", e.uid},   {"gid", e.gid}};
+    json j{{"type", typeName(e.type)}, {"size", e.size}, {"mode", e.mode},
+           {"mtime", e.mtime},         {"uid", e.uid},   {"gid", e.gid}};
+    writeBytes(j, "name", e.name);
+    writeBytes(j, "path", e.path);
+    return j;
 }
 
 json toJsonValue(const FsResult& r) {
@@ -159,6 +162,7 @@ json toJsonValue(const FileActivityReport& r) {
         if (p.writes > 0) {
             j["first_write_ms"] = p.firstWriteMs;
             j["last_write_ms"] = p.lastWriteMs;
+            j["last_writer"] = p.lastWriter;
         }
         paths.push_back(std::move(j));
     }

@@ -92,6 +92,9 @@ struct PathActivity {
     std::int64_t firstMs = 0, lastMs = 0;
     std::int64_t firstWriteMs = 0, lastWriteMs = 0;  // 0: never written
     std::vector<std::string> execs;                  // the traces of the commands seen
+    // The trace of the command whose write came last ("" when that write was
+    // in no command): whose the file's content is, whatever came before.
+    std::string lastWriter;
 };
 struct FileActivityReport {
     bool watching = false;  // nothing else is sent when not

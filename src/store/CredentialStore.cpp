@@ -1,5 +1,7 @@
 #include "store/CredentialStore.hpp"
 
+#include "store/StringList.hpp"
+
 namespace airlock {
 
 CredentialStore::CredentialStore(Database& db) : db_(db) {}
@@ -7,19 +9,21 @@ CredentialStore::CredentialStore(Database& db) : db_(db) {}
 bool CredentialStore::insert(const CredentialRecord& c) {
     return db_.run(
                "INSERT OR IGNORE INTO credentials (tenant, name, kind, host, username, "
-               "secret_sealed, known_hosts, created_at) VALUES (?,?,?,?,?,?,?,?)",
+               "secret_sealed, known_hosts, created_at, scope) VALUES (?,?,?,?,?,?,?,?,?)",
                c.tenant, c.name, c.kind, c.host, c.username, c.secretSealed, c.knownHosts,
-               c.createdAt) > 0;
+               c.createdAt, stringListColumn(c.scope)) > 0;
 }
 
 namespace {
 constexpr const char* kCredentialSelect =
-    "SELECT tenant, name, kind, host, username, secret_sealed, known_hosts, created_at FROM "
+    "SELECT tenant, name, kind, host, username, secret_sealed, known_hosts, created_at, scope "
+    "FROM "
     "credentials ";
 
 CredentialRecord rowOf(const Database::Statement& st) {
-    return CredentialRecord{st.text(0), st.text(1), st.text(2), st.text(3),
-                            st.text(4), st.text(5), st.text(6), st.text(7)};
+    return CredentialRecord{st.text(0), st.text(1), st.text(2),
+                            st.text(3), st.text(4), st.text(5),
+                            st.text(6), st.text(7), stringListFromColumn(st.text(8))};
 }
 }  // namespace
 

@@ -18,6 +18,9 @@ struct CredentialRecord {
     std::string secretSealed;
     std::string knownHosts;  // ssh-key only
     std::string createdAt;
+    // Repository path prefixes ("/org/") the credential may also be sent
+    // to; empty: only the workspace's own repository.
+    std::vector<std::string> scope = {};
 };
 
 class CredentialStore {

@@ -5,7 +5,7 @@ namespace {
 constexpr const char* kGatedExecColumns =
     "id, approval_id, sandbox, tenant, request, command, class, reason, state, requested_at, "
     "expires_at, decided_at,"
-    " decided_by, decision_reason, exit_code, stdout, stderr, error";
+    " decided_by, decision_reason, exit_code, stdout, stderr, error, request_digest, shown";
 
 GatedExec readGatedExecRow(const Database::Statement& st) {
     GatedExec e;
@@ -27,6 +27,8 @@ GatedExec readGatedExecRow(const Database::Statement& st) {
     e.stdoutData = st.text(15);
     e.stderrData = st.text(16);
     e.error = st.text(17);
+    e.requestDigest = st.text(18);
+    e.shownJson = st.text(19);
     return e;
 }
 }  // namespace
@@ -35,10 +37,11 @@ GatedExecStore::GatedExecStore(Database& db) : db_(db) {}
 
 void GatedExecStore::insert(const GatedExec& e) {
     db_.run(std::string("INSERT INTO gated_execs (") + kGatedExecColumns +
-                ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             e.id, e.approvalId, e.sandboxId, e.tenant, e.requestJson, e.command, e.commandClass,
             e.reason, e.state, e.requestedAt, e.expiresAt, e.decidedAt, e.decidedBy,
-            e.decisionReason, e.exitCode, e.stdoutData, e.stderrData, e.error);
+            e.decisionReason, e.exitCode, e.stdoutData, e.stderrData, e.error, e.requestDigest,
+            e.shownJson);
 }
 
 bool GatedExecStore::decide(const std::string& id, const std::string& state,

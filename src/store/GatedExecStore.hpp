@@ -26,6 +26,11 @@ struct GatedExec {
     std::string decidedAt, decidedBy, decisionReason;
     std::int64_t exitCode = -1;
     std::string stdoutData, stderrData, error;
+    // SHA-256 over the canonical request (ApprovalGates::requestDigest): what
+    // an approval binds; "" for a record from before digests (never runs).
+    std::string requestDigest;
+    // What the approver is shown of the request (JSON, secrets masked).
+    std::string shownJson;
 };
 
 class GatedExecStore {

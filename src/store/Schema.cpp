@@ -68,6 +68,17 @@ CREATE TABLE credentials (
   created_at TEXT NOT NULL, PRIMARY KEY (tenant, name));
 CREATE TABLE workspaces (owner TEXT PRIMARY KEY, tenant TEXT NOT NULL, json TEXT NOT NULL);
 )sql"},
+    // An approval binds the request it shows: its digest (SHA-256 over the
+    // canonical request) and what the approver is shown of it.
+    {2, R"sql(
+ALTER TABLE gated_execs ADD COLUMN request_digest TEXT NOT NULL DEFAULT '';
+ALTER TABLE gated_execs ADD COLUMN shown TEXT NOT NULL DEFAULT '';
+)sql"},
+    // A credential's scope: the repository path prefixes it may be sent to
+    // beyond the workspace's own repository ([] = that repository only).
+    {3, R"sql(
+ALTER TABLE credentials ADD COLUMN scope TEXT NOT NULL DEFAULT '[]';
+)sql"},
 };
 
 static_assert(std::size(kSteps) == kLatestSchemaVersion, "one step per schema version");

@@ -21,6 +21,10 @@ void WorkspaceStore::copy(const std::string& from, const std::string& to) {
         to, from);
 }
 
+std::vector<std::string> WorkspaceStore::all() {
+    return db_.all("SELECT json FROM workspaces", textColumn);
+}
+
 void WorkspaceStore::remove(const std::string& owner) {
     db_.run("DELETE FROM workspaces WHERE owner = ?", owner);
 }

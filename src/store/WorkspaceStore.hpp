@@ -1,6 +1,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "store/Database.hpp"
 
@@ -17,6 +18,8 @@ class WorkspaceStore {
     // A snapshot takes its sandbox's, a clone its snapshot's; no-op without one.
     void copy(const std::string& from, const std::string& to);
     void remove(const std::string& owner);
+    // Every record's JSON (mirror retention keeps what any of them names).
+    std::vector<std::string> all();
 
   private:
     Database& db_;

@@ -4,6 +4,8 @@
 
 #include <sstream>
 
+#include "workspace/GitSocket.hpp"
+
 namespace airlock::workspace {
 
 struct GitRemoteAccess::State {
@@ -13,6 +15,10 @@ struct GitRemoteAccess::State {
     bool headerSent = false;  // the credential went out up front (https kinds)
     std::chrono::steady_clock::time_point deadline;
     std::string refusal;  // why a callback stopped the operation
+    std::uint64_t maxBytes = 0;
+    ErrorCode limitCode = ErrorCode::payload_too_large;
+    const std::string* limitMessage = nullptr;
+    bool limited = false;  // stopped at maxBytes
     std::vector<std::string> rejected;
 };
 
@@ -90,8 +96,12 @@ int certificateCallback(git_cert* cert, int valid, const char* host, void* paylo
     return 0;
 }
 
-int progressCallback(const git_indexer_progress*, void* payload) {
+int progressCallback(const git_indexer_progress* stats, void* payload) {
     auto* s = static_cast<GitRemoteAccess::State*>(payload);
+    if (s->maxBytes && stats && stats->received_bytes > s->maxBytes) {
+        s->limited = true;
+        return stop(s, *s->limitMessage);
+    }
     if (std::chrono::steady_clock::now() > s->deadline)
         return stop(s, "the transfer took too long");
     return 0;
@@ -134,21 +144,46 @@ class AuthorizationHeader {
     char* list_[1] = {nullptr};
 };
 
+bool BrokeredCredential::covers(const RemoteUrl& target) const {
+    if (target.credentialHost() != host) return false;
+    if ((kind == "ssh-key") != (target.scheme == "ssh")) return false;
+    if (!ownPath.empty() && target.path == ownPath) return true;
+    std::string p = target.scopePath();
+    if (p.empty()) return false;
+    for (const auto& prefix : scope)
+        if (!prefix.empty() && p.rfind(prefix, 0) == 0 &&
+            (prefix.back() == '/' || p.size() == prefix.size() || p[prefix.size()] == '/'))
+            return true;
+    return false;
+}
+
 GitRemoteAccess::GitRemoteAccess(RemoteUrl url, std::optional<BrokeredCredential> credential,
                                  std::chrono::seconds timeout)
-    : url_(std::move(url)), credential_(std::move(credential)), timeout_(timeout) {}
+    : url_(std::move(url)), credential_(std::move(credential)), timeout_(timeout) {
+    // The last word before a credential leaves: never to a repository it
+    // was not opened for, whatever the caller decided.
+    if (credential_ && !credential_->covers(url_))
+        throw Error(ErrorCode::forbidden, "the credential is not for " + url_.credentialHost() +
+                                              url_.scopePath() +
+                                              ": outside the workspace's repository and the "
+                                              "credential's scope");
+}
 
 GitRemoteAccess::State GitRemoteAccess::newState() const {
     State state;
     state.url = &url_;
     state.credential = credential_ ? &*credential_ : nullptr;
     state.deadline = std::chrono::steady_clock::now() + timeout_;
+    state.maxBytes = maxBytes_;
+    state.limitCode = limitCode_;
+    state.limitMessage = &limitMessage_;
     return state;
 }
 
 namespace {
 // Errors of the remote, with why a callback stopped it when one did.
 [[noreturn]] void failRemote(const GitRemoteAccess::State& s, const std::string& what) {
+    if (s.limited) throw Error(s.limitCode, what + ": " + s.refusal);
     std::string msg = s.refusal.empty() ? gitMessage() : s.refusal;
     throw Error(ErrorCode::unprocessable, what + ": " + (msg.empty() ? "failed" : msg));
 }
@@ -179,8 +214,15 @@ template <typename Options>
 }
 }  // namespace
 
+void GitRemoteAccess::limitBytes(std::uint64_t maxBytes, ErrorCode code, std::string message) {
+    maxBytes_ = maxBytes;
+    limitCode_ = code;
+    limitMessage_ = std::move(message);
+}
+
 void GitRemoteAccess::fetchInto(git_repository* mirror) {
     State state = newState();
+    ClearTextCredential clear(clearText());
     Remote remote = openRemote(mirror, state);
     git_fetch_options opts;
     git_fetch_options_init(&opts, GIT_FETCH_OPTIONS_VERSION);
@@ -200,6 +242,7 @@ void GitRemoteAccess::fetchInto(git_repository* mirror) {
 
 std::string GitRemoteAccess::branchValue(git_repository* repo, const std::string& branch) {
     State state = newState();
+    ClearTextCredential clear(clearText());
     Remote remote = openRemote(repo, state);
     git_remote_connect_options opts;
     git_remote_connect_options_init(&opts, GIT_REMOTE_CONNECT_OPTIONS_VERSION);
@@ -219,6 +262,7 @@ std::string GitRemoteAccess::branchValue(git_repository* repo, const std::string
 void GitRemoteAccess::push(git_repository* repo, const std::string& localRef,
                            const std::string& branch) {
     State state = newState();
+    ClearTextCredential clear(clearText());
     Remote remote = openRemote(repo, state);
     git_push_options opts;
     git_push_options_init(&opts, GIT_PUSH_OPTIONS_VERSION);

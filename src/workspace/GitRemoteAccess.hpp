@@ -1,5 +1,6 @@
 #pragma once
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,14 @@ struct BrokeredCredential {
     std::string username;
     std::string secret;
     std::string knownHosts;
+    // Where it may be sent: the workspace's own repository (its path exactly
+    // as given), and paths under a prefix of the credential's scope.
+    std::string ownPath;
+    std::vector<std::string> scope = {};
+
+    // Same host and port as recorded, same scheme family, and the
+    // workspace's own repository or a path inside the scope.
+    bool covers(const RemoteUrl& target) const;
 };
 
 // Talks to one remote for the host, with libgit2: no proxy from the
@@ -26,8 +35,13 @@ struct BrokeredCredential {
 // Error(unprocessable) carrying git's message.
 class GitRemoteAccess {
   public:
+    // Error(forbidden) when the credential does not cover `url` (another
+    // repository than the one it was opened for, outside its scope).
     GitRemoteAccess(RemoteUrl url, std::optional<BrokeredCredential> credential,
                     std::chrono::seconds timeout = std::chrono::seconds(300));
+    // A fetch stops once it has received more than `maxBytes` and fails
+    // with Error(code, message) (0: no limit but the time).
+    void limitBytes(std::uint64_t maxBytes, ErrorCode code, std::string message);
     // Fetches every branch and tag into `mirror` (a bare repository),
     // pruning what the remote deleted.
     void fetchInto(git_repository* mirror);
@@ -41,9 +55,14 @@ class GitRemoteAccess {
 
   private:
     State newState() const;
+    // The credential would cross the wire unencrypted (http).
+    bool clearText() const { return url_.scheme == "http" && credential_.has_value(); }
     RemoteUrl url_;
     std::optional<BrokeredCredential> credential_;
     std::chrono::seconds timeout_;
+    std::uint64_t maxBytes_ = 0;
+    ErrorCode limitCode_ = ErrorCode::payload_too_large;
+    std::string limitMessage_;
 };
 
 // The server refused a pushed reference (non-fast-forward, a hook, a

@@ -77,8 +77,8 @@ int streamConnect(git_stream* stream) {
     for (const addrinfo* a = res; a; a = a->ai_next) {
         if (a->ai_family != AF_INET && a->ai_family != AF_INET6) continue;
         auto addr = addressOf(a->ai_addr);
-        if (auto why = settings->policy.refusal(addr)) {
-            refused = addr.to_string() + " is a " + *why + " address the operator has not opened";
+        if (auto why = gitConnectRefusal(addr, settings->policy, ClearTextCredential::active())) {
+            refused = addr.to_string() + " " + *why;
             continue;
         }
         int fd = connectOne(a, settings->connectTimeout);
@@ -144,7 +144,26 @@ int streamInit(git_stream** out, const char* host, const char* port) {
     return 0;
 }
 
+thread_local bool clearTextOnThisThread = false;
+
 }  // namespace
+
+ClearTextCredential::ClearTextCredential(bool active) : previous_(clearTextOnThisThread) {
+    clearTextOnThisThread = previous_ || active;
+}
+ClearTextCredential::~ClearTextCredential() { clearTextOnThisThread = previous_; }
+bool ClearTextCredential::active() { return clearTextOnThisThread; }
+
+std::optional<std::string> gitConnectRefusal(const boost::asio::ip::address& addr,
+                                             const egress::AddressPolicy& policy,
+                                             bool clearTextCredential) {
+    if (auto why = policy.refusal(addr))
+        return "is a " + *why + " address the operator has not opened";
+    if (clearTextCredential && !policy.operatorAllowed(addr))
+        return "is not in a range the operator opened, and a credential goes there only over "
+               "https";
+    return std::nullopt;
+}
 
 void installGitSocket(const egress::AddressPolicy& policy, std::chrono::seconds connectTimeout,
                       std::chrono::seconds ioTimeout) {

@@ -1,5 +1,7 @@
 #pragma once
 #include <chrono>
+#include <optional>
+#include <string>
 
 #include "egress/AddressPolicy.hpp"
 
@@ -14,5 +16,28 @@ namespace airlock::workspace {
 // hold a worker forever). Call once, before any remote is used.
 void installGitSocket(const egress::AddressPolicy& policy, std::chrono::seconds connectTimeout,
                       std::chrono::seconds ioTimeout);
+
+// While one lives on a thread, the connections libgit2 opens there carry a
+// credential in the clear (plain http): each address is checked at connect
+// time against the ranges the operator opened, both families (a name that
+// resolved to an opened address for the check and to another for the
+// connection gets nowhere).
+class ClearTextCredential {
+  public:
+    explicit ClearTextCredential(bool active);
+    ~ClearTextCredential();
+    ClearTextCredential(const ClearTextCredential&) = delete;
+    ClearTextCredential& operator=(const ClearTextCredential&) = delete;
+    static bool active();
+
+  private:
+    bool previous_;
+};
+
+// Why the git socket refuses `addr` (nullopt: it may connect): the egress
+// address policy, and with a clear-text credential the operator's ranges.
+std::optional<std::string> gitConnectRefusal(const boost::asio::ip::address& addr,
+                                             const egress::AddressPolicy& policy,
+                                             bool clearTextCredential);
 
 }  // namespace airlock::workspace

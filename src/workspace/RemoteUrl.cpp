@@ -5,6 +5,7 @@
 
 #include <boost/asio/ip/address.hpp>
 #include <memory>
+#include <vector>
 
 #include "core/Error.hpp"
 
@@ -135,34 +136,79 @@ RemoteUrl RemoteUrl::resolve(const std::string& relative) const {
     return parse(base + (base.size() > floor || base.back() != ':' ? "/" : "") + rel);
 }
 
-void requireAllowedAddress(const RemoteUrl& url, const egress::AddressPolicy& policy) {
+namespace {
+// Every address of the host, both families.
+std::vector<boost::asio::ip::address> resolveAll(const std::string& host) {
     addrinfo hints{};
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* res = nullptr;
-    int rc = ::getaddrinfo(url.host.c_str(), nullptr, &hints, &res);
+    int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
     if (rc != 0)
-        throw Error(ErrorCode::unprocessable,
-                    "cannot resolve " + url.host + ": " + gai_strerror(rc));
+        throw Error(ErrorCode::unprocessable, "cannot resolve " + host + ": " + gai_strerror(rc));
     std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> hold(res, ::freeaddrinfo);
+    std::vector<boost::asio::ip::address> out;
     for (addrinfo* a = res; a; a = a->ai_next) {
-        boost::asio::ip::address addr;
         if (a->ai_family == AF_INET) {
             auto* sin = reinterpret_cast<sockaddr_in*>(a->ai_addr);
-            addr = boost::asio::ip::address_v4(ntohl(sin->sin_addr.s_addr));
+            out.push_back(boost::asio::ip::address_v4(ntohl(sin->sin_addr.s_addr)));
         } else if (a->ai_family == AF_INET6) {
             auto* sin6 = reinterpret_cast<sockaddr_in6*>(a->ai_addr);
             boost::asio::ip::address_v6::bytes_type bytes;
             std::copy(std::begin(sin6->sin6_addr.s6_addr), std::end(sin6->sin6_addr.s6_addr),
                       bytes.begin());
-            addr = boost::asio::ip::address_v6(bytes);
-        } else {
-            continue;
+            out.push_back(boost::asio::ip::address_v6(bytes));
         }
+    }
+    return out;
+}
+}  // namespace
+
+namespace {
+bool plainPath(const std::string& p) {
+    if (p.empty() || p[0] != '/' || p.size() > 2048) return false;
+    for (char c : p)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f || c == '%' || c == '\\' ||
+            c == '?' || c == '#')
+            return false;
+    // No "." or ".." segment, no "//" (a trailing "/" is fine: "/org/").
+    std::size_t i = 1;
+    while (i <= p.size()) {
+        std::size_t j = p.find('/', i);
+        if (j == std::string::npos) j = p.size();
+        std::string seg = p.substr(i, j - i);
+        if (seg == "." || seg == ".." || (seg.empty() && j != p.size())) return false;
+        i = j + 1;
+    }
+    return true;
+}
+}  // namespace
+
+std::string RemoteUrl::scopePath() const {
+    std::string p = !path.empty() && path[0] == '/' ? path : "/" + path;
+    return plainPath(p) ? p : std::string();
+}
+
+bool RemoteUrl::validScopePrefix(const std::string& prefix) { return plainPath(prefix); }
+
+void requireAllowedAddress(const RemoteUrl& url, const egress::AddressPolicy& policy) {
+    for (const auto& addr : resolveAll(url.host))
         if (auto why = policy.refusal(addr))
             throw Error(ErrorCode::forbidden, "the repository host " + url.host + " resolves to " +
                                                   addr.to_string() + ", a " + *why +
                                                   " address the operator has not opened");
-    }
+}
+
+void requireClearTextAllowed(const RemoteUrl& url, const egress::AddressPolicy& policy) {
+    auto addrs = resolveAll(url.host);
+    if (addrs.empty())
+        throw Error(ErrorCode::unprocessable, "cannot resolve " + url.host + ": no address");
+    for (const auto& addr : addrs)
+        if (!policy.operatorAllowed(addr))
+            throw Error(ErrorCode::forbidden,
+                        "a credential goes only over https, or over plain http to ranges the "
+                        "operator opened (--egress-allow-cidr); " +
+                            url.host + " resolves to " + addr.to_string() +
+                            ", which is not in one");
 }
 
 }  // namespace airlock::workspace

@@ -27,11 +27,25 @@ struct RemoteUrl {
     bool sameOrigin(const RemoteUrl& other) const;
     // A submodule's URL: absolute as is, "./x" and "../x" against this one.
     RemoteUrl resolve(const std::string& relative) const;
+    // The path as a credential's scope compares it ("/org/repo.git"), or ""
+    // when a server might read it as another path than the text says (dot
+    // or empty segments, '%', '\\', '?', '#', control characters): such a
+    // path is in no scope.
+    std::string scopePath() const;
+    // Whether `prefix` is a scope entry scopePath() can be compared with:
+    // starts with "/", and is itself a plain path.
+    static bool validScopePrefix(const std::string& prefix);
 };
 
 // Resolves the remote's host and refuses it (Error(forbidden)) when any of
 // its addresses is loopback, private, link-local or another special range
 // the operator has not opened (--egress-allow-cidr), as egress does.
 void requireAllowedAddress(const RemoteUrl& url, const egress::AddressPolicy& policy);
+
+// A credential over plain http crosses the network in the clear: every
+// address the host resolves to, IPv4 or IPv6, must lie in a range the
+// operator opened (--egress-allow-cidr); Error(forbidden) otherwise. A
+// public address is not "opened": it is merely allowed for egress.
+void requireClearTextAllowed(const RemoteUrl& url, const egress::AddressPolicy& policy);
 
 }  // namespace airlock::workspace

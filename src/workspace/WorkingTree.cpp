@@ -31,7 +31,7 @@ Scan parseScan(const std::string& bytes) {
 
 git_oid buildWorkingTree(git_repository* repo, const Scan& scan,
                          const std::map<std::string, git_oid>& gitlinks, const FileReader& readFile,
-                         std::uint64_t maxBytes) {
+                         std::uint64_t maxBytes, const ClaimFilter& mayClaim) {
     git_odb* rawOdb = nullptr;
     check(git_repository_odb(&rawOdb, repo), ErrorCode::internal, "odb");
     Odb odb(rawOdb);
@@ -62,7 +62,7 @@ git_oid buildWorkingTree(git_repository* repo, const Scan& scan,
             count(f.linkTarget.size());
             check(git_blob_create_from_buffer(&id, repo, f.linkTarget.data(), f.linkTarget.size()),
                   ErrorCode::internal, "blob");
-        } else if (git_oid_fromstr(&id, f.id.c_str()) == 0 &&
+        } else if (git_oid_fromstr(&id, f.id.c_str()) == 0 && (!mayClaim || mayClaim(id)) &&
                    git_odb_read_header(&size, &type, odb.get(), &id) == 0 &&
                    type == GIT_OBJECT_BLOB) {
             // A blob we hold already: the content is ours, not the guest's word.

@@ -34,9 +34,13 @@ Scan parseScan(const std::string& bytes);
 using FileReader = std::function<std::string(const std::string& path)>;
 // Every file counts against maxBytes, claimed or read (a guest naming one
 // big blob under many paths gets no further than one reading them all).
+// `mayClaim`, when set, limits which held blobs a claim may name (the
+// repository reads other repositories' objects through alternates: a claim
+// outside the workspace's own objects is read back like an unknown one).
+using ClaimFilter = std::function<bool(const git_oid&)>;
 git_oid buildWorkingTree(git_repository* repo, const Scan& scan,
                          const std::map<std::string, git_oid>& gitlinks, const FileReader& readFile,
-                         std::uint64_t maxBytes = 4ull << 30);
+                         std::uint64_t maxBytes = 4ull << 30, const ClaimFilter& mayClaim = {});
 
 struct TreeDiff {
     std::string patch;  // git's patch format: full index lines, binary patches, renames

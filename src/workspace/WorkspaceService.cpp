@@ -2,7 +2,10 @@
 
 #include <netdb.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -99,25 +102,6 @@ std::map<std::string, std::pair<std::string, std::string>> parseGitmodules(std::
     return mods;
 }
 
-// A credential over plain http would cross the network in the clear: only
-// to addresses the operator opened (a loopback test server, an on-prem host).
-void requireOperatorOpened(const RemoteUrl& url, const egress::AddressPolicy& policy) {
-    addrinfo hints{};
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
-    if (::getaddrinfo(url.host.c_str(), nullptr, &hints, &res) != 0)
-        throw Error(ErrorCode::unprocessable, "cannot resolve " + url.host);
-    std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> hold(res, ::freeaddrinfo);
-    for (addrinfo* a = res; a; a = a->ai_next) {
-        if (a->ai_family != AF_INET) continue;
-        auto* sin = reinterpret_cast<sockaddr_in*>(a->ai_addr);
-        if (!policy.operatorAllowed(boost::asio::ip::address_v4(ntohl(sin->sin_addr.s_addr))))
-            throw Error(ErrorCode::bad_request,
-                        "a credential goes only over https (plain http only to ranges the operator "
-                        "opened)");
-    }
-}
-
 std::string gitlinkFile(const std::string& smPath, const std::string& name) {
     std::string up;
     for (auto part : fs::path(smPath)) {
@@ -134,6 +118,10 @@ struct WorkspaceService::Record {
     std::vector<std::string> writeScope;
     bool enforceScope = false;
     std::vector<SubmoduleCheckout> submodules;  // mirrorPath filled when loaded
+    // Submodules not checked out (outside the credential's scope and not
+    // readable without it): their gitlinks stay as the base has them.
+    std::vector<SubmoduleCheckout> skipped;
+    std::vector<std::string> warnings;  // what the workspace's owner should know
 
     json toJson() const {
         json subs = json::array();
@@ -149,7 +137,16 @@ struct WorkspaceService::Record {
                 {"head", head},
                 {"write_scope", writeScope},
                 {"enforce_scope", enforceScope},
-                {"submodules", subs}};
+                {"submodules", subs},
+                {"skipped_submodules", skippedJson()},
+                {"warnings", warnings}};
+    }
+    json skippedJson() const {
+        json out = json::array();
+        for (const auto& s : skipped)
+            out.push_back(
+                {{"name", s.name}, {"path", s.path}, {"url", s.url}, {"commit", s.commit}});
+        return out;
     }
     static Record fromJson(const json& j) {
         Record r;
@@ -165,6 +162,10 @@ struct WorkspaceService::Record {
         for (const auto& s : j.value("submodules", json::array()))
             r.submodules.push_back({s.value("name", ""), s.value("path", ""), s.value("url", ""),
                                     s.value("commit", ""), ""});
+        for (const auto& s : j.value("skipped_submodules", json::array()))
+            r.skipped.push_back({s.value("name", ""), s.value("path", ""), s.value("url", ""),
+                                 s.value("commit", ""), ""});
+        r.warnings = j.value("warnings", std::vector<std::string>{});
         return r;
     }
 };
@@ -245,14 +246,16 @@ CredentialRecord WorkspaceService::addCredential(const std::string& tenant,
     c.host = spec.host;
     c.username = spec.username;
     c.knownHosts = spec.knownHosts;
+    c.scope = spec.scope;
     c.createdAt = nowTimestamp();
     if (credentials_.list(tenant).size() >= 64)
         throw Error(ErrorCode::quota_exceeded, "a tenant has at most 64 credentials");
     c.secretSealed = config_.cipher->seal(spec.secret, "credential/" + tenant + "/" + spec.name);
     if (!credentials_.insert(c))
         throw Error(ErrorCode::conflict, "a credential named '" + spec.name + "' exists already");
-    controller_.recordEvent(refOf("", tenant), "credential.created",
-                            {{"name", c.name}, {"kind", c.kind}, {"host", c.host}});
+    controller_.recordEvent(
+        refOf("", tenant), "credential.created",
+        {{"name", c.name}, {"kind", c.kind}, {"host", c.host}, {"scope", c.scope}});
     c.secretSealed.clear();
     return c;
 }
@@ -280,11 +283,20 @@ std::optional<BrokeredCredential> WorkspaceService::openCredential(const std::st
     if ((c->kind == "ssh-key") != (url.scheme == "ssh"))
         throw Error(ErrorCode::bad_request, "credential '" + name + "' is a " + c->kind +
                                                 " and the repository is " + url.scheme);
-    if (url.scheme == "http") requireOperatorOpened(url, config_.addressPolicy);
+    if (url.scheme == "http") requireClearTextAllowed(url, config_.addressPolicy);
+    BrokeredCredential scoped{c->kind, c->host, c->username, "", "", "", c->scope};
+    // A credential with a scope is for the paths it names, the workspace's
+    // repository included.
+    if (!c->scope.empty() && !scoped.covers(url))
+        throw Error(ErrorCode::forbidden, "credential '" + name + "' is scoped to " +
+                                              json(c->scope).dump() + ", which does not hold " +
+                                              url.path);
     if (!config_.cipher) throw Error(ErrorCode::unavailable, "no secret key is configured");
     return BrokeredCredential{
-        c->kind, c->host, c->username,
-        config_.cipher->open(c->secretSealed, "credential/" + tenant + "/" + name), c->knownHosts};
+        c->kind,       c->host,
+        c->username,   config_.cipher->open(c->secretSealed, "credential/" + tenant + "/" + name),
+        c->knownHosts, url.path,
+        c->scope};
 }
 
 // ------------------------------------------------------------ mirrors
@@ -300,27 +312,178 @@ std::string WorkspaceService::mirrorPath(const std::string& tenant, const Remote
 std::string WorkspaceService::fetchMirror(const std::string& tenant, const RemoteUrl& url,
                                           const std::optional<BrokeredCredential>& credential) {
     requireAllowedAddress(url, config_.addressPolicy);
+    // Disk first: the free-disk floor (507) and the tenant's git quota,
+    // then a fetch that stops at whichever of the per-fetch cap, the rest
+    // of the quota and the room above the floor comes first.
+    controller_.requireFreeSpace("a git fetch");
+    std::uint64_t used = config_.tenantQuotaBytes ? tenantUsage(tenant) : 0;
+    if (config_.tenantQuotaBytes && used >= config_.tenantQuotaBytes)
+        throw Error(ErrorCode::quota_exceeded,
+                    "the tenant's git storage holds " + std::to_string(used >> 20) +
+                        " MiB, at its quota of " + std::to_string(config_.tenantQuotaBytes >> 20) +
+                        " MiB (--git-tenant-quota-mib): no fetch until mirrors are pruned");
     std::string path = mirrorPath(tenant, url);
     auto lock = lockFor(mirrorLocks_, path);
     std::lock_guard hold(*lock);
-    git_repository* raw = nullptr;
-    if (!fs::exists(path + "/HEAD")) {
-        fs::create_directories(path);
-        check(git_repository_init(&raw, path.c_str(), 1), ErrorCode::internal, "mirror");
-    } else {
-        check(git_repository_open_bare(&raw, path.c_str()), ErrorCode::internal, "mirror");
+    GitRemoteAccess remote(url, credential, config_.gitTimeout);
+    std::uint64_t limit = config_.maxFetchBytes;
+    ErrorCode code = ErrorCode::payload_too_large;
+    std::string why = "stopped: the fetch passed the cap of " +
+                      std::to_string(config_.maxFetchBytes >> 20) +
+                      " MiB per fetch (--git-fetch-max-mib); nothing of it was kept";
+    if (config_.tenantQuotaBytes && config_.tenantQuotaBytes - used < limit) {
+        limit = config_.tenantQuotaBytes - used;
+        code = ErrorCode::quota_exceeded;
+        why = "stopped: the fetch would pass the tenant's git quota of " +
+              std::to_string(config_.tenantQuotaBytes >> 20) +
+              " MiB (--git-tenant-quota-mib); nothing of it was kept";
     }
-    Repository repo(raw);
-    // Every use fetches with the caller's credential: what one sandbox
-    // fetched is no proof another may read it.
-    GitRemoteAccess(url, credential, config_.gitTimeout).fetchInto(repo.get());
+    struct statvfs st {};
+    if (config_.minFreeDiskBytes && ::statvfs(config_.dataDir.c_str(), &st) == 0) {
+        std::uint64_t free = static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
+        std::uint64_t room = free > config_.minFreeDiskBytes ? free - config_.minFreeDiskBytes : 0;
+        if (room < limit) {
+            limit = room;
+            code = ErrorCode::insufficient_storage;
+            why =
+                "stopped: the fetch would bring the data directory under its free-disk floor "
+                "of " +
+                std::to_string(config_.minFreeDiskBytes >> 20) +
+                " MiB (--min-free-disk); nothing of it was kept";
+        }
+    }
+    remote.limitBytes(std::max<std::uint64_t>(limit, 1), code, why);
+    bool fresh = !fs::exists(path + "/HEAD");
+    try {
+        git_repository* raw = nullptr;
+        if (fresh) {
+            fs::create_directories(path);
+            check(git_repository_init(&raw, path.c_str(), 1), ErrorCode::internal, "mirror");
+        } else {
+            check(git_repository_open_bare(&raw, path.c_str()), ErrorCode::internal, "mirror");
+        }
+        Repository repo(raw);
+        // Every use fetches with the caller's credential: what one sandbox
+        // fetched is no proof another may read it.
+        remote.fetchInto(repo.get());
+    } catch (...) {
+        // A stopped fetch leaves nothing behind: a new mirror goes whole,
+        // an old one loses the pack being written.
+        std::error_code ec;
+        if (fresh)
+            fs::remove_all(path, ec);
+        else
+            removePartialPacks(path);
+        throw;
+    }
+    // When it was last used, for mirror retention.
+    std::ofstream(path + "/airlock-last-used", std::ios::trunc) << nowTimestamp() << "\n";
     return path;
+}
+
+void WorkspaceService::removePartialPacks(const std::string& mirror) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(mirror + "/objects/pack", ec)) {
+        std::string name = e.path().filename().string();
+        bool complete = false;
+        for (const char* ext : {".pack", ".idx", ".keep", ".rev", ".mtimes", ".promisor"})
+            if (name.rfind("pack-", 0) == 0 && name.size() > std::strlen(ext) &&
+                name.compare(name.size() - std::strlen(ext), std::string::npos, ext) == 0)
+                complete = true;
+        if (!complete) fs::remove_all(e.path(), ec);
+    }
+    // A .pack without its .idx is one the indexer did not finish.
+    for (const auto& e : fs::directory_iterator(mirror + "/objects/pack", ec)) {
+        auto p = e.path();
+        if (p.extension() == ".pack" && !fs::exists(fs::path(p).replace_extension(".idx")))
+            fs::remove(p, ec);
+    }
+}
+
+std::uint64_t WorkspaceService::tenantUsage(const std::string& tenant) const {
+    std::uint64_t total = 0;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(
+             tenantDir(tenant), fs::directory_options::skip_permission_denied, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        std::error_code sec;
+        if (it->is_regular_file(sec)) total += it->file_size(sec);
+    }
+    return total;
+}
+
+std::set<std::string> WorkspaceService::guestBlobs(const std::string& id) {
+    std::lock_guard lock(guestBlobsMutex_);
+    auto it = guestBlobs_.find(id);
+    return it == guestBlobs_.end() ? std::set<std::string>{} : it->second;
+}
+
+void WorkspaceService::rememberGuestBlobs(const std::string& id, const std::set<std::string>& ids) {
+    if (ids.empty()) return;
+    std::lock_guard lock(guestBlobsMutex_);
+    auto& mine = guestBlobs_[id];
+    // Bounded: past this the guest's files are read back again, never trusted more.
+    if (mine.size() + ids.size() > 200000) mine.clear();
+    mine.insert(ids.begin(), ids.end());
+}
+
+std::size_t WorkspaceService::pruneMirrors() {
+    if (config_.mirrorRetention.count() <= 0) return 0;
+    // What any workspace record (a sandbox's or a snapshot's) names is kept.
+    std::set<std::string> used;
+    for (const auto& text : workspaces_.all()) {
+        auto j = json::parse(text, nullptr, false);
+        if (!j.is_object()) continue;
+        auto urlHash = [&](const std::string& u) { used.insert(hashOf(u) + ".git"); };
+        urlHash(j.value("repo", ""));
+        for (const auto& s : j.value("submodules", json::array()))
+            if (s.is_object()) urlHash(s.value("url", ""));
+    }
+    auto cutoff = fs::file_time_type::clock::now() - config_.mirrorRetention;
+    std::size_t pruned = 0;
+    std::error_code ec;
+    for (const auto& t : fs::directory_iterator(config_.dataDir + "/git", ec)) {
+        std::error_code mec;
+        std::vector<std::string> gone;
+        for (const auto& m : fs::directory_iterator(t.path() / "mirrors", mec)) {
+            std::string name = m.path().filename().string();
+            if (used.count(name)) continue;
+            std::error_code tec;
+            auto stamp = m.path() / "airlock-last-used";
+            auto when = fs::exists(stamp, tec) ? fs::last_write_time(stamp, tec)
+                                               : fs::last_write_time(m.path(), tec);
+            if (tec || when > cutoff) continue;
+            std::string path = m.path().string();
+            auto lock = lockFor(mirrorLocks_, path);
+            std::lock_guard hold(*lock);
+            fs::remove_all(m.path(), tec);
+            if (tec) continue;
+            gone.push_back(path + "/objects");
+            ++pruned;
+            logInfo("workspace", "mirror retention: removed " + path);
+        }
+        if (gone.empty()) continue;
+        // The tenant's work store stops reading them.
+        std::string altFile = (t.path() / "work.git/objects/info/alternates").string();
+        auto tenantLock = lockFor(tenantLocks_, t.path().string());
+        std::lock_guard hold(*tenantLock);
+        std::ifstream in(altFile);
+        if (!in) continue;
+        std::string line, kept;
+        while (std::getline(in, line))
+            if (std::find(gone.begin(), gone.end(), line) == gone.end()) kept += line + "\n";
+        in.close();
+        std::string tmp = altFile + ".tmp";
+        std::ofstream(tmp, std::ios::trunc) << kept;
+        fs::rename(tmp, altFile, ec);
+    }
+    return pruned;
 }
 
 Repository WorkspaceService::openWorkRepo(const std::string& tenant,
                                           const std::vector<std::string>& mirrors) {
     std::string path = tenantDir(tenant) + "/work.git";
-    auto lock = lockFor(tenantLocks_, tenant);
+    auto lock = lockFor(tenantLocks_, tenantDir(tenant));  // mirror retention takes it too
     std::lock_guard hold(*lock);
     if (!fs::exists(path + "/HEAD")) {
         git_repository* raw = nullptr;
@@ -452,13 +615,31 @@ SandboxRecord WorkspaceService::createSandbox(const std::string& tenant,
                         throw Error(ErrorCode::unprocessable,
                                     "submodule '" + name + "' has an unsafe path");
                     RemoteUrl smRemote = url.resolve(smUrl);
-                    // Its credential only when it lives on the same host.
-                    auto smCred = smRemote.credentialHost() == url.credentialHost() &&
-                                          smRemote.scheme == url.scheme
-                                      ? credential
-                                      : std::nullopt;
-                    std::string smMirror = fetchMirror(tenant, smRemote, smCred);
                     std::string commit = oidHex(*git_tree_entry_id(link.get()));
+                    // The credential goes to the workspace's own repository
+                    // and its scope only: a .gitmodules naming another
+                    // repository of the host gets an anonymous fetch, and
+                    // the submodule is skipped when that fails.
+                    bool withheld = credential && !credential->covers(smRemote);
+                    auto smCred = withheld ? std::nullopt : credential;
+                    if (smCred && smRemote.scheme == "http")
+                        requireClearTextAllowed(smRemote, config_.addressPolicy);
+                    std::string smMirror;
+                    try {
+                        smMirror = fetchMirror(tenant, smRemote, smCred);
+                    } catch (const Error& e) {
+                        if (!withheld || e.code() != ErrorCode::unprocessable) throw;
+                        rec.skipped.push_back({name, smPath, smRemote.text, commit, ""});
+                        rec.warnings.push_back(
+                            "submodule " + smPath + " (" + smRemote.text +
+                            ") was skipped: it is outside credential '" + spec.credential +
+                            "''s scope and could not be fetched without it (" + e.what() + ")");
+                        continue;
+                    }
+                    if (withheld)
+                        rec.warnings.push_back("submodule " + smPath + " (" + smRemote.text +
+                                               ") was fetched without credential '" +
+                                               spec.credential + "': it is outside its scope");
                     Repository smRepo = openRepo(smMirror);
                     git_oid cid = *git_tree_entry_id(link.get());
                     git_commit* probe = nullptr;
@@ -494,7 +675,9 @@ SandboxRecord WorkspaceService::createSandbox(const std::string& tenant,
                              {"base_commit", rec.baseCommit},
                              {"branch", rec.branch},
                              {"path", rec.path},
-                             {"submodules", subs}});
+                             {"submodules", subs},
+                             {"skipped_submodules", rec.skippedJson()},
+                             {"warnings", rec.warnings}});
     // From here on the guest's own reads and writes in it are recorded.
     controller_.files().watchFiles(tenant, r.id, rec.path);
     return r;
@@ -593,6 +776,8 @@ json WorkspaceService::info(const std::string& tenant, const std::string& id) {
             {"credential", r.credential},
             {"head", r.head.empty() ? json(nullptr) : json(r.head)},
             {"submodules", subs},
+            {"skipped_submodules", r.skippedJson()},
+            {"warnings", r.warnings},
             {"changed_files", changed}};
 }
 
@@ -602,6 +787,10 @@ WorkspaceService::Snapshot WorkspaceService::snapshot(const std::string& tenant,
     std::vector<std::string> skip;
     std::map<std::string, git_oid> gitlinks;
     for (const auto& s : r.submodules) {
+        skip.push_back(s.path);
+        gitlinks[s.path] = parseOid(s.commit);
+    }
+    for (const auto& s : r.skipped) {  // not checked out: still the base's gitlink
         skip.push_back(s.path);
         gitlinks[s.path] = parseOid(s.commit);
     }
@@ -626,6 +815,7 @@ WorkspaceService::Snapshot WorkspaceService::snapshot(const std::string& tenant,
         return bytes;
     };
     Commit base = lookupCommit(work.get(), r.baseCommit);
+    std::set<std::string> hashedHere;  // paths whose blobs the host made from the guest's bytes
     if (!snap.scan.ignored.empty()) {
         // Git ignores untracked files only: a tracked file the rules match
         // is still part of the tree (read back; gone means deleted).
@@ -652,9 +842,42 @@ WorkspaceService::Snapshot WorkspaceService::snapshot(const std::string& tenant,
             check(git_blob_create_from_buffer(&id, work.get(), bytes.data(), bytes.size()),
                   ErrorCode::internal, "blob");
             snap.scan.files.push_back({path, file.mode, oidHex(id), ""});
+            hashedHere.insert(path);
         }
     }
-    git_oid tree = buildWorkingTree(work.get(), snap.scan, gitlinks, readFile);
+    // A claimed blob id counts only when it is this workspace's own: in its
+    // base tree, in the tree of its last host commit, or read back from its
+    // own guest before. The tenant's store also reads every other mirror
+    // (alternates) and other sandboxes' uploads; a claim of those is read
+    // back from the guest instead, so no diff shows what this sandbox never had.
+    std::set<std::string> own = guestBlobs(id);
+    auto addTree = [&](const git_oid& treeId) {
+        for (const auto& [path, file] : flattenTree(work.get(), treeId))
+            if (file.mode != GIT_FILEMODE_COMMIT) own.insert(oidHex(file.id));
+    };
+    addTree(*git_commit_tree_id(base.get()));
+    if (!r.head.empty()) {
+        git_oid headId;
+        git_commit* raw = nullptr;
+        if (git_oid_fromstr(&headId, r.head.c_str()) == 0 &&
+            git_commit_lookup(&raw, work.get(), &headId) == 0) {
+            Commit head(raw);
+            addTree(*git_commit_tree_id(head.get()));
+        }
+    }
+    for (const auto& f : snap.scan.files)  // the tracked ignored files hashed above
+        if (f.linkTarget.empty() && hashedHere.count(f.path)) own.insert(f.id);
+    git_oid tree =
+        buildWorkingTree(work.get(), snap.scan, gitlinks, readFile, 4ull << 30,
+                         [&](const git_oid& claimed) { return own.count(oidHex(claimed)) > 0; });
+    {
+        // What this guest sent is its own from now on.
+        std::set<std::string> sent;
+        for (const auto& [path, file] : flattenTree(work.get(), tree))
+            if (file.mode != GIT_FILEMODE_COMMIT && !own.count(oidHex(file.id)))
+                sent.insert(oidHex(file.id));
+        rememberGuestBlobs(id, sent);
+    }
     snap.tree = oidHex(tree);
     snap.diff = diffTrees(work.get(), *git_commit_tree_id(base.get()), tree, r.writeScope);
     return snap;
@@ -799,6 +1022,8 @@ json WorkspaceService::commit(const std::string& tenant, const std::string& id,
     git_reference_free(ref);
     r.head = commitHex;
     save(id, tenant, r);
+    // A push asked for before names a commit that is no longer the head.
+    controller_.gates().supersedePublishes(id, "superseded by commit " + commitHex);
     controller_.recordEvent(controller_.get(tenant, id), "workspace.committed",
                             {{"commit", commitHex},
                              {"tree", snap.tree},
@@ -832,6 +1057,7 @@ json WorkspaceService::requestPush(const std::string& tenant, const std::string&
     Repository work = openWorkRepo(tenant, mirrors);
     Commit c = lookupCommit(work.get(), commitHex);
     Commit base = lookupCommit(work.get(), r.baseCommit);
+    std::string treeHex = oidHex(*git_commit_tree_id(c.get()));
     auto d = diffTrees(work.get(), *git_commit_tree_id(base.get()), *git_commit_tree_id(c.get()),
                        r.writeScope);
     if (r.enforceScope && !d.outOfScope.empty())
@@ -844,42 +1070,72 @@ json WorkspaceService::requestPush(const std::string& tenant, const std::string&
     auto sandbox = controller_.get(tenant, id);
     std::string stats = std::to_string(d.files.size()) + " files, +" + std::to_string(d.additions) +
                         " -" + std::to_string(d.deletions);
-    // The approver sees what the latest evidence bundle found.
-    json evidence = evidenceSummary_ ? evidenceSummary_(id) : json(nullptr);
-    std::string evidenceText = "; no evidence bundle sealed yet";
+    // The approver sees what evidence found of exactly this tree; a bundle
+    // sealed for another tree says nothing about it.
+    json evidence = evidenceSummary_ ? evidenceSummary_(id, treeHex) : json(nullptr);
+    if (!evidence.is_object()) evidence = nullptr;
+    std::string evidenceReason =
+        evidence.is_null() ? "no evidence bundle of this sandbox was sealed for tree " + treeHex +
+                                 " (the commit's tree)"
+                           : "";
+    std::string evidenceText = "; no evidence bundle for this tree";
     if (evidence.is_object() && evidence.contains("summary") && evidence["summary"].is_object()) {
         const json& s = evidence["summary"];
         evidenceText = "; evidence " + evidence.value("id", "") + ": tests " +
                        s.value("tests", std::string("?"));
         if (s.contains("findings") && s["findings"].is_array() && !s["findings"].empty()) {
             evidenceText += ", findings";
-            for (const auto& k : s["findings"]) evidenceText += " " + k.get<std::string>();
+            for (const auto& k : s["findings"])
+                if (k.is_string()) evidenceText += " " + k.get<std::string>();
         }
     }
+    // Per file: what the approver reads before the patch (GET /v1/approvals/{id}/patch).
+    json diffstat = json::array();
+    for (const auto& f : d.files)
+        diffstat.push_back({{"path", f.value("path", "")},
+                            {"old_path", f.value("old_path", "")},
+                            {"status", f.value("status", "")},
+                            {"additions", f.value("additions", 0)},
+                            {"deletions", f.value("deletions", 0)},
+                            {"binary", f.value("binary", false)}});
+    // The commit stays in the tenant's store while its approval may be read.
+    git_reference* keep = nullptr;
+    git_oid commitOid = parseOid(commitHex);
+    check(git_reference_create(&keep, work.get(), ("refs/airlock/approvals/" + pushId).c_str(),
+                               &commitOid, 1, "push approval"),
+          ErrorCode::internal, "ref");
+    git_reference_free(keep);
     auto g = controller_.gates().parkPublish(
         sandbox, pushId, "git push " + r.repo + " " + commitHex + ":refs/heads/" + r.branch,
         "a push publishes the agent's work (" + stats + " against " + r.baseCommit.substr(0, 12) +
             evidenceText + ")",
         {{"push_id", pushId},
          {"evidence", evidence},
+         {"evidence_reason", evidenceReason.empty() ? json(nullptr) : json(evidenceReason)},
          {"sandbox", id},
          {"repo", r.repo},
          {"branch", r.branch},
          {"commit", commitHex},
+         {"tree", treeHex},
          {"lease", lease},
          {"base_commit", r.baseCommit},
+         {"base", r.baseCommit},
          {"credential", r.credential},
          {"files", d.files.size()},
          {"additions", d.additions},
-         {"deletions", d.deletions}});
+         {"deletions", d.deletions},
+         {"diffstat",
+          {{"files", diffstat}, {"additions", d.additions}, {"deletions", d.deletions}}}});
     controller_.recordEvent(sandbox, "push.requested",
                             {{"push_id", pushId},
                              {"approval_id", g.approvalId},
                              {"repo", r.repo},
                              {"branch", r.branch},
                              {"commit", commitHex},
+                             {"tree", treeHex},
                              {"lease", lease},
-                             {"stats", stats}});
+                             {"stats", stats},
+                             {"request_digest", g.requestDigest}});
     return {{"push_id", pushId},   {"approval_id", g.approvalId}, {"state", g.state},
             {"commit", commitHex}, {"branch", r.branch},          {"repo", r.repo}};
 }
@@ -918,8 +1174,28 @@ void WorkspaceService::reset(const std::string& tenant, const std::string& id, b
     Scan current = parseScan(drain(stream, 64ull << 20));
     if (!cleanIgnored) current.ignored.clear();
     populate(tenant, id, r, true, &current);
+    // Back at the base: the host's head goes too (nothing is left to push),
+    // and a push asked for before no longer names the workspace's work.
+    std::string previousHead = r.head;
+    r.head.clear();
+    save(id, tenant, r);
+    controller_.gates().supersedePublishes(id, "superseded by a workspace reset");
     controller_.recordEvent(controller_.get(tenant, id), "workspace.reset",
-                            {{"base_commit", r.baseCommit}, {"clean_ignored", cleanIgnored}});
+                            {{"base_commit", r.baseCommit},
+                             {"clean_ignored", cleanIgnored},
+                             {"previous_head", previousHead.empty() ? json(nullptr)
+                                                                    : json(previousHead)}});
+}
+
+std::string WorkspaceService::pushPatch(const GatedExec& approval) {
+    auto req = controller_.gates().verifiedRequest(approval);
+    std::string commitHex = req.value("commit", ""), baseHex = req.value("base_commit", "");
+    RemoteUrl url = RemoteUrl::parse(req.value("repo", ""));
+    Repository work = openWorkRepo(approval.tenant, {mirrorPath(approval.tenant, url)});
+    Commit c = lookupCommit(work.get(), commitHex);
+    Commit base = lookupCommit(work.get(), baseHex);
+    return diffTrees(work.get(), *git_commit_tree_id(base.get()), *git_commit_tree_id(c.get()), {})
+        .patch;
 }
 
 void WorkspaceService::checkWrite(const SandboxRecord& sandbox, const std::string& path) {
@@ -994,8 +1270,9 @@ void WorkspaceService::pushWorker() {
 
 void WorkspaceService::runPush(GatedExec g) {
     auto sandbox = refOf(g.sandboxId, g.tenant);
-    auto req = json::parse(g.requestJson, nullptr, false);
     try {
+        // Exactly what was approved: the parked request its digest binds.
+        auto req = controller_.gates().verifiedRequest(g);
         if (!req.is_object()) throw Error(ErrorCode::internal, "the parked push is damaged");
         std::string repoText = req.value("repo", ""), branch = req.value("branch", ""),
                     commitHex = req.value("commit", ""), lease = req.value("lease", "");
@@ -1013,6 +1290,12 @@ void WorkspaceService::runPush(GatedExec g) {
                                (lease.empty() ? "absent" : lease.substr(0, 12)) + " -> " +
                                (now.empty() ? "absent" : now.substr(0, 12)) + ")");
         git_oid target = parseOid(commitHex);
+        if (req.contains("tree")) {
+            Commit approved = lookupCommit(work.get(), commitHex);
+            if (oidHex(*git_commit_tree_id(approved.get())) != req.value("tree", ""))
+                throw Error(ErrorCode::conflict, "commit " + commitHex +
+                                                     " does not hold the approved tree");
+        }
         if (!now.empty()) {
             git_oid current = parseOid(now);
             if (!git_oid_equal(&current, &target) &&

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,11 +30,16 @@ struct WorkspaceConfig {
     std::uint64_t maxFileBytes = 100ull << 20;       // one file read back from the guest
     std::uint64_t maxTransferBytes = 1024ull << 20;  // all files read back for one diff
     std::chrono::seconds gitTimeout{300};
+    std::uint64_t maxFetchBytes = 2ull << 30;      // what one fetch may receive
+    std::uint64_t tenantQuotaBytes = 20ull << 30;  // a tenant's mirrors and work store (0: none)
+    std::uint64_t minFreeDiskBytes = 0;            // a fetch stops short of this floor
+    std::chrono::seconds mirrorRetention{std::chrono::hours(168)};  // unused mirrors (0: kept)
 };
 
 // POST /v1/credentials
 struct CredentialSpec {
     std::string name, kind, host, username, secret, knownHosts;
+    std::vector<std::string> scope;  // path prefixes beyond the workspace's own repository
 };
 
 // Repository workspaces: mirrors and checkouts on the host (libgit2), the
@@ -70,7 +76,13 @@ class WorkspaceService {
                                const std::string& commit);
     nlohmann::json pushState(const std::string& tenant, const std::string& id,
                              const std::string& pushId);
+    // Back at the base commit: the working tree, its .git and the host's head
+    // (nothing is left to push); pending push approvals end superseded.
     void reset(const std::string& tenant, const std::string& id, bool cleanIgnored);
+    // The patch of a push approval's commit against its base (git's format),
+    // from the approval's own parked request (Error(conflict) if it is not
+    // the one the approval bound).
+    std::string pushPatch(const GatedExec& approval);
 
     // What an evidence bundle records of the workspace: where it started
     // (repo without credentials, ref, base commit and tree, branch, scope),
@@ -85,11 +97,19 @@ class WorkspaceService {
         std::string gitattributes;
     };
     bool hasWorkspace(const std::string& id) { return workspaces_.find(id).has_value(); }
-    // The latest evidence bundle of a sandbox in short ({"id","summary"} or
-    // null): a push approval shows it to the approver.
-    using EvidenceSummary = std::function<nlohmann::json(const std::string& sandboxId)>;
+    // The latest evidence bundle of a sandbox whose final tree is `tree`, in
+    // short ({"id","summary"} or null): a push approval shows it to the
+    // approver, never one sealed for another tree.
+    using EvidenceSummary =
+        std::function<nlohmann::json(const std::string& sandboxId, const std::string& tree)>;
     void setEvidenceSummary(EvidenceSummary source) { evidenceSummary_ = std::move(source); }
     // nullopt when the sandbox has no workspace; throws when it is not running.
+    // Removes the mirrors no workspace record names that were last used
+    // longer than the retention time ago; returns how many went.
+    std::size_t pruneMirrors();
+    // The files a stopped fetch left in a mirror's objects/pack.
+    static void removePartialPacks(const std::string& mirror);
+
     std::optional<EvidenceView> evidenceView(const std::string& tenant, const std::string& id,
                                              const std::function<bool(const std::string&)>& wanted);
 
@@ -105,6 +125,8 @@ class WorkspaceService {
                                                      const std::string& name, const RemoteUrl& url);
     std::string tenantDir(const std::string& tenant) const;
     std::string mirrorPath(const std::string& tenant, const RemoteUrl& url) const;
+    // Bytes under the tenant's git directory (mirrors, work store, scratch).
+    std::uint64_t tenantUsage(const std::string& tenant) const;
     // Fetches the remote into its mirror (made when missing) under the mirror's lock.
     std::string fetchMirror(const std::string& tenant, const RemoteUrl& url,
                             const std::optional<BrokeredCredential>& credential);
@@ -136,6 +158,13 @@ class WorkspaceService {
     std::deque<GatedExec> pushQueue_;
     bool stopping_ = false;
     std::thread worker_;
+    // Blob ids each sandbox's guest sent (read back and hashed here): what a
+    // claim of that sandbox may name besides its base (in memory: after a
+    // restart its files are read back again).
+    std::set<std::string> guestBlobs(const std::string& id);
+    void rememberGuestBlobs(const std::string& id, const std::set<std::string>& ids);
+    std::mutex guestBlobsMutex_;
+    std::map<std::string, std::set<std::string>> guestBlobs_;
 };
 
 }  // namespace airlock::workspace

@@ -5,6 +5,11 @@
 // ports on their own origin).
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -23,6 +28,28 @@ struct RawAnswer {
     int status = 0;
     std::string head, body;  // body de-chunked
 };
+
+// As test::rawHttp, with a longer wait for the answer (a create boots a VM).
+std::string rawHttpWithin(int port, const std::string& request, int seconds) {
+    int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        ::close(s);
+        return "";
+    }
+    (void)!::write(s, request.data(), request.size());
+    std::string out;
+    char buf[4096];
+    timeval tv{seconds, 0};
+    ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ssize_t n;
+    while ((n = ::read(s, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+    ::close(s);
+    return out;
+}
 
 RawAnswer parse(const std::string& raw) {
     RawAnswer a;
@@ -305,6 +332,91 @@ TEST_F(E2bFrontDoor, APausedSandboxAnswers502AndItsStreamsAreCut) {
                       "\r\nE2b-Sandbox-Port: 49983\r\nConnection: close\r\n\r\n");
     EXPECT_EQ(health.status, 502);
     EXPECT_EQ(envd("/process.Process/List", "application/json", "{}", token, id).status, 502);
+    api.request("DELETE", "/v1/sandboxes/" + id);
+}
+
+// Attack 7 of "the record the agent cannot bend": E2B routing by header or
+// Host reached the guest's egress proxy and package proxies. Their ports
+// answer a JSON 403 before any tunnel opens, and no egress.* or package.*
+// record comes of it; the native preview-port route refuses to expose them.
+TEST_F(E2bFrontDoor, RecordIntegrityPortRoutingNeverReachesTheGuestsProxies) {
+    test::ApiClient api(daemon->url(), key);
+    auto proxyRecords = [&](const std::string& id) {
+        auto a = api.request("GET", "/v1/sandboxes/" + id + "/audit?limit=1000");
+        EXPECT_EQ(a.status, 200) << a.body;
+        int n = 0;
+        for (const auto& e : json::parse(a.body)["events"]) {
+            std::string type = e["type"];
+            n += type.rfind("egress.", 0) == 0 || type.rfind("package.", 0) == 0;
+        }
+        return n;
+    };
+    std::string listen = ":" + std::to_string(daemon->port());
+    for (const auto& id : {e2bId, nativeId}) {
+        int before = proxyRecords(id);
+        for (unsigned port : {3128u, 4873u, 3141u, 3142u}) {
+            // The traffic token too: it opens the E2B sandbox's ports, not these.
+            std::string token = "e2b-traffic-access-token: " + trafficToken + "\r\n";
+            auto byHeader = raw("GET http://example.com/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                "E2b-Sandbox-Id: " + id + "\r\nE2b-Sandbox-Port: " +
+                                std::to_string(port) + "\r\n" + token + "Connection: close\r\n\r\n");
+            EXPECT_EQ(byHeader.status, 403) << id << ":" << port << " " << byHeader.body;
+            EXPECT_EQ(json::parse(byHeader.body)["code"], 403) << byHeader.body;
+            auto byHost = hostGet(std::to_string(port) + "-" + id + ".airlock.test" + listen, token);
+            EXPECT_EQ(byHost.status, 403) << id << ":" << port << " " << byHost.body;
+            auto exposed = api.request("POST", "/v1/sandboxes/" + id + "/ports",
+                                       R"({"port":)" + std::to_string(port) + "}");
+            EXPECT_EQ(exposed.status, 403) << exposed.body;
+        }
+        EXPECT_EQ(proxyRecords(id), before) << id;
+    }
+}
+
+// Attack 12: an envd access token outlived the API key that fetched it. A
+// key made for the purpose creates a sandbox through the E2B door; once the
+// key is revoked its token opens nothing.
+TEST_F(E2bFrontDoor, RecordIntegrityEnvdTokensDieWithTheirKey) {
+    test::ApiClient api(daemon->url(), key);
+    auto minted = api.request("POST", "/v1/keys",
+                              R"({"tenant":"acme","role":"agent","name":"e2b-revoked"})");
+    ASSERT_EQ(minted.status, 201) << minted.body;
+    std::string agentKey = json::parse(minted.body)["key"], keyId = json::parse(minted.body)["id"];
+    std::string body = R"({"templateID":"minimal","timeout":600})";
+    auto created = parse(rawHttpWithin(
+        daemon->port(),
+        "POST /v2/sandboxes HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-KEY: e2b_" + agentKey.substr(3) +
+            "\r\nContent-Type: application/json\r\nContent-Length: " +
+            std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body,
+        300));
+    ASSERT_EQ(created.status, 201) << created.body;
+    auto j = json::parse(created.body);
+    std::string id = j["sandboxID"], token = j["envdAccessToken"];
+    auto list = [&] { return envd("/process.Process/List", "application/json", "{}", token, id); };
+    auto files = [&] {
+        return raw("GET /files?path=/etc/hostname HTTP/1.1\r\nHost: 127.0.0.1\r\nE2b-Sandbox-Id: " +
+                   id + "\r\nE2b-Sandbox-Port: 49983\r\nX-Access-Token: " + token +
+                   "\r\nConnection: close\r\n\r\n");
+    };
+    EXPECT_EQ(list().status, 200) << list().body;
+    EXPECT_EQ(files().status, 200);
+    // The admin's own token for it (GET /sandboxes/{id}) is another key's, and lives on.
+    auto info = raw("GET /sandboxes/" + id + " HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-KEY: e2b_" +
+                    key.substr(3) + "\r\nConnection: close\r\n\r\n");
+    ASSERT_EQ(info.status, 200) << info.body;
+    std::string adminToken = json::parse(info.body)["envdAccessToken"];
+    EXPECT_NE(adminToken, token);
+
+    ASSERT_EQ(api.request("DELETE", "/v1/keys/" + keyId).status, 204);
+    auto after = list();
+    EXPECT_EQ(after.status, 401) << after.body;
+    EXPECT_EQ(json::parse(after.body)["code"], "unauthenticated");
+    EXPECT_EQ(files().status, 401);
+    auto start = envd("/process.Process/Start", "application/connect+json",
+                      e2b::encodeEnvelope(e2b::kEnvelopeMessage,
+                                          R"({"process":{"cmd":"/bin/true"}})"),
+                      token, id);
+    EXPECT_EQ(start.status, 401);
+    EXPECT_EQ(envd("/process.Process/List", "application/json", "{}", adminToken, id).status, 200);
     api.request("DELETE", "/v1/sandboxes/" + id);
 }
 

@@ -345,6 +345,13 @@ printf PNG > out/screenshot.png && echo edited)SH");
     // airlock evidence verify: the bundle holds, a tampered one does not.
     std::string cli = std::string(AIRLOCK_BIN_DIR) + "/airlock evidence verify ";
     EXPECT_EQ(status(cli + dir + "/bundle.tar.gz --key " + dir + "/pub.pem >/dev/null 2>&1"), 0);
+    // Is it the bundle the reviewer asked for? (issue 29: --expect-sandbox, --expect-commit)
+    std::string keyed = cli + dir + "/bundle.tar.gz --key " + dir + "/pub.pem ";
+    EXPECT_EQ(status(keyed + "--expect-sandbox " + id + " >/dev/null 2>&1"), 0);
+    EXPECT_NE(status(keyed + "--expect-sandbox sbx-someotherone >/dev/null 2>&1"), 0)
+        << "a valid bundle of another sandbox is not the one asked for";
+    EXPECT_NE(status(keyed + "--expect-commit " + std::string(40, 'a') + " >/dev/null 2>&1"), 0)
+        << "nor one of another commit";
     std::ofstream(dir + "/tamper.py") << R"PY(import io, sys, tarfile
 src = tarfile.open(sys.argv[1]); out = tarfile.open(sys.argv[2], "w:gz")
 for m in src.getmembers():

@@ -11,11 +11,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "cli/CliApp.hpp"
 #include "support/ApiClient.hpp"
@@ -46,8 +48,10 @@ class Workspaces : public ::testing::Test {
         std::string script = std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/git-http-server.py";
         std::string port = std::to_string(w.gitPort),
                     other = "http://localhost:" + std::to_string(test::freePort());
-        std::vector<std::string> args{"python3", script,       "--root", w.repos,         "--port",
-                                      port,      "--password", w.canary, "--redirect-to", other};
+        w.authLog = w.tmp.path() + "/auth.log";
+        std::vector<std::string> args{"python3",       script, "--root",     w.repos,
+                                      "--port",        port,   "--password", w.canary,
+                                      "--redirect-to", other,  "--auth-log", w.authLog};
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
@@ -59,7 +63,8 @@ class Workspaces : public ::testing::Test {
         w.dataDir = w.tmp.path() + "/data";
         w.daemon = std::make_unique<test::Daemon>(
             w.dataDir, test::freePort(),
-            std::vector<std::string>{"--egress-allow-cidr", "127.0.0.1/32"});
+            std::vector<std::string>{"--egress-allow-cidr", "127.0.0.1/32", "--git-fetch-max-mib",
+                                     "8"});
         std::ifstream keyFile(w.dataDir + "/admin.key");
         std::getline(keyFile, w.key);
         auto r = api("POST", "/v1/credentials",
@@ -98,7 +103,7 @@ class Workspaces : public ::testing::Test {
 
     struct World {
         test::TempDir tmp;
-        std::string canary, repos, repo, mainCommit, featureCommit, dataDir, key;
+        std::string canary, repos, repo, mainCommit, featureCommit, dataDir, key, authLog;
         int gitPort = 0;
         pid_t gitServer = -1;
         std::unique_ptr<test::Daemon> daemon;
@@ -131,6 +136,32 @@ class Workspaces : public ::testing::Test {
         std::string s = j.value("stdout", "");
         while (!s.empty() && s.back() == '\n') s.pop_back();
         return s;
+    }
+    // "AUTH" / "NOAUTH" for each request a fixture server's log has under `prefix`.
+    static std::vector<std::string> requests(const std::string& log, const std::string& prefix) {
+        std::ifstream in(log);
+        std::vector<std::string> out;
+        for (std::string line; std::getline(in, line);) {
+            auto sp = line.find(' ');
+            if (sp != std::string::npos && line.compare(sp + 1, prefix.size(), prefix) == 0)
+                out.push_back(line.substr(0, sp));
+        }
+        return out;
+    }
+    static bool has(const std::vector<std::string>& v, const std::string& x) {
+        return std::find(v.begin(), v.end(), x) != v.end();
+    }
+    static pid_t spawnGitServer(const std::vector<std::string>& extra) {
+        std::string script = std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/git-http-server.py";
+        std::vector<std::string> args{"python3",    script,       "--root",
+                                      world->repos, "--password", world->canary};
+        args.insert(args.end(), extra.begin(), extra.end());
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        pid_t pid = -1;
+        if (::posix_spawnp(&pid, "python3", nullptr, nullptr, argv.data(), environ) != 0) return -1;
+        return pid;
     }
     static std::string remoteBranch(const std::string& branch) {
         return test::commandLine("git --git-dir=" + world->repos +
@@ -399,6 +430,245 @@ TEST_F(Workspaces, PushesWaitForAHumanKeepTheLeaseAndNeverForce) {
         EXPECT_NE(audit.find(type), std::string::npos) << type;
     EXPECT_EQ(api("DELETE", "/v1/sandboxes/" + cloneId).status, 204);
     EXPECT_EQ(api("DELETE", "/v1/sandboxes/" + id).status, 204);
+}
+
+// Attack 4: a push approval quoted the latest bundle whatever tree it
+// covered, a reset kept the commit that would be pushed, and no route
+// showed that commit. Now the approval names one commit (its tree, base,
+// diffstat and patch), quotes only evidence of exactly that tree, and a new
+// commit or a reset supersedes it: approving it then pushes nothing.
+TEST_F(Workspaces, APushApprovalIsBoundToOneCommitAndEndsWithANewCommitOrAReset) {
+    const std::string branch = "agent/bound";
+    auto r = api("POST", "/v1/sandboxes",
+                 json{{"template", "debian"},
+                      {"workspace",
+                       {{"repo", world->repo},
+                        {"ref", "main"},
+                        {"branch", branch},
+                        {"credential", "fx"}}}}
+                     .dump());
+    ASSERT_EQ(r.status, 201) << r.body;
+    std::string id = json::parse(r.body)["id"];
+    auto commitNow = [&](const std::string& message) {
+        auto c = api("POST", "/v1/sandboxes/" + id + "/workspace/commit",
+                     json{{"message", message},
+                          {"author", {{"name", "Agent"}, {"email", "agent@example.invalid"}}}}
+                         .dump());
+        EXPECT_EQ(c.status, 201) << c.body;
+        return json::parse(c.body, nullptr, false).value("commit", std::string());
+    };
+    auto approval = [&](const std::string& ap) {
+        auto got = api("GET", "/v1/approvals/" + ap);
+        EXPECT_EQ(got.status, 200) << got.body;
+        return json::parse(got.body, nullptr, false);
+    };
+    // A clean change, sealed, committed: its push quotes that bundle.
+    exec(id, "cd /workspace && printf 'def add(a, b):\\n    return int(a) + int(b)\\n' > src/app.py");
+    auto sealed = api("POST", "/v1/sandboxes/" + id + "/evidence", "{}");
+    ASSERT_EQ(sealed.status, 201) << sealed.body;
+    std::string evd1 = json::parse(sealed.body)["id"];
+    std::string c1 = commitNow("agent: change 1");
+    auto push1 = requestPush(id, c1);
+    std::string ap1 = push1.value("approval_id", "");
+    auto a1 = approval(ap1);
+    EXPECT_EQ(a1["state"], "pending");
+    EXPECT_EQ(a1["kind"], "publish");
+    EXPECT_EQ(a1["commit"], c1);
+    EXPECT_EQ(a1["base"], world->mainCommit);
+    EXPECT_EQ(a1["tree"].get<std::string>().size(), 40u);
+    ASSERT_EQ(a1["diffstat"]["files"].size(), 1u) << a1.dump();
+    EXPECT_EQ(a1["diffstat"]["files"][0]["path"], "src/app.py");
+    ASSERT_TRUE(a1["evidence"].is_object()) << a1.dump();
+    EXPECT_EQ(a1["evidence"]["id"], evd1) << "the bundle of exactly this tree";
+    auto patch = api("GET", "/v1/approvals/" + ap1 + "/patch");
+    EXPECT_EQ(patch.status, 200);
+    EXPECT_NE(patch.body.find("+    return int(a) + int(b)"), std::string::npos) << patch.body;
+
+    // A bad change committed after the request: the pending approval is
+    // superseded; approving it is refused and nothing reaches the remote.
+    exec(id, "cd /workspace && printf 'def add(a, b):\\n    return 0\\n' > src/app.py");
+    std::string c2 = commitNow("agent: change 2");
+    EXPECT_EQ(approval(ap1)["state"], "superseded");
+    auto late = api("POST", "/v1/approvals/" + ap1,
+                    json{{"decision", "approve"}, {"reason", "e2e: late"}}.dump());
+    EXPECT_EQ(late.status, 409) << late.body;
+    EXPECT_EQ(settledPush(id, push1["push_id"])["state"], "superseded");
+    EXPECT_EQ(remoteBranch(branch), "");
+    // Its push names commit 2 and quotes no bundle (none covers its tree).
+    auto push2 = requestPush(id, c2);
+    std::string ap2 = push2.value("approval_id", "");
+    auto a2 = approval(ap2);
+    EXPECT_EQ(a2["commit"], c2);
+    EXPECT_TRUE(a2["evidence"].is_null()) << a2.dump();
+    EXPECT_TRUE(a2["evidence_reason"].is_string());
+    auto listed = api("GET", "/v1/approvals");
+    EXPECT_EQ(listed.body.find(evd1), std::string::npos) << "never a bundle of another tree";
+    EXPECT_NE(listed.body.find(ap2), std::string::npos);
+
+    // A reset supersedes it too, and leaves nothing to push.
+    ASSERT_EQ(api("POST", "/v1/sandboxes/" + id + "/workspace/reset", "{}").status, 200);
+    EXPECT_EQ(approval(ap2)["state"], "superseded");
+    EXPECT_EQ(api("POST", "/v1/approvals/" + ap2, R"({"decision":"approve"})").status, 409);
+    EXPECT_TRUE(json::parse(api("GET", "/v1/sandboxes/" + id + "/workspace").body)["head"].is_null());
+    EXPECT_EQ(api("POST", "/v1/sandboxes/" + id + "/workspace/push", json{{"commit", c2}}.dump())
+                  .status,
+              409);
+    std::this_thread::sleep_for(2s);
+    EXPECT_EQ(remoteBranch(branch), "") << "nothing was pushed";
+    auto audit = api("GET", "/v1/sandboxes/" + id + "/audit?type=approval.superseded").body;
+    EXPECT_NE(audit.find(ap1), std::string::npos) << audit;
+    EXPECT_NE(audit.find(ap2), std::string::npos) << audit;
+    EXPECT_EQ(api("DELETE", "/v1/sandboxes/" + id).status, 204);
+}
+
+// Issue 29, attack 9: a credential over plain http on IPv6. The daemon
+// opened 127.0.0.1/32 only; a repository on http://[::1] with a credential
+// is refused before anything reaches it. A daemon that opened ::1/128 sends
+// the credential there (the operator's choice, both families alike).
+TEST_F(Workspaces, Attack9_ACredentialOverPlainHttpOnIpv6GoesOnlyToRangesTheOperatorOpened) {
+    int port6 = test::freePort();
+    std::string log6 = world->tmp.path() + "/auth6.log";
+    pid_t server6 =
+        spawnGitServer({"--port", std::to_string(port6), "--bind", "::1", "--auth-log", log6});
+    ASSERT_GT(server6, 0);
+    struct Reap {
+        pid_t pid;
+        ~Reap() {
+            ::kill(pid, SIGTERM);
+            ::waitpid(pid, nullptr, 0);
+        }
+    } reap{server6};
+    std::string host6 = "[::1]:" + std::to_string(port6), repo6 = "http://" + host6 + "/demo.git";
+    ASSERT_TRUE(test::waitFor(
+        [&] {
+            return test::commandLine("git ls-remote http://" + host6 +
+                                     "/lib.git 2>/dev/null | head -c 1") != "";
+        },
+        20s, 200ms))
+        << "the fixture server did not bind ::1";
+    auto cred = json{{"name", "v6"},
+                     {"kind", "https-basic"},
+                     {"host", host6},
+                     {"username", "git"},
+                     {"secret", world->canary}}
+                    .dump();
+    ASSERT_EQ(api("POST", "/v1/credentials", cred).status, 201);
+    auto before = requests(log6, "/demo.git").size();
+    auto r =
+        api("POST", "/v1/sandboxes",
+            json{{"template", "minimal"},
+                 {"workspace", {{"repo", repo6}, {"branch", "agent/v6"}, {"credential", "v6"}}}}
+                .dump());
+    EXPECT_EQ(r.status, 403) << r.body;
+    EXPECT_EQ(requests(log6, "/demo.git").size(), before) << "a request reached [::1]";
+    EXPECT_TRUE(json::parse(api("GET", "/v1/sandboxes").body)["sandboxes"].empty());
+    EXPECT_EQ(api("DELETE", "/v1/credentials/v6").status, 204);
+
+    // ::1 opened by the operator: the credential goes (the fetch succeeds;
+    // the unknown ref then stops the create before anything boots).
+    test::TempDir dir;
+    test::Daemon opened(dir.path() + "/data", test::freePort(), {"--egress-allow-cidr", "::1/128"});
+    std::string key;
+    std::ifstream(dir.path() + "/data/admin.key") >> key;
+    test::ApiClient c(opened.url(), key);
+    ASSERT_EQ(c.request("POST", "/v1/credentials", cred).status, 201);
+    auto fetched = c.request("POST", "/v1/sandboxes",
+                             json{{"template", "minimal"},
+                                  {"workspace",
+                                   {{"repo", repo6},
+                                    {"ref", "no-such-ref"},
+                                    {"branch", "agent/v6"},
+                                    {"credential", "v6"}}}}
+                                 .dump());
+    EXPECT_EQ(fetched.status, 422) << fetched.body;
+    EXPECT_NE(fetched.body.find("no-such-ref"), std::string::npos) << fetched.body;
+    EXPECT_TRUE(has(requests(log6, "/demo.git"), "AUTH"));
+    EXPECT_EQ(fetched.body.find(world->canary), std::string::npos);
+}
+
+// Issue 29, attack 10: hostile.git's .gitmodules names ../private.git on
+// the same host, which the tenant's credential can read. The credential
+// goes to hostile.git only; private.git is tried without it, refused, and
+// the submodule is skipped with a warning the workspace record shows.
+TEST_F(Workspaces, Attack10_AHostileGitmodulesDoesNotGetTheCredentialForAnotherRepository) {
+    std::string hostile = "http://127.0.0.1:" + std::to_string(world->gitPort) + "/hostile.git";
+    auto r = api(
+        "POST", "/v1/sandboxes",
+        json{{"template", "minimal"},
+             {"workspace", {{"repo", hostile}, {"branch", "agent/hostile"}, {"credential", "fx"}}}}
+            .dump());
+    ASSERT_EQ(r.status, 201) << r.body;
+    std::string id = json::parse(r.body)["id"];
+    EXPECT_TRUE(has(requests(world->authLog, "/hostile.git"), "AUTH"));
+    auto priv = requests(world->authLog, "/private.git");
+    EXPECT_FALSE(priv.empty()) << "the submodule was not even tried anonymously";
+    EXPECT_FALSE(has(priv, "AUTH")) << "the credential reached private.git";
+    auto ws = json::parse(api("GET", "/v1/sandboxes/" + id + "/workspace").body);
+    ASSERT_TRUE(ws.contains("warnings")) << ws.dump();
+    EXPECT_NE(ws["warnings"].dump().find("vendor/stolen"), std::string::npos) << ws.dump();
+    ASSERT_EQ(ws["skipped_submodules"].size(), 1u) << ws.dump();
+    EXPECT_EQ(ws["skipped_submodules"][0]["path"], "vendor/stolen");
+    EXPECT_TRUE(ws["submodules"].empty());
+    EXPECT_EQ(ws["changed_files"], 0) << "the skipped submodule's gitlink stays as it was";
+    EXPECT_EQ(out(id, "grep -rl private-Bytes /workspace 2>/dev/null | wc -l"), "0");
+    auto audit = api("GET", "/v1/sandboxes/" + id + "/audit").body;
+    EXPECT_NE(audit.find("skipped_submodules"), std::string::npos) << "the audit records the skip";
+    EXPECT_EQ(api("DELETE", "/v1/sandboxes/" + id).status, 204);
+    // A credential whose scope holds the other repository may go there.
+    ASSERT_EQ(api("POST", "/v1/credentials",
+                  json{{"name", "wide"},
+                       {"kind", "https-basic"},
+                       {"host", "127.0.0.1:" + std::to_string(world->gitPort)},
+                       {"username", "git"},
+                       {"secret", world->canary},
+                       {"scope", {"/private.git", "/hostile.git"}}}
+                      .dump())
+                  .status,
+              201);
+    auto listed = json::parse(api("GET", "/v1/credentials").body);
+    bool scoped = false;
+    for (const auto& c : listed["credentials"])
+        if (c["name"] == "wide")
+            scoped = c["scope"] == json::array({"/private.git", "/hostile.git"});
+    EXPECT_TRUE(scoped) << listed.dump();
+    // ...and a scoped credential is refused for a repository outside its scope.
+    EXPECT_EQ(api("POST", "/v1/sandboxes",
+                  json{{"template", "minimal"},
+                       {"workspace",
+                        {{"repo", world->repo}, {"branch", "agent/x"}, {"credential", "wide"}}}}
+                      .dump())
+                  .status,
+              403);
+    EXPECT_EQ(
+        api("POST", "/v1/credentials",
+            R"({"name":"dots","kind":"https-token","host":"h","secret":"x-e2e-dots","scope":["/org/../"]})")
+            .status,
+        400);
+    EXPECT_EQ(api("DELETE", "/v1/credentials/wide").status, 204);
+}
+
+// Issue 29, attack 5: a remote that streams a pack without end. The suite's
+// daemon caps a fetch at 8 MiB (--git-fetch-max-mib 8): the create answers
+// 413 naming the cap, soon, and nothing of the pack stays on the host.
+TEST_F(Workspaces, Attack5_AnEndlessPackStopsAtTheCapAndLeavesNothingOnDisk) {
+    std::string endless =
+        "http://127.0.0.1:" + std::to_string(world->gitPort) + "/endless/demo.git";
+    auto started = std::chrono::steady_clock::now();
+    auto r =
+        api("POST", "/v1/sandboxes",
+            json{{"template", "minimal"},
+                 {"workspace", {{"repo", endless}, {"branch", "agent/big"}, {"credential", "fx"}}}}
+                .dump());
+    EXPECT_EQ(r.status, 413) << r.body;
+    EXPECT_NE(r.body.find("8 MiB"), std::string::npos) << r.body;
+    EXPECT_NE(r.body.find("--git-fetch-max-mib"), std::string::npos) << r.body;
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 90s);
+    EXPECT_EQ(
+        test::commandLine("find '" + world->dataDir +
+                          "/git' -type f \\( -name 'pack_git2*' -o -name 'tmp_*' -o -size +4M \\) "
+                          "2>/dev/null"),
+        "");
+    EXPECT_TRUE(json::parse(api("GET", "/v1/sandboxes").body)["sandboxes"].empty());
 }
 
 }  // namespace

@@ -7,7 +7,29 @@
 #include "protocol/GuestCalls.hpp"
 #include "protocol/GuestResults.hpp"
 #include "protocol/Messages.hpp"
+#include "protocol/JsonText.hpp"
 #include "protocol/WorkspaceManifest.hpp"
+#include "evidence/BundlePath.hpp"
+
+namespace {
+// A guest-chosen name as an evidence bundle carries it: a relative path with
+// no empty, "." or ".." part and none of the bytes tar sums or HTML escape.
+void checkBundlePath(const std::string& name) {
+    std::string p = airlock::bundleSafePath(name);
+    if (p.empty() || p[0] == '/') std::abort();
+    std::size_t at = 0;
+    while (true) {
+        auto end = p.find('/', at);
+        std::string part = p.substr(at, end == std::string::npos ? end : end - at);
+        if (part.empty() || part == "." || part == "..") std::abort();
+        if (end == std::string::npos) break;
+        at = end + 1;
+    }
+    for (char c : p)
+        if (c == '\\' || c == '\n' || c == '"' || c == '<' || c == '>' || c == '&' || c == '\0')
+            std::abort();
+}
+}  // namespace
 
 using namespace airlock::protocol;
 
@@ -64,7 +86,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto answerRoundTrips = [&](auto parse) {
         try {
             auto r = parse(payload);
-            auto again = parse(toJsonValue(r).dump());
+            // As the agent writes it: names that are not UTF-8 go as hex.
+            auto again = parse(airlock::jsonText(toJsonValue(r)));
             if (toJsonValue(again) != toJsonValue(r)) std::abort();
         } catch (const MessageError&) {
         }
@@ -74,6 +97,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         [&](const std::string& p) { return parseFsResult(FsRequest::Action::list, asJson(p)); });
     answerRoundTrips(
         [&](const std::string& p) { return parseFsResult(FsRequest::Action::remove, asJson(p)); });
+    try {
+        auto listing = parseFsResult(FsRequest::Action::list, asJson(payload));
+        if (listing.entries)
+            for (const auto& e : *listing.entries) {
+                checkBundlePath(e.name);
+                checkBundlePath(e.path);
+            }
+    } catch (const MessageError&) {
+    }
+    checkBundlePath(payload);
     answerRoundTrips([&](const std::string& p) { return parseProcessInfo(asJson(p)); });
     answerRoundTrips([&](const std::string& p) { return parseProcessList(asJson(p)); });
     answerRoundTrips([](const std::string& p) { return parseWrittenFile(p); });

@@ -32,7 +32,7 @@ std::shared_ptr<AgentConnection> FakeSandboxAccess::agentFor(const std::string& 
     return agentOverride ? agentOverride : agent_;
 }
 
-SecretMasker FakeSandboxAccess::maskerFor(const SandboxRecord&) const {
+SecretMasker FakeSandboxAccess::guestOutputMasker(const SandboxRecord&) const {
     return SecretMasker(secrets);
 }
 

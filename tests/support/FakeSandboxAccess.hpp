@@ -35,7 +35,10 @@ class FakeSandboxAccess : public SandboxAccess {
     SandboxRecord requireRunning(const std::string& tenant, const std::string& id) override;
     std::optional<SandboxRecord> find(const std::string& sandboxId) override;
     std::shared_ptr<AgentConnection> agentFor(const std::string& sandboxId) override;
-    SecretMasker maskerFor(const SandboxRecord& r) const override;
+    SecretMasker guestOutputMasker(const SandboxRecord& r) const override;
+    SecretMasker streamMasker(const SandboxRecord& r, const std::string&) const override {
+        return guestOutputMasker(r);
+    }
     void checkWrite(const SandboxRecord& r, const std::string& path) override;
     void requireFreeSpace(const std::string& what, std::uint64_t needBytes) const override;
     PreparedCommand prepareCommand(const SandboxRecord& r, const ExecOptions& options,

@@ -9,6 +9,7 @@
 #include "../controller/ControllerFixture.hpp"
 #include "api/Router.hpp"
 #include "core/Clock.hpp"
+#include "core/Sha256.hpp"
 #include "store/ApiKeyStore.hpp"
 #include "support/OpenApiRoutes.hpp"
 
@@ -149,6 +150,66 @@ TEST_F(RouterRolesTest, TheAgentCannotApproveItsOwnCommandItsApproverCan) {
     auto audit = call("GET", "/v1/sandboxes/" + sbx + "/audit", agent);
     ASSERT_EQ(audit.status, 200);
     EXPECT_NE(audit.body.find("alice"), std::string::npos) << "the audit names the deciding key";
+    EXPECT_EQ(call("DELETE", "/v1/sandboxes/" + sbx, agent).status, 204);
+}
+
+// Attack 11: GET /v1/approvals and GET /v1/approvals/{id} show what decides
+// the run (secrets masked everywhere in the body), to the approval's tenant
+// alone, and a decision that names another digest decides nothing.
+TEST_F(RouterRolesTest, ApprovalsShowTheWholeRequestToTheirTenantAlone) {
+    const std::string token = "tok-Approv-98765-4321";
+    auto created = call("POST", "/v1/sandboxes", agent,
+                        json{{"template", "minimal"},
+                             {"policy", {{"approve", {"make *"}}}},
+                             {"secrets", {{"DEPLOY_TOKEN", token}}}}
+                            .dump());
+    ASSERT_EQ(created.status, 201) << created.body;
+    std::string sbx = json::parse(created.body)["id"];
+    auto gated = call("POST", "/v1/sandboxes/" + sbx + "/exec", agent,
+                      json{{"shell", "make deploy TOKEN=" + token + " TARGET=prod"},
+                           {"cwd", "/tmp"},
+                           {"env", {{"LD_PRELOAD", "/tmp/x.so"}, {"COPY", token}}},
+                           {"stdin", "deploy input"},
+                           {"timeout_s", 120}}
+                          .dump());
+    ASSERT_EQ(gated.status, 202) << gated.body;
+    std::string approval = json::parse(gated.body)["approval_id"];
+    auto listed = call("GET", "/v1/approvals", approver);
+    ASSERT_EQ(listed.status, 200);
+    EXPECT_EQ(listed.body.find(token), std::string::npos) << listed.body;
+    auto item = json::parse(listed.body)["approvals"][0];
+    EXPECT_EQ(item["id"], approval);
+    EXPECT_EQ(item["command"], "make deploy TOKEN=*** TARGET=prod");
+    EXPECT_EQ(item["cwd"], "/tmp");
+    EXPECT_EQ(item["user"], "user");
+    EXPECT_EQ(item["env"], json::parse(R"([{"name":"COPY","value":"***"},
+                                           {"name":"LD_PRELOAD","value":"/tmp/x.so"}])"));
+    EXPECT_EQ(item["stdin"]["sha256"], sha256Hex("deploy input"));
+    EXPECT_EQ(item["timeout_s"], 120);
+    EXPECT_EQ(item["state"], "pending");
+    EXPECT_EQ(item["kind"], "exec");
+    EXPECT_EQ(item["secrets"], json::array({"DEPLOY_TOKEN"}));
+    EXPECT_NE(item["policy"]["reason"].get<std::string>().find("make *"), std::string::npos)
+        << item["policy"].dump();
+    auto one = call("GET", "/v1/approvals/" + approval, approver);
+    ASSERT_EQ(one.status, 200) << one.body;
+    EXPECT_EQ(one.body.find(token), std::string::npos);
+    EXPECT_EQ(json::parse(one.body)["request_digest"], item["request_digest"]);
+    EXPECT_EQ(call("GET", "/v1/approvals/" + approval, otherApprover).status, 404);
+    EXPECT_EQ(call("GET", "/v1/approvals/" + approval, agent).status, 403);
+    EXPECT_EQ(call("GET", "/v1/approvals/" + approval, admin).status, 200);
+    EXPECT_EQ(call("GET", "/v1/approvals/" + approval + "/patch", approver).status, 404)
+        << "a command has no patch";
+    auto wrong = call("POST", "/v1/approvals/" + approval, approver,
+                      json{{"decision", "approve"}, {"request_digest", std::string(64, 'f')}}.dump());
+    EXPECT_EQ(wrong.status, 409) << wrong.body;
+    EXPECT_EQ(json::parse(call("GET", "/v1/approvals/" + approval, approver).body)["state"],
+              "pending");
+    auto denied = call("POST", "/v1/approvals/" + approval, approver,
+                       json{{"decision", "deny"}, {"request_digest", item["request_digest"]}}.dump());
+    EXPECT_EQ(denied.status, 200) << denied.body;
+    EXPECT_EQ(json::parse(call("GET", "/v1/approvals/" + approval, approver).body)["state"],
+              "denied");
     EXPECT_EQ(call("DELETE", "/v1/sandboxes/" + sbx, agent).status, 204);
 }
 

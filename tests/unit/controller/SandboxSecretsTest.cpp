@@ -48,9 +48,10 @@ TEST(SandboxSecrets, WithoutAKeyOrWithAnUnmaskableValueNothingIsSealed) {
     EXPECT_TRUE(keyless.open(none).empty());
     SandboxSecrets secrets(cipher());
     EXPECT_EQ(test::codeOf([&] {
-                  secrets.seal({{"T", {"abc", {}}}}, "sbx-a");
+                  secrets.seal({{"T", {"abc1234", {}}}}, "sbx-a");
               }),
-              ErrorCode::bad_request);
+              ErrorCode::unprocessable)
+        << "7 bytes: too short to mask without editing ordinary text";
 }
 
 TEST(SandboxSecrets, ACommandGetsOnlyTheSecretsScopedToIt) {
@@ -63,18 +64,34 @@ TEST(SandboxSecrets, ACommandGetsOnlyTheSecretsScopedToIt) {
     EXPECT_EQ(deploy.size(), 2u);
 }
 
-TEST(SandboxSecrets, TheMaskerHidesTheSecretsAndTheExtraValuesEvenWhenTheSourceFails) {
+TEST(SandboxSecrets, HostTextHidesTheSecretsAndTheExtraValuesEvenWhenTheSourceFails) {
     SandboxSecrets secrets(cipher());
     auto r = sandboxWith(secrets, "sbx-a", {{"TOKEN", {"t0ken-Value-1", {}}}});
     secrets.setExtraSource([](const SandboxRecord& s) {
         return std::vector<std::string>{"git-Credential-" + s.tenant};
     });
-    EXPECT_EQ(secrets.maskerFor(r).mask("t0ken-Value-1 git-Credential-t1"), "*** ***");
+    EXPECT_EQ(secrets.hostTextMasker(r).mask("t0ken-Value-1 git-Credential-t1"), "*** ***");
     secrets.setExtraSource([](const SandboxRecord&) -> std::vector<std::string> {
         throw std::runtime_error("the credential store is gone");
     });
-    EXPECT_EQ(secrets.maskerFor(r).mask("t0ken-Value-1 git-Credential-t1"),
+    EXPECT_EQ(secrets.hostTextMasker(r).mask("t0ken-Value-1 git-Credential-t1"),
               "*** git-Credential-t1");
+}
+
+// Attack 1: the guest's output masker holds the values the guest was given
+// and nothing else; a host-only value is never compared with guest output.
+TEST(SandboxSecrets, GuestOutputIsMaskedWithTheGuestsSecretsOnly) {
+    SandboxSecrets secrets(cipher());
+    auto r = sandboxWith(secrets, "sbx-a", {{"TOKEN", {"t0ken-Value-1", {}}}});
+    bool asked = false;
+    secrets.setExtraSource([&](const SandboxRecord& s) {
+        asked = true;
+        return std::vector<std::string>{"git-Credential-" + s.tenant};
+    });
+    auto guest = secrets.guestOutputMasker(r);
+    EXPECT_FALSE(asked) << "the host-only values are not even looked up";
+    EXPECT_EQ(guest.mask("t0ken-Value-1 git-Credential-t1"), "*** git-Credential-t1");
+    EXPECT_EQ(guest.needles(), SecretMasker({"t0ken-Value-1"}).needles());
 }
 
 TEST(SandboxSecrets, AParkedRequestIsSealedWhenItsSandboxHasSecrets) {

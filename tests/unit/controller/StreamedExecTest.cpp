@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "ControllerFixture.hpp"
@@ -248,6 +249,153 @@ TEST_F(StreamedExecTest, ProcessLogsMaskASecretCutByTheOutputRing) {
     EXPECT_EQ(out.find("9137"), std::string::npos);
     EXPECT_EQ(out.size(), 3 + std::stoul(after)) << "only the secret's end is replaced";
     EXPECT_EQ(out.find_first_not_of('B', 3), std::string::npos);
+}
+
+// Attack 1 of "the record the agent cannot bend": the streaming masker holds
+// back a tail that could begin a secret, and the tenant's brokered git
+// credentials were among the values it looked for. Printing guesses and
+// watching which one is held back spelled out a credential the guest never
+// had. Guest output is now compared with the guest's own secrets only: a
+// true prefix of a brokered credential and a wrong guess arrive alike, at
+// once and unchanged, on every streaming path.
+constexpr const char* kBrokered = "ghp_Brokered-Credential-4242x";
+
+class RecordIntegrityMasker : public StreamedExecTest {
+  public:  // the test body takes the paths' addresses
+    RecordIntegrityMasker() {
+        controller->setExtraSecrets(
+            [](const SandboxRecord&) { return std::vector<std::string>{kBrokered}; });
+    }
+    ~RecordIntegrityMasker() override { controller->setExtraSecrets(nullptr); }
+
+    // What the client holds once `text` arrived, or "(held back)" when it did
+    // not within a generous wait (the script waits for us, not a timer).
+    static std::string shownOnceArrived(Collector& c, const std::string& text) {
+        std::unique_lock lock(c.mutex);
+        bool arrived = c.cv.wait_for(lock, 5s, [&] {
+            if (c.stream && c.pendingGrant) c.stream->grant(std::exchange(c.pendingGrant, 0));
+            return c.out.find(text) != std::string::npos;
+        });
+        return arrived ? c.out : "(held back)";
+    }
+    // Prints the guess, waits for the go file, then a newline and the
+    // guest's own secret (which stays masked).
+    std::string script(const std::string& guess, const std::string& go) {
+        return "printf '%s' '" + guess + "'; while [ ! -e " + go +
+               " ]; do sleep 0.02; done; printf '\\n%s\\n' \"$API_TOKEN\"";
+    }
+    struct Seen {
+        std::string atArrival, whole;
+    };
+    Seen viaStreamedExec(const SandboxRecord& s, const std::string& guess) {
+        std::string go = dir.path() + "/go-" + std::to_string(++runs);
+        Collector c;
+        auto started = controller->commands().openStreamed(
+            "t1", s.id, shell(script(guess, go)), TerminalOptions{false, 24, 80, false},
+            c.handler());
+        EXPECT_TRUE(started.stream);
+        if (!started.stream) return {};
+        {
+            std::lock_guard lock(c.mutex);
+            c.stream = started.stream;
+        }
+        Seen seen{shownOnceArrived(c, guess), ""};
+        std::ofstream(go).put('x');
+        EXPECT_TRUE(c.waitEnd());
+        std::lock_guard lock(c.mutex);
+        seen.whole = c.out;
+        return seen;
+    }
+    Seen viaFollowedLog(const SandboxRecord& s, const std::string& guess) {
+        std::string go = dir.path() + "/go-" + std::to_string(++runs);
+        ExecOptions o;
+        o.argv = {"/bin/sh", "-c", script(guess, go)};
+        o.user = "root";
+        auto started = controller->processes().start("t1", s.id, o, false);
+        Collector c;
+        auto stream = controller->processes().openLogs("t1", s.id, std::to_string(started.pid),
+                                                       true, c.handler());
+        {
+            std::lock_guard lock(c.mutex);
+            c.stream = stream;
+        }
+        Seen seen{shownOnceArrived(c, guess), ""};
+        std::ofstream(go).put('x');
+        EXPECT_TRUE(c.waitEnd());
+        std::lock_guard lock(c.mutex);
+        seen.whole = c.out;
+        return seen;
+    }
+    int runs = 0;
+};
+
+TEST_F(RecordIntegrityMasker, MaskerIsNoPrefixOracleForSecretsScopedToOtherCommands) {
+    // DEPLOY_KEY is given to `deploy*` commands only (perhaps gated behind an
+    // approval): a printf stream never had it, so it is never compared.
+    auto s = sandbox();
+    const std::string right = std::string("deploy-Key-5521").substr(0, 12), wrong = "deploy-Kez-5";
+    ASSERT_EQ(right.size(), wrong.size());
+    using Path = Seen (RecordIntegrityMasker::*)(const SandboxRecord&, const std::string&);
+    for (auto [name, path] : {std::pair<const char*, Path>{"streamed exec",
+                                                           &RecordIntegrityMasker::viaStreamedExec},
+                              {"followed process log", &RecordIntegrityMasker::viaFollowedLog}}) {
+        SCOPED_TRACE(name);
+        for (const auto& guess : {right, wrong}) {
+            auto seen = (this->*path)(s, guess);
+            EXPECT_EQ(seen.atArrival, guess) << "held back: the hold-back is an oracle";
+            EXPECT_EQ(seen.whole, guess + "\n***\n") << "the unscoped secret is still masked";
+        }
+    }
+}
+
+TEST_F(RecordIntegrityMasker, MaskerIsNoPrefixOracleForBrokeredCredentials) {
+    auto s = sandbox();
+    // (Ending where no form of the sandbox's own secrets begins: those may be held.)
+    const std::string right = std::string(kBrokered).substr(0, 16);  // a true prefix
+    const std::string wrong = "xhp_Brokered-Cre";                    // not one
+    ASSERT_EQ(right.size(), wrong.size());
+    using Path = Seen (RecordIntegrityMasker::*)(const SandboxRecord&, const std::string&);
+    for (auto [name, path] : {std::pair<const char*, Path>{"streamed exec (WebSocket, E2B "
+                                                           "process streams)",
+                                                           &RecordIntegrityMasker::viaStreamedExec},
+                              {"followed process log", &RecordIntegrityMasker::viaFollowedLog}}) {
+        SCOPED_TRACE(name);
+        for (const auto& guess : {right, wrong}) {
+            auto seen = (this->*path)(s, guess);
+            // At once and whole: nothing held back waiting for the next byte.
+            EXPECT_EQ(seen.atArrival, guess) << guess;
+            // The guest's own secret is still masked in the same stream.
+            EXPECT_EQ(seen.whole, guess + "\n***\n") << guess;
+        }
+        // Not even the whole credential is compared with guest output.
+        auto whole = (this->*path)(s, kBrokered);
+        EXPECT_EQ(whole.atArrival, kBrokered);
+    }
+    // The REST exec's output: the same bytes for the guest, nothing replaced.
+    ExecOptions o = shell(std::string("printf '%s' '") + kBrokered + "'");
+    auto out = controller->commands().exec("t1", s.id, o);
+    EXPECT_EQ(out.stdoutData, kBrokered);
+    // The audit log is written whole, never streamed: there the credential a
+    // client typed into the command is masked (no oracle: whole values only).
+    AuditQuery q;
+    q.type = "exec.executed";
+    auto events = controller->audit("t1", s.id, q);
+    ASSERT_FALSE(events.empty());
+    for (const auto& e : events)
+        EXPECT_EQ(e.dataJson.find(kBrokered), std::string::npos) << e.dataJson;
+}
+
+// Host-made text still hides a host-only value: the records the host writes
+// about a sandbox (workspace fetches and pushes, evidence) are masked with it.
+TEST_F(RecordIntegrityMasker, HostWrittenRecordsStillHideBrokeredCredentials) {
+    auto s = sandbox();
+    controller->recordEvent(s, "push.rejected",
+                            {{"reason", std::string("remote said: bad credential ") + kBrokered}});
+    auto events = controller->audit("t1", s.id, AuditQuery{"push.rejected", "", 0, 10});
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].dataJson.find(kBrokered), std::string::npos) << events[0].dataJson;
+    EXPECT_NE(events[0].dataJson.find("bad credential ***"), std::string::npos)
+        << events[0].dataJson;
 }
 
 }  // namespace

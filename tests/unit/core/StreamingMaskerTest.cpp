@@ -33,8 +33,8 @@ TEST(StreamingMasker, MasksSecretsSplitAcrossChunksAnywhere) {
 
 TEST(StreamingMasker, OverlappingSecretsAreMaskedTogether) {
     auto masker =
-        std::make_shared<const SecretMasker>(std::vector<std::string>{"abcdefx", "xyz123456"});
-    std::string text = "head abcdefxyz123456 tail xyz123456 and abcdefx.";
+        std::make_shared<const SecretMasker>(std::vector<std::string>{"abcdefghx", "xyz123456"});
+    std::string text = "head abcdefghxyz123456 tail xyz123456 and abcdefghx.";
     EXPECT_EQ(masker->mask(text), "head *** tail *** and ***.");
     std::mt19937 rng(7);
     for (int round = 0; round < 300; ++round) {

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "../controller/ControllerFixture.hpp"
@@ -7,6 +8,9 @@
 #include "api/E2bEnvd.hpp"
 #include <boost/asio/thread_pool.hpp>
 #include "api/Router.hpp"
+#include "core/Clock.hpp"
+#include "egress/EgressGateway.hpp"
+#include "packages/PackageGateway.hpp"
 #include "store/ApiKeyStore.hpp"
 
 namespace airlock::api {
@@ -23,7 +27,9 @@ class E2bApiTest : public test::ControllerFixture {
           tokens("test-key"),
           e2b(*controller, auth, router.limiter(), tokens, "sbx.test") {
         router.setE2b(&e2b, nullptr);
-        key = keys.create("t1", Role::agent, "agent").key;
+        auto made = keys.create("t1", Role::agent, "agent");
+        key = made.key;
+        keyId = made.record.id;
         otherKey = keys.create("t2", Role::agent, "other").key;
         approverKey = keys.create("t1", Role::approver, "human").key;
     }
@@ -62,7 +68,7 @@ class E2bApiTest : public test::ControllerFixture {
     Router router;
     e2b::SandboxTokens tokens;
     E2bApi e2b;
-    std::string key, otherKey, approverKey;
+    std::string key, keyId, otherKey, approverKey;
 };
 
 TEST_F(E2bApiTest, CreateAnswersWhatTheSdkReads) {
@@ -76,7 +82,7 @@ TEST_F(E2bApiTest, CreateAnswersWhatTheSdkReads) {
     EXPECT_EQ(j["templateID"], "minimal");
     EXPECT_EQ(j["clientID"], "airlock");
     EXPECT_EQ(j["envdVersion"], e2b::kEnvdVersion);
-    EXPECT_EQ(j["envdAccessToken"], tokens.envdToken(id));
+    EXPECT_EQ(j["envdAccessToken"], tokens.envdToken(id, keyId));
     EXPECT_EQ(j["domain"], "sbx.test");
     auto rec = controller->get("t1", id);
     EXPECT_EQ(rec.timeoutS, 120);
@@ -116,16 +122,16 @@ TEST_F(E2bApiTest, PortsArePublicUnlessRestricted) {
     ASSERT_EQ(r.status, 201) << r.body;
     auto closed = json::parse(r.body);
     std::string id = closed["sandboxID"];
-    EXPECT_EQ(closed["trafficAccessToken"], tokens.trafficToken(id));
+    EXPECT_EQ(closed["trafficAccessToken"], tokens.trafficToken(id, keyId));
     EXPECT_EQ(controller->get("t1", id).portAccess, "token");
     auto info = json::parse(call("GET", "/sandboxes/" + id).body);
     EXPECT_EQ(info["network"]["allowPublicTraffic"], false);
-    EXPECT_EQ(info["trafficAccessToken"], tokens.trafficToken(id));
+    EXPECT_EQ(info["trafficAccessToken"], tokens.trafficToken(id, keyId));
 }
 
 TEST_F(E2bApiTest, UploadBudgetIsBoundedAndGivenBack) {
     boost::asio::thread_pool workers(1);
-    E2bEnvd envd(*controller, tokens, router.limiter(), workers, "");
+    E2bEnvd envd(*controller, tokens, auth, router.limiter(), workers, "");
     constexpr std::size_t chunk = E2bEnvd::kUploadBudget / 4;
     std::vector<std::shared_ptr<void>> held;
     for (int i = 0; i < 4; ++i) {
@@ -207,10 +213,157 @@ TEST_F(E2bApiTest, PauseConnectAndTimeouts) {
     EXPECT_GT(controller->get("t1", id).expiresAt, 0);
     auto info = json::parse(call("GET", "/sandboxes/" + id).body);
     EXPECT_EQ(info["state"], "running");
-    EXPECT_EQ(info["envdAccessToken"], tokens.envdToken(id));
+    EXPECT_EQ(info["envdAccessToken"], tokens.envdToken(id, keyId));
     EXPECT_EQ(json::parse(call("GET", "/sandboxes/" + id + "/metrics").body), json::array());
     EXPECT_EQ(call("DELETE", "/sandboxes/" + id).status, 204);
     EXPECT_EQ(call("DELETE", "/sandboxes/" + id).status, 404);
+}
+
+// Attack 12 of "the record the agent cannot bend": an envd access token was
+// an HMAC of the sandbox id alone and outlived the key that fetched it. Now
+// it names that key and works only while the key does.
+class RecordIntegrityE2b : public E2bApiTest {};
+
+TEST_F(RecordIntegrityE2b, EnvdAccessTokensDieWithTheKeyThatMintedThem) {
+    boost::asio::thread_pool workers(1);
+    E2bEnvd envd(*controller, tokens, auth, router.limiter(), workers, "");
+    // A second key of the tenant, made to be revoked; the sandbox is made through the E2B door.
+    auto doomed = keys.create("t1", Role::agent, "doomed");
+    auto created = call("POST", "/v2/sandboxes", R"({"templateID":"minimal"})", doomed.key);
+    ASSERT_EQ(created.status, 201) << created.body;
+    auto j = json::parse(created.body);
+    std::string id = j["sandboxID"], token = j["envdAccessToken"];
+    // The key that created it fetches its own token for the same sandbox.
+    std::string survivor = json::parse(call("GET", "/sandboxes/" + id).body)["envdAccessToken"];
+    EXPECT_NE(token, survivor);
+    auto request = [&](const std::string& t) {
+        ApiRequest r;
+        r.method = "POST";
+        r.path = "/process.Process/List";
+        r.contentType = "application/json";
+        r.body = "{}";
+        r.headers["x-access-token"] = t;
+        return r;
+    };
+    E2bEnvd::Target target{id, e2b::kEnvdPort, ""};
+    EXPECT_NO_THROW(envd.admit(request(token), target));
+    EXPECT_NO_THROW(envd.admit(request(survivor), target));
+    // Forged or misplaced tokens: another sandbox's, the traffic kind, a key id swapped in.
+    EXPECT_THROW(envd.admit(request(tokens.envdToken("sbx-other", doomed.record.id)), target),
+                 Error);
+    EXPECT_THROW(envd.admit(request(tokens.trafficToken(id, doomed.record.id)), target), Error);
+    EXPECT_THROW(envd.admit(request(keyId + token.substr(token.find('.'))), target), Error);
+    // Another tenant's live key does not make a token for this sandbox.
+    auto other = keys.create("t2", Role::agent, "t2-agent");
+    EXPECT_THROW(envd.admit(request(tokens.envdToken(id, other.record.id)), target), Error);
+
+    // The attack: revoke the minting key, keep using its token.
+    ASSERT_TRUE(keys.remove(doomed.record.id));
+    try {
+        envd.admit(request(token), target);
+        ADD_FAILURE() << "a revoked key's envd token was admitted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::unauthorized);
+    }
+    auto answer = envd.handle(request(token), target, std::nullopt);
+    EXPECT_EQ(answer.status, 401) << answer.body;
+    ApiRequest download;
+    download.method = "GET";
+    download.path = "/files";
+    download.query["path"] = "/etc/hostname";
+    download.headers["x-access-token"] = token;
+    EXPECT_THROW(envd.planDownload(download, target), Error);
+    // The live key's token still works.
+    EXPECT_NO_THROW(envd.admit(request(survivor), target));
+    // An expired key is as dead as a revoked one.
+    auto expired = keys.create("t1", Role::agent, "expired", nowUnixSeconds() - 1);
+    EXPECT_THROW(envd.admit(request(tokens.envdToken(id, expired.record.id)), target), Error);
+    workers.join();
+}
+
+TEST_F(RecordIntegrityE2b, TrafficTokensDieWithTheKeyThatMintedThem) {
+    boost::asio::thread_pool workers(1);
+    E2bEnvd envd(*controller, tokens, auth, router.limiter(), workers, "");
+    auto doomed = keys.create("t1", Role::agent, "doomed");
+    auto created = call("POST", "/v2/sandboxes",
+                        R"({"templateID":"minimal","network":{"allowPublicTraffic":false}})",
+                        doomed.key);
+    ASSERT_EQ(created.status, 201) << created.body;
+    auto j = json::parse(created.body);
+    std::string id = j["sandboxID"], traffic = j["trafficAccessToken"];
+    ApiRequest head;
+    head.method = "GET";
+    head.path = "/";
+    head.headers["e2b-traffic-access-token"] = traffic;
+    E2bEnvd::Target target{id, 8080, ""};
+    EXPECT_NO_THROW(envd.routePort(head, target));
+    ASSERT_TRUE(keys.remove(doomed.record.id));
+    EXPECT_THROW(envd.routePort(head, target), Error);
+    workers.join();
+}
+
+// Attack 7: E2B port routing (and preview ports) reached the guest's egress
+// proxy and package proxies. Their ports are refused before anything opens,
+// for an E2B sandbox (public ports) and a native one alike.
+TEST_F(RecordIntegrityE2b, PortRoutingNeverReachesTheGuestsOwnProxies) {
+    boost::asio::thread_pool workers(1);
+    E2bEnvd envd(*controller, tokens, auth, router.limiter(), workers, "sbx.test");
+    std::string e2bId = create(R"({"templateID":"minimal"})");
+    ASSERT_EQ(controller->get("t1", e2bId).portAccess, "public");
+    CreateSandboxRequest native;
+    native.templateName = "minimal";
+    std::string nativeId = controller->create("t1", native).id;
+    // The internal ports come from the gateways' listeners.
+    auto internal = controller->ports().internalPorts();
+    for (unsigned p : {egress::kGuestProxyPort, packages::kGuestNpmPort, packages::kGuestPypiPort,
+                       packages::kGuestAptPort})
+        EXPECT_NE(std::find(internal.begin(), internal.end(), p), internal.end()) << p;
+    for (const std::string& id : {e2bId, nativeId}) {
+        for (unsigned port : internal) {
+            // By header (E2b-Sandbox-Id / -Port) and by Host: the same target.
+            for (const char* how : {"header", "host"}) {
+                ApiRequest head;
+                head.method = "GET";
+                head.path = "/";
+                if (std::string(how) == "header") {
+                    head.headers["e2b-sandbox-id"] = id;
+                    head.headers["e2b-sandbox-port"] = std::to_string(port);
+                } else {
+                    head.host = std::to_string(port) + "-" + id + ".sbx.test";
+                }
+                auto target = envd.target(head);
+                ASSERT_TRUE(target) << how;
+                EXPECT_FALSE(target->envd());
+                try {
+                    envd.routePort(head, *target);
+                    ADD_FAILURE() << "port " << port << " of " << id << " routed by " << how;
+                } catch (const Error& e) {
+                    EXPECT_EQ(e.code(), ErrorCode::forbidden);
+                    auto answer = envd.errorFor(head, std::current_exception(), id);
+                    EXPECT_EQ(answer.status, 403);
+                    EXPECT_EQ(json::parse(answer.body)["code"], 403) << answer.body;
+                }
+            }
+            // The native preview-port route refuses to expose it, and no
+            // tunnel opens to it whatever the caller holds.
+            try {
+                controller->ports().expose("t1", id, port);
+                ADD_FAILURE() << "port " << port << " exposed";
+            } catch (const Error& e) {
+                EXPECT_EQ(e.code(), ErrorCode::forbidden);
+            }
+            EXPECT_THROW(controller->ports().openTunnel("t1", id, port, [](AgentStream::Event&&) {}),
+                         Error);
+            EXPECT_THROW(
+                controller->ports().openPreview(id, port, "any", [](AgentStream::Event&&) {}),
+                Error);
+        }
+    }
+    // An ordinary port of the E2B sandbox still routes (E2B's public ports).
+    E2bEnvd::Target web{e2bId, 8080, ""};
+    EXPECT_NO_THROW(envd.routePort(ApiRequest{}, web));
+    EXPECT_NO_THROW(controller->ports().expose("t1", nativeId, 8080));
+    workers.join();
 }
 
 }  // namespace

@@ -105,11 +105,22 @@ TEST(E2bWire, EntryInfoIsEnvdsShape) {
 
 TEST(E2bWire, TokensArePerSandboxAndKeyed) {
     SandboxTokens a("k1"), b("k2");
-    EXPECT_EQ(a.envdToken("sbx-1"), a.envdToken("sbx-1"));
-    EXPECT_NE(a.envdToken("sbx-1"), a.envdToken("sbx-2"));
-    EXPECT_NE(a.envdToken("sbx-1"), b.envdToken("sbx-1"));
-    EXPECT_NE(a.envdToken("sbx-1"), a.trafficToken("sbx-1"));
-    EXPECT_EQ(a.envdToken("sbx-1").size(), 64u);
+    EXPECT_EQ(a.envdToken("sbx-1", "key-a"), a.envdToken("sbx-1", "key-a"));
+    EXPECT_NE(a.envdToken("sbx-1", "key-a"), a.envdToken("sbx-2", "key-a"));
+    EXPECT_NE(a.envdToken("sbx-1", "key-a"), a.envdToken("sbx-1", "key-b"));
+    EXPECT_NE(a.envdToken("sbx-1", "key-a"), b.envdToken("sbx-1", "key-a"));
+    EXPECT_NE(a.envdToken("sbx-1", "key-a"), a.trafficToken("sbx-1", "key-a"));
+    EXPECT_EQ(a.envdToken("sbx-1", "key-a").size(), 6u + 64u);
+    // The key id comes back from a token of that sandbox and kind only.
+    EXPECT_EQ(a.envdTokenKey("sbx-1", a.envdToken("sbx-1", "key-a")), "key-a");
+    EXPECT_EQ(a.trafficTokenKey("sbx-1", a.trafficToken("sbx-1", "key-a")), "key-a");
+    EXPECT_FALSE(a.envdTokenKey("sbx-2", a.envdToken("sbx-1", "key-a")));
+    EXPECT_FALSE(a.envdTokenKey("sbx-1", a.trafficToken("sbx-1", "key-a")));
+    EXPECT_FALSE(a.envdTokenKey("sbx-1", b.envdToken("sbx-1", "key-a")));
+    std::string t = a.envdToken("sbx-1", "key-a");
+    EXPECT_FALSE(a.envdTokenKey("sbx-1", "key-b" + t.substr(5)));  // another key id swapped in
+    EXPECT_FALSE(a.envdTokenKey("sbx-1", t.substr(6)));             // the bare MAC
+    EXPECT_FALSE(a.envdTokenKey("sbx-1", ""));
     EXPECT_TRUE(SandboxTokens::same("abc", "abc"));
     EXPECT_FALSE(SandboxTokens::same("abc", "abd"));
     EXPECT_FALSE(SandboxTokens::same("abc", "ab"));

@@ -71,7 +71,7 @@ TEST_F(BundleVerifierTest, TheSealedBundleVerifiesOfflineWithTheStockTools) {
     EXPECT_TRUE(r.ok());
     for (const auto& p : r.problems) ADD_FAILURE() << p;
     EXPECT_EQ(r.keyid, key.keyid());
-    EXPECT_EQ(r.passed.size(), 6u);
+    EXPECT_EQ(r.passed.size(), 7u);
 
     // What docs/evidence.md tells a reviewer to run, with nothing of ours.
     std::ofstream(dir.path() + "/b.tar.gz", std::ios::binary) << gz;
@@ -131,6 +131,20 @@ TEST_F(BundleVerifierTest, AnyChangedByteAddedFileOrOtherKeyFails) {
     wrong.replace(at, 6, "int(A)");
     auto replay = BundleVerifier::verify(seal(wrong), {key.publicKeyPem()}, repo);
     EXPECT_FALSE(replay.ok());
+}
+
+TEST_F(BundleVerifierTest, RecordIntegrityABundleResignedByAnotherKeyNamesTheWrongKey) {
+    makeRepository();
+    auto files = TarGzReader::read(seal(patch));
+    // Every byte kept, SHA256SUMS signed again by another key the reviewer
+    // also accepts (an older one, say): the manifest still names the first.
+    auto other = EvidenceKey::loadOrCreate(dir.path() + "/other");
+    files["evd-test/SHA256SUMS.sig"] = other.sign(files["evd-test/SHA256SUMS"]);
+    TarGzWriter t(1700000000);
+    for (const auto& [p, c] : files) t.add(p, c);
+    auto r = BundleVerifier::verify(t.finish(), {other.publicKeyPem()});
+    EXPECT_FALSE(r.ok());
+    EXPECT_NE(testing::PrintToString(r.problems).find("names key"), std::string::npos);
 }
 
 TEST_F(BundleVerifierTest, PatchReplayLeavesTheRepositoryUntouched) {

@@ -85,11 +85,13 @@ EvidenceModel session() {
     m.junit = {{"reports/junit.xml",
                 "",
                 {{"demo", "demo", "test_add_ints", "passed", "", 0.01},
-                 {"demo", "demo", "test_add_strings", "failed", "expected ab", 0.01}}}};
-    m.artifacts = {{"out/screenshot.png", "image/png", 3, true, "", ""},
-                   {"out/debug.log", "text/plain", 90, true, "", "holds a PEM private key"},
+                 {"demo", "demo", "test_add_strings", "failed", "expected ab", 0.01}},
+                "c4",
+                ""}};
+    m.artifacts = {{"out/screenshot.png", "image/png", 3, true, "", "", "artifacts/out/screenshot.png"},
+                   {"out/debug.log", "text/plain", 90, true, "", "holds a PEM private key", ""},
                    {"out/huge.bin", "application/octet-stream", 50u << 20, false,
-                    "larger than the 10 MiB cap", ""}};
+                    "larger than the 10 MiB cap", "", ""}};
     return m;
 }
 
@@ -187,7 +189,7 @@ TEST(ReportHtml, EverythingIsEscapedNothingRunsAndTheReviewerSeesTheDiffAndFailu
         {{"path", "src/<script>alert(1)</script>.py"}, {"status", "added"}, {"in_scope", true}});
     m.commands.push_back(
         {{"id", "c9"}, {"command", "echo '<img src=x onerror=alert(1)>'"}, {"decision", "allow"}});
-    m.artifacts.push_back({"out/x.svg", "image/svg+xml", 10, true, "", ""});
+    m.artifacts.push_back({"out/x.svg", "image/svg+xml", 10, true, "", "", "artifacts/out/x.svg"});
     m.patch += "diff --git a/evil.html b/evil.html\n+<script>steal()</script>\n";
     auto findings = computeFindings(m);
     std::string html = renderReport(m, findings, testSummary(m));

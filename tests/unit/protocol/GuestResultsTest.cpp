@@ -3,7 +3,9 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "protocol/GuestCalls.hpp"
 #include "protocol/GuestResults.hpp"
+#include "protocol/JsonText.hpp"
 #include "protocol/Messages.hpp"
 
 namespace airlock::protocol {
@@ -208,8 +210,8 @@ FileActivityReport anActivityReport() {
     r.nowMs = 1'780'000'000'000;
     r.dropped = 2;
     r.overflow = true;
-    r.paths = {PathActivity{"src/out.txt", 1, 2, 10, 20, 11, 19, {"ex-1", "ex-2"}},
-               PathActivity{"README.md", 3, 0, 5, 6, 0, 0, {}}};
+    r.paths = {PathActivity{"src/out.txt", 1, 2, 10, 20, 11, 19, {"ex-1", "ex-2"}, "ex-2"},
+               PathActivity{"README.md", 3, 0, 5, 6, 0, 0, {}, ""}};
     return r;
 }
 }  // namespace
@@ -221,6 +223,7 @@ TEST(GuestResults, FileActivityRoundTripsAndANotWatchingAgentSaysOnlyThat) {
     ASSERT_EQ(back.paths.size(), 2u);
     EXPECT_EQ(back.paths[0].lastWriteMs, 19);
     EXPECT_EQ(back.paths[0].execs, (std::vector<std::string>{"ex-1", "ex-2"}));
+    EXPECT_EQ(back.paths[0].lastWriter, "ex-2") << "whose write came last travels with the path";
     EXPECT_EQ(back.paths[1].firstWriteMs, 0) << "an unwritten path has no write times";
     EXPECT_EQ(back.nowMs, sent.nowMs);
     EXPECT_EQ(toJsonValue(FileActivityReport{}), json({{"watching", false}}));
@@ -282,6 +285,34 @@ TEST(GuestResults, HostileFileActivityIsRefusedAndABadPathOnlyCostsItsEntry) {
         << "more paths than the agent keeps";
     many["paths"].erase(many["paths"].size() - 1);
     EXPECT_EQ(parseFileActivity(wire(many)).paths.size(), kMaxActivityPaths);
+}
+
+}  // namespace airlock::protocol
+
+namespace airlock::protocol {
+
+TEST(GuestResults, RecordIntegrityANameThatIsNotUtf8RoundTripsByteForByte) {
+    // Linux allows any bytes but '/' and NUL in a name; JSON text holds UTF-8.
+    const std::string name = "bad\xff\xfeutf8 \"<q>\\.txt", path = "/w/reports/" + name;
+    FsResult listing{anEntry("/w/reports", FileEntry::Type::directory),
+                     std::vector<FileEntry>{anEntry(path)}, false, {}};
+    auto text = jsonText(toJsonValue(listing));  // as the agent sends it
+    auto back = parseFsResult(Action::list, json::parse(text));
+    ASSERT_TRUE(back.entries && back.entries->size() == 1);
+    EXPECT_EQ((*back.entries)[0].name, name);
+    EXPECT_EQ((*back.entries)[0].path, path);
+    // The host asks for it back under the same bytes.
+    EXPECT_EQ(parseFileRead(toJson(FileReadRequest{path, "user"})).path, path);
+    EXPECT_EQ(parseFileRead(toJson(FileReadRequest{"/w/plain.txt", ""})).path, "/w/plain.txt");
+    // A hostile hex form is refused, and still cannot smuggle a '/' into a name.
+    json bad = toJsonValue(listing);
+    bad["entries"][0]["name_hex"] = "zz";
+    EXPECT_THROW(parseFsResult(Action::list, bad), MessageError);
+    bad["entries"][0]["name_hex"] = "612f62";  // "a/b"
+    auto slash = parseFsResult(Action::list, bad);
+    EXPECT_EQ((*slash.entries)[0].name, "a/b") << "read as sent; the host's walker refuses it";
+    bad["entries"][0]["name_hex"] = std::string(2 * 256, 'a');
+    EXPECT_THROW(parseFsResult(Action::list, bad), MessageError) << "over 255 bytes";
 }
 
 }  // namespace airlock::protocol
