@@ -29,28 +29,6 @@ struct RawAnswer {
     std::string head, body;  // body de-chunked
 };
 
-// As test::rawHttp, with a longer wait for the answer (a create boots a VM).
-std::string rawHttpWithin(int port, const std::string& request, int seconds) {
-    int s = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-        ::close(s);
-        return "";
-    }
-    (void)!::write(s, request.data(), request.size());
-    std::string out;
-    char buf[4096];
-    timeval tv{seconds, 0};
-    ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ssize_t n;
-    while ((n = ::read(s, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-    ::close(s);
-    return out;
-}
-
 RawAnswer parse(const std::string& raw) {
     RawAnswer a;
     auto end = raw.find("\r\n\r\n");
@@ -382,7 +360,7 @@ TEST_F(E2bFrontDoor, RecordIntegrityEnvdTokensDieWithTheirKey) {
     ASSERT_EQ(minted.status, 201) << minted.body;
     std::string agentKey = json::parse(minted.body)["key"], keyId = json::parse(minted.body)["id"];
     std::string body = R"({"templateID":"minimal","timeout":600})";
-    auto created = parse(rawHttpWithin(
+    auto created = parse(test::rawHttp(
         daemon->port(),
         "POST /v2/sandboxes HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-KEY: e2b_" + agentKey.substr(3) +
             "\r\nContent-Type: application/json\r\nContent-Length: " +

@@ -127,7 +127,7 @@ int killQemusOf(const std::string& dataDir) {
     return killed;
 }
 
-std::string rawHttp(int port, const std::string& request) {
+std::string rawHttp(int port, const std::string& request, int seconds) {
     int s = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -140,7 +140,7 @@ std::string rawHttp(int port, const std::string& request) {
     (void)!::write(s, request.data(), request.size());
     std::string out;
     char buf[4096];
-    timeval tv{10, 0};
+    timeval tv{seconds, 0};
     ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     ssize_t n;
     while ((n = ::read(s, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));

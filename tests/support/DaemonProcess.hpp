@@ -45,6 +45,6 @@ std::unique_ptr<boost::beast::websocket::stream<boost::beast::tcp_stream>> openW
     const std::string& start);
 
 // Raw HTTP over TCP, for requests the client library would not send.
-std::string rawHttp(int port, const std::string& request);
+std::string rawHttp(int port, const std::string& request, int seconds = 10);
 
 }  // namespace airlock::test

@@ -74,6 +74,15 @@ class EvidenceServiceTest : public test::ControllerFixture {
         return keys;
     }
 
+    // The bundle's signed test-result statement (the second attestation), verified.
+    json testResultStatement(std::map<std::string, std::string>& files) {
+        std::istringstream att(files["attestations.intoto.jsonl"]);
+        std::string provenance, testResult;
+        std::getline(att, provenance);
+        std::getline(att, testResult);
+        return json::parse(dsse::verify(json::parse(testResult), publicKeys()[0]));
+    }
+
     std::unique_ptr<EvidenceStore> evidenceStore;
     std::unique_ptr<EvidenceService> service;
 };
@@ -252,11 +261,7 @@ TEST_F(EvidenceServiceTest, RecordIntegritySecretValuesCannotEditTheRenderedOrSi
     EXPECT_EQ(json::parse(files["tests/summary.json"])["result"], "failed");
     EXPECT_EQ(json::parse(files["manifest.json"])["tests"]["result"], "failed");
     EXPECT_EQ(json::parse(rec.summaryJson)["tests"], "failed");
-    std::istringstream att(files["attestations.intoto.jsonl"]);
-    std::string provenance, testResult;
-    std::getline(att, provenance);
-    std::getline(att, testResult);
-    auto statement = json::parse(dsse::verify(json::parse(testResult), publicKeys()[0]));
+    auto statement = testResultStatement(files);
     EXPECT_EQ(statement["predicate"]["result"], "FAILED");
     // Every command keeps its exit code, and a masked field says so.
     std::istringstream cmds(files["commands/commands.jsonl"]);
@@ -338,11 +343,7 @@ TEST_F(EvidenceServiceTest, RecordIntegrityAHandWrittenTestReportCountsForNothin
     auto findings = json::parse(files["findings.json"]);
     EXPECT_NE(finding(findings, "tests_not_run"), nullptr);
     ASSERT_NE(finding(findings, "test_report_not_from_test_run"), nullptr);
-    std::istringstream att(files["attestations.intoto.jsonl"]);
-    std::string provenance, testResult;
-    std::getline(att, provenance);
-    std::getline(att, testResult);
-    auto statement = json::parse(dsse::verify(json::parse(testResult), publicKeys()[0]));
+    auto statement = testResultStatement(files);
     EXPECT_NE(statement["predicate"]["result"], "PASSED");
     EXPECT_TRUE(statement["predicate"]["passedTests"].empty());
 }
