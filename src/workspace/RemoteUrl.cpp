@@ -188,6 +188,11 @@ std::string RemoteUrl::scopePath() const {
     return plainPath(p) ? p : std::string();
 }
 
+std::string RemoteUrl::scopeDirectory() const {
+    std::string p = scopePath();
+    return p.empty() ? p : p.substr(0, p.rfind('/') + 1);
+}
+
 bool RemoteUrl::validScopePrefix(const std::string& prefix) { return plainPath(prefix); }
 
 void requireAllowedAddress(const RemoteUrl& url, const egress::AddressPolicy& policy) {

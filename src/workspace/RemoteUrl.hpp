@@ -32,6 +32,9 @@ struct RemoteUrl {
     // or empty segments, '%', '\\', '?', '#', control characters): such a
     // path is in no scope.
     std::string scopePath() const;
+    // The directory scopePath() is in, as a scope prefix ("/org/" for
+    // "/org/repo.git", "/" for "/repo.git"), or "" when scopePath() is.
+    std::string scopeDirectory() const;
     // Whether `prefix` is a scope entry scopePath() can be compared with:
     // starts with "/", and is itself a plain path.
     static bool validScopePrefix(const std::string& prefix);

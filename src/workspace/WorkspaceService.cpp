@@ -292,11 +292,15 @@ std::optional<BrokeredCredential> WorkspaceService::openCredential(const std::st
                                               json(c->scope).dump() + ", which does not hold " +
                                               url.path);
     if (!config_.cipher) throw Error(ErrorCode::unavailable, "no secret key is configured");
+    // Without a scope: the repositories beside the workspace's own (its
+    // owner's, "/org/" for "/org/app.git"), never another owner's.
+    auto scope = c->scope;
+    if (scope.empty() && !url.scopeDirectory().empty()) scope = {url.scopeDirectory()};
     return BrokeredCredential{
         c->kind,       c->host,
         c->username,   config_.cipher->open(c->secretSealed, "credential/" + tenant + "/" + name),
         c->knownHosts, url.path,
-        c->scope};
+        scope};
 }
 
 // ------------------------------------------------------------ mirrors
@@ -617,9 +621,9 @@ SandboxRecord WorkspaceService::createSandbox(const std::string& tenant,
                     RemoteUrl smRemote = url.resolve(smUrl);
                     std::string commit = oidHex(*git_tree_entry_id(link.get()));
                     // The credential goes to the workspace's own repository
-                    // and its scope only: a .gitmodules naming another
-                    // repository of the host gets an anonymous fetch, and
-                    // the submodule is skipped when that fails.
+                    // and its scope only: a .gitmodules naming a repository
+                    // outside them gets an anonymous fetch, and the
+                    // submodule is skipped when that fails.
                     bool withheld = credential && !credential->covers(smRemote);
                     auto smCred = withheld ? std::nullopt : credential;
                     if (smCred && smRemote.scheme == "http")

@@ -39,7 +39,9 @@ struct WorkspaceConfig {
 // POST /v1/credentials
 struct CredentialSpec {
     std::string name, kind, host, username, secret, knownHosts;
-    std::vector<std::string> scope;  // path prefixes beyond the workspace's own repository
+    // Path prefixes it may go to beyond the workspace's own repository; none:
+    // the repositories in the same directory as the workspace's own.
+    std::vector<std::string> scope;
 };
 
 // Repository workspaces: mirrors and checkouts on the host (libgit2), the

@@ -541,8 +541,8 @@ TEST_F(Workspaces, Attack9_ACredentialOverPlainHttpOnIpv6GoesOnlyToRangesTheOper
     std::string host6 = "[::1]:" + std::to_string(port6), repo6 = "http://" + host6 + "/demo.git";
     ASSERT_TRUE(test::waitFor(
         [&] {
-            return test::commandLine("git ls-remote http://" + host6 +
-                                     "/lib.git 2>/dev/null | head -c 1") != "";
+            return test::commandLine("curl -gs -o /dev/null -w '%{http_code}' http://" + host6 +
+                                     "/lib.git/info/refs") == "401";
         },
         20s, 200ms))
         << "the fixture server did not bind ::1";
@@ -586,12 +586,13 @@ TEST_F(Workspaces, Attack9_ACredentialOverPlainHttpOnIpv6GoesOnlyToRangesTheOper
     EXPECT_EQ(fetched.body.find(world->canary), std::string::npos);
 }
 
-// Issue 29, attack 10: hostile.git's .gitmodules names ../private.git on
-// the same host, which the tenant's credential can read. The credential
-// goes to hostile.git only; private.git is tried without it, refused, and
-// the submodule is skipped with a warning the workspace record shows.
+// Issue 29, attack 10: team/hostile.git's .gitmodules names
+// ../../private.git (another owner's repository on the same host, which
+// the tenant's credential can read) and ../notes.git (its neighbour). The
+// credential goes to hostile.git and its neighbour only; private.git is
+// tried without it, refused, and skipped with a warning the record shows.
 TEST_F(Workspaces, Attack10_AHostileGitmodulesDoesNotGetTheCredentialForAnotherRepository) {
-    std::string hostile = "http://127.0.0.1:" + std::to_string(world->gitPort) + "/hostile.git";
+    std::string hostile = "http://127.0.0.1:" + std::to_string(world->gitPort) + "/team/hostile.git";
     auto r = api(
         "POST", "/v1/sandboxes",
         json{{"template", "minimal"},
@@ -599,7 +600,9 @@ TEST_F(Workspaces, Attack10_AHostileGitmodulesDoesNotGetTheCredentialForAnotherR
             .dump());
     ASSERT_EQ(r.status, 201) << r.body;
     std::string id = json::parse(r.body)["id"];
-    EXPECT_TRUE(has(requests(world->authLog, "/hostile.git"), "AUTH"));
+    EXPECT_TRUE(has(requests(world->authLog, "/team/hostile.git"), "AUTH"));
+    EXPECT_TRUE(has(requests(world->authLog, "/team/notes.git"), "AUTH"))
+        << "without a scope the credential goes to the repository's neighbours";
     auto priv = requests(world->authLog, "/private.git");
     EXPECT_FALSE(priv.empty()) << "the submodule was not even tried anonymously";
     EXPECT_FALSE(has(priv, "AUTH")) << "the credential reached private.git";
@@ -608,9 +611,10 @@ TEST_F(Workspaces, Attack10_AHostileGitmodulesDoesNotGetTheCredentialForAnotherR
     EXPECT_NE(ws["warnings"].dump().find("vendor/stolen"), std::string::npos) << ws.dump();
     ASSERT_EQ(ws["skipped_submodules"].size(), 1u) << ws.dump();
     EXPECT_EQ(ws["skipped_submodules"][0]["path"], "vendor/stolen");
-    EXPECT_TRUE(ws["submodules"].empty());
+    EXPECT_EQ(ws["submodules"].size(), 1u) << ws.dump();
     EXPECT_EQ(ws["changed_files"], 0) << "the skipped submodule's gitlink stays as it was";
     EXPECT_EQ(out(id, "grep -rl private-Bytes /workspace 2>/dev/null | wc -l"), "0");
+    EXPECT_EQ(out(id, "cat /workspace/vendor/notes/NOTES.txt"), "notes-of-the-same-team");
     auto audit = api("GET", "/v1/sandboxes/" + id + "/audit").body;
     EXPECT_NE(audit.find("skipped_submodules"), std::string::npos) << "the audit records the skip";
     EXPECT_EQ(api("DELETE", "/v1/sandboxes/" + id).status, 204);
@@ -621,7 +625,7 @@ TEST_F(Workspaces, Attack10_AHostileGitmodulesDoesNotGetTheCredentialForAnotherR
                        {"host", "127.0.0.1:" + std::to_string(world->gitPort)},
                        {"username", "git"},
                        {"secret", world->canary},
-                       {"scope", {"/private.git", "/hostile.git"}}}
+                       {"scope", {"/private.git", "/team/hostile.git"}}}
                       .dump())
                   .status,
               201);
@@ -629,7 +633,7 @@ TEST_F(Workspaces, Attack10_AHostileGitmodulesDoesNotGetTheCredentialForAnotherR
     bool scoped = false;
     for (const auto& c : listed["credentials"])
         if (c["name"] == "wide")
-            scoped = c["scope"] == json::array({"/private.git", "/hostile.git"});
+            scoped = c["scope"] == json::array({"/private.git", "/team/hostile.git"});
     EXPECT_TRUE(scoped) << listed.dump();
     // ...and a scoped credential is refused for a repository outside its scope.
     EXPECT_EQ(api("POST", "/v1/sandboxes",

@@ -61,7 +61,7 @@ bool portOpen(const std::string& host, int port) {
                                "),1); print('up')\" 2>/dev/null") == "up\n";
 }
 
-// The fixture repositories (demo, lib (public), private, hostile) served by
+// The fixture repositories (demo, lib, private, team/hostile, team/notes) served by
 // the fixture server on `bind`, password-protected, every request logged
 // with whether it carried an Authorization header.
 struct GitServer {
@@ -261,27 +261,45 @@ TEST_F(GitWorkspaces, Attack10_AHostileGitmodulesGetsNoCredentialForAnotherRepos
     auto ws = service(loopbackOpened());
     ws->addCredential("t1",
                       {"fx", "https-basic", server.hostPort(), "git", server.password, "", {}});
-    // hostile.git's .gitmodules points at ../private.git on the same host,
-    // which the credential could read. The checkout into this host's fake
-    // guest fails later (no user "user" here); what matters is what the
-    // server saw by then.
+    // team/hostile.git's .gitmodules points at ../../private.git (another
+    // owner's) and ../notes.git (its neighbour) on the same host; the
+    // credential could read both. The checkout into this host's fake guest
+    // fails later (no user "user" here); what matters is what the server
+    // saw by then.
     try {
-        ws->createSandbox("t1", request(server.base() + "/hostile.git", "fx"));
+        ws->createSandbox("t1", request(server.base() + "/team/hostile.git", "fx"));
     } catch (const std::exception&) {
     }
-    auto hostile = server.requests("/hostile.git");
+    auto hostile = server.requests("/team/hostile.git");
     EXPECT_NE(std::find(hostile.begin(), hostile.end(), "AUTH"), hostile.end())
         << "the workspace's own repository is fetched with its credential";
     auto priv = server.requests("/private.git");
     EXPECT_FALSE(priv.empty()) << "the submodule was tried anonymously";
     EXPECT_EQ(std::find(priv.begin(), priv.end(), "AUTH"), priv.end())
-        << "the credential reached another repository through .gitmodules";
+        << "the credential reached another owner's repository through .gitmodules";
+    auto notes = server.requests("/team/notes.git");
+    EXPECT_NE(std::find(notes.begin(), notes.end(), "AUTH"), notes.end())
+        << "without a scope the credential goes to the repositories beside the workspace's";
+
+    // A scope replaces that: the workspace's own repository and the prefixes named.
+    ws->addCredential("t1", {"own", "https-basic", server.hostPort(), "git", server.password, "",
+                             {"/team/hostile.git"}});
+    auto notesBefore = server.requests("/team/notes.git").size();
+    try {
+        ws->createSandbox("t1", request(server.base() + "/team/hostile.git", "own"));
+    } catch (const std::exception&) {
+    }
+    notes = server.requests("/team/notes.git");
+    ASSERT_GT(notes.size(), notesBefore) << "the neighbour was tried anonymously";
+    EXPECT_EQ(std::find(notes.begin() + static_cast<long>(notesBefore), notes.end(), "AUTH"),
+              notes.end())
+        << "a credential scoped to its repository went to the neighbour";
 
     // A credential scoped to the whole host may go there.
     ws->addCredential(
         "t1", {"wide", "https-basic", server.hostPort(), "git", server.password, "", {"/"}});
     try {
-        ws->createSandbox("t1", request(server.base() + "/hostile.git", "wide"));
+        ws->createSandbox("t1", request(server.base() + "/team/hostile.git", "wide"));
     } catch (const std::exception&) {
     }
     priv = server.requests("/private.git");

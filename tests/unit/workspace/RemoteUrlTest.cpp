@@ -50,6 +50,15 @@ TEST(RemoteUrl, ResolvesSubmoduleUrlsAsGitDoes) {
     EXPECT_EQ(codeOf([&] { super.resolve("../../../x.git"); }), ErrorCode::unprocessable);
 }
 
+TEST(RemoteUrl, ACredentialsDefaultScopeIsTheRepositorysDirectory) {
+    EXPECT_EQ(RemoteUrl::parse("https://h/org/app.git").scopeDirectory(), "/org/");
+    EXPECT_EQ(RemoteUrl::parse("https://h/group/sub/app.git").scopeDirectory(), "/group/sub/");
+    EXPECT_EQ(RemoteUrl::parse("http://h:81/demo.git").scopeDirectory(), "/");
+    // A path a server might read otherwise has no scope at all.
+    EXPECT_EQ(RemoteUrl::parse("https://h/org/../app.git").scopeDirectory(), "");
+    EXPECT_EQ(RemoteUrl::parse("https://h/org/%2e%2e/app.git").scopeDirectory(), "");
+}
+
 TEST(RemoteUrl, InternalAddressesAreRefusedUnlessTheOperatorOpensThem) {
     egress::AddressPolicy closed;
     EXPECT_EQ(
