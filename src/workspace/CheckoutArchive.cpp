@@ -182,9 +182,21 @@ void writeIndexOf(git_repository* repo, const git_oid& commitId, const std::stri
     check(git_index_write(index.get()), ErrorCode::internal, "index");
 }
 
+// The clone's "origin" as the mirror's path, no url.*.insteadOf applied
+// (libgit2 1.5 leaks a regex match per config entry while looking).
+int createOrigin(git_remote** out, git_repository* repo, const char* name, const char* url,
+                 void*) {
+    git_remote_create_options opts = GIT_REMOTE_CREATE_OPTIONS_INIT;
+    opts.repository = repo;
+    opts.name = name;
+    opts.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF;
+    return git_remote_create_with_opts(out, url, &opts);
+}
+
 Repository cloneFrom(const std::string& mirror, const std::string& into, bool bare) {
     git_clone_options opts;
     git_clone_options_init(&opts, GIT_CLONE_OPTIONS_VERSION);
+    opts.remote_cb = createOrigin;
     opts.bare = bare ? 1 : 0;
     opts.checkout_opts.checkout_strategy = GIT_CHECKOUT_NONE;
     opts.local = GIT_CLONE_LOCAL_NO_LINKS;

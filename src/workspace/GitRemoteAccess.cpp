@@ -189,8 +189,13 @@ namespace {
 }
 
 Remote openRemote(git_repository* repo, const GitRemoteAccess::State& state) {
+    // The URL as checked: no url.*.insteadOf of any config rewrites it (and
+    // libgit2 1.5 leaks a regex match per config entry while looking).
+    git_remote_create_options opts = GIT_REMOTE_CREATE_OPTIONS_INIT;
+    opts.repository = repo;
+    opts.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
     git_remote* raw = nullptr;
-    if (git_remote_create_anonymous(&raw, repo, state.url->text.c_str()) < 0)
+    if (git_remote_create_with_opts(&raw, state.url->text.c_str(), &opts) < 0)
         failRemote(state, "cannot use " + state.url->text);
     return Remote(raw);
 }
@@ -224,6 +229,14 @@ void GitRemoteAccess::fetchInto(git_repository* mirror) {
     State state = newState();
     ClearTextCredential clear(clearText());
     Remote remote = openRemote(mirror, state);
+    // Connected first, on options this frame owns: libgit2 1.5's fetch
+    // leaks its copy of the headers (the credential's) when its own
+    // connect fails, and a wrong password is an ordinary failure.
+    git_remote_connect_options connect;
+    git_remote_connect_options_init(&connect, GIT_REMOTE_CONNECT_OPTIONS_VERSION);
+    auto connectAuth = configure(connect, state, credential_);
+    if (git_remote_connect_ext(remote.get(), GIT_DIRECTION_FETCH, &connect) < 0)
+        failRemote(state, "fetching " + url_.text);
     git_fetch_options opts;
     git_fetch_options_init(&opts, GIT_FETCH_OPTIONS_VERSION);
     auto auth = configure(opts, state, credential_);

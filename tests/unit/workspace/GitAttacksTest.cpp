@@ -316,6 +316,21 @@ TEST_F(GitWorkspaces, Attack10_AHostileGitmodulesGetsNoCredentialForAnotherRepos
 
 // ------------------------------------------------------------------ attack 5
 
+// A refused password ends the fetch at the first answer (no retry loop),
+// and nothing of the header libgit2 was handed outlives it (the ASan run's
+// LeakSanitizer watches the connect that fails).
+TEST_F(GitWorkspaces, AWrongPasswordIsRefusedAtOnce) {
+    GitServer server;
+    auto ws = service(loopbackOpened());
+    ws->addCredential("t1", {"bad", "https-basic", server.hostPort(), "git",
+                             "wrong-" + server.password, "", {}});
+    EXPECT_EQ(codeOf([&] { ws->createSandbox("t1", request(server.base() + "/demo.git", "bad")); }),
+              ErrorCode::unprocessable);
+    auto seen = server.requests("/demo.git");
+    EXPECT_FALSE(seen.empty());
+    EXPECT_LE(seen.size(), 2u) << "the refused credential was tried again and again";
+}
+
 TEST_F(GitWorkspaces, Attack5_AnEndlessPackStopsAtTheCapAndLeavesNoPartialPack) {
     GitServer server;
     auto config = loopbackOpened();
