@@ -14,7 +14,7 @@ class AgentConnection;
 enum class AgentTransportKind { serial, vsock };
 
 // "auto" picks vsock only when the host has /dev/vhost-vsock; this machine
-// has none, so it is serial here (DESIGN.md).
+// without it (a TCG-only host) it is serial.
 AgentTransportKind resolveAgentTransport(const std::string& requested, bool vhostVsockPresent);
 bool hostHasVhostVsock();
 

@@ -30,7 +30,7 @@ std::shared_ptr<AgentConnection> AgentSessions::get(const std::string& sandboxId
                                                 " is not answering (" + s->lastFailure +
                                                 "); retry in a few seconds");
     // After a controller restart or an agent restart: a new hello starts a
-    // clean session (DESIGN.md, "The agent channel").
+    // clean session (docs/internals.md, "The agent channel").
     if (s->agent) s->agent->close();
     s->agent.reset();
     try {

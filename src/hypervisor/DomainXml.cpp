@@ -145,7 +145,8 @@ std::string buildDomainXml(const DomainSpec& s) {
     }
     if (s.incoming) {
         // libvirt's own restore refuses a new UUID, so clones load their
-        // state through a deferred incoming migration (DESIGN.md).
+        // state through a deferred incoming migration (docs/internals.md,
+        // "Pause, snapshots, clones").
         x << "  <qemu:commandline>\n"
           << "    <qemu:arg value='-incoming'/>\n"
           << "    <qemu:arg value='defer'/>\n"

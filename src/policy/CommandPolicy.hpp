@@ -4,7 +4,7 @@
 
 namespace airlock::policy {
 
-// Command classes, least to most strict (DESIGN.md, "Safety controls").
+// Command classes, least to most strict (docs/security.md, "The command policy").
 enum class CommandClass {
     inspection,         // ls, cat, grep, git status ...
     verification,       // tests and linters
