@@ -119,8 +119,9 @@ if [[ ! -f $TARBALL ]]; then
     fi
     rm -f "$tmp.log"
     mv "$tmp" "$TARBALL"
-    # Older recipes' tarballs are not needed any more.
-    find "$CACHE" -maxdepth 1 -name 'debian-rootfs-*.tar' ! -name "$(basename "$TARBALL")" -delete
+    # Older recipes' tarballs go, but for the two newest: the cache is shared
+    # by every checkout on the machine, some of them at other commits.
+    ls -t "$CACHE"/debian-rootfs-*.tar | tail -n +4 | xargs -r rm -f
 fi
 
 # ---------------------------------------------------------------- ext4 -> qcow2
