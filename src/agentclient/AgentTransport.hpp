@@ -13,8 +13,8 @@ class AgentConnection;
 // over one byte stream; only the way to open that stream differs.
 enum class AgentTransportKind { serial, vsock };
 
-// "auto" picks vsock only when the host has /dev/vhost-vsock; this machine
-// without it (a TCG-only host) it is serial.
+// "auto" picks vsock only when the host has /dev/vhost-vsock; a host
+// without it (TCG only) gets serial.
 AgentTransportKind resolveAgentTransport(const std::string& requested, bool vhostVsockPresent);
 bool hostHasVhostVsock();
 
