@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "api/ErrorMapping.hpp"
-#include "api/Router.hpp"
 #include "core/Clock.hpp"
 #include "core/JsonFields.hpp"
 #include "core/Log.hpp"
@@ -69,28 +68,9 @@ std::string e2bState(SandboxState s) { return s == SandboxState::paused ? "pause
 bool listed(SandboxState s) { return s == SandboxState::running || s == SandboxState::paused; }
 }  // namespace
 
-ApiResponse e2bError(int status, const std::string& message) {
-    return ApiResponse{status, "application/json",
-                       jsonText(json{{"code", status}, {"message", message}})};
-}
-
-ApiResponse e2bErrorFor(std::exception_ptr error, const ApiRequest& request) {
-    // The native mapping decides the status (and logs server faults).
-    ApiResponse native = Router::responseFor(error, request);
-    std::string message = "error";
-    auto j = json::parse(native.body, nullptr, false);
-    if (j.is_object() && j.contains("error") && j["error"].is_object())
-        message = j["error"].value("message", message);
-    return e2bError(native.status, message);
-}
-
-E2bApi::E2bApi(SandboxController& controller, Authenticator& auth, TenantLimiter& limiter,
-               const e2b::SandboxTokens& tokens, std::string publicDomain)
-    : controller_(controller),
-      auth_(auth),
-      limiter_(limiter),
-      tokens_(tokens),
-      publicDomain_(std::move(publicDomain)) {}
+E2bApi::E2bApi(SandboxController& controller, const e2b::SandboxTokens& tokens,
+               std::string publicDomain)
+    : controller_(controller), tokens_(tokens), publicDomain_(std::move(publicDomain)) {}
 
 bool E2bApi::owns(const std::string& path) {
     auto s = splitPath(path);
@@ -99,92 +79,89 @@ bool E2bApi::owns(const std::string& path) {
     return s[0] == "v2" && s.size() >= 2 && s[1] == "sandboxes";
 }
 
-ApiResponse E2bApi::handle(const ApiRequest& request) {
-    try {
-        return dispatch(request);
-    } catch (...) {
-        return e2bErrorFor(std::current_exception(), request);
-    }
-}
-
-ApiResponse E2bApi::dispatch(const ApiRequest& request) {
-    auto key = request.headers.find("x-api-key");
-    Principal who = auth_.principalForE2bKey(key == request.headers.end() ? "" : key->second);
+void E2bApi::addRoutes(RouteTable& table) {
     // Approvers decide; they never drive sandboxes (the agent never approves
     // its own commands, and an approver key never runs them).
-    if (who.role == Role::approver)
-        throw Error(ErrorCode::forbidden,
-                    "an approver key cannot drive sandboxes; use an agent or admin key");
-    auto s = splitPath(request.path);
-    if (s[0] == "v2") s.erase(s.begin());  // the v2 routes differ in bodies only
-    const std::string& m = request.method;
-    std::string id = s.size() >= 2 ? s[1] : "";
-    // Another tenant's sandbox does not exist for this key; an admin acts as its owner.
-    std::string tenant = who.tenant;
-    if (!id.empty()) {
-        auto owner = controller_.ownerOf(id);
-        if (!owner || (who.role != Role::admin && *owner != who.tenant))
-            throw Error(ErrorCode::not_found, "sandbox " + id + " not found");
-        tenant = *owner;
+    constexpr Roles kDrivers = kAgentRole | kAdminRole;
+    auto add = [&](const char* method, const char* pattern,
+                   std::function<ApiResponse(RouteContext&)> handler) {
+        Route r;
+        r.door = Door::e2b_control;
+        r.method = method;
+        RouteTable::setPattern(r, pattern);
+        r.roles = kDrivers;
+        r.errors = ErrorShape::e2b;
+        r.handler = [handler = std::move(handler)](RouteContext& c, Respond respond) {
+            respond(handler(c));
+        };
+        table.add(std::move(r));
+    };
+    // The v2 rows are those E2B serves (their bodies differ, the calls do not).
+    for (const char* root : {"/sandboxes", "/v2/sandboxes"}) {
+        std::string p = root;
+        add("POST", p.c_str(), [this](RouteContext& c) { return create(c); });
+        add("GET", p.c_str(), [this](RouteContext& c) { return list(c); });
+        add("POST", (p + "/{}/connect").c_str(),
+            [this](RouteContext& c) { return connect(c, false); });
     }
-    // Counted against the caller's tenant while it runs; a kill never waits.
-    TenantLimiter::Slot slot;
-    if (m != "DELETE") slot = limiter_.acquire(who.tenant);
-
-    if (s.size() == 1 && m == "POST") return create(tenant, who.keyId, request);
-    if (s.size() == 1 && m == "GET") return list(who, request);
-    if (s.size() == 2 && m == "GET") {
-        auto r = controller_.get(tenant, id);
-        json j = listedSandbox(r);
-        j["domain"] = publicDomain_.empty() ? json(nullptr) : json(publicDomain_);
-        j["envdAccessToken"] = tokens_.envdToken(r.id, who.keyId);
-        j["allowInternetAccess"] = !r.network.empty();
-        j["network"] = {{"allowPublicTraffic", r.portAccess == "public"}};
-        if (r.portAccess == "token")
-            j["trafficAccessToken"] = tokens_.trafficToken(r.id, who.keyId);
-        j["lifecycle"] = {{"autoResume", false},
-                          {"onTimeout", r.onTimeout == "pause" ? "pause" : "kill"}};
-        return jsonResponse(200, j);
-    }
-    if (s.size() == 2 && m == "DELETE") {
-        controller_.destroy(tenant, id);
-        return ApiResponse{204, "", ""};
-    }
-    if (s.size() == 3 && m == "POST" && s[2] == "timeout") {
-        json body = bodyObject(request);
-        rejectUnknownFields(body, {"timeout"}, "timeout request");
-        auto t = secondsField(body, "timeout");
-        if (!t) throw Error(ErrorCode::bad_request, "'timeout' is required");
-        // E2B's setTimeout may shorten a sandbox's life too: now + timeout.
-        controller_.setTimeout(tenant, id, std::max<std::int64_t>(*t, 1));
-        return ApiResponse{204, "", ""};
-    }
-    if (s.size() == 3 && m == "POST" && s[2] == "pause") {
-        json body = bodyObject(request);
-        rejectUnknownFields(body, {"memory"}, "pause request");
-        boolField(body, "memory", true);
-        auto r = controller_.get(tenant, id);
-        if (r.state == SandboxState::paused)
-            return e2bError(409, "sandbox " + id + " is already paused");
-        controller_.pause(tenant, id);
-        // A paused E2B sandbox waits for its connect, however long.
-        controller_.setTimeout(tenant, id, 0);
-        return ApiResponse{204, "", ""};
-    }
-    if (s.size() == 3 && m == "POST" && (s[2] == "connect" || s[2] == "resume"))
-        return connect(tenant, who.keyId, id, request, s[2] == "resume");
-    if (s.size() == 3 && m == "GET" && s[2] == "metrics") {
-        controller_.get(tenant, id);
-        return jsonResponse(200, json::array());
-    }
-    bool known = s.size() <= 3;
-    return e2bError(known ? 405 : 404,
-                    (known ? "method not allowed: " : "no route for ") + m + " " + request.path);
+    add("GET", "/sandboxes/{}", [this](RouteContext& c) { return get(c); });
+    add("DELETE", "/sandboxes/{}", [this](RouteContext& c) { return kill(c); });
+    add("POST", "/sandboxes/{}/timeout", [this](RouteContext& c) { return setTimeout(c); });
+    add("POST", "/sandboxes/{}/pause", [this](RouteContext& c) { return pause(c); });
+    add("POST", "/sandboxes/{}/resume", [this](RouteContext& c) { return connect(c, true); });
+    add("GET", "/sandboxes/{}/metrics", [this](RouteContext& c) { return metrics(c); });
 }
 
-ApiResponse E2bApi::create(const std::string& tenant, const std::string& keyId,
-                           const ApiRequest& request) {
-    json body = bodyObject(request);
+ApiResponse E2bApi::get(RouteContext& c) {
+    auto r = controller_.get(c.tenant, c.params[0]);
+    json j = listedSandbox(r);
+    j["domain"] = publicDomain_.empty() ? json(nullptr) : json(publicDomain_);
+    j["envdAccessToken"] = tokens_.envdToken(r.id, c.principal.keyId);
+    j["allowInternetAccess"] = !r.network.empty();
+    j["network"] = {{"allowPublicTraffic", r.portAccess == "public"}};
+    if (r.portAccess == "token")
+        j["trafficAccessToken"] = tokens_.trafficToken(r.id, c.principal.keyId);
+    j["lifecycle"] = {{"autoResume", false},
+                      {"onTimeout", r.onTimeout == "pause" ? "pause" : "kill"}};
+    return jsonResponse(200, j);
+}
+
+ApiResponse E2bApi::kill(RouteContext& c) {
+    controller_.destroy(c.tenant, c.params[0]);
+    return ApiResponse{204, "", ""};
+}
+
+ApiResponse E2bApi::setTimeout(RouteContext& c) {
+    json body = bodyObject(c.request);
+    rejectUnknownFields(body, {"timeout"}, "timeout request");
+    auto t = secondsField(body, "timeout");
+    if (!t) throw Error(ErrorCode::bad_request, "'timeout' is required");
+    // E2B's setTimeout may shorten a sandbox's life too: now + timeout.
+    controller_.setTimeout(c.tenant, c.params[0], std::max<std::int64_t>(*t, 1));
+    return ApiResponse{204, "", ""};
+}
+
+ApiResponse E2bApi::pause(RouteContext& c) {
+    const std::string& id = c.params[0];
+    json body = bodyObject(c.request);
+    rejectUnknownFields(body, {"memory"}, "pause request");
+    boolField(body, "memory", true);
+    auto r = controller_.get(c.tenant, id);
+    if (r.state == SandboxState::paused)
+        throw Error(ErrorCode::conflict, "sandbox " + id + " is already paused");
+    controller_.pause(c.tenant, id);
+    // A paused E2B sandbox waits for its connect, however long.
+    controller_.setTimeout(c.tenant, id, 0);
+    return ApiResponse{204, "", ""};
+}
+
+ApiResponse E2bApi::metrics(RouteContext& c) {
+    controller_.get(c.tenant, c.params[0]);
+    return jsonResponse(200, json::array());
+}
+
+ApiResponse E2bApi::create(RouteContext& c) {
+    json body = bodyObject(c.request);
     rejectUnknownFields(
         body,
         {"templateID", "timeout", "metadata", "envVars", "secure", "allow_internet_access",
@@ -248,8 +225,8 @@ ApiResponse E2bApi::create(const std::string& tenant, const std::string& keyId,
                                                         "' is not supported by Airlock");
     }
     if (req.portAccess != "token") req.portAccess = "public";
-    auto r = controller_.create(tenant, req);
-    return jsonResponse(201, sandboxAnswer(r, asked, keyId));
+    auto r = controller_.create(c.tenant, req);
+    return jsonResponse(201, sandboxAnswer(r, asked, c.principal.keyId));
 }
 
 json E2bApi::sandboxAnswer(const SandboxRecord& r, const std::string& asked,
@@ -286,10 +263,10 @@ json E2bApi::listedSandbox(const SandboxRecord& r) const {
             {"volumeMounts", json::array()}};
 }
 
-ApiResponse E2bApi::list(const Principal& who, const ApiRequest& request) {
+ApiResponse E2bApi::list(RouteContext& c) {
     auto q = [&](const char* k) {
-        auto it = request.query.find(k);
-        return it == request.query.end() ? std::string() : it->second;
+        auto it = c.request.query.find(k);
+        return it == c.request.query.end() ? std::string() : it->second;
     };
     std::set<std::string> states;
     if (std::string st = q("state"); !st.empty()) {
@@ -314,8 +291,7 @@ ApiResponse E2bApi::list(const Principal& who, const ApiRequest& request) {
     }
     std::string after = q("nextToken");
     std::string tmpl = q("template");
-    auto all = controller_.list(who.role == Role::admin ? TenantScope::all()
-                                                        : TenantScope::only(who.tenant));
+    auto all = controller_.list(c.scope());
     // Oldest first, by id within a second: the next token is the last id sent.
     std::sort(all.begin(), all.end(), [](const SandboxRecord& a, const SandboxRecord& b) {
         return a.createdAt != b.createdAt ? a.createdAt < b.createdAt : a.id < b.id;
@@ -354,10 +330,11 @@ ApiResponse E2bApi::list(const Principal& who, const ApiRequest& request) {
     return res;
 }
 
-ApiResponse E2bApi::connect(const std::string& tenant, const std::string& keyId,
-                            const std::string& id, const ApiRequest& request,
-                            bool resumeRoute) {
-    json body = bodyObject(request);
+ApiResponse E2bApi::connect(RouteContext& c, bool resumeRoute) {
+    const std::string& tenant = c.tenant;
+    const std::string& keyId = c.principal.keyId;
+    const std::string& id = c.params[0];
+    json body = bodyObject(c.request);
     rejectUnknownFields(body, {"timeout", "memory", "autoPause"}, "connect request");
     std::int64_t timeout = secondsField(body, "timeout").value_or(kDefaultTimeoutS);
     if (timeout == 0) timeout = kDefaultTimeoutS;
@@ -373,7 +350,7 @@ ApiResponse E2bApi::connect(const std::string& tenant, const std::string& keyId,
     }
     if (r.state != SandboxState::running)
         throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state));
-    if (resumeRoute) return e2bError(409, "sandbox " + id + " is already running");
+    if (resumeRoute) throw Error(ErrorCode::conflict, "sandbox " + id + " is already running");
     // Connecting to a running sandbox only ever extends its life.
     std::int64_t left = r.expiresAt > 0 ? r.expiresAt - nowUnixSeconds() : -1;
     if (r.expiresAt > 0 && timeout > left) controller_.setTimeout(tenant, id, timeout);

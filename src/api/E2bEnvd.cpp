@@ -3,9 +3,10 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "api/E2bApi.hpp"
+#include "api/DownloadSession.hpp"
 #include "api/ErrorMapping.hpp"
-#include "api/Router.hpp"
+#include "api/PreviewProxySession.hpp"
+#include "api/UploadSession.hpp"
 #include "core/JsonFields.hpp"
 #include "core/Log.hpp"
 #include "core/SecretCipher.hpp"
@@ -22,7 +23,6 @@ using nlohmann::json;
 namespace asio = boost::asio;
 
 constexpr std::size_t kMaxRpcBody = 1024 * 1024;
-constexpr std::size_t kMaxUploadBody = 64 * 1024 * 1024;
 constexpr std::size_t kMaxListEntries = 10000;
 constexpr unsigned kMaxListDepth = 16;
 constexpr auto kWatchInterval = std::chrono::milliseconds(250);
@@ -80,13 +80,6 @@ std::string parentOf(const std::string& path) {
     return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
 }
 
-// A Connect code the core's errors do not have (already_exists).
-struct RpcError : std::runtime_error {
-    RpcError(std::string c, const std::string& message)
-        : std::runtime_error(message), code(std::move(c)) {}
-    std::string code;
-};
-
 // A poll of a directory tree: path -> "type size mtime".
 using Snapshot = std::map<std::string, std::string>;
 
@@ -118,40 +111,100 @@ std::optional<E2bEnvd::Target> E2bEnvd::target(const ApiRequest& head) const {
     return std::nullopt;
 }
 
-bool E2bEnvd::isStreamingRpc(const ApiRequest& head) {
-    return head.method == "POST" &&
-           (head.path == "/process.Process/Start" || head.path == "/process.Process/Connect" ||
-            head.path == "/filesystem.Filesystem/WatchDir");
-}
-
-std::size_t E2bEnvd::bodyLimit(const ApiRequest& head) {
-    return head.path == "/files" ? kMaxUploadBody : kMaxRpcBody;
-}
-
-E2bEnvd::Caller E2bEnvd::admit(const ApiRequest& request, const Target& target) {
-    auto owner = controller_.ownerOf(target.sandboxId);
-    if (!owner) throw GatewayError("The sandbox was not found");
-    auto r = controller_.get(*owner, target.sandboxId);
-    if (r.state != SandboxState::running)
-        throw GatewayError("The sandbox is " + sandboxStateName(r.state) +
-                           (r.state == SandboxState::paused ? ": connect resumes it" : ""));
-    if (!mintingKeyActs(tokens_.envdTokenKey(target.sandboxId, request.header("x-access-token")),
-                        *owner))
-        throw Error(ErrorCode::unauthorized,
-                    "unauthorized access, please provide a valid access token (a token dies "
-                    "with the API key that fetched it)");
-    Caller c;
-    c.tenant = *owner;
-    c.sandboxId = target.sandboxId;
+E2bEnvd::Caller E2bEnvd::callerOf(const RouteContext& c) {
+    Caller out;
+    out.tenant = c.tenant;
+    out.sandboxId = c.params.at(0);
     // /files names its user in the query; RPCs in Basic credentials.
+    const auto& request = c.request;
     if (auto u = request.query.find("username");
         request.path == "/files" && u != request.query.end() && !u->second.empty())
-        c.user = e2b::basicAuthUser("Basic " + base64Encode(u->second + ":"));
+        out.user = e2b::basicAuthUser("Basic " + base64Encode(u->second + ":"));
     else
-        c.user = e2b::basicAuthUser(request.authorization);
-    if (c.user.empty()) c.user = "user";
-    c.slot = limiter_.acquire(c.tenant);
-    return c;
+        out.user = e2b::basicAuthUser(request.authorization);
+    if (out.user.empty()) out.user = "user";
+    return out;
+}
+
+void E2bEnvd::addRoutes(RouteTable& table) {
+    // A token's key drives the sandbox: an approver's never does.
+    constexpr Roles kDrivers = kAgentRole | kAdminRole;
+    auto row = [&](const char* method, const std::string& path, RouteKind kind,
+                   ErrorShape errors) {
+        Route r;
+        r.door = Door::e2b_envd;
+        r.method = method;
+        RouteTable::setPattern(r, path);
+        r.roles = kDrivers;
+        r.kind = kind;
+        r.errors = errors;
+        r.bodyLimit = kMaxRpcBody;
+        return r;
+    };
+    // Reachability only, no token: 502 when the sandbox is gone or paused.
+    Route health = row("GET", "/health", RouteKind::unary, ErrorShape::e2b);
+    health.roles = kPublicRoute;
+    health.handler = [this](RouteContext& c, Respond respond) { respond(this->health(c)); };
+    table.add(std::move(health));
+
+    Route download = row("GET", "/files", RouteKind::stream, ErrorShape::e2b);
+    download.stream = [this](StreamHandover& h) { return this->download(h); };
+    table.add(std::move(download));
+
+    // Streamed to the guest as it arrives, file after file: no size limit
+    // but the guest's disk, nothing whole in memory.
+    Route upload = row("POST", "/files", RouteKind::stream, ErrorShape::e2b);
+    upload.stream = [this](StreamHandover& h) { return this->upload(h); };
+    table.add(std::move(upload));
+
+    auto unary = [this](RouteContext& c, Respond respond) {
+        if (c.request.contentType.rfind("application/json", 0) != 0)
+            throw Error(ErrorCode::bad_request,
+                        "unary calls take application/json (the Connect JSON codec)");
+        respond(ApiResponse{
+            200, "application/json",
+            jsonText(unaryRpc(c.request.path, objectBody(c.request.body), callerOf(c)))});
+    };
+    for (const char* m : {"List", "SendInput", "SendSignal", "CloseStdin", "Update", "StreamInput"}) {
+        Route r = row("POST", std::string(kProcess) + m, RouteKind::unary, ErrorShape::connect);
+        r.handler = unary;
+        table.add(std::move(r));
+    }
+    for (const char* m : {"Stat", "ListDir", "MakeDir", "Move", "Remove", "CreateWatcher",
+                          "GetWatcherEvents", "RemoveWatcher"}) {
+        Route r = row("POST", std::string(kFilesystem) + m, RouteKind::unary, ErrorShape::connect);
+        r.handler = unary;
+        table.add(std::move(r));
+    }
+    for (const std::string& path :
+         {std::string(kProcess) + "Start", std::string(kProcess) + "Connect",
+          std::string(kFilesystem) + "WatchDir"}) {
+        Route r = row("POST", path, RouteKind::connect_stream, ErrorShape::connect);
+        r.planner = [this](RouteContext& c) { return planStream(c); };
+        table.add(std::move(r));
+    }
+
+    // Every other port of the sandbox: any method, any path, its own rule.
+    Route port;
+    port.door = Door::e2b_port;
+    port.method = "*";
+    RouteTable::setPattern(port, "/**");
+    port.roles = kPublicRoute;
+    port.kind = RouteKind::stream;
+    port.errors = ErrorShape::e2b;
+    port.stream = [this](StreamHandover& h) { return proxyPort(h); };
+    table.add(std::move(port));
+}
+
+ApiResponse E2bEnvd::health(RouteContext& c) {
+    const std::string& id = c.params.at(0);
+    auto owner = controller_.ownerOf(id);
+    if (!owner) throw Error(ErrorCode::sandbox_unreachable, "The sandbox was not found");
+    auto r = controller_.get(*owner, id);
+    if (r.state != SandboxState::running)
+        throw Error(ErrorCode::sandbox_unreachable,
+                    "The sandbox is " + sandboxStateName(r.state));
+    return ApiResponse{204, "", ""};
 }
 
 bool E2bEnvd::mintingKeyActs(const std::optional<std::string>& keyId,
@@ -163,32 +216,48 @@ bool E2bEnvd::mintingKeyActs(const std::optional<std::string>& keyId,
     return key->role == Role::admin || key->tenant == owner;
 }
 
-E2bEnvd::PortRoute E2bEnvd::routePort(const ApiRequest& head, const Target& target) {
+std::optional<ApiResponse> E2bEnvd::proxyPort(StreamHandover& h) {
+    auto target = this->target(h.context.request);
+    if (!target) throw Error(ErrorCode::not_found, "no sandbox port named");
+    auto route = routePort(h.context.request, *target);
+    h.context.tenant = route.tenant;
+    h.context.tenantSlot = limiter_.acquire(route.tenant);
+    std::make_shared<PreviewProxySession>(std::move(h.stream), std::move(h.buffer),
+                                          h.header.release(), std::move(h.context), target->port,
+                                          std::move(route.open))
+        ->start();
+    return std::nullopt;
+}
+
+E2bEnvd::PortRoute E2bEnvd::routePort(const ApiRequest& head, const Target& t) {
+    const Target* target = &t;
     // Airlock's own guest services (egress and package proxies) first: no
     // lookup, no request slot, no tunnel for them, whoever asks.
-    controller_.ports().requireReachable(target.port);
-    auto owner = controller_.ownerOf(target.sandboxId);
-    if (!owner) throw GatewayError("The sandbox was not found");
-    auto r = controller_.get(*owner, target.sandboxId);
+    controller_.ports().requireReachable(target->port);
+    auto owner = controller_.ownerOf(target->sandboxId);
+    if (!owner) throw Error(ErrorCode::sandbox_unreachable, "The sandbox was not found");
+    auto r = controller_.get(*owner, target->sandboxId);
     if (r.state != SandboxState::running)
-        throw GatewayError("The sandbox is " + sandboxStateName(r.state));
+        throw Error(ErrorCode::sandbox_unreachable,
+                    "The sandbox is " + sandboxStateName(r.state));
     PortRoute route;
     route.tenant = *owner;
+    auto& open = route.open;
     auto& controller = controller_;
-    std::string id = target.sandboxId;
-    unsigned port = target.port;
-    if (!target.token.empty()) {
+    std::string id = target->sandboxId;
+    unsigned port = target->port;
+    if (!target->token.empty()) {
         // Airlock's own preview origin: the exposed port's capability.
-        route.open = [&controller, id, port, token = target.token](AgentStream::Handler h) {
-            return controller.ports().openPreview(id, port, token, std::move(h));
+        open = [&controller, id, port, token = target->token](AgentStream::Handler handler) {
+            return controller.ports().openPreview(id, port, token, std::move(handler));
         };
     } else if (r.portAccess == "public" ||
                (r.portAccess == "token" &&
                 mintingKeyActs(
                     tokens_.trafficTokenKey(id, head.header("e2b-traffic-access-token")),
                     *owner))) {
-        route.open = [&controller, tenant = *owner, id, port](AgentStream::Handler h) {
-            return controller.ports().openTunnel(tenant, id, port, std::move(h));
+        open = [&controller, tenant = *owner, id, port](AgentStream::Handler handler) {
+            return controller.ports().openTunnel(tenant, id, port, std::move(handler));
         };
     } else if (r.portAccess == "token") {
         throw Error(
@@ -200,79 +269,7 @@ E2bEnvd::PortRoute E2bEnvd::routePort(const ApiRequest& head, const Target& targ
             "this sandbox's ports are reached through its exposed ports (POST /v1/sandboxes/" + id +
                 "/ports)");
     }
-    route.slot = limiter_.acquire(*owner);
     return route;
-}
-
-ApiResponse E2bEnvd::errorFor(const ApiRequest& request, std::exception_ptr error,
-                              const std::string& sandboxId) const {
-    bool rpc = startsWith(request.path, kProcess) || startsWith(request.path, kFilesystem);
-    try {
-        std::rethrow_exception(error);
-    } catch (const RpcError& e) {
-        return ApiResponse{e2b::connectHttpStatus(e.code), "application/json",
-                           e2b::connectErrorJson(e.code, e.what())};
-    } catch (const GatewayError& e) {
-        return ApiResponse{
-            502, "application/json",
-            jsonText({{"sandboxId", sandboxId}, {"message", e.what()}, {"code", 502}})};
-    } catch (const Error& e) {
-        if (rpc) {
-            std::string code = e2b::connectCodeFor(e.code());
-            return ApiResponse{e2b::connectHttpStatus(code), "application/json",
-                               e2b::connectErrorJson(code, e.what())};
-        }
-        return e2bError(httpStatusFor(e.code()), e.what());
-    } catch (const std::exception& e) {
-        logError("e2b", request.method + " " + request.path + ": unexpected " + e.what());
-    } catch (...) {
-    }
-    if (rpc)
-        return ApiResponse{500, "application/json",
-                           e2b::connectErrorJson("internal", "internal error")};
-    return e2bError(500, "internal error");
-}
-
-std::shared_ptr<void> E2bEnvd::reserveUpload(std::size_t bytes) {
-    auto budget = uploadBytes_;
-    if (budget->fetch_add(bytes) + bytes > kUploadBudget) {
-        budget->fetch_sub(bytes);
-        return nullptr;
-    }
-    // Not empty (a null pointer tests false): the reservation is the object's life.
-    return std::shared_ptr<void>(new char, [budget, bytes](void* p) {
-        delete static_cast<char*>(p);
-        budget->fetch_sub(bytes);
-    });
-}
-
-ApiResponse E2bEnvd::handle(const ApiRequest& request, const Target& target,
-                            std::optional<Caller> admitted) {
-    try {
-        if (request.method == "GET" && request.path == "/health") {
-            // Reachability only: 502 when the sandbox is gone or paused.
-            auto owner = controller_.ownerOf(target.sandboxId);
-            if (!owner) throw GatewayError("The sandbox was not found");
-            auto r = controller_.get(*owner, target.sandboxId);
-            if (r.state != SandboxState::running)
-                throw GatewayError("The sandbox is " + sandboxStateName(r.state));
-            return ApiResponse{204, "", ""};
-        }
-        auto caller = admitted ? std::move(*admitted) : admit(request, target);
-        if (request.path == "/files" && request.method == "POST") return upload(request, caller);
-        bool rpc = startsWith(request.path, kProcess) || startsWith(request.path, kFilesystem);
-        if (!rpc)
-            throw Error(ErrorCode::not_found, "envd has no " + request.method + " " + request.path);
-        if (request.method != "POST")
-            throw Error(ErrorCode::bad_request, "Connect calls are POST (GET is not supported)");
-        if (request.contentType.rfind("application/json", 0) != 0)
-            throw Error(ErrorCode::bad_request,
-                        "unary calls take application/json (the Connect JSON codec)");
-        return ApiResponse{200, "application/json",
-                           jsonText(unaryRpc(request.path, objectBody(request.body), caller))};
-    } catch (...) {
-        return errorFor(request, std::current_exception(), target.sandboxId);
-    }
 }
 
 std::shared_ptr<e2b::E2bProcess> E2bEnvd::selected(const Caller& caller, const json& body) {
@@ -345,7 +342,7 @@ json E2bEnvd::unaryRpc(const std::string& path, const json& body, const Caller& 
                 if (e.code() != ErrorCode::not_found) throw;
             }
             if (existing == "directory")
-                throw RpcError("already_exists", "directory '" + p + "' already exists");
+                throw Error(ErrorCode::already_exists, "directory '" + p + "' already exists");
             if (!existing.empty())
                 throw Error(ErrorCode::bad_request,
                             "path '" + p + "' already exists and is not a directory");
@@ -437,59 +434,66 @@ json E2bEnvd::unaryRpc(const std::string& path, const json& body, const Caller& 
     throw Error(ErrorCode::not_found, "no such method: " + path.substr(1));
 }
 
-void E2bEnvd::writeFile(const Caller& caller, const std::string& path, const std::string& data) {
-    auto deadline = AgentStream::Clock::now() + kFileOpTimeout;
-    auto stream = controller_.files().openUpload(caller.tenant, caller.sandboxId, path,
-                                                 std::nullopt, nullptr, caller.user);
-    try {
-        if (!data.empty()) stream->write(0, data, deadline);
-        stream->closeWrite();
-        std::string closeInfo;
-        stream->readToClose(0, deadline, &closeInfo);
-    } catch (...) {
-        stream->reset("cancelled", "upload failed");
-        throw;
-    }
-    controller_.files().recordFileWrite(caller.tenant, caller.sandboxId, path, path, data.size(),
-                                        sha256Hex(data));
-}
-
-ApiResponse E2bEnvd::upload(const ApiRequest& request, const Caller& caller) {
+std::optional<ApiResponse> E2bEnvd::upload(StreamHandover& h) {
+    RouteContext c(h.context.request, Door::e2b_envd);
+    c.tenant = h.context.tenant;
+    c.params = h.context.params;
+    Caller caller = callerOf(c);
+    const ApiRequest& request = h.context.request;
     if (request.header("content-encoding").size() &&
         request.header("content-encoding") != "identity")
         throw Error(ErrorCode::bad_request, "compressed uploads are not supported");
-    auto pathParam = request.query.find("path");
-    std::vector<std::pair<std::string, std::string>> files;  // resolved path, data
+    auto p = request.query.find("path");
+    std::string pathParam = p == request.query.end() ? "" : p->second;
+    std::string user = caller.user;
+    UploadPlan plan;
+    plan.errors = ErrorShape::e2b;
     if (request.contentType.rfind("multipart/form-data", 0) == 0) {
-        for (auto& part :
-             e2b::parseMultipart(request.body, e2b::multipartBoundary(request.contentType))) {
-            // The part's filename is the whole target path; ?path= names it when there is one file.
-            std::string target = pathParam != request.query.end() && !pathParam->second.empty()
-                                     ? pathParam->second
-                                     : part.filename;
+        plan.boundary = e2b::multipartBoundary(request.contentType);
+        // The part's filename is the whole target path; ?path= names it when there is one file.
+        plan.partFile = [pathParam, user](const std::string& filename) {
+            std::string target = !pathParam.empty() ? pathParam : filename;
             if (target.empty()) throw Error(ErrorCode::bad_request, "a file part names no path");
-            files.emplace_back(e2b::resolveUserPath(target, caller.user), std::move(part.data));
-        }
-        if (files.empty()) throw Error(ErrorCode::bad_request, "the multipart body has no file");
+            return UploadPlan::File{e2b::resolveUserPath(target, user), std::nullopt, user};
+        };
     } else {
-        if (pathParam == request.query.end() || pathParam->second.empty())
+        if (pathParam.empty())
             throw Error(ErrorCode::bad_request, "?path= is required for an octet-stream upload");
-        files.emplace_back(e2b::resolveUserPath(pathParam->second, caller.user), request.body);
+        plan.whole = UploadPlan::File{e2b::resolveUserPath(pathParam, user), std::nullopt, user};
     }
-    json out = json::array();
-    for (const auto& [path, data] : files) {
-        writeFile(caller, path, data);
-        out.push_back(
-            {{"path", path}, {"name", path.substr(path.rfind('/') + 1)}, {"type", "file"}});
-    }
-    return ApiResponse{200, "application/json", jsonText(out)};
+    plan.answer = [](const std::vector<UploadPlan::Written>& written) {
+        json out = json::array();
+        for (const auto& w : written)
+            out.push_back({{"path", w.asked},
+                           {"name", w.asked.substr(w.asked.rfind('/') + 1)},
+                           {"type", "file"}});
+        return ApiResponse{200, "application/json", jsonText(out)};
+    };
+    // The parser keeps its state (and what it buffered) across the move.
+    std::make_shared<UploadSession>(std::move(h.stream), std::move(h.buffer), std::move(h.header),
+                                    std::move(h.context), std::move(plan))
+        ->start();
+    return std::nullopt;
 }
 
-E2bEnvd::Download E2bEnvd::planDownload(const ApiRequest& request, const Target& target) {
-    Download d{admit(request, target), ""};
-    auto p = request.query.find("path");
-    d.path = e2b::resolveUserPath(p == request.query.end() ? "" : p->second, d.caller.user);
-    return d;
+std::optional<ApiResponse> E2bEnvd::download(StreamHandover& h) {
+    RouteContext c(h.context.request, Door::e2b_envd);
+    c.tenant = h.context.tenant;
+    c.params = h.context.params;
+    Caller caller = callerOf(c);
+    auto p = c.request.query.find("path");
+    std::string path =
+        e2b::resolveUserPath(p == c.request.query.end() ? "" : p->second, caller.user);
+    auto& controller = controller_;
+    std::make_shared<DownloadSession>(
+        std::move(h.stream), std::move(h.context),
+        [&controller, caller, path](AgentStream::Handler handler) {
+            return controller.files().openDownload(caller.tenant, caller.sandboxId, path,
+                                                   std::move(handler), caller.user);
+        },
+        true, "application/octet-stream", DownloadSession::kFileIdle)
+        ->start();
+    return std::nullopt;
 }
 
 namespace {
@@ -576,12 +580,14 @@ class DirPoller : public std::enable_shared_from_this<DirPoller> {
 };
 }  // namespace
 
-E2bEnvd::StreamPlan E2bEnvd::planStream(const ApiRequest& request, Caller caller) {
+ConnectStreamPlan E2bEnvd::planStream(RouteContext& c) {
+    const ApiRequest& request = c.request;
+    Caller caller = callerOf(c);
     if (request.contentType.rfind("application/connect+json", 0) != 0)
         throw Error(ErrorCode::bad_request, "streaming calls take application/connect+json");
     auto envelope = e2b::parseSingleEnvelope(request.body, kMaxRpcBody);
     json body = objectBody(envelope.payload);
-    StreamPlan plan;
+    ConnectStreamPlan plan;
     if (std::string k = request.header("keepalive-ping-interval");
         !k.empty() && k.size() < 6 && k.find_first_not_of("0123456789") == std::string::npos)
         plan.keepalive = std::chrono::seconds(std::clamp(std::stol(k), 1L, 600L));
@@ -592,8 +598,6 @@ E2bEnvd::StreamPlan E2bEnvd::planStream(const ApiRequest& request, Caller caller
                         "Connect-Timeout-Ms must be a number of milliseconds");
         if (std::stoull(t) > 0) timeout = std::chrono::milliseconds(std::stoull(t));
     }
-    plan.slot = caller.slot;
-    caller.slot.reset();
 
     if (request.path == "/filesystem.Filesystem/WatchDir") {
         rejectUnknownFields(body, {"path", "recursive", "includeEntry", "allowNetworkMounts"},

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/Log.hpp"
+#include "e2b/E2bWire.hpp"
 #include "protocol/JsonText.hpp"
 
 namespace airlock::api {
@@ -37,6 +39,12 @@ int httpStatusFor(ErrorCode code) {
             return 429;
         case ErrorCode::insufficient_storage:
             return 507;
+        case ErrorCode::method_not_allowed:
+            return 405;
+        case ErrorCode::already_exists:
+            return 409;
+        case ErrorCode::sandbox_unreachable:
+            return 502;
         case ErrorCode::internal:
             return 500;
     }
@@ -54,6 +62,52 @@ ApiResponse jsonResponse(int status, const nlohmann::json& j) {
 
 ApiResponse errorResponse(ErrorCode code, const std::string& message) {
     return errorResponse(httpStatusFor(code), std::string(errorCodeName(code)), message);
+}
+
+ErrorStatus errorStatus(ErrorCode code, std::string message) {
+    return ErrorStatus{code, httpStatusFor(code), std::move(message)};
+}
+
+ErrorStatus errorStatusFor(std::exception_ptr error, const ApiRequest& request) {
+    try {
+        std::rethrow_exception(error);
+    } catch (const Error& e) {
+        auto out = errorStatus(e.code(), e.what());
+        if (out.status >= 500 && e.code() != ErrorCode::sandbox_unreachable)
+            logWarn("api", request.method + " " + request.path + ": " + e.what());
+        return out;
+    } catch (const std::exception& e) {
+        logError("api", request.method + " " + request.path + ": unexpected " + e.what());
+    } catch (...) {
+        logError("api", request.method + " " + request.path + ": unexpected exception");
+    }
+    return errorStatus(ErrorCode::internal, "internal error");
+}
+
+ApiResponse renderError(ErrorShape shape, const ErrorStatus& error, const std::string& sandboxId) {
+    // E2B's proxy answers for a sandbox it cannot reach, in its own shape, on every route.
+    if (error.code == ErrorCode::sandbox_unreachable && shape != ErrorShape::native)
+        return ApiResponse{
+            502, "application/json",
+            jsonText({{"sandboxId", sandboxId}, {"message", error.message}, {"code", 502}})};
+    switch (shape) {
+        case ErrorShape::native:
+            return errorResponse(error.status, std::string(errorCodeName(error.code)),
+                                 error.message);
+        case ErrorShape::e2b:
+            return ApiResponse{error.status, "application/json",
+                               jsonText({{"code", error.status}, {"message", error.message}})};
+        case ErrorShape::connect: {
+            std::string code = e2b::connectCodeFor(error.code);
+            // A body over the limit keeps HTTP's own status (envd's proxy answers so).
+            int status = error.code == ErrorCode::payload_too_large
+                             ? 413
+                             : e2b::connectHttpStatus(code);
+            return ApiResponse{status, "application/json",
+                               e2b::connectErrorJson(code, error.message)};
+        }
+    }
+    return errorResponse(error.status, std::string(errorCodeName(error.code)), error.message);
 }
 
 ApiResponse responseForError(std::exception_ptr error) {

@@ -7,7 +7,6 @@
 
 #include "api/ConnectStreamSession.hpp"
 #include "api/DownloadSession.hpp"
-#include "api/E2bApi.hpp"
 #include "api/ErrorMapping.hpp"
 #include "api/PreviewProxySession.hpp"
 #include "core/Log.hpp"
@@ -107,26 +106,49 @@ void HttpSession::onHeader(beast::error_code ec) {
             errorResponse(ErrorCode::bad_request, "malformed HTTP request: " + ec.message()), false,
             11);
     ApiRequest head = requestHead(header_->get());
-    e2bTarget_.reset();
-    e2bCaller_.reset();
-    e2bUpload_.reset();
-    if (auto* envd = router_.e2bEnvd()) {
-        std::optional<E2bEnvd::Target> target;
-        try {
-            target = envd->target(head);
-        } catch (const Error& e) {
-            return respond(e2bError(400, e.what()), false, 11);
-        }
-        if (target) return startE2b(std::move(head), std::move(*target));
+    pending_.reset();
+    route_ = nullptr;
+    door_ = Door::native;
+    // From here every answer is the selected row's (or its door's) shape.
+    Router::Selection selection;
+    try {
+        selection = router_.select(head);
+    } catch (...) {
+        // A half-given E2b-Sandbox-Id/-Port pair: E2B's shape.
+        selection.door = Door::e2b_control;
+        return refuse(router_.errorFor(selection, head, std::current_exception()));
     }
-    auto match = router_.matchStream(head.method, head.path);
-    if (match.factory) return startStream(match, std::move(head));
-    if (auto length = header_->content_length(); length && *length > limits_.maxBodyBytes)
-        return respond(errorResponse(ErrorCode::payload_too_large,
-                                     "request body exceeds " +
-                                         std::to_string(limits_.maxBodyBytes) + " bytes"),
-                       false, 11);
-    readBody(limits_.maxBodyBytes);
+    door_ = selection.door;
+    route_ = selection.route();
+    if (!selection.route()) return refuse(router_.unrouted(selection, head));
+    const Route& route = *selection.route();
+    // Admitted before its body is read: nobody without a credential the row
+    // accepts makes airlockd hold a body.
+    std::optional<Router::Admission> admission;
+    try {
+        admission = router_.admit(head, selection);
+    } catch (...) {
+        return refuse(router_.errorFor(selection, head, std::current_exception()));
+    }
+    if (route.kind == RouteKind::stream)
+        return startStream(selection, std::move(*admission), std::move(head));
+    std::size_t limit = route.bodyLimit ? route.bodyLimit : limits_.maxBodyBytes;
+    auto length = header_->content_length();
+    if (length && *length > limit)
+        return refuse(router_.errorFor(selection, head,
+                                       errorStatus(ErrorCode::payload_too_large,
+                                                   "request body exceeds " +
+                                                       std::to_string(limit) + " bytes")));
+    pending_ = Pending{std::move(selection), std::move(*admission)};
+    readBody(limit);
+}
+
+void HttpSession::refuse(ApiResponse response) {
+    // A request without a body is over: the connection stays as the client
+    // asked. One whose body was not read is closed (its rest is drained).
+    if (header_->is_done())
+        return respond(std::move(response), header_->get().keep_alive(), header_->get().version());
+    respond(std::move(response), false, 11);
 }
 
 void HttpSession::readBody(std::size_t limit) {
@@ -138,11 +160,18 @@ void HttpSession::readBody(std::size_t limit) {
 }
 
 void HttpSession::onBody(beast::error_code ec) {
-    if (ec == http::error::body_limit)
-        return respond(errorResponse(ErrorCode::payload_too_large,
-                                     "request body exceeds " +
-                                         std::to_string(limits_.maxBodyBytes) + " bytes"),
+    auto pending = std::move(*pending_);
+    pending_.reset();
+    if (ec == http::error::body_limit) {
+        http::request<http::empty_body> headOnly(parser_->get().base());
+        std::size_t limit = pending.selection.route()->bodyLimit;
+        if (!limit) limit = limits_.maxBodyBytes;
+        return respond(router_.errorFor(pending.selection, requestHead(headOnly),
+                                        errorStatus(ErrorCode::payload_too_large,
+                                                    "request body exceeds " +
+                                                        std::to_string(limit) + " bytes")),
                        false, 11);
+    }
     if (ec == beast::error::timeout || ec == asio::error::connection_reset ||
         ec == http::error::end_of_stream)
         return close();
@@ -158,162 +187,71 @@ void HttpSession::onBody(beast::error_code ec) {
     bool keepAlive = req.keep_alive();
     unsigned version = req.version();
 
-    // The controller may block for seconds: keep the I/O thread free.
+    // The handler may block for seconds: keep the I/O thread free.
     stream_.expires_never();
-    if (e2bTarget_) {
-        auto target = std::move(*e2bTarget_);
-        auto caller = std::move(e2bCaller_);
-        auto upload = std::move(e2bUpload_);
-        e2bTarget_.reset();
-        e2bCaller_.reset();
-        if (E2bEnvd::isStreamingRpc(request) && caller)
-            return startConnectStream(std::move(request), std::move(target), std::move(*caller));
-        auto* envd = router_.e2bEnvd();
-        asio::post(workers_, [self = shared_from_this(), envd, request = std::move(request),
-                              target = std::move(target), caller = std::move(caller), upload,
-                              keepAlive, version]() mutable {
-            auto response = envd->handle(request, target, std::move(caller));
-            upload.reset();
-            asio::post(self->stream_.get_executor(),
-                       [self, response = std::move(response), keepAlive, version]() mutable {
-                           self->respond(std::move(response), keepAlive, version);
-                       });
-        });
-        return;
-    }
+    if (pending.selection.route()->kind == RouteKind::connect_stream)
+        return startConnectStream(std::move(pending), std::move(request));
     // A handler may answer later from another thread (a long exec answers
     // when the command ends, holding no worker meanwhile).
-    asio::post(workers_, [self = shared_from_this(), request = std::move(request), keepAlive,
-                          version]() mutable {
-        self->router_.handle(request, [self, keepAlive, version](ApiResponse response) {
-            asio::post(self->stream_.get_executor(),
-                       [self, response = std::move(response), keepAlive, version]() mutable {
-                           self->respond(std::move(response), keepAlive, version);
-                       });
-        });
+    asio::post(workers_, [self = shared_from_this(), pending = std::move(pending),
+                          request = std::move(request), keepAlive, version]() mutable {
+        const Route& route = *pending.selection.route();
+        self->router_.run(
+            route, std::move(pending.admission), request,
+            [self, keepAlive, version](ApiResponse response) mutable {
+                asio::post(self->stream_.get_executor(),
+                           [self, response = std::move(response), keepAlive, version]() mutable {
+                               self->respond(std::move(response), keepAlive, version);
+                           });
+            });
     });
 }
 
-void HttpSession::startStream(const Router::StreamMatch& match, ApiRequest request) {
-    std::string tenant;
-    TenantLimiter::Slot slot;
-    if (match.roles != Router::kPublic) {
-        try {
-            // Before anything else: a WebSocket without a valid key (401) or
-            // with a role that may not use it (403) never gets a 101.
-            auto [who, actsOn] = router_.authorize(request, match.roles, match.params);
-            tenant = std::move(actsOn);
-            // Every keyed stream is a sandbox's: another tenant's (or a
-            // missing) sandbox answers 404 here, before any upgrade.
-            if (!match.params.empty()) controller_.get(tenant, match.params[0]);
-            // A stream counts against its caller's tenant for as long as it is open.
-            slot = router_.limiter().acquire(who.tenant);
-        } catch (const Error& e) {
-            return respond(errorResponse(e.code(), e.what()), false, 11);
-        }
+void HttpSession::startStream(const Router::Selection& selection, Router::Admission admission,
+                              ApiRequest head) {
+    const Route& route = *selection.route();
+    ApiRequest label{head.method, head.path, head.query, {}, {}, head.host, {}, {}};
+    try {
+        // Every keyed stream is a sandbox's: another tenant's (or a missing)
+        // sandbox answers 404 here, before any upgrade.
+        if (route.roles != Router::kPublic && !admission.params.empty())
+            controller_.get(admission.tenant, admission.params[0]);
+        StreamContext ctx =
+            router_.streamContext(std::move(admission), std::move(head), connectionSlot_, workers_);
+        stream_.expires_never();
+        StreamHandover handover{stream_, buffer_, *header_, std::move(ctx)};
+        // A factory takes the socket, or answers with the refusal it returns
+        // (or throws) and leaves it.
+        if (auto refusal = route.stream(handover))
+            respond(std::move(*refusal), false, 11);
+        else
+            router_.table().countHandover(route);
+    } catch (...) {
+        respond(router_.errorFor(selection, label, std::current_exception()), false, 11);
     }
-    StreamContext ctx{controller_,  workers_,        std::move(request), std::move(tenant),
-                      match.params, std::move(slot), connectionSlot_};
-    stream_.expires_never();
-    StreamHandover handover{stream_, buffer_, *header_, std::move(ctx)};
-    if (auto refusal = (*match.factory)(handover)) respond(std::move(*refusal), false, 11);
 }
 
-void HttpSession::startE2b(ApiRequest head, E2bEnvd::Target target) {
-    auto* envd = router_.e2bEnvd();
-    if (!target.envd()) {
-        // A guest port (E2B's getHost, or Airlock's own preview origin).
-        std::optional<E2bEnvd::PortRoute> route;
-        try {
-            route = envd->routePort(head, target);
-        } catch (...) {
-            return respond(envd->errorFor(head, std::current_exception(), target.sandboxId), false,
-                           11);
-        }
-        StreamContext ctx{controller_,    workers_, std::move(head),
-                          route->tenant,  {},       std::move(route->slot),
-                          connectionSlot_};
-        stream_.expires_never();
-        std::make_shared<PreviewProxySession>(std::move(stream_), std::move(buffer_),
-                                              header_->release(), std::move(ctx), target.port,
-                                              std::move(route->open))
-            ->start();
-        return;
-    }
-    if (E2bEnvd::isDownload(head)) {
-        std::optional<E2bEnvd::Download> d;
-        try {
-            d = envd->planDownload(head, target);
-        } catch (...) {
-            return respond(envd->errorFor(head, std::current_exception(), target.sandboxId), false,
-                           11);
-        }
-        auto& controller = controller_;
-        auto caller = d->caller;
-        auto path = d->path;
-        StreamContext ctx{controller_,        workers_,    std::move(head), caller.tenant,
-                          {caller.sandboxId}, caller.slot, connectionSlot_};
-        stream_.expires_never();
-        std::make_shared<DownloadSession>(
-            std::move(stream_), std::move(ctx),
-            [&controller, caller, path](AgentStream::Handler h) {
-                return controller.files().openDownload(caller.tenant, caller.sandboxId, path,
-                                                       std::move(h), caller.user);
-            },
-            true, "application/octet-stream", DownloadSession::kFileIdle)
-            ->start();
-        return;
-    }
-    // Admitted before its body is read: nobody without the sandbox's token
-    // makes airlockd hold a body.
-    std::optional<E2bEnvd::Caller> caller;
-    if (!(head.method == "GET" && head.path == "/health")) {
-        try {
-            caller = envd->admit(head, target);
-        } catch (...) {
-            return respond(envd->errorFor(head, std::current_exception(), target.sandboxId), false,
-                           11);
-        }
-    }
-    std::size_t limit = E2bEnvd::bodyLimit(head);
-    auto length = header_->content_length();
-    if (length && *length > limit)
-        return respond(e2bError(413, "request body exceeds " + std::to_string(limit) + " bytes"),
-                       false, 11);
-    if (head.method == "POST" && head.path == "/files") {
-        e2bUpload_ = envd->reserveUpload(length ? static_cast<std::size_t>(*length) : limit);
-        if (!e2bUpload_) {
-            auto busy = e2bError(429, "too many uploads in flight; try again");
-            busy.headers["Retry-After"] = "1";
-            return respond(std::move(busy), false, 11);
-        }
-    }
-    e2bTarget_ = std::move(target);
-    e2bCaller_ = std::move(caller);
-    readBody(limit);
-}
-
-void HttpSession::startConnectStream(ApiRequest request, E2bEnvd::Target target,
-                                     E2bEnvd::Caller caller) {
-    auto* envd = router_.e2bEnvd();
-    asio::post(workers_, [self = shared_from_this(), envd, request = std::move(request),
-                          target = std::move(target), caller = std::move(caller)]() mutable {
-        std::optional<E2bEnvd::StreamPlan> plan;
+void HttpSession::startConnectStream(Pending pending, ApiRequest request) {
+    asio::post(workers_, [self = shared_from_this(), pending = std::move(pending),
+                          request = std::move(request)]() mutable {
+        std::optional<ConnectStreamPlan> plan;
         std::optional<ApiResponse> error;
         try {
-            plan = envd->planStream(request, std::move(caller));
+            plan = self->router_.plan(*pending.selection.route(), pending.admission, request);
         } catch (...) {
-            error = envd->errorFor(request, std::current_exception(), target.sandboxId);
+            error = self->router_.errorFor(pending.selection, request, std::current_exception());
         }
         asio::post(self->stream_.get_executor(), [self, plan = std::move(plan),
-                                                  error = std::move(error)]() mutable {
+                                                  error = std::move(error),
+                                                  slot = std::move(pending.admission.slot)]() mutable {
             if (error) return self->respond(std::move(*error), false, 11);
+            if (self->route_) self->router_.table().countHandover(*self->route_);
             auto session = std::make_shared<ConnectStreamSession>(
                 std::move(self->stream_), plan->keepalive, plan->keepaliveJson,
                 // The tenant's slot and the connection's place under the cap, for the stream's
                 // life.
                 std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(
-                    plan->slot, self->connectionSlot_));
+                    std::move(slot), self->connectionSlot_));
             if (plan->deadline) session->endAfter(*plan->deadline);
             session->start();
             asio::post(self->workers_, [run = std::move(plan->run), session] { run(session); });
@@ -322,6 +260,7 @@ void HttpSession::startConnectStream(ApiRequest request, E2bEnvd::Target target,
 }
 
 void HttpSession::respond(ApiResponse response, bool keepAlive, unsigned version) {
+    router_.table().countAnswer(route_, door_, response.status);
     response_ = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(response.status), version);
     response_->set(http::field::server, "airlockd");

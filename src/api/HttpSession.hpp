@@ -6,7 +6,6 @@
 #include <optional>
 #include <vector>
 
-#include "api/E2bEnvd.hpp"
 #include "api/Router.hpp"
 
 namespace airlock::api {
@@ -20,8 +19,10 @@ struct HttpLimits {
 
 // One HTTP/1.1 connection, shaped as Beast's advanced_server: owned by
 // shared_from_this, all I/O on the connection's strand, body limit and
-// timeouts. Route handlers may block (a create boots a VM), so they run on
-// the worker pool and post their response back to the strand.
+// timeouts. Every request goes through the one route table: its row is
+// selected and its caller admitted from the head, before any body is read.
+// Route handlers may block (a create boots a VM), so they run on the worker
+// pool and post their response back to the strand.
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
   public:
     // connectionSlot: this connection's place under the server's cap, handed
@@ -36,12 +37,20 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     void onHeader(boost::beast::error_code ec);
     void onBody(boost::beast::error_code ec);
     void readBody(std::size_t limit);
-    // Hands the connection to a streaming session; false if it answered an error itself.
-    void startStream(const Router::StreamMatch& match, ApiRequest request);
-    // The E2B front door's sandbox requests (envd and public ports).
-    void startE2b(ApiRequest head, E2bEnvd::Target target);
-    void startConnectStream(ApiRequest request, E2bEnvd::Target target, E2bEnvd::Caller caller);
+    // A request whose row is selected and whose caller is admitted, until
+    // its body has been read.
+    struct Pending {
+        Router::Selection selection;
+        Router::Admission admission;
+    };
+    // Hands the connection to a stream row's session.
+    void startStream(const Router::Selection& selection, Router::Admission admission,
+                     ApiRequest head);
+    // A connect_stream row, its body read: plans the call, then streams.
+    void startConnectStream(Pending pending, ApiRequest request);
     void respond(ApiResponse response, bool keepAlive, unsigned version);
+    // An answer from the head alone (a refusal before any body is read).
+    void refuse(ApiResponse response);
     void onWrite(bool keepAlive, boost::beast::error_code ec, std::size_t bytes);
     void close();
     void drain();
@@ -58,11 +67,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     std::vector<char> drainBuffer_;
     std::size_t drainBudget_ = 0;
     std::shared_ptr<void> connectionSlot_;
-    // This request is an envd call: its sandbox, its admitted caller (none
-    // for /health) and, for an upload, its share of the upload budget.
-    std::optional<E2bEnvd::Target> e2bTarget_;
-    std::optional<E2bEnvd::Caller> e2bCaller_;
-    std::shared_ptr<void> e2bUpload_;
+    std::optional<Pending> pending_;
+    // The row (and door) the request being answered selected: what its
+    // answer is counted under.
+    const Route* route_ = nullptr;
+    Door door_ = Door::native;
 };
 
 }  // namespace airlock::api

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "api/E2bApi.hpp"
+#include "api/E2bEnvd.hpp"
 #include "api/ErrorMapping.hpp"
 #include "api/RequestParsing.hpp"
 #include "core/JsonFields.hpp"
@@ -18,90 +19,124 @@
 
 namespace airlock::api {
 
-std::vector<std::string> splitPath(const std::string& path) {
-    std::vector<std::string> out;
-    std::size_t i = 0;
-    while (i < path.size()) {
-        while (i < path.size() && path[i] == '/') ++i;
-        std::size_t j = path.find('/', i);
-        if (j == std::string::npos) j = path.size();
-        if (j > i) out.push_back(path.substr(i, j - i));
-        i = j;
-    }
-    return out;
-}
-
 void Router::add(std::string method, const std::string& pattern, Roles roles, Handler handler) {
-    addAsync(std::move(method), pattern, roles,
-             [handler = std::move(handler)](Context& c, Respond respond) { respond(handler(c)); });
+    Route r;
+    r.method = std::move(method);
+    RouteTable::setPattern(r, pattern);
+    r.roles = roles;
+    r.handler = [handler = std::move(handler)](Context& c, Respond respond) {
+        respond(handler(c));
+    };
+    table_.add(std::move(r));
 }
 
 void Router::add(std::string method, const std::string& pattern, Roles roles,
                  ApiResponse (Router::*handler)(Context&)) {
     add(std::move(method), pattern, roles,
-        [this, handler](Context& c) { return (this->*handler)(c); });
+        Handler([this, handler](Context& c) { return (this->*handler)(c); }));
 }
 
 void Router::add(std::string method, const std::string& pattern, Roles roles,
                  void (Router::*handler)(Context&, Respond)) {
-    addAsync(std::move(method), pattern, roles, [this, handler](Context& c, Respond respond) {
+    Route r;
+    r.method = std::move(method);
+    RouteTable::setPattern(r, pattern);
+    r.roles = roles;
+    r.handler = [this, handler](Context& c, Respond respond) {
         (this->*handler)(c, std::move(respond));
-    });
+    };
+    table_.add(std::move(r));
 }
 
 void Router::addStream(std::string method, const std::string& pattern, Roles roles,
                        std::optional<ApiResponse> (Router::*factory)(StreamHandover&)) {
-    addStream(std::move(method), pattern, roles,
-              StreamFactory([this, factory](StreamHandover& h) { return (this->*factory)(h); }));
+    Route r;
+    r.method = std::move(method);
+    RouteTable::setPattern(r, pattern);
+    r.roles = roles;
+    r.kind = RouteKind::stream;
+    r.stream = [this, factory](StreamHandover& h) { return (this->*factory)(h); };
+    table_.add(std::move(r));
 }
 
-void Router::addAsync(std::string method, const std::string& pattern, Roles roles,
-                      AsyncHandler handler) {
-    routes_.push_back(
-        Route{std::move(method), splitPath(pattern), roles, std::move(handler), nullptr, false});
+void Router::setE2b(E2bApi& control, E2bEnvd& envd, const e2b::SandboxTokens& tokens) {
+    e2bEnvd_ = &envd;
+    e2bTokens_ = &tokens;
+    control.addRoutes(table_);
+    envd.addRoutes(table_);
 }
 
-void Router::addStream(std::string method, const std::string& pattern, Roles roles,
-                       StreamFactory factory) {
-    bool prefix = pattern.size() > 3 && pattern.substr(pattern.size() - 3) == "/**";
-    std::string p = prefix ? pattern.substr(0, pattern.size() - 3) : pattern;
-    routes_.push_back(
-        Route{std::move(method), splitPath(p), roles, nullptr, std::move(factory), prefix});
+Router::Selection Router::select(const ApiRequest& head) const {
+    Selection s;
+    if (e2bEnvd_) {
+        if (auto target = e2bEnvd_->target(head)) {
+            s.door = target->envd() ? Door::e2b_envd : Door::e2b_port;
+            s.sandboxId = target->sandboxId;
+        } else if (E2bApi::owns(head.path)) {
+            s.door = Door::e2b_control;
+        }
+    }
+    s.match = table_.match(s.door, head.method, head.path);
+    return s;
 }
 
-namespace {
-std::string rolesText(Router::Roles roles) {
-    std::string out;
-    for (Role r : {Role::agent, Role::approver, Role::admin})
-        if (roles & (1u << static_cast<unsigned>(r)))
-            out += (out.empty() ? "" : " or ") + roleName(r);
-    return out;
+Principal Router::callerFor(const ApiRequest& head, Door door, const std::string& sandboxId) {
+    switch (door) {
+        case Door::native:
+            return auth_.principalFor(head.authorization);
+        case Door::e2b_control:
+            return auth_.principalForE2bKey(head.header("x-api-key"));
+        case Door::e2b_envd: {
+            // As E2B's proxy: a sandbox that is gone or paused answers 502 first.
+            auto owner = controller_.ownerOf(sandboxId);
+            if (!owner) throw Error(ErrorCode::sandbox_unreachable, "The sandbox was not found");
+            auto r = controller_.get(*owner, sandboxId);
+            if (r.state != SandboxState::running)
+                throw Error(ErrorCode::sandbox_unreachable,
+                            "The sandbox is " + sandboxStateName(r.state) +
+                                (r.state == SandboxState::paused ? ": connect resumes it" : ""));
+            // The token names the key that fetched it; read from the store on
+            // every use, so a revoked or expired key's tokens stop at once.
+            auto keyId = e2bTokens_->envdTokenKey(sandboxId, head.header("x-access-token"));
+            std::optional<Principal> who = keyId ? auth_.activeKey(*keyId) : std::nullopt;
+            if (!who || (who->role != Role::admin && who->tenant != *owner))
+                throw Error(ErrorCode::unauthorized,
+                            "unauthorized access, please provide a valid access token (a token "
+                            "dies with the API key that fetched it)");
+            return *who;
+        }
+        case Door::e2b_port:
+            break;
+    }
+    throw Error(ErrorCode::unauthorized, "this door takes no key");
 }
-std::string joinPattern(const std::vector<std::string>& pattern) {
-    std::string out;
-    for (const auto& s : pattern) out += "/" + s;
-    return out.empty() ? "/" : out;
-}
-}  // namespace
 
-std::pair<Principal, std::string> Router::authorize(const ApiRequest& request, Roles roles,
-                                                    const std::vector<std::string>& params) {
-    Principal who = auth_.principalFor(request.authorization);
+Router::Admission Router::admit(const ApiRequest& head, const Selection& selection) {
+    const Route& route = *selection.route();
+    Admission a;
+    a.params = selection.match.params;
+    // The sandbox doors name their sandbox in a header or the Host: it is the first param.
+    if (selection.door == Door::e2b_envd || selection.door == Door::e2b_port)
+        a.params.insert(a.params.begin(), selection.sandboxId);
+    if (route.roles == kPublic) return a;
+    Principal who = callerFor(head, selection.door, selection.sandboxId);
     // Another tenant's object does not exist for this key, whatever its
     // role: 404 before 403, so a role check never confirms an id.
-    if (who.role != Role::admin && !params.empty()) {
-        auto owner = ownerOf(params[0]);
-        if (owner && *owner != who.tenant) throw Error(ErrorCode::not_found, "no " + params[0]);
-    }
-    if (!(roles & (1u << static_cast<unsigned>(who.role))))
-        throw Error(ErrorCode::forbidden, request.method + " " + request.path + " needs an " +
-                                              rolesText(roles) + " key; this key's role is " +
+    std::optional<std::string> owner;
+    if (!a.params.empty()) owner = ownerOf(a.params[0]);
+    if (who.role != Role::admin && owner && *owner != who.tenant)
+        throw Error(ErrorCode::not_found, "no " + a.params[0]);
+    if (!(route.roles & (1u << static_cast<unsigned>(who.role))))
+        throw Error(ErrorCode::forbidden, head.method + " " + head.path + " needs an " +
+                                              rolesText(route.roles) + " key; this key's role is " +
                                               roleName(who.role));
-    std::string tenant = who.tenant;
     // An admin acts on any tenant's object, as its owner would.
-    if (who.role == Role::admin && !params.empty())
-        if (auto owner = ownerOf(params[0])) tenant = *owner;
-    return {std::move(who), std::move(tenant)};
+    a.tenant = who.role == Role::admin && owner ? *owner : who.tenant;
+    // Counted against the caller's own tenant while it runs. A delete is
+    // never refused: a tenant at its limit must be able to free things.
+    if (head.method != "DELETE") a.slot = limiter_.acquire(who.tenant);
+    a.principal = std::move(who);
+    return a;
 }
 
 std::optional<std::string> Router::ownerOf(const std::string& id) {
@@ -111,34 +146,98 @@ std::optional<std::string> Router::ownerOf(const std::string& id) {
 
 std::vector<Router::RouteInfo> Router::routeTable() const {
     std::vector<RouteInfo> out;
-    for (const auto& r : routes_)
-        out.push_back({r.method, joinPattern(r.pattern) + (r.prefix ? "/**" : ""), r.roles,
-                       r.stream != nullptr});
+    for (const auto& r : table_.routes()) {
+        std::string label = r.label();
+        out.push_back({r.door, r.method, label.substr(label.find(' ') + 1), r.roles,
+                       r.kind != RouteKind::unary});
+    }
     return out;
 }
 
-bool Router::matchPattern(const std::vector<std::string>& pattern,
-                          const std::vector<std::string>& segments,
-                          std::vector<std::string>& params, bool prefix) {
-    if (prefix ? segments.size() < pattern.size() : segments.size() != pattern.size()) return false;
-    params.clear();
-    for (std::size_t i = 0; i < pattern.size(); ++i) {
-        if (pattern[i] == "{}")
-            params.push_back(segments[i]);
-        else if (pattern[i] != segments[i])
-            return false;
+namespace {
+ErrorShape doorShape(Door door, const ApiRequest& head) {
+    switch (door) {
+        case Door::native:
+            return ErrorShape::native;
+        case Door::e2b_envd:
+            // Connect's RPC paths answer Connect errors; /files and /health, E2B's.
+            if (head.path.find('.') != std::string::npos) return ErrorShape::connect;
+            return ErrorShape::e2b;
+        case Door::e2b_control:
+        case Door::e2b_port:
+            return ErrorShape::e2b;
     }
-    return true;
+    return ErrorShape::native;
+}
+}  // namespace
+
+ApiResponse Router::errorFor(const Selection& selection, const ApiRequest& request,
+                             const ErrorStatus& error) const {
+    ErrorShape shape = selection.route() ? selection.route()->errors
+                                         : doorShape(selection.door, request);
+    return renderError(shape, error, selection.sandboxId);
 }
 
-Router::StreamMatch Router::matchStream(const std::string& method, const std::string& path) const {
-    auto segments = splitPath(path);
-    for (const auto& r : routes_) {
-        std::vector<std::string> params;
-        if (r.stream && r.method == method && matchPattern(r.pattern, segments, params, r.prefix))
-            return StreamMatch{&r.stream, r.roles, std::move(params)};
+ApiResponse Router::errorFor(const Selection& selection, const ApiRequest& request,
+                             std::exception_ptr error) const {
+    return errorFor(selection, request, errorStatusFor(error, request));
+}
+
+ApiResponse Router::unrouted(const Selection& selection, const ApiRequest& head) const {
+    if (selection.match.pathMatched)
+        return errorFor(selection, head,
+                        errorStatus(ErrorCode::method_not_allowed,
+                                    head.method + " is not allowed on " + head.path));
+    return errorFor(selection, head,
+                    errorStatus(ErrorCode::not_found, "no route for " + head.method + " " +
+                                                          head.path));
+}
+
+void Router::run(const Route& route, Admission admission, const ApiRequest& request,
+                 Respond respond) {
+    // Exactly once, whoever answers first: the handler, or the error mapping
+    // for what it threw before answering. The tenant's slot is held until then.
+    auto answered = std::make_shared<std::atomic<bool>>(false);
+    Respond once = [answered, slot = std::move(admission.slot),
+                    respond = std::move(respond)](ApiResponse r) {
+        if (answered->exchange(true)) return;
+        try {
+            respond(std::move(r));
+        } catch (...) {
+        }
+    };
+    Context ctx(request, route.door);
+    ctx.tenant = std::move(admission.tenant);
+    ctx.params = std::move(admission.params);
+    ctx.principal = std::move(admission.principal);
+    try {
+        route.handler(ctx, once);
+    } catch (...) {
+        if (!answered->load())
+            once(renderError(route.errors, errorStatusFor(std::current_exception(), request),
+                             ctx.params.empty() ? "" : ctx.params[0]));
     }
-    return {};
+}
+
+ConnectStreamPlan Router::plan(const Route& route, Admission& admission,
+                               const ApiRequest& request) {
+    Context ctx(request, route.door);
+    ctx.tenant = admission.tenant;
+    ctx.params = admission.params;
+    ctx.principal = admission.principal;
+    return route.planner(ctx);
+}
+
+StreamContext Router::streamContext(Admission admission, ApiRequest head,
+                                    std::shared_ptr<void> connectionSlot,
+                                    boost::asio::thread_pool& workers) {
+    return StreamContext{controller_,
+                         workers,
+                         std::move(head),
+                         std::move(admission.tenant),
+                         std::move(admission.params),
+                         std::move(admission.slot),
+                         std::move(connectionSlot)};
 }
 
 Router::Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& keys,
@@ -227,69 +326,23 @@ Router::Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& 
     add("DELETE", "/v1/sandboxes/{}/ports/{}", kDrivers, &Router::closePort);
 }
 
-void Router::dispatch(const ApiRequest& request, Respond& respond) {
-    auto segments = splitPath(request.path);
-    bool pathMatched = false;
-    for (const auto& route : routes_) {
-        std::vector<std::string> params;
-        if (!matchPattern(route.pattern, segments, params, route.prefix)) continue;
-        pathMatched = true;
-        if (route.method != request.method) continue;
-        // The HTTP session serves streaming routes before a request gets here.
-        if (route.stream)
-            return respond(errorResponse(
-                ErrorCode::bad_request, request.method + " " + request.path +
-                                            " streams: it is served over a connection of its own"));
-        Context ctx{request, {}, std::move(params), {}};
-        if (route.roles != kPublic)
-            std::tie(ctx.principal, ctx.tenant) = authorize(request, route.roles, ctx.params);
-        // Held until the answer is sent, however long that takes. A delete
-        // is never refused: a tenant at its limit must be able to free things.
-        // Counted against the caller's own tenant.
-        if (route.roles != kPublic && request.method != "DELETE") {
-            auto slot = limiter_.acquire(ctx.principal.tenant);
-            respond = [slot, inner = std::move(respond)](ApiResponse r) { inner(std::move(r)); };
-        }
-        return route.handler(ctx, respond);
-    }
-    if (pathMatched)
-        return respond(errorResponse(405, "method_not_allowed",
-                                     request.method + " is not allowed on " + request.path));
-    respond(
-        errorResponse(ErrorCode::not_found, "no route for " + request.method + " " + request.path));
-}
-
-ApiResponse Router::responseFor(std::exception_ptr error, const ApiRequest& request) {
-    try {
-        std::rethrow_exception(error);
-    } catch (const Error& e) {
-        if (httpStatusFor(e.code()) >= 500)
-            logWarn("api", request.method + " " + request.path + ": " + e.what());
-        return errorResponse(e.code(), e.what());
-    } catch (const std::exception& e) {
-        logError("api", request.method + " " + request.path + ": unexpected " + e.what());
-    } catch (...) {
-        logError("api", request.method + " " + request.path + ": unexpected exception");
-    }
-    return errorResponse(ErrorCode::internal, "internal error");
-}
-
 void Router::handle(const ApiRequest& request, Respond respond) {
-    // Exactly once, whoever answers first: the handler, or the error mapping
-    // for what it threw before answering.
-    auto answered = std::make_shared<std::atomic<bool>>(false);
-    Respond once = [answered, respond = std::move(respond)](ApiResponse r) {
-        if (answered->exchange(true)) return;
-        try {
-            respond(std::move(r));
-        } catch (...) {
-        }
-    };
+    Selection selection;
     try {
-        if (e2bApi_ && E2bApi::owns(request.path)) return once(e2bApi_->handle(request));
-        dispatch(request, once);
+        selection = select(request);
+        if (!selection.route()) return respond(unrouted(selection, request));
+        const Route& route = *selection.route();
+        // The HTTP session serves streaming rows before a request gets here.
+        if (route.kind != RouteKind::unary)
+            return respond(errorFor(
+                selection, request,
+                errorStatus(ErrorCode::bad_request,
+                            request.method + " " + request.path +
+                                " streams: it is served over a connection of its own")));
+        auto admission = admit(request, selection);
+        run(route, std::move(admission), request, std::move(respond));
     } catch (...) {
-        if (!answered->load()) once(responseFor(std::current_exception(), request));
+        respond(errorFor(selection, request, std::current_exception()));
     }
 }
 

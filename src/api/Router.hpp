@@ -5,7 +5,9 @@
 #include <vector>
 
 #include "api/Authenticator.hpp"
+#include "api/ErrorMapping.hpp"
 #include "api/HttpTypes.hpp"
+#include "api/RouteTable.hpp"
 #include "api/StreamContext.hpp"
 #include "api/TenantLimiter.hpp"
 #include "controller/SandboxController.hpp"
@@ -14,72 +16,97 @@
 
 namespace airlock {
 class EvidenceService;
+namespace e2b {
+class SandboxTokens;
 }
+}  // namespace airlock
 
 namespace airlock::api {
 
 class E2bApi;
 class E2bEnvd;
 
-// The single route table. Each handler parses its request into a controller
-// call and maps the result back to JSON; errors are mapped in one place
-// (ErrorMapping) by handle().
+// The single route table of every front door (native, E2B control plane,
+// E2B envd and guest ports). The HTTP session selects a row from a request's
+// head, admits its caller here (one authorization for every door), reads the
+// body to the row's limit and runs it; errors are mapped once
+// (ErrorMapping's errorStatusFor) and rendered in the row's shape. A door
+// adds rows (E2bApi::addRoutes, E2bEnvd::addRoutes), not a stack.
 class Router {
   public:
-    // The roles a route accepts (a bit per Role); kPublic: no key at all.
-    using Roles = unsigned;
-    static constexpr Roles kPublic = 0;
-    static constexpr Roles kAgent = 1u << static_cast<unsigned>(Role::agent);
-    static constexpr Roles kApprover = 1u << static_cast<unsigned>(Role::approver);
-    static constexpr Roles kAdmin = 1u << static_cast<unsigned>(Role::admin);
+    using Roles = api::Roles;
+    static constexpr Roles kPublic = kPublicRoute;
+    static constexpr Roles kAgent = kAgentRole;
+    static constexpr Roles kApprover = kApproverRole;
+    static constexpr Roles kAdmin = kAdminRole;
     static constexpr Roles kDrivers = kAgent | kAdmin;       // run and change things
     static constexpr Roles kReviewers = kApprover | kAdmin;  // decide approvals
     static constexpr Roles kAnyRole = kAgent | kApprover | kAdmin;
     static constexpr Roles kAdmins = kAdmin;
 
-    struct Context {
-        const ApiRequest& request;
-        // The tenant whose objects the call acts on: the key's own, or for an
-        // admin key the owner of the object its path names. Empty for
-        // unauthenticated routes.
-        std::string tenant;
-        std::vector<std::string> params;  // the {…} segments of the path, in order
-        Principal principal;              // who calls (authenticated routes)
-        bool admin() const { return principal.role == Role::admin; }
-        // What a listing covers: the caller's tenant, or for an admin every tenant.
-        TenantScope scope() const {
-            return admin() ? TenantScope::all() : TenantScope::only(tenant);
-        }
-    };
+    using Context = RouteContext;
     using Handler = std::function<ApiResponse(Context&)>;
-    // Routes whose work outlives the call (a command runs for an hour): the
-    // handler returns at once and calls `respond` later, exactly once, from
-    // any thread. Errors thrown before it returns are mapped as usual.
-    using Respond = std::function<void(ApiResponse)>;
-    using AsyncHandler = std::function<void(Context&, Respond)>;
+    using Respond = api::Respond;
+    using AsyncHandler = api::AsyncHandler;
 
     Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& keys,
            std::string version, std::size_t perTenantLimit = 256);
 
+    // The door a request's head comes through, the row it selects and, for
+    // the sandbox doors, the sandbox it names. Throws Error(bad_request) for
+    // a half-given E2b-Sandbox-Id/-Port pair.
+    struct Selection {
+        Door door = Door::native;
+        RouteTable::Match match;
+        std::string sandboxId;
+        const Route* route() const { return match.route; }
+    };
+    Selection select(const ApiRequest& head) const;
+    // A call's caller, the tenant it acts on, its params and its tenant's
+    // in-flight slot (held until the answer is sent or the stream ends).
+    struct Admission {
+        Principal principal;
+        std::string tenant;
+        std::vector<std::string> params;
+        TenantLimiter::Slot slot;
+    };
+    // The one authorization, for every row of every door: the door's
+    // credential (Bearer key, X-API-KEY, a sandbox's access token), the
+    // row's roles, the tenant of the object its path names (another
+    // tenant's is not found), the limiter. Throws a typed Error.
+    Admission admit(const ApiRequest& head, const Selection& selection);
+    // Runs a unary row; never throws; `respond` is called exactly once.
+    void run(const Route& route, Admission admission, const ApiRequest& request, Respond respond);
+    // A connect_stream row's plan (may throw a typed Error).
+    ConnectStreamPlan plan(const Route& route, Admission& admission, const ApiRequest& request);
+    // A stream row's context for its session.
+    StreamContext streamContext(Admission admission, ApiRequest head,
+                                std::shared_ptr<void> connectionSlot,
+                                boost::asio::thread_pool& workers);
+    // Any failure in the shape of the selected row (or of its door, when no
+    // row was selected).
+    ApiResponse errorFor(const Selection& selection, const ApiRequest& request,
+                         std::exception_ptr error) const;
+    ApiResponse errorFor(const Selection& selection, const ApiRequest& request,
+                         const ErrorStatus& error) const;
+    // The answer for a head no row takes: 404, or 405 when the path is routed.
+    ApiResponse unrouted(const Selection& selection, const ApiRequest& head) const;
+
+    // A unary call from select to answer (tests and in-process callers).
     // Never throws; `respond` is called exactly once (maybe on another thread).
     void handle(const ApiRequest& request, Respond respond);
     // The blocking form (tests).
     ApiResponse handle(const ApiRequest& request);
-    // The response for an exception (the one error mapping).
-    static ApiResponse responseFor(std::exception_ptr error, const ApiRequest& request);
 
     TenantLimiter& limiter() { return limiter_; }
+    RouteTable& table() { return table_; }
     // Repository workspaces (without: their routes answer 503).
     void setWorkspaces(workspace::WorkspaceService* w) { workspaces_ = w; }
     // Evidence bundles (without: their routes answer 503).
     void setEvidence(EvidenceService* e) { evidence_ = e; }
-    // The E2B front door: its control plane (/sandboxes, /v2/sandboxes)
-    // answers through here; envd requests are the HTTP session's.
-    void setE2b(E2bApi* control, E2bEnvd* envd) {
-        e2bApi_ = control;
-        e2bEnvd_ = envd;
-    }
-    E2bEnvd* e2bEnvd() { return e2bEnvd_; }
+    // The E2B front door: its rows join the table; its access tokens are a
+    // credential admit() checks.
+    void setE2b(E2bApi& control, E2bEnvd& envd, const e2b::SandboxTokens& tokens);
     // --public-domain: previews get their own origin (<token>.<port>-<id>.D)
     // and the /preview/ path form on the API's origin is closed.
     // listenPort: the URL's port when a request's Host names none.
@@ -89,52 +116,29 @@ class Router {
     }
     const std::string& publicDomain() const { return publicDomain_; }
 
-    // Routes whose bodies stream: the HTTP session authorizes the caller,
-    // then hands the connection to the route's factory.
-    struct StreamMatch {
-        const StreamFactory* factory = nullptr;  // none: not a streaming route
-        Roles roles = kDrivers;
-        std::vector<std::string> params;
-    };
-    StreamMatch matchStream(const std::string& method, const std::string& path) const;
-    // The caller of a route that accepts `roles`, and the tenant it acts on
-    // (see Context::tenant). Throws Error(unauthorized) for a bad key and
-    // Error(forbidden) for a role the route does not accept.
-    std::pair<Principal, std::string> authorize(const ApiRequest& request, Roles roles,
-                                                const std::vector<std::string>& params);
-    // Every route with the roles it accepts ("GET /v1/sandboxes/{}": kAnyRole),
+    // Every row with the roles it accepts ("GET /v1/sandboxes/{}": kAnyRole),
     // for docs and the route-walking tests.
     struct RouteInfo {
+        Door door;
         std::string method, pattern;
         Roles roles;
-        bool stream;
+        bool stream;  // the connection is handed to a session (stream, connect_stream)
     };
     std::vector<RouteInfo> routeTable() const;
     // GET /metrics's body (also served without a key on --metrics-listen).
     std::string metricsText();
 
   private:
-    // One entry of the table: a JSON handler, or a stream factory.
-    struct Route {
-        std::string method;
-        std::vector<std::string> pattern;  // "{}" matches one segment
-        Roles roles;
-        AsyncHandler handler;
-        StreamFactory stream;
-        bool prefix = false;  // the pattern matches the start of the path (previews)
-    };
     void add(std::string method, const std::string& pattern, Roles roles, Handler handler);
     void add(std::string method, const std::string& pattern, Roles roles,
              ApiResponse (Router::*handler)(Context&));
     void add(std::string method, const std::string& pattern, Roles roles,
              void (Router::*handler)(Context&, Respond));
-    void addAsync(std::string method, const std::string& pattern, Roles roles,
-                  AsyncHandler handler);
     // A pattern ending in "/**" matches every path below it.
     void addStream(std::string method, const std::string& pattern, Roles roles,
-                   StreamFactory factory);
-    void addStream(std::string method, const std::string& pattern, Roles roles,
                    std::optional<ApiResponse> (Router::*factory)(StreamHandover&));
+    // The credential a door's requests carry, resolved to its key.
+    Principal callerFor(const ApiRequest& head, Door door, const std::string& sandboxId);
 
     // The handlers, by resource; each file holds one group.
     // Service, templates, sandboxes and snapshots (RouterSandboxes.cpp).
@@ -209,25 +213,19 @@ class Router {
     workspace::WorkspaceService& workspaces();
     EvidenceService& evidence();
     std::optional<std::string> ownerOf(const std::string& id);
-    static bool matchPattern(const std::vector<std::string>& pattern,
-                             const std::vector<std::string>& segments,
-                             std::vector<std::string>& params, bool prefix = false);
-    void dispatch(const ApiRequest& request, Respond& respond);
 
     SandboxController& controller_;
     Authenticator& auth_;
     ApiKeyStore& keys_;
     std::string version_;
-    std::vector<Route> routes_;
+    RouteTable table_;
     TenantLimiter limiter_;
     workspace::WorkspaceService* workspaces_ = nullptr;
     EvidenceService* evidence_ = nullptr;
-    E2bApi* e2bApi_ = nullptr;
     E2bEnvd* e2bEnvd_ = nullptr;
+    const e2b::SandboxTokens* e2bTokens_ = nullptr;
     std::string publicDomain_;
     unsigned listenPort_ = 0;
 };
-
-std::vector<std::string> splitPath(const std::string& path);
 
 }  // namespace airlock::api

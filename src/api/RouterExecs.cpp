@@ -21,7 +21,7 @@ void Router::execInSandbox(Context& c, Respond respond) {
         c.tenant, c.params[0], options,
         [respond, label](std::optional<ExecOutput> out, std::exception_ptr error) {
             if (out) return respond(jsonResponse(200, execOutputJson(*out)));
-            respond(responseFor(error, label));
+            respond(renderError(ErrorShape::native, errorStatusFor(error, label)));
         });
     if (pending) {
         // Held for a human: 202 with the handles to follow it.

@@ -166,6 +166,7 @@ std::string Router::metricsText() {
     m << "# HELP airlock_qemu_rss_bytes Resident memory of all sandbox QEMU processes.\n"
          "# TYPE airlock_qemu_rss_bytes gauge\nairlock_qemu_rss_bytes "
       << qemuRssBytes() << "\n";
+    m << table_.metricsText();
     m << controller_.createLatency().exposition("airlock_create_seconds",
                                                 "Create (boot or restore) to a ready agent.");
     m << controller_.commands().latency().exposition("airlock_exec_seconds",

@@ -11,6 +11,7 @@
 #include "api/WsExecSession.hpp"
 
 namespace airlock::api {
+using nlohmann::json;
 namespace {
 
 std::string queryOr(const ApiRequest& request, const char* key) {
@@ -32,9 +33,29 @@ std::optional<ApiResponse> Router::execWebSocket(StreamHandover& h) {
 
 // PUT /v1/sandboxes/{}/files
 std::optional<ApiResponse> Router::uploadFile(StreamHandover& h) {
+    UploadPlan::File file{queryOr(h.context.request, "path"), std::nullopt, ""};
+    if (auto m = h.context.request.query.find("mode"); m != h.context.request.query.end()) {
+        try {
+            std::size_t used = 0;
+            unsigned long v = std::stoul(m->second, &used, 8);
+            if (used != m->second.size() || v > 07777) throw std::invalid_argument("mode");
+            file.mode = static_cast<unsigned>(v);
+        } catch (const std::exception&) {
+            return errorResponse(ErrorCode::bad_request, "mode must be octal, e.g. 0644");
+        }
+    }
+    UploadPlan plan;
+    plan.whole = std::move(file);
+    plan.answer = [](const std::vector<UploadPlan::Written>& written) {
+        const auto& w = written.at(0);
+        json j = w.confirmed;
+        j["bytes_received"] = w.bytes;
+        j["sha256"] = w.sha256;
+        return jsonResponse(201, j);
+    };
     // The parser keeps its state (and what it buffered) across the move.
     std::make_shared<UploadSession>(std::move(h.stream), std::move(h.buffer), std::move(h.header),
-                                    std::move(h.context))
+                                    std::move(h.context), std::move(plan))
         ->start();
     return std::nullopt;
 }

@@ -3,7 +3,6 @@
 #include <boost/asio/post.hpp>
 #include <limits>
 
-#include "api/ErrorMapping.hpp"
 #include "controller/GuestAnswers.hpp"
 #include "core/Log.hpp"
 #include "protocol/GuestResults.hpp"
@@ -21,59 +20,106 @@ constexpr auto kAgentWait = std::chrono::seconds(60);
 }  // namespace
 
 UploadSession::UploadSession(beast::tcp_stream&& stream, beast::flat_buffer&& buffer,
-                             http::request_parser<http::empty_body>&& header, StreamContext context)
+                             http::request_parser<http::empty_body>&& header, StreamContext context,
+                             UploadPlan plan)
     : stream_(std::move(stream)),
       buffer_(std::move(buffer)),
       parser_(std::move(header)),
       ctx_(std::move(context)),
-      pipe_(stream_.get_executor(), ctx_.workers),
+      plan_(std::move(plan)),
       waitTimer_(stream_.get_executor()) {
-    // The guest's answer (or its refusal mid-way) arrives on the strand.
-    pipe_.onEvent([this](AgentStream::Event&& e) { onAgentEvent(std::move(e)); });
     parser_.body_limit(
         std::numeric_limits<std::uint64_t>::max());  // streamed: the size is not bounded by memory
     chunk_.resize(kChunk);
+    if (!plan_.whole) multipart_.emplace(plan_.boundary);
 }
 
-void UploadSession::fail(const ApiResponse& response) {
+void UploadSession::fail(const ErrorStatus& error) {
     if (ended_) return;
     ended_ = true;
     waitTimer_.cancel();
-    if (auto* agent = pipe_.stream()) agent->reset("cancelled", "upload failed");
-    pipe_.finish();
-    writeSimpleResponse(stream_, response, [self = shared_from_this()] {});
+    if (auto* p = pipe()) {
+        if (auto* agent = p->stream()) agent->reset("cancelled", "upload failed");
+        p->finish();
+    }
+    writeSimpleResponse(stream_, renderError(plan_.errors, error), [self = shared_from_this()] {});
 }
 
+void UploadSession::fail(std::exception_ptr error) { fail(errorStatusFor(error, ctx_.request)); }
+
 void UploadSession::start() {
-    std::string path = ctx_.request.query.count("path") ? ctx_.request.query.at("path") : "";
-    std::optional<unsigned> mode;
-    if (auto m = ctx_.request.query.find("mode"); m != ctx_.request.query.end()) {
+    if (plan_.whole) steps_.push_back(Step{Step::Kind::open, *plan_.whole, ""});
+    advance();
+}
+
+void UploadSession::advance() {
+    if (ended_ || busy_) return;
+    if (steps_.empty()) {
+        if (!bodyDone_) return readChunk();
+        if (!plan_.whole && written_.empty())
+            return fail(errorStatus(ErrorCode::bad_request, "the multipart body has no file"));
+        ended_ = true;
+        ApiResponse response;
         try {
-            std::size_t used = 0;
-            unsigned long v = std::stoul(m->second, &used, 8);
-            if (used != m->second.size() || v > 07777) throw std::invalid_argument("mode");
-            mode = static_cast<unsigned>(v);
-        } catch (const std::exception&) {
-            return fail(errorResponse(ErrorCode::bad_request, "mode must be octal, e.g. 0644"));
+            response = plan_.answer(written_);
+        } catch (...) {
+            ended_ = false;
+            return fail(std::current_exception());
         }
+        writeSimpleResponse(stream_, response, [self = shared_from_this()] {});
+        return;
     }
-    path_ = path;
+    Step step = std::move(steps_.front());
+    steps_.pop_front();
+    busy_ = true;
+    switch (step.kind) {
+        case Step::Kind::open:
+            return openFile(std::move(step.file));
+        case Step::Kind::data:
+            return writeData(std::move(step.bytes));
+        case Step::Kind::close:
+            return closeFile();
+    }
+}
+
+void UploadSession::openFile(UploadPlan::File file) {
+    current_ = std::move(file);
+    received_ = 0;
+    hash_.emplace();
+    finishing_ = false;
+    pipes_.push_back(std::make_unique<AgentPipe>(stream_.get_executor(), ctx_.workers));
+    // The guest's answer (or its refusal mid-way) arrives on the strand.
+    pipe()->onEvent([this](AgentStream::Event&& e) { onAgentEvent(std::move(e)); });
     auto self = shared_from_this();
-    pipe_.open(
+    auto target = current_;
+    pipe()->open(
         self,
-        [this, path, mode](AgentStream::Handler handler) {
-            return ctx_.controller.files().openUpload(ctx_.tenant, ctx_.params[0], path, mode,
-                                                      std::move(handler));
+        [this, target](AgentStream::Handler handler) {
+            return ctx_.controller.files().openUpload(ctx_.tenant, ctx_.params[0], target.path,
+                                                      target.mode, std::move(handler),
+                                                      target.user);
         },
         [this, self](std::exception_ptr error) {
-            if (error) return fail(responseForError(error));
-            readChunk();
+            if (error) return fail(error);
+            busy_ = false;
+            advance();
         });
 }
 
 void UploadSession::readChunk() {
     if (ended_) return;
-    if (parser_.is_done()) return finishUpload();
+    if (parser_.is_done()) {
+        bodyDone_ = true;
+        try {
+            if (plan_.whole)
+                steps_.push_back(Step{Step::Kind::close, {}, ""});
+            else
+                multipart_->finish();
+        } catch (...) {
+            return fail(std::current_exception());
+        }
+        return advance();
+    }
     parser_.get().body().data = chunk_.data();
     parser_.get().body().size = chunk_.size();
     stream_.expires_after(std::chrono::seconds(60));
@@ -90,8 +136,10 @@ void UploadSession::onChunk(beast::error_code ec) {
         logWarn("api", "upload aborted: " + ec.message());
         ended_ = true;
         waitTimer_.cancel();
-        if (auto* agent = pipe_.stream()) agent->reset("cancelled", "client went away");
-        pipe_.finish();
+        if (auto* p = pipe()) {
+            if (auto* agent = p->stream()) agent->reset("cancelled", "client went away");
+            p->finish();
+        }
         return;
     }
     // The guest may have refused the file while this read was pending (the
@@ -99,20 +147,43 @@ void UploadSession::onChunk(beast::error_code ec) {
     // its stream is gone with it.
     if (ended_) return;
     std::size_t n = chunk_.size() - parser_.get().body().size;
-    received_ += n;
     if (n == 0) return readChunk();
-    hash_.update(std::string_view(chunk_.data(), n));
-    // No thread waits for the guest's window: the next chunk is read once
-    // this one is on its way (backpressure to the client), or the upload
-    // fails if the guest takes none of it for kAgentWait.
+    std::string_view bytes(chunk_.data(), n);
+    if (plan_.whole) {
+        steps_.push_back(Step{Step::Kind::data, {}, std::string(bytes)});
+    } else {
+        std::vector<e2b::MultipartReader::Event> events;
+        try {
+            multipart_->feed(bytes, events);
+            for (auto& e : events) {
+                using Kind = e2b::MultipartReader::Event::Kind;
+                if (e.kind == Kind::part_start)
+                    steps_.push_back(Step{Step::Kind::open, plan_.partFile(e.filename), ""});
+                else if (e.kind == Kind::data)
+                    steps_.push_back(Step{Step::Kind::data, {}, std::move(e.bytes)});
+                else
+                    steps_.push_back(Step{Step::Kind::close, {}, ""});
+            }
+        } catch (...) {
+            return fail(std::current_exception());
+        }
+    }
+    advance();
+}
+
+void UploadSession::writeData(std::string bytes) {
+    received_ += bytes.size();
+    hash_->update(bytes);
+    // No thread waits for the guest's window: the next step runs once this
+    // one is on its way (backpressure to the client), or the upload fails
+    // if the guest takes none of it for kAgentWait.
     waitTimer_.expires_after(kAgentWait);
     waitTimer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-        if (auto* agent = self->pipe_.stream(); !ec && agent)
-            agent->reset("cancelled", "the guest took no data for a minute");
+        if (auto* p = self->pipe(); !ec && p && p->stream())
+            p->stream()->reset("cancelled", "the guest took no data for a minute");
     });
-    pipe_.stream()->writeAsync(
-        0, std::string(chunk_.data(), n), false,
-        [self = shared_from_this()](std::exception_ptr error) {
+    pipe()->stream()->writeAsync(
+        0, std::move(bytes), false, [self = shared_from_this()](std::exception_ptr error) {
             asio::post(self->stream_.get_executor(), [self, error] {
                 self->waitTimer_.cancel();
                 if (self->ended_) return;
@@ -122,25 +193,26 @@ void UploadSession::onChunk(beast::error_code ec) {
                     // answers first if it comes within a moment.
                     self->waitTimer_.expires_after(std::chrono::seconds(2));
                     self->waitTimer_.async_wait([self, error](beast::error_code ec) {
-                        if (!ec && !self->ended_) self->fail(responseForError(error));
+                        if (!ec && !self->ended_) self->fail(error);
                     });
                     return;
                 }
-                self->readChunk();
+                self->busy_ = false;
+                self->advance();
             });
         });
 }
 
-void UploadSession::finishUpload() {
-    // Every byte is on its way: the guest's close (or reset) answers; no
-    // thread waits for it, a timer bounds it.
+void UploadSession::closeFile() {
+    // Every byte of the file is on its way: the guest's close (or reset)
+    // answers; no thread waits for it, a timer bounds it.
     finishing_ = true;
-    pipe_.stream()->closeWrite();
+    pipe()->stream()->closeWrite();
     waitTimer_.expires_after(kAgentWait);
     waitTimer_.async_wait([self = shared_from_this()](beast::error_code ec) {
         if (!ec)
             self->fail(
-                errorResponse(ErrorCode::agent_timeout, "the agent did not confirm the upload"));
+                errorStatus(ErrorCode::agent_timeout, "the agent did not confirm the upload"));
     });
 }
 
@@ -149,43 +221,42 @@ void UploadSession::onAgentEvent(AgentStream::Event&& e) {
     if (e.kind == AgentStream::Event::Kind::reset) {
         auto info = protocol::parseResetInfo(e.payload);
         Error error = agentError(info.code, info.message);
-        return fail(errorResponse(error.code(), error.what()));
+        return fail(errorStatus(error.code(), error.what()));
     }
     if (e.kind != AgentStream::Event::Kind::close) return;
     if (!finishing_)
-        return fail(errorResponse(ErrorCode::agent_error, "the agent ended the upload early"));
-    ended_ = true;
+        return fail(errorStatus(ErrorCode::agent_error, "the agent ended the upload early"));
     waitTimer_.cancel();
-    pipe_.finish();
-    std::string sha = hash_.hexDigest();
+    pipe()->finish();
     // The guest's word, read as file_write's typed result: a malformed one
-    // is a 502, never an unknown shape in a 201. Either way every byte
-    // reached the guest, which may have written them: the write is audited.
-    std::string written = path_;
-    ApiResponse response;
+    // fails the upload (a 502), never an unknown shape in an answer. Either
+    // way every byte reached the guest, which may have written them: the
+    // write is audited.
+    UploadPlan::Written w{current_.path, current_.path, received_, hash_->hexDigest(), {}};
+    std::optional<ErrorStatus> malformed;
     try {
         auto confirmed = protocol::parseWrittenFile(e.payload);
-        json j = protocol::toJsonValue(confirmed);
-        j["bytes_received"] = received_;
-        j["sha256"] = sha;
+        w.confirmed = protocol::toJsonValue(confirmed);
         // The path the guest resolved ("..", symlinks) is what was written;
         // it is its own word, kept beside the asked one.
-        written = confirmed.path;
-        response = ApiResponse{201, "application/json", jsonText(j) + "\n"};
+        w.path = confirmed.path;
     } catch (const protocol::MessageError& bad) {
         Error error = guestAnswerError(bad);
-        response = errorResponse(error.code(), error.what());
+        malformed = errorStatus(error.code(), error.what());
     }
     // The audit write (SQLite) is not for the I/O thread.
-    asio::post(ctx_.workers, [self = shared_from_this(), written, sha, response] {
+    asio::post(ctx_.workers, [self = shared_from_this(), w = std::move(w), malformed]() mutable {
         try {
             self->ctx_.controller.files().recordFileWrite(self->ctx_.tenant, self->ctx_.params[0],
-                                                          self->path_, written, self->received_,
-                                                          sha);
+                                                          w.asked, w.path, w.bytes, w.sha256);
         } catch (const std::exception&) {
         }
-        asio::post(self->stream_.get_executor(),
-                   [self, response] { writeSimpleResponse(self->stream_, response, [self] {}); });
+        asio::post(self->stream_.get_executor(), [self, w = std::move(w), malformed]() mutable {
+            if (malformed) return self->fail(*malformed);
+            self->written_.push_back(std::move(w));
+            self->busy_ = false;
+            self->advance();
+        });
     });
 }
 

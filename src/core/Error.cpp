@@ -34,6 +34,12 @@ std::string_view errorCodeName(ErrorCode code) {
             return "quota_exceeded";
         case ErrorCode::insufficient_storage:
             return "insufficient_storage";
+        case ErrorCode::method_not_allowed:
+            return "method_not_allowed";
+        case ErrorCode::already_exists:
+            return "already_exists";
+        case ErrorCode::sandbox_unreachable:
+            return "sandbox_unreachable";
         case ErrorCode::internal:
             return "internal";
     }

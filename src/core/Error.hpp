@@ -23,6 +23,9 @@ enum class ErrorCode {
     too_many_requests,     // a tenant's concurrency limit (429)
     quota_exceeded,        // a tenant's quota (429), named in the message
     insufficient_storage,  // the data dir's filesystem is low on space (507)
+    method_not_allowed,    // the path is routed, not with this method (405)
+    already_exists,        // what a create names is there already (409; E2B's MakeDir)
+    sandbox_unreachable,   // a gateway request's sandbox is gone or paused (502, as E2B's proxy)
     internal,
 };
 

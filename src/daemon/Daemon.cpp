@@ -290,10 +290,10 @@ int runDaemon(const DaemonOptions& options) {
     // The E2B front door: its per-sandbox tokens are MACs under a key of its own.
     auto e2bKey = readOrCreateKeyFile(dataDir + "/e2b-token.key");
     e2b::SandboxTokens e2bTokens(std::string(e2bKey.begin(), e2bKey.end()));
-    api::E2bApi e2bApi(controller, auth, router.limiter(), e2bTokens, options.publicDomain);
+    api::E2bApi e2bApi(controller, e2bTokens, options.publicDomain);
     api::E2bEnvd e2bEnvd(controller, e2bTokens, auth, router.limiter(), workers,
                          options.publicDomain);
-    router.setE2b(&e2bApi, &e2bEnvd);
+    router.setE2b(e2bApi, e2bEnvd, e2bTokens);
     api::HttpLimits limits;
     limits.maxConnections = options.maxConnections;
     api::HttpServer server(ioc, options.listenHost, options.listenPort, router, controller, workers,

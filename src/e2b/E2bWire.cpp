@@ -107,6 +107,12 @@ std::string connectCodeFor(ErrorCode code) {
             return "resource_exhausted";
         case ErrorCode::agent_timeout:
             return "deadline_exceeded";
+        case ErrorCode::method_not_allowed:
+            return "unimplemented";
+        case ErrorCode::already_exists:
+            return "already_exists";
+        case ErrorCode::sandbox_unreachable:
+            return "unavailable";
         case ErrorCode::unavailable:
             return "unavailable";
         case ErrorCode::agent_error:

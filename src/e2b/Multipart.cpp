@@ -4,12 +4,10 @@
 
 #include "core/Error.hpp"
 #include "e2b/E2bWire.hpp"
+#include "e2b/MultipartReader.hpp"
 
 namespace airlock::e2b {
-namespace {
-
-// The value of `key=` in a header's parameters (quoted or not).
-std::string param(std::string_view header, std::string_view key) {
+std::string headerParam(std::string_view header, std::string_view key) {
     std::string low = asciiLower(header);
     std::size_t at = 0;
     while ((at = low.find(std::string(key) + "=", at)) != std::string::npos) {
@@ -40,12 +38,15 @@ std::string param(std::string_view header, std::string_view key) {
     }
     return "";
 }
-}  // namespace
+
+bool asciiLowerPrefix(std::string_view s, std::string_view lowerPrefix) {
+    return s.size() >= lowerPrefix.size() && asciiLower(s.substr(0, lowerPrefix.size())) == lowerPrefix;
+}
 
 std::string multipartBoundary(std::string_view contentType) {
     if (asciiLower(contentType).rfind("multipart/form-data", 0) != 0)
         throw Error(ErrorCode::bad_request, "expected multipart/form-data");
-    std::string b = param(contentType, "boundary");
+    std::string b = headerParam(contentType, "boundary");
     if (b.empty() || b.size() > 200)
         throw Error(ErrorCode::bad_request, "the multipart body has no valid boundary");
     return b;
@@ -53,42 +54,18 @@ std::string multipartBoundary(std::string_view contentType) {
 
 std::vector<MultipartPart> parseMultipart(std::string_view body, std::string_view boundary,
                                           std::size_t maxParts) {
-    std::string delim = "--" + std::string(boundary);
+    MultipartReader reader(boundary, maxParts);
+    std::vector<MultipartReader::Event> events;
+    reader.feed(body, events);
+    reader.finish();
     std::vector<MultipartPart> parts;
-    std::size_t pos = body.find(delim);
-    if (pos == std::string_view::npos)
-        throw Error(ErrorCode::bad_request, "the multipart body has no boundary line");
-    pos += delim.size();
-    while (true) {
-        if (body.substr(pos, 2) == "--") return parts;  // the closing boundary
-        if (body.substr(pos, 2) != "\r\n")
-            throw Error(ErrorCode::bad_request, "malformed multipart boundary line");
-        pos += 2;
-        std::size_t headersEnd = body.find("\r\n\r\n", pos);
-        if (headersEnd == std::string_view::npos)
-            throw Error(ErrorCode::bad_request, "a multipart part has no headers");
-        MultipartPart part;
-        std::string_view headers = body.substr(pos, headersEnd - pos);
-        while (!headers.empty()) {
-            std::size_t eol = headers.find("\r\n");
-            std::string_view line = headers.substr(0, eol);
-            if (asciiLower(line.substr(0, 20)) == "content-disposition:") {
-                part.name = param(line, "name");
-                part.filename = param(line, "filename");
-            }
-            if (eol == std::string_view::npos) break;
-            headers.remove_prefix(eol + 2);
-        }
-        std::size_t dataStart = headersEnd + 4;
-        std::size_t next = body.find("\r\n" + delim, dataStart);
-        if (next == std::string_view::npos)
-            throw Error(ErrorCode::bad_request, "the multipart body is not closed");
-        part.data = std::string(body.substr(dataStart, next - dataStart));
-        if (parts.size() >= maxParts)
-            throw Error(ErrorCode::bad_request, "too many multipart parts");
-        parts.push_back(std::move(part));
-        pos = next + 2 + delim.size();
+    for (auto& e : events) {
+        if (e.kind == MultipartReader::Event::Kind::part_start)
+            parts.push_back(MultipartPart{std::move(e.name), std::move(e.filename), ""});
+        else if (e.kind == MultipartReader::Event::Kind::data)
+            parts.back().data += e.bytes;
     }
+    return parts;
 }
 
 }  // namespace airlock::e2b

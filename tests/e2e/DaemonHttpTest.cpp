@@ -57,29 +57,10 @@ class DaemonHttp : public ::testing::Test {
         // A daemon that died under a test fails it, even if every request
         // before the crash was answered.
         if (daemon) {
-            EXPECT_EQ(daemon->endedHow(), "") << "airlockd died during the test";
-        }
-        if (HasFailure()) {
-            std::ifstream log(tmp.path() + "/airlockd.log");
-            std::string text((std::istreambuf_iterator<char>(log)), {});
-            std::cerr << "---- airlockd log (tail) ----\n"
-                      << text.substr(text.size() > 20000 ? text.size() - 20000 : 0) << "\n";
-        }
-        // Whatever a failed test left behind goes with the data dir's sandboxes.
-        if (client) {
-            try {
-                auto list = json::parse(client->request("GET", "/v1/sandboxes").body);
-                for (const auto& s : list["sandboxes"])
-                    client->request("DELETE", "/v1/sandboxes/" + s["id"].get<std::string>());
-            } catch (...) {
-            }
+            EXPECT_EQ(daemon->shutDown(HasFailure(), {client.get()}), "")
+                << "airlockd died during the test";
         }
         daemon.reset();
-        // Sandboxes outlive their daemon by design: none of a test's may
-        // outlive the test (the acceptance scripts count every QEMU).
-        if (int n = test::killQemusOf(dataDir))
-            std::cerr << "warning: " << n
-                      << " QEMU process(es) of this test outlived airlockd; killed\n";
     }
 
     test::TempDir tmp;

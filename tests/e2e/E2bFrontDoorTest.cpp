@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -98,8 +99,10 @@ class E2bFrontDoor : public ::testing::Test {
     static void TearDownTestSuite() {
         if (daemon) {
             test::ApiClient api(daemon->url(), key);
-            for (const auto& id : {e2bId, nativeId})
-                if (!id.empty()) api.request("DELETE", "/v1/sandboxes/" + id);
+            EXPECT_EQ(daemon->shutDown(::testing::UnitTest::GetInstance()->failed_test_count() > 0,
+                                       {&api}),
+                      "")
+                << "airlockd died during the tests";
         }
         delete daemon;
         delete tmp;
@@ -170,6 +173,67 @@ TEST_F(E2bFrontDoor, AProcessStreamIsChunkedEnvelopesStartFirstEndStreamLast) {
     EXPECT_EQ(end["exited"], true);
 }
 
+// Uploads stream to the guest as they arrive: several files in one multipart
+// body each land at their own path, and a 1 GiB body leaves airlockd's
+// memory where it was (nothing is held whole).
+TEST_F(E2bFrontDoor, UploadsStreamToTheGuestFileAfterFileWithAirlockdsMemoryFlat) {
+    std::string parts =
+        "--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/tmp/up/a.txt\"\r\n\r\n"
+        "alpha\r\n--B\r\nContent-Disposition: form-data; name=\"file\"; "
+        "filename=\"/tmp/up/b.txt\"\r\n\r\nbeta\r\n--B--\r\n";
+    auto up = envd("/files", "multipart/form-data; boundary=B", parts, envdToken);
+    ASSERT_EQ(up.status, 200) << up.body;
+    auto written = json::parse(up.body);
+    ASSERT_EQ(written.size(), 2u) << up.body;
+    EXPECT_EQ(written[0]["path"], "/tmp/up/a.txt");
+    EXPECT_EQ(written[1]["path"], "/tmp/up/b.txt");
+    auto download = [&](const std::string& id, const std::string& token, const std::string& path) {
+        return raw("GET /files?path=" + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nE2b-Sandbox-Id: " +
+                   id + "\r\nE2b-Sandbox-Port: 49983\r\nX-Access-Token: " + token +
+                   "\r\nConnection: close\r\n\r\n");
+    };
+    EXPECT_EQ(download(e2bId, envdToken, "/tmp/up/a.txt").body, "alpha");
+    EXPECT_EQ(download(e2bId, envdToken, "/tmp/up/b.txt").body, "beta");
+    // A body cut before its closing delimiter: 400, and the cut file is not kept.
+    auto cut = envd("/files", "multipart/form-data; boundary=B",
+                    "--B\r\nContent-Disposition: form-data; filename=\"/tmp/up/c.txt\"\r\n\r\nhalf",
+                    envdToken);
+    EXPECT_EQ(cut.status, 400) << cut.body;
+    EXPECT_EQ(json::parse(cut.body)["code"], 400);
+    EXPECT_EQ(download(e2bId, envdToken, "/tmp/up/c.txt").status, 404);
+
+    // 1 GiB into a sandbox with a disk (E2B's base template).
+    auto created = e2bCreate(R"({"templateID":"base","timeout":600})");
+    ASSERT_EQ(created.status, 201) << created.body;
+    std::string id = json::parse(created.body)["sandboxID"];
+    std::string token = json::parse(created.body)["envdAccessToken"];
+    constexpr std::size_t kGiB = 1024ull * 1024 * 1024, kPiece = 1024 * 1024;
+    std::size_t idle = test::rssKiB(daemon->pid()), peak = idle, sent = 0;
+    std::string head = "POST /files?path=/home/user/big.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                       "E2b-Sandbox-Id: " + id + "\r\nE2b-Sandbox-Port: 49983\r\nX-Access-Token: " +
+                       token + "\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
+                       std::to_string(kGiB) + "\r\nConnection: close\r\n\r\n";
+    auto answer = parse(test::rawHttpStreamed(daemon->port(), head, [&](std::string& piece) {
+        if (sent == kGiB) return false;
+        piece.assign(kPiece, static_cast<char>('a' + (sent / kPiece) % 26));
+        sent += kPiece;
+        if (sent % (16 * kPiece) == 0) peak = std::max(peak, test::rssKiB(daemon->pid()));
+        return true;
+    }, 300));
+    peak = std::max(peak, test::rssKiB(daemon->pid()));
+    ASSERT_EQ(answer.status, 200) << answer.head << answer.body;
+    EXPECT_EQ(json::parse(answer.body)[0]["path"], "/home/user/big.bin");
+    std::cout << "1 GiB upload: airlockd RSS " << idle / 1024 << " MiB idle, " << peak / 1024
+              << " MiB at most\n";
+    EXPECT_LT(peak - idle, 100u * 1024) << "airlockd's RSS grew by " << (peak - idle) / 1024
+                                        << " MiB during a 1 GiB upload";
+    auto stat = envd("/filesystem.Filesystem/Stat", "application/json",
+                     R"({"path":"/home/user/big.bin"})", token, id);
+    ASSERT_EQ(stat.status, 200) << stat.body;
+    EXPECT_EQ(json::parse(stat.body)["entry"]["size"], std::to_string(kGiB)) << stat.body;
+    test::ApiClient(daemon->url(), key).request("DELETE", "/v1/sandboxes/" + id);
+}
+
 TEST_F(E2bFrontDoor, AnIdleStreamGetsKeepalives) {
     std::string start = R"({"process":{"cmd":"/bin/sh","args":["-c","sleep 3; echo late"]}})";
     auto a = envd("/process.Process/Start", "application/connect+json",
@@ -226,7 +290,12 @@ TEST_F(E2bFrontDoor, WrongInputGetsConnectErrorsNotCrashes) {
     EXPECT_EQ(gone.status, 502);
     EXPECT_EQ(json::parse(gone.body)["code"], 502);
     // The same by Host.
-    EXPECT_EQ(hostGet("49983-" + e2bId + ".airlock.test").status, 401);  // envd without its token
+    // envd without its token; a path envd does not have is not found.
+    EXPECT_EQ(raw("GET /files?path=/etc/hostname HTTP/1.1\r\nHost: 49983-" + e2bId +
+                  ".airlock.test\r\nConnection: close\r\n\r\n")
+                  .status,
+              401);
+    EXPECT_EQ(hostGet("49983-" + e2bId + ".airlock.test").status, 404);
     auto health = raw("GET /health HTTP/1.1\r\nHost: 49983-" + e2bId +
                       ".airlock.test:1\r\nConnection: close\r\n\r\n");
     EXPECT_EQ(health.status, 204);
@@ -236,7 +305,7 @@ TEST_F(E2bFrontDoor, WrongInputGetsConnectErrorsNotCrashes) {
             "\r\nE2b-Sandbox-Port: 49983\r\nX-Access-Token: " + envdToken +
             "\r\nContent-Type: application/json\r\nContent-Length: 99999999\r\nConnection: "
             "close\r\n\r\n{");
-    EXPECT_EQ(big.status, 413);
+    EXPECT_EQ(big.status, 413) << big.body;
 }
 
 TEST_F(E2bFrontDoor, GuestPortsByHostFollowEachSandboxsRule) {

@@ -114,14 +114,10 @@ class Evidence : public ::testing::Test {
     }
     static void TearDownTestSuite() {
         World& w = *world;
-        EXPECT_EQ(w.daemon->endedHow(), "") << "airlockd died during the tests";
-        if (::testing::UnitTest::GetInstance()->failed_test_count() > 0) {
-            std::string text = readFile(w.daemon->logPath());
-            std::cerr << "---- airlockd log (tail) ----\n"
-                      << text.substr(text.size() > 20000 ? text.size() - 20000 : 0) << "\n";
-        }
+        EXPECT_EQ(w.daemon->shutDown(::testing::UnitTest::GetInstance()->failed_test_count() > 0),
+                  "")
+            << "airlockd died during the tests";
         w.daemon.reset();
-        test::killQemusOf(w.dataDir);
         for (pid_t p : w.helpers)
             if (p > 0) {
                 ::kill(p, SIGTERM);

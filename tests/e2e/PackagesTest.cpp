@@ -82,16 +82,12 @@ class Packages : public ::testing::Test {
     }
     static void TearDownTestSuite() {
         World& w = *world;
-        EXPECT_EQ(w.daemon->endedHow(), "") << "airlockd died during the tests";
-        if (::testing::UnitTest::GetInstance()->failed_test_count() > 0) {
-            std::ifstream log(w.daemon->logPath());
-            std::string text((std::istreambuf_iterator<char>(log)), {});
-            std::cerr << "---- airlockd log (tail) ----\n"
-                      << text.substr(text.size() > 20000 ? text.size() - 20000 : 0);
-        }
-        if (!w.id.empty()) api("DELETE", "/v1/sandboxes/" + w.id);
+        test::ApiClient admin(w.daemon->url(), w.key);
+        EXPECT_EQ(w.daemon->shutDown(::testing::UnitTest::GetInstance()->failed_test_count() > 0,
+                                     {&admin}),
+                  "")
+            << "airlockd died during the tests";
         w.daemon.reset();
-        test::killQemusOf(w.dataDir);
         if (w.registry > 0) {
             ::kill(w.registry, SIGTERM);
             ::waitpid(w.registry, nullptr, 0);

@@ -84,15 +84,10 @@ class Workspaces : public ::testing::Test {
         EXPECT_EQ(test::commandLine("grep -rlF --binary-files=text -- '" + w.canary + "' '" +
                                     w.dataDir + "' '" + w.daemon->logPath() + "' 2>/dev/null"),
                   "");
-        EXPECT_EQ(w.daemon->endedHow(), "") << "airlockd died during the tests";
-        if (::testing::UnitTest::GetInstance()->failed_test_count() > 0) {
-            std::ifstream log(w.daemon->logPath());
-            std::string text((std::istreambuf_iterator<char>(log)), {});
-            std::cerr << "---- airlockd log (tail) ----\n"
-                      << text.substr(text.size() > 20000 ? text.size() - 20000 : 0) << "\n";
-        }
+        EXPECT_EQ(w.daemon->shutDown(::testing::UnitTest::GetInstance()->failed_test_count() > 0),
+                  "")
+            << "airlockd died during the tests";
         w.daemon.reset();
-        test::killQemusOf(w.dataDir);
         if (w.gitServer > 0) {
             ::kill(w.gitServer, SIGTERM);
             ::waitpid(w.gitServer, nullptr, 0);

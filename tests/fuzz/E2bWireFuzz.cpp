@@ -10,6 +10,7 @@
 #include "e2b/ConnectEnvelope.hpp"
 #include "e2b/E2bWire.hpp"
 #include "e2b/Multipart.hpp"
+#include "e2b/MultipartReader.hpp"
 
 using namespace airlock;
 using namespace airlock::e2b;
@@ -28,6 +29,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         std::size_t total = 0;
         for (const auto& p : parts) total += p.data.size() + p.filename.size() + p.name.size();
         if (total > input.size()) std::abort();
+        // Fed in two pieces at any point, the reader finds the same parts.
+        std::size_t cut = size ? data[0] % (size + 1) : 0;
+        MultipartReader reader("XyZ", 50);
+        std::vector<MultipartReader::Event> events;
+        reader.feed(std::string_view(input).substr(0, cut), events);
+        reader.feed(std::string_view(input).substr(cut), events);
+        reader.finish();
+        std::size_t part = 0;
+        std::string joined;
+        for (const auto& e : events) {
+            if (e.kind == MultipartReader::Event::Kind::part_start) {
+                if (part > 0 && joined != parts[part - 1].data) std::abort();
+                if (part >= parts.size() || e.filename != parts[part].filename) std::abort();
+                ++part;
+                joined.clear();
+            } else if (e.kind == MultipartReader::Event::Kind::data) {
+                joined += e.bytes;
+            }
+        }
+        if (part != parts.size() || (part > 0 && joined != parts[part - 1].data)) std::abort();
     } catch (const Error&) {
     }
     try {

@@ -61,6 +61,11 @@ const ApiSpec& ApiSpec::get() {
     return spec;
 }
 
+const ApiSpec& ApiSpec::e2b() {
+    static const ApiSpec spec(loadYaml(std::string(AIRLOCK_SOURCE_DIR) + "/api/e2b.yaml"));
+    return spec;
+}
+
 const nlohmann::json& ApiSpec::resolve(const nlohmann::json& schema) const {
     const nlohmann::json* s = &schema;
     for (int depth = 0; depth < 16 && s->is_object() && s->contains("$ref"); ++depth) {

@@ -14,6 +14,8 @@ namespace airlock::test {
 class ApiSpec {
   public:
     static const ApiSpec& get();
+    // api/e2b.yaml: the E2B door's rows (control plane, envd, guest ports).
+    static const ApiSpec& e2b();
 
     // Empty when the response is what the spec says; otherwise what is not.
     std::string check(const std::string& method, const std::string& target, int status,

@@ -11,9 +11,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "cli/HttpClient.hpp"
+#include "support/ApiClient.hpp"
 #include "support/TestEnv.hpp"
 
 namespace airlock::test {
@@ -90,6 +93,30 @@ std::string Daemon::endedHow() {
     return "exited with " + std::to_string(WEXITSTATUS(status));
 }
 
+std::string Daemon::shutDown(bool failed, const std::vector<ApiClient*>& clients) {
+    std::string ended = endedHow();
+    if (failed || !ended.empty()) {
+        std::ifstream log(logPath());
+        std::string text((std::istreambuf_iterator<char>(log)), {});
+        std::cerr << "---- airlockd log (tail) ----\n"
+                  << text.substr(text.size() > 20000 ? text.size() - 20000 : 0) << "\n";
+    }
+    if (ended.empty())
+        for (auto* client : clients) {
+            if (!client) continue;
+            try {
+                auto list = nlohmann::json::parse(client->request("GET", "/v1/sandboxes").body);
+                for (const auto& sandbox : list.at("sandboxes"))
+                    client->request("DELETE", "/v1/sandboxes/" + sandbox.at("id").get<std::string>());
+            } catch (...) {
+            }
+        }
+    stop(SIGTERM);
+    if (int n = killQemusOf(dataDir_))
+        std::cerr << "warning: " << n << " QEMU process(es) outlived airlockd; killed\n";
+    return ended;
+}
+
 void Daemon::stop(int sig) {
     if (pid_ <= 0) return;
     ::kill(pid_, sig);
@@ -128,6 +155,11 @@ int killQemusOf(const std::string& dataDir) {
 }
 
 std::string rawHttp(int port, const std::string& request, int seconds) {
+    return rawHttpStreamed(port, request, [](std::string&) { return false; }, seconds);
+}
+
+std::string rawHttpStreamed(int port, const std::string& head,
+                            const std::function<bool(std::string& piece)>& next, int seconds) {
     int s = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -137,15 +169,35 @@ std::string rawHttp(int port, const std::string& request, int seconds) {
         ::close(s);
         return "";
     }
-    (void)!::write(s, request.data(), request.size());
-    std::string out;
-    char buf[4096];
     timeval tv{seconds, 0};
     ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    auto sendAll = [&](const std::string& bytes) {
+        std::size_t off = 0;
+        while (off < bytes.size()) {
+            ssize_t n = ::send(s, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+            if (n <= 0) return false;  // the server answered early and closed, or stalled
+            off += static_cast<std::size_t>(n);
+        }
+        return true;
+    };
+    std::string piece;
+    bool sent = sendAll(head);
+    while (sent && next(piece)) sent = sendAll(piece);
+    std::string out;
+    char buf[4096];
     ssize_t n;
     while ((n = ::read(s, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
     ::close(s);
     return out;
+}
+
+std::size_t rssKiB(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("VmRSS:", 0) == 0) return std::stoul(line.substr(6));
+    return 0;
 }
 
 }  // namespace airlock::test

@@ -5,10 +5,13 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 #include <memory>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace airlock::test {
+
+class ApiClient;
 
 int freePort();
 
@@ -27,6 +30,13 @@ public:
     // How the process ended ("killed by signal 11", "exited with 1"), or ""
     // while it runs: a test that fails tells whether the daemon died under it.
     std::string endedHow();
+    // The end every e2e suite gives its daemon: the log's tail on stderr when
+    // a test failed or the daemon died; the sandboxes each client lists are
+    // deleted; the daemon stops; every QEMU its data dir names is killed
+    // (sandboxes outlive their daemon by design; none of a test's may
+    // outlive the test: the acceptance scripts count every QEMU). Returns
+    // endedHow() from before the stop ("" when it was still running).
+    std::string shutDown(bool failed, const std::vector<ApiClient*>& clients = {});
 
 private:
     std::string dataDir_;
@@ -46,5 +56,12 @@ std::unique_ptr<boost::beast::websocket::stream<boost::beast::tcp_stream>> openW
 
 // Raw HTTP over TCP, for requests the client library would not send.
 std::string rawHttp(int port, const std::string& request, int seconds = 10);
+// The same with a body too big to hold: after the head, `next` fills each
+// piece of the body (false: none left); the answer is read to the end.
+std::string rawHttpStreamed(int port, const std::string& head,
+                            const std::function<bool(std::string& piece)>& next,
+                            int seconds = 120);
+// A process's resident memory (VmRSS) in KiB; 0 when it is gone.
+std::size_t rssKiB(pid_t pid);
 
 }  // namespace airlock::test

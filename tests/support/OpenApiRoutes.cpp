@@ -7,7 +7,9 @@
 
 namespace airlock::test {
 
-std::vector<DocumentedRoute> documentedRoutes() {
+std::vector<DocumentedRoute> documentedRoutes() { return documentedRoutes(ApiSpec::get()); }
+
+std::vector<DocumentedRoute> documentedRoutes(const ApiSpec& spec) {
     // Path items also hold parameters, summaries and descriptions.
     static const std::set<std::string> kMethods{"get",    "post", "put",    "patch",
                                                 "delete", "head", "options"};
@@ -24,7 +26,7 @@ std::vector<DocumentedRoute> documentedRoutes() {
         return out;
     };
     std::vector<DocumentedRoute> routes;
-    for (const auto& [path, item] : ApiSpec::get().document().at("paths").items()) {
+    for (const auto& [path, item] : spec.document().at("paths").items()) {
         if (!item.is_object()) continue;
         for (const auto& [method, operation] : item.items()) {
             if (!kMethods.count(method)) continue;
@@ -37,7 +39,10 @@ std::vector<DocumentedRoute> documentedRoutes() {
                     roles += (roles.empty() ? "" : ", ") + role.get<std::string>();
                 roles = "[" + roles + "]";
             }
-            routes.push_back({upper, path, normalize(path), roles});
+            std::string door = "native";
+            if (auto d = operation.find("x-door"); d != operation.end() && d->is_string())
+                door = d->get<std::string>();
+            routes.push_back({door, upper, path, normalize(path), roles});
         }
     }
     return routes;

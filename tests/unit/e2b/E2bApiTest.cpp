@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "../controller/ControllerFixture.hpp"
+#include "../api/FrontDoorsFixture.hpp"
 #include "api/E2bApi.hpp"
 #include "api/E2bEnvd.hpp"
 #include <boost/asio/thread_pool.hpp>
@@ -18,15 +18,9 @@ namespace {
 using nlohmann::json;
 
 // The E2B control plane through the router, over the fake hypervisor.
-class E2bApiTest : public test::ControllerFixture {
+class E2bApiTest : public FrontDoorsFixture {
   protected:
-    E2bApiTest()
-        : keys(*db),
-          auth(keys),
-          router(*controller, auth, keys, "test"),
-          tokens("test-key"),
-          e2b(*controller, auth, router.limiter(), tokens, "sbx.test") {
-        router.setE2b(&e2b, nullptr);
+    E2bApiTest() {
         auto made = keys.create("t1", Role::agent, "agent");
         key = made.key;
         keyId = made.record.id;
@@ -63,11 +57,6 @@ class E2bApiTest : public test::ControllerFixture {
         return json::parse(r.body).value("sandboxID", "");
     }
 
-    ApiKeyStore keys;
-    Authenticator auth;
-    Router router;
-    e2b::SandboxTokens tokens;
-    E2bApi e2b;
     std::string key, keyId, otherKey, approverKey;
 };
 
@@ -127,21 +116,6 @@ TEST_F(E2bApiTest, PortsArePublicUnlessRestricted) {
     auto info = json::parse(call("GET", "/sandboxes/" + id).body);
     EXPECT_EQ(info["network"]["allowPublicTraffic"], false);
     EXPECT_EQ(info["trafficAccessToken"], tokens.trafficToken(id, keyId));
-}
-
-TEST_F(E2bApiTest, UploadBudgetIsBoundedAndGivenBack) {
-    boost::asio::thread_pool workers(1);
-    E2bEnvd envd(*controller, tokens, auth, router.limiter(), workers, "");
-    constexpr std::size_t chunk = E2bEnvd::kUploadBudget / 4;
-    std::vector<std::shared_ptr<void>> held;
-    for (int i = 0; i < 4; ++i) {
-        held.push_back(envd.reserveUpload(chunk));
-        ASSERT_TRUE(held.back()) << i;
-    }
-    EXPECT_FALSE(envd.reserveUpload(1));  // spent
-    held.pop_back();
-    EXPECT_TRUE(envd.reserveUpload(chunk));  // given back when released
-    workers.join();
 }
 
 TEST_F(E2bApiTest, AnotherTenantsSandboxDoesNotExist) {
@@ -225,8 +199,6 @@ TEST_F(E2bApiTest, PauseConnectAndTimeouts) {
 class RecordIntegrityE2b : public E2bApiTest {};
 
 TEST_F(RecordIntegrityE2b, EnvdAccessTokensDieWithTheKeyThatMintedThem) {
-    boost::asio::thread_pool workers(1);
-    E2bEnvd envd(*controller, tokens, auth, router.limiter(), workers, "");
     // A second key of the tenant, made to be revoked; the sandbox is made through the E2B door.
     auto doomed = keys.create("t1", Role::agent, "doomed");
     auto created = call("POST", "/v2/sandboxes", R"({"templateID":"minimal"})", doomed.key);
@@ -236,54 +208,55 @@ TEST_F(RecordIntegrityE2b, EnvdAccessTokensDieWithTheKeyThatMintedThem) {
     // The key that created it fetches its own token for the same sandbox.
     std::string survivor = json::parse(call("GET", "/sandboxes/" + id).body)["envdAccessToken"];
     EXPECT_NE(token, survivor);
+    // envd's rows through the one route table, as the HTTP session sends them.
     auto request = [&](const std::string& t) {
         ApiRequest r;
         r.method = "POST";
         r.path = "/process.Process/List";
         r.contentType = "application/json";
         r.body = "{}";
+        r.headers["e2b-sandbox-id"] = id;
+        r.headers["e2b-sandbox-port"] = std::to_string(e2b::kEnvdPort);
         r.headers["x-access-token"] = t;
         return r;
     };
-    E2bEnvd::Target target{id, e2b::kEnvdPort, ""};
-    EXPECT_NO_THROW(envd.admit(request(token), target));
-    EXPECT_NO_THROW(envd.admit(request(survivor), target));
+    auto status = [&](const std::string& t) { return router.handle(request(t)).status; };
+    EXPECT_EQ(status(token), 200);
+    EXPECT_EQ(status(survivor), 200);
     // Forged or misplaced tokens: another sandbox's, the traffic kind, a key id swapped in.
-    EXPECT_THROW(envd.admit(request(tokens.envdToken("sbx-other", doomed.record.id)), target),
-                 Error);
-    EXPECT_THROW(envd.admit(request(tokens.trafficToken(id, doomed.record.id)), target), Error);
-    EXPECT_THROW(envd.admit(request(keyId + token.substr(token.find('.'))), target), Error);
+    EXPECT_EQ(status(tokens.envdToken("sbx-other", doomed.record.id)), 401);
+    EXPECT_EQ(status(tokens.trafficToken(id, doomed.record.id)), 401);
+    EXPECT_EQ(status(keyId + token.substr(token.find('.'))), 401);
     // Another tenant's live key does not make a token for this sandbox.
     auto other = keys.create("t2", Role::agent, "t2-agent");
-    EXPECT_THROW(envd.admit(request(tokens.envdToken(id, other.record.id)), target), Error);
+    EXPECT_EQ(status(tokens.envdToken(id, other.record.id)), 401);
 
     // The attack: revoke the minting key, keep using its token.
     ASSERT_TRUE(keys.remove(doomed.record.id));
-    try {
-        envd.admit(request(token), target);
-        ADD_FAILURE() << "a revoked key's envd token was admitted";
-    } catch (const Error& e) {
-        EXPECT_EQ(e.code(), ErrorCode::unauthorized);
-    }
-    auto answer = envd.handle(request(token), target, std::nullopt);
+    auto answer = router.handle(request(token));
     EXPECT_EQ(answer.status, 401) << answer.body;
-    ApiRequest download;
+    EXPECT_EQ(json::parse(answer.body)["code"], "unauthenticated") << "Connect's shape";
+    // A download (a stream row) is admitted by the same function.
+    ApiRequest download = request(token);
     download.method = "GET";
     download.path = "/files";
     download.query["path"] = "/etc/hostname";
-    download.headers["x-access-token"] = token;
-    EXPECT_THROW(envd.planDownload(download, target), Error);
+    auto selection = router.select(download);
+    ASSERT_TRUE(selection.route());
+    try {
+        router.admit(download, selection);
+        ADD_FAILURE() << "a revoked key's envd token was admitted to a download";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::unauthorized);
+    }
     // The live key's token still works.
-    EXPECT_NO_THROW(envd.admit(request(survivor), target));
+    EXPECT_EQ(status(survivor), 200);
     // An expired key is as dead as a revoked one.
     auto expired = keys.create("t1", Role::agent, "expired", nowUnixSeconds() - 1);
-    EXPECT_THROW(envd.admit(request(tokens.envdToken(id, expired.record.id)), target), Error);
-    workers.join();
+    EXPECT_EQ(status(tokens.envdToken(id, expired.record.id)), 401);
 }
 
 TEST_F(RecordIntegrityE2b, TrafficTokensDieWithTheKeyThatMintedThem) {
-    boost::asio::thread_pool workers(1);
-    E2bEnvd envd(*controller, tokens, auth, router.limiter(), workers, "");
     auto doomed = keys.create("t1", Role::agent, "doomed");
     auto created = call("POST", "/v2/sandboxes",
                         R"({"templateID":"minimal","network":{"allowPublicTraffic":false}})",
@@ -299,15 +272,12 @@ TEST_F(RecordIntegrityE2b, TrafficTokensDieWithTheKeyThatMintedThem) {
     EXPECT_NO_THROW(envd.routePort(head, target));
     ASSERT_TRUE(keys.remove(doomed.record.id));
     EXPECT_THROW(envd.routePort(head, target), Error);
-    workers.join();
 }
 
 // Attack 7: E2B port routing (and preview ports) reached the guest's egress
 // proxy and package proxies. Their ports are refused before anything opens,
 // for an E2B sandbox (public ports) and a native one alike.
 TEST_F(RecordIntegrityE2b, PortRoutingNeverReachesTheGuestsOwnProxies) {
-    boost::asio::thread_pool workers(1);
-    E2bEnvd envd(*controller, tokens, auth, router.limiter(), workers, "sbx.test");
     std::string e2bId = create(R"({"templateID":"minimal"})");
     ASSERT_EQ(controller->get("t1", e2bId).portAccess, "public");
     CreateSandboxRequest native;
@@ -339,7 +309,8 @@ TEST_F(RecordIntegrityE2b, PortRoutingNeverReachesTheGuestsOwnProxies) {
                     ADD_FAILURE() << "port " << port << " of " << id << " routed by " << how;
                 } catch (const Error& e) {
                     EXPECT_EQ(e.code(), ErrorCode::forbidden);
-                    auto answer = envd.errorFor(head, std::current_exception(), id);
+                    auto answer = router.errorFor(router.select(head), head,
+                                                  std::current_exception());
                     EXPECT_EQ(answer.status, 403);
                     EXPECT_EQ(json::parse(answer.body)["code"], 403) << answer.body;
                 }
@@ -363,7 +334,6 @@ TEST_F(RecordIntegrityE2b, PortRoutingNeverReachesTheGuestsOwnProxies) {
     E2bEnvd::Target web{e2bId, 8080, ""};
     EXPECT_NO_THROW(envd.routePort(ApiRequest{}, web));
     EXPECT_NO_THROW(controller->ports().expose("t1", nativeId, 8080));
-    workers.join();
 }
 
 }  // namespace

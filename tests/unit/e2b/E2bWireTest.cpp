@@ -4,6 +4,7 @@
 #include "e2b/ConnectEnvelope.hpp"
 #include "e2b/E2bWire.hpp"
 #include "e2b/Multipart.hpp"
+#include "e2b/MultipartReader.hpp"
 
 namespace airlock::e2b {
 namespace {
@@ -158,6 +159,60 @@ TEST(Multipart, PartsKeepTheirFullPathFilename) {
         Error);
     EXPECT_THROW(parseMultipart("no boundary at all", "XyZ"), Error);
     EXPECT_TRUE(parseMultipart("--XyZ--\r\n", "XyZ").empty());
+}
+
+// The reader behind parseMultipart takes the body in any pieces: a part's
+// data goes on before the part ends, and only a delimiter's worth waits.
+TEST(Multipart, TheReaderStreamsPartsWhateverThePiecesAndHoldsBackADelimiterAtMost) {
+    std::string big(300 * 1024, 'x');
+    big[1000] = '\r';  // a CR, a near-delimiter inside the data
+    big.replace(5000, 7, "\r\n--XyQ");  // most of a delimiter, not one
+    std::string body = "preamble\r\n--XyZ\r\nContent-Disposition: form-data; name=\"file\"; "
+                       "filename=\"/tmp/a\"\r\n\r\n" + big +
+                       "\r\n--XyZ\r\nContent-Disposition: form-data; filename=\"b\"\r\n\r\n"
+                       "\r\n--XyZ--\r\nepilogue";
+    for (std::size_t piece : {std::size_t(1), std::size_t(7), std::size_t(4096), body.size()}) {
+        MultipartReader reader("XyZ");
+        std::vector<MultipartReader::Event> events;
+        std::vector<std::string> files;
+        std::vector<std::string> data;
+        std::size_t dataBeforeEnd = 0;
+        for (std::size_t at = 0; at < body.size(); at += piece) {
+            events.clear();
+            reader.feed(std::string_view(body).substr(at, piece), events);
+            for (auto& e : events) {
+                if (e.kind == MultipartReader::Event::Kind::part_start) {
+                    files.push_back(e.filename);
+                    data.emplace_back();
+                } else if (e.kind == MultipartReader::Event::Kind::data) {
+                    data.back() += e.bytes;
+                }
+            }
+            // What the reader holds is bounded: the first part's bytes flow
+            // on while its body is still arriving.
+            if (files.size() == 1 && at > 200 * 1024 && at < 290 * 1024)
+                dataBeforeEnd = std::max(dataBeforeEnd, data[0].size());
+        }
+        reader.finish();
+        ASSERT_EQ(files, (std::vector<std::string>{"/tmp/a", "b"})) << piece;
+        EXPECT_EQ(data[0], big) << piece;
+        EXPECT_EQ(data[1], "") << piece;
+        if (piece < big.size()) {
+            EXPECT_GT(dataBeforeEnd, 100u * 1024) << piece;
+        }
+    }
+    // Truncated anywhere before its closing delimiter: refused at the end.
+    for (std::size_t cut : {std::size_t(3), std::size_t(40), std::size_t(2000), body.size() - 12}) {
+        MultipartReader reader("XyZ");
+        std::vector<MultipartReader::Event> events;
+        reader.feed(std::string_view(body).substr(0, cut), events);
+        EXPECT_THROW(reader.finish(), Error) << cut;
+    }
+    // Headers that never end are refused once they pass their bound.
+    MultipartReader endless("XyZ");
+    std::vector<MultipartReader::Event> events;
+    endless.feed("--XyZ\r\nX-Long: ", events);
+    EXPECT_THROW(endless.feed(std::string(MultipartReader::kMaxHeaderBytes, 'h'), events), Error);
 }
 
 }  // namespace

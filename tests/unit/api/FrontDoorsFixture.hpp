@@ -1,0 +1,36 @@
+#pragma once
+#include <boost/asio/thread_pool.hpp>
+
+#include "../controller/ControllerFixture.hpp"
+#include "api/E2bApi.hpp"
+#include "api/E2bEnvd.hpp"
+#include "api/Router.hpp"
+#include "store/ApiKeyStore.hpp"
+
+namespace airlock::api {
+
+// Every front door's rows in one router, as airlockd wires them, over the
+// fake hypervisor: the native API, E2B's control plane, envd and ports.
+class FrontDoorsFixture : public test::ControllerFixture {
+  protected:
+    FrontDoorsFixture()
+        : keys(*db),
+          auth(keys),
+          router(*controller, auth, keys, "test"),
+          tokens("test-key"),
+          e2b(*controller, tokens, "sbx.test"),
+          envd(*controller, tokens, auth, router.limiter(), workers, "sbx.test") {
+        router.setE2b(e2b, envd, tokens);
+    }
+    ~FrontDoorsFixture() override { workers.join(); }
+
+    ApiKeyStore keys;
+    Authenticator auth;
+    Router router;
+    e2b::SandboxTokens tokens;
+    E2bApi e2b;
+    boost::asio::thread_pool workers{1};
+    E2bEnvd envd;
+};
+
+}  // namespace airlock::api
