@@ -296,9 +296,13 @@ void Agent::handleFrame(const protocol::Frame& frame) {
         case FrameType::close:
             return s.onCloseWrite();
         case FrameType::control: {
-            auto j = nlohmann::json::parse(frame.payload, nullptr, false);
-            if (j.is_discarded()) return s.fail("bad_frame", "control payload is not JSON");
-            return s.onControl(j);
+            std::optional<protocol::ControlFrame> control;
+            try {
+                control = protocol::parseControl(frame.payload);
+            } catch (const protocol::MessageError& e) {
+                return s.fail("bad_frame", e.what());
+            }
+            return s.onControl(*control);
         }
         case FrameType::reset:
             streams_.erase(it);  // handlers' destructors kill what they started

@@ -34,7 +34,7 @@ void EgressListener::listen(int port) {
                                     std::strerror(errno));
     socklen_t len = sizeof addr;
     ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&addr), &len);
-    sendControl({{"listening", ntohs(addr.sin_port)}});
+    sendControl(protocol::ListenerReady{ntohs(addr.sin_port)});
 }
 
 void EgressListener::collectFds(PollSet& set) {
@@ -52,7 +52,7 @@ void EgressListener::onFdReady(int, short) {
         static std::uint64_t nextConnection = 1;
         std::uint64_t n = nextConnection++;
         pending_[n] = Pending{std::move(conn), monotonicMs()};
-        sendControl({{"accepted", n}});
+        sendControl(protocol::ListenerAccepted{n});
     }
 }
 

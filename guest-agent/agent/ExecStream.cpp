@@ -37,7 +37,7 @@ ExecStream::ExecStream(std::uint32_t id, FrameSink& sink, const protocol::ExecRe
     stdinPending_ = request.stdin_data;
     stdinEof_ = !request.stdin_stream;
     if (request.timeout_ms > 0) deadlineMs_ = monotonicMs() + static_cast<std::int64_t>(request.timeout_ms);
-    sendControl(protocol::toJsonValue(protocol::ExecStarted{static_cast<std::uint32_t>(child_.pid)}));
+    sendControl(protocol::ExecStarted{static_cast<std::uint32_t>(child_.pid)});
     writeStdin();
 }
 
@@ -128,15 +128,14 @@ void ExecStream::onCloseWrite() {
     writeStdin();
 }
 
-void ExecStream::onControl(const nlohmann::json& j) {
-    if (!j.is_object() || child_.pid <= 0 || exited_) return;
-    if (auto sig = j.find("signal"); sig != j.end() && sig->is_string()) {
-        int s = signalFromName(sig->get<std::string>());
+void ExecStream::onControl(const protocol::ControlFrame& frame) {
+    if (child_.pid <= 0 || exited_) return;
+    if (auto* sig = std::get_if<protocol::SignalRequest>(&frame)) {
+        int s = signalFromName(sig->signal);
         if (s) ::kill(-child_.pid, s);
     }
-    if (auto rs = j.find("resize"); rs != j.end() && rs->is_object() && tty_ && child_.stdinFd) {
-        winsize ws{static_cast<unsigned short>(rs->value("rows", 24)), static_cast<unsigned short>(rs->value("cols", 80)),
-                   0, 0};
+    if (auto* rs = std::get_if<protocol::ResizeRequest>(&frame); rs && tty_ && child_.stdinFd) {
+        winsize ws{static_cast<unsigned short>(rs->rows), static_cast<unsigned short>(rs->cols), 0, 0};
         ::ioctl(child_.stdinFd.get(), TIOCSWINSZ, &ws);
     }
 }

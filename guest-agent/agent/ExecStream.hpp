@@ -22,7 +22,7 @@ public:
     void onFdReady(int fd, short revents) override;
     void onData(std::uint8_t channel, std::string bytes) override;
     void onCloseWrite() override;
-    void onControl(const nlohmann::json& j) override;
+    void onControl(const protocol::ControlFrame& frame) override;
     void tick(std::int64_t nowMs) override;
     std::int64_t nextDeadlineMs() const override;
     // The command's session (it runs in its own): the leader's pid, which

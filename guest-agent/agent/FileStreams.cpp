@@ -239,7 +239,7 @@ void FileReadStream::start(const protocol::FileReadRequest& request) {
         (fsInfo.f_type == PROC_SUPER_MAGIC || fsInfo.f_type == SYSFS_MAGIC))
         return fail(errnoCode(EACCES), "files under /proc and /sys cannot be downloaded: " + path);
     size_ = static_cast<std::uint64_t>(st.st_size);
-    sendControl(protocol::toJsonValue(protocol::FileSize{size_}));
+    sendControl(protocol::FileSize{size_});
 }
 
 void FileReadStream::tick(std::int64_t) {

@@ -203,7 +203,7 @@ void ProcessLogStream::tick(std::int64_t) {
         if (cursor_ < p->output().begin()) {
             // Overwritten before we got to it. The host must know: what
             // follows may begin in the middle of a secret it masks.
-            sendControl({{"skipped", p->output().begin() - cursor_}, {"channel", 1}});
+            sendControl(protocol::OutputSkipped{p->output().begin() - cursor_, 1});
             cursor_ = p->output().begin();
         }
         std::string chunk = p->output().read(cursor_, room);

@@ -45,8 +45,8 @@ void StreamHandler::sendData(std::uint8_t channel, std::string_view bytes) {
     sink_.sendFrame(protocol::FrameType::data, id_, bytes, channel);
 }
 
-void StreamHandler::sendControl(const nlohmann::json& j) {
-    if (!done_) sink_.sendFrame(protocol::FrameType::control, id_, jsonText(j));
+void StreamHandler::sendControl(const protocol::ControlFrame& frame) {
+    if (!done_) sink_.sendFrame(protocol::FrameType::control, id_, protocol::controlPayload(frame));
 }
 
 void StreamHandler::finish(const nlohmann::json& result) {

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+
+#include "protocol/ControlFrames.hpp"
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,7 +53,8 @@ class StreamHandler {
     virtual void onFdReady(int /*fd*/, short /*revents*/) {}
     virtual void onData(std::uint8_t channel, std::string bytes);
     virtual void onCloseWrite() {}
-    virtual void onControl(const nlohmann::json&) {}
+    // A control frame from the host, read as one of protocol/ControlFrames.
+    virtual void onControl(const protocol::ControlFrame&) {}
     // Called once per loop turn: timeouts, pulling from process logs, finishing.
     virtual void tick(std::int64_t /*nowMs*/) {}
     virtual std::int64_t nextDeadlineMs() const { return 0; }
@@ -68,7 +71,7 @@ class StreamHandler {
     // How many bytes may be sent now (0: wait for credit or port room).
     std::size_t sendable() const;
     void sendData(std::uint8_t channel, std::string_view bytes);
-    void sendControl(const nlohmann::json& j);
+    void sendControl(const protocol::ControlFrame& frame);
     void finish(const nlohmann::json& result);
     // Returns window to the host for bytes this stream consumed.
     void grant(std::size_t bytes);

@@ -52,7 +52,7 @@ void TunnelStream::onFdReady(int, short revents) {
             return fail(err == ECONNREFUSED ? "connection_refused" : "io_error",
                         std::string("cannot connect to the guest port: ") + std::strerror(err));
         connected_ = true;
-        sendControl({{"connected", true}});
+        sendControl(protocol::TunnelConnected{});
     }
     if (revents & POLLOUT) flushToSocket();
     if ((revents & (POLLIN | POLLHUP | POLLERR)) && !readEof_) {
@@ -104,7 +104,7 @@ void TunnelStream::tick(std::int64_t) {
     if (!halfClose_ || broken_) return finish({{"closed", true}});
     if (!eofSent_) {
         eofSent_ = true;
-        sendControl({{"eof", true}});
+        sendControl(protocol::TunnelEof{});
     }
     if (hostEof_ && pending_.empty()) finish({{"closed", true}});
 }

@@ -175,7 +175,7 @@ void WorkspaceScanStream::start(const protocol::WorkspaceScanRequest& request) {
         return fail("too_large", "the working tree has more than " + std::to_string(kMaxEntries) +
                                      " files (or a manifest over 64 MiB)");
     summary_ = {{"files", files}, {"ignored", ignoredCount}, {"bytes", manifest_.size()}};
-    sendControl({{"bytes", manifest_.size()}});
+    sendControl(protocol::ManifestSize{manifest_.size()});
 }
 
 void WorkspaceScanStream::tick(std::int64_t) {

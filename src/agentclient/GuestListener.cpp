@@ -7,6 +7,7 @@
 #include "core/Error.hpp"
 #include "core/Log.hpp"
 #include "protocol/Messages.hpp"
+#include "protocol/ControlFrames.hpp"
 
 namespace airlock {
 
@@ -42,12 +43,11 @@ GuestListener GuestListener::open(AgentConnection& agent, unsigned port, const s
                 return;
             }
             if (e.kind != Kind::control) return;
-            auto j = nlohmann::json::parse(e.payload, nullptr, false);
-            if (!j.is_object()) return;
-            if (auto p = j.find("listening"); p != j.end() && p->is_number_unsigned())
-                return settle(p->get<unsigned>(), "");
-            if (auto a = j.find("accepted"); a != j.end() && a->is_number_unsigned())
-                onAccepted(a->get<std::uint64_t>());
+            auto frame = protocol::parseControl(e.payload);
+            if (auto* ready = std::get_if<protocol::ListenerReady>(&frame))
+                return settle(ready->port, "");
+            if (auto* accepted = std::get_if<protocol::ListenerAccepted>(&frame))
+                onAccepted(accepted->connections);
         } catch (...) {
             logWarn("agent", "ignored a malformed event from a guest's " + what);
         }

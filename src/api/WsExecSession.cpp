@@ -8,6 +8,7 @@
 #include "core/Log.hpp"
 #include "protocol/GuestResults.hpp"
 #include "protocol/JsonText.hpp"
+#include "protocol/ControlFrames.hpp"
 
 namespace airlock::api {
 namespace beast = boost::beast;
@@ -216,12 +217,15 @@ void WsExecSession::onClientMessage(beast::error_code ec) {
         } else if (!agent) {
             return readClient();  // resize/signal before the command runs: nothing to act on
         } else if (type == "resize") {
-            agent->control(
-                json{{"resize", {{"rows", number("rows", 24)}, {"cols", number("cols", 80)}}}}
-                    .dump());
+            agent->control(protocol::controlPayload(protocol::ResizeRequest{
+                static_cast<unsigned>(
+                    std::clamp(number("rows", 24), 1, static_cast<int>(protocol::kMaxPtySide))),
+                static_cast<unsigned>(
+                    std::clamp(number("cols", 80), 1, static_cast<int>(protocol::kMaxPtySide)))}));
             return readClient();
-        } else if (type == "signal" && m.contains("signal") && m["signal"].is_string()) {
-            agent->control(json{{"signal", m["signal"]}}.dump());
+        } else if (type == "signal" && m.contains("signal") && m["signal"].is_string() &&
+                   m["signal"].get<std::string>().size() <= protocol::kMaxSignalName) {
+            agent->control(protocol::controlPayload(protocol::SignalRequest{m["signal"]}));
             return readClient();
         } else {
             queue(true, json{{"type", "error"},

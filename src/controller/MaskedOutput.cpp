@@ -1,4 +1,5 @@
 #include "controller/MaskedOutput.hpp"
+#include "protocol/ControlFrames.hpp"
 
 namespace airlock {
 
@@ -49,13 +50,16 @@ void MaskedOutput::onEvent(AgentStream::Event&& event) {
         return inner_(std::move(event));
     }
     if (event.kind == Kind::control) {
-        // {"skipped":N,"channel":C}: the agent's output ring overran and the
-        // bytes that follow may begin in the middle of a secret.
-        auto j = nlohmann::json::parse(event.payload, nullptr, false);
-        auto channel = j.is_object() ? j.find("channel") : j.end();
-        if (j.is_object() && j.contains("skipped") && channel != j.end() &&
-            channel->is_number_unsigned() && channel->get<unsigned>() < 256) {
-            auto c = static_cast<std::uint8_t>(channel->get<unsigned>());
+        // OutputSkipped: the agent's output ring overran and the bytes that
+        // follow may begin in the middle of a secret.
+        std::optional<protocol::OutputSkipped> skipped;
+        try {
+            auto frame = protocol::parseControl(event.payload);
+            if (auto* s = std::get_if<protocol::OutputSkipped>(&frame)) skipped = *s;
+        } catch (const protocol::MessageError&) {
+        }
+        if (skipped) {
+            auto c = skipped->channel;
             auto [it, fresh] = channels_.try_emplace(c, masker_);
             std::string shown = it->second.gap();
             if (!shown.empty()) {

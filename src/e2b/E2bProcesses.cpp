@@ -9,6 +9,7 @@
 #include "protocol/GuestResults.hpp"
 #include "protocol/JsonText.hpp"
 #include "protocol/Messages.hpp"
+#include "protocol/ControlFrames.hpp"
 
 namespace airlock::e2b {
 using nlohmann::json;
@@ -98,12 +99,12 @@ void E2bProcess::closeStdin() {
 }
 
 void E2bProcess::signal(const std::string& name) {
-    stream()->control(jsonText({{"signal", name}}));
+    stream()->control(protocol::controlPayload(protocol::SignalRequest{name}));
 }
 
 void E2bProcess::resize(unsigned rows, unsigned cols) {
     if (!spec_.pty) throw Error(ErrorCode::bad_request, "the process has no pty");
-    stream()->control(jsonText({{"resize", {{"rows", rows}, {"cols", cols}}}}));
+    stream()->control(protocol::controlPayload(protocol::ResizeRequest{rows, cols}));
 }
 
 void E2bProcess::attach(std::shared_ptr<AgentStream> s) {

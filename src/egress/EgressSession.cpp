@@ -8,6 +8,7 @@
 #include "core/Error.hpp"
 #include "core/Log.hpp"
 #include "protocol/Frame.hpp"
+#include "protocol/ControlFrames.hpp"
 
 namespace airlock::egress {
 namespace asio = boost::asio;
@@ -116,10 +117,13 @@ void EgressSession::onGuestEvent(AgentStream::Event&& event) {
     // The guest's tunnel ended: both directions are over there.
     if (event.kind == Kind::close) return finish("closed by the guest");
     if (event.kind == Kind::control) {
-        auto j = nlohmann::json::parse(event.payload, nullptr, false);
-        // Guest-made JSON: looked at, never trusted to have the right types.
-        if (!j.is_object() || !j.contains("eof") || !j["eof"].is_boolean() || !j["eof"].get<bool>())
-            return;
+        // Guest-made: read as the typed frame it must be, anything else ignored.
+        bool eof = false;
+        try {
+            eof = std::holds_alternative<protocol::TunnelEof>(protocol::parseControl(event.payload));
+        } catch (const protocol::MessageError&) {
+        }
+        if (!eof) return;
         // The client shut down its sending side; it may still wait for the
         // answer. The destination hears it once every byte before it went.
         if (phase_ == Phase::head)

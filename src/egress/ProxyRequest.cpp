@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/HttpRequestHead.hpp"
 #include "egress/EgressAllowlist.hpp"
 
 namespace airlock::egress {
@@ -12,12 +13,6 @@ std::string lower(std::string_view s) {
     std::string out(s);
     for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return out;
-}
-
-bool isMethod(std::string_view s) {
-    if (s.empty() || s.size() > 32) return false;
-    return std::all_of(s.begin(), s.end(),
-                       [](char c) { return (c >= 'A' && c <= 'Z') || c == '-'; });
 }
 
 // "host", "host:port", "[v6]", "[v6]:port" -> host as written, port (0: none
@@ -67,58 +62,24 @@ ProxyRequestParser::Status ProxyRequestParser::fail(int status, std::string why)
 
 ProxyRequestParser::Status ProxyRequestParser::parse(std::string_view buffered, ProxyRequest& out,
                                                      std::size_t& headLength) {
-    // Clients end header lines with CRLF; a bare LF is accepted as well.
-    std::size_t end = std::string_view::npos, endLen = 0;
-    if (auto crlf = buffered.find("\r\n\r\n"); crlf != std::string_view::npos)
-        end = crlf, endLen = 4;
-    if (auto lf = buffered.find("\n\n"); lf != std::string_view::npos && lf < end)
-        end = lf, endLen = 2;
-    if (end == std::string_view::npos) {
-        if (buffered.size() > kMaxHead) return fail(431, "request head larger than 16 KiB");
-        return Status::need_more;
+    // The head itself is the one parser's (shared with the package proxy).
+    HttpRequestHead head;
+    HttpRequestHeadParser parser;
+    switch (parser.parse(buffered, head, headLength)) {
+        case HttpRequestHeadParser::Status::need_more:
+            return Status::need_more;
+        case HttpRequestHeadParser::Status::error:
+            return fail(parser.errorStatus(), parser.error());
+        case HttpRequestHeadParser::Status::complete:
+            break;
     }
-    if (end + endLen > kMaxHead) return fail(431, "request head larger than 16 KiB");
-    headLength = end + endLen;
-
-    // A bare CR or a NUL is a line break to some servers: never forwarded.
-    std::string_view whole = buffered.substr(0, end);
-    for (std::size_t i = 0; i < whole.size(); ++i)
-        if (whole[i] == '\0' ||
-            (whole[i] == '\r' && (i + 1 >= whole.size() || whole[i + 1] != '\n')))
-            return fail(400, "stray CR or NUL in the request head");
-    std::vector<std::string_view> lines;
-    std::string_view head = buffered.substr(0, end);
-    for (std::size_t pos = 0; pos <= head.size();) {
-        auto nl = head.find('\n', pos);
-        std::string_view line =
-            head.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        lines.push_back(line);
-        if (nl == std::string_view::npos) break;
-        pos = nl + 1;
-    }
-    if (lines.size() - 1 > kMaxHeaders) return fail(431, "more than 100 header lines");
-
-    // Request line: METHOD SP target SP HTTP/1.x
-    std::string_view requestLine = lines[0];
-    auto sp1 = requestLine.find(' ');
-    auto sp2 = requestLine.rfind(' ');
-    if (sp1 == std::string_view::npos || sp2 == sp1) return fail(400, "malformed request line");
-    std::string_view method = requestLine.substr(0, sp1);
-    std::string_view target = requestLine.substr(sp1 + 1, sp2 - sp1 - 1);
-    std::string_view version = requestLine.substr(sp2 + 1);
-    if (!isMethod(method)) return fail(400, "malformed method");
-    if (version != "HTTP/1.1" && version != "HTTP/1.0")
-        return fail(505, "only HTTP/1.0 and HTTP/1.1 are proxied");
-    if (target.empty() || target.find_first_of(" \t") != std::string_view::npos)
-        return fail(400, "malformed request target");
+    std::string_view target = head.target;
 
     out = ProxyRequest{};
-    out.method = std::string(method);
+    out.method = head.method;
     std::string rawHost;
-    std::string_view path;
     std::string pathText;
-    if (method == "CONNECT") {
+    if (head.method == "CONNECT") {
         out.connect = true;
         if (!splitAuthority(target, rawHost, out.port) || out.port == 0)
             return fail(400, "CONNECT wants host:port");
@@ -133,7 +94,8 @@ ProxyRequestParser::Status ProxyRequestParser::parse(std::string_view buffered, 
         std::string_view rest = target.substr(7);
         auto slash = rest.find_first_of("/?#");
         std::string_view authority = rest.substr(0, slash);
-        path = slash == std::string_view::npos ? std::string_view("/") : rest.substr(slash);
+        std::string_view path =
+            slash == std::string_view::npos ? std::string_view("/") : rest.substr(slash);
         if (auto at = authority.rfind('@'); at != std::string_view::npos)
             authority = authority.substr(at + 1);
         if (!splitAuthority(authority, rawHost, out.port))
@@ -151,24 +113,16 @@ ProxyRequestParser::Status ProxyRequestParser::parse(std::string_view buffered, 
     if (out.connect) return Status::complete;
 
     // Plain HTTP: origin-form target, hop-by-hop and proxy headers dropped.
-    std::string upstream = out.method + " " + pathText + " " + std::string(version) + "\r\n";
-    for (std::size_t i = 1; i < lines.size(); ++i) {
-        std::string_view line = lines[i];
-        auto colon = line.find(':');
-        if (colon == std::string_view::npos || colon == 0)
-            return fail(400, "malformed header line");
-        if (line.front() == ' ' || line.front() == '\t')
-            return fail(400, "folded header lines are not accepted");
-        std::string name = lower(line.substr(0, colon));
-        if (name.find_first_of(" \t") != std::string::npos)
-            return fail(400, "malformed header name");
+    std::string upstream = out.method + " " + pathText + " " + head.version + "\r\n";
+    for (const auto& h : head.headers) {
+        const std::string& name = h.name;
         if (name == "proxy-connection" || name == "proxy-authorization" || name == "connection" ||
             name == "keep-alive" || name == "te" || name == "upgrade")
             continue;
         // The upstream sees the host that was checked, never another one
         // named in a header (the same address may serve other sites).
         if (name == "host") continue;
-        upstream.append(line).append("\r\n");
+        upstream.append(h.line).append("\r\n");
     }
     upstream += "Host: " +
                 (out.port == 80

@@ -20,10 +20,9 @@ struct ProxyRequest {
     std::string destination() const;  // host:port, [v6]:port
 };
 
+// The proxy's reading of a head that core's HttpRequestHeadParser checked.
 class ProxyRequestParser {
   public:
-    static constexpr std::size_t kMaxHead = 16 * 1024;
-    static constexpr std::size_t kMaxHeaders = 100;
     enum class Status { need_more, complete, error };
 
     // Looks for a complete head at the start of `buffered`. On complete,

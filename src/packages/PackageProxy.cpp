@@ -8,9 +8,12 @@
 #include "agentclient/AgentConnection.hpp"
 #include "agentclient/GuestListener.hpp"
 #include "core/Error.hpp"
+#include "core/HttpRequestHead.hpp"
 #include "core/Log.hpp"
 #include "core/UniqueFd.hpp"
+#include "protocol/JsonText.hpp"
 #include "protocol/Messages.hpp"
+#include "protocol/ControlFrames.hpp"
 
 namespace airlock::packages {
 
@@ -34,49 +37,14 @@ struct SandboxPackageState {
 };
 
 namespace {
-struct HeadRequest {
-    std::string method, target, version;
-    std::map<std::string, std::string> headers;  // names lower-case
-};
-
-// The request line and headers; false on anything malformed.
-bool parseHead(const std::string& head, HeadRequest& out) {
-    auto lineEnd = head.find("\r\n");
-    std::string line = head.substr(0, lineEnd);
-    auto s1 = line.find(' ');
-    auto s2 = s1 == std::string::npos ? std::string::npos : line.find(' ', s1 + 1);
-    if (s2 == std::string::npos) return false;
-    out.method = line.substr(0, s1);
-    out.target = line.substr(s1 + 1, s2 - s1 - 1);
-    out.version = line.substr(s2 + 1);
-    if (out.version != "HTTP/1.1" && out.version != "HTTP/1.0") return false;
-    if (out.target.empty() || out.target[0] != '/') {
-        // Absolute form (a client that takes us for a forward proxy): keep the path.
-        auto scheme = out.target.find("://");
-        if (scheme == std::string::npos) return false;
-        auto path = out.target.find('/', scheme + 3);
-        out.target = path == std::string::npos ? "/" : out.target.substr(path);
-    }
-    for (char c : out.target)
-        if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return false;
-    std::size_t at = lineEnd == std::string::npos ? head.size() : lineEnd + 2;
-    while (at < head.size()) {
-        auto end = head.find("\r\n", at);
-        if (end == std::string::npos) end = head.size();
-        std::string h = head.substr(at, end - at);
-        at = end + 2;
-        if (h.empty()) continue;
-        auto colon = h.find(':');
-        if (colon == std::string::npos || colon == 0) return false;
-        std::string name = h.substr(0, colon);
-        for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        std::string value = h.substr(colon + 1);
-        while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.erase(0, 1);
-        while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.pop_back();
-        if (out.headers.size() >= 100) return false;
-        out.headers[name] = value;
-    }
-    return true;
+// The path of a request's target: origin form, or the absolute form a
+// client that takes us for a forward proxy sends. Empty when it is neither.
+std::string originPath(const std::string& target) {
+    if (target[0] == '/') return target;
+    auto scheme = target.find("://");
+    if (scheme == std::string::npos) return "";
+    auto path = target.find('/', scheme + 3);
+    return path == std::string::npos ? "/" : target.substr(path);
 }
 
 std::string responseHead(const GuestResponse& r, std::uint64_t length, bool close) {
@@ -245,10 +213,15 @@ void PackageProxy::serveConnection(std::shared_ptr<SandboxPackageState> sandbox,
         for (;;) {
             auto deadline =
                 Clock::now() + (buffer.empty() ? settings_.idleTimeout : settings_.headTimeout);
-            std::size_t end;
+            // The head is read by the one parser the egress proxy uses too.
+            HttpRequestHeadParser parser;
+            HttpRequestHead head;
+            std::size_t headLength = 0;
+            auto parsed = HttpRequestHeadParser::Status::need_more;
             bool ended = false;
-            while ((end = buffer.find("\r\n\r\n")) == std::string::npos) {
-                if (buffer.size() > 16 * 1024 || guestEof || sandbox->detached) {
+            while ((parsed = parser.parse(buffer, head, headLength)) ==
+                   HttpRequestHeadParser::Status::need_more) {
+                if (guestEof || sandbox->detached) {
                     ended = true;
                     break;
                 }
@@ -260,29 +233,28 @@ void PackageProxy::serveConnection(std::shared_ptr<SandboxPackageState> sandbox,
                 if (ev->kind == Kind::data) {
                     buffer += ev->payload;
                 } else if (ev->kind == Kind::control) {
-                    auto j = nlohmann::json::parse(ev->payload, nullptr, false);
-                    if (j.is_object() && j.value("eof", false) == true) guestEof = true;
+                    try {
+                        if (std::holds_alternative<protocol::TunnelEof>(
+                                protocol::parseControl(ev->payload)))
+                            guestEof = true;
+                    } catch (const protocol::MessageError&) {
+                    }
                 } else {
                     return;  // closed or reset by the guest
                 }
             }
-            if (ended) {
-                if (buffer.size() > 16 * 1024) {
-                    GuestResponse big;
-                    big.status = 431;
-                    big.reason = "Request Header Fields Too Large";
-                    big.body = R"({"error":"request head over 16 KiB"})";
-                    write(responseHead(big, big.body.size(), true) + big.body);
-                }
-                break;
-            }
-            HeadRequest head;
-            bool valid = parseHead(buffer.substr(0, end + 2), head);
-            buffer.erase(0, end + 4);
-            bool hasBody =
-                head.headers.count("transfer-encoding") ||
-                (head.headers.count("content-length") && head.headers["content-length"] != "0");
-            std::string connection = head.headers["connection"];
+            if (ended) break;
+            std::string path;
+            bool valid = parsed == HttpRequestHeadParser::Status::complete &&
+                         !(path = originPath(head.target)).empty();
+            // After a refused head nothing more is read: the connection ends.
+            if (valid)
+                buffer.erase(0, headLength);
+            else
+                buffer.clear();
+            bool hasBody = head.header("transfer-encoding") ||
+                           head.header("content-length").value_or("0") != "0";
+            std::string connection = head.header("connection").value_or("");
             for (auto& ch : connection)
                 ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
             bool close =
@@ -290,12 +262,19 @@ void PackageProxy::serveConnection(std::shared_ptr<SandboxPackageState> sandbox,
                 (head.version == "HTTP/1.0" && connection.find("keep-alive") == std::string::npos);
             GuestResponse resp;
             if (!valid) {
-                resp.status = 400;
-                resp.reason = "Bad Request";
-                resp.body = R"({"error":"malformed request"})";
+                int status = parsed == HttpRequestHeadParser::Status::error ? parser.errorStatus()
+                                                                            : 400;
+                resp.status = status;
+                resp.reason = status == 431   ? "Request Header Fields Too Large"
+                              : status == 505 ? "HTTP Version Not Supported"
+                                              : "Bad Request";
+                resp.body = jsonText(nlohmann::json{
+                    {"error", parsed == HttpRequestHeadParser::Status::error
+                                  ? parser.error()
+                                  : "a request target must be a path or an absolute URL"}});
             } else {
-                GuestRequest req{e, head.method, head.target, head.headers["host"],
-                                 head.headers["accept"]};
+                GuestRequest req{e, head.method, path, head.header("host").value_or(""),
+                                 head.header("accept").value_or("")};
                 if (hasBody)
                     req.method = head.method == "GET" ? "POST" : head.method;  // a body: an upload
                 resp = service_->handle(sandbox->snapshot(), req);

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "protocol/ControlFrames.hpp"
 #include "protocol/GuestCalls.hpp"
 #include "protocol/GuestResults.hpp"
 #include "protocol/Messages.hpp"
@@ -44,6 +45,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     try {
         parseHello(payload);
+    } catch (const MessageError&) {
+    }
+    // A control frame that parses is written back to the same frame.
+    try {
+        auto frame = parseControl(payload);
+        if (parseControl(controlPayload(frame)).index() != frame.index()) std::abort();
+        if (controlPayload(parseControl(controlPayload(frame))) != controlPayload(frame))
+            std::abort();
     } catch (const MessageError&) {
     }
     try {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/Error.hpp"
+#include "core/HttpRequestHead.hpp"
 #include "egress/AddressPolicy.hpp"
 #include "egress/EgressAllowlist.hpp"
 #include "egress/ProxyRequest.hpp"
@@ -189,10 +190,10 @@ TEST(ProxyRequest, WaitsForAWholeHeadAndRefusesBadOnes) {
     expectError(std::string("GET http://example.com/ HTTP/1.1\r\nX: a\0b\r\n\r\n", 44), 400);
     expectError("GET http://example.com/ HTTP/1.1\r\nX: 1\r\n folded\r\n\r\n", 400);
     expectError("GET http://example.com/ HTTP/1.1\r\nX-Big: " +
-                    std::string(ProxyRequestParser::kMaxHead, 'a') + "\r\n\r\n",
+                    std::string(HttpRequestHeadParser::kMaxHead, 'a') + "\r\n\r\n",
                 431);
     expectError(
-        "GET http://example.com/ HTTP/1.1\r\n" + std::string(ProxyRequestParser::kMaxHead + 1, 'a'),
+        "GET http://example.com/ HTTP/1.1\r\n" + std::string(HttpRequestHeadParser::kMaxHead + 1, 'a'),
         431);
     std::string many = "GET http://example.com/ HTTP/1.1\r\n";
     for (int i = 0; i < 101; ++i) many += "X: 1\r\n";
