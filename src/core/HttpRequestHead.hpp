@@ -40,8 +40,11 @@ class HttpRequestHeadParser {
     const std::string& error() const { return error_; }
     int errorStatus() const { return errorStatus_; }
 
-  private:
+  protected:
+    // Records why (and which status fits) and answers error.
     Status fail(int status, std::string why);
+
+  private:
     std::string error_;
     int errorStatus_ = 400;
 };

@@ -54,25 +54,13 @@ std::string ProxyRequest::destination() const {
            std::to_string(port);
 }
 
-ProxyRequestParser::Status ProxyRequestParser::fail(int status, std::string why) {
-    errorStatus_ = status;
-    error_ = std::move(why);
-    return Status::error;
-}
-
 ProxyRequestParser::Status ProxyRequestParser::parse(std::string_view buffered, ProxyRequest& out,
                                                      std::size_t& headLength) {
     // The head itself is the one parser's (shared with the package proxy).
     HttpRequestHead head;
-    HttpRequestHeadParser parser;
-    switch (parser.parse(buffered, head, headLength)) {
-        case HttpRequestHeadParser::Status::need_more:
-            return Status::need_more;
-        case HttpRequestHeadParser::Status::error:
-            return fail(parser.errorStatus(), parser.error());
-        case HttpRequestHeadParser::Status::complete:
-            break;
-    }
+    if (auto status = HttpRequestHeadParser::parse(buffered, head, headLength);
+        status != Status::complete)
+        return status;
     std::string_view target = head.target;
 
     out = ProxyRequest{};

@@ -3,6 +3,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/HttpRequestHead.hpp"
+
 namespace airlock::egress {
 
 // The head of one request a guest client sent to its proxy: CONNECT
@@ -20,22 +22,14 @@ struct ProxyRequest {
     std::string destination() const;  // host:port, [v6]:port
 };
 
-// The proxy's reading of a head that core's HttpRequestHeadParser checked.
-class ProxyRequestParser {
+// The proxy's reading of a head: the one head parser's checks, then what
+// only a forward proxy asks of a target (its error() and errorStatus() say
+// why either refused it).
+class ProxyRequestParser : public HttpRequestHeadParser {
   public:
-    enum class Status { need_more, complete, error };
-
     // Looks for a complete head at the start of `buffered`. On complete,
-    // `headLength` is its size (what follows is body or tunnel bytes); on
-    // error, `error()` says why and `errorStatus()` which HTTP status fits.
+    // `headLength` is its size (what follows is body or tunnel bytes).
     Status parse(std::string_view buffered, ProxyRequest& out, std::size_t& headLength);
-    const std::string& error() const { return error_; }
-    int errorStatus() const { return errorStatus_; }
-
-  private:
-    Status fail(int status, std::string why);
-    std::string error_;
-    int errorStatus_ = 400;
 };
 
 }  // namespace airlock::egress
