@@ -19,29 +19,17 @@ EgressProxy::EgressProxy(asio::io_context& ioc, asio::thread_pool& workers, Egre
                          EgressAuditSink audit, EgressResolver resolver)
     : shared_(std::make_shared<EgressShared>(
           EgressShared{ioc, workers, settings, AddressPolicy(settings.allowCidrs), std::move(audit),
-                       resolver ? std::move(resolver) : &lookUpHost})) {}
+                       resolver ? std::move(resolver) : &lookUpHost})),
+      sandboxes_(std::make_unique<GuestAttachments<SandboxEgress>>()) {}
 
-EgressProxy::~EgressProxy() {
-    std::lock_guard lock(mutex_);
-    sandboxes_.clear();
-}
+EgressProxy::~EgressProxy() = default;
 
 void EgressProxy::attach(const std::string& sandboxId, const std::string& tenant,
                          const std::shared_ptr<AgentConnection>& agent,
                          const EgressAllowlist& allow) {
-    {
-        std::lock_guard lock(mutex_);
-        auto it = sandboxes_.find(sandboxId);
-        if (it != sandboxes_.end() && it->second->agent.lock() == agent && it->second->listener &&
-            !it->second->listener->finished()) {
-            std::lock_guard l(it->second->mutex);
-            it->second->allow = allow;
-            return;
-        }
-    }
-    auto egress =
-        std::make_shared<SandboxEgress>(sandboxId, tenant, allow, shared_->settings.bytesPerSecond);
-    egress->agent = agent;
+    if (sandboxes_->refresh(sandboxId, agent, allow)) return;
+    auto egress = std::make_shared<SandboxEgress>(sandboxId, tenant, agent, allow,
+                                                  shared_->settings.bytesPerSecond);
     std::weak_ptr<EgressShared> weakShared = shared_;
     std::weak_ptr<SandboxEgress> weakEgress = egress;
     auto onAccepted = [weakShared, weakEgress](std::uint64_t connection) {
@@ -54,39 +42,18 @@ void EgressProxy::attach(const std::string& sandboxId, const std::string& tenant
         if (auto eg = weakEgress.lock())
             logWarn("egress", "proxy listener of " + eg->id + " ended: " + why);
     };
-    auto listener = GuestListener::open(*agent, shared_->settings.guestPort,
-                                        "egress proxy listener", onAccepted, onEnded);
-    egress->listener = std::move(listener.stream);
-    egress->guestPort = listener.port;
-    std::lock_guard l(mutex_);
-    sandboxes_[sandboxId] = egress;
+    egress->addListener(kListener, GuestListener::open(*agent, shared_->settings.guestPort,
+                                                       "egress proxy listener", onAccepted,
+                                                       onEnded));
+    sandboxes_->install(std::move(egress));
 }
 
 bool EgressProxy::update(const std::string& sandboxId, const EgressAllowlist& allow) {
-    std::lock_guard lock(mutex_);
-    auto it = sandboxes_.find(sandboxId);
-    if (it == sandboxes_.end()) return false;
-    std::lock_guard l(it->second->mutex);
-    it->second->allow = allow;
-    return true;
+    return sandboxes_->update(sandboxId, allow);
 }
 
-void EgressProxy::detach(const std::string& sandboxId) {
-    std::shared_ptr<SandboxEgress> gone;
-    {
-        std::lock_guard lock(mutex_);
-        auto it = sandboxes_.find(sandboxId);
-        if (it == sandboxes_.end()) return;
-        gone = std::move(it->second);
-        sandboxes_.erase(it);
-    }
-    // Judged by an empty list from now on; the listener goes with the stream.
-    {
-        std::lock_guard l(gone->mutex);
-        gone->allow = EgressAllowlist();
-    }
-    gone->listener.reset();
-}
+// Judged by an empty list from now on; the listener goes with the stream.
+void EgressProxy::detach(const std::string& sandboxId) { sandboxes_->remove(sandboxId); }
 
 std::vector<unsigned> EgressProxy::listenerPorts() const {
     // 0: a free port per sandbox (tests with an in-process agent), none fixed.
@@ -95,15 +62,13 @@ std::vector<unsigned> EgressProxy::listenerPorts() const {
 }
 
 unsigned EgressProxy::guestPort(const std::string& sandboxId) {
-    std::lock_guard lock(mutex_);
-    auto it = sandboxes_.find(sandboxId);
-    return it == sandboxes_.end() ? 0 : it->second->guestPort;
+    auto egress = sandboxes_->find(sandboxId);
+    return egress ? egress->guestPort(kListener) : 0;
 }
 
 unsigned EgressProxy::openConnections(const std::string& sandboxId) {
-    std::lock_guard lock(mutex_);
-    auto it = sandboxes_.find(sandboxId);
-    return it == sandboxes_.end() ? 0 : it->second->open.load();
+    auto egress = sandboxes_->find(sandboxId);
+    return egress ? egress->open.load() : 0;
 }
 
 }  // namespace airlock::egress

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "agentclient/GuestAttachments.hpp"
 #include "egress/AddressPolicy.hpp"
 #include "egress/EgressGateway.hpp"
 
@@ -69,9 +70,9 @@ class EgressProxy : public EgressGateway {
     unsigned openConnections(const std::string& sandboxId);
 
   private:
+    static constexpr unsigned kListener = 0;  // its one listener
     std::shared_ptr<EgressShared> shared_;
-    std::mutex mutex_;
-    std::map<std::string, std::shared_ptr<SandboxEgress>> sandboxes_;
+    std::unique_ptr<GuestAttachments<SandboxEgress>> sandboxes_;
 };
 
 }  // namespace airlock::egress

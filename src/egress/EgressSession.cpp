@@ -163,7 +163,7 @@ void EgressSession::onHeadBytes() {
 }
 
 void EgressSession::decide() {
-    auto allow = sandbox_->allowlist();
+    auto allow = sandbox_->rules();
     std::string host = request_.host;
     for (auto& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     while (!host.empty() && host.back() == '.') host.pop_back();
@@ -201,7 +201,7 @@ void EgressSession::onResolved(std::vector<asio::ip::address> addresses, const s
     if (addresses.empty())
         return refuse(502, "egress.failed",
                       "cannot resolve " + request_.host + (error.empty() ? "" : ": " + error));
-    auto allow = sandbox_->allowlist();
+    auto allow = sandbox_->rules();
     bool portListed = allow.allows(request_.host, request_.port);
     // An exact entry may reach any port of an address in the operator's
     // ranges (on-prem registries on their own ports); a wildcard may not:

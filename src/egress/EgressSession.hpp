@@ -11,6 +11,7 @@
 #include <string>
 
 #include "agentclient/AgentPipe.hpp"
+#include "agentclient/GuestAttachments.hpp"
 #include "egress/AddressPolicy.hpp"
 #include "egress/EgressAllowlist.hpp"
 #include "egress/EgressProxy.hpp"
@@ -29,22 +30,12 @@ struct EgressShared {
     EgressResolver resolver;
 };
 
-// One attached sandbox: its allowlist, listener and caps.
-struct SandboxEgress {
-    SandboxEgress(std::string id, std::string tenant, EgressAllowlist allow,
-                  std::uint64_t bytesPerSecond)
-        : id(std::move(id)),
-          tenant(std::move(tenant)),
-          allow(std::move(allow)),
+// One attached sandbox: its allowlist (the rules), listener and caps.
+struct SandboxEgress : GuestAttachment<EgressAllowlist> {
+    SandboxEgress(std::string id, std::string tenant, std::weak_ptr<AgentConnection> agent,
+                  EgressAllowlist allow, std::uint64_t bytesPerSecond)
+        : GuestAttachment(std::move(id), std::move(tenant), std::move(agent), std::move(allow)),
           bucket(bytesPerSecond) {}
-    const std::string id;
-    const std::string tenant;
-    std::mutex mutex;  // guards allow
-    EgressAllowlist allow;
-    std::weak_ptr<AgentConnection> agent;
-    std::shared_ptr<AgentStream> listener;
-    unsigned guestPort = 0;
-    std::atomic<unsigned> open{0};  // sessions counted against maxConnections
     TokenBucket bucket;
     // Whether one more audit record fits this minute's budget, and how many
     // were suppressed in the minute that just ended (to be recorded once).
@@ -68,10 +59,6 @@ struct SandboxEgress {
     std::chrono::steady_clock::time_point auditWindow = std::chrono::steady_clock::now();
     unsigned auditInWindow = 0;
     std::uint64_t auditSuppressed = 0;
-    EgressAllowlist allowlist() {
-        std::lock_guard lock(mutex);
-        return allow;
-    }
 };
 
 // One guest connection to the proxy. Runs on its own strand; blocking agent
