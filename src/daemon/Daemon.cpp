@@ -217,8 +217,8 @@ int runDaemon(const DaemonOptions& options) {
                 auto* c = controllerForCounts.load();
                 return c ? c->commands().soleRunning(sandboxId) : std::string();
             });
-        packageProxy =
-            std::make_shared<packages::PackageProxy>(service, packages::PackageProxySettings{});
+        packageProxy = std::make_shared<packages::PackageProxy>(ioc, service,
+                                                                packages::PackageProxySettings{});
         config.packages = packageProxy;
         for (const auto& spec : options.packageUpstreams)
             logInfo("airlockd", "package upstream " + spec);

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <thread>
 
 #include "packages/PackageProxy.hpp"
@@ -19,8 +21,11 @@ namespace airlock::packages {
 namespace {
 using namespace std::chrono_literals;
 
-// An upstream npm registry on 127.0.0.1 that answers every request with
-// one small packument (all versions old and clean).
+// An upstream registry on 127.0.0.1: npm answers every request with one
+// small packument (all versions old and clean); an apt index named
+// "Contents-big" is kBigFile bytes of zeros.
+constexpr std::size_t kBigFile = 200u << 20;
+
 class TinyRegistry {
   public:
     TinyRegistry() {
@@ -41,6 +46,18 @@ class TinyRegistry {
                 char ch;
                 while (head.find("\r\n\r\n") == std::string::npos && ::read(c, &ch, 1) == 1)
                     head += ch;
+                if (head.find("Contents-big") != std::string::npos) {
+                    std::string h = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                                    "Content-Length: " +
+                                    std::to_string(kBigFile) + "\r\nConnection: close\r\n\r\n";
+                    bool ok = ::write(c, h.data(), h.size()) == static_cast<ssize_t>(h.size());
+                    std::string zeros(1 << 20, '\0');
+                    for (std::size_t left = kBigFile; ok && left > 0; left -= zeros.size())
+                        ok = ::write(c, zeros.data(), zeros.size()) ==
+                             static_cast<ssize_t>(zeros.size());
+                    ::close(c);
+                    continue;
+                }
                 std::string body =
                     R"({"name":"p","dist-tags":{"latest":"1.0.0"},"time":{"1.0.0":"2020-01-01T00:00:00Z"},)"
                     R"("versions":{"1.0.0":{"dist":{"tarball":"http://x/p/-/p-1.0.0.tgz"}}}})";
@@ -101,8 +118,8 @@ class PackageProxyTest : public ::testing::Test {
   protected:
     void SetUp() override {
         PackageServiceConfig c;
-        c.upstreams = PackageUpstreams::parse(
-            {"npm=http://127.0.0.1:" + std::to_string(registry_.port()) + "/"});
+        std::string registry = "http://127.0.0.1:" + std::to_string(registry_.port());
+        c.upstreams = PackageUpstreams::parse({"npm=" + registry + "/", "apt=" + registry + "/debian"});
         c.cacheDir = cache_.path();
         auto service = std::make_shared<PackageService>(
             c,
@@ -112,13 +129,26 @@ class PackageProxyTest : public ::testing::Test {
         PackageProxySettings s;
         s.npmPort = s.pypiPort = s.aptPort = 0;  // the "guest" is this host: any free port
         s.maxConnectionsPerSandbox = 4;
-        proxy_ = std::make_unique<PackageProxy>(service, s);
+        // One thread for the service's answers and one for every session's
+        // I/O: a connection that held either would stall all the others.
+        s.threads = 1;
+        proxy_ = std::make_unique<PackageProxy>(ioc_, service, s);
         proxy_->attach("sbx-test", "tenant-a", agentConnection_, PackageRules());
         port_ = proxy_->guestPort("sbx-test", Ecosystem::npm);
         ASSERT_GT(port_, 0u);
     }
 
+    void TearDown() override {
+        proxy_.reset();
+        ioc_.stop();
+        io_.join();
+    }
+
     TinyRegistry registry_;
+    boost::asio::io_context ioc_;
+    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_ =
+        boost::asio::make_work_guard(ioc_);
+    std::thread io_{[this] { ioc_.run(); }};
     test::TempDir cache_;
     test::InProcessAgent agent_;
     std::shared_ptr<AgentConnection> agentConnection_ = agent_.connect();
@@ -190,6 +220,49 @@ TEST_F(PackageProxyTest, MalformedAndOversizedRequestsGetAnErrorAndTheConnection
     (void)!::write(fd, put.data(), put.size());
     EXPECT_EQ(readResponse(fd).rfind("HTTP/1.1 405", 0), 0u);
     ::close(fd);
+}
+
+TEST_F(PackageProxyTest, ASlowReaderOfA200MibDownloadHoldsNoThread) {
+    std::uint16_t apt = static_cast<std::uint16_t>(proxy_->guestPort("sbx-test", Ecosystem::apt));
+    ASSERT_GT(apt, 0u);
+    int slow = connectTo(apt);
+    ASSERT_GE(slow, 0);
+    std::string req = "GET /debian/dists/stable/main/Contents-big HTTP/1.1\r\nHost: h\r\n\r\n";
+    ASSERT_EQ(::write(slow, req.data(), req.size()), static_cast<ssize_t>(req.size()));
+    // The head and the first MiB, then the reader stops: the proxy holds
+    // the rest of the file, not a thread.
+    std::string got;
+    char buf[64 * 1024];
+    while (got.size() < (1u << 20)) {
+        auto n = ::read(slow, buf, sizeof buf);
+        ASSERT_GT(n, 0) << "the download stopped early";
+        got.append(buf, static_cast<std::size_t>(n));
+    }
+    auto headEnd = got.find("\r\n\r\n");
+    ASSERT_NE(headEnd, std::string::npos);
+    ASSERT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got.substr(0, headEnd);
+    EXPECT_NE(got.find("Content-Length: " + std::to_string(kBigFile)), std::string::npos);
+    std::uint64_t body = got.size() - headEnd - 4;
+
+    // Meanwhile another connection is answered, with one worker and one I/O thread.
+    for (int i = 0; i < 3; ++i) {
+        int fd = connectTo(port_);
+        std::string small = "GET /p HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n";
+        (void)!::write(fd, small.data(), small.size());
+        EXPECT_EQ(readResponse(fd).rfind("HTTP/1.1 200", 0), 0u);
+        ::close(fd);
+    }
+    EXPECT_TRUE(test::waitFor([&] { return proxy_->openConnections("sbx-test") == 1u; }, 10s));
+
+    // And the slow reader still gets every byte once it reads again.
+    for (;;) {
+        auto n = ::read(slow, buf, sizeof buf);
+        if (n <= 0) break;
+        body += static_cast<std::uint64_t>(n);
+        if (body >= kBigFile) break;
+    }
+    EXPECT_EQ(body, kBigFile);
+    ::close(slow);
 }
 
 }  // namespace
