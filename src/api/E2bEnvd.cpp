@@ -111,12 +111,12 @@ std::optional<E2bEnvd::Target> E2bEnvd::target(const ApiRequest& head) const {
     return std::nullopt;
 }
 
-E2bEnvd::Caller E2bEnvd::callerOf(const RouteContext& c) {
+E2bEnvd::Caller E2bEnvd::callerOf(const ApiRequest& request, const std::string& tenant,
+                                  const std::string& sandboxId) {
     Caller out;
-    out.tenant = c.tenant;
-    out.sandboxId = c.params.at(0);
+    out.tenant = tenant;
+    out.sandboxId = sandboxId;
     // /files names its user in the query; RPCs in Basic credentials.
-    const auto& request = c.request;
     if (auto u = request.query.find("username");
         request.path == "/files" && u != request.query.end() && !u->second.empty())
         out.user = e2b::basicAuthUser("Basic " + base64Encode(u->second + ":"));
@@ -163,7 +163,7 @@ void E2bEnvd::addRoutes(RouteTable& table) {
                         "unary calls take application/json (the Connect JSON codec)");
         respond(ApiResponse{
             200, "application/json",
-            jsonText(unaryRpc(c.request.path, objectBody(c.request.body), callerOf(c)))});
+            jsonText(unaryRpc(c.request.path, objectBody(c.request.body), callerOf(c.request, c.tenant, c.params.at(0))))});
     };
     for (const char* m : {"List", "SendInput", "SendSignal", "CloseStdin", "Update", "StreamInput"}) {
         Route r = row("POST", std::string(kProcess) + m, RouteKind::unary, ErrorShape::connect);
@@ -196,14 +196,19 @@ void E2bEnvd::addRoutes(RouteTable& table) {
     table.add(std::move(port));
 }
 
-ApiResponse E2bEnvd::health(RouteContext& c) {
-    const std::string& id = c.params.at(0);
-    auto owner = controller_.ownerOf(id);
+SandboxRecord E2bEnvd::runningSandbox(const std::string& sandboxId) {
+    auto owner = controller_.ownerOf(sandboxId);
     if (!owner) throw Error(ErrorCode::sandbox_unreachable, "The sandbox was not found");
-    auto r = controller_.get(*owner, id);
+    auto r = controller_.get(*owner, sandboxId);
     if (r.state != SandboxState::running)
         throw Error(ErrorCode::sandbox_unreachable,
-                    "The sandbox is " + sandboxStateName(r.state));
+                    "The sandbox is " + sandboxStateName(r.state) +
+                        (r.state == SandboxState::paused ? ": connect resumes it" : ""));
+    return r;
+}
+
+ApiResponse E2bEnvd::health(RouteContext& c) {
+    runningSandbox(c.params.at(0));
     return ApiResponse{204, "", ""};
 }
 
@@ -234,14 +239,9 @@ E2bEnvd::PortRoute E2bEnvd::routePort(const ApiRequest& head, const Target& t) {
     // Airlock's own guest services (egress and package proxies) first: no
     // lookup, no request slot, no tunnel for them, whoever asks.
     controller_.ports().requireReachable(target->port);
-    auto owner = controller_.ownerOf(target->sandboxId);
-    if (!owner) throw Error(ErrorCode::sandbox_unreachable, "The sandbox was not found");
-    auto r = controller_.get(*owner, target->sandboxId);
-    if (r.state != SandboxState::running)
-        throw Error(ErrorCode::sandbox_unreachable,
-                    "The sandbox is " + sandboxStateName(r.state));
+    auto r = runningSandbox(target->sandboxId);
     PortRoute route;
-    route.tenant = *owner;
+    route.tenant = r.tenant;
     auto& open = route.open;
     auto& controller = controller_;
     std::string id = target->sandboxId;
@@ -255,8 +255,8 @@ E2bEnvd::PortRoute E2bEnvd::routePort(const ApiRequest& head, const Target& t) {
                (r.portAccess == "token" &&
                 mintingKeyActs(
                     tokens_.trafficTokenKey(id, head.header("e2b-traffic-access-token")),
-                    *owner))) {
-        open = [&controller, tenant = *owner, id, port](AgentStream::Handler handler) {
+                    r.tenant))) {
+        open = [&controller, tenant = r.tenant, id, port](AgentStream::Handler handler) {
             return controller.ports().openTunnel(tenant, id, port, std::move(handler));
         };
     } else if (r.portAccess == "token") {
@@ -435,10 +435,7 @@ json E2bEnvd::unaryRpc(const std::string& path, const json& body, const Caller& 
 }
 
 std::optional<ApiResponse> E2bEnvd::upload(StreamHandover& h) {
-    RouteContext c(h.context.request, Door::e2b_envd);
-    c.tenant = h.context.tenant;
-    c.params = h.context.params;
-    Caller caller = callerOf(c);
+    Caller caller = callerOf(h.context.request, h.context.tenant, h.context.params.at(0));
     const ApiRequest& request = h.context.request;
     if (request.header("content-encoding").size() &&
         request.header("content-encoding") != "identity")
@@ -477,13 +474,10 @@ std::optional<ApiResponse> E2bEnvd::upload(StreamHandover& h) {
 }
 
 std::optional<ApiResponse> E2bEnvd::download(StreamHandover& h) {
-    RouteContext c(h.context.request, Door::e2b_envd);
-    c.tenant = h.context.tenant;
-    c.params = h.context.params;
-    Caller caller = callerOf(c);
-    auto p = c.request.query.find("path");
-    std::string path =
-        e2b::resolveUserPath(p == c.request.query.end() ? "" : p->second, caller.user);
+    Caller caller = callerOf(h.context.request, h.context.tenant, h.context.params.at(0));
+    const auto& query = h.context.request.query;
+    auto p = query.find("path");
+    std::string path = e2b::resolveUserPath(p == query.end() ? "" : p->second, caller.user);
     auto& controller = controller_;
     std::make_shared<DownloadSession>(
         std::move(h.stream), std::move(h.context),
@@ -582,7 +576,7 @@ class DirPoller : public std::enable_shared_from_this<DirPoller> {
 
 ConnectStreamPlan E2bEnvd::planStream(RouteContext& c) {
     const ApiRequest& request = c.request;
-    Caller caller = callerOf(c);
+    Caller caller = callerOf(c.request, c.tenant, c.params.at(0));
     if (request.contentType.rfind("application/connect+json", 0) != 0)
         throw Error(ErrorCode::bad_request, "streaming calls take application/connect+json");
     auto envelope = e2b::parseSingleEnvelope(request.body, kMaxRpcBody);

@@ -55,7 +55,9 @@ class E2bEnvd {
         std::function<std::shared_ptr<AgentStream>(AgentStream::Handler)> open;
     };
     PortRoute routePort(const ApiRequest& head, const Target& target);
-
+    // As E2B's proxy answers before anything else: the record of a sandbox
+    // that runs, else Error(sandbox_unreachable) saying it is gone or paused.
+    SandboxRecord runningSandbox(const std::string& sandboxId);
 
     e2b::E2bProcessTable& processes() { return processes_; }
 
@@ -64,7 +66,8 @@ class E2bEnvd {
     struct Caller {
         std::string tenant, sandboxId, user;
     };
-    static Caller callerOf(const RouteContext& c);
+    static Caller callerOf(const ApiRequest& request, const std::string& tenant,
+                           const std::string& sandboxId);
     ApiResponse health(RouteContext& c);
     nlohmann::json unaryRpc(const std::string& method, const nlohmann::json& body,
                             const Caller& caller);

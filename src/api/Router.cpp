@@ -88,18 +88,12 @@ Principal Router::callerFor(const ApiRequest& head, Door door, const std::string
             return auth_.principalForE2bKey(head.header("x-api-key"));
         case Door::e2b_envd: {
             // As E2B's proxy: a sandbox that is gone or paused answers 502 first.
-            auto owner = controller_.ownerOf(sandboxId);
-            if (!owner) throw Error(ErrorCode::sandbox_unreachable, "The sandbox was not found");
-            auto r = controller_.get(*owner, sandboxId);
-            if (r.state != SandboxState::running)
-                throw Error(ErrorCode::sandbox_unreachable,
-                            "The sandbox is " + sandboxStateName(r.state) +
-                                (r.state == SandboxState::paused ? ": connect resumes it" : ""));
+            std::string owner = e2bEnvd_->runningSandbox(sandboxId).tenant;
             // The token names the key that fetched it; read from the store on
             // every use, so a revoked or expired key's tokens stop at once.
             auto keyId = e2bTokens_->envdTokenKey(sandboxId, head.header("x-access-token"));
             std::optional<Principal> who = keyId ? auth_.activeKey(*keyId) : std::nullopt;
-            if (!who || (who->role != Role::admin && who->tenant != *owner))
+            if (!who || (who->role != Role::admin && who->tenant != owner))
                 throw Error(ErrorCode::unauthorized,
                             "unauthorized access, please provide a valid access token (a token "
                             "dies with the API key that fetched it)");
