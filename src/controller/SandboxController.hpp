@@ -21,6 +21,7 @@
 #include "controller/SandboxAccess.hpp"
 #include "controller/SandboxAgents.hpp"
 #include "controller/SandboxCommands.hpp"
+#include "controller/SandboxEvidenceSource.hpp"
 #include "controller/SandboxSecrets.hpp"
 #include "controller/SnapshotLibrary.hpp"
 #include "controller/SparePool.hpp"
@@ -162,15 +163,16 @@ struct CreateSandboxRequest {
 // before it is acted on, so a restart can finish or undo it (recover()).
 // All methods are synchronous and thread-safe; the API runs them on worker
 // threads. A sandbox's files and processes are services of their own
-// (files(), processes()) over the controller's SandboxAccess view.
-class SandboxController : private SandboxAccess {
+// (files(), processes()) over the controller's SandboxAccess view; the
+// evidence service reads it through evidenceSource().
+class SandboxController : private SandboxAccess, private SandboxEvidenceSource {
   public:
     SandboxController(ControllerConfig config, Hypervisor& hypervisor, ControllerStores stores,
                       const TemplateCatalog& templates, AgentConnector connector);
     ~SandboxController();
 
     SandboxRecord create(const std::string& tenant, const CreateSandboxRequest& request);
-    SandboxRecord get(const std::string& tenant, const std::string& id);
+    SandboxRecord get(const std::string& tenant, const std::string& id) override;
     // A tenant's, or every tenant's (TenantScope::all(): never the internal
     // spares and warm sandboxes).
     std::vector<SandboxRecord> list(const TenantScope& scope);
@@ -210,7 +212,7 @@ class SandboxController : private SandboxAccess {
     // would record it and run nothing).
     ApprovalGates& gates() { return gates_; }
     std::vector<AuditEvent> audit(const std::string& tenant, const std::string& sandboxId,
-                                  const AuditQuery& query);
+                                  const AuditQuery& query) override;
     // The command policy as it applies to a sandbox's commands.
     const CommandJudge& commandJudge() const { return judge_; }
 
@@ -247,13 +249,16 @@ class SandboxController : private SandboxAccess {
 
     // Ownership + state check, then the sandbox's agent connection (one per
     // sandbox: virtio-serial takes one host at a time).
-    std::shared_ptr<AgentConnection> runningAgent(const std::string& tenant, const std::string& id);
+    std::shared_ptr<AgentConnection> runningAgent(const std::string& tenant,
+                                                  const std::string& id) override;
 
     // A sandbox's files (uploads, downloads, operations, file activity),
     // its background processes, and its ports (previews, tunnels).
     GuestFiles& files() { return files_; }
     GuestProcesses& processes() { return processes_; }
     GuestPorts& ports() { return guestPorts_; }
+    // What the evidence service reads of a sandbox, and no more.
+    SandboxEvidenceSource& evidenceSource() { return *this; }
 
     // Workspaces (the workspace service sets these): a write through the
     // files API is checked against the sandbox's write scope (throws
@@ -282,7 +287,8 @@ class SandboxController : private SandboxAccess {
     SandboxRecord requireRunning(const std::string& tenant, const std::string& id) override;
     // A record the host writes about a sandbox (workspace fetches, pushes,
     // evidence): masked with hostTextMasker.
-    void recordEvent(const SandboxRecord& r, const std::string& type, const nlohmann::json& data) {
+    void recordEvent(const SandboxRecord& r, const std::string& type,
+                     const nlohmann::json& data) override {
         auto masker = hostTextMasker(r);
         record(r.id, r.tenant, type, data, &masker);
     }
@@ -344,6 +350,15 @@ class SandboxController : private SandboxAccess {
     void startSpares();
 
     SandboxRecord requireOwned(const std::string& tenant, const std::string& id) override;
+    protocol::FsResult fileOp(const std::string& tenant, const std::string& id,
+                              const protocol::FsRequest& request) override {
+        return files_.fileOp(tenant, id, request);
+    }
+    void drainFileActivity(const SandboxRecord& r) override { files_.drainFileActivity(r); }
+    std::vector<ExposedPort> exposedPorts(const std::string& tenant,
+                                          const std::string& id) override {
+        return guestPorts_.list(tenant, id);
+    }
     PreparedCommand prepareCommand(const SandboxRecord& r, const ExecOptions& options,
                                    const char* door) override {
         return commands_.prepare(r, options, door);

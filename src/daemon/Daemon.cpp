@@ -276,7 +276,7 @@ int runDaemon(const DaemonOptions& options) {
         logInfo("airlockd",
                 "evidence key rotated: the active key is now " + rotated.keyid().substr(0, 16));
     }
-    EvidenceService evidence(evidenceConfig, controller, &workspaces, evidenceRecords);
+    EvidenceService evidence(evidenceConfig, controller.evidenceSource(), &workspaces, evidenceRecords);
     workspaces.setEvidenceSummary([&evidence](const std::string& id, const std::string& tree) {
         return evidence.latestForTree(id, tree);
     });

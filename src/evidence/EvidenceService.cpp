@@ -29,7 +29,7 @@
 #include "protocol/GuestResults.hpp"
 #include "protocol/JsonText.hpp"
 #include "protocol/PathGlob.hpp"
-#include "workspace/WorkspaceService.hpp"
+#include "workspace/WorkspaceEvidence.hpp"
 
 namespace airlock {
 namespace {
@@ -136,10 +136,10 @@ struct EvidenceService::Gathered {
     json counts = json::object();
 };
 
-EvidenceService::EvidenceService(EvidenceConfig config, SandboxController& controller,
-                                 workspace::WorkspaceService* workspaces, EvidenceStore& store)
+EvidenceService::EvidenceService(EvidenceConfig config, SandboxEvidenceSource& sandboxes,
+                                 WorkspaceEvidenceSource* workspaces, EvidenceStore& store)
     : config_(std::move(config)),
-      controller_(controller),
+      sandboxes_(sandboxes),
       workspaces_(workspaces),
       store_(store),
       key_(EvidenceKey::loadOrCreate(config_.dataDir + "/keys")) {
@@ -185,7 +185,7 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
     // A bundle is mostly guest output: masked with what the guest was given
     // only (host-only values were masked in the host's records when written,
     // and are never compared with what the guest wrote).
-    auto masker = controller_.guestOutputMasker(r);
+    auto masker = sandboxes_.guestOutputMasker(r);
     std::vector<std::string> secretValues;
     for (const auto& n : masker.needles()) secretValues.push_back(n);
     json task = r.taskJson.empty() ? json(nullptr) : json::parse(r.taskJson, nullptr, false);
@@ -201,7 +201,7 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
     AuditQuery q;
     q.limit = 1000;
     while (events.size() < kMaxAuditEvents) {
-        auto page = controller_.audit(r.tenant, r.id, q);
+        auto page = sandboxes_.audit(r.tenant, r.id, q);
         if (page.empty()) break;
         q.after = page.back().seq;
         events.insert(events.end(), page.begin(), page.end());
@@ -437,7 +437,7 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
     json artifactNote = nullptr;
     if (!globs.empty() && running && degraded.empty()) {
         try {
-            auto agent = controller_.runningAgent(r.tenant, r.id);
+            auto agent = sandboxes_.runningAgent(r.tenant, r.id);
             std::vector<std::pair<std::string, std::uint64_t>> found;  // relative path, size
             std::vector<std::pair<std::string, int>> dirs{{"", 0}};
             std::size_t visited = 0, unlistable = 0;
@@ -451,7 +451,7 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
                     list.action = protocol::FsRequest::Action::list;
                     list.path = rel.empty() ? artifactRoot : artifactRoot + "/" + rel;
                     list.user = config_.artifactUser;
-                    listing = controller_.files().fileOp(r.tenant, r.id, list);
+                    listing = sandboxes_.fileOp(r.tenant, r.id, list);
                 } catch (const Error&) {
                     continue;
                 }
@@ -575,7 +575,7 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
     // Previews (never their tokens).
     json previews = json::array();
     if (running) try {
-            for (const auto& p : controller_.ports().list(r.tenant, r.id))
+            for (const auto& p : sandboxes_.exposedPorts(r.tenant, r.id))
                 previews.push_back({{"port", p.port}, {"created_at", p.createdAt}});
         } catch (const std::exception&) {
         }
@@ -660,15 +660,15 @@ EvidenceRecord EvidenceService::seal(const std::string& tenant, const std::strin
 
 EvidenceRecord EvidenceService::sealBundle(const std::string& tenant, const std::string& sandboxId,
                                            const std::string& kind, const std::string& degraded) {
-    auto r = controller_.get(tenant, sandboxId);
+    auto r = sandboxes_.get(tenant, sandboxId);
     auto lock = sandboxLock(sandboxId);
     std::lock_guard hold(*lock);
     std::string id = newId("evd-");
     // What the guest gathered since the last drain joins the audit log first.
-    if (degraded.empty()) controller_.files().drainFileActivity(r);
+    if (degraded.empty()) sandboxes_.drainFileActivity(r);
     auto g = gather(r, id, degraded);
     EvidenceModel& m = g.model;
-    auto masker = controller_.guestOutputMasker(r);
+    auto masker = sandboxes_.guestOutputMasker(r);
     // Verdicts first, from the data as it was: findings, the test result.
     json findings = computeFindings(m);
     if (m.manifest.value("secrets_in_changes", false))
@@ -811,7 +811,7 @@ EvidenceRecord EvidenceService::sealBundle(const std::string& tenant, const std:
         ::unlink(bundlePath(id).c_str());
         throw;
     }
-    controller_.recordEvent(r, "evidence.sealed",
+    sandboxes_.recordEvent(r, "evidence.sealed",
                             {{"evidence_id", id},
                              {"kind", kind},
                              {"sha256", rec.sha256},
@@ -826,7 +826,7 @@ EvidenceRecord EvidenceService::sealBundle(const std::string& tenant, const std:
 std::vector<EvidenceRecord> EvidenceService::list(const std::string& tenant,
                                                   const std::string& sandboxId) {
     auto rows = store_.listForSandbox(sandboxId, TenantScope::only(tenant));
-    if (rows.empty()) controller_.get(tenant, sandboxId);  // 404 for a sandbox it never had
+    if (rows.empty()) sandboxes_.get(tenant, sandboxId);  // 404 for a sandbox it never had
     return rows;
 }
 
@@ -882,8 +882,8 @@ json EvidenceService::review(const std::string& tenant, const std::string& id,
         id, json{{"decision", decision}, {"reason", reason}, {"reviewer", reviewer}, {"at", at}}
                 .dump());
     try {
-        auto sandbox = controller_.get(tenant, rec.sandboxId);
-        controller_.recordEvent(sandbox, "evidence.reviewed",
+        auto sandbox = sandboxes_.get(tenant, rec.sandboxId);
+        sandboxes_.recordEvent(sandbox, "evidence.reviewed",
                                 {{"evidence_id", id},
                                  {"decision", decision},
                                  {"reason", reason},
@@ -936,13 +936,13 @@ void EvidenceService::beforeDelete(const SandboxRecord& r) {
         return;
     } catch (const std::exception& e) {
         logError("evidence", "the final bundle of " + r.id + " failed: " + e.what());
-        controller_.recordEvent(r, "evidence.seal_failed",
+        sandboxes_.recordEvent(r, "evidence.seal_failed",
                                 {{"kind", "final"}, {"error", e.what()}});
         try {
             sealBundle(r.tenant, r.id, "final", std::string("the full seal failed: ") + e.what());
         } catch (const std::exception& again) {
             logError("evidence", "no final bundle for " + r.id + ": " + again.what());
-            controller_.recordEvent(r, "evidence.seal_failed",
+            sandboxes_.recordEvent(r, "evidence.seal_failed",
                                     {{"kind", "final"}, {"degraded", true}, {"error", again.what()}});
         }
     }

@@ -7,16 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "controller/SandboxController.hpp"
+#include "controller/SandboxEvidenceSource.hpp"
 #include "evidence/EvidenceKey.hpp"
 #include "evidence/EvidenceModel.hpp"
 #include "store/EvidenceStore.hpp"
 
 namespace airlock {
 
-namespace workspace {
-class WorkspaceService;
-}
+class WorkspaceEvidenceSource;
 
 struct EvidenceConfig {
     std::string dataDir;  // DATA/evidence: keys/ and bundles/
@@ -37,8 +35,10 @@ struct EvidenceConfig {
 // the sandbox for the retention period, and records human reviews.
 class EvidenceService {
   public:
-    EvidenceService(EvidenceConfig config, SandboxController& controller,
-                    workspace::WorkspaceService* workspaces, EvidenceStore& store);
+    // `sandboxes`: the controller's evidence view; `workspaces`: the
+    // workspace service (none: no sandbox has a workspace).
+    EvidenceService(EvidenceConfig config, SandboxEvidenceSource& sandboxes,
+                    WorkspaceEvidenceSource* workspaces, EvidenceStore& store);
 
     // kind: manual (POST .../evidence) or final (at delete).
     EvidenceRecord seal(const std::string& tenant, const std::string& sandboxId,
@@ -83,8 +83,8 @@ class EvidenceService {
     std::shared_ptr<std::mutex> sandboxLock(const std::string& id);
 
     EvidenceConfig config_;
-    SandboxController& controller_;
-    workspace::WorkspaceService* workspaces_;
+    SandboxEvidenceSource& sandboxes_;
+    WorkspaceEvidenceSource* workspaces_;
     EvidenceStore& store_;
     EvidenceKey key_;
     std::mutex locksGuard_;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "controller/SandboxController.hpp"
+#include "workspace/WorkspaceEvidence.hpp"
 #include "core/SecretCipher.hpp"
 #include "egress/AddressPolicy.hpp"
 #include "store/CredentialStore.hpp"
@@ -49,7 +50,7 @@ struct CredentialSpec {
 // and push are computed on the host from the files the agent streams back,
 // so nothing the agent does to its own .git changes them. A push is always
 // a publish approval; the push itself runs on this service's worker.
-class WorkspaceService {
+class WorkspaceService : public WorkspaceEvidenceSource {
   public:
     WorkspaceService(WorkspaceConfig config, SandboxController& controller,
                      CredentialStore& credentials, WorkspaceStore& workspaces);
@@ -91,14 +92,10 @@ class WorkspaceService {
     // the working tree now (final tree, patch, files) and, for the paths
     // `wanted` picks among the changed ones plus .gitattributes, their
     // content before and after ("" when absent on that side).
-    struct EvidenceView {
-        nlohmann::json info;
-        std::string finalTree, patch;
-        nlohmann::json files = nlohmann::json::array();
-        std::map<std::string, std::pair<std::string, std::string>> contents;
-        std::string gitattributes;
-    };
-    bool hasWorkspace(const std::string& id) { return workspaces_.find(id).has_value(); }
+    using EvidenceView = WorkspaceEvidence;
+    bool hasWorkspace(const std::string& id) override {
+        return workspaces_.find(id).has_value();
+    }
     // The latest evidence bundle of a sandbox whose final tree is `tree`, in
     // short ({"id","summary"} or null): a push approval shows it to the
     // approver, never one sealed for another tree.
@@ -112,8 +109,9 @@ class WorkspaceService {
     // The files a stopped fetch left in a mirror's objects/pack.
     static void removePartialPacks(const std::string& mirror);
 
-    std::optional<EvidenceView> evidenceView(const std::string& tenant, const std::string& id,
-                                             const std::function<bool(const std::string&)>& wanted);
+    std::optional<EvidenceView> evidenceView(
+        const std::string& tenant, const std::string& id,
+        const std::function<bool(const std::string&)>& wanted) override;
 
   private:
     struct Record;

@@ -29,7 +29,7 @@ class EvidenceServiceTest : public test::ControllerFixture {
         config.defaultArtifactRoot = dir.path() + "/work";
         config.artifactUser = "root";  // the in-process agent runs on the host
         config.retentionDays = 1;
-        service = std::make_unique<EvidenceService>(config, *controller, nullptr, *evidenceStore);
+        service = std::make_unique<EvidenceService>(config, controller->evidenceSource(), nullptr, *evidenceStore);
         controller->setDeleteHooks([this](const SandboxRecord& r) { service->beforeDelete(r); },
                                    [this](const std::string& id) { service->afterDelete(id); });
         fs::create_directories(dir.path() + "/work/reports");
