@@ -113,13 +113,17 @@ class E2bFrontDoor : public ::testing::Test {
         EXPECT_EQ(daemon->endedHow(), "") << "airlockd died during the test";
     }
 
-    static RawAnswer raw(const std::string& request) {
-        return parse(test::rawHttp(daemon->port(), request));
+    // Every request here closes its connection: the deadline only bounds a
+    // failure, and must leave room for a create or a guest call made while
+    // another suite's guests load the machine.
+    static RawAnswer raw(const std::string& request, int seconds = 60) {
+        return parse(test::rawHttp(daemon->port(), request, seconds));
     }
     static RawAnswer e2bCreate(const std::string& body) {
         return raw("POST /v2/sandboxes HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-KEY: e2b_" +
-                   key.substr(3) + "\r\nContent-Type: application/json\r\nContent-Length: " +
-                   std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+                       key.substr(3) + "\r\nContent-Type: application/json\r\nContent-Length: " +
+                       std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body,
+                   300);
     }
     // An envd request with the routing headers and a body.
     static RawAnswer envd(const std::string& path, const std::string& contentType,
