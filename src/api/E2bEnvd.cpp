@@ -94,7 +94,7 @@ E2bEnvd::E2bEnvd(SandboxController& controller, const e2b::SandboxTokens& tokens
       limiter_(limiter),
       workers_(workers),
       publicDomain_(std::move(publicDomain)),
-      processes_(controller) {}
+      processes_(controller.commands()) {}
 
 std::optional<E2bEnvd::Target> E2bEnvd::target(const ApiRequest& head) const {
     std::string id = head.header("e2b-sandbox-id"), port = head.header("e2b-sandbox-port");

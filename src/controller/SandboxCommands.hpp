@@ -98,6 +98,13 @@ class SandboxCommands {
     // A command judged (anything but allow is refused, and audited; `door`
     // names the route) and made ready for the agent: what SandboxAccess's
     // prepareCommand gives the guest services.
+    // What the command policy says of a command in the caller's sandbox
+    // (Error(not_found) when the sandbox is not the caller's), nothing run
+    // or recorded: a door that handles approvals its own way asks first.
+    policy::Verdict judge(const std::string& tenant, const std::string& id,
+                          const ExecOptions& options) const {
+        return p_.judge.judge(p_.sandboxes.requireOwned(tenant, id), options);
+    }
     PreparedCommand prepare(const SandboxRecord& r, const ExecOptions& options, const char* door);
 
     // The one command running in a sandbox through exec (masked), or "" when

@@ -13,6 +13,7 @@
 #include "controller/ApprovalGates.hpp"
 #include "controller/AuditRecorder.hpp"
 #include "controller/CommandJudge.hpp"
+#include "controller/CreateSandboxRequest.hpp"
 #include "controller/DiskLayers.hpp"
 #include "controller/ExecOptions.hpp"
 #include "controller/GuestFiles.hpp"
@@ -29,6 +30,7 @@
 #include "controller/TenantLimits.hpp"
 #include "controller/UidPool.hpp"
 #include "controller/VerifiedFiles.hpp"
+#include "controller/WorkspaceSandboxes.hpp"
 #include "controller/WorkspaceSpec.hpp"
 #include "core/KeyedMutexes.hpp"
 #include "core/LatencyHistogram.hpp"
@@ -129,49 +131,23 @@ struct ControllerStores {
     WorkspaceStore* workspaces = nullptr;
 };
 
-struct CreateSandboxRequest {
-    std::string templateName = "minimal";
-    std::string snapshot;                  // clone this snapshot instead of booting a template
-    std::string boot = "auto";             // auto | cold | warm (a template's ready snapshot)
-    std::optional<std::int64_t> timeoutS;  // default: the server's
-    std::string onTimeout = "kill";        // kill | pause
-    std::optional<unsigned> vcpus;
-    std::optional<unsigned> memoryMib;
-    std::optional<unsigned>
-        diskGib;  // the disk's size (templates with a disk); default: the template's
-    std::map<std::string, std::string> metadata;
-    std::map<std::string, std::string> env;
-    policy::PolicyRules policy;  // per-sandbox rules (deny > approve > allow > defaults)
-    std::map<std::string, SecretSpec> secrets;
-    std::vector<std::string> networkAllow;  // egress allowlist; empty: no network
-    // Package rules (validated: packages::PackageRules); nullopt: the defaults.
-    std::optional<nlohmann::json> packages;
-    // An agent key asks: the rules may only be as strict as the tenant's or stricter.
-    bool packagesTightenOnly = false;
-    // A repository workspace (the workspace service prepares it; the
-    // controller itself ignores it).
-    std::optional<WorkspaceSpec> workspace;
-    // The task this sandbox serves (validated by the API: id, prompt,
-    // requested_by, test_commands, sensitive_paths), stored with the
-    // sandbox's secret values masked; and workspace-relative artifact globs.
-    std::optional<nlohmann::json> task;
-    std::vector<std::string> artifacts;
-    std::string portAccess = "exposed";  // see SandboxRecord::portAccess
-};
 
 // Owns the sandbox lifecycle: every state change is written to the store
 // before it is acted on, so a restart can finish or undo it (recover()).
 // All methods are synchronous and thread-safe; the API runs them on worker
 // threads. A sandbox's files and processes are services of their own
 // (files(), processes()) over the controller's SandboxAccess view; the
-// evidence service reads it through evidenceSource().
-class SandboxController : private SandboxAccess, private SandboxEvidenceSource {
+// evidence and workspace services reach it through evidenceSource() and
+// workspaceSandboxes().
+class SandboxController : private SandboxAccess,
+                          private SandboxEvidenceSource,
+                          private WorkspaceSandboxes {
   public:
     SandboxController(ControllerConfig config, Hypervisor& hypervisor, ControllerStores stores,
                       const TemplateCatalog& templates, AgentConnector connector);
     ~SandboxController();
 
-    SandboxRecord create(const std::string& tenant, const CreateSandboxRequest& request);
+    SandboxRecord create(const std::string& tenant, const CreateSandboxRequest& request) override;
     SandboxRecord get(const std::string& tenant, const std::string& id) override;
     // A tenant's, or every tenant's (TenantScope::all(): never the internal
     // spares and warm sandboxes).
@@ -195,7 +171,7 @@ class SandboxController : private SandboxAccess, private SandboxEvidenceSource {
     // `why` ends the message of calls still open on the sandbox ("sandbox
     // sbx-… is gone: <why>", a conflict).
     void destroy(const std::string& tenant, const std::string& id,
-                 const std::string& why = "it was deleted");
+                 const std::string& why = "it was deleted") override;
     // Commands: the REST exec (run or parked for approval), the streamed
     // exec, approved runs, each judged by the command policy and audited.
     SandboxCommands& commands() { return commands_; }
@@ -210,7 +186,7 @@ class SandboxController : private SandboxAccess, private SandboxEvidenceSource {
     // What waits for a human: parked commands, pushes and package versions.
     // A decision goes through decideApproval above (gates().decide alone
     // would record it and run nothing).
-    ApprovalGates& gates() { return gates_; }
+    ApprovalGates& gates() override { return gates_; }
     std::vector<AuditEvent> audit(const std::string& tenant, const std::string& sandboxId,
                                   const AuditQuery& query) override;
     // The command policy as it applies to a sandbox's commands.
@@ -259,14 +235,16 @@ class SandboxController : private SandboxAccess, private SandboxEvidenceSource {
     GuestPorts& ports() { return guestPorts_; }
     // What the evidence service reads of a sandbox, and no more.
     SandboxEvidenceSource& evidenceSource() { return *this; }
+    // What the workspace service needs of it, and no more.
+    WorkspaceSandboxes& workspaceSandboxes() { return *this; }
 
     // Workspaces (the workspace service sets these): a write through the
     // files API is checked against the sandbox's write scope (throws
     // Error(forbidden)); a decided publish approval (a push) goes back to the
     // service, on a thread of its own.
-    using WriteGuard = std::function<void(const SandboxRecord&, const std::string& path)>;
-    using PublishHandler = std::function<void(const GatedExec&, bool approved)>;
-    void setWorkspaceHooks(WriteGuard guard, PublishHandler publish);
+    using WriteGuard = WorkspaceSandboxes::WriteGuard;
+    using PublishHandler = WorkspaceSandboxes::PublishHandler;
+    void setWorkspaceHooks(WriteGuard guard, PublishHandler publish) override;
     // Evidence: called before a delete tears a sandbox down (it still runs:
     // a final bundle is sealed then) and after it is gone.
     using BeforeDelete = std::function<void(const SandboxRecord&)>;
@@ -275,8 +253,10 @@ class SandboxController : private SandboxAccess, private SandboxEvidenceSource {
     // Host-only values of a sandbox (its tenant's git credentials, which the
     // guest is never given): masked in text the host writes (recordEvent,
     // hostTextMasker), never compared with guest output.
-    using ExtraSecrets = SandboxSecrets::ExtraSource;
-    void setExtraSecrets(ExtraSecrets source) { secrets_.setExtraSource(std::move(source)); }
+    using ExtraSecrets = WorkspaceSandboxes::ExtraSecrets;
+    void setExtraSecrets(ExtraSecrets source) override {
+        secrets_.setExtraSource(std::move(source));
+    }
     // Guest output (and what the agent chose): the sandbox's secrets only.
     SecretMasker guestOutputMasker(const SandboxRecord& r) const override;
     SecretMasker streamMasker(const SandboxRecord& r,
@@ -355,6 +335,10 @@ class SandboxController : private SandboxAccess, private SandboxEvidenceSource {
         return files_.fileOp(tenant, id, request);
     }
     void drainFileActivity(const SandboxRecord& r) override { files_.drainFileActivity(r); }
+    bool watchFiles(const std::string& tenant, const std::string& id,
+                    const std::string& path) override {
+        return files_.watchFiles(tenant, id, path);
+    }
     std::vector<ExposedPort> exposedPorts(const std::string& tenant,
                                           const std::string& id) override {
         return guestPorts_.list(tenant, id);

@@ -265,7 +265,7 @@ int runDaemon(const DaemonOptions& options) {
     workspaceConfig.tenantQuotaBytes = options.gitTenantQuotaMib << 20;
     workspaceConfig.mirrorRetention = std::chrono::hours(options.gitMirrorRetentionHours);
     workspaceConfig.minFreeDiskBytes = options.minFreeDiskMib << 20;
-    workspace::WorkspaceService workspaces(workspaceConfig, controller, credentials,
+    workspace::WorkspaceService workspaces(workspaceConfig, controller.workspaceSandboxes(), credentials,
                                            workspaceRecords);
 
     EvidenceConfig evidenceConfig;

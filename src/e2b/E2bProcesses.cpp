@@ -189,7 +189,6 @@ void E2bProcess::onEvent(AgentStream::Event&& e) {
 std::shared_ptr<E2bProcess> E2bProcessTable::start(
     const std::string& tenant, const std::string& sandboxId, const ProcessSpec& spec,
     const std::shared_ptr<ProcessSubscriber>& first) {
-    auto record = controller_.get(tenant, sandboxId);
     ExecOptions options;
     options.argv.push_back(spec.cmd);
     options.argv.insert(options.argv.end(), spec.args.begin(), spec.args.end());
@@ -199,13 +198,13 @@ std::shared_ptr<E2bProcess> E2bProcessTable::start(
     options.timeoutS = spec.timeoutS;
     if (options.argv[0].empty()) throw Error(ErrorCode::bad_request, "process.cmd is required");
 
-    auto verdict = controller_.commandJudge().judge(record, options);
+    auto verdict = commands_.judge(tenant, sandboxId, options);
     if (verdict.decision == policy::Decision::approve) {
         // Parked as an exec a human decides on; approved, it runs then, and
         // its result is kept with the exec (the stream cannot wait an hour).
         ExecOptions parked = options;
         if (parked.timeoutS == 0) parked.timeoutS = 3600;
-        auto g = controller_.commands().submitAsync(tenant, sandboxId, parked, [](auto, auto) {});
+        auto g = commands_.submitAsync(tenant, sandboxId, parked, [](auto, auto) {});
         if (!g)
             throw Error(ErrorCode::conflict,
                         "the policy changed while the command started; run it again");
@@ -252,7 +251,7 @@ std::shared_ptr<E2bProcess> E2bProcessTable::start(
     terminal.stdinStream = spec.stdinOpen || spec.pty;
     try {
         // The handler holds the process until its stream ends.
-        auto opened = controller_.commands().openStreamed(
+        auto opened = commands_.openStreamed(
             tenant, sandboxId, options, terminal,
             [proc](AgentStream::Event&& e) { proc->onEvent(std::move(e)); });
         counted = false;  // the start or the end uncounts it now

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "agentclient/AgentStream.hpp"
-#include "controller/SandboxController.hpp"
+#include "controller/SandboxCommands.hpp"
 
 namespace airlock::e2b {
 
@@ -84,7 +84,9 @@ class E2bProcess : public std::enable_shared_from_this<E2bProcess> {
 class E2bProcessTable {
   public:
     static constexpr std::size_t kMaxPerSandbox = 64;
-    explicit E2bProcessTable(SandboxController& controller) : controller_(controller) {}
+    // Commands start through the controller's commands, judged and audited
+    // as every door's are.
+    explicit E2bProcessTable(SandboxCommands& commands) : commands_(commands) {}
 
     // Judges and starts the command (as the native streamed exec does, with
     // its audit); `first` gets the start event once the guest reports the
@@ -101,7 +103,7 @@ class E2bProcessTable {
   private:
     void forget(const std::string& sandboxId, std::uint32_t pid);
 
-    SandboxController& controller_;
+    SandboxCommands& commands_;
     std::mutex mutex_;
     std::map<std::string, std::map<std::uint32_t, std::shared_ptr<E2bProcess>>> bySandbox_;
     std::map<std::string, std::size_t> starting_;  // per sandbox: started, pid not yet known

@@ -176,10 +176,10 @@ struct WorkspaceService::Snapshot {
     Scan scan;
 };
 
-WorkspaceService::WorkspaceService(WorkspaceConfig config, SandboxController& controller,
+WorkspaceService::WorkspaceService(WorkspaceConfig config, WorkspaceSandboxes& sandboxes,
                                    CredentialStore& credentials, WorkspaceStore& workspaces)
     : config_(std::move(config)),
-      controller_(controller),
+      sandboxes_(sandboxes),
       credentials_(credentials),
       workspaces_(workspaces) {
     initGit();
@@ -192,19 +192,19 @@ WorkspaceService::WorkspaceService(WorkspaceConfig config, SandboxController& co
         fs::remove_all(t.path() / "scratch", ec);
     // A push a restart interrupted did not happen as far as anyone knows:
     // failed, and the agent may ask again (the lease is checked anew).
-    for (const auto& g : controller_.gates().running("psh-")) {
-        controller_.gates().finishPublish(g.id, "failed",
+    for (const auto& g : sandboxes_.gates().running("psh-")) {
+        sandboxes_.gates().finishPublish(g.id, "failed",
                                           "airlockd restarted during the push; ask again");
-        controller_.recordEvent(refOf(g.sandboxId, g.tenant), "push.rejected",
+        sandboxes_.recordEvent(refOf(g.sandboxId, g.tenant), "push.rejected",
                                 {{"push_id", g.id},
                                  {"reason", "airlockd restarted during the push"},
                                  {"failed", true}});
     }
     worker_ = std::thread([this] { pushWorker(); });
-    controller_.setWorkspaceHooks(
+    sandboxes_.setWorkspaceHooks(
         [this](const SandboxRecord& r, const std::string& path) { checkWrite(r, path); },
         [this](const GatedExec& g, bool approved) { onPublishDecision(g, approved); });
-    controller_.setExtraSecrets([this](const SandboxRecord& r) {
+    sandboxes_.setExtraSecrets([this](const SandboxRecord& r) {
         std::vector<std::string> values;
         if (!config_.cipher) return values;
         for (const auto& c : credentials_.list(r.tenant))
@@ -215,8 +215,8 @@ WorkspaceService::WorkspaceService(WorkspaceConfig config, SandboxController& co
 }
 
 WorkspaceService::~WorkspaceService() {
-    controller_.setWorkspaceHooks(nullptr, nullptr);
-    controller_.setExtraSecrets(nullptr);
+    sandboxes_.setWorkspaceHooks(nullptr, nullptr);
+    sandboxes_.setExtraSecrets(nullptr);
     {
         std::lock_guard lock(queueMutex_);
         stopping_ = true;
@@ -253,7 +253,7 @@ CredentialRecord WorkspaceService::addCredential(const std::string& tenant,
     c.secretSealed = config_.cipher->seal(spec.secret, "credential/" + tenant + "/" + spec.name);
     if (!credentials_.insert(c))
         throw Error(ErrorCode::conflict, "a credential named '" + spec.name + "' exists already");
-    controller_.recordEvent(
+    sandboxes_.recordEvent(
         refOf("", tenant), "credential.created",
         {{"name", c.name}, {"kind", c.kind}, {"host", c.host}, {"scope", c.scope}});
     c.secretSealed.clear();
@@ -319,7 +319,7 @@ std::string WorkspaceService::fetchMirror(const std::string& tenant, const Remot
     // Disk first: the free-disk floor (507) and the tenant's git quota,
     // then a fetch that stops at whichever of the per-fetch cap, the rest
     // of the quota and the room above the floor comes first.
-    controller_.requireFreeSpace("a git fetch");
+    sandboxes_.requireFreeSpace("a git fetch", 0);
     std::uint64_t used = config_.tenantQuotaBytes ? tenantUsage(tenant) : 0;
     if (config_.tenantQuotaBytes && used >= config_.tenantQuotaBytes)
         throw Error(ErrorCode::quota_exceeded,
@@ -518,7 +518,7 @@ Repository WorkspaceService::openWorkRepo(const std::string& tenant,
 // ------------------------------------------------------------ records
 
 WorkspaceService::Record WorkspaceService::load(const std::string& tenant, const std::string& id) {
-    controller_.get(tenant, id);  // ownership: 404 for anyone else's
+    sandboxes_.get(tenant, id);  // ownership: 404 for anyone else's
     auto r = stored(id);
     if (!r) throw Error(ErrorCode::not_found, "sandbox " + id + " has no workspace");
     RemoteUrl::parse(r->repo);  // a stored URL that no longer parses fails here, not deeper
@@ -657,7 +657,7 @@ SandboxRecord WorkspaceService::createSandbox(const std::string& tenant,
             }
         }
     }
-    auto r = controller_.create(tenant, request);
+    auto r = sandboxes_.create(tenant, request);
     try {
         populate(tenant, r.id, rec, false, nullptr);
         save(r.id, tenant, rec);
@@ -665,7 +665,7 @@ SandboxRecord WorkspaceService::createSandbox(const std::string& tenant,
         logWarn("workspace",
                 "sandbox " + r.id + ": workspace not written (" + e.what() + "): removing it");
         try {
-            controller_.destroy(tenant, r.id);
+            sandboxes_.destroy(tenant, r.id, "its workspace could not be written");
         } catch (const std::exception& e2) {
             logError("workspace", "cannot remove " + r.id + ": " + e2.what());
         }
@@ -673,7 +673,7 @@ SandboxRecord WorkspaceService::createSandbox(const std::string& tenant,
     }
     json subs = json::array();
     for (const auto& s : rec.submodules) subs.push_back({{"path", s.path}, {"commit", s.commit}});
-    controller_.recordEvent(r, "workspace.cloned",
+    sandboxes_.recordEvent(r, "workspace.cloned",
                             {{"repo", rec.repo},
                              {"base_ref", rec.baseRef},
                              {"base_commit", rec.baseCommit},
@@ -683,14 +683,14 @@ SandboxRecord WorkspaceService::createSandbox(const std::string& tenant,
                              {"skipped_submodules", rec.skippedJson()},
                              {"warnings", rec.warnings}});
     // From here on the guest's own reads and writes in it are recorded.
-    controller_.files().watchFiles(tenant, r.id, rec.path);
+    sandboxes_.watchFiles(tenant, r.id, rec.path);
     return r;
 }
 
 void WorkspaceService::sendArchive(const std::string& tenant, const std::string& id,
                                    const std::string& path,
                                    const std::function<void(CheckoutArchive&)>& fill) {
-    auto agent = controller_.runningAgent(tenant, id);
+    auto agent = sandboxes_.runningAgent(tenant, id);
     auto stream = agent->open(protocol::ArchiveUnpackRequest{path, "user"});
     auto deadline = AgentStream::Clock::now() + kAgentWait;
     CheckoutArchive archive([&](std::string_view bytes) { stream->write(0, bytes, deadline); });
@@ -766,7 +766,7 @@ json WorkspaceService::info(const std::string& tenant, const std::string& id) {
     // A paused or stopped sandbox still has its record; only the count of
     // changed files needs the guest.
     json changed = nullptr;
-    if (controller_.get(tenant, id).state == SandboxState::running)
+    if (sandboxes_.get(tenant, id).state == SandboxState::running)
         changed = snapshot(tenant, id, r).diff.files.size();
     json subs = json::array();
     for (const auto& s : r.submodules) subs.push_back({{"path", s.path}, {"commit", s.commit}});
@@ -787,7 +787,7 @@ json WorkspaceService::info(const std::string& tenant, const std::string& id) {
 
 WorkspaceService::Snapshot WorkspaceService::snapshot(const std::string& tenant,
                                                       const std::string& id, const Record& r) {
-    auto agent = controller_.runningAgent(tenant, id);
+    auto agent = sandboxes_.runningAgent(tenant, id);
     std::vector<std::string> skip;
     std::map<std::string, git_oid> gitlinks;
     for (const auto& s : r.submodules) {
@@ -958,7 +958,7 @@ WorkspaceService::Snapshot WorkspaceService::diffed(const std::string& tenant,
     auto lock = lockFor(sandboxLocks_, id);
     std::lock_guard hold(*lock);
     auto snap = snapshot(tenant, id, r);
-    controller_.recordEvent(controller_.get(tenant, id), "workspace.diffed",
+    sandboxes_.recordEvent(sandboxes_.get(tenant, id), "workspace.diffed",
                             {{"tree", snap.tree},
                              {"files", snap.diff.files.size()},
                              {"additions", snap.diff.additions},
@@ -1027,8 +1027,8 @@ json WorkspaceService::commit(const std::string& tenant, const std::string& id,
     r.head = commitHex;
     save(id, tenant, r);
     // A push asked for before names a commit that is no longer the head.
-    controller_.gates().supersedePublishes(id, "superseded by commit " + commitHex);
-    controller_.recordEvent(controller_.get(tenant, id), "workspace.committed",
+    sandboxes_.gates().supersedePublishes(id, "superseded by commit " + commitHex);
+    sandboxes_.recordEvent(sandboxes_.get(tenant, id), "workspace.committed",
                             {{"commit", commitHex},
                              {"tree", snap.tree},
                              {"parent", parentHex},
@@ -1071,7 +1071,7 @@ json WorkspaceService::requestPush(const std::string& tenant, const std::string&
     std::string lease =
         GitRemoteAccess(url, credential, config_.gitTimeout).branchValue(work.get(), r.branch);
     std::string pushId = newId("psh-");
-    auto sandbox = controller_.get(tenant, id);
+    auto sandbox = sandboxes_.get(tenant, id);
     std::string stats = std::to_string(d.files.size()) + " files, +" + std::to_string(d.additions) +
                         " -" + std::to_string(d.deletions);
     // The approver sees what evidence found of exactly this tree; a bundle
@@ -1109,7 +1109,7 @@ json WorkspaceService::requestPush(const std::string& tenant, const std::string&
                                &commitOid, 1, "push approval"),
           ErrorCode::internal, "ref");
     git_reference_free(keep);
-    auto g = controller_.gates().parkPublish(
+    auto g = sandboxes_.gates().parkPublish(
         sandbox, pushId, "git push " + r.repo + " " + commitHex + ":refs/heads/" + r.branch,
         "a push publishes the agent's work (" + stats + " against " + r.baseCommit.substr(0, 12) +
             evidenceText + ")",
@@ -1130,7 +1130,7 @@ json WorkspaceService::requestPush(const std::string& tenant, const std::string&
          {"deletions", d.deletions},
          {"diffstat",
           {{"files", diffstat}, {"additions", d.additions}, {"deletions", d.deletions}}}});
-    controller_.recordEvent(sandbox, "push.requested",
+    sandboxes_.recordEvent(sandbox, "push.requested",
                             {{"push_id", pushId},
                              {"approval_id", g.approvalId},
                              {"repo", r.repo},
@@ -1146,8 +1146,8 @@ json WorkspaceService::requestPush(const std::string& tenant, const std::string&
 
 json WorkspaceService::pushState(const std::string& tenant, const std::string& id,
                                  const std::string& pushId) {
-    controller_.get(tenant, id);
-    auto g = isValidId(pushId, "psh-") ? controller_.gates().find(pushId) : std::nullopt;
+    sandboxes_.get(tenant, id);
+    auto g = isValidId(pushId, "psh-") ? sandboxes_.gates().find(pushId) : std::nullopt;
     if (!g || g->tenant != tenant || g->sandboxId != id)
         throw Error(ErrorCode::not_found, "no push " + pushId);
     auto req = json::parse(g->requestJson, nullptr, false);
@@ -1171,7 +1171,7 @@ void WorkspaceService::reset(const std::string& tenant, const std::string& id, b
     auto r = load(tenant, id);
     auto lock = lockFor(sandboxLocks_, id);
     std::lock_guard hold(*lock);
-    auto agent = controller_.runningAgent(tenant, id);
+    auto agent = sandboxes_.runningAgent(tenant, id);
     std::vector<std::string> skip;
     for (const auto& s : r.submodules) skip.push_back(s.path);
     auto stream = agent->open(protocol::WorkspaceScanRequest{r.path, skip, cleanIgnored, "user"});
@@ -1183,8 +1183,8 @@ void WorkspaceService::reset(const std::string& tenant, const std::string& id, b
     std::string previousHead = r.head;
     r.head.clear();
     save(id, tenant, r);
-    controller_.gates().supersedePublishes(id, "superseded by a workspace reset");
-    controller_.recordEvent(controller_.get(tenant, id), "workspace.reset",
+    sandboxes_.gates().supersedePublishes(id, "superseded by a workspace reset");
+    sandboxes_.recordEvent(sandboxes_.get(tenant, id), "workspace.reset",
                             {{"base_commit", r.baseCommit},
                              {"clean_ignored", cleanIgnored},
                              {"previous_head", previousHead.empty() ? json(nullptr)
@@ -1192,7 +1192,7 @@ void WorkspaceService::reset(const std::string& tenant, const std::string& id, b
 }
 
 std::string WorkspaceService::pushPatch(const GatedExec& approval) {
-    auto req = controller_.gates().verifiedRequest(approval);
+    auto req = sandboxes_.gates().verifiedRequest(approval);
     std::string commitHex = req.value("commit", ""), baseHex = req.value("base_commit", "");
     RemoteUrl url = RemoteUrl::parse(req.value("repo", ""));
     Repository work = openWorkRepo(approval.tenant, {mirrorPath(approval.tenant, url)});
@@ -1236,14 +1236,14 @@ void WorkspaceService::checkWrite(const SandboxRecord& sandbox, const std::strin
 void WorkspaceService::onPublishDecision(const GatedExec& g, bool approved) {
     auto sandbox = refOf(g.sandboxId, g.tenant);
     if (!approved) {
-        controller_.recordEvent(sandbox, "push.denied",
+        sandboxes_.recordEvent(sandbox, "push.denied",
                                 {{"push_id", g.id},
                                  {"approval_id", g.approvalId},
                                  {"by", g.decidedBy},
                                  {"reason", g.decisionReason}});
         return;
     }
-    controller_.recordEvent(
+    sandboxes_.recordEvent(
         sandbox, "push.approved",
         {{"push_id", g.id}, {"approval_id", g.approvalId}, {"by", g.decidedBy}});
     {
@@ -1261,7 +1261,7 @@ void WorkspaceService::pushWorker() {
             queueCv_.wait(lock, [&] { return stopping_ || !pushQueue_.empty(); });
             if (stopping_) {
                 for (const auto& left : pushQueue_)
-                    controller_.gates().finishPublish(left.id, "failed",
+                    sandboxes_.gates().finishPublish(left.id, "failed",
                                                       "airlockd stopped before the push");
                 return;
             }
@@ -1276,7 +1276,7 @@ void WorkspaceService::runPush(GatedExec g) {
     auto sandbox = refOf(g.sandboxId, g.tenant);
     try {
         // Exactly what was approved: the parked request its digest binds.
-        auto req = controller_.gates().verifiedRequest(g);
+        auto req = sandboxes_.gates().verifiedRequest(g);
         if (!req.is_object()) throw Error(ErrorCode::internal, "the parked push is damaged");
         std::string repoText = req.value("repo", ""), branch = req.value("branch", ""),
                     commitHex = req.value("commit", ""), lease = req.value("lease", "");
@@ -1313,17 +1313,17 @@ void WorkspaceService::runPush(GatedExec g) {
               ErrorCode::internal, "ref");
         git_reference_free(ref);
         remote.push(work.get(), localRef, branch);
-        controller_.gates().finishPublish(g.id, "pushed", "");
-        controller_.recordEvent(
+        sandboxes_.gates().finishPublish(g.id, "pushed", "");
+        sandboxes_.recordEvent(
             sandbox, "push.pushed",
             {{"push_id", g.id}, {"repo", repoText}, {"branch", branch}, {"commit", commitHex}});
     } catch (const PushRejected& e) {
-        controller_.gates().finishPublish(g.id, "rejected", e.what());
-        controller_.recordEvent(sandbox, "push.rejected",
+        sandboxes_.gates().finishPublish(g.id, "rejected", e.what());
+        sandboxes_.recordEvent(sandbox, "push.rejected",
                                 {{"push_id", g.id}, {"reason", e.what()}});
     } catch (const std::exception& e) {
-        controller_.gates().finishPublish(g.id, "failed", e.what());
-        controller_.recordEvent(sandbox, "push.rejected",
+        sandboxes_.gates().finishPublish(g.id, "failed", e.what());
+        sandboxes_.recordEvent(sandbox, "push.rejected",
                                 {{"push_id", g.id}, {"reason", e.what()}, {"failed", true}});
     }
 }

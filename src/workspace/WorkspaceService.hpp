@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "controller/SandboxController.hpp"
+#include "controller/WorkspaceSandboxes.hpp"
 #include "workspace/WorkspaceEvidence.hpp"
 #include "core/SecretCipher.hpp"
 #include "egress/AddressPolicy.hpp"
@@ -52,7 +52,7 @@ struct CredentialSpec {
 // a publish approval; the push itself runs on this service's worker.
 class WorkspaceService : public WorkspaceEvidenceSource {
   public:
-    WorkspaceService(WorkspaceConfig config, SandboxController& controller,
+    WorkspaceService(WorkspaceConfig config, WorkspaceSandboxes& sandboxes,
                      CredentialStore& credentials, WorkspaceStore& workspaces);
     ~WorkspaceService();
     WorkspaceService(const WorkspaceService&) = delete;
@@ -148,7 +148,7 @@ class WorkspaceService : public WorkspaceEvidenceSource {
 
     WorkspaceConfig config_;
     EvidenceSummary evidenceSummary_;
-    SandboxController& controller_;
+    WorkspaceSandboxes& sandboxes_;
     CredentialStore& credentials_;
     WorkspaceStore& workspaces_;
     std::mutex locksGuard_;

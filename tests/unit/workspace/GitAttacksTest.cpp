@@ -238,7 +238,7 @@ class GitWorkspaces : public test::ControllerFixture {
     std::unique_ptr<WorkspaceService> service(WorkspaceConfig config) {
         config.dataDir = dir.path();
         config.cipher = cipher;
-        return std::make_unique<WorkspaceService>(config, *controller, credentials, workspaces);
+        return std::make_unique<WorkspaceService>(config, controller->workspaceSandboxes(), credentials, workspaces);
     }
     CreateSandboxRequest request(const std::string& repo, const std::string& credential) {
         CreateSandboxRequest r;
