@@ -179,7 +179,7 @@ ApiResponse E2bApi::create(RouteContext& c) {
     // Airlock's network is closed by default; allow_internet_access never
     // opens it (network.allowOut names what may be reached).
     boolField(body, "allow_internet_access", true);
-    if (boolField(body, "autoPause", false)) req.onTimeout = "pause";
+    if (boolField(body, "autoPause", false)) req.onTimeout = TimeoutAction::pause;
     if (auto it = body.find("autoResume"); it != body.end() && !it->is_null()) {
         if (!it->is_object()) throw Error(ErrorCode::bad_request, "'autoResume' must be an object");
         rejectUnknownFields(*it, {"enabled"}, "autoResume");
@@ -217,14 +217,14 @@ ApiResponse E2bApi::create(RouteContext& c) {
             throw Error(ErrorCode::bad_request, "'network.denyOut' must be an array of strings");
         // E2B's rule: guest ports are public unless this says otherwise,
         // then they need the sandbox's traffic token.
-        if (!boolField(n, "allowPublicTraffic", true)) req.portAccess = "token";
+        if (!boolField(n, "allowPublicTraffic", true)) req.portAccess = PortAccess::token;
         for (const char* unsupported : {"egressProxy", "rules", "maskRequestHost"})
             if (auto u = n.find(unsupported);
                 u != n.end() && !u->is_null() && !(u->is_object() && u->empty()))
                 throw Error(ErrorCode::bad_request, std::string("'network.") + unsupported +
                                                         "' is not supported by Airlock");
     }
-    if (req.portAccess != "token") req.portAccess = "public";
+    if (req.portAccess != PortAccess::token) req.portAccess = PortAccess::open;
     auto r = controller_.create(c.tenant, req);
     return jsonResponse(201, sandboxAnswer(r, asked, c.principal.keyId));
 }

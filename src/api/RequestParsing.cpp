@@ -141,12 +141,12 @@ CreateSandboxRequest parseCreateSandbox(const std::string& body) {
         r.snapshot = readString(j, "snapshot", 128);
         if (r.snapshot.empty()) throw Error(ErrorCode::bad_request, "'snapshot' must not be empty");
     }
-    if (j.contains("boot")) r.boot = readString(j, "boot", 16);
+    if (j.contains("boot")) r.boot = bootModeFrom(readString(j, "boot", 16));
     if (j.contains("vcpus")) r.vcpus = readUnsigned(j, "vcpus", 1, 64);
     if (j.contains("memory_mib")) r.memoryMib = readUnsigned(j, "memory_mib", 1, 1 << 20);
     if (j.contains("disk_gib")) r.diskGib = readUnsigned(j, "disk_gib", 1, 1 << 20);
     if (j.contains("timeout_s")) r.timeoutS = readUnsigned(j, "timeout_s", 0, 7 * 24 * 3600);
-    if (j.contains("on_timeout")) r.onTimeout = readString(j, "on_timeout", 16);
+    if (j.contains("on_timeout")) r.onTimeout = timeoutActionFrom(readString(j, "on_timeout", 16));
     if (j.contains("metadata")) r.metadata = readStringMap(j, "metadata", false);
     if (j.contains("env")) r.env = readStringMap(j, "env", true);
     if (j.contains("policy")) r.policy = parsePolicyRules(j["policy"]);

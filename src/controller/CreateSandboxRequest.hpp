@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "controller/SandboxSecrets.hpp"
@@ -12,13 +13,32 @@
 
 namespace airlock {
 
+// How a sandbox starts: a template's ready (warm) snapshot when one fits,
+// else a cold boot (automatic); only cold; only warm (409 without one).
+enum class BootMode { automatic, cold, warm };
+// What its timeout does.
+enum class TimeoutAction { kill, pause };
+// Who reaches its ports (SandboxRecord::portAccess): exposed (what the
+// sandbox's rules expose, with the caller's key), open ("public": anyone
+// with the URL) or token (E2B's traffic token).
+enum class PortAccess { exposed, open, token };
+
+// Each from its wire name (Error(bad_request) naming the field and the
+// values it takes), and back.
+BootMode bootModeFrom(std::string_view name);
+TimeoutAction timeoutActionFrom(std::string_view name);
+PortAccess portAccessFrom(std::string_view name);
+std::string_view bootModeName(BootMode mode);
+std::string_view timeoutActionName(TimeoutAction action);
+std::string_view portAccessName(PortAccess access);
+
 // What a create asks for, as the front doors parsed it.
 struct CreateSandboxRequest {
     std::string templateName = "minimal";
     std::string snapshot;                  // clone this snapshot instead of booting a template
-    std::string boot = "auto";             // auto | cold | warm (a template's ready snapshot)
+    BootMode boot = BootMode::automatic;
     std::optional<std::int64_t> timeoutS;  // default: the server's
-    std::string onTimeout = "kill";        // kill | pause
+    TimeoutAction onTimeout = TimeoutAction::kill;
     std::optional<unsigned> vcpus;
     std::optional<unsigned> memoryMib;
     std::optional<unsigned>
@@ -40,7 +60,7 @@ struct CreateSandboxRequest {
     // sandbox's secret values masked; and workspace-relative artifact globs.
     std::optional<nlohmann::json> task;
     std::vector<std::string> artifacts;
-    std::string portAccess = "exposed";  // see SandboxRecord::portAccess
+    PortAccess portAccess = PortAccess::exposed;
 };
 
 }  // namespace airlock

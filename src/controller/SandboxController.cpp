@@ -133,9 +133,7 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
     if (r.timeoutS < 0 || r.timeoutS > config_.maxTimeoutS)
         throw Error(ErrorCode::bad_request, "timeout_s must be between 0 (none) and " +
                                                 std::to_string(config_.maxTimeoutS));
-    if (request.onTimeout != "kill" && request.onTimeout != "pause")
-        throw Error(ErrorCode::bad_request, "on_timeout must be 'kill' or 'pause'");
-    r.onTimeout = request.onTimeout;
+    r.onTimeout = timeoutActionName(request.onTimeout);
     r.expiresAt = r.timeoutS > 0 ? nowUnixSeconds() + r.timeoutS : 0;
     r.createdAt = nowTimestamp();
     r.metadataJson = nlohmann::json(request.metadata).dump();
@@ -179,10 +177,7 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
         r.taskJson = maskJsonStrings(*request.task, hostTextMasker(r)).dump();
     }
     r.artifacts = request.artifacts;
-    if (request.portAccess != "exposed" && request.portAccess != "public" &&
-        request.portAccess != "token")
-        throw Error(ErrorCode::bad_request, "port access must be exposed, public or token");
-    r.portAccess = request.portAccess;
+    r.portAccess = portAccessName(request.portAccess);
     r.state = SandboxState::creating;
     if (tmpl.diskPath.empty()) {
         if (request.diskGib)
@@ -249,11 +244,9 @@ void SandboxController::failCreate(const std::string& id, const std::exception& 
 
 SandboxRecord SandboxController::create(const std::string& tenant,
                                         const CreateSandboxRequest& request) {
-    if (request.boot != "auto" && request.boot != "cold" && request.boot != "warm")
-        throw Error(ErrorCode::bad_request, "boot must be 'auto', 'cold' or 'warm'");
     requireFreeSpace("create");
     if (!request.snapshot.empty()) {
-        if (request.boot == "cold")
+        if (request.boot == BootMode::cold)
             throw Error(ErrorCode::bad_request, "a clone of a snapshot cannot boot cold");
         auto snap =
             isValidId(request.snapshot, "snap-") ? snapshots_.find(request.snapshot) : std::nullopt;
@@ -264,13 +257,13 @@ SandboxRecord SandboxController::create(const std::string& tenant,
     auto tmpl = templates_.find(request.templateName);
     if (!tmpl)
         throw Error(ErrorCode::not_found, "no template named '" + request.templateName + "'");
-    if (request.boot != "cold") {
+    if (request.boot != BootMode::cold) {
         auto warm = snapshotLibrary_.warmFor(*tmpl, kWarmTenant);
         if (warm && (!request.vcpus || *request.vcpus == warm->vcpus) &&
             (!request.memoryMib || *request.memoryMib == warm->memoryMib) &&
             (!request.diskGib || *request.diskGib * kGiB == tmpl->diskSizeBytes))
             return createFromSnapshot(tenant, request, *warm);
-        if (request.boot == "warm")
+        if (request.boot == BootMode::warm)
             throw Error(ErrorCode::conflict, "template '" + tmpl->name + "' has no warm snapshot" +
                                                  (warm ? " with these resources" : ""));
     }

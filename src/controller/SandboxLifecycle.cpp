@@ -352,7 +352,7 @@ void SandboxController::warmTemplate(const std::string& templateName) {
     auto started = steadyMillis();
     CreateSandboxRequest request;
     request.templateName = tmpl->name;
-    request.boot = "cold";
+    request.boot = BootMode::cold;
     request.timeoutS = 0;
     auto sandbox = create(kWarmTenant, request);
     try {

@@ -252,7 +252,7 @@ int main(int argc, char** argv) {
     if (world.templates->find("debian")) {
         CreateSandboxRequest debian;
         debian.templateName = "debian";
-        debian.boot = "cold";
+        debian.boot = BootMode::cold;
         for (int i = 0; i < std::max(2, runs / 2); ++i) {
             auto t0 = steady_clock::now();
             auto s = controller.create(tenant, debian);
@@ -329,7 +329,7 @@ int main(int argc, char** argv) {
         }
         auto t0 = steady_clock::now();
         CreateSandboxRequest coldRequest;
-        coldRequest.boot = "cold";
+        coldRequest.boot = BootMode::cold;
         auto s = controller.create(tenant, coldRequest);
         controller.commands().exec(tenant, s.id, trueCommand());
         double coldAtLevel = secondsSince(t0);

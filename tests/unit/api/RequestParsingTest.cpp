@@ -22,6 +22,35 @@ TEST(RequestParsing, CreateSandboxDefaultsAndFields) {
     EXPECT_EQ(*parseCreateSandbox(R"({"template":"debian","disk_gib":20})").diskGib, 20u);
 }
 
+TEST(RequestParsing, CreateSandboxReadsBootAndTimeoutActionAsEnums) {
+    auto defaults = parseCreateSandbox("{}");
+    EXPECT_EQ(defaults.boot, BootMode::automatic);
+    EXPECT_EQ(defaults.onTimeout, TimeoutAction::kill);
+    EXPECT_EQ(defaults.portAccess, PortAccess::exposed);
+    EXPECT_EQ(parseCreateSandbox(R"({"boot":"cold"})").boot, BootMode::cold);
+    EXPECT_EQ(parseCreateSandbox(R"({"boot":"warm"})").boot, BootMode::warm);
+    EXPECT_EQ(parseCreateSandbox(R"({"boot":"auto"})").boot, BootMode::automatic);
+    EXPECT_EQ(parseCreateSandbox(R"({"on_timeout":"pause"})").onTimeout, TimeoutAction::pause);
+    for (const char* bad : {R"({"boot":"hot"})", R"({"boot":"Cold"})", R"({"boot":""})",
+                            R"({"on_timeout":"explode"})", R"({"on_timeout":"kill "})"}) {
+        EXPECT_EQ(codeOf([&] { parseCreateSandbox(bad); }), ErrorCode::bad_request) << bad;
+    }
+    try {
+        parseCreateSandbox(R"({"boot":"hot"})");
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "boot must be 'auto', 'cold' or 'warm'");
+    }
+    // Each name reads back as itself: the record and the E2B door store names.
+    for (auto m : {BootMode::automatic, BootMode::cold, BootMode::warm})
+        EXPECT_EQ(bootModeFrom(bootModeName(m)), m);
+    for (auto a : {TimeoutAction::kill, TimeoutAction::pause})
+        EXPECT_EQ(timeoutActionFrom(timeoutActionName(a)), a);
+    for (auto p : {PortAccess::exposed, PortAccess::open, PortAccess::token})
+        EXPECT_EQ(portAccessFrom(portAccessName(p)), p);
+    EXPECT_EQ(portAccessName(PortAccess::open), "public");
+    EXPECT_EQ(codeOf([&] { portAccessFrom("everyone"); }), ErrorCode::bad_request);
+}
+
 TEST(RequestParsing, SandboxJsonStatesItsDiskGib) {
     SandboxRecord r;
     r.id = "sbx-a";

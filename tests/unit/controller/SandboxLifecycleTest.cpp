@@ -227,7 +227,7 @@ TEST_F(SandboxLifecycleTest, TimeoutsKillOrPauseAndCanBeExtended) {
     EXPECT_GT(k.expiresAt, nowUnixSeconds());
     CreateSandboxRequest paused;
     paused.timeoutS = 60;
-    paused.onTimeout = "pause";
+    paused.onTimeout = TimeoutAction::pause;
     auto p = controller->create("t1", paused);
     CreateSandboxRequest forever;
     forever.timeoutS = 0;
@@ -248,9 +248,8 @@ TEST_F(SandboxLifecycleTest, TimeoutsKillOrPauseAndCanBeExtended) {
     auto extended = controller->setTimeout("t1", p.id, 600);
     EXPECT_GE(extended.expiresAt, nowUnixSeconds() + 599);
     EXPECT_EQ(codeOf([&] { controller->setTimeout("t1", p.id, -1); }), ErrorCode::bad_request);
-    CreateSandboxRequest bad;
-    bad.onTimeout = "explode";
-    EXPECT_EQ(codeOf([&] { controller->create("t1", bad); }), ErrorCode::bad_request);
+    // An action the request cannot name is refused where it is parsed.
+    EXPECT_EQ(codeOf([&] { timeoutActionFrom("explode"); }), ErrorCode::bad_request);
 }
 
 // A command still running when its sandbox goes (its timeout, a delete)
@@ -317,11 +316,11 @@ TEST_F(SandboxLifecycleTest, WarmTemplateCreatesRestoreAndColdStaysAvailable) {
     auto warm = controller->create("t1", CreateSandboxRequest{});
     EXPECT_TRUE(hypervisor.spec(SandboxController::domainName(warm.id)).incoming);
     CreateSandboxRequest cold;
-    cold.boot = "cold";
+    cold.boot = BootMode::cold;
     auto c = controller->create("t1", cold);
     EXPECT_FALSE(hypervisor.spec(SandboxController::domainName(c.id)).incoming);
     CreateSandboxRequest needsWarm = fromTemplate("disky");
-    needsWarm.boot = "warm";
+    needsWarm.boot = BootMode::warm;
     EXPECT_EQ(codeOf([&] { controller->create("t1", needsWarm); }), ErrorCode::conflict);
     controller->warmTemplate("minimal");  // idempotent
     EXPECT_EQ(snapshots->list(TenantScope::all()).size(), 1u);

@@ -1,0 +1,53 @@
+#include "controller/CreateSandboxRequest.hpp"
+
+#include "core/Error.hpp"
+
+namespace airlock {
+
+BootMode bootModeFrom(std::string_view name) {
+    if (name == "auto") return BootMode::automatic;
+    if (name == "cold") return BootMode::cold;
+    if (name == "warm") return BootMode::warm;
+    throw Error(ErrorCode::bad_request, "boot must be 'auto', 'cold' or 'warm'");
+}
+
+TimeoutAction timeoutActionFrom(std::string_view name) {
+    if (name == "kill") return TimeoutAction::kill;
+    if (name == "pause") return TimeoutAction::pause;
+    throw Error(ErrorCode::bad_request, "on_timeout must be 'kill' or 'pause'");
+}
+
+PortAccess portAccessFrom(std::string_view name) {
+    if (name == "exposed") return PortAccess::exposed;
+    if (name == "public") return PortAccess::open;
+    if (name == "token") return PortAccess::token;
+    throw Error(ErrorCode::bad_request, "port access must be exposed, public or token");
+}
+
+std::string_view bootModeName(BootMode mode) {
+    switch (mode) {
+        case BootMode::automatic: return "auto";
+        case BootMode::cold: return "cold";
+        case BootMode::warm: return "warm";
+    }
+    return "auto";
+}
+
+std::string_view timeoutActionName(TimeoutAction action) {
+    switch (action) {
+        case TimeoutAction::kill: return "kill";
+        case TimeoutAction::pause: return "pause";
+    }
+    return "kill";
+}
+
+std::string_view portAccessName(PortAccess access) {
+    switch (access) {
+        case PortAccess::exposed: return "exposed";
+        case PortAccess::open: return "public";
+        case PortAccess::token: return "token";
+    }
+    return "exposed";
+}
+
+}  // namespace airlock
