@@ -9,6 +9,11 @@
 namespace airlock::protocol {
 using json = nlohmann::json;
 
+namespace {
+// Every op is named by the one table (Ops.cpp).
+std::string opText(Op op) { return std::string(opName(op)); }
+}  // namespace
+
 std::string actionName(FsRequest::Action action) {
     switch (action) {
         case FsRequest::Action::stat:
@@ -26,7 +31,7 @@ std::string actionName(FsRequest::Action action) {
 }
 
 std::string toJson(const FsRequest& r) {
-    json j{{"op", "fs"}, {"action", actionName(r.action)}, {"path", r.path}};
+    json j{{"op", opText(Op::fs)}, {"action", actionName(r.action)}, {"path", r.path}};
     if (r.action == FsRequest::Action::move) j["to"] = r.to;
     if (r.action == FsRequest::Action::remove) j["recursive"] = r.recursive;
     if (!r.user.empty()) j["user"] = r.user;
@@ -34,7 +39,7 @@ std::string toJson(const FsRequest& r) {
 }
 
 std::string toJson(const ProcessCall& c) {
-    json j{{"op", std::string(opName(c.op))}};
+    json j{{"op", opText(c.op)}};
     if (c.op != Op::process_list) j["id"] = c.id;
     if (c.op == Op::process_signal) j["signal"] = c.signal;
     if (c.op == Op::process_stdin) {
@@ -54,41 +59,41 @@ json withUser(json j, const std::string& user) {
 }  // namespace
 
 std::string toJson(const FileWriteRequest& r) {
-    json j{{"op", "file_write"}, {"path", r.path}};
+    json j{{"op", opText(Op::file_write)}, {"path", r.path}};
     if (r.mode) j["mode"] = *r.mode;
     return jsonText(withUser(std::move(j), r.user));
 }
 
 std::string toJson(const FileReadRequest& r) {
-    json j{{"op", "file_read"}};
+    json j{{"op", opText(Op::file_read)}};
     writeBytes(j, "path", r.path);  // a listed name that is not UTF-8 is read back
     return jsonText(withUser(std::move(j), r.user));
 }
 
 std::string toJson(const WorkspaceScanRequest& r) {
     return jsonText(withUser(
-        {{"op", "workspace_scan"}, {"path", r.path}, {"skip", r.skip}, {"ignored", r.ignored}},
+        {{"op", opText(Op::workspace_scan)}, {"path", r.path}, {"skip", r.skip}, {"ignored", r.ignored}},
         r.user));
 }
 
 std::string toJson(const ArchiveUnpackRequest& r) {
-    return jsonText(withUser({{"op", "archive_unpack"}, {"path", r.path}}, r.user));
+    return jsonText(withUser({{"op", opText(Op::archive_unpack)}, {"path", r.path}}, r.user));
 }
 
 std::string toJson(const PortRequest& r) {
-    return jsonText({{"op", std::string(opName(r.op))}, {"port", r.port}});
+    return jsonText({{"op", opText(r.op)}, {"port", r.port}});
 }
 
 std::string toJson(const EgressAttachRequest& r) {
-    return jsonText({{"op", "egress_attach"}, {"connection", r.connection}});
+    return jsonText({{"op", opText(Op::egress_attach)}, {"connection", r.connection}});
 }
 
 std::string toJson(const ProcessLogsRequest& r) {
-    return jsonText({{"op", "process_logs"}, {"id", r.id}, {"follow", r.follow}});
+    return jsonText({{"op", opText(Op::process_logs)}, {"id", r.id}, {"follow", r.follow}});
 }
 
 std::string toJson(const FileWatchRequest& r) {
-    json j{{"op", std::string(opName(r.op))}};
+    json j{{"op", opText(r.op)}};
     if (r.op == Op::file_watch) {
         j["path"] = r.path;
         if (!r.mechanism.empty()) j["mechanism"] = r.mechanism;
@@ -97,7 +102,7 @@ std::string toJson(const FileWatchRequest& r) {
 }
 
 std::string toJson(const ReseedRequest& r) {
-    json j{{"op", "reseed"}, {"entropy", r.entropy}};
+    json j{{"op", opText(Op::reseed)}, {"entropy", r.entropy}};
     if (r.timeNs) j["time_ns"] = *r.timeNs;
     return jsonText(j);
 }
@@ -132,7 +137,7 @@ ArchiveUnpackRequest parseArchiveUnpack(const std::string& payload) {
 PortRequest parsePortRequest(Op op, const std::string& payload) {
     auto f = FieldReader::parse(payload, opName(op));
     auto port = f.number("port", 65535);  // its handler judges 0
-    if (!port) throw MessageError(std::string(opName(op)) + ": 'port' is required");
+    if (!port) throw MessageError(opText(op) + ": 'port' is required");
     return {op, static_cast<unsigned>(*port)};
 }
 
@@ -164,7 +169,7 @@ FsRequest parseFsRequest(const std::string& payload) {
 
 ProcessCall parseProcessCall(Op op, const std::string& payload) {
     if (!isProcessCall(op) || op == Op::process_start || op == Op::process_logs)
-        throw MessageError(std::string(opName(op)) + ": not a process call");
+        throw MessageError(opText(op) + ": not a process call");
     auto f = FieldReader::parse(payload, opName(op));
     ProcessCall c;
     c.op = op;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/JsonText.hpp"
+#include "protocol/Ops.hpp"
 
 namespace airlock::protocol {
 namespace {
@@ -46,7 +47,7 @@ std::string toJson(const HelloAck& m) {
 }
 
 std::string toJson(const ExecRequest& m) {
-    json j = {{"op", m.background ? "process_start" : "exec"},
+    json j = {{"op", std::string(opName(m.background ? Op::process_start : Op::exec))},
               {"argv", m.argv},
               {"cwd", m.cwd},
               {"env", m.env},
@@ -102,10 +103,10 @@ HelloAck parseHelloAck(const std::string& payload) {
 ExecRequest parseExecRequest(const std::string& payload) {
     const char* what = "exec";
     json j = parseObject(payload, what);
-    std::string op = getString(j, "op", what);
-    if (op != "exec" && op != "process_start") throw MessageError{"open: unknown op"};
+    auto op = parseOp(getString(j, "op", what));
+    if (op != Op::exec && op != Op::process_start) throw MessageError{"open: unknown op"};
     ExecRequest r;
-    r.background = op == "process_start";
+    r.background = op == Op::process_start;
     auto argv = j.find("argv");
     if (argv == j.end() || !argv->is_array() || argv->empty())
         throw MessageError{"exec: 'argv' must be a non-empty array of strings"};
