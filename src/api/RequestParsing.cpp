@@ -100,27 +100,25 @@ std::vector<std::string> readStringList(const json& j, const char* key, const st
 }
 
 // "task": what the sandbox is for, kept with its evidence.
-json parseTask(const json& j) {
+TaskSpec parseTask(const json& j) {
     if (!j.is_object()) throw Error(ErrorCode::bad_request, "'task' must be an object");
     rejectUnknownFields(j, {"id", "prompt", "requested_by", "test_commands", "sensitive_paths"},
                         "task");
-    json out = json::object();
+    TaskSpec out;
     if (j.contains("id")) {
         std::string id = readString(j, "id", 128);
         static const std::regex idChars("[A-Za-z0-9._:/-]+");
         if (!std::regex_match(id, idChars))
             throw Error(ErrorCode::bad_request,
                         "'task.id' may hold letters, digits and . _ : / - only");
-        out["id"] = id;
+        out.id = id;
     }
-    if (j.contains("prompt")) out["prompt"] = readString(j, "prompt", 64 * 1024);
-    if (j.contains("requested_by")) out["requested_by"] = readString(j, "requested_by", 256);
-    out["test_commands"] = j.contains("test_commands")
-                               ? readStringList(j, "test_commands", "task.test_commands", 32, 4096)
-                               : std::vector<std::string>{};
-    out["sensitive_paths"] = j.contains("sensitive_paths")
-                                 ? readGlobList(j, "sensitive_paths", "task.sensitive_paths", 64)
-                                 : std::vector<std::string>{};
+    if (j.contains("prompt")) out.prompt = readString(j, "prompt", 64 * 1024);
+    if (j.contains("requested_by")) out.requestedBy = readString(j, "requested_by", 256);
+    if (j.contains("test_commands"))
+        out.testCommands = readStringList(j, "test_commands", "task.test_commands", 32, 4096);
+    if (j.contains("sensitive_paths"))
+        out.sensitivePaths = readGlobList(j, "sensitive_paths", "task.sensitive_paths", 64);
     return out;
 }
 }  // namespace
@@ -493,8 +491,8 @@ nlohmann::json sandboxJson(const SandboxRecord& r) {
     j["secrets"] = r.secretNames;
     j["network"] = {{"allow", r.network}};
     j["packages"] = packages::PackageRules::fromStored(r.packagesJson).toJson();
-    json task = r.taskJson.empty() ? json(nullptr) : json::parse(r.taskJson, nullptr, false);
-    j["task"] = task.is_discarded() ? json(nullptr) : task;
+    auto task = taskOf(r);
+    j["task"] = task ? task->toJson() : json(nullptr);
     j["artifacts"] = r.artifacts;
     return j;
 }

@@ -1,4 +1,5 @@
 #include "controller/CommandJudge.hpp"
+#include "store/TaskSpec.hpp"
 
 namespace airlock {
 
@@ -41,14 +42,8 @@ policy::Verdict CommandJudge::judge(const SandboxRecord& r, const ExecOptions& o
 
 bool CommandJudge::isTestRun(const SandboxRecord& r, const ExecOptions& options) {
     if (options.purpose == "test") return true;
-    if (r.taskJson.empty()) return false;
-    auto task = nlohmann::json::parse(r.taskJson, nullptr, false);
-    if (!task.is_object() || !task.contains("test_commands") || !task["test_commands"].is_array())
-        return false;
-    std::vector<std::string> tests;
-    for (const auto& t : task["test_commands"])
-        if (t.is_string()) tests.push_back(t.get<std::string>());
-    return matchesTestCommand(commandText(options), tests);
+    auto task = taskOf(r);
+    return task && matchesTestCommand(commandText(options), task->testCommands);
 }
 
 nlohmann::json CommandJudge::auditData(const SandboxRecord& r, const ExecOptions& options,

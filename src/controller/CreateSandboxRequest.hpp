@@ -10,6 +10,7 @@
 #include "controller/SandboxSecrets.hpp"
 #include "controller/WorkspaceSpec.hpp"
 #include "policy/CommandPolicy.hpp"
+#include "store/TaskSpec.hpp"
 
 namespace airlock {
 
@@ -55,10 +56,9 @@ struct CreateSandboxRequest {
     // A repository workspace (the workspace service prepares it; the
     // controller itself ignores it).
     std::optional<WorkspaceSpec> workspace;
-    // The task this sandbox serves (validated by the API: id, prompt,
-    // requested_by, test_commands, sensitive_paths), stored with the
+    // The task this sandbox serves (validated by the API), stored with the
     // sandbox's secret values masked; and workspace-relative artifact globs.
-    std::optional<nlohmann::json> task;
+    std::optional<TaskSpec> task;
     std::vector<std::string> artifacts;
     PortAccess portAccess = PortAccess::exposed;
 };

@@ -174,7 +174,7 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
         // listing, audit record and evidence bundle. The creator's text,
         // masked once and never streamed: host-only values too (a whole
         // value matches or nothing does; no prefix is held back).
-        r.taskJson = maskJsonStrings(*request.task, hostTextMasker(r)).dump();
+        r.taskJson = request.task->masked(hostTextMasker(r)).toJson().dump();
     }
     r.artifacts = request.artifacts;
     r.portAccess = portAccessName(request.portAccess);

@@ -29,6 +29,7 @@
 #include "protocol/GuestResults.hpp"
 #include "protocol/JsonText.hpp"
 #include "protocol/PathGlob.hpp"
+#include "store/TaskSpec.hpp"
 #include "workspace/WorkspaceEvidence.hpp"
 
 namespace airlock {
@@ -188,12 +189,10 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
     auto masker = sandboxes_.guestOutputMasker(r);
     std::vector<std::string> secretValues;
     for (const auto& n : masker.needles()) secretValues.push_back(n);
-    json task = r.taskJson.empty() ? json(nullptr) : json::parse(r.taskJson, nullptr, false);
-    if (task.is_discarded()) task = nullptr;
-    std::vector<std::string> sensitivePaths;
-    if (task.is_object())
-        for (const auto& p : task.value("sensitive_paths", json::array()))
-            sensitivePaths.push_back(p.get<std::string>());
+    auto taskSpec = taskOf(r);
+    json task = taskSpec ? taskSpec->toJson() : json(nullptr);
+    std::vector<std::string> sensitivePaths =
+        taskSpec ? taskSpec->sensitivePaths : std::vector<std::string>{};
     bool running = r.state == SandboxState::running;
 
     // The audit log, in order.

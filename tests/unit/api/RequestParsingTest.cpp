@@ -138,11 +138,11 @@ TEST(RequestParsing, TaskContextAndArtifactGlobs) {
         "test_commands":["npm test"],"sensitive_paths":["auth/**",".github/**"]},
         "artifacts":["reports/**/*.xml","screenshots/*.png"]})");
     ASSERT_TRUE(r.task);
-    EXPECT_EQ((*r.task)["id"], "task-123");
-    EXPECT_EQ((*r.task)["test_commands"][0], "npm test");
-    EXPECT_EQ((*r.task)["sensitive_paths"].size(), 2u);
+    EXPECT_EQ(r.task->id, "task-123");
+    EXPECT_EQ(r.task->testCommands.at(0), "npm test");
+    EXPECT_EQ(r.task->sensitivePaths.size(), 2u);
     EXPECT_EQ(r.artifacts.size(), 2u);
-    EXPECT_TRUE((*parseCreateSandbox(R"({"task":{}})").task)["test_commands"].empty());
+    EXPECT_TRUE(parseCreateSandbox(R"({"task":{}})").task->testCommands.empty());
     for (const char* bad : {
              R"({"task":"x"})",
              R"({"task":{"goal":"unknown field"}})",

@@ -221,10 +221,14 @@ TEST_F(SecretsTest, SecretsAreInjectedMaskedScopedAndNeverStoredInTheClear) {
 TEST_F(SecretsTest, TheTaskIsStoredMaskedAndItsTestCommandsAreMarkedInTheAudit) {
     CreateSandboxRequest r;
     r.secrets["API_TOKEN"] = SecretSpec{"s3cr3t-Value-9137", {}};
-    r.task = nlohmann::json{{"id", "task-1"},
-                            {"prompt", "use token s3cr3t-Value-9137 to deploy"},
-                            {"test_commands", {"echo tests-ran"}},
-                            {"sensitive_paths", {"auth/**"}}};
+    {
+        TaskSpec task;
+        task.id = "task-1";
+        task.prompt = "use token s3cr3t-Value-9137 to deploy";
+        task.testCommands = {"echo tests-ran"};
+        task.sensitivePaths = {"auth/**"};
+        r.task = task;
+    }
     r.artifacts = {"reports/*.xml"};
     auto s = controller->create("t1", r);
     auto stored = store->find(s.id);

@@ -50,11 +50,15 @@ class EvidenceServiceTest : public test::ControllerFixture {
         CreateSandboxRequest r;
         r.secrets["TOKEN"] = SecretSpec{kSecret, {}};
         r.policy.deny = {"rm -rf *"};
-        r.task = json{{"id", "task-ev"},
-                      {"prompt", std::string("Fix add(); the token is ") + kSecret},
-                      {"requested_by", "unit"},
-                      {"test_commands", {"echo tests-ran"}},
-                      {"sensitive_paths", {"auth/**"}}};
+        {
+            TaskSpec task;
+            task.id = "task-ev";
+            task.prompt = std::string("Fix add(); the token is ") + kSecret;
+            task.requestedBy = "unit";
+            task.testCommands = {"echo tests-ran"};
+            task.sensitivePaths = {"auth/**"};
+            r.task = task;
+        }
         r.artifacts = {"reports/*.xml", "out/*"};
         return controller->create("t1", r);
     }
@@ -237,7 +241,12 @@ TEST_F(EvidenceServiceTest, RecordIntegritySecretValuesCannotEditTheRenderedOrSi
              {"S6", "exit_code"},
              {"S7", "FAILED\"}"}})
         req.secrets[name] = SecretSpec{value, {}};
-    req.task = json{{"id", "t-record"}, {"prompt", "record integrity"}};
+    {
+        TaskSpec task;
+        task.id = "t-record";
+        task.prompt = "record integrity";
+        req.task = task;
+    }
     req.artifacts = {"attack/**"};
     auto s = controller->create("t1", req);
     fs::create_directories(dir.path() + "/work/attack");
@@ -278,7 +287,7 @@ TEST_F(EvidenceServiceTest, RecordIntegritySecretValuesCannotEditTheRenderedOrSi
 
 TEST_F(EvidenceServiceTest, RecordIntegrityGuestFileNamesCannotBreakTheSealOrLeaveTheBundle) {
     CreateSandboxRequest req;
-    req.task = json{{"id", "t-names"}};
+    req.task.emplace().id = "t-names";
     req.artifacts = {"names/**"};
     auto s = controller->create("t1", req);
     std::string root = dir.path() + "/work/names";
@@ -328,7 +337,7 @@ TEST_F(EvidenceServiceTest, RecordIntegrityGuestFileNamesCannotBreakTheSealOrLea
 
 TEST_F(EvidenceServiceTest, RecordIntegrityAHandWrittenTestReportCountsForNothing) {
     CreateSandboxRequest req;
-    req.task = json{{"id", "t-junit"}};
+    req.task.emplace().id = "t-junit";
     req.artifacts = {"reports/*.xml"};
     auto s = controller->create("t1", req);
     // The fixture's report, written by no recorded test run (as an agent's
@@ -350,7 +359,7 @@ TEST_F(EvidenceServiceTest, RecordIntegrityAHandWrittenTestReportCountsForNothin
 
 TEST_F(EvidenceServiceTest, RecordIntegrityAReportCountsOnlyWhenATestRunWroteItLast) {
     CreateSandboxRequest req;
-    req.task = json{{"id", "t-junit-watched"}};
+    req.task.emplace().id = "t-junit-watched";
     req.artifacts = {"reports/*.xml"};
     auto s = controller->create("t1", req);
     std::string work = dir.path() + "/work";
