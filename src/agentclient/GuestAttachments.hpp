@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "agentclient/AgentConnection.hpp"
 #include "agentclient/GuestListener.hpp"
+#include "core/Error.hpp"
+#include "protocol/GuestCalls.hpp"
 
 namespace airlock {
 
@@ -71,6 +74,15 @@ class GuestAttachment {
     bool detached() const {
         std::lock_guard lock(mutex_);
         return detached_;
+    }
+    // The agent stream of a connection one of its listeners accepted (what
+    // both proxies' sessions open first); Error(agent_error) when the agent
+    // session is gone.
+    std::shared_ptr<AgentStream> openConnection(std::uint64_t connection,
+                                                AgentStream::Handler handler) const {
+        auto session = agent.lock();
+        if (!session) throw Error(ErrorCode::agent_error, "agent connection gone");
+        return session->open(protocol::EgressAttachRequest{connection}, std::move(handler));
     }
 
   private:

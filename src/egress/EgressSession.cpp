@@ -74,9 +74,7 @@ void EgressSession::start() {
     pipe_.open(
         self,
         [this](AgentStream::Handler handler) {
-            auto agent = sandbox_->agent.lock();
-            if (!agent) throw Error(ErrorCode::agent_error, "agent connection gone");
-            return agent->open(protocol::EgressAttachRequest{connection_}, std::move(handler));
+            return sandbox_->openConnection(connection_, std::move(handler));
         },
         [this, self](std::exception_ptr error) {
             if (error) {

@@ -90,10 +90,9 @@ void PackageSession::start() {
     pipe_.open(
         self,
         [this](AgentStream::Handler handler) {
-            auto agent = sandbox_->agent.lock();
-            if (!agent || sandbox_->detached())
+            if (sandbox_->detached())
                 throw Error(ErrorCode::agent_error, "the sandbox is no longer attached");
-            return agent->open(protocol::EgressAttachRequest{connection_}, std::move(handler));
+            return sandbox_->openConnection(connection_, std::move(handler));
         },
         [this, self](std::exception_ptr error) {
             if (error) {
