@@ -47,7 +47,7 @@ class DaemonHttp : public ::testing::Test {
     void SetUp() override {
         ASSERT_TRUE(test::templatesBuilt()) << "run scripts/setup first";
         dataDir = tmp.path() + "/data";
-        daemon = std::make_unique<Daemon>(dataDir, freePort());
+        daemon = std::make_unique<Daemon>(dataDir, freePort(), daemonArgs);
         std::ifstream keyFile(dataDir + "/admin.key");
         std::getline(keyFile, key);
         client = std::make_unique<test::ApiClient>(daemon->url(), key);
@@ -63,6 +63,7 @@ class DaemonHttp : public ::testing::Test {
         daemon.reset();
     }
 
+    std::vector<std::string> daemonArgs;
     test::TempDir tmp;
     std::string dataDir, key;
     std::unique_ptr<Daemon> daemon;
@@ -165,7 +166,13 @@ TEST_F(DaemonHttp, SandboxLifecycleOverHttpAndCliAndAdoptionAfterSigkill) {
 
 // Crash safety: SIGKILL while a clone is being made, with a paused sandbox and
 // a snapshot on disk; the restarted daemon must list exactly what exists.
-TEST_F(DaemonHttp, SigkillMidCloneLeavesAConsistentStateAndNoOrphans) {
+// The daemon as it runs by default, with a spare VM per shape.
+class DaemonHttpWithSpares : public DaemonHttp {
+  protected:
+    DaemonHttpWithSpares() { daemonArgs = {"--spare-vms", "1"}; }
+};
+
+TEST_F(DaemonHttpWithSpares, SigkillMidCloneLeavesAConsistentStateAndNoOrphans) {
     auto created = client->request("POST", "/v1/sandboxes", R"({"template":"minimal"})");
     ASSERT_EQ(created.status, 201) << created.body;
     std::string source = json::parse(created.body)["id"];
@@ -852,9 +859,14 @@ TEST_F(ChannelOverHttp, BackgroundProcessesAndPreviewPorts) {
     std::string answer;
     ASSERT_TRUE(test::waitFor(
         [&] {
-            answer = rawHttp(port, "GET " + p9000 +
-                                       "chat HTTP/1.1\r\nHost: x\r\nConnection: "
-                                       "Upgrade\r\nUpgrade: websocket\r\n\r\nframe-bytes");
+            answer = test::rawHttpUntil(
+                port,
+                "GET " + p9000 +
+                    "chat HTTP/1.1\r\nHost: x\r\nConnection: "
+                    "Upgrade\r\nUpgrade: websocket\r\n\r\nframe-bytes",
+                [](const std::string& a) {
+                    return a.find("frame-bytes") != std::string::npos || a.rfind("HTTP/1.1 5", 0) == 0;
+                });
             return answer.find("frame-bytes") != std::string::npos;
         },
         15s))

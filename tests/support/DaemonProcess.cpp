@@ -9,6 +9,8 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -54,6 +56,10 @@ void Daemon::start() {
     // unless a test asks for it (tests run one daemon at a time).
     if (std::find(extraArgs_.begin(), extraArgs_.end(), "--ksm") == extraArgs_.end())
         args.insert(args.end(), {"--ksm", "off"});
+    // A spare VM boots beside each new shape's first sandbox and takes a
+    // core of the TCG host from the test: none unless a test asks for them.
+    if (std::find(extraArgs_.begin(), extraArgs_.end(), "--spare-vms") == extraArgs_.end())
+        args.insert(args.end(), {"--spare-vms", "0"});
     pid_ = ::fork();
     if (pid_ == 0) {
         int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -154,12 +160,55 @@ int killQemusOf(const std::string& dataDir) {
     return killed;
 }
 
+namespace {
+
+// Whether a chunked body from `at` has reached its last (empty) chunk.
+bool lastChunkIsIn(const std::string& bytes, std::size_t at) {
+    for (;;) {
+        std::size_t lineEnd = bytes.find("\r\n", at);
+        if (lineEnd == std::string::npos) return false;
+        std::size_t size = std::strtoull(bytes.c_str() + at, nullptr, 16);
+        if (size == 0) return bytes.find("\r\n\r\n", lineEnd) != std::string::npos;
+        at = lineEnd + 2 + size + 2;
+        if (at > bytes.size()) return false;
+    }
+}
+
+// Whether `bytes` hold one whole response, so that a connection the server
+// keeps alive (a refused upgrade, a keep-alive answer) is not waited out.
+// A 101 and a body without a length are read to the end as before.
+bool oneResponseIsIn(const std::string& bytes) {
+    std::size_t headEnd = bytes.find("\r\n\r\n");
+    if (headEnd == std::string::npos || bytes.size() < 12) return false;
+    std::string head = bytes.substr(0, headEnd + 2);
+    for (auto& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    int status = std::atoi(head.c_str() + 9);
+    if (status == 101) return false;
+    std::size_t bodyStart = headEnd + 4;
+    if (status == 204 || status == 304 || (status >= 100 && status < 200)) return true;
+    if (head.find("\r\ntransfer-encoding: chunked\r\n") != std::string::npos)
+        return lastChunkIsIn(bytes, bodyStart);
+    std::size_t at = head.find("\r\ncontent-length:");
+    if (at == std::string::npos) return false;
+    std::size_t length = std::strtoull(head.c_str() + at + 17, nullptr, 10);
+    return bytes.size() >= bodyStart + length;
+}
+
+}  // namespace
+
 std::string rawHttp(int port, const std::string& request, int seconds) {
     return rawHttpStreamed(port, request, [](std::string&) { return false; }, seconds);
 }
 
+std::string rawHttpUntil(int port, const std::string& request,
+                         const std::function<bool(const std::string& answer)>& enough,
+                         int seconds) {
+    return rawHttpStreamed(port, request, [](std::string&) { return false; }, seconds, enough);
+}
+
 std::string rawHttpStreamed(int port, const std::string& head,
-                            const std::function<bool(std::string& piece)>& next, int seconds) {
+                            const std::function<bool(std::string& piece)>& next, int seconds,
+                            const std::function<bool(const std::string& answer)>& enough) {
     int s = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -187,7 +236,8 @@ std::string rawHttpStreamed(int port, const std::string& head,
     std::string out;
     char buf[4096];
     ssize_t n;
-    while ((n = ::read(s, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+    while (!(enough ? enough(out) : oneResponseIsIn(out)) && (n = ::read(s, buf, sizeof buf)) > 0)
+        out.append(buf, static_cast<std::size_t>(n));
     ::close(s);
     return out;
 }

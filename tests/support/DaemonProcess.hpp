@@ -54,13 +54,20 @@ std::unique_ptr<boost::beast::websocket::stream<boost::beast::tcp_stream>> openW
     boost::asio::io_context& ioc, int port, const std::string& key, const std::string& id,
     const std::string& start);
 
-// Raw HTTP over TCP, for requests the client library would not send.
+// Raw HTTP over TCP, for requests the client library would not send. The
+// answer is read until one whole response is in (by its length or its last
+// chunk), or else to the end or the timeout.
 std::string rawHttp(int port, const std::string& request, int seconds = 10);
+// The same, read until `enough` says so (an upgraded connection's bytes).
+std::string rawHttpUntil(int port, const std::string& request,
+                         const std::function<bool(const std::string& answer)>& enough,
+                         int seconds = 10);
 // The same with a body too big to hold: after the head, `next` fills each
-// piece of the body (false: none left); the answer is read to the end.
+// piece of the body (false: none left).
 std::string rawHttpStreamed(int port, const std::string& head,
                             const std::function<bool(std::string& piece)>& next,
-                            int seconds = 120);
+                            int seconds = 120,
+                            const std::function<bool(const std::string& answer)>& enough = {});
 // A process's resident memory (VmRSS) in KiB; 0 when it is gone.
 std::size_t rssKiB(pid_t pid);
 
