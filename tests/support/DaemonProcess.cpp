@@ -60,6 +60,7 @@ void Daemon::start() {
     // core of the TCG host from the test: none unless a test asks for them.
     if (std::find(extraArgs_.begin(), extraArgs_.end(), "--spare-vms") == extraArgs_.end())
         args.insert(args.end(), {"--spare-vms", "0"});
+    seedHypervisorCache(dataDir_);
     pid_ = ::fork();
     if (pid_ == 0) {
         int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -88,6 +89,7 @@ void Daemon::start() {
         },
         90s, 100ms);
     if (!up) throw std::runtime_error("airlockd did not come up");
+    keepHypervisorCache(dataDir_);
 }
 
 std::string Daemon::endedHow() {

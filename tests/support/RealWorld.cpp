@@ -3,11 +3,14 @@
 #include "agentclient/AgentConnection.hpp"
 #include "agentclient/AgentTransport.hpp"
 #include "hypervisor/AccelProbe.hpp"
+#include "support/TestEnv.hpp"
 
 namespace airlock::test {
 
 RealWorld::RealWorld(ControllerConfig config, const std::string& templatesDir) {
+    seedHypervisorCache(dir.path());
     hypervisor = std::make_unique<LibvirtHypervisor>(LibvirtOptions{"", dir.path(), resolveAccel("auto")});
+    keepHypervisorCache(dir.path());
     templates = std::make_unique<TemplateCatalog>(templatesDir.empty() ? std::string(AIRLOCK_TEMPLATES_DIR)
                                                                        : templatesDir);
     db = std::make_unique<Database>(dir.path() + "/state.db");

@@ -85,6 +85,42 @@ std::string commandLine(const std::string& command) {
     return out;
 }
 
+namespace {
+
+const std::filesystem::path kCapabilities = "libvirt/cache/qemu/capabilities";
+
+std::filesystem::path sharedCapabilities() {
+    return std::filesystem::path(AIRLOCK_BIN_DIR).parent_path() / "test-cache" / "libvirt-capabilities";
+}
+
+// Each file is copied through a temporary name: two test lanes may copy at once.
+void copyNewer(const std::filesystem::path& from, const std::filesystem::path& to) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::is_directory(from, ec)) return;
+    fs::create_directories(to, ec);
+    for (const auto& entry : fs::directory_iterator(from, ec)) {
+        if (!entry.is_regular_file() || entry.path().extension() != ".xml") continue;
+        fs::path target = to / entry.path().filename();
+        if (fs::exists(target) && fs::last_write_time(target, ec) >= entry.last_write_time()) continue;
+        fs::path partial = target;
+        partial += "." + std::to_string(::getpid()) + ".part";
+        if (fs::copy_file(entry.path(), partial, fs::copy_options::overwrite_existing, ec))
+            fs::rename(partial, target, ec);
+        if (ec) fs::remove(partial, ec);
+    }
+}
+
+}  // namespace
+
+void seedHypervisorCache(const std::string& dataDir) {
+    copyNewer(sharedCapabilities(), std::filesystem::path(dataDir) / kCapabilities);
+}
+
+void keepHypervisorCache(const std::string& dataDir) {
+    copyNewer(std::filesystem::path(dataDir) / kCapabilities, sharedCapabilities());
+}
+
 bool loopbackPortOpen(int port) {
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return false;

@@ -33,6 +33,14 @@ bool templatesBuilt();
 std::string commandOutput(const std::string& command);
 std::string commandLine(const std::string& command);
 
+// libvirt probes QEMU's capabilities into each new driver root, over a
+// second under TCG. A test's data directory starts from the answer of the
+// last probe (kept in the build tree) and gives its own back; libvirt
+// checks a cached answer against QEMU's and its own binaries and probes
+// again when either changed, so the copy never changes a result.
+void seedHypervisorCache(const std::string& dataDir);
+void keepHypervisorCache(const std::string& dataDir);
+
 // Whether something accepts connections on 127.0.0.1:port.
 bool loopbackPortOpen(int port);
 
