@@ -68,9 +68,9 @@ std::string e2bState(SandboxState s) { return s == SandboxState::paused ? "pause
 bool listed(SandboxState s) { return s == SandboxState::running || s == SandboxState::paused; }
 }  // namespace
 
-E2bApi::E2bApi(SandboxController& controller, const e2b::SandboxTokens& tokens,
+E2bApi::E2bApi(Sandboxes& sandboxes, const e2b::SandboxTokens& tokens,
                std::string publicDomain)
-    : controller_(controller), tokens_(tokens), publicDomain_(std::move(publicDomain)) {}
+    : sandboxes_(sandboxes), tokens_(tokens), publicDomain_(std::move(publicDomain)) {}
 
 bool E2bApi::owns(const std::string& path) {
     auto s = splitPath(path);
@@ -113,7 +113,7 @@ void E2bApi::addRoutes(RouteTable& table) {
 }
 
 ApiResponse E2bApi::get(RouteContext& c) {
-    auto r = controller_.get(c.tenant, c.params[0]);
+    auto r = sandboxes_.get(c.tenant, c.params[0]);
     json j = listedSandbox(r);
     j["domain"] = publicDomain_.empty() ? json(nullptr) : json(publicDomain_);
     j["envdAccessToken"] = tokens_.envdToken(r.id, c.principal.keyId);
@@ -127,7 +127,7 @@ ApiResponse E2bApi::get(RouteContext& c) {
 }
 
 ApiResponse E2bApi::kill(RouteContext& c) {
-    controller_.destroy(c.tenant, c.params[0]);
+    sandboxes_.destroy(c.tenant, c.params[0], "it was killed");
     return ApiResponse{204, "", ""};
 }
 
@@ -137,7 +137,7 @@ ApiResponse E2bApi::setTimeout(RouteContext& c) {
     auto t = secondsField(body, "timeout");
     if (!t) throw Error(ErrorCode::bad_request, "'timeout' is required");
     // E2B's setTimeout may shorten a sandbox's life too: now + timeout.
-    controller_.setTimeout(c.tenant, c.params[0], std::max<std::int64_t>(*t, 1));
+    sandboxes_.setTimeout(c.tenant, c.params[0], std::max<std::int64_t>(*t, 1));
     return ApiResponse{204, "", ""};
 }
 
@@ -146,17 +146,17 @@ ApiResponse E2bApi::pause(RouteContext& c) {
     json body = bodyObject(c.request);
     rejectUnknownFields(body, {"memory"}, "pause request");
     boolField(body, "memory", true);
-    auto r = controller_.get(c.tenant, id);
+    auto r = sandboxes_.get(c.tenant, id);
     if (r.state == SandboxState::paused)
         throw Error(ErrorCode::conflict, "sandbox " + id + " is already paused");
-    controller_.pause(c.tenant, id);
+    sandboxes_.pause(c.tenant, id);
     // A paused E2B sandbox waits for its connect, however long.
-    controller_.setTimeout(c.tenant, id, 0);
+    sandboxes_.setTimeout(c.tenant, id, 0);
     return ApiResponse{204, "", ""};
 }
 
 ApiResponse E2bApi::metrics(RouteContext& c) {
-    controller_.get(c.tenant, c.params[0]);
+    sandboxes_.get(c.tenant, c.params[0]);
     return jsonResponse(200, json::array());
 }
 
@@ -225,7 +225,7 @@ ApiResponse E2bApi::create(RouteContext& c) {
                                                         "' is not supported by Airlock");
     }
     if (req.portAccess != PortAccess::token) req.portAccess = PortAccess::open;
-    auto r = controller_.create(c.tenant, req);
+    auto r = sandboxes_.create(c.tenant, req);
     return jsonResponse(201, sandboxAnswer(r, asked, c.principal.keyId));
 }
 
@@ -291,7 +291,7 @@ ApiResponse E2bApi::list(RouteContext& c) {
     }
     std::string after = q("nextToken");
     std::string tmpl = q("template");
-    auto all = controller_.list(c.scope());
+    auto all = sandboxes_.list(c.scope());
     // Oldest first, by id within a second: the next token is the last id sent.
     std::sort(all.begin(), all.end(), [](const SandboxRecord& a, const SandboxRecord& b) {
         return a.createdAt != b.createdAt ? a.createdAt < b.createdAt : a.id < b.id;
@@ -340,22 +340,22 @@ ApiResponse E2bApi::connect(RouteContext& c, bool resumeRoute) {
     if (timeout == 0) timeout = kDefaultTimeoutS;
     boolField(body, "memory", true);
     bool autoPause = boolField(body, "autoPause", false);
-    auto r = controller_.get(tenant, id);
+    auto r = sandboxes_.get(tenant, id);
     if (r.state == SandboxState::paused) {
-        controller_.resume(tenant, id);
-        controller_.setTimeout(tenant, id, timeout);
+        sandboxes_.resume(tenant, id);
+        sandboxes_.setTimeout(tenant, id, timeout);
         (void)autoPause;
         return jsonResponse(
-            201, sandboxAnswer(controller_.get(tenant, id), aliasOf(r.templateName), keyId));
+            201, sandboxAnswer(sandboxes_.get(tenant, id), aliasOf(r.templateName), keyId));
     }
     if (r.state != SandboxState::running)
         throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state));
     if (resumeRoute) throw Error(ErrorCode::conflict, "sandbox " + id + " is already running");
     // Connecting to a running sandbox only ever extends its life.
     std::int64_t left = r.expiresAt > 0 ? r.expiresAt - nowUnixSeconds() : -1;
-    if (r.expiresAt > 0 && timeout > left) controller_.setTimeout(tenant, id, timeout);
+    if (r.expiresAt > 0 && timeout > left) sandboxes_.setTimeout(tenant, id, timeout);
     return jsonResponse(
-        200, sandboxAnswer(controller_.get(tenant, id), aliasOf(r.templateName), keyId));
+        200, sandboxAnswer(sandboxes_.get(tenant, id), aliasOf(r.templateName), keyId));
 }
 
 }  // namespace airlock::api

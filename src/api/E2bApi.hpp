@@ -4,7 +4,7 @@
 
 #include "api/HttpTypes.hpp"
 #include "api/RouteTable.hpp"
-#include "controller/SandboxController.hpp"
+#include "controller/Sandboxes.hpp"
 #include "e2b/E2bWire.hpp"
 
 namespace airlock::api {
@@ -18,7 +18,7 @@ namespace airlock::api {
 // from the body).
 class E2bApi {
   public:
-    E2bApi(SandboxController& controller, const e2b::SandboxTokens& tokens,
+    E2bApi(Sandboxes& sandboxes, const e2b::SandboxTokens& tokens,
            std::string publicDomain);
 
     // Whether a path is the control plane's (the door a request comes through).
@@ -40,7 +40,7 @@ class E2bApi {
                                  const std::string& keyId) const;
     nlohmann::json listedSandbox(const SandboxRecord& r) const;
 
-    SandboxController& controller_;
+    Sandboxes& sandboxes_;
     const e2b::SandboxTokens& tokens_;
     std::string publicDomain_;
 };

@@ -85,16 +85,16 @@ using Snapshot = std::map<std::string, std::string>;
 
 }  // namespace
 
-E2bEnvd::E2bEnvd(SandboxController& controller, const e2b::SandboxTokens& tokens,
+E2bEnvd::E2bEnvd(EnvdSandboxes sandboxes, const e2b::SandboxTokens& tokens,
                  Authenticator& auth, TenantLimiter& limiter, asio::thread_pool& workers,
                  std::string publicDomain)
-    : controller_(controller),
+    : sandboxes_(sandboxes),
       tokens_(tokens),
       auth_(auth),
       limiter_(limiter),
       workers_(workers),
       publicDomain_(std::move(publicDomain)),
-      processes_(controller.commands()) {}
+      processes_(sandboxes.commands) {}
 
 std::optional<E2bEnvd::Target> E2bEnvd::target(const ApiRequest& head) const {
     std::string id = head.header("e2b-sandbox-id"), port = head.header("e2b-sandbox-port");
@@ -197,9 +197,9 @@ void E2bEnvd::addRoutes(RouteTable& table) {
 }
 
 SandboxRecord E2bEnvd::runningSandbox(const std::string& sandboxId) {
-    auto owner = controller_.ownerOf(sandboxId);
+    auto owner = sandboxes_.lifecycle.ownerOf(sandboxId);
     if (!owner) throw Error(ErrorCode::sandbox_unreachable, "The sandbox was not found");
-    auto r = controller_.get(*owner, sandboxId);
+    auto r = sandboxes_.lifecycle.get(*owner, sandboxId);
     if (r.state != SandboxState::running)
         throw Error(ErrorCode::sandbox_unreachable,
                     "The sandbox is " + sandboxStateName(r.state) +
@@ -238,26 +238,26 @@ E2bEnvd::PortRoute E2bEnvd::routePort(const ApiRequest& head, const Target& t) {
     const Target* target = &t;
     // Airlock's own guest services (egress and package proxies) first: no
     // lookup, no request slot, no tunnel for them, whoever asks.
-    controller_.ports().requireReachable(target->port);
+    sandboxes_.ports.requireReachable(target->port);
     auto r = runningSandbox(target->sandboxId);
     PortRoute route;
     route.tenant = r.tenant;
     auto& open = route.open;
-    auto& controller = controller_;
+    auto& ports = sandboxes_.ports;
     std::string id = target->sandboxId;
     unsigned port = target->port;
     if (!target->token.empty()) {
         // Airlock's own preview origin: the exposed port's capability.
-        open = [&controller, id, port, token = target->token](AgentStream::Handler handler) {
-            return controller.ports().openPreview(id, port, token, std::move(handler));
+        open = [&ports, id, port, token = target->token](AgentStream::Handler handler) {
+            return ports.openPreview(id, port, token, std::move(handler));
         };
     } else if (r.portAccess == "public" ||
                (r.portAccess == "token" &&
                 mintingKeyActs(
                     tokens_.trafficTokenKey(id, head.header("e2b-traffic-access-token")),
                     r.tenant))) {
-        open = [&controller, tenant = r.tenant, id, port](AgentStream::Handler handler) {
-            return controller.ports().openTunnel(tenant, id, port, std::move(handler));
+        open = [&ports, tenant = r.tenant, id, port](AgentStream::Handler handler) {
+            return ports.openTunnel(tenant, id, port, std::move(handler));
         };
     } else if (r.portAccess == "token") {
         throw Error(
@@ -297,7 +297,7 @@ protocol::FsResult E2bEnvd::fsCall(const Caller& caller, protocol::FsRequest::Ac
     request.to = to;
     request.recursive = recursive;
     request.user = caller.user;
-    return controller_.files().fileOp(caller.tenant, caller.sandboxId, request);
+    return sandboxes_.files.fileOp(caller.tenant, caller.sandboxId, request);
 }
 
 json E2bEnvd::listDir(const Caller& caller, const std::string& path, unsigned depth) {
@@ -478,11 +478,11 @@ std::optional<ApiResponse> E2bEnvd::download(StreamHandover& h) {
     const auto& query = h.context.request.query;
     auto p = query.find("path");
     std::string path = e2b::resolveUserPath(p == query.end() ? "" : p->second, caller.user);
-    auto& controller = controller_;
+    auto& files = sandboxes_.files;
     std::make_shared<DownloadSession>(
         std::move(h.stream), std::move(h.context),
-        [&controller, caller, path](AgentStream::Handler handler) {
-            return controller.files().openDownload(caller.tenant, caller.sandboxId, path,
+        [&files, caller, path](AgentStream::Handler handler) {
+            return files.openDownload(caller.tenant, caller.sandboxId, path,
                                                    std::move(handler), caller.user);
         },
         true, "application/octet-stream", DownloadSession::kFileIdle)

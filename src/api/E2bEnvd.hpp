@@ -12,7 +12,10 @@
 #include "api/HttpTypes.hpp"
 #include "api/RouteTable.hpp"
 #include "api/TenantLimiter.hpp"
-#include "controller/SandboxController.hpp"
+#include "controller/GuestFiles.hpp"
+#include "controller/GuestPorts.hpp"
+#include "controller/SandboxCommands.hpp"
+#include "controller/Sandboxes.hpp"
 #include "e2b/E2bProcesses.hpp"
 #include "e2b/E2bWire.hpp"
 #include "protocol/GuestCalls.hpp"
@@ -28,10 +31,18 @@ namespace airlock::api {
 // process.Process and filesystem.Filesystem (JSON codec) and GET/POST
 // /files and GET /health become the same controller calls as the native
 // API's (policy, audit, write scopes, masking included).
+// What envd reaches of the sandboxes, and no more.
+struct EnvdSandboxes {
+    Sandboxes& lifecycle;
+    GuestFiles& files;
+    GuestPorts& ports;
+    SandboxCommands& commands;
+};
+
 class E2bEnvd {
   public:
     // auth: the keys a traffic token names (a token works while its key does).
-    E2bEnvd(SandboxController& controller, const e2b::SandboxTokens& tokens, Authenticator& auth,
+    E2bEnvd(EnvdSandboxes sandboxes, const e2b::SandboxTokens& tokens, Authenticator& auth,
             TenantLimiter& limiter, boost::asio::thread_pool& workers, std::string publicDomain);
 
     struct Target {
@@ -87,7 +98,7 @@ class E2bEnvd {
     // on the owner's sandbox.
     bool mintingKeyActs(const std::optional<std::string>& keyId, const std::string& owner);
 
-    SandboxController& controller_;
+    EnvdSandboxes sandboxes_;
     const e2b::SandboxTokens& tokens_;
     Authenticator& auth_;
     TenantLimiter& limiter_;

@@ -14,11 +14,11 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 HttpServer::HttpServer(asio::io_context& ioc, const std::string& host, unsigned short port,
-                       Router& router, SandboxController& controller, asio::thread_pool& workers,
+                       Router& router, Sandboxes& sandboxes, asio::thread_pool& workers,
                        HttpLimits limits, std::shared_ptr<asio::ssl::context> tls)
     : ioc_(ioc),
       router_(router),
-      controller_(controller),
+      sandboxes_(sandboxes),
       workers_(workers),
       limits_(limits),
       tls_(std::move(tls)),
@@ -29,7 +29,7 @@ HttpServer::HttpServer(asio::io_context& ioc, const std::string& host, unsigned 
 
 void HttpServer::serve(tcp::socket socket, std::shared_ptr<void> slot) {
     if (!tls_) {
-        std::make_shared<HttpSession>(std::move(socket), router_, controller_, workers_, limits_,
+        std::make_shared<HttpSession>(std::move(socket), router_, sandboxes_, workers_, limits_,
                                       std::move(slot))
             ->start();
         return;
@@ -56,7 +56,7 @@ void HttpServer::serve(tcp::socket socket, std::shared_ptr<void> slot) {
         ::close(fds[1]);
         return;  // pipeEnd closes its own
     }
-    std::make_shared<HttpSession>(std::move(sessionEnd), router_, controller_, workers_, limits_,
+    std::make_shared<HttpSession>(std::move(sessionEnd), router_, sandboxes_, workers_, limits_,
                                   slot)
         ->start();
     std::make_shared<TlsPipe>(std::move(socket), std::move(pipeEnd), *tls_, std::move(slot))

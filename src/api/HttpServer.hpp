@@ -17,7 +17,7 @@ namespace airlock::api {
 class HttpServer {
   public:
     HttpServer(boost::asio::io_context& ioc, const std::string& host, unsigned short port,
-               Router& router, SandboxController& controller, boost::asio::thread_pool& workers,
+               Router& router, Sandboxes& sandboxes, boost::asio::thread_pool& workers,
                HttpLimits limits = {}, std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
     unsigned short port() const { return listener_.port(); }
     std::size_t openConnections() const { return listener_.openConnections(); }
@@ -28,7 +28,7 @@ class HttpServer {
 
     boost::asio::io_context& ioc_;
     Router& router_;
-    SandboxController& controller_;
+    Sandboxes& sandboxes_;
     boost::asio::thread_pool& workers_;
     HttpLimits limits_;
     std::shared_ptr<boost::asio::ssl::context> tls_;

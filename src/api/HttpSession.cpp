@@ -51,11 +51,11 @@ std::map<std::string, std::string> parseQuery(std::string_view q) {
 }  // namespace
 
 HttpSession::HttpSession(asio::ip::tcp::socket&& socket, Router& router,
-                         SandboxController& controller, asio::thread_pool& workers,
+                         Sandboxes& sandboxes, asio::thread_pool& workers,
                          HttpLimits limits, std::shared_ptr<void> connectionSlot)
     : stream_(std::move(socket)),
       router_(router),
-      controller_(controller),
+      sandboxes_(sandboxes),
       workers_(workers),
       limits_(limits),
       connectionSlot_(std::move(connectionSlot)) {}
@@ -215,7 +215,7 @@ void HttpSession::startStream(const Router::Selection& selection, Router::Admiss
         // Every keyed stream is a sandbox's: another tenant's (or a missing)
         // sandbox answers 404 here, before any upgrade.
         if (route.roles != Router::kPublic && !admission.params.empty())
-            controller_.get(admission.tenant, admission.params[0]);
+            sandboxes_.get(admission.tenant, admission.params[0]);
         StreamContext ctx =
             router_.streamContext(std::move(admission), std::move(head), connectionSlot_, workers_);
         stream_.expires_never();

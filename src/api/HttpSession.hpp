@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/Router.hpp"
+#include "controller/Sandboxes.hpp"
 
 namespace airlock::api {
 
@@ -28,7 +29,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     // connectionSlot: this connection's place under the server's cap, handed
     // on to a streaming session that takes the socket over.
     HttpSession(boost::asio::ip::tcp::socket&& socket, Router& router,
-                SandboxController& controller, boost::asio::thread_pool& workers, HttpLimits limits,
+                Sandboxes& sandboxes, boost::asio::thread_pool& workers, HttpLimits limits,
                 std::shared_ptr<void> connectionSlot = nullptr);
     void start();
 
@@ -61,7 +62,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
     std::shared_ptr<boost::beast::http::response<boost::beast::http::string_body>> response_;
     Router& router_;
-    SandboxController& controller_;
+    Sandboxes& sandboxes_;
     boost::asio::thread_pool& workers_;
     HttpLimits limits_;
     std::vector<char> drainBuffer_;

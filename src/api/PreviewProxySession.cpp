@@ -88,7 +88,7 @@ void PreviewProxySession::start() {
             } catch (...) {
                 throw Error(ErrorCode::not_found, "no such preview");
             }
-            tunnel = ctx_.controller.ports().openPreview(ctx_.params[0], port, ctx_.params[2],
+            tunnel = ctx_.sandboxes.ports.openPreview(ctx_.params[0], port, ctx_.params[2],
                                                          std::move(handler));
         }
         try {

@@ -8,14 +8,25 @@
 #include <string>
 
 #include "api/HttpTypes.hpp"
-#include "controller/SandboxController.hpp"
+#include "controller/ApprovalGates.hpp"
+#include "controller/GuestFiles.hpp"
+#include "controller/GuestPorts.hpp"
+#include "controller/SandboxCommands.hpp"
 
 namespace airlock::api {
 
-// What a streaming session needs besides its socket: the controller, the
-// worker pool for calls that may block, and the authenticated request.
+// The sandbox services a streaming session reaches, and no more.
+struct StreamServices {
+    GuestFiles& files;
+    GuestPorts& ports;
+    SandboxCommands& commands;
+    ApprovalGates& gates;
+};
+
+// What a streaming session needs besides its socket: the sandbox services,
+// the worker pool for calls that may block, and the authenticated request.
 struct StreamContext {
-    SandboxController& controller;
+    StreamServices sandboxes;
     boost::asio::thread_pool& workers;
     ApiRequest request;  // body empty: streaming sessions read it themselves
     std::string tenant;

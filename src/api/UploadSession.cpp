@@ -95,7 +95,7 @@ void UploadSession::openFile(UploadPlan::File file) {
     pipe()->open(
         self,
         [this, target](AgentStream::Handler handler) {
-            return ctx_.controller.files().openUpload(ctx_.tenant, ctx_.params[0], target.path,
+            return ctx_.sandboxes.files.openUpload(ctx_.tenant, ctx_.params[0], target.path,
                                                       target.mode, std::move(handler),
                                                       target.user);
         },
@@ -247,7 +247,7 @@ void UploadSession::onAgentEvent(AgentStream::Event&& e) {
     // The audit write (SQLite) is not for the I/O thread.
     asio::post(ctx_.workers, [self = shared_from_this(), w = std::move(w), malformed]() mutable {
         try {
-            self->ctx_.controller.files().recordFileWrite(self->ctx_.tenant, self->ctx_.params[0],
+            self->ctx_.sandboxes.files.recordFileWrite(self->ctx_.tenant, self->ctx_.params[0],
                                                           w.asked, w.path, w.bytes, w.sha256);
         } catch (const std::exception&) {
         }

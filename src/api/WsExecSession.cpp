@@ -70,7 +70,7 @@ void WsExecSession::onStartMessage(beast::error_code ec) {
         try {
             self->options_ = parseExecStart(body, self->terminal_);
             std::weak_ptr<WsExecSession> weak = self;
-            started = self->ctx_.controller.commands().openStreamed(
+            started = self->ctx_.sandboxes.commands.openStreamed(
                 self->ctx_.tenant, self->ctx_.params[0], self->options_, self->terminal_,
                 self->agentHandler(), [weak](const GatedExec& g) {
                     if (auto s = weak.lock())
@@ -134,13 +134,13 @@ void WsExecSession::onDecision(const GatedExec& g) {
         std::shared_ptr<AgentStream> agent;
         std::string code, message;
         try {
-            agent = self->ctx_.controller.commands().openApproved(
+            agent = self->ctx_.sandboxes.commands.openApproved(
                 self->ctx_.tenant, self->ctx_.params[0], self->execId_, self->options_,
                 self->terminal_, self->agentHandler());
         } catch (const Error& e) {
             code = std::string(errorCodeName(e.code()));
             message = e.what();
-            self->ctx_.controller.gates().finishStreamed(self->execId_, -1, message);
+            self->ctx_.sandboxes.gates.finishStreamed(self->execId_, -1, message);
         }
         asio::post(self->ws_.get_executor(), [self, agent, code, message] {
             if (!agent) return self->sendErrorAndClose(code, message);
@@ -293,7 +293,7 @@ void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
                 execRecorded_ = true;
                 asio::post(
                     ctx_.workers, [self = shared_from_this(), code = r.exit_code, error = r.error] {
-                        self->ctx_.controller.gates().finishStreamed(self->execId_, code, error);
+                        self->ctx_.sandboxes.gates.finishStreamed(self->execId_, code, error);
                     });
             }
             json m{{"type", "exit"}, {"exit_code", r.exit_code}, {"timed_out", r.timed_out}};
@@ -313,7 +313,7 @@ void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
                 execRecorded_ = true;
                 asio::post(ctx_.workers,
                            [self = shared_from_this(), why = std::string(err.what())] {
-                               self->ctx_.controller.gates().finishStreamed(self->execId_, -1, why);
+                               self->ctx_.sandboxes.gates.finishStreamed(self->execId_, -1, why);
                            });
             }
             return sendErrorAndClose(std::string(errorCodeName(err.code())), err.what());
@@ -350,10 +350,10 @@ void WsExecSession::releaseExec() {
     bool wasStarted = streamAttached_;
     asio::post(ctx_.workers, [self = shared_from_this(), wasStarted] {
         if (wasStarted)
-            self->ctx_.controller.gates().finishStreamed(self->execId_, -1,
+            self->ctx_.sandboxes.gates.finishStreamed(self->execId_, -1,
                                                          "the client disconnected");
         else
-            self->ctx_.controller.gates().abandonStreamed(self->execId_);
+            self->ctx_.sandboxes.gates.abandonStreamed(self->execId_);
     });
 }
 

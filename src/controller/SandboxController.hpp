@@ -23,6 +23,7 @@
 #include "controller/SandboxAgents.hpp"
 #include "controller/SandboxCommands.hpp"
 #include "controller/SandboxEvidenceSource.hpp"
+#include "controller/Sandboxes.hpp"
 #include "controller/SandboxSecrets.hpp"
 #include "controller/SnapshotLibrary.hpp"
 #include "controller/SparePool.hpp"
@@ -139,7 +140,8 @@ struct ControllerStores {
 // (files(), processes()) over the controller's SandboxAccess view; the
 // evidence and workspace services reach it through evidenceSource() and
 // workspaceSandboxes().
-class SandboxController : private SandboxAccess,
+class SandboxController : private Sandboxes,
+                          private SandboxAccess,
                           private SandboxEvidenceSource,
                           private WorkspaceSandboxes {
   public:
@@ -151,13 +153,13 @@ class SandboxController : private SandboxAccess,
     SandboxRecord get(const std::string& tenant, const std::string& id) override;
     // A tenant's, or every tenant's (TenantScope::all(): never the internal
     // spares and warm sandboxes).
-    std::vector<SandboxRecord> list(const TenantScope& scope);
+    std::vector<SandboxRecord> list(const TenantScope& scope) override;
     std::vector<SandboxRecord> list(const std::string& tenant) {
         return list(TenantScope::only(tenant));
     }
     // The tenant owning a sandbox (sbx-), snapshot (snap-) or approval
     // (apr-) id; nullopt for anything else or an internal object.
-    std::optional<std::string> ownerOf(const std::string& id);
+    std::optional<std::string> ownerOf(const std::string& id) override;
     // Tenants' records, usage, rule floors and quotas.
     TenantLimits& tenants() { return tenantLimits_; }
     // For /metrics: create latencies (REST exec's: commands().latency()),
@@ -198,10 +200,10 @@ class SandboxController : private SandboxAccess,
                              const std::vector<std::string>& allow);
 
     // Lifecycle (SandboxLifecycle.cpp).
-    SandboxRecord pause(const std::string& tenant, const std::string& id);
-    SandboxRecord resume(const std::string& tenant, const std::string& id);
+    SandboxRecord pause(const std::string& tenant, const std::string& id) override;
+    SandboxRecord resume(const std::string& tenant, const std::string& id) override;
     SandboxRecord setTimeout(const std::string& tenant, const std::string& id,
-                             std::int64_t timeoutS);
+                             std::int64_t timeoutS) override;
     // Memory + device state, and the disk overlay frozen as a read-only
     // layer; a running sandbox is paused for the capture and goes on after.
     SnapshotRecord snapshot(const std::string& tenant, const std::string& id);
@@ -233,6 +235,8 @@ class SandboxController : private SandboxAccess,
     GuestFiles& files() { return files_; }
     GuestProcesses& processes() { return processes_; }
     GuestPorts& ports() { return guestPorts_; }
+    // The lifecycle as the E2B doors use it, and no more.
+    Sandboxes& sandboxes() { return *this; }
     // What the evidence service reads of a sandbox, and no more.
     SandboxEvidenceSource& evidenceSource() { return *this; }
     // What the workspace service needs of it, and no more.

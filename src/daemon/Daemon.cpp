@@ -290,13 +290,15 @@ int runDaemon(const DaemonOptions& options) {
     // The E2B front door: its per-sandbox tokens are MACs under a key of its own.
     auto e2bKey = readOrCreateKeyFile(dataDir + "/e2b-token.key");
     e2b::SandboxTokens e2bTokens(std::string(e2bKey.begin(), e2bKey.end()));
-    api::E2bApi e2bApi(controller, e2bTokens, options.publicDomain);
-    api::E2bEnvd e2bEnvd(controller, e2bTokens, auth, router.limiter(), workers,
+    api::E2bApi e2bApi(controller.sandboxes(), e2bTokens, options.publicDomain);
+    api::E2bEnvd e2bEnvd(api::EnvdSandboxes{controller.sandboxes(), controller.files(),
+                                            controller.ports(), controller.commands()},
+                         e2bTokens, auth, router.limiter(), workers,
                          options.publicDomain);
     router.setE2b(e2bApi, e2bEnvd, e2bTokens);
     api::HttpLimits limits;
     limits.maxConnections = options.maxConnections;
-    api::HttpServer server(ioc, options.listenHost, options.listenPort, router, controller, workers,
+    api::HttpServer server(ioc, options.listenHost, options.listenPort, router, controller.sandboxes(), workers,
                            limits, tls);
     router.setPublicDomain(options.publicDomain, server.port());
     logInfo("airlockd", std::string("listening on ") + (tls ? "https://" : "http://") +

@@ -18,8 +18,10 @@ class FrontDoorsFixture : public test::ControllerFixture {
           auth(keys),
           router(*controller, auth, keys, "test"),
           tokens("test-key"),
-          e2b(*controller, tokens, "sbx.test"),
-          envd(*controller, tokens, auth, router.limiter(), workers, "sbx.test") {
+          e2b(controller->sandboxes(), tokens, "sbx.test"),
+          envd(EnvdSandboxes{controller->sandboxes(), controller->files(), controller->ports(),
+                             controller->commands()},
+               tokens, auth, router.limiter(), workers, "sbx.test") {
         router.setE2b(e2b, envd, tokens);
     }
     ~FrontDoorsFixture() override { workers.join(); }

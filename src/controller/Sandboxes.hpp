@@ -1,0 +1,39 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "controller/CreateSandboxRequest.hpp"
+#include "store/SandboxStore.hpp"
+#include "store/TenantScope.hpp"
+
+namespace airlock {
+
+// The sandbox lifecycle as a front door sees it, and no more: made, found,
+// listed, paused, resumed, given a deadline and removed, each call scoped
+// to the caller's tenant (another tenant's sandbox is Error(not_found)).
+// The controller implements it; the E2B doors depend on this, not on the
+// controller.
+class Sandboxes {
+  public:
+    virtual ~Sandboxes() = default;
+    virtual SandboxRecord create(const std::string& tenant, const CreateSandboxRequest& request) = 0;
+    virtual SandboxRecord get(const std::string& tenant, const std::string& id) = 0;
+    // A tenant's, or every tenant's (TenantScope::all(): never the internal
+    // spares and warm sandboxes).
+    virtual std::vector<SandboxRecord> list(const TenantScope& scope) = 0;
+    // The tenant owning a sandbox (sbx-), snapshot (snap-) or approval
+    // (apr-) id; nullopt for anything else or an internal object.
+    virtual std::optional<std::string> ownerOf(const std::string& id) = 0;
+    // `why` ends the message of calls still open on the sandbox.
+    virtual void destroy(const std::string& tenant, const std::string& id,
+                         const std::string& why) = 0;
+    virtual SandboxRecord pause(const std::string& tenant, const std::string& id) = 0;
+    virtual SandboxRecord resume(const std::string& tenant, const std::string& id) = 0;
+    // Seconds from now (0: none).
+    virtual SandboxRecord setTimeout(const std::string& tenant, const std::string& id,
+                                     std::int64_t timeoutS) = 0;
+};
+
+}  // namespace airlock
