@@ -18,20 +18,20 @@ workspace::WorkspaceService& Router::workspaces() {
 // POST /v1/credentials
 ApiResponse Router::createCredential(Context& c) {
     auto spec = parseCredential(c.request.body);
-    return jsonResponse(201, credentialJson(workspaces().addCredential(c.tenant, spec)));
+    return jsonResponse(201, credentialJson(workspaces().credentials().add(c.tenant, spec)));
 }
 
 // GET /v1/credentials
 ApiResponse Router::listCredentials(Context& c) {
     json list = json::array();
-    for (const auto& cred : workspaces().listCredentials(c.tenant))
+    for (const auto& cred : workspaces().credentials().list(c.tenant))
         list.push_back(credentialJson(cred));
     return jsonResponse(200, {{"credentials", list}});
 }
 
 // DELETE /v1/credentials/{}
 ApiResponse Router::deleteCredential(Context& c) {
-    workspaces().removeCredential(c.tenant, c.params[0]);
+    workspaces().credentials().remove(c.tenant, c.params[0]);
     return ApiResponse{204, "", ""};
 }
 

@@ -180,7 +180,11 @@ WorkspaceService::WorkspaceService(WorkspaceConfig config, WorkspaceSandboxes& s
                                    CredentialStore& credentials, WorkspaceStore& workspaces)
     : config_(std::move(config)),
       sandboxes_(sandboxes),
-      credentials_(credentials),
+      credentials_(credentials, config_.cipher, config_.addressPolicy,
+                   [&sandboxes](const std::string& tenant, const std::string& type,
+                                const json& data) {
+                       sandboxes.recordEvent(refOf("", tenant), type, data);
+                   }),
       workspaces_(workspaces) {
     initGit();
     installGitSocket(config_.addressPolicy, std::chrono::seconds(30), std::chrono::seconds(120));
@@ -204,14 +208,8 @@ WorkspaceService::WorkspaceService(WorkspaceConfig config, WorkspaceSandboxes& s
     sandboxes_.setWorkspaceHooks(
         [this](const SandboxRecord& r, const std::string& path) { checkWrite(r, path); },
         [this](const GatedExec& g, bool approved) { onPublishDecision(g, approved); });
-    sandboxes_.setExtraSecrets([this](const SandboxRecord& r) {
-        std::vector<std::string> values;
-        if (!config_.cipher) return values;
-        for (const auto& c : credentials_.list(r.tenant))
-            values.push_back(
-                config_.cipher->open(c.secretSealed, "credential/" + c.tenant + "/" + c.name));
-        return values;
-    });
+    sandboxes_.setExtraSecrets(
+        [this](const SandboxRecord& r) { return credentials_.secretsOf(r.tenant); });
 }
 
 WorkspaceService::~WorkspaceService() {
@@ -231,76 +229,6 @@ std::shared_ptr<std::mutex> WorkspaceService::lockFor(
     auto& p = m[key];
     if (!p) p = std::make_shared<std::mutex>();
     return p;
-}
-
-// ------------------------------------------------------------ credentials
-
-CredentialRecord WorkspaceService::addCredential(const std::string& tenant,
-                                                 const CredentialSpec& spec) {
-    if (!config_.cipher)
-        throw Error(ErrorCode::unavailable, "credentials need the secret key (none is configured)");
-    CredentialRecord c;
-    c.tenant = tenant;
-    c.name = spec.name;
-    c.kind = spec.kind;
-    c.host = spec.host;
-    c.username = spec.username;
-    c.knownHosts = spec.knownHosts;
-    c.scope = spec.scope;
-    c.createdAt = nowTimestamp();
-    if (credentials_.list(tenant).size() >= 64)
-        throw Error(ErrorCode::quota_exceeded, "a tenant has at most 64 credentials");
-    c.secretSealed = config_.cipher->seal(spec.secret, "credential/" + tenant + "/" + spec.name);
-    if (!credentials_.insert(c))
-        throw Error(ErrorCode::conflict, "a credential named '" + spec.name + "' exists already");
-    sandboxes_.recordEvent(
-        refOf("", tenant), "credential.created",
-        {{"name", c.name}, {"kind", c.kind}, {"host", c.host}, {"scope", c.scope}});
-    c.secretSealed.clear();
-    return c;
-}
-
-std::vector<CredentialRecord> WorkspaceService::listCredentials(const std::string& tenant) {
-    auto list = credentials_.list(tenant);
-    for (auto& c : list) c.secretSealed.clear();
-    return list;
-}
-
-void WorkspaceService::removeCredential(const std::string& tenant, const std::string& name) {
-    if (!credentials_.remove(tenant, name))
-        throw Error(ErrorCode::not_found, "no credential '" + name + "'");
-}
-
-std::optional<BrokeredCredential> WorkspaceService::openCredential(const std::string& tenant,
-                                                                   const std::string& name,
-                                                                   const RemoteUrl& url) {
-    if (name.empty()) return std::nullopt;
-    auto c = credentials_.find(tenant, name);
-    if (!c) throw Error(ErrorCode::not_found, "no credential '" + name + "'");
-    if (c->host != url.credentialHost())
-        throw Error(ErrorCode::forbidden, "credential '" + name + "' is for " + c->host + ", not " +
-                                              url.credentialHost());
-    if ((c->kind == "ssh-key") != (url.scheme == "ssh"))
-        throw Error(ErrorCode::bad_request, "credential '" + name + "' is a " + c->kind +
-                                                " and the repository is " + url.scheme);
-    if (url.scheme == "http") requireClearTextAllowed(url, config_.addressPolicy);
-    BrokeredCredential scoped{c->kind, c->host, c->username, "", "", "", c->scope};
-    // A credential with a scope is for the paths it names, the workspace's
-    // repository included.
-    if (!c->scope.empty() && !scoped.covers(url))
-        throw Error(ErrorCode::forbidden, "credential '" + name + "' is scoped to " +
-                                              json(c->scope).dump() + ", which does not hold " +
-                                              url.path);
-    if (!config_.cipher) throw Error(ErrorCode::unavailable, "no secret key is configured");
-    // Without a scope: the repositories beside the workspace's own (its
-    // owner's, "/org/" for "/org/app.git"), never another owner's.
-    auto scope = c->scope;
-    if (scope.empty() && !url.scopeDirectory().empty()) scope = {url.scopeDirectory()};
-    return BrokeredCredential{
-        c->kind,       c->host,
-        c->username,   config_.cipher->open(c->secretSealed, "credential/" + tenant + "/" + name),
-        c->knownHosts, url.path,
-        scope};
 }
 
 // ------------------------------------------------------------ mirrors
@@ -551,7 +479,7 @@ SandboxRecord WorkspaceService::createSandbox(const std::string& tenant,
         throw Error(ErrorCode::bad_request,
                     "branch: '" + spec.branch + "' is not a valid git branch name");
     RemoteUrl url = RemoteUrl::parse(spec.repo);
-    auto credential = openCredential(tenant, spec.credential, url);
+    auto credential = credentials_.open(tenant, spec.credential, url);
     std::string mirror = fetchMirror(tenant, url, credential);
     Record rec;
     rec.repo = spec.repo;
@@ -1067,7 +995,7 @@ json WorkspaceService::requestPush(const std::string& tenant, const std::string&
     if (r.enforceScope && !d.outOfScope.empty())
         throw Error(ErrorCode::conflict,
                     "changes outside the write scope: " + json(d.outOfScope).dump());
-    auto credential = openCredential(tenant, r.credential, url);
+    auto credential = credentials_.open(tenant, r.credential, url);
     std::string lease =
         GitRemoteAccess(url, credential, config_.gitTimeout).branchValue(work.get(), r.branch);
     std::string pushId = newId("psh-");
@@ -1281,7 +1209,7 @@ void WorkspaceService::runPush(GatedExec g) {
         std::string repoText = req.value("repo", ""), branch = req.value("branch", ""),
                     commitHex = req.value("commit", ""), lease = req.value("lease", "");
         RemoteUrl url = RemoteUrl::parse(repoText);
-        auto credential = openCredential(g.tenant, req.value("credential", ""), url);
+        auto credential = credentials_.open(g.tenant, req.value("credential", ""), url);
         // The mirror learns the remote's current branches (for the
         // fast-forward check); then the lease is checked on the wire.
         std::string mirror = fetchMirror(g.tenant, url, credential);

@@ -20,6 +20,7 @@
 #include "workspace/CheckoutArchive.hpp"
 #include "workspace/GitRemoteAccess.hpp"
 #include "workspace/WorkingTree.hpp"
+#include "workspace/WorkspaceCredentials.hpp"
 
 namespace airlock::workspace {
 
@@ -37,14 +38,6 @@ struct WorkspaceConfig {
     std::chrono::seconds mirrorRetention{std::chrono::hours(168)};  // unused mirrors (0: kept)
 };
 
-// POST /v1/credentials
-struct CredentialSpec {
-    std::string name, kind, host, username, secret, knownHosts;
-    // Path prefixes it may go to beyond the workspace's own repository; none:
-    // the repositories in the same directory as the workspace's own.
-    std::vector<std::string> scope;
-};
-
 // Repository workspaces: mirrors and checkouts on the host (libgit2), the
 // guest gets files and a clean .git, never a credential; the diff, commit
 // and push are computed on the host from the files the agent streams back,
@@ -58,10 +51,8 @@ class WorkspaceService : public WorkspaceEvidenceSource {
     WorkspaceService(const WorkspaceService&) = delete;
     WorkspaceService& operator=(const WorkspaceService&) = delete;
 
-    // Credentials: the secret sealed at rest, never returned.
-    CredentialRecord addCredential(const std::string& tenant, const CredentialSpec& spec);
-    std::vector<CredentialRecord> listCredentials(const std::string& tenant);
-    void removeCredential(const std::string& tenant, const std::string& name);
+    // The tenants' git credentials, which fetches and pushes open here.
+    WorkspaceCredentials& credentials() { return credentials_; }
 
     // A sandbox with request.workspace set: the repository is fetched and
     // resolved first (bad credential, ref or branch: nothing boots), then
@@ -121,8 +112,6 @@ class WorkspaceService : public WorkspaceEvidenceSource {
     // Error(internal) when it cannot be read.
     std::optional<Record> stored(const std::string& id);
     void save(const std::string& id, const std::string& tenant, const Record& r);
-    std::optional<BrokeredCredential> openCredential(const std::string& tenant,
-                                                     const std::string& name, const RemoteUrl& url);
     std::string tenantDir(const std::string& tenant) const;
     std::string mirrorPath(const std::string& tenant, const RemoteUrl& url) const;
     // Bytes under the tenant's git directory (mirrors, work store, scratch).
@@ -149,7 +138,7 @@ class WorkspaceService : public WorkspaceEvidenceSource {
     WorkspaceConfig config_;
     EvidenceSummary evidenceSummary_;
     WorkspaceSandboxes& sandboxes_;
-    CredentialStore& credentials_;
+    WorkspaceCredentials credentials_;
     WorkspaceStore& workspaces_;
     std::mutex locksGuard_;
     std::map<std::string, std::shared_ptr<std::mutex>> mirrorLocks_, sandboxLocks_, tenantLocks_;

@@ -259,7 +259,7 @@ class GitWorkspaces : public test::ControllerFixture {
 TEST_F(GitWorkspaces, Attack10_AHostileGitmodulesGetsNoCredentialForAnotherRepository) {
     GitServer server;
     auto ws = service(loopbackOpened());
-    ws->addCredential("t1",
+    ws->credentials().add("t1",
                       {"fx", "https-basic", server.hostPort(), "git", server.password, "", {}});
     // team/hostile.git's .gitmodules points at ../../private.git (another
     // owner's) and ../notes.git (its neighbour) on the same host; the
@@ -282,7 +282,7 @@ TEST_F(GitWorkspaces, Attack10_AHostileGitmodulesGetsNoCredentialForAnotherRepos
         << "without a scope the credential goes to the repositories beside the workspace's";
 
     // A scope replaces that: the workspace's own repository and the prefixes named.
-    ws->addCredential("t1", {"own", "https-basic", server.hostPort(), "git", server.password, "",
+    ws->credentials().add("t1", {"own", "https-basic", server.hostPort(), "git", server.password, "",
                              {"/team/hostile.git"}});
     auto notesBefore = server.requests("/team/notes.git").size();
     try {
@@ -296,7 +296,7 @@ TEST_F(GitWorkspaces, Attack10_AHostileGitmodulesGetsNoCredentialForAnotherRepos
         << "a credential scoped to its repository went to the neighbour";
 
     // A credential scoped to the whole host may go there.
-    ws->addCredential(
+    ws->credentials().add(
         "t1", {"wide", "https-basic", server.hostPort(), "git", server.password, "", {"/"}});
     try {
         ws->createSandbox("t1", request(server.base() + "/team/hostile.git", "wide"));
@@ -305,7 +305,7 @@ TEST_F(GitWorkspaces, Attack10_AHostileGitmodulesGetsNoCredentialForAnotherRepos
     priv = server.requests("/private.git");
     EXPECT_NE(std::find(priv.begin(), priv.end(), "AUTH"), priv.end());
     // A scoped credential is for its scope only, the workspace's repository included.
-    ws->addCredential(
+    ws->credentials().add(
         "t1", {"org", "https-basic", server.hostPort(), "git", server.password, "", {"/org/"}});
     EXPECT_EQ(codeOf([&] { ws->createSandbox("t1", request(server.base() + "/demo.git", "org")); }),
               ErrorCode::forbidden);
@@ -322,7 +322,7 @@ TEST_F(GitWorkspaces, Attack10_AHostileGitmodulesGetsNoCredentialForAnotherRepos
 TEST_F(GitWorkspaces, AWrongPasswordIsRefusedAtOnce) {
     GitServer server;
     auto ws = service(loopbackOpened());
-    ws->addCredential("t1", {"bad", "https-basic", server.hostPort(), "git",
+    ws->credentials().add("t1", {"bad", "https-basic", server.hostPort(), "git",
                              "wrong-" + server.password, "", {}});
     EXPECT_EQ(codeOf([&] { ws->createSandbox("t1", request(server.base() + "/demo.git", "bad")); }),
               ErrorCode::unprocessable);
@@ -336,7 +336,7 @@ TEST_F(GitWorkspaces, Attack5_AnEndlessPackStopsAtTheCapAndLeavesNoPartialPack) 
     auto config = loopbackOpened();
     config.maxFetchBytes = 8ull << 20;
     auto ws = service(config);
-    ws->addCredential("t1",
+    ws->credentials().add("t1",
                       {"fx", "https-basic", server.hostPort(), "git", server.password, "", {}});
     auto started = std::chrono::steady_clock::now();
     std::string message;
@@ -382,7 +382,7 @@ TEST_F(GitWorkspaces, Attack5_TheTenantQuotaAndTheFreeDiskFloorBoundEveryFetch) 
         auto config = loopbackOpened();
         config.tenantQuotaBytes = 4ull << 20;
         auto ws = service(config);
-        ws->addCredential("t1",
+        ws->credentials().add("t1",
                           {"fx", "https-basic", server.hostPort(), "git", server.password, "", {}});
         // Under the quota, a fetch stops where the quota would be passed.
         try {
