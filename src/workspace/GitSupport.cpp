@@ -44,4 +44,10 @@ git_oid parseOid(const std::string& hex) {
     return oid;
 }
 
+Repository openBareRepository(const std::string& path) {
+    git_repository* raw = nullptr;
+    check(git_repository_open_bare(&raw, path.c_str()), ErrorCode::internal, "opening " + path);
+    return Repository(raw);
+}
+
 }  // namespace airlock::workspace

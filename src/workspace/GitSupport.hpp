@@ -36,6 +36,9 @@ using Object = GitPtr<git_object, git_object_free>;
 using Config = GitPtr<git_config, git_config_free>;
 using Odb = GitPtr<git_odb, git_odb_free>;
 
+// A bare repository opened (Error(internal) naming the path when it cannot be).
+Repository openBareRepository(const std::string& path);
+
 // libgit2's last error message ("" when none).
 std::string gitMessage();
 // rc < 0: throws Error(code, context + ": " + libgit2's message).

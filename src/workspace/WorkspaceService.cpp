@@ -2,10 +2,8 @@
 
 #include <netdb.h>
 #include <sys/socket.h>
-#include <sys/statvfs.h>
 
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -13,7 +11,6 @@
 #include "core/Clock.hpp"
 #include "core/Ids.hpp"
 #include "core/Log.hpp"
-#include "core/Sha256.hpp"
 #include "protocol/FileArchive.hpp"
 #include "workspace/CheckoutArchive.hpp"
 #include "workspace/GitSocket.hpp"
@@ -24,14 +21,6 @@ using nlohmann::json;
 
 namespace {
 constexpr auto kAgentWait = std::chrono::minutes(5);
-
-std::string hashOf(const std::string& s) { return sha256Hex(s).substr(0, 32); }
-
-Repository openRepo(const std::string& path) {
-    git_repository* raw = nullptr;
-    check(git_repository_open_bare(&raw, path.c_str()), ErrorCode::internal, "opening " + path);
-    return Repository(raw);
-}
 
 Commit lookupCommit(git_repository* repo, const std::string& hex) {
     git_oid id = parseOid(hex);
@@ -185,15 +174,12 @@ WorkspaceService::WorkspaceService(WorkspaceConfig config, WorkspaceSandboxes& s
                                 const json& data) {
                        sandboxes.recordEvent(refOf("", tenant), type, data);
                    }),
-      workspaces_(workspaces) {
+      workspaces_(workspaces),
+      mirrors_(config_, [&sandboxes](const std::string& what, std::uint64_t needBytes) {
+          sandboxes.requireFreeSpace(what, needBytes);
+      }) {
     initGit();
     installGitSocket(config_.addressPolicy, std::chrono::seconds(30), std::chrono::seconds(120));
-    fs::create_directories(config_.dataDir + "/git");
-    fs::permissions(config_.dataDir + "/git", fs::perms::owner_all, fs::perm_options::replace);
-    // Scratch checkouts of a previous run are garbage.
-    std::error_code ec;
-    for (auto& t : fs::directory_iterator(config_.dataDir + "/git", ec))
-        fs::remove_all(t.path() / "scratch", ec);
     // A push a restart interrupted did not happen as far as anyone knows:
     // failed, and the agent may ask again (the lease is checked anew).
     for (const auto& g : sandboxes_.gates().running("psh-")) {
@@ -231,118 +217,7 @@ std::shared_ptr<std::mutex> WorkspaceService::lockFor(
     return p;
 }
 
-// ------------------------------------------------------------ mirrors
-
-std::string WorkspaceService::tenantDir(const std::string& tenant) const {
-    return config_.dataDir + "/git/" + hashOf("tenant\n" + tenant);
-}
-
-std::string WorkspaceService::mirrorPath(const std::string& tenant, const RemoteUrl& url) const {
-    return tenantDir(tenant) + "/mirrors/" + hashOf(url.text) + ".git";
-}
-
-std::string WorkspaceService::fetchMirror(const std::string& tenant, const RemoteUrl& url,
-                                          const std::optional<BrokeredCredential>& credential) {
-    requireAllowedAddress(url, config_.addressPolicy);
-    // Disk first: the free-disk floor (507) and the tenant's git quota,
-    // then a fetch that stops at whichever of the per-fetch cap, the rest
-    // of the quota and the room above the floor comes first.
-    sandboxes_.requireFreeSpace("a git fetch", 0);
-    std::uint64_t used = config_.tenantQuotaBytes ? tenantUsage(tenant) : 0;
-    if (config_.tenantQuotaBytes && used >= config_.tenantQuotaBytes)
-        throw Error(ErrorCode::quota_exceeded,
-                    "the tenant's git storage holds " + std::to_string(used >> 20) +
-                        " MiB, at its quota of " + std::to_string(config_.tenantQuotaBytes >> 20) +
-                        " MiB (--git-tenant-quota-mib): no fetch until mirrors are pruned");
-    std::string path = mirrorPath(tenant, url);
-    auto lock = lockFor(mirrorLocks_, path);
-    std::lock_guard hold(*lock);
-    GitRemoteAccess remote(url, credential, config_.gitTimeout);
-    std::uint64_t limit = config_.maxFetchBytes;
-    ErrorCode code = ErrorCode::payload_too_large;
-    std::string why = "stopped: the fetch passed the cap of " +
-                      std::to_string(config_.maxFetchBytes >> 20) +
-                      " MiB per fetch (--git-fetch-max-mib); nothing of it was kept";
-    if (config_.tenantQuotaBytes && config_.tenantQuotaBytes - used < limit) {
-        limit = config_.tenantQuotaBytes - used;
-        code = ErrorCode::quota_exceeded;
-        why = "stopped: the fetch would pass the tenant's git quota of " +
-              std::to_string(config_.tenantQuotaBytes >> 20) +
-              " MiB (--git-tenant-quota-mib); nothing of it was kept";
-    }
-    struct statvfs st {};
-    if (config_.minFreeDiskBytes && ::statvfs(config_.dataDir.c_str(), &st) == 0) {
-        std::uint64_t free = static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
-        std::uint64_t room = free > config_.minFreeDiskBytes ? free - config_.minFreeDiskBytes : 0;
-        if (room < limit) {
-            limit = room;
-            code = ErrorCode::insufficient_storage;
-            why =
-                "stopped: the fetch would bring the data directory under its free-disk floor "
-                "of " +
-                std::to_string(config_.minFreeDiskBytes >> 20) +
-                " MiB (--min-free-disk); nothing of it was kept";
-        }
-    }
-    remote.limitBytes(std::max<std::uint64_t>(limit, 1), code, why);
-    bool fresh = !fs::exists(path + "/HEAD");
-    try {
-        git_repository* raw = nullptr;
-        if (fresh) {
-            fs::create_directories(path);
-            check(git_repository_init(&raw, path.c_str(), 1), ErrorCode::internal, "mirror");
-        } else {
-            check(git_repository_open_bare(&raw, path.c_str()), ErrorCode::internal, "mirror");
-        }
-        Repository repo(raw);
-        // Every use fetches with the caller's credential: what one sandbox
-        // fetched is no proof another may read it.
-        remote.fetchInto(repo.get());
-    } catch (...) {
-        // A stopped fetch leaves nothing behind: a new mirror goes whole,
-        // an old one loses the pack being written.
-        std::error_code ec;
-        if (fresh)
-            fs::remove_all(path, ec);
-        else
-            removePartialPacks(path);
-        throw;
-    }
-    // When it was last used, for mirror retention.
-    std::ofstream(path + "/airlock-last-used", std::ios::trunc) << nowTimestamp() << "\n";
-    return path;
-}
-
-void WorkspaceService::removePartialPacks(const std::string& mirror) {
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(mirror + "/objects/pack", ec)) {
-        std::string name = e.path().filename().string();
-        bool complete = false;
-        for (const char* ext : {".pack", ".idx", ".keep", ".rev", ".mtimes", ".promisor"})
-            if (name.rfind("pack-", 0) == 0 && name.size() > std::strlen(ext) &&
-                name.compare(name.size() - std::strlen(ext), std::string::npos, ext) == 0)
-                complete = true;
-        if (!complete) fs::remove_all(e.path(), ec);
-    }
-    // A .pack without its .idx is one the indexer did not finish.
-    for (const auto& e : fs::directory_iterator(mirror + "/objects/pack", ec)) {
-        auto p = e.path();
-        if (p.extension() == ".pack" && !fs::exists(fs::path(p).replace_extension(".idx")))
-            fs::remove(p, ec);
-    }
-}
-
-std::uint64_t WorkspaceService::tenantUsage(const std::string& tenant) const {
-    std::uint64_t total = 0;
-    std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(
-             tenantDir(tenant), fs::directory_options::skip_permission_denied, ec);
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        std::error_code sec;
-        if (it->is_regular_file(sec)) total += it->file_size(sec);
-    }
-    return total;
-}
+// ------------------------------------------------------------ the guest's blobs, mirror retention
 
 std::set<std::string> WorkspaceService::guestBlobs(const std::string& id) {
     std::lock_guard lock(guestBlobsMutex_);
@@ -360,87 +235,16 @@ void WorkspaceService::rememberGuestBlobs(const std::string& id, const std::set<
 }
 
 std::size_t WorkspaceService::pruneMirrors() {
-    if (config_.mirrorRetention.count() <= 0) return 0;
     // What any workspace record (a sandbox's or a snapshot's) names is kept.
     std::set<std::string> used;
     for (const auto& text : workspaces_.all()) {
         auto j = json::parse(text, nullptr, false);
         if (!j.is_object()) continue;
-        auto urlHash = [&](const std::string& u) { used.insert(hashOf(u) + ".git"); };
-        urlHash(j.value("repo", ""));
+        used.insert(j.value("repo", ""));
         for (const auto& s : j.value("submodules", json::array()))
-            if (s.is_object()) urlHash(s.value("url", ""));
+            if (s.is_object()) used.insert(s.value("url", ""));
     }
-    auto cutoff = fs::file_time_type::clock::now() - config_.mirrorRetention;
-    std::size_t pruned = 0;
-    std::error_code ec;
-    for (const auto& t : fs::directory_iterator(config_.dataDir + "/git", ec)) {
-        std::error_code mec;
-        std::vector<std::string> gone;
-        for (const auto& m : fs::directory_iterator(t.path() / "mirrors", mec)) {
-            std::string name = m.path().filename().string();
-            if (used.count(name)) continue;
-            std::error_code tec;
-            auto stamp = m.path() / "airlock-last-used";
-            auto when = fs::exists(stamp, tec) ? fs::last_write_time(stamp, tec)
-                                               : fs::last_write_time(m.path(), tec);
-            if (tec || when > cutoff) continue;
-            std::string path = m.path().string();
-            auto lock = lockFor(mirrorLocks_, path);
-            std::lock_guard hold(*lock);
-            fs::remove_all(m.path(), tec);
-            if (tec) continue;
-            gone.push_back(path + "/objects");
-            ++pruned;
-            logInfo("workspace", "mirror retention: removed " + path);
-        }
-        if (gone.empty()) continue;
-        // The tenant's work store stops reading them.
-        std::string altFile = (t.path() / "work.git/objects/info/alternates").string();
-        auto tenantLock = lockFor(tenantLocks_, t.path().string());
-        std::lock_guard hold(*tenantLock);
-        std::ifstream in(altFile);
-        if (!in) continue;
-        std::string line, kept;
-        while (std::getline(in, line))
-            if (std::find(gone.begin(), gone.end(), line) == gone.end()) kept += line + "\n";
-        in.close();
-        std::string tmp = altFile + ".tmp";
-        std::ofstream(tmp, std::ios::trunc) << kept;
-        fs::rename(tmp, altFile, ec);
-    }
-    return pruned;
-}
-
-Repository WorkspaceService::openWorkRepo(const std::string& tenant,
-                                          const std::vector<std::string>& mirrors) {
-    std::string path = tenantDir(tenant) + "/work.git";
-    auto lock = lockFor(tenantLocks_, tenantDir(tenant));  // mirror retention takes it too
-    std::lock_guard hold(*lock);
-    if (!fs::exists(path + "/HEAD")) {
-        git_repository* raw = nullptr;
-        check(git_repository_init(&raw, path.c_str(), 1), ErrorCode::internal, "work repository");
-        git_repository_free(raw);
-    }
-    std::string altFile = path + "/objects/info/alternates";
-    std::string existing;
-    {
-        std::ifstream in(altFile);
-        existing.assign(std::istreambuf_iterator<char>(in), {});
-    }
-    std::string wanted = existing;
-    for (const auto& m : mirrors) {
-        std::string line = m + "/objects";
-        if (wanted.find(line + "\n") == std::string::npos) wanted += line + "\n";
-    }
-    if (wanted != existing) {
-        // Replaced in one rename: a reader never sees it half written.
-        fs::create_directories(path + "/objects/info");
-        std::string tmp = altFile + ".tmp";
-        std::ofstream(tmp, std::ios::trunc) << wanted;
-        fs::rename(tmp, altFile);
-    }
-    return openRepo(path);
+    return mirrors_.prune(used);
 }
 
 // ------------------------------------------------------------ records
@@ -450,7 +254,7 @@ WorkspaceService::Record WorkspaceService::load(const std::string& tenant, const
     auto r = stored(id);
     if (!r) throw Error(ErrorCode::not_found, "sandbox " + id + " has no workspace");
     RemoteUrl::parse(r->repo);  // a stored URL that no longer parses fails here, not deeper
-    for (auto& s : r->submodules) s.mirrorPath = mirrorPath(tenant, RemoteUrl::parse(s.url));
+    for (auto& s : r->submodules) s.mirrorPath = mirrors_.mirrorPath(tenant, RemoteUrl::parse(s.url));
     return *r;
 }
 
@@ -480,7 +284,7 @@ SandboxRecord WorkspaceService::createSandbox(const std::string& tenant,
                     "branch: '" + spec.branch + "' is not a valid git branch name");
     RemoteUrl url = RemoteUrl::parse(spec.repo);
     auto credential = credentials_.open(tenant, spec.credential, url);
-    std::string mirror = fetchMirror(tenant, url, credential);
+    std::string mirror = mirrors_.fetch(tenant, url, credential);
     Record rec;
     rec.repo = spec.repo;
     rec.branch = spec.branch;
@@ -489,7 +293,7 @@ SandboxRecord WorkspaceService::createSandbox(const std::string& tenant,
     rec.writeScope = spec.writeScope;
     rec.enforceScope = spec.enforceScope;
     {
-        Repository repo = openRepo(mirror);
+        Repository repo = openBareRepository(mirror);
         git_object* obj = nullptr;
         if (!spec.commit.empty()) {
             rec.baseRef = spec.commit;
@@ -558,7 +362,7 @@ SandboxRecord WorkspaceService::createSandbox(const std::string& tenant,
                         requireClearTextAllowed(smRemote, config_.addressPolicy);
                     std::string smMirror;
                     try {
-                        smMirror = fetchMirror(tenant, smRemote, smCred);
+                        smMirror = mirrors_.fetch(tenant, smRemote, smCred);
                     } catch (const Error& e) {
                         if (!withheld || e.code() != ErrorCode::unprocessable) throw;
                         rec.skipped.push_back({name, smPath, smRemote.text, commit, ""});
@@ -572,7 +376,7 @@ SandboxRecord WorkspaceService::createSandbox(const std::string& tenant,
                         rec.warnings.push_back("submodule " + smPath + " (" + smRemote.text +
                                                ") was fetched without credential '" +
                                                spec.credential + "': it is outside its scope");
-                    Repository smRepo = openRepo(smMirror);
+                    Repository smRepo = openBareRepository(smMirror);
                     git_oid cid = *git_tree_entry_id(link.get());
                     git_commit* probe = nullptr;
                     if (git_commit_lookup(&probe, smRepo.get(), &cid) < 0)
@@ -635,7 +439,7 @@ void WorkspaceService::sendArchive(const std::string& tenant, const std::string&
 
 void WorkspaceService::populate(const std::string& tenant, const std::string& id, const Record& r,
                                 bool resetOnly, const Scan* current) {
-    std::string scratch = tenantDir(tenant) + "/scratch/" + id + "-" + newId("co-");
+    std::string scratch = mirrors_.tenantDir(tenant) + "/scratch/" + id + "-" + newId("co-");
     fs::create_directories(scratch);
     struct Cleanup {
         std::string dir;
@@ -645,14 +449,13 @@ void WorkspaceService::populate(const std::string& tenant, const std::string& id
         }
     } cleanup{scratch};
     RemoteUrl url = RemoteUrl::parse(r.repo);
-    std::string mirror = mirrorPath(tenant, url);
+    std::string mirror = mirrors_.mirrorPath(tenant, url);
     std::string gitDir;
     {
-        auto lock = lockFor(mirrorLocks_, mirror);
-        std::lock_guard hold(*lock);
+        auto hold = mirrors_.holdMirror(mirror);
         gitDir = prepareGitDir(scratch, mirror, r.repo, r.baseCommit, r.branch, r.submodules);
     }
-    Repository repo = openRepo(mirror);
+    Repository repo = openBareRepository(mirror);
     Commit base = lookupCommit(repo.get(), r.baseCommit);
     git_tree* t = nullptr;
     check(git_commit_tree(&t, base.get()), ErrorCode::internal, "tree");
@@ -672,7 +475,7 @@ void WorkspaceService::populate(const std::string& tenant, const std::string& id
         a.addRemove(".git");
         a.addTree(repo.get(), tree.get(), "");
         for (const auto& sm : r.submodules) {
-            Repository smRepo = openRepo(sm.mirrorPath);
+            Repository smRepo = openBareRepository(sm.mirrorPath);
             Commit smCommit = lookupCommit(smRepo.get(), sm.commit);
             git_tree* st = nullptr;
             check(git_commit_tree(&st, smCommit.get()), ErrorCode::internal, "submodule tree");
@@ -732,9 +535,9 @@ WorkspaceService::Snapshot WorkspaceService::snapshot(const std::string& tenant,
         snap.scan = parseScan(drain(stream, 64ull << 20));
     }
     RemoteUrl url = RemoteUrl::parse(r.repo);
-    std::vector<std::string> mirrors{mirrorPath(tenant, url)};
+    std::vector<std::string> mirrors{mirrors_.mirrorPath(tenant, url)};
     for (const auto& s : r.submodules) mirrors.push_back(s.mirrorPath);
-    Repository work = openWorkRepo(tenant, mirrors);
+    Repository work = mirrors_.openWorkRepo(tenant, mirrors);
     std::uint64_t transferred = 0;
     auto readFile = [&](const std::string& rel) {
         auto stream = agent->open(protocol::FileReadRequest{r.path + "/" + rel, "user"});
@@ -824,9 +627,9 @@ std::optional<WorkspaceService::EvidenceView> WorkspaceService::evidenceView(
     std::lock_guard hold(*lock);
     auto snap = snapshot(tenant, id, r);
     RemoteUrl url = RemoteUrl::parse(r.repo);
-    std::vector<std::string> mirrors{mirrorPath(tenant, url)};
+    std::vector<std::string> mirrors{mirrors_.mirrorPath(tenant, url)};
     for (const auto& s : r.submodules) mirrors.push_back(s.mirrorPath);
-    Repository work = openWorkRepo(tenant, mirrors);
+    Repository work = mirrors_.openWorkRepo(tenant, mirrors);
     Commit base = lookupCommit(work.get(), r.baseCommit);
     git_oid finalTree = parseOid(snap.tree);
     // A blob's bytes at a path of a tree ("" when the path is absent there),
@@ -921,8 +724,8 @@ json WorkspaceService::commit(const std::string& tenant, const std::string& id,
         throw Error(ErrorCode::conflict,
                     "changes outside the write scope: " + json(snap.diff.outOfScope).dump());
     RemoteUrl url = RemoteUrl::parse(r.repo);
-    std::vector<std::string> mirrors{mirrorPath(tenant, url)};
-    Repository work = openWorkRepo(tenant, mirrors);
+    std::vector<std::string> mirrors{mirrors_.mirrorPath(tenant, url)};
+    Repository work = mirrors_.openWorkRepo(tenant, mirrors);
     std::string parentHex = r.head.empty() ? r.baseCommit : r.head;
     Commit parent = lookupCommit(work.get(), parentHex);
     if (oidHex(*git_commit_tree_id(parent.get())) == snap.tree)
@@ -985,8 +788,8 @@ json WorkspaceService::requestPush(const std::string& tenant, const std::string&
                                               "' is not");
     RemoteUrl url = RemoteUrl::parse(r.repo);
     requireAllowedAddress(url, config_.addressPolicy);
-    std::vector<std::string> mirrors{mirrorPath(tenant, url)};
-    Repository work = openWorkRepo(tenant, mirrors);
+    std::vector<std::string> mirrors{mirrors_.mirrorPath(tenant, url)};
+    Repository work = mirrors_.openWorkRepo(tenant, mirrors);
     Commit c = lookupCommit(work.get(), commitHex);
     Commit base = lookupCommit(work.get(), r.baseCommit);
     std::string treeHex = oidHex(*git_commit_tree_id(c.get()));
@@ -1123,7 +926,7 @@ std::string WorkspaceService::pushPatch(const GatedExec& approval) {
     auto req = sandboxes_.gates().verifiedRequest(approval);
     std::string commitHex = req.value("commit", ""), baseHex = req.value("base_commit", "");
     RemoteUrl url = RemoteUrl::parse(req.value("repo", ""));
-    Repository work = openWorkRepo(approval.tenant, {mirrorPath(approval.tenant, url)});
+    Repository work = mirrors_.openWorkRepo(approval.tenant, {mirrors_.mirrorPath(approval.tenant, url)});
     Commit c = lookupCommit(work.get(), commitHex);
     Commit base = lookupCommit(work.get(), baseHex);
     return diffTrees(work.get(), *git_commit_tree_id(base.get()), *git_commit_tree_id(c.get()), {})
@@ -1212,8 +1015,8 @@ void WorkspaceService::runPush(GatedExec g) {
         auto credential = credentials_.open(g.tenant, req.value("credential", ""), url);
         // The mirror learns the remote's current branches (for the
         // fast-forward check); then the lease is checked on the wire.
-        std::string mirror = fetchMirror(g.tenant, url, credential);
-        Repository work = openWorkRepo(g.tenant, {mirror});
+        std::string mirror = mirrors_.fetch(g.tenant, url, credential);
+        Repository work = mirrors_.openWorkRepo(g.tenant, {mirror});
         GitRemoteAccess remote(url, credential, config_.gitTimeout);
         std::string now = remote.branchValue(work.get(), branch);
         if (now != lease)

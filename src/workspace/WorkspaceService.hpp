@@ -19,24 +19,12 @@
 #include "store/WorkspaceStore.hpp"
 #include "workspace/CheckoutArchive.hpp"
 #include "workspace/GitRemoteAccess.hpp"
+#include "workspace/GitMirrors.hpp"
 #include "workspace/WorkingTree.hpp"
+#include "workspace/WorkspaceConfig.hpp"
 #include "workspace/WorkspaceCredentials.hpp"
 
 namespace airlock::workspace {
-
-struct WorkspaceConfig {
-    std::string dataDir;  // mirrors and scratch live under dataDir + "/git"
-    egress::AddressPolicy addressPolicy;
-    std::shared_ptr<const SecretCipher> cipher;
-    std::string pushBranchPrefix = "agent/";         // pushes go only to branches under it
-    std::uint64_t maxFileBytes = 100ull << 20;       // one file read back from the guest
-    std::uint64_t maxTransferBytes = 1024ull << 20;  // all files read back for one diff
-    std::chrono::seconds gitTimeout{300};
-    std::uint64_t maxFetchBytes = 2ull << 30;      // what one fetch may receive
-    std::uint64_t tenantQuotaBytes = 20ull << 30;  // a tenant's mirrors and work store (0: none)
-    std::uint64_t minFreeDiskBytes = 0;            // a fetch stops short of this floor
-    std::chrono::seconds mirrorRetention{std::chrono::hours(168)};  // unused mirrors (0: kept)
-};
 
 // Repository workspaces: mirrors and checkouts on the host (libgit2), the
 // guest gets files and a clean .git, never a credential; the diff, commit
@@ -97,8 +85,6 @@ class WorkspaceService : public WorkspaceEvidenceSource {
     // Removes the mirrors no workspace record names that were last used
     // longer than the retention time ago; returns how many went.
     std::size_t pruneMirrors();
-    // The files a stopped fetch left in a mirror's objects/pack.
-    static void removePartialPacks(const std::string& mirror);
 
     std::optional<EvidenceView> evidenceView(
         const std::string& tenant, const std::string& id,
@@ -112,16 +98,6 @@ class WorkspaceService : public WorkspaceEvidenceSource {
     // Error(internal) when it cannot be read.
     std::optional<Record> stored(const std::string& id);
     void save(const std::string& id, const std::string& tenant, const Record& r);
-    std::string tenantDir(const std::string& tenant) const;
-    std::string mirrorPath(const std::string& tenant, const RemoteUrl& url) const;
-    // Bytes under the tenant's git directory (mirrors, work store, scratch).
-    std::uint64_t tenantUsage(const std::string& tenant) const;
-    // Fetches the remote into its mirror (made when missing) under the mirror's lock.
-    std::string fetchMirror(const std::string& tenant, const RemoteUrl& url,
-                            const std::optional<BrokeredCredential>& credential);
-    // The tenant's scratch object store: commits and the guest's blobs,
-    // reading the mirrors' objects through alternates.
-    Repository openWorkRepo(const std::string& tenant, const std::vector<std::string>& mirrors);
     Snapshot snapshot(const std::string& tenant, const std::string& id, const Record& r);
     Snapshot diffed(const std::string& tenant, const std::string& id, Record& r);
     void sendArchive(const std::string& tenant, const std::string& id, const std::string& path,
@@ -140,8 +116,9 @@ class WorkspaceService : public WorkspaceEvidenceSource {
     WorkspaceSandboxes& sandboxes_;
     WorkspaceCredentials credentials_;
     WorkspaceStore& workspaces_;
+    GitMirrors mirrors_;
     std::mutex locksGuard_;
-    std::map<std::string, std::shared_ptr<std::mutex>> mirrorLocks_, sandboxLocks_, tenantLocks_;
+    std::map<std::string, std::shared_ptr<std::mutex>> sandboxLocks_;
     std::mutex queueMutex_;
     std::condition_variable queueCv_;
     std::deque<GatedExec> pushQueue_;

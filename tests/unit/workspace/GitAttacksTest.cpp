@@ -368,7 +368,7 @@ TEST_F(GitWorkspaces, Attack5_AnEndlessPackStopsAtTheCapAndLeavesNoPartialPack) 
     std::ofstream(m.path() + "/m.git/objects/pack/pack-1234.pack") << "no index";
     std::ofstream(m.path() + "/m.git/objects/pack/pack-5678.pack") << "kept";
     std::ofstream(m.path() + "/m.git/objects/pack/pack-5678.idx") << "kept";
-    WorkspaceService::removePartialPacks(m.path() + "/m.git");
+    GitMirrors::removePartialPacks(m.path() + "/m.git");
     std::set<std::string> left;
     for (const auto& e : fs::directory_iterator(m.path() + "/m.git/objects/pack"))
         left.insert(e.path().filename().string());
