@@ -37,14 +37,15 @@ ApiResponse Router::deleteCredential(Context& c) {
 
 // GET /v1/sandboxes/{}/workspace
 ApiResponse Router::getWorkspace(Context& c) {
-    return jsonResponse(200, workspaces().info(c.tenant, c.params[0]));
+    return jsonResponse(200, workspaceInfoJson(workspaces().info(c.tenant, c.params[0])));
 }
 
 // GET /v1/sandboxes/{}/workspace/diff
 ApiResponse Router::getWorkspaceDiff(Context& c) {
     std::string format;
     if (auto it = c.request.query.find("format"); it != c.request.query.end()) format = it->second;
-    if (format == "json") return jsonResponse(200, workspaces().diffJson(c.tenant, c.params[0]));
+    if (format == "json")
+        return jsonResponse(200, workspaceDiffJson(workspaces().diff(c.tenant, c.params[0])));
     if (!format.empty() && format != "patch")
         throw Error(ErrorCode::bad_request, "format must be 'patch' (the default) or 'json'");
     return ApiResponse{200, "text/x-diff", workspaces().diffPatch(c.tenant, c.params[0])};
@@ -54,20 +55,20 @@ ApiResponse Router::getWorkspaceDiff(Context& c) {
 ApiResponse Router::commitWorkspace(Context& c) {
     controller_.get(c.tenant, c.params[0]);
     auto req = parseCommitRequest(c.request.body);
-    return jsonResponse(201, workspaces().commit(c.tenant, c.params[0], req.message, req.authorName,
-                                                 req.authorEmail));
+    return jsonResponse(201, workspaceCommitJson(workspaces().commit(
+                                 c.tenant, c.params[0], req.message, req.authorName, req.authorEmail)));
 }
 
 // POST /v1/sandboxes/{}/workspace/push
 ApiResponse Router::requestPush(Context& c) {
     controller_.get(c.tenant, c.params[0]);
     auto commit = parsePushRequest(c.request.body);
-    return jsonResponse(202, workspaces().requestPush(c.tenant, c.params[0], commit));
+    return jsonResponse(202, pushRequestedJson(workspaces().requestPush(c.tenant, c.params[0], commit)));
 }
 
 // GET /v1/sandboxes/{}/workspace/pushes/{}
 ApiResponse Router::getPush(Context& c) {
-    return jsonResponse(200, workspaces().pushState(c.tenant, c.params[0], c.params[1]));
+    return jsonResponse(200, pushStatusJson(workspaces().pushState(c.tenant, c.params[0], c.params[1])));
 }
 
 // GET /v1/approvals/{}/patch
@@ -83,7 +84,7 @@ ApiResponse Router::resetWorkspace(Context& c) {
     controller_.get(c.tenant, c.params[0]);
     bool clean = parseResetRequest(c.request.body);
     workspaces().reset(c.tenant, c.params[0], clean);
-    return jsonResponse(200, workspaces().info(c.tenant, c.params[0]));
+    return jsonResponse(200, workspaceInfoJson(workspaces().info(c.tenant, c.params[0])));
 }
 
 }  // namespace airlock::api

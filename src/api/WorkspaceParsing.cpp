@@ -140,6 +140,65 @@ json credentialJson(const CredentialRecord& c) {
     return j;
 }
 
+namespace {
+json submodulesJson(const std::vector<workspace::SubmoduleCheckout>& subs, bool whole) {
+    json out = json::array();
+    for (const auto& s : subs)
+        out.push_back(whole ? json{{"name", s.name}, {"path", s.path}, {"url", s.url}, {"commit", s.commit}}
+                            : json{{"path", s.path}, {"commit", s.commit}});
+    return out;
+}
+}  // namespace
+
+json workspaceInfoJson(const workspace::WorkspaceInfo& i) {
+    return {{"repo", i.repo},
+            {"base_ref", i.baseRef},
+            {"base_commit", i.baseCommit},
+            {"branch", i.branch},
+            {"path", i.path},
+            {"write_scope", i.writeScope},
+            {"enforce_scope", i.enforceScope},
+            {"credential", i.credential},
+            {"head", i.head.empty() ? json(nullptr) : json(i.head)},
+            {"submodules", submodulesJson(i.submodules, false)},
+            {"skipped_submodules", submodulesJson(i.skippedSubmodules, true)},
+            {"warnings", i.warnings},
+            {"changed_files", i.changedFiles ? json(*i.changedFiles) : json(nullptr)}};
+}
+
+json workspaceDiffJson(const workspace::WorkspaceDiff& d) {
+    return {{"base_commit", d.baseCommit},      {"tree", d.tree},
+            {"files", d.diff.files},            {"additions", d.diff.additions},
+            {"deletions", d.diff.deletions},    {"out_of_scope", d.diff.outOfScope}};
+}
+
+json workspaceCommitJson(const workspace::WorkspaceCommit& c) {
+    return {{"commit", c.commit}, {"tree", c.tree}, {"parent", c.parent}, {"branch", c.branch}};
+}
+
+json pushRequestedJson(const workspace::PushStatus& p) {
+    return {{"push_id", p.pushId}, {"approval_id", p.approvalId}, {"state", p.state},
+            {"commit", p.commit},  {"branch", p.branch},          {"repo", p.repo}};
+}
+
+json pushStatusJson(const workspace::PushStatus& p) {
+    json out{{"push_id", p.pushId},
+             {"approval_id", p.approvalId},
+             {"state", p.state},
+             {"requested_at", p.requestedAt},
+             {"repo", p.repo},
+             {"branch", p.branch},
+             {"commit", p.commit},
+             {"lease", p.lease}};
+    if (!p.decidedBy.empty()) {
+        out["decided_by"] = p.decidedBy;
+        out["decided_at"] = p.decidedAt;
+        out["decision_reason"] = p.decisionReason;
+    }
+    if (!p.error.empty()) out["error"] = p.error;
+    return out;
+}
+
 CommitRequest parseCommitRequest(const std::string& body) {
     json j = parseJsonBody(body);
     const std::string what = "commit request";

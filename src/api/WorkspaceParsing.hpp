@@ -12,6 +12,12 @@ namespace airlock::api {
 WorkspaceSpec parseWorkspaceSpec(const nlohmann::json& j);
 workspace::CredentialSpec parseCredential(const std::string& body);
 nlohmann::json credentialJson(const CredentialRecord& c);
+// The service's answers as the API renders them.
+nlohmann::json workspaceInfoJson(const workspace::WorkspaceInfo& info);
+nlohmann::json workspaceDiffJson(const workspace::WorkspaceDiff& d);
+nlohmann::json workspaceCommitJson(const workspace::WorkspaceCommit& c);
+nlohmann::json pushRequestedJson(const workspace::PushStatus& p);
+nlohmann::json pushStatusJson(const workspace::PushStatus& p);
 
 struct CommitRequest {
     std::string message, authorName, authorEmail;

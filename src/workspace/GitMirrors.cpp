@@ -20,6 +20,7 @@ std::string hashOf(const std::string& s) { return sha256Hex(s).substr(0, 32); }
 
 GitMirrors::GitMirrors(WorkspaceConfig config, FreeSpaceCheck requireFreeSpace)
     : config_(std::move(config)), requireFreeSpace_(std::move(requireFreeSpace)) {
+    initGit();
     fs::create_directories(config_.dataDir + "/git");
     fs::permissions(config_.dataDir + "/git", fs::perms::owner_all, fs::perm_options::replace);
     // Scratch checkouts of a previous run are garbage.

@@ -490,30 +490,19 @@ void WorkspaceService::populate(const std::string& tenant, const std::string& id
 
 // ------------------------------------------------------------ reading back
 
-json WorkspaceService::info(const std::string& tenant, const std::string& id) {
+WorkspaceInfo WorkspaceService::info(const std::string& tenant, const std::string& id) {
     auto r = load(tenant, id);
     auto lock = lockFor(sandboxLocks_, id);
     std::lock_guard hold(*lock);
+    WorkspaceInfo info{r.repo,       r.baseRef,      r.baseCommit, r.branch,
+                       r.path,       r.credential,   r.head,       r.writeScope,
+                       r.enforceScope, r.submodules, r.skipped,    r.warnings,
+                       std::nullopt};
     // A paused or stopped sandbox still has its record; only the count of
     // changed files needs the guest.
-    json changed = nullptr;
     if (sandboxes_.get(tenant, id).state == SandboxState::running)
-        changed = snapshot(tenant, id, r).diff.files.size();
-    json subs = json::array();
-    for (const auto& s : r.submodules) subs.push_back({{"path", s.path}, {"commit", s.commit}});
-    return {{"repo", r.repo},
-            {"base_ref", r.baseRef},
-            {"base_commit", r.baseCommit},
-            {"branch", r.branch},
-            {"path", r.path},
-            {"write_scope", r.writeScope},
-            {"enforce_scope", r.enforceScope},
-            {"credential", r.credential},
-            {"head", r.head.empty() ? json(nullptr) : json(r.head)},
-            {"submodules", subs},
-            {"skipped_submodules", r.skippedJson()},
-            {"warnings", r.warnings},
-            {"changed_files", changed}};
+        info.changedFiles = snapshot(tenant, id, r).diff.files.size();
+    return info;
 }
 
 WorkspaceService::Snapshot WorkspaceService::snapshot(const std::string& tenant,
@@ -703,17 +692,15 @@ std::string WorkspaceService::diffPatch(const std::string& tenant, const std::st
     return diffed(tenant, id, r).diff.patch;
 }
 
-json WorkspaceService::diffJson(const std::string& tenant, const std::string& id) {
+WorkspaceDiff WorkspaceService::diff(const std::string& tenant, const std::string& id) {
     Record r;
     auto snap = diffed(tenant, id, r);
-    return {{"base_commit", r.baseCommit},      {"tree", snap.tree},
-            {"files", snap.diff.files},         {"additions", snap.diff.additions},
-            {"deletions", snap.diff.deletions}, {"out_of_scope", snap.diff.outOfScope}};
+    return WorkspaceDiff{r.baseCommit, snap.tree, std::move(snap.diff)};
 }
 
 // ------------------------------------------------------------ commit, push, reset
 
-json WorkspaceService::commit(const std::string& tenant, const std::string& id,
+WorkspaceCommit WorkspaceService::commit(const std::string& tenant, const std::string& id,
                               const std::string& message, const std::string& authorName,
                               const std::string& authorEmail) {
     auto r = load(tenant, id);
@@ -767,11 +754,10 @@ json WorkspaceService::commit(const std::string& tenant, const std::string& id,
                              {"files", snap.diff.files.size()},
                              {"additions", snap.diff.additions},
                              {"deletions", snap.diff.deletions}});
-    return {
-        {"commit", commitHex}, {"tree", snap.tree}, {"parent", parentHex}, {"branch", r.branch}};
+    return WorkspaceCommit{commitHex, snap.tree, parentHex, r.branch};
 }
 
-json WorkspaceService::requestPush(const std::string& tenant, const std::string& id,
+PushStatus WorkspaceService::requestPush(const std::string& tenant, const std::string& id,
                                    const std::string& commitHex) {
     auto r = load(tenant, id);
     auto lock = lockFor(sandboxLocks_, id);
@@ -871,31 +857,40 @@ json WorkspaceService::requestPush(const std::string& tenant, const std::string&
                              {"lease", lease},
                              {"stats", stats},
                              {"request_digest", g.requestDigest}});
-    return {{"push_id", pushId},   {"approval_id", g.approvalId}, {"state", g.state},
-            {"commit", commitHex}, {"branch", r.branch},          {"repo", r.repo}};
+    PushStatus status;
+    status.pushId = pushId;
+    status.approvalId = g.approvalId;
+    status.state = g.state;
+    status.commit = commitHex;
+    status.branch = r.branch;
+    status.repo = r.repo;
+    status.lease = lease;
+    return status;
 }
 
-json WorkspaceService::pushState(const std::string& tenant, const std::string& id,
-                                 const std::string& pushId) {
+PushStatus WorkspaceService::pushState(const std::string& tenant, const std::string& id,
+                                       const std::string& pushId) {
     sandboxes_.get(tenant, id);
     auto g = isValidId(pushId, "psh-") ? sandboxes_.gates().find(pushId) : std::nullopt;
     if (!g || g->tenant != tenant || g->sandboxId != id)
         throw Error(ErrorCode::not_found, "no push " + pushId);
     auto req = json::parse(g->requestJson, nullptr, false);
-    std::string state = g->state == "running" ? "pushing" : g->state;
-    json out{{"push_id", g->id},
-             {"approval_id", g->approvalId},
-             {"state", state},
-             {"requested_at", g->requestedAt}};
-    if (req.is_object())
-        for (const char* k : {"repo", "branch", "commit", "lease"}) out[k] = req.value(k, "");
-    if (!g->decidedBy.empty()) {
-        out["decided_by"] = g->decidedBy;
-        out["decided_at"] = g->decidedAt;
-        out["decision_reason"] = g->decisionReason;
+    PushStatus status;
+    status.pushId = g->id;
+    status.approvalId = g->approvalId;
+    status.state = g->state == "running" ? "pushing" : g->state;
+    status.requestedAt = g->requestedAt;
+    if (req.is_object()) {
+        status.repo = req.value("repo", "");
+        status.branch = req.value("branch", "");
+        status.commit = req.value("commit", "");
+        status.lease = req.value("lease", "");
     }
-    if (!g->error.empty()) out["error"] = g->error;
-    return out;
+    status.decidedBy = g->decidedBy;
+    status.decidedAt = g->decidedAt;
+    status.decisionReason = g->decisionReason;
+    status.error = g->error;
+    return status;
 }
 
 void WorkspaceService::reset(const std::string& tenant, const std::string& id, bool cleanIgnored) {

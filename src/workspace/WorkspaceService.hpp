@@ -23,6 +23,7 @@
 #include "workspace/WorkingTree.hpp"
 #include "workspace/WorkspaceConfig.hpp"
 #include "workspace/WorkspaceCredentials.hpp"
+#include "workspace/WorkspaceResults.hpp"
 
 namespace airlock::workspace {
 
@@ -48,16 +49,18 @@ class WorkspaceService : public WorkspaceEvidenceSource {
     // destroys the sandbox.
     SandboxRecord createSandbox(const std::string& tenant, const CreateSandboxRequest& request);
 
-    nlohmann::json info(const std::string& tenant, const std::string& id);
+    WorkspaceInfo info(const std::string& tenant, const std::string& id);
+    // The diff against the base, recorded as looked at: as a patch, or whole.
     std::string diffPatch(const std::string& tenant, const std::string& id);
-    nlohmann::json diffJson(const std::string& tenant, const std::string& id);
-    nlohmann::json commit(const std::string& tenant, const std::string& id,
-                          const std::string& message, const std::string& authorName,
-                          const std::string& authorEmail);
-    nlohmann::json requestPush(const std::string& tenant, const std::string& id,
-                               const std::string& commit);
-    nlohmann::json pushState(const std::string& tenant, const std::string& id,
-                             const std::string& pushId);
+    WorkspaceDiff diff(const std::string& tenant, const std::string& id);
+    WorkspaceCommit commit(const std::string& tenant, const std::string& id,
+                           const std::string& message, const std::string& authorName,
+                           const std::string& authorEmail);
+    // Parks the push of `commit` (the head) as a publish approval.
+    PushStatus requestPush(const std::string& tenant, const std::string& id,
+                           const std::string& commit);
+    PushStatus pushState(const std::string& tenant, const std::string& id,
+                         const std::string& pushId);
     // Back at the base commit: the working tree, its .git and the host's head
     // (nothing is left to push); pending push approvals end superseded.
     void reset(const std::string& tenant, const std::string& id, bool cleanIgnored);
