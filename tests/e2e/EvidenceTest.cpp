@@ -22,6 +22,7 @@
 
 #include "support/ApiClient.hpp"
 #include "support/DaemonProcess.hpp"
+#include "support/HelperProcess.hpp"
 #include "support/TestEnv.hpp"
 
 extern char** environ;
@@ -34,15 +35,6 @@ using namespace std::chrono_literals;
 int status(const std::string& cmd) {
     int s = std::system(cmd.c_str());
     return WIFEXITED(s) ? WEXITSTATUS(s) : -1;
-}
-
-pid_t spawn(std::vector<std::string> args) {
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = -1;
-    if (::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return -1;
-    return pid;
 }
 
 std::string readFile(const std::string& path) {
@@ -64,7 +56,7 @@ class Evidence : public ::testing::Test {
         test::TempDir tmp;
         std::string canary, repos, base, dataDir, key;
         int gitPort = 0, npmPort = 0, pypiPort = 0, webPort = 0;
-        std::vector<pid_t> helpers;
+        std::vector<test::HelperProcess> helpers;
         std::unique_ptr<test::Daemon> daemon;
     };
     static inline World* world = nullptr;
@@ -87,14 +79,15 @@ class Evidence : public ::testing::Test {
         std::string web = w.tmp.path() + "/web";
         std::filesystem::create_directories(web);
         std::ofstream(web + "/index.html") << "egress-ok\n";
-        w.helpers.push_back(
-            spawn({"python3", fixtures + "/git-http-server.py", "--root", w.repos, "--port",
-                   std::to_string(w.gitPort), "--password", "git-" + w.canary}));
-        w.helpers.push_back(
-            spawn({"python3", fixtures + "/package-registry.py", "--npm-port",
-                   std::to_string(w.npmPort), "--pypi-port", std::to_string(w.pypiPort)}));
-        w.helpers.push_back(spawn({"python3", "-m", "http.server", std::to_string(w.webPort),
-                                   "--bind", "127.0.0.1", "--directory", web}));
+        using Argv = std::vector<std::string>;
+        w.helpers.emplace_back(Argv{"python3", fixtures + "/git-http-server.py", "--root", w.repos,
+                                    "--port", std::to_string(w.gitPort), "--password",
+                                    "git-" + w.canary});
+        w.helpers.emplace_back(Argv{"python3", fixtures + "/package-registry.py", "--npm-port",
+                                    std::to_string(w.npmPort), "--pypi-port",
+                                    std::to_string(w.pypiPort)});
+        w.helpers.emplace_back(Argv{"python3", "-m", "http.server", std::to_string(w.webPort),
+                                    "--bind", "127.0.0.1", "--directory", web});
         ASSERT_TRUE(test::waitFor(
             [&] {
                 return test::loopbackPortOpen(w.gitPort) && test::loopbackPortOpen(w.npmPort) &&
@@ -118,12 +111,7 @@ class Evidence : public ::testing::Test {
                   "")
             << "airlockd died during the tests";
         w.daemon.reset();
-        for (pid_t p : w.helpers)
-            if (p > 0) {
-                ::kill(p, SIGTERM);
-                ::waitpid(p, nullptr, 0);
-            }
-        delete world;
+        delete world;  // its helpers stop with it
         world = nullptr;
     }
 

@@ -17,6 +17,7 @@
 
 #include "support/ApiClient.hpp"
 #include "support/DaemonProcess.hpp"
+#include "support/HelperProcess.hpp"
 #include "support/TestEnv.hpp"
 
 extern char** environ;
@@ -48,15 +49,9 @@ class Packages : public ::testing::Test {
         w.aptPort = test::freePort();
         std::string script =
             std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/package-registry.py";
-        std::vector<std::string> args{"python3",     script,
-                                      "--npm-port",  std::to_string(npmPort),
-                                      "--pypi-port", std::to_string(pypiPort),
-                                      "--apt-port",  std::to_string(w.aptPort)};
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        ASSERT_EQ(::posix_spawnp(&w.registry, "python3", nullptr, nullptr, argv.data(), environ),
-                  0);
+        w.registry = test::HelperProcess({"python3", script, "--npm-port", std::to_string(npmPort),
+                                          "--pypi-port", std::to_string(pypiPort), "--apt-port",
+                                          std::to_string(w.aptPort)});
         ASSERT_TRUE(test::waitFor(
             [&] { return test::loopbackPortOpen(w.aptPort) && test::loopbackPortOpen(pypiPort); },
             20s));
@@ -88,11 +83,7 @@ class Packages : public ::testing::Test {
                   "")
             << "airlockd died during the tests";
         w.daemon.reset();
-        if (w.registry > 0) {
-            ::kill(w.registry, SIGTERM);
-            ::waitpid(w.registry, nullptr, 0);
-        }
-        delete world;
+        delete world;  // the registry stops with it
         world = nullptr;
     }
 
@@ -100,7 +91,7 @@ class Packages : public ::testing::Test {
         test::TempDir tmp;
         std::string npmUpstream, npmHost, dataDir, key, id;
         int aptPort = 0;
-        pid_t registry = -1;
+        test::HelperProcess registry;
         std::unique_ptr<test::Daemon> daemon;
     };
     static World* world;

@@ -22,6 +22,7 @@
 #include "cli/CliApp.hpp"
 #include "support/ApiClient.hpp"
 #include "support/DaemonProcess.hpp"
+#include "support/HelperProcess.hpp"
 #include "support/TestEnv.hpp"
 
 extern char** environ;
@@ -49,14 +50,9 @@ class Workspaces : public ::testing::Test {
         std::string port = std::to_string(w.gitPort),
                     other = "http://localhost:" + std::to_string(test::freePort());
         w.authLog = w.tmp.path() + "/auth.log";
-        std::vector<std::string> args{"python3",       script, "--root",     w.repos,
-                                      "--port",        port,   "--password", w.canary,
-                                      "--redirect-to", other,  "--auth-log", w.authLog};
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        ASSERT_EQ(::posix_spawnp(&w.gitServer, "python3", nullptr, nullptr, argv.data(), environ),
-                  0);
+        w.gitServer = test::HelperProcess({"python3", script, "--root", w.repos, "--port", port,
+                                           "--password", w.canary, "--redirect-to", other,
+                                           "--auth-log", w.authLog});
         ASSERT_TRUE(test::waitFor([&] { return test::loopbackPortOpen(w.gitPort); }, 20s))
             << "the git server did not start";
         w.repo = "http://127.0.0.1:" + port + "/demo.git";
@@ -88,11 +84,7 @@ class Workspaces : public ::testing::Test {
                   "")
             << "airlockd died during the tests";
         w.daemon.reset();
-        if (w.gitServer > 0) {
-            ::kill(w.gitServer, SIGTERM);
-            ::waitpid(w.gitServer, nullptr, 0);
-        }
-        delete world;
+        delete world;  // the git server stops with it
         world = nullptr;
     }
 
@@ -100,7 +92,7 @@ class Workspaces : public ::testing::Test {
         test::TempDir tmp;
         std::string canary, repos, repo, mainCommit, featureCommit, dataDir, key, authLog;
         int gitPort = 0;
-        pid_t gitServer = -1;
+        test::HelperProcess gitServer;
         std::unique_ptr<test::Daemon> daemon;
         std::vector<std::string> bodies;
         // The canary as a pattern that does not contain it: what the guest
@@ -146,17 +138,12 @@ class Workspaces : public ::testing::Test {
     static bool has(const std::vector<std::string>& v, const std::string& x) {
         return std::find(v.begin(), v.end(), x) != v.end();
     }
-    static pid_t spawnGitServer(const std::vector<std::string>& extra) {
+    static test::HelperProcess spawnGitServer(const std::vector<std::string>& extra) {
         std::string script = std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/git-http-server.py";
         std::vector<std::string> args{"python3",    script,       "--root",
                                       world->repos, "--password", world->canary};
         args.insert(args.end(), extra.begin(), extra.end());
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        pid_t pid = -1;
-        if (::posix_spawnp(&pid, "python3", nullptr, nullptr, argv.data(), environ) != 0) return -1;
-        return pid;
+        return test::HelperProcess(args);
     }
     static std::string remoteBranch(const std::string& branch) {
         return test::commandLine("git --git-dir=" + world->repos +
@@ -523,16 +510,8 @@ TEST_F(Workspaces, APushApprovalIsBoundToOneCommitAndEndsWithANewCommitOrAReset)
 TEST_F(Workspaces, Attack9_ACredentialOverPlainHttpOnIpv6GoesOnlyToRangesTheOperatorOpened) {
     int port6 = test::freePort();
     std::string log6 = world->tmp.path() + "/auth6.log";
-    pid_t server6 =
+    auto server6 =
         spawnGitServer({"--port", std::to_string(port6), "--bind", "::1", "--auth-log", log6});
-    ASSERT_GT(server6, 0);
-    struct Reap {
-        pid_t pid;
-        ~Reap() {
-            ::kill(pid, SIGTERM);
-            ::waitpid(pid, nullptr, 0);
-        }
-    } reap{server6};
     std::string host6 = "[::1]:" + std::to_string(port6), repo6 = "http://" + host6 + "/demo.git";
     ASSERT_TRUE(test::waitFor(
         [&] {

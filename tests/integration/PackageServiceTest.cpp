@@ -18,6 +18,7 @@
 #include "core/Clock.hpp"
 #include "packages/PackageService.hpp"
 #include "support/DaemonProcess.hpp"
+#include "support/HelperProcess.hpp"
 #include "support/TestEnv.hpp"
 
 extern char** environ;
@@ -42,16 +43,10 @@ class PackageServiceTest : public ::testing::Test {
         fx->log = fx->tmp.path() + "/upstream.log";
         std::string script =
             std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/package-registry.py";
-        std::vector<std::string> args{"python3",     script,
-                                      "--npm-port",  std::to_string(fx->npmPort),
-                                      "--pypi-port", std::to_string(fx->pypiPort),
-                                      "--apt-port",  std::to_string(fx->aptPort),
-                                      "--log",       fx->log};
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        ASSERT_EQ(::posix_spawnp(&fx->server, "python3", nullptr, nullptr, argv.data(), environ),
-                  0);
+        fx->server = test::HelperProcess({"python3", script, "--npm-port",
+                                          std::to_string(fx->npmPort), "--pypi-port",
+                                          std::to_string(fx->pypiPort), "--apt-port",
+                                          std::to_string(fx->aptPort), "--log", fx->log});
         ASSERT_TRUE(test::waitFor(
             [&] {
                 return test::loopbackPortOpen(fx->npmPort) &&
@@ -61,11 +56,7 @@ class PackageServiceTest : public ::testing::Test {
             << "the fixture registry did not start";
     }
     static void TearDownTestSuite() {
-        if (fx->server > 0) {
-            ::kill(fx->server, SIGTERM);
-            ::waitpid(fx->server, nullptr, 0);
-        }
-        delete fx;
+        delete fx;  // the registry stops with it
         fx = nullptr;
     }
 
@@ -121,7 +112,7 @@ class PackageServiceTest : public ::testing::Test {
         test::TempDir tmp;
         int npmPort = 0, pypiPort = 0, aptPort = 0;
         std::string log;
-        pid_t server = -1;
+        test::HelperProcess server;
     };
     static Fixture* fx;
     test::TempDir cacheDir;

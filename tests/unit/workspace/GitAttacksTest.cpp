@@ -19,6 +19,7 @@
 #include "egress/AddressPolicy.hpp"
 #include "store/CredentialStore.hpp"
 #include "store/WorkspaceStore.hpp"
+#include "support/HelperProcess.hpp"
 #include "unit/controller/ControllerFixture.hpp"
 #include "workspace/GitRemoteAccess.hpp"
 #include "workspace/GitSocket.hpp"
@@ -70,26 +71,16 @@ struct GitServer {
                 password = "unit-Pass-" + std::to_string(::getpid()) + "-canary";
     std::string bind;
     int port = freePort();
-    pid_t pid = -1;
+    test::HelperProcess process;
 
     explicit GitServer(std::string bindTo = "127.0.0.1") : bind(std::move(bindTo)) {
         test::commandLine(std::string("bash ") + AIRLOCK_SOURCE_DIR +
                           "/tests/fixtures/make-fixture-repos.sh " + repos);
         std::string script = std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/git-http-server.py";
-        std::vector<std::string> args{
-            "python3", script, "--root",     repos,    "--port",     std::to_string(port),
-            "--bind",  bind,   "--password", password, "--auth-log", authLog};
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        if (::posix_spawnp(&pid, "python3", nullptr, nullptr, argv.data(), environ) != 0) pid = -1;
+        process = test::HelperProcess({"python3", script, "--root", repos, "--port",
+                                       std::to_string(port), "--bind", bind, "--password",
+                                       password, "--auth-log", authLog});
         test::waitFor([&] { return portOpen(bind, port); }, 20s, 100ms);
-    }
-    ~GitServer() {
-        if (pid > 0) {
-            ::kill(pid, SIGTERM);
-            ::waitpid(pid, nullptr, 0);
-        }
     }
     std::string base() const {
         std::string h = bind.find(':') != std::string::npos ? "[" + bind + "]" : bind;
