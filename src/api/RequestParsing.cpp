@@ -151,10 +151,8 @@ CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     if (j.contains("secrets")) r.secrets = parseSecrets(j["secrets"]);
     if (j.contains("network")) r.networkAllow = parseNetwork(j["network"]);
     if (j.contains("workspace")) r.workspace = parseWorkspaceSpec(j["workspace"]);
-    if (j.contains("packages")) {
-        packages::PackageRules::parse(j["packages"]);  // a bad field is a 400 now
-        r.packages = j["packages"];                    // applied over the tenant's rules at create
-    }
+    // Applied over the tenant's rules at create; a bad field is a 400 now.
+    if (j.contains("packages")) r.packages = packages::PackageRulesChange::parse(j["packages"]);
     if (j.contains("task")) r.task = parseTask(j["task"]);
     if (j.contains("artifacts")) r.artifacts = readGlobList(j, "artifacts", "artifacts", 64);
     return r;

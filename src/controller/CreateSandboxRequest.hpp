@@ -9,6 +9,7 @@
 
 #include "controller/SandboxSecrets.hpp"
 #include "controller/WorkspaceSpec.hpp"
+#include "packages/PackageRules.hpp"
 #include "policy/CommandPolicy.hpp"
 #include "store/TaskSpec.hpp"
 
@@ -49,8 +50,8 @@ struct CreateSandboxRequest {
     policy::PolicyRules policy;  // per-sandbox rules (deny > approve > allow > defaults)
     std::map<std::string, SecretSpec> secrets;
     std::vector<std::string> networkAllow;  // egress allowlist; empty: no network
-    // Package rules (validated: packages::PackageRules); nullopt: the defaults.
-    std::optional<nlohmann::json> packages;
+    // Package rules over the tenant's; nullopt: the tenant's as they are.
+    std::optional<packages::PackageRulesChange> packages;
     // An agent key asks: the rules may only be as strict as the tenant's or stricter.
     bool packagesTightenOnly = false;
     // A repository workspace (the workspace service prepares it; the

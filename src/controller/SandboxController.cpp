@@ -149,7 +149,7 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
                         ? packages::PackageRules::fromStored(t->packagesJson)
                         : packages::PackageRules();
         auto rules =
-            request.packages ? packages::PackageRules::parse(*request.packages, base) : base;
+            request.packages ? request.packages->over(base) : base;
         if (request.packagesTightenOnly) {
             auto looser = rules.looserThan(base);
             if (!looser.empty())

@@ -113,7 +113,8 @@ NameRule parseNameRule(Ecosystem e, const std::string& text, const std::string& 
     return rule;
 }
 
-void parseEcosystemRules(Ecosystem e, const json& j, EcosystemRules& r) {
+EcosystemRulesChange parseEcosystemChange(Ecosystem e, const json& j) {
+    EcosystemRulesChange r;
     std::string prefix = std::string("packages.") + ecosystemName(e);
     requireObject(j, prefix);
     switch (e) {
@@ -140,10 +141,7 @@ void parseEcosystemRules(Ecosystem e, const json& j, EcosystemRules& r) {
             if (!d.is_string())
                 throw Error(ErrorCode::bad_request,
                             "'" + prefix + ".deny' entries must be strings");
-            auto rule = parseNameRule(e, d.get<std::string>(), prefix + ".deny");
-            bool known = false;
-            for (const auto& have : r.deny) known = known || have.text == rule.text;
-            if (!known) r.deny.push_back(std::move(rule));
+            r.deny.push_back(parseNameRule(e, d.get<std::string>(), prefix + ".deny"));
         }
     }
     if (auto v = j.find("min_age_days"); v != j.end()) {
@@ -160,6 +158,7 @@ void parseEcosystemRules(Ecosystem e, const json& j, EcosystemRules& r) {
         r.onlyBinary = v->get<bool>();
     }
     if (auto v = j.find("mode"); v != j.end()) r.aptMode = parseGate(*v, prefix + ".mode");
+    return r;
 }
 
 json ecosystemJson(Ecosystem e, const EcosystemRules& r) {
@@ -186,17 +185,43 @@ bool NameRule::matches(const std::string& name, const std::string& version) cons
 PackageRules PackageRules::parse(const json& j) { return parse(j, PackageRules()); }
 
 PackageRules PackageRules::parse(const json& j, const PackageRules& base) {
+    return PackageRulesChange::parse(j).over(base);
+}
+
+void EcosystemRulesChange::applyTo(EcosystemRules& r) const {
+    if (enabled) r.enabled = *enabled;
+    for (const auto& rule : deny) {
+        bool known = false;
+        for (const auto& have : r.deny) known = known || have.text == rule.text;
+        if (!known) r.deny.push_back(rule);
+    }
+    if (minAgeDays) r.minAgeDays = *minAgeDays;
+    if (installScripts) r.installScripts = *installScripts;
+    if (onlyBinary) r.onlyBinary = *onlyBinary;
+    if (aptMode) r.aptMode = *aptMode;
+}
+
+PackageRulesChange PackageRulesChange::parse(const json& j) {
     requireObject(j, "packages");
     rejectUnknownFields(j, {"npm", "pypi", "apt", "dry_run"}, "packages");
-    PackageRules r = base;
-    if (j.contains("npm")) parseEcosystemRules(Ecosystem::npm, j["npm"], r.npm);
-    if (j.contains("pypi")) parseEcosystemRules(Ecosystem::pypi, j["pypi"], r.pypi);
-    if (j.contains("apt")) parseEcosystemRules(Ecosystem::apt, j["apt"], r.apt);
+    PackageRulesChange c;
+    if (j.contains("npm")) c.npm = parseEcosystemChange(Ecosystem::npm, j["npm"]);
+    if (j.contains("pypi")) c.pypi = parseEcosystemChange(Ecosystem::pypi, j["pypi"]);
+    if (j.contains("apt")) c.apt = parseEcosystemChange(Ecosystem::apt, j["apt"]);
     if (auto v = j.find("dry_run"); v != j.end()) {
         if (!v->is_boolean())
             throw Error(ErrorCode::bad_request, "'packages.dry_run' must be a boolean");
-        r.dryRun = v->get<bool>();
+        c.dryRun = v->get<bool>();
     }
+    return c;
+}
+
+PackageRules PackageRulesChange::over(const PackageRules& base) const {
+    PackageRules r = base;
+    if (npm) npm->applyTo(r.npm);
+    if (pypi) pypi->applyTo(r.pypi);
+    if (apt) apt->applyTo(r.apt);
+    if (dryRun) r.dryRun = *dryRun;
     return r;
 }
 

@@ -44,6 +44,31 @@ struct EcosystemRules {
 //    "dry_run":false}
 // Omitted fields keep their defaults (npm and PyPI on with a 3-day minimum
 // age, install scripts and sdists refused, apt held for approval).
+struct PackageRules;
+
+// A change to one ecosystem's rules: what it names replaces the base's, its
+// deny entries are added to the base's.
+struct EcosystemRulesChange {
+    std::optional<bool> enabled;
+    std::vector<NameRule> deny;
+    std::optional<unsigned> minAgeDays;
+    std::optional<Gate> installScripts;
+    std::optional<bool> onlyBinary;
+    std::optional<Gate> aptMode;
+    void applyTo(EcosystemRules& rules) const;
+};
+
+// The package rules a create request gives, over a tenant's: validated at
+// the front door, applied by the controller over the tenant's rules.
+struct PackageRulesChange {
+    std::optional<EcosystemRulesChange> npm, pypi, apt;
+    std::optional<bool> dryRun;
+
+    // Throws Error(bad_request) naming the field; unknown fields are refused.
+    static PackageRulesChange parse(const nlohmann::json& j);
+    PackageRules over(const PackageRules& base) const;
+};
+
 struct PackageRules {
     EcosystemRules npm, pypi, apt;
     bool dryRun = false;

@@ -101,8 +101,8 @@ TEST_F(SandboxTenantsTest, PackageRulesStartFromTheTenantsAndAnAgentMayOnlyTight
 
     CreateSandboxRequest tighter;
     tighter.packagesTightenOnly = true;
-    tighter.packages = nlohmann::json::parse(
-        R"({"npm":{"deny":["evil"],"min_age_days":10},"apt":{"mode":"deny"}})");
+    tighter.packages = packages::PackageRulesChange::parse(nlohmann::json::parse(
+        R"({"npm":{"deny":["evil"],"min_age_days":10},"apt":{"mode":"deny"}})"));
     auto t = rulesOf(controller->create("beta", tighter));
     EXPECT_EQ(t.npm.deny.size(), 2u) << "deny entries add to the tenant's";
     EXPECT_EQ(t.npm.minAgeDays, 10u);
@@ -114,7 +114,7 @@ TEST_F(SandboxTenantsTest, PackageRulesStartFromTheTenantsAndAnAgentMayOnlyTight
           R"({"dry_run":true})"}) {
         CreateSandboxRequest r;
         r.packagesTightenOnly = true;
-        r.packages = nlohmann::json::parse(looser);
+        r.packages = packages::PackageRulesChange::parse(nlohmann::json::parse(looser));
         EXPECT_EQ(codeOf([&] { controller->create("beta", r); }), ErrorCode::forbidden) << looser;
         // An admin may set them.
         r.packagesTightenOnly = false;

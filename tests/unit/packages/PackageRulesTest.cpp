@@ -83,6 +83,32 @@ TEST(PackageRules, RejectsUnknownFieldsAndBadValues) {
     }
 }
 
+TEST(PackageRules, AChangeNamesOnlyWhatItChangesAndAppliesOverAnyBase) {
+    auto change = PackageRulesChange::parse(
+        json::parse(R"({"npm":{"deny":["b","a","b"],"min_age_days":9},"dry_run":false})"));
+    ASSERT_TRUE(change.npm);
+    EXPECT_FALSE(change.npm->enabled) << "not named: the base's stands";
+    EXPECT_FALSE(change.pypi);
+    EXPECT_EQ(change.npm->minAgeDays, 9u);
+    EXPECT_EQ(change.dryRun, false);
+    auto base = PackageRules::parse(json::parse(R"({"npm":{"deny":["a"],"enabled":false},"pypi":{"min_age_days":4}})"));
+    auto r = change.over(base);
+    std::vector<std::string> deny;
+    for (const auto& d : r.npm.deny) deny.push_back(d.text);
+    EXPECT_EQ(deny, (std::vector<std::string>{"a", "b"})) << "added once each, after the base's";
+    EXPECT_FALSE(r.npm.enabled);
+    EXPECT_EQ(r.npm.minAgeDays, 9u);
+    EXPECT_EQ(r.pypi.minAgeDays, 4u);
+    EXPECT_EQ(change.over(base).toJson(), PackageRules::parse(json::parse(
+        R"({"npm":{"deny":["b","a","b"],"min_age_days":9},"dry_run":false})"), base).toJson());
+    try {
+        PackageRulesChange::parse(json::parse(R"({"npm":{"colour":1}})"));
+        ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::bad_request);
+    }
+}
+
 TEST(PackageRules, OverABaseAndLooserThan) {
     auto base = PackageRules::parse(
         json::parse(R"({"npm":{"deny":["a"],"min_age_days":5},"apt":{"mode":"deny"}})"));
