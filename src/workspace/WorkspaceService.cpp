@@ -209,14 +209,6 @@ WorkspaceService::~WorkspaceService() {
     if (worker_.joinable()) worker_.join();
 }
 
-std::shared_ptr<std::mutex> WorkspaceService::lockFor(
-    std::map<std::string, std::shared_ptr<std::mutex>>& m, const std::string& key) {
-    std::lock_guard lock(locksGuard_);
-    auto& p = m[key];
-    if (!p) p = std::make_shared<std::mutex>();
-    return p;
-}
-
 // ------------------------------------------------------------ the guest's blobs, mirror retention
 
 std::set<std::string> WorkspaceService::guestBlobs(const std::string& id) {
@@ -492,7 +484,7 @@ void WorkspaceService::populate(const std::string& tenant, const std::string& id
 
 WorkspaceInfo WorkspaceService::info(const std::string& tenant, const std::string& id) {
     auto r = load(tenant, id);
-    auto lock = lockFor(sandboxLocks_, id);
+    auto lock = sandboxLocks_.of(id);
     std::lock_guard hold(*lock);
     WorkspaceInfo info{r.repo,       r.baseRef,      r.baseCommit, r.branch,
                        r.path,       r.credential,   r.head,       r.writeScope,
@@ -612,7 +604,7 @@ std::optional<WorkspaceService::EvidenceView> WorkspaceService::evidenceView(
     const std::function<bool(const std::string&)>& wanted) {
     if (!workspaces_.find(id)) return std::nullopt;
     auto r = load(tenant, id);
-    auto lock = lockFor(sandboxLocks_, id);
+    auto lock = sandboxLocks_.of(id);
     std::lock_guard hold(*lock);
     auto snap = snapshot(tenant, id, r);
     RemoteUrl url = RemoteUrl::parse(r.repo);
@@ -675,7 +667,7 @@ std::optional<WorkspaceService::EvidenceView> WorkspaceService::evidenceView(
 WorkspaceService::Snapshot WorkspaceService::diffed(const std::string& tenant,
                                                     const std::string& id, Record& r) {
     r = load(tenant, id);
-    auto lock = lockFor(sandboxLocks_, id);
+    auto lock = sandboxLocks_.of(id);
     std::lock_guard hold(*lock);
     auto snap = snapshot(tenant, id, r);
     sandboxes_.recordEvent(sandboxes_.get(tenant, id), "workspace.diffed",
@@ -704,7 +696,7 @@ WorkspaceCommit WorkspaceService::commit(const std::string& tenant, const std::s
                               const std::string& message, const std::string& authorName,
                               const std::string& authorEmail) {
     auto r = load(tenant, id);
-    auto lock = lockFor(sandboxLocks_, id);
+    auto lock = sandboxLocks_.of(id);
     std::lock_guard hold(*lock);
     auto snap = snapshot(tenant, id, r);
     if (r.enforceScope && !snap.diff.outOfScope.empty())
@@ -760,7 +752,7 @@ WorkspaceCommit WorkspaceService::commit(const std::string& tenant, const std::s
 PushStatus WorkspaceService::requestPush(const std::string& tenant, const std::string& id,
                                    const std::string& commitHex) {
     auto r = load(tenant, id);
-    auto lock = lockFor(sandboxLocks_, id);
+    auto lock = sandboxLocks_.of(id);
     std::lock_guard hold(*lock);
     parseOid(commitHex);
     if (r.head.empty())
@@ -895,7 +887,7 @@ PushStatus WorkspaceService::pushState(const std::string& tenant, const std::str
 
 void WorkspaceService::reset(const std::string& tenant, const std::string& id, bool cleanIgnored) {
     auto r = load(tenant, id);
-    auto lock = lockFor(sandboxLocks_, id);
+    auto lock = sandboxLocks_.of(id);
     std::lock_guard hold(*lock);
     auto agent = sandboxes_.runningAgent(tenant, id);
     std::vector<std::string> skip;

@@ -13,6 +13,7 @@
 
 #include "controller/WorkspaceSandboxes.hpp"
 #include "workspace/WorkspaceEvidence.hpp"
+#include "core/KeyedMutexes.hpp"
 #include "core/SecretCipher.hpp"
 #include "egress/AddressPolicy.hpp"
 #include "store/CredentialStore.hpp"
@@ -107,8 +108,6 @@ class WorkspaceService : public WorkspaceEvidenceSource {
                      const std::function<void(CheckoutArchive&)>& fill);
     void populate(const std::string& tenant, const std::string& id, const Record& r, bool resetOnly,
                   const Scan* current);
-    std::shared_ptr<std::mutex> lockFor(std::map<std::string, std::shared_ptr<std::mutex>>& m,
-                                        const std::string& key);
     void checkWrite(const SandboxRecord& r, const std::string& path);
     void onPublishDecision(const GatedExec& g, bool approved);
     void runPush(GatedExec g);
@@ -120,8 +119,7 @@ class WorkspaceService : public WorkspaceEvidenceSource {
     WorkspaceCredentials credentials_;
     WorkspaceStore& workspaces_;
     GitMirrors mirrors_;
-    std::mutex locksGuard_;
-    std::map<std::string, std::shared_ptr<std::mutex>> sandboxLocks_;
+    KeyedMutexes sandboxLocks_;  // one sandbox's workspace at a time
     std::mutex queueMutex_;
     std::condition_variable queueCv_;
     std::deque<GatedExec> pushQueue_;
