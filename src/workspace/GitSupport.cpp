@@ -44,6 +44,13 @@ git_oid parseOid(const std::string& hex) {
     return oid;
 }
 
+Commit lookupCommit(git_repository* repo, const std::string& hex) {
+    git_oid id = parseOid(hex);
+    git_commit* raw = nullptr;
+    check(git_commit_lookup(&raw, repo, &id), ErrorCode::unprocessable, "commit " + hex);
+    return Commit(raw);
+}
+
 Repository openBareRepository(const std::string& path) {
     git_repository* raw = nullptr;
     check(git_repository_open_bare(&raw, path.c_str()), ErrorCode::internal, "opening " + path);

@@ -39,6 +39,10 @@ using Odb = GitPtr<git_odb, git_odb_free>;
 // A bare repository opened (Error(internal) naming the path when it cannot be).
 Repository openBareRepository(const std::string& path);
 
+// A commit of `repo` by its id: Error(bad_request) for a malformed id,
+// Error(unprocessable) when the repository does not hold it.
+Commit lookupCommit(git_repository* repo, const std::string& hex);
+
 // libgit2's last error message ("" when none).
 std::string gitMessage();
 // rc < 0: throws Error(code, context + ": " + libgit2's message).

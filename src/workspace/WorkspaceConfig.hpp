@@ -13,6 +13,7 @@ struct WorkspaceConfig {
     std::string dataDir;  // mirrors and scratch live under dataDir + "/git"
     egress::AddressPolicy addressPolicy;
     std::shared_ptr<const SecretCipher> cipher;
+    std::string guestUser = "user";                  // who owns the working tree in the guest
     std::string pushBranchPrefix = "agent/";         // pushes go only to branches under it
     std::uint64_t maxFileBytes = 100ull << 20;       // one file read back from the guest
     std::uint64_t maxTransferBytes = 1024ull << 20;  // all files read back for one diff

@@ -19,7 +19,7 @@
 #include "egress/AddressPolicy.hpp"
 #include "store/CredentialStore.hpp"
 #include "store/WorkspaceStore.hpp"
-#include "support/HelperProcess.hpp"
+#include "support/GitServer.hpp"
 #include "unit/controller/ControllerFixture.hpp"
 #include "workspace/GitRemoteAccess.hpp"
 #include "workspace/GitSocket.hpp"
@@ -33,6 +33,7 @@ namespace airlock::workspace {
 namespace {
 namespace fs = std::filesystem;
 namespace ip = boost::asio::ip;
+using test::GitServer;
 using namespace std::chrono_literals;
 using test::codeOf;
 
@@ -42,70 +43,12 @@ egress::AddressPolicy opened(std::vector<std::string> cidrs) {
     return egress::AddressPolicy(ranges);
 }
 
-int freePort() {
-    int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in6 a{};
-    a.sin6_family = AF_INET6;
-    a.sin6_addr = in6addr_any;  // free on both families
-    socklen_t len = sizeof a;
-    int port = 0;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-        port = ntohs(a.sin6_port);
-    ::close(fd);
-    return port;
+// A credential for the fixture server, for `ownPath` and `scope`.
+BrokeredCredential credentialOf(const GitServer& server, const std::string& ownPath,
+                                std::vector<std::string> scope = {}) {
+    return BrokeredCredential{"https-basic", server.hostPort(), "git", server.password, "",
+                              ownPath, std::move(scope)};
 }
-
-bool portOpen(const std::string& host, int port) {
-    return test::commandOutput("python3 -c \"import socket,sys; s=socket.create_connection(('" +
-                               host + "'," + std::to_string(port) +
-                               "),1); print('up')\" 2>/dev/null") == "up\n";
-}
-
-// The fixture repositories (demo, lib, private, team/hostile, team/notes) served by
-// the fixture server on `bind`, password-protected, every request logged
-// with whether it carried an Authorization header.
-struct GitServer {
-    test::TempDir tmp;
-    std::string repos = tmp.path() + "/repos", authLog = tmp.path() + "/auth.log",
-                password = "unit-Pass-" + std::to_string(::getpid()) + "-canary";
-    std::string bind;
-    int port = freePort();
-    test::HelperProcess process;
-
-    explicit GitServer(std::string bindTo = "127.0.0.1") : bind(std::move(bindTo)) {
-        test::commandLine(std::string("bash ") + AIRLOCK_SOURCE_DIR +
-                          "/tests/fixtures/make-fixture-repos.sh " + repos);
-        std::string script = std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/git-http-server.py";
-        process = test::HelperProcess({"python3", script, "--root", repos, "--port",
-                                       std::to_string(port), "--bind", bind, "--password",
-                                       password, "--auth-log", authLog});
-        test::waitFor([&] { return portOpen(bind, port); }, 20s, 100ms);
-    }
-    std::string base() const {
-        std::string h = bind.find(':') != std::string::npos ? "[" + bind + "]" : bind;
-        return "http://" + h + ":" + std::to_string(port);
-    }
-    std::string hostPort() const {
-        return (bind.find(':') != std::string::npos ? "[" + bind + "]" : bind) + ":" +
-               std::to_string(port);
-    }
-    // The log's lines for requests whose path starts with `prefix`.
-    std::vector<std::string> requests(const std::string& prefix) const {
-        std::ifstream in(authLog);
-        std::vector<std::string> out;
-        for (std::string line; std::getline(in, line);) {
-            auto sp = line.find(' ');
-            if (sp != std::string::npos && line.compare(sp + 1, prefix.size(), prefix) == 0)
-                out.push_back(line.substr(0, sp));
-        }
-        return out;
-    }
-    BrokeredCredential credential(const std::string& ownPath,
-                                  std::vector<std::string> scope = {}) const {
-        return BrokeredCredential{"https-basic", hostPort(), "git", password, "", ownPath, scope};
-    }
-};
 
 Repository bareRepo(const std::string& path) {
     git_repository* raw = nullptr;
@@ -152,11 +95,11 @@ TEST(RecordIntegrity, Attack9_ACredentialOverPlainHttpOnIpv6GoesOnlyToRangesTheO
 
     // Over [::1] for real: the operator opened ::1, so the credential goes.
     GitServer server("::1");
-    ASSERT_TRUE(portOpen("::1", server.port)) << "the fixture server did not bind ::1";
+    ASSERT_TRUE(server.up) << "the fixture server did not bind ::1";
     installGitSocket(v6, 10s, 30s);
     test::TempDir dir;
     auto mirror = bareRepo(dir.path() + "/m.git");
-    GitRemoteAccess(RemoteUrl::parse(server.base() + "/demo.git"), server.credential("/demo.git"))
+    GitRemoteAccess(RemoteUrl::parse(server.base() + "/demo.git"), credentialOf(server, "/demo.git"))
         .fetchInto(mirror.get());
     auto seen = server.requests("/demo.git");
     EXPECT_NE(std::find(seen.begin(), seen.end(), "AUTH"), seen.end());
@@ -166,7 +109,7 @@ TEST(RecordIntegrity, Attack9_ACredentialOverPlainHttpOnIpv6GoesOnlyToRangesTheO
     auto other = bareRepo(dir.path() + "/o.git");
     EXPECT_EQ(codeOf([&] {
                   GitRemoteAccess(RemoteUrl::parse(server.base() + "/demo.git"),
-                                  server.credential("/demo.git"))
+                                  credentialOf(server, "/demo.git"))
                       .fetchInto(other.get());
               }),
               ErrorCode::unprocessable);
