@@ -3,6 +3,7 @@
 // approver's: the agent never reviews its own work). Parsing here, the work
 // in EvidenceService.
 #include "api/ErrorMapping.hpp"
+#include "api/EvidenceParsing.hpp"
 #include "api/Router.hpp"
 #include "core/Error.hpp"
 #include "core/JsonFields.hpp"
@@ -18,7 +19,7 @@ EvidenceService& Router::evidence() {
 }
 
 // GET /v1/evidence/keys
-ApiResponse Router::listEvidenceKeys(Context&) { return jsonResponse(200, evidence().keys()); }
+ApiResponse Router::listEvidenceKeys(Context&) { return jsonResponse(200, evidenceKeysJson(evidence().keys())); }
 
 // POST /v1/sandboxes/{}/evidence
 ApiResponse Router::sealEvidence(Context& c) {
@@ -27,14 +28,14 @@ ApiResponse Router::sealEvidence(Context& c) {
                     : parseJsonBody(c.request.body);
     rejectUnknownFields(body, {}, "evidence request");
     auto r = evidence().seal(c.tenant, c.params[0], "manual");
-    return jsonResponse(201, EvidenceService::recordJson(r));
+    return jsonResponse(201, evidenceRecordJson(r));
 }
 
 // GET /v1/sandboxes/{}/evidence
 ApiResponse Router::listSandboxEvidence(Context& c) {
     json list = json::array();
     for (const auto& r : evidence().list(c.tenant, c.params[0]))
-        list.push_back(EvidenceService::recordJson(r));
+        list.push_back(evidenceRecordJson(r));
     return jsonResponse(200, {{"evidence", list}});
 }
 
@@ -46,25 +47,21 @@ ApiResponse Router::getEvidence(Context& c) {
 
 // GET /v1/evidence/{}/info
 ApiResponse Router::getEvidenceInfo(Context& c) {
-    return jsonResponse(200, EvidenceService::recordJson(evidence().get(c.tenant, c.params[0])));
+    return jsonResponse(200, evidenceRecordJson(evidence().get(c.tenant, c.params[0])));
 }
 
 // POST /v1/evidence/{}/review
 ApiResponse Router::reviewEvidence(Context& c) {
-    json body = parseJsonBody(c.request.body);
-    rejectUnknownFields(body, {"decision", "reason"}, "review");
-    std::string decision = stringField(body, "decision");
-    std::string reason = body.contains("reason") ? stringField(body, "reason") : "";
-    if (reason.size() > 4000)
-        throw Error(ErrorCode::bad_request, "'reason' is longer than 4000 bytes");
+    auto review = parseReviewRequest(c.request.body);
     std::string reviewer = "key:" + c.principal.keyId + " (" + c.principal.keyName + ", " +
                            roleName(c.principal.role) + ")";
-    return jsonResponse(201, evidence().review(c.tenant, c.params[0], decision, reason, reviewer));
+    return jsonResponse(201, evidenceReviewJson(evidence().review(c.tenant, c.params[0], review.decision,
+                                                                 review.reason, reviewer)));
 }
 
 // GET /v1/evidence/{}/review
 ApiResponse Router::getEvidenceReview(Context& c) {
-    return jsonResponse(200, evidence().reviewOf(c.tenant, c.params[0]));
+    return jsonResponse(200, evidenceReviewJson(evidence().reviewOf(c.tenant, c.params[0])));
 }
 
 }  // namespace airlock::api

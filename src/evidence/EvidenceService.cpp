@@ -163,21 +163,6 @@ std::shared_ptr<std::mutex> EvidenceService::sandboxLock(const std::string& id) 
     return m;
 }
 
-json EvidenceService::recordJson(const EvidenceRecord& r) {
-    json j = {{"id", r.id},
-              {"sandbox_id", r.sandboxId},
-              {"kind", r.kind},
-              {"created_at", r.createdAt},
-              {"sha256", r.sha256},
-              {"size", r.size},
-              {"summary", json::parse(r.summaryJson, nullptr, false)},
-              {"expires_at", r.expiresAt ? json(formatUnixSeconds(r.expiresAt)) : json(nullptr)},
-              {"review",
-               r.reviewJson.empty() ? json(nullptr) : json::parse(r.reviewJson, nullptr, false)}};
-    if (j["summary"].is_discarded()) j["summary"] = json::object();
-    return j;
-}
-
 EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
                                                   const std::string& bundleId,
                                                   const std::string& degraded) {
@@ -839,67 +824,71 @@ std::string EvidenceService::bundleBytes(const EvidenceRecord& r) const {
     return readWhole(bundlePath(r.id));
 }
 
-json EvidenceService::keys() const {
-    json list = json::array();
-    for (const auto& k : EvidenceKey::list(config_.dataDir + "/keys")) {
-        json e = {{"keyid", k.keyid},
-                  {"alg", k.alg},
-                  {"public_key_pem", k.publicKeyPem},
-                  {"created_at", k.createdAt},
-                  {"active", k.active}};
-        if (!k.retiredAt.empty()) e["retired_at"] = k.retiredAt;
-        list.push_back(e);
-    }
-    return {{"keys", list}};
+std::vector<EvidenceKey::PublicKey> EvidenceService::keys() const {
+    return EvidenceKey::list(config_.dataDir + "/keys");
 }
 
-json EvidenceService::review(const std::string& tenant, const std::string& id,
-                             const std::string& decision, const std::string& reason,
-                             const std::string& reviewer) {
-    if (decision != "approve" && decision != "reject")
-        throw Error(ErrorCode::bad_request, "'decision' must be \"approve\" or \"reject\"");
+EvidenceReview EvidenceService::review(const std::string& tenant, const std::string& id,
+                                       ReviewDecision decision, const std::string& reason,
+                                       const std::string& reviewer) {
     auto rec = get(tenant, id);
-    std::string at = nowTimestamp();
+    EvidenceReview out;
+    out.decision = decision;
+    out.reason = reason;
+    out.reviewer = reviewer;
+    out.at = nowTimestamp();
     json statement = {
         {"_type", "https://in-toto.io/Statement/v1"},
         {"subject",
          json::array({{{"name", id + ".tar.gz"}, {"digest", {{"sha256", rec.sha256}}}}})},
         {"predicateType", "https://in-toto.io/attestation/human-review/v0.1"},
         {"predicate",
-         {{"result", decision == "approve" ? "approved" : "rejected"},
+         {{"result", decision == ReviewDecision::approve ? "approved" : "rejected"},
           {"reviewer", reviewer},
           {"reason", reason},
-          {"timestamp", at}}}};
-    json envelope = dsse::sign(key_, dsse::kInTotoPayloadType, statement.dump());
-    json stored = {{"decision", decision},
-                   {"reason", reason},
-                   {"reviewer", reviewer},
-                   {"at", at},
-                   {"attestation", envelope}};
+          {"timestamp", out.at}}}};
+    out.attestation = dsse::sign(key_, dsse::kInTotoPayloadType, statement.dump());
+    json summary = {{"decision", reviewDecisionName(decision)},
+                    {"reason", reason},
+                    {"reviewer", reviewer},
+                    {"at", out.at}};
+    json stored = summary;
+    stored["attestation"] = out.attestation;
     writePrivateFile(config_.dataDir + "/bundles/" + id + ".review.json", stored.dump(2) + "\n");
-    store_.setReview(
-        id, json{{"decision", decision}, {"reason", reason}, {"reviewer", reviewer}, {"at", at}}
-                .dump());
+    store_.setReview(id, summary.dump());
     try {
         auto sandbox = sandboxes_.get(tenant, rec.sandboxId);
         sandboxes_.recordEvent(sandbox, "evidence.reviewed",
                                 {{"evidence_id", id},
-                                 {"decision", decision},
+                                 {"decision", reviewDecisionName(decision)},
                                  {"reason", reason},
                                  {"reviewer", reviewer}});
     } catch (const Error&) {
         // The sandbox is gone: the review is still kept with the bundle.
     }
-    return stored;
+    return out;
 }
 
-json EvidenceService::reviewOf(const std::string& tenant, const std::string& id) {
+EvidenceReview EvidenceService::reviewOf(const std::string& tenant, const std::string& id) {
     get(tenant, id);
     std::ifstream in(config_.dataDir + "/bundles/" + id + ".review.json");
     if (!in) throw Error(ErrorCode::not_found, "bundle " + id + " has no review yet");
     std::stringstream s;
     s << in.rdbuf();
-    return json::parse(s.str(), nullptr, false);
+    auto j = json::parse(s.str(), nullptr, false);
+    if (!j.is_object() || !j.contains("decision") || !j["decision"].is_string())
+        throw Error(ErrorCode::internal, "the review of " + id + " is damaged");
+    EvidenceReview out;
+    try {
+        out.decision = parseReviewDecision(j["decision"].get<std::string>());
+        out.reason = j.value("reason", "");
+        out.reviewer = j.value("reviewer", "");
+        out.at = j.value("at", "");
+    } catch (const std::exception&) {
+        throw Error(ErrorCode::internal, "the review of " + id + " is damaged");
+    }
+    out.attestation = j.value("attestation", json(nullptr));
+    return out;
 }
 
 std::optional<std::string> EvidenceService::ownerOf(const std::string& evidenceId) {
@@ -908,21 +897,16 @@ std::optional<std::string> EvidenceService::ownerOf(const std::string& evidenceI
     return r ? std::optional<std::string>(r->tenant) : std::nullopt;
 }
 
-json EvidenceService::latestSummary(const std::string& sandboxId) {
-    auto rows = store_.listForSandbox(sandboxId, TenantScope::all());
-    if (rows.empty()) return nullptr;
-    return {{"id", rows.back().id},
-            {"summary", json::parse(rows.back().summaryJson, nullptr, false)}};
-}
-
-json EvidenceService::latestForTree(const std::string& sandboxId, const std::string& tree) {
+std::optional<EvidenceBrief> EvidenceService::latestForTree(const std::string& sandboxId,
+                                                            const std::string& tree) {
+    if (tree.empty()) return std::nullopt;
     auto rows = store_.listForSandbox(sandboxId, TenantScope::all());
     for (auto it = rows.rbegin(); it != rows.rend(); ++it) {
         auto summary = json::parse(it->summaryJson, nullptr, false);
-        if (summary.is_object() && !tree.empty() && summary.value("final_tree", "") == tree)
-            return {{"id", it->id}, {"summary", summary}};
+        if (summary.is_object() && summary.value("final_tree", "") == tree)
+            return EvidenceBrief{it->id, it->summaryJson};
     }
-    return nullptr;
+    return std::nullopt;
 }
 
 void EvidenceService::beforeDelete(const SandboxRecord& r) {

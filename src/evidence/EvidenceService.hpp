@@ -10,6 +10,8 @@
 #include "controller/SandboxEvidenceSource.hpp"
 #include "evidence/EvidenceKey.hpp"
 #include "evidence/EvidenceModel.hpp"
+#include "evidence/EvidenceReview.hpp"
+#include "workspace/WorkspaceEvidence.hpp"
 #include "store/EvidenceStore.hpp"
 
 namespace airlock {
@@ -46,19 +48,19 @@ class EvidenceService {
     std::vector<EvidenceRecord> list(const std::string& tenant, const std::string& sandboxId);
     EvidenceRecord get(const std::string& tenant, const std::string& id);
     std::string bundleBytes(const EvidenceRecord& r) const;
-    // {"keys":[{"keyid","alg","public_key_pem","created_at","active"}]}
-    nlohmann::json keys() const;
+    // Every public key that verifies a bundle, the active one and the retired.
+    std::vector<EvidenceKey::PublicKey> keys() const;
     // A human's decision on a bundle: recorded in the audit log and as a
     // signed in-toto statement (DSSE) served beside the bundle.
-    nlohmann::json review(const std::string& tenant, const std::string& id,
-                          const std::string& decision, const std::string& reason,
+    EvidenceReview review(const std::string& tenant, const std::string& id,
+                          ReviewDecision decision, const std::string& reason,
                           const std::string& reviewer);
-    nlohmann::json reviewOf(const std::string& tenant, const std::string& id);
-    // The latest bundle of a sandbox in short (push approvals show it); null when none.
-    nlohmann::json latestSummary(const std::string& sandboxId);
-    // The latest bundle of a sandbox whose workspace final tree is `tree`
-    // ({"id","summary"}); null when none covers exactly that tree.
-    nlohmann::json latestForTree(const std::string& sandboxId, const std::string& tree);
+    // Error(not_found) before any review.
+    EvidenceReview reviewOf(const std::string& tenant, const std::string& id);
+    // The latest bundle of a sandbox whose workspace final tree is `tree`;
+    // none when no bundle covers exactly that tree.
+    std::optional<EvidenceBrief> latestForTree(const std::string& sandboxId,
+                                               const std::string& tree);
 
     // The controller's delete hooks: a final bundle for a sandbox with a task
     // or a workspace (a failure is logged and audited, the delete goes on);
@@ -68,7 +70,6 @@ class EvidenceService {
     // Removes bundles past their retention.
     void collectExpired();
 
-    static nlohmann::json recordJson(const EvidenceRecord& r);
     std::optional<std::string> ownerOf(const std::string& evidenceId);
 
   private:

@@ -21,6 +21,13 @@ struct WorkspaceEvidence {
     std::string gitattributes;
 };
 
+// The latest evidence bundle sealed for exactly one workspace tree, in
+// short: what a push approver is shown of the commit's tree.
+struct EvidenceBrief {
+    std::string id;
+    std::string summaryJson;  // the bundle's summary, as its record keeps it
+};
+
 // What the evidence service reads of a sandbox's workspace (the workspace
 // service implements it).
 class WorkspaceEvidenceSource {

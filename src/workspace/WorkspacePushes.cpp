@@ -74,17 +74,21 @@ PushStatus WorkspacePushes::request(const std::string& tenant, const std::string
                         " -" + std::to_string(d.deletions);
     // The approver sees what evidence found of exactly this tree; a bundle
     // sealed for another tree says nothing about it.
-    json evidence = evidenceSummary_ ? evidenceSummary_(id, treeHex) : json(nullptr);
-    if (!evidence.is_object()) evidence = nullptr;
-    std::string evidenceReason =
-        evidence.is_null() ? "no evidence bundle of this sandbox was sealed for tree " + treeHex +
-                                 " (the commit's tree)"
-                           : "";
+    auto brief = evidenceSummary_ ? evidenceSummary_(id, treeHex) : std::nullopt;
+    json evidence = nullptr;
+    std::string evidenceReason;
     std::string evidenceText = "; no evidence bundle for this tree";
-    if (evidence.is_object() && evidence.contains("summary") && evidence["summary"].is_object()) {
-        const json& s = evidence["summary"];
-        evidenceText = "; evidence " + evidence.value("id", "") + ": tests " +
-                       s.value("tests", std::string("?"));
+    if (!brief) {
+        evidenceReason = "no evidence bundle of this sandbox was sealed for tree " + treeHex +
+                         " (the commit's tree)";
+    } else {
+        json s = json::parse(brief->summaryJson, nullptr, false);
+        if (!s.is_object()) s = json::object();
+        evidence = {{"id", brief->id}, {"summary", s}};
+        std::string tests = s.contains("tests") && s["tests"].is_string()
+                                ? s["tests"].get<std::string>()
+                                : std::string("?");
+        evidenceText = "; evidence " + brief->id + ": tests " + tests;
         if (s.contains("findings") && s["findings"].is_array() && !s["findings"].empty()) {
             evidenceText += ", findings";
             for (const auto& k : s["findings"])

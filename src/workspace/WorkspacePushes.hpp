@@ -3,6 +3,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -11,6 +12,7 @@
 #include "workspace/GitMirrors.hpp"
 #include "workspace/WorkspaceConfig.hpp"
 #include "workspace/WorkspaceCredentials.hpp"
+#include "workspace/WorkspaceEvidence.hpp"
 #include "workspace/WorkspaceRecords.hpp"
 #include "workspace/WorkspaceResults.hpp"
 
@@ -22,11 +24,10 @@ namespace airlock::workspace {
 // with the tenant's credential on the host.
 class WorkspacePushes {
   public:
-    // The latest evidence bundle of a sandbox whose final tree is `tree`, in
-    // short ({"id","summary"} or null): the approver sees it, never one
-    // sealed for another tree.
-    using EvidenceSummary =
-        std::function<nlohmann::json(const std::string& sandboxId, const std::string& tree)>;
+    // The latest evidence bundle of a sandbox whose final tree is `tree`:
+    // the approver sees it, never one sealed for another tree.
+    using EvidenceSummary = std::function<std::optional<EvidenceBrief>(const std::string& sandboxId,
+                                                                        const std::string& tree)>;
 
     // A push a restart interrupted is failed here (the agent may ask again).
     WorkspacePushes(const WorkspaceConfig& config, WorkspaceSandboxes& sandboxes,

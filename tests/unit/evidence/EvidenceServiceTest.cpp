@@ -73,8 +73,7 @@ class EvidenceServiceTest : public test::ControllerFixture {
     }
     std::vector<std::string> publicKeys() {
         std::vector<std::string> keys;
-        json all = service->keys();
-        for (const auto& k : all["keys"]) keys.push_back(k["public_key_pem"]);
+        for (const auto& k : service->keys()) keys.push_back(k.publicKeyPem);
         return keys;
     }
 
@@ -186,15 +185,16 @@ TEST_F(EvidenceServiceTest, DeleteSealsAFinalBundleThatOutlivesTheSandboxUntilIt
     EXPECT_TRUE(BundleVerifier::verify(service->bundleBytes(list[1]), publicKeys()).ok());
 
     // A human's review: signed, kept with the bundle.
-    auto review = service->review("t1", manual.id, "approve", "diff and tests read",
+    auto review = service->review("t1", manual.id, ReviewDecision::approve, "diff and tests read",
                                   "key:k1 (ana, approver)");
-    EXPECT_EQ(review["decision"], "approve");
-    auto payload = json::parse(dsse::verify(review["attestation"], publicKeys()[0]));
+    EXPECT_EQ(review.decision, ReviewDecision::approve);
+    auto payload = json::parse(dsse::verify(review.attestation, publicKeys()[0]));
     EXPECT_EQ(payload["predicate"]["result"], "approved");
     EXPECT_EQ(payload["subject"][0]["digest"]["sha256"], manual.sha256);
-    EXPECT_EQ(service->reviewOf("t1", manual.id)["reason"], "diff and tests read");
-    EXPECT_EQ(test::codeOf([&] { service->review("t1", manual.id, "maybe", "", "x"); }),
-              ErrorCode::bad_request);
+    auto kept = service->reviewOf("t1", manual.id);
+    EXPECT_EQ(kept.reason, "diff and tests read");
+    EXPECT_EQ(kept.attestation, review.attestation);
+    EXPECT_EQ(test::codeOf([&] { parseReviewDecision("maybe"); }), ErrorCode::bad_request);
 
     // Past the retention: the files and rows go.
     db->exec("UPDATE evidence SET expires_at = 1");

@@ -35,7 +35,6 @@ TEST_F(WorkspacePushesTest, APushWaitsForAHumanAndThenPushesExactlyTheApprovedCo
     EXPECT_EQ(asked.state, "pending_approval");
     EXPECT_EQ(asked.lease, "") << "the branch is not on the remote yet";
     auto approval = sandboxes.gates().approval("t1", asked.approvalId);
-    auto shown = nlohmann::json::parse(approval.requestJson, nullptr, false);
     EXPECT_EQ(server.revParse("demo.git", "refs/heads/agent/t"), "") << "nothing pushed yet";
     EXPECT_NE(pushes.patch(approval).find("+work of the agent"), std::string::npos);
 
@@ -47,6 +46,32 @@ TEST_F(WorkspacePushesTest, APushWaitsForAHumanAndThenPushesExactlyTheApprovedCo
     ASSERT_EQ(requested.size(), 1u);
     EXPECT_EQ(requested[0].data["commit"], c.commit);
     EXPECT_EQ(requested[0].data["tree"], c.tree);
+}
+
+TEST_F(WorkspacePushesTest, TheApproverIsShownTheEvidenceSealedForExactlyTheCommitsTree) {
+    auto [id, c] = committed();
+    std::string sealedFor;
+    pushes.setEvidenceSummary([&](const std::string& sandbox, const std::string& tree)
+                                  -> std::optional<EvidenceBrief> {
+        if (sandbox != id || tree != sealedFor) return std::nullopt;
+        return EvidenceBrief{"evd-1", R"({"tests": "passed", "findings": ["secrets"]})"};
+    });
+    sealedFor = std::string(40, '0');  // a bundle of another tree says nothing
+    auto other = pushes.request("t1", id, c.commit);
+    auto shown = sandboxes.gates().verifiedRequest(sandboxes.gates().approval("t1", other.approvalId));
+    EXPECT_TRUE(shown["evidence"].is_null());
+    EXPECT_NE(shown["evidence_reason"].get<std::string>().find(c.tree), std::string::npos);
+
+    sealedFor = c.tree;
+    auto asked = pushes.request("t1", id, c.commit);
+    auto approval = sandboxes.gates().approval("t1", asked.approvalId);
+    shown = sandboxes.gates().verifiedRequest(approval);
+    EXPECT_EQ(shown["evidence"]["id"], "evd-1");
+    EXPECT_EQ(shown["evidence"]["summary"]["tests"], "passed");
+    EXPECT_TRUE(shown["evidence_reason"].is_null());
+    EXPECT_NE(approval.reason.find("evidence evd-1: tests passed, findings secrets"),
+              std::string::npos)
+        << approval.reason;
 }
 
 TEST_F(WorkspacePushesTest, ADeniedPushIsRecordedAndNeverRuns) {
