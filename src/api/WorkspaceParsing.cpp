@@ -168,7 +168,7 @@ json workspaceInfoJson(const workspace::WorkspaceInfo& i) {
 
 json workspaceDiffJson(const workspace::WorkspaceDiff& d) {
     return {{"base_commit", d.baseCommit},      {"tree", d.tree},
-            {"files", d.diff.files},            {"additions", d.diff.additions},
+            {"files", workspace::changedFilesJson(d.diff.files)},            {"additions", d.diff.additions},
             {"deletions", d.diff.deletions},    {"out_of_scope", d.diff.outOfScope}};
 }
 

@@ -353,20 +353,25 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
             auto view = workspaces_->evidenceView(
                 r.tenant, r.id, [](const std::string& p) { return dependencies::understands(p); });
             if (view) {
-                ws = view->info;
-                artifactRoot =
-                    stringOrEmpty(ws, "path").empty() ? artifactRoot : stringOrEmpty(ws, "path");
-                std::vector<std::string> scope;
-                for (const auto& s : ws.value("write_scope", json::array()))
-                    scope.push_back(s.get<std::string>());
-                ChangeClassifier classify(scope, sensitivePaths, view->gitattributes);
-                for (auto f : view->files) {
-                    std::string path = stringOrEmpty(f, "path");
-                    f["lockfile"] = dependencies::isLockfile(path);
-                    f["manifest"] = dependencies::isManifest(path);
-                    f["generated"] = classify.generated(path);
-                    f["sensitive"] = classify.sensitive(path) ||
-                                     classify.sensitive(stringOrEmpty(f, "old_path"));
+                ws = {{"repo", view->repo},
+                      {"ref", view->ref},
+                      {"base_commit", view->baseCommit},
+                      {"base_tree", view->baseTree},
+                      {"branch", view->branch},
+                      {"path", view->path},
+                      {"write_scope", view->writeScope},
+                      {"enforce_scope", view->enforceScope},
+                      {"final_tree", view->finalTree}};
+                if (view->finalCommit) ws["final_commit"] = *view->finalCommit;
+                if (!view->path.empty()) artifactRoot = view->path;
+                ChangeClassifier classify(view->writeScope, sensitivePaths, view->gitattributes);
+                for (const auto& file : view->files) {
+                    json f = workspace::changedFileJson(file);
+                    f["lockfile"] = dependencies::isLockfile(file.path);
+                    f["manifest"] = dependencies::isManifest(file.path);
+                    f["generated"] = classify.generated(file.path);
+                    f["sensitive"] =
+                        classify.sensitive(file.path) || classify.sensitive(file.oldPath);
                     m.files.push_back(f);
                 }
                 for (const auto& [path, both] : view->contents)

@@ -179,13 +179,7 @@ TreeDiff diffTrees(git_repository* repo, const git_oid& base, const git_oid& tre
         std::string oldPath = d->old_file.path ? d->old_file.path : path;
         bool scoped = inScope(scope, path) && (oldPath == path || inScope(scope, oldPath));
         bool binary = (d->flags & GIT_DIFF_FLAG_BINARY) != 0;
-        out.files.push_back({{"path", path},
-                             {"old_path", oldPath},
-                             {"status", statusName(d->status)},
-                             {"additions", adds},
-                             {"deletions", dels},
-                             {"binary", binary},
-                             {"in_scope", scoped}});
+        out.files.push_back({path, oldPath, statusName(d->status), adds, dels, binary, scoped});
         out.additions += adds;
         out.deletions += dels;
         if (!scoped) {
@@ -193,6 +187,18 @@ TreeDiff diffTrees(git_repository* repo, const git_oid& base, const git_oid& tre
             if (oldPath != path && !inScope(scope, oldPath)) out.outOfScope.push_back(oldPath);
         }
     }
+    return out;
+}
+
+nlohmann::json changedFileJson(const ChangedFile& f) {
+    return {{"path", f.path},       {"old_path", f.oldPath}, {"status", f.status},
+            {"additions", f.additions}, {"deletions", f.deletions}, {"binary", f.binary},
+            {"in_scope", f.inScope}};
+}
+
+nlohmann::json changedFilesJson(const std::vector<ChangedFile>& files) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& f : files) out.push_back(changedFileJson(f));
     return out;
 }
 

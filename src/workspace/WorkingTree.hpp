@@ -42,9 +42,21 @@ git_oid buildWorkingTree(git_repository* repo, const Scan& scan,
                          const std::map<std::string, git_oid>& gitlinks, const FileReader& readFile,
                          std::uint64_t maxBytes = 4ull << 30, const ClaimFilter& mayClaim = {});
 
+// One file of a diff: added, modified, deleted, renamed (oldPath is the
+// path before; the path itself when not renamed), typechange.
+struct ChangedFile {
+    std::string path, oldPath, status;
+    std::size_t additions = 0, deletions = 0;
+    bool binary = false;
+    bool inScope = true;  // the write scope covers it (and its old path)
+};
+// {"path","old_path","status","additions","deletions","binary","in_scope"}
+nlohmann::json changedFileJson(const ChangedFile& f);
+nlohmann::json changedFilesJson(const std::vector<ChangedFile>& files);
+
 struct TreeDiff {
     std::string patch;  // git's patch format: full index lines, binary patches, renames
-    nlohmann::json files = nlohmann::json::array();
+    std::vector<ChangedFile> files;
     std::vector<std::string> outOfScope;
     std::size_t additions = 0, deletions = 0;
 };

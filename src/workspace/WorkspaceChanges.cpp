@@ -164,21 +164,20 @@ std::optional<WorkspaceEvidence> WorkspaceChanges::evidenceView(
         return std::string(static_cast<const char*>(git_blob_rawcontent(blob.get())), size);
     };
     WorkspaceEvidence view;
-    view.info = {{"repo", r.repo},
-                 {"ref", r.baseRef},
-                 {"base_commit", r.baseCommit},
-                 {"base_tree", oidHex(*git_commit_tree_id(base.get()))},
-                 {"branch", r.branch},
-                 {"path", r.path},
-                 {"write_scope", r.writeScope},
-                 {"enforce_scope", r.enforceScope},
-                 {"final_tree", snap.tree}};
+    view.repo = r.repo;
+    view.ref = r.baseRef;
+    view.baseCommit = r.baseCommit;
+    view.baseTree = oidHex(*git_commit_tree_id(base.get()));
+    view.branch = r.branch;
+    view.path = r.path;
+    view.writeScope = r.writeScope;
+    view.enforceScope = r.enforceScope;
     if (!r.head.empty()) {
         // The last commit made on the host, when it holds exactly this tree.
         try {
             Commit head = lookupCommit(work.get(), r.head);
             if (oidHex(*git_commit_tree_id(head.get())) == snap.tree)
-                view.info["final_commit"] = r.head;
+                view.finalCommit = r.head;
         } catch (const Error&) {
         }
     }
@@ -187,10 +186,9 @@ std::optional<WorkspaceEvidence> WorkspaceChanges::evidenceView(
     view.files = snap.diff.files;
     view.gitattributes = contentAt(finalTree, ".gitattributes");
     for (const auto& f : snap.diff.files) {
-        std::string path = f.value("path", ""), oldPath = f.value("old_path", path);
-        if (!wanted(path)) continue;
-        view.contents[path] = {contentAt(*git_commit_tree_id(base.get()), oldPath),
-                               contentAt(finalTree, path)};
+        if (!wanted(f.path)) continue;
+        view.contents[f.path] = {contentAt(*git_commit_tree_id(base.get()), f.oldPath),
+                                 contentAt(finalTree, f.path)};
     }
     return view;
 }

@@ -5,6 +5,9 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
+
+#include "workspace/WorkingTree.hpp"
 
 namespace airlock {
 
@@ -14,9 +17,12 @@ namespace airlock {
 // caller picked among the changed ones plus .gitattributes, their content
 // before and after ("" when absent on that side).
 struct WorkspaceEvidence {
-    nlohmann::json info;
+    std::string repo, ref, baseCommit, baseTree, branch, path;
+    std::vector<std::string> writeScope;
+    bool enforceScope = false;
+    std::optional<std::string> finalCommit;  // the host's last commit, when it holds finalTree
     std::string finalTree, patch;
-    nlohmann::json files = nlohmann::json::array();
+    std::vector<workspace::ChangedFile> files;
     std::map<std::string, std::pair<std::string, std::string>> contents;
     std::string gitattributes;
 };

@@ -98,12 +98,12 @@ PushStatus WorkspacePushes::request(const std::string& tenant, const std::string
     // Per file: what the approver reads before the patch (GET /v1/approvals/{id}/patch).
     json diffstat = json::array();
     for (const auto& f : d.files)
-        diffstat.push_back({{"path", f.value("path", "")},
-                            {"old_path", f.value("old_path", "")},
-                            {"status", f.value("status", "")},
-                            {"additions", f.value("additions", 0)},
-                            {"deletions", f.value("deletions", 0)},
-                            {"binary", f.value("binary", false)}});
+        diffstat.push_back({{"path", f.path},
+                            {"old_path", f.oldPath},
+                            {"status", f.status},
+                            {"additions", f.additions},
+                            {"deletions", f.deletions},
+                            {"binary", f.binary}});
     // The commit stays in the tenant's store while its approval may be read.
     git_reference* keep = nullptr;
     git_oid commitOid = parseOid(commitHex);

@@ -85,7 +85,7 @@ TEST_F(WorkingTreeTest, TheTreeNamesOnlyContentTheHostHoldsAndTheDiffShowsEveryK
     // Full index lines: git apply needs them for binary patches.
     EXPECT_TRUE(std::regex_search(d.patch, std::regex("\nindex [0-9a-f]{40}\\.\\.[0-9a-f]{40}")));
     std::map<std::string, std::string> status;
-    for (const auto& f : d.files) status[f["path"]] = f["status"];
+    for (const auto& f : d.files) status[f.path] = f.status;
     EXPECT_EQ(status["README.md"], "deleted");
     EXPECT_EQ(status["scripts/make.sh"], "renamed");
     EXPECT_EQ(status["tests/test_more.py"], "added");

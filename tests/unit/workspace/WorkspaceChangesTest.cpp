@@ -9,9 +9,9 @@ using test::codeOf;
 
 class WorkspaceChangesTest : public test::WorkspaceFixture {
   protected:
-    std::vector<std::string> paths(const nlohmann::json& files) {
+    std::vector<std::string> paths(const std::vector<ChangedFile>& files) {
         std::vector<std::string> out;
-        for (const auto& f : files) out.push_back(f.value("path", ""));
+        for (const auto& f : files) out.push_back(f.path);
         return out;
     }
 };
@@ -83,14 +83,18 @@ TEST_F(WorkspaceChangesTest, TheEvidenceViewHoldsTheWantedFilesBeforeAndAfter) {
         return p == "package.json";
     });
     ASSERT_TRUE(view.has_value());
-    EXPECT_EQ(view->info["base_commit"], server.revParse("demo.git", "main"));
-    EXPECT_EQ(view->info["repo"], server.base() + "/demo.git");
+    EXPECT_EQ(view->baseCommit, server.revParse("demo.git", "main"));
+    EXPECT_EQ(view->repo, server.base() + "/demo.git");
     EXPECT_EQ(view->files.size(), 2u);
     ASSERT_EQ(view->contents.size(), 1u) << "only what was asked for";
     EXPECT_NE(view->contents["package.json"].first.find("1.0.0"), std::string::npos);
     EXPECT_NE(view->contents["package.json"].second.find("2.0.0"), std::string::npos);
     EXPECT_NE(view->gitattributes.find("linguist-generated"), std::string::npos);
-    EXPECT_FALSE(view->info.contains("final_commit")) << "no host commit holds this tree";
+    EXPECT_FALSE(view->finalCommit) << "no host commit holds this tree";
+    auto c = changes.commit("t1", id, "m", "A", "a@example.com");
+    view = changes.evidenceView("t1", id, [](const std::string&) { return false; });
+    EXPECT_EQ(view->finalCommit, std::optional<std::string>(c.commit));
+    EXPECT_EQ(view->finalTree, c.tree);
 
     auto bare = sandboxes.create("t1", CreateSandboxRequest{}).id;
     EXPECT_FALSE(changes.evidenceView("t1", bare, [](const std::string&) { return true; }));
