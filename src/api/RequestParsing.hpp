@@ -2,9 +2,18 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "agentclient/AgentConnection.hpp"
+#include "controller/CreateSandboxRequest.hpp"
 #include "controller/ExecOptions.hpp"
-#include "controller/SandboxController.hpp"
+#include "controller/SandboxCommands.hpp"
+#include "controller/SandboxSecrets.hpp"
+#include "policy/CommandPolicy.hpp"
 #include "store/ApiKeyStore.hpp"
+#include "store/AuditStore.hpp"
+#include "store/GatedExecStore.hpp"
+#include "store/SandboxStore.hpp"
+#include "store/SnapshotStore.hpp"
+#include "store/TenantStore.hpp"
 
 namespace airlock::api {
 

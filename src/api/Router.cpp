@@ -135,7 +135,7 @@ Router::Admission Router::admit(const ApiRequest& head, const Selection& selecti
 
 std::optional<std::string> Router::ownerOf(const std::string& id) {
     if (id.rfind("evd-", 0) == 0) return evidence_ ? evidence_->ownerOf(id) : std::nullopt;
-    return controller_.ownerOf(id);
+    return services_.sandboxes.ownerOf(id);
 }
 
 std::vector<Router::RouteInfo> Router::routeTable() const {
@@ -225,8 +225,8 @@ ConnectStreamPlan Router::plan(const Route& route, Admission& admission,
 StreamContext Router::streamContext(Admission admission, ApiRequest head,
                                     std::shared_ptr<void> connectionSlot,
                                     boost::asio::thread_pool& workers) {
-    return StreamContext{StreamServices{controller_.files(), controller_.ports(), controller_.commands(),
-                                        controller_.gates()},
+    return StreamContext{StreamServices{services_.files, services_.ports, services_.commands,
+                                        services_.gates},
                          workers,
                          std::move(head),
                          std::move(admission.tenant),
@@ -235,9 +235,9 @@ StreamContext Router::streamContext(Admission admission, ApiRequest head,
                          std::move(connectionSlot)};
 }
 
-Router::Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& keys,
+Router::Router(FrontDoorServices services, Authenticator& auth, ApiKeyStore& keys,
                std::string version, std::size_t perTenantLimit)
-    : controller_(controller),
+    : services_(services),
       auth_(auth),
       keys_(keys),
       version_(std::move(version)),

@@ -10,7 +10,7 @@
 #include "api/RouteTable.hpp"
 #include "api/StreamContext.hpp"
 #include "api/TenantLimiter.hpp"
-#include "controller/SandboxController.hpp"
+#include "controller/FrontDoorServices.hpp"
 #include "store/TenantScope.hpp"
 #include "workspace/WorkspaceService.hpp"
 
@@ -49,7 +49,8 @@ class Router {
     using Respond = api::Respond;
     using AsyncHandler = api::AsyncHandler;
 
-    Router(SandboxController& controller, Authenticator& auth, ApiKeyStore& keys,
+    // `services`: the controller's parts (SandboxController::frontDoorServices()).
+    Router(FrontDoorServices services, Authenticator& auth, ApiKeyStore& keys,
            std::string version, std::size_t perTenantLimit = 256);
 
     // The door a request's head comes through, the row it selects and, for
@@ -214,7 +215,7 @@ class Router {
     EvidenceService& evidence();
     std::optional<std::string> ownerOf(const std::string& id);
 
-    SandboxController& controller_;
+    FrontDoorServices services_;
     Authenticator& auth_;
     ApiKeyStore& keys_;
     std::string version_;

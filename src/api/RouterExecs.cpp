@@ -13,11 +13,11 @@ using nlohmann::json;
 // POST /v1/sandboxes/{}/exec
 void Router::execInSandbox(Context& c, Respond respond) {
     // Existence first: a missing sandbox is 404 whatever the body says.
-    controller_.get(c.tenant, c.params[0]);
+    services_.sandboxes.get(c.tenant, c.params[0]);
     auto options = parseExec(c.request.body);
     // No thread waits for the command: its end answers the request.
     ApiRequest label{c.request.method, c.request.path, {}, {}, {}, {}, {}, {}};
-    auto pending = controller_.commands().submitAsync(
+    auto pending = services_.commands.submitAsync(
         c.tenant, c.params[0], options,
         [respond, label](std::optional<ExecOutput> out, std::exception_ptr error) {
             if (out) return respond(jsonResponse(200, execOutputJson(*out)));
@@ -38,7 +38,7 @@ void Router::execInSandbox(Context& c, Respond respond) {
 // GET /v1/sandboxes/{}/execs/{}
 ApiResponse Router::getExec(Context& c) {
     return jsonResponse(200,
-                        gatedExecJson(controller_.gates().get(c.tenant, c.params[0], c.params[1])));
+                        gatedExecJson(services_.gates.get(c.tenant, c.params[0], c.params[1])));
 }
 
 namespace {
@@ -86,7 +86,7 @@ json approvalJson(const GatedExec& g, bool admin) {
 // GET /v1/approvals
 ApiResponse Router::listApprovals(Context& c) {
     json list = json::array();
-    for (const auto& g : controller_.gates().pending(c.scope()))
+    for (const auto& g : services_.gates.pending(c.scope()))
         list.push_back(approvalJson(g, c.admin()));
     return jsonResponse(200, {{"approvals", list}});
 }
@@ -94,14 +94,14 @@ ApiResponse Router::listApprovals(Context& c) {
 // GET /v1/approvals/{}
 ApiResponse Router::getApproval(Context& c) {
     return jsonResponse(200,
-                        approvalJson(controller_.gates().approval(c.tenant, c.params[0]), c.admin()));
+                        approvalJson(services_.gates.approval(c.tenant, c.params[0]), c.admin()));
 }
 
 // POST /v1/approvals/{}
 void Router::decideApproval(Context& c, Respond respond) {
     auto decision = parseApprovalDecision(c.request.body);
     // The deciding key by id and name, not just its tenant.
-    auto g = controller_.decideApproval(c.tenant, c.params[0], decision.approve, decision.reason,
+    auto g = services_.approvals.decideApproval(c.tenant, c.params[0], decision.approve, decision.reason,
                                         "key:" + c.principal.keyId + " (" + c.principal.keyName +
                                             ", " + roleName(c.principal.role) + ")",
                                         decision.requestDigest);
@@ -109,7 +109,7 @@ void Router::decideApproval(Context& c, Respond respond) {
     // An approved command is answered with its outcome when it ends
     // within a bounded wait (else with its state then: GET the exec
     // later). No thread waits: the controller's timer looks again.
-    controller_.gates().await(g.id, std::chrono::seconds(120), [respond](GatedExec now) {
+    services_.gates.await(g.id, std::chrono::seconds(120), [respond](GatedExec now) {
         respond(jsonResponse(200, gatedExecJson(now)));
     });
 }
@@ -129,7 +129,7 @@ ApiResponse Router::listSandboxPackages(Context& c) {
     q.type = "package.";
     q.limit = 10000;
     json list = json::array();
-    for (const auto& e : controller_.audit(c.tenant, c.params[0], q)) {
+    for (const auto& e : services_.audit.audit(c.tenant, c.params[0], q)) {
         auto data = json::parse(e.dataJson, nullptr, false);
         if (!data.is_object()) continue;
         if (!ecosystem.empty() && data.value("ecosystem", "") != ecosystem) continue;
@@ -161,7 +161,7 @@ ApiResponse Router::listSandboxAudit(Context& c) {
     q.limit = static_cast<int>(number("limit", 200, 1000));
     json events = json::array();
     std::int64_t last = q.after;
-    for (const auto& e : controller_.audit(c.tenant, c.params[0], q)) {
+    for (const auto& e : services_.audit.audit(c.tenant, c.params[0], q)) {
         events.push_back(auditEventJson(e));
         last = e.seq;
     }

@@ -46,7 +46,7 @@ ApiResponse Router::listGuestDirectory(Context& c) {
     r.action = protocol::FsRequest::Action::list;
     r.path = queryValue(c, "path");
     return jsonResponse(
-        200, protocol::toJsonValue(controller_.files().fileOp(c.tenant, c.params[0], r)));
+        200, protocol::toJsonValue(services_.files.fileOp(c.tenant, c.params[0], r)));
 }
 
 // DELETE /v1/sandboxes/{}/files
@@ -57,7 +57,7 @@ ApiResponse Router::removeGuestPath(Context& c) {
     r.action = protocol::FsRequest::Action::remove;
     r.path = queryValue(c, "path");
     r.recursive = recursive == "1" || recursive == "true";
-    controller_.files().fileOp(c.tenant, c.params[0], r);
+    services_.files.fileOp(c.tenant, c.params[0], r);
     return ApiResponse{204, "", ""};
 }
 
@@ -69,7 +69,7 @@ ApiResponse Router::makeGuestDirectory(Context& c) {
     r.action = protocol::FsRequest::Action::mkdir;
     r.path = stringField(body, "path");
     return jsonResponse(
-        201, protocol::toJsonValue(controller_.files().fileOp(c.tenant, c.params[0], r)));
+        201, protocol::toJsonValue(services_.files.fileOp(c.tenant, c.params[0], r)));
 }
 
 // POST /v1/sandboxes/{}/fs/move
@@ -83,21 +83,21 @@ ApiResponse Router::moveGuestPath(Context& c) {
     if (r.to.empty() || r.to[0] != '/')
         throw Error(ErrorCode::bad_request, "'to' must be an absolute path");
     return jsonResponse(
-        200, protocol::toJsonValue(controller_.files().fileOp(c.tenant, c.params[0], r)));
+        200, protocol::toJsonValue(services_.files.fileOp(c.tenant, c.params[0], r)));
 }
 
 // POST /v1/sandboxes/{}/processes
 ApiResponse Router::startProcess(Context& c) {
-    controller_.get(c.tenant, c.params[0]);
+    services_.sandboxes.get(c.tenant, c.params[0]);
     auto start = parseProcessStart(c.request.body);
-    return jsonResponse(201, protocol::toJsonValue(controller_.processes().start(
+    return jsonResponse(201, protocol::toJsonValue(services_.processes.start(
                                  c.tenant, c.params[0], start.options, start.stdinOpen)));
 }
 
 // GET /v1/sandboxes/{}/processes
 ApiResponse Router::listProcesses(Context& c) {
     return jsonResponse(200,
-                        protocol::toJsonValue(controller_.processes().list(c.tenant, c.params[0])));
+                        protocol::toJsonValue(services_.processes.list(c.tenant, c.params[0])));
 }
 
 // GET /v1/sandboxes/{}/processes/{}
@@ -106,7 +106,7 @@ ApiResponse Router::getProcess(Context& c) {
     call.op = protocol::Op::process_get;
     call.id = c.params[1];
     return jsonResponse(
-        200, protocol::toJsonValue(controller_.processes().call(c.tenant, c.params[0], call)));
+        200, protocol::toJsonValue(services_.processes.call(c.tenant, c.params[0], call)));
 }
 
 // POST /v1/sandboxes/{}/processes/{}/signal
@@ -118,7 +118,7 @@ ApiResponse Router::signalProcess(Context& c) {
     call.id = c.params[1];
     if (body.contains("signal")) call.signal = stringField(body, "signal");
     return jsonResponse(
-        200, protocol::toJsonValue(controller_.processes().call(c.tenant, c.params[0], call)));
+        200, protocol::toJsonValue(services_.processes.call(c.tenant, c.params[0], call)));
 }
 
 // POST /v1/sandboxes/{}/processes/{}/stdin
@@ -135,7 +135,7 @@ ApiResponse Router::writeProcessStdin(Context& c) {
         call.eof = body["eof"].get<bool>();
     }
     return jsonResponse(
-        200, protocol::toJsonValue(controller_.processes().call(c.tenant, c.params[0], call)));
+        200, protocol::toJsonValue(services_.processes.call(c.tenant, c.params[0], call)));
 }
 
 // POST /v1/sandboxes/{}/ports
@@ -147,14 +147,14 @@ ApiResponse Router::exposePort(Context& c) {
     auto p = body["port"].get<std::int64_t>();
     if (p < 1 || p > 65535) throw Error(ErrorCode::bad_request, "'port' must be 1-65535");
     return jsonResponse(
-        201, portJson(controller_.ports().expose(c.tenant, c.params[0], static_cast<unsigned>(p)),
+        201, portJson(services_.ports.expose(c.tenant, c.params[0], static_cast<unsigned>(p)),
                       c, publicDomain_, listenPort_));
 }
 
 // GET /v1/sandboxes/{}/ports
 ApiResponse Router::listPorts(Context& c) {
     json list = json::array();
-    for (const auto& p : controller_.ports().list(c.tenant, c.params[0]))
+    for (const auto& p : services_.ports.list(c.tenant, c.params[0]))
         list.push_back(portJson(p, c, publicDomain_, listenPort_));
     return jsonResponse(200, {{"ports", list}});
 }
@@ -167,7 +167,7 @@ ApiResponse Router::closePort(Context& c) {
     } catch (...) {
         throw Error(ErrorCode::bad_request, "bad port");
     }
-    controller_.ports().close(c.tenant, c.params[0], port);
+    services_.ports.close(c.tenant, c.params[0], port);
     return ApiResponse{204, "", ""};
 }
 

@@ -92,9 +92,9 @@ ApiResponse Router::deleteKey(Context& c) {
 
 // PUT /v1/tenants/{}
 ApiResponse Router::setTenant(Context& c) {
-    auto t = controller_.tenants().put(parseTenantUpdate(c.params[0], c.request.body));
+    auto t = services_.tenants.put(parseTenantUpdate(c.params[0], c.request.body));
     logInfo("api", "tenant " + t.name + " set by " + c.principal.keyId);
-    return jsonResponse(200, tenantJson(t, controller_.tenants().usageOf(t.name)));
+    return jsonResponse(200, tenantJson(t, services_.tenants.usageOf(t.name)));
 }
 
 // GET /v1/tenants/{}
@@ -102,22 +102,22 @@ ApiResponse Router::getTenant(Context& c) {
     const std::string& name = c.params[0];
     if (!isValidTenantName(name))
         throw Error(ErrorCode::bad_request, "bad tenant name '" + name + "'");
-    auto t = controller_.tenants().find(name);
+    auto t = services_.tenants.find(name);
     // A tenant exists once it has settings or keys.
     if (!t && keys_.list(name).empty()) throw Error(ErrorCode::not_found, "no tenant " + name);
     TenantRecord shown = t ? *t : TenantRecord{};
     shown.name = name;
-    return jsonResponse(200, tenantJson(shown, controller_.tenants().usageOf(name)));
+    return jsonResponse(200, tenantJson(shown, services_.tenants.usageOf(name)));
 }
 
 // GET /v1/tenants
 ApiResponse Router::listTenants(Context&) {
     std::map<std::string, TenantRecord> all;
     for (const auto& k : keys_.list(std::nullopt)) all[k.tenant].name = k.tenant;
-    for (auto& t : controller_.tenants().list()) all[t.name] = t;
+    for (auto& t : services_.tenants.list()) all[t.name] = t;
     nlohmann::json list = nlohmann::json::array();
     for (const auto& [name, t] : all)
-        list.push_back(tenantJson(t, controller_.tenants().usageOf(name)));
+        list.push_back(tenantJson(t, services_.tenants.usageOf(name)));
     return jsonResponse(200, {{"tenants", list}});
 }
 
@@ -129,7 +129,7 @@ ApiResponse Router::getMetrics(Context&) {
 std::string Router::metricsText() {
     std::ostringstream m;
     std::map<std::pair<std::string, std::string>, std::uint64_t> sandboxes;
-    for (const auto& r : controller_.list(TenantScope::all()))
+    for (const auto& r : services_.sandboxes.list(TenantScope::all()))
         ++sandboxes[{r.tenant, sandboxStateName(r.state)}];
     m << "# HELP airlock_sandboxes Sandboxes by tenant and state.\n# TYPE airlock_sandboxes "
          "gauge\n";
@@ -137,7 +137,7 @@ std::string Router::metricsText() {
         m << "airlock_sandboxes{tenant=\"" << label(key.first) << "\",state=\"" << key.second
           << "\"} " << n << "\n";
     std::map<std::string, std::uint64_t> approvals;
-    for (const auto& g : controller_.gates().pending(TenantScope::all())) ++approvals[g.tenant];
+    for (const auto& g : services_.gates.pending(TenantScope::all())) ++approvals[g.tenant];
     m << "# HELP airlock_approvals_pending Gated commands waiting for a decision.\n"
          "# TYPE airlock_approvals_pending gauge\n";
     for (const auto& [tenant, n] : approvals)
@@ -145,7 +145,7 @@ std::string Router::metricsText() {
     m << "# HELP airlock_audit_events_total Audit records by type since start (egress decisions, "
          "agent protocol "
          "errors, approvals, execs).\n# TYPE airlock_audit_events_total counter\n";
-    auto counts = controller_.auditCounts();
+    auto counts = services_.host.auditCounts();
     for (const auto& [type, n] : counts)
         m << "airlock_audit_events_total{type=\"" << label(type) << "\"} " << n << "\n";
     // The two a dashboard alerts on, by their own names (zero until seen).
@@ -167,9 +167,9 @@ std::string Router::metricsText() {
          "# TYPE airlock_qemu_rss_bytes gauge\nairlock_qemu_rss_bytes "
       << qemuRssBytes() << "\n";
     m << table_.metricsText();
-    m << controller_.createLatency().exposition("airlock_create_seconds",
+    m << services_.host.createLatency().exposition("airlock_create_seconds",
                                                 "Create (boot or restore) to a ready agent.");
-    m << controller_.commands().latency().exposition("airlock_exec_seconds",
+    m << services_.commands.latency().exposition("airlock_exec_seconds",
                                                      "REST exec durations.");
     return m.str();
 }

@@ -38,25 +38,25 @@ json limitsJson(const EnforcedLimits& l) {
 ApiResponse Router::health(Context&) {
     return jsonResponse(
         200, {{"status", "ok"},
-              {"accel", accelName(controller_.accel())},
+              {"accel", accelName(services_.host.accel())},
               {"agent_transport",
-               controller_.transport() == AgentTransportKind::vsock ? "vsock" : "virtio-serial"},
+               services_.host.transport() == AgentTransportKind::vsock ? "vsock" : "virtio-serial"},
               {"version", version_},
-              {"templates", controller_.templates().list().size()},
-              {"limits", limitsJson(controller_.enforcedLimits())}});
+              {"templates", services_.host.templates().list().size()},
+              {"limits", limitsJson(services_.host.enforcedLimits())}});
 }
 
 // GET /v1/templates
 ApiResponse Router::listTemplates(Context&) {
     json list = json::array();
-    for (const auto& t : controller_.templates().list())
+    for (const auto& t : services_.host.templates().list())
         list.push_back({{"name", t.name},
                         {"vcpus", t.vcpus},
                         {"memory_mib", t.memoryMib},
                         {"digest", t.digest},
                         {"kernel_version", t.kernelVersion},
                         {"has_disk", !t.diskPath.empty()},
-                        {"warm", controller_.hasWarmSnapshot(t.name)}});
+                        {"warm", services_.host.hasWarmSnapshot(t.name)}});
     return jsonResponse(200, {{"templates", list}});
 }
 
@@ -67,14 +67,14 @@ ApiResponse Router::createSandbox(Context& c) {
     request.packagesTightenOnly = c.principal.role == Role::agent;
     if (request.workspace)
         return jsonResponse(201, sandboxJson(workspaces().createSandbox(c.tenant, request)));
-    return jsonResponse(201, sandboxJson(controller_.create(c.tenant, request)));
+    return jsonResponse(201, sandboxJson(services_.sandboxes.create(c.tenant, request)));
 }
 
 // GET /v1/sandboxes
 ApiResponse Router::listSandboxes(Context& c) {
     json list = json::array();
     // An admin sees every tenant's, each naming its tenant.
-    for (const auto& r : controller_.list(c.scope())) {
+    for (const auto& r : services_.sandboxes.list(c.scope())) {
         list.push_back(sandboxJson(r));
         if (c.admin()) list.back()["tenant"] = r.tenant;
     }
@@ -83,52 +83,52 @@ ApiResponse Router::listSandboxes(Context& c) {
 
 // GET /v1/sandboxes/{}
 ApiResponse Router::getSandbox(Context& c) {
-    return jsonResponse(200, sandboxJson(controller_.get(c.tenant, c.params[0])));
+    return jsonResponse(200, sandboxJson(services_.sandboxes.get(c.tenant, c.params[0])));
 }
 
 // DELETE /v1/sandboxes/{}
 ApiResponse Router::deleteSandbox(Context& c) {
-    controller_.destroy(c.tenant, c.params[0]);
+    services_.sandboxes.destroy(c.tenant, c.params[0], "it was deleted");
     return ApiResponse{204, "", ""};
 }
 
 // POST /v1/sandboxes/{}/pause
 ApiResponse Router::pauseSandbox(Context& c) {
     parseEmptyBody(c.request.body, "pause request");
-    return jsonResponse(200, sandboxJson(controller_.pause(c.tenant, c.params[0])));
+    return jsonResponse(200, sandboxJson(services_.sandboxes.pause(c.tenant, c.params[0])));
 }
 
 // POST /v1/sandboxes/{}/resume
 ApiResponse Router::resumeSandbox(Context& c) {
     parseEmptyBody(c.request.body, "resume request");
-    return jsonResponse(200, sandboxJson(controller_.resume(c.tenant, c.params[0])));
+    return jsonResponse(200, sandboxJson(services_.sandboxes.resume(c.tenant, c.params[0])));
 }
 
 // POST /v1/sandboxes/{}/timeout
 ApiResponse Router::setSandboxTimeout(Context& c) {
-    controller_.get(c.tenant, c.params[0]);
+    services_.sandboxes.get(c.tenant, c.params[0]);
     auto timeout = parseTimeoutUpdate(c.request.body);
-    return jsonResponse(200, sandboxJson(controller_.setTimeout(c.tenant, c.params[0], timeout)));
+    return jsonResponse(200, sandboxJson(services_.sandboxes.setTimeout(c.tenant, c.params[0], timeout)));
 }
 
 // PUT /v1/sandboxes/{}/network
 ApiResponse Router::setSandboxNetwork(Context& c) {
-    controller_.get(c.tenant, c.params[0]);
+    services_.sandboxes.get(c.tenant, c.params[0]);
     auto allow = parseNetworkUpdate(c.request.body);
-    return jsonResponse(200, sandboxJson(controller_.setNetwork(c.tenant, c.params[0], allow)));
+    return jsonResponse(200, sandboxJson(services_.sandboxes.setNetwork(c.tenant, c.params[0], allow)));
 }
 
 // POST /v1/sandboxes/{}/snapshots
 ApiResponse Router::snapshotSandbox(Context& c) {
-    controller_.get(c.tenant, c.params[0]);
+    services_.sandboxes.get(c.tenant, c.params[0]);
     parseEmptyBody(c.request.body, "snapshot request");
-    return jsonResponse(201, snapshotJson(controller_.snapshot(c.tenant, c.params[0])));
+    return jsonResponse(201, snapshotJson(services_.snapshotting.snapshot(c.tenant, c.params[0])));
 }
 
 // GET /v1/snapshots
 ApiResponse Router::listSnapshots(Context& c) {
     json list = json::array();
-    for (const auto& s : controller_.snapshots().list(c.scope())) {
+    for (const auto& s : services_.snapshots.list(c.scope())) {
         list.push_back(snapshotJson(s));
         if (c.admin()) list.back()["tenant"] = s.tenant;
     }
@@ -137,12 +137,12 @@ ApiResponse Router::listSnapshots(Context& c) {
 
 // GET /v1/snapshots/{}
 ApiResponse Router::getSnapshot(Context& c) {
-    return jsonResponse(200, snapshotJson(controller_.snapshots().get(c.tenant, c.params[0])));
+    return jsonResponse(200, snapshotJson(services_.snapshots.get(c.tenant, c.params[0])));
 }
 
 // DELETE /v1/snapshots/{}
 ApiResponse Router::deleteSnapshot(Context& c) {
-    controller_.deleteSnapshot(c.tenant, c.params[0]);
+    services_.snapshotting.deleteSnapshot(c.tenant, c.params[0]);
     return ApiResponse{204, "", ""};
 }
 

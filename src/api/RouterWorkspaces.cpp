@@ -53,7 +53,7 @@ ApiResponse Router::getWorkspaceDiff(Context& c) {
 
 // POST /v1/sandboxes/{}/workspace/commit
 ApiResponse Router::commitWorkspace(Context& c) {
-    controller_.get(c.tenant, c.params[0]);
+    services_.sandboxes.get(c.tenant, c.params[0]);
     auto req = parseCommitRequest(c.request.body);
     return jsonResponse(201, workspaceCommitJson(workspaces().commit(
                                  c.tenant, c.params[0], req.message, req.authorName, req.authorEmail)));
@@ -61,7 +61,7 @@ ApiResponse Router::commitWorkspace(Context& c) {
 
 // POST /v1/sandboxes/{}/workspace/push
 ApiResponse Router::requestPush(Context& c) {
-    controller_.get(c.tenant, c.params[0]);
+    services_.sandboxes.get(c.tenant, c.params[0]);
     auto commit = parsePushRequest(c.request.body);
     return jsonResponse(202, pushRequestedJson(workspaces().requestPush(c.tenant, c.params[0], commit)));
 }
@@ -73,7 +73,7 @@ ApiResponse Router::getPush(Context& c) {
 
 // GET /v1/approvals/{}/patch
 ApiResponse Router::getApprovalPatch(Context& c) {
-    auto g = controller_.gates().approval(c.tenant, c.params[0]);
+    auto g = services_.gates.approval(c.tenant, c.params[0]);
     if (g.commandClass != "publish")
         throw Error(ErrorCode::not_found, "approval " + c.params[0] + " is not a push: no patch");
     return ApiResponse{200, "text/x-diff", workspaces().pushPatch(g)};
@@ -81,7 +81,7 @@ ApiResponse Router::getApprovalPatch(Context& c) {
 
 // POST /v1/sandboxes/{}/workspace/reset
 ApiResponse Router::resetWorkspace(Context& c) {
-    controller_.get(c.tenant, c.params[0]);
+    services_.sandboxes.get(c.tenant, c.params[0]);
     bool clean = parseResetRequest(c.request.body);
     workspaces().reset(c.tenant, c.params[0], clean);
     return jsonResponse(200, workspaceInfoJson(workspaces().info(c.tenant, c.params[0])));

@@ -63,13 +63,13 @@ std::optional<ApiResponse> Router::uploadFile(StreamHandover& h) {
 // GET /v1/sandboxes/{}/files
 std::optional<ApiResponse> Router::downloadFile(StreamHandover& h) {
     auto path = queryOr(h.context.request, "path");
-    auto& controller = controller_;
+    auto& files = services_.files;
     auto tenant = h.context.tenant;
     auto sandbox = h.context.params[0];
     std::make_shared<DownloadSession>(
         std::move(h.stream), std::move(h.context),
-        [&controller, tenant, sandbox, path](AgentStream::Handler handler) {
-            return controller.files().openDownload(tenant, sandbox, path, std::move(handler));
+        [&files, tenant, sandbox, path](AgentStream::Handler handler) {
+            return files.openDownload(tenant, sandbox, path, std::move(handler));
         },
         true, "application/octet-stream", DownloadSession::kFileIdle)
         ->start();
@@ -80,15 +80,14 @@ std::optional<ApiResponse> Router::downloadFile(StreamHandover& h) {
 std::optional<ApiResponse> Router::processLogs(StreamHandover& h) {
     auto follow = queryOr(h.context.request, "follow");
     bool doFollow = follow == "1" || follow == "true";
-    auto& controller = controller_;
+    auto& processes = services_.processes;
     auto tenant = h.context.tenant;
     auto sandbox = h.context.params[0];
     auto process = h.context.params[1];
     std::make_shared<DownloadSession>(
         std::move(h.stream), std::move(h.context),
-        [&controller, tenant, sandbox, process, doFollow](AgentStream::Handler handler) {
-            return controller.processes().openLogs(tenant, sandbox, process, doFollow,
-                                                   std::move(handler));
+        [&processes, tenant, sandbox, process, doFollow](AgentStream::Handler handler) {
+            return processes.openLogs(tenant, sandbox, process, doFollow, std::move(handler));
         },
         false, "text/plain; charset=utf-8",
         doFollow ? std::chrono::milliseconds(0) : DownloadSession::kFileIdle)

@@ -15,6 +15,8 @@
 #include "controller/CommandJudge.hpp"
 #include "controller/CreateSandboxRequest.hpp"
 #include "controller/DiskLayers.hpp"
+#include "controller/FrontDoorServices.hpp"
+#include "controller/HostStatus.hpp"
 #include "controller/ExecOptions.hpp"
 #include "controller/GuestFiles.hpp"
 #include "controller/GuestPorts.hpp"
@@ -108,17 +110,6 @@ struct ControllerConfig {
     std::string memorySharing = "off";  // KSM as the daemon set it up (HostMemorySharing)
 };
 
-// What /healthz reports as enforced on every sandbox.
-struct EnforcedLimits {
-    bool cpuQuota = false;
-    std::uint64_t memoryOverheadMib = 0;
-    std::uint64_t diskBytesPerSecond = 0, diskOpsPerSecond = 0;
-    std::uint64_t minFreeDiskMib = 0;
-    bool ownUidPerSandbox = false;
-    unsigned tcgCacheMib = 0;  // 0: not TCG
-    bool freePageReporting = false;
-    std::string memorySharing;
-};
 
 // What a tenant holds, against its quota.
 // The stores the controller writes (one SQLite database in airlockd).
@@ -141,6 +132,9 @@ struct ControllerStores {
 // evidence and workspace services reach it through evidenceSource() and
 // workspaceSandboxes().
 class SandboxController : private Sandboxes,
+                          private SandboxSnapshots,
+                          private ApprovalDecisions,
+                          private HostStatus,
                           private SandboxAccess,
                           private SandboxEvidenceSource,
                           private WorkspaceSandboxes {
@@ -165,8 +159,8 @@ class SandboxController : private Sandboxes,
     // For /metrics: create latencies (REST exec's: commands().latency()),
     // and audit events by type (egress decisions, agent protocol errors,
     // approvals...).
-    const LatencyHistogram& createLatency() const { return createLatency_; }
-    std::map<std::string, std::uint64_t> auditCounts() { return auditLog_.counts(); }
+    const LatencyHistogram& createLatency() const override { return createLatency_; }
+    std::map<std::string, std::uint64_t> auditCounts() override { return auditLog_.counts(); }
     // Audit records made outside the controller (the egress proxy's) are
     // counted here too.
     void countAudit(const std::string& type) { auditLog_.count(type); }
@@ -184,7 +178,7 @@ class SandboxController : private Sandboxes,
     // `expectDigest`: the request digest the approver read (optional).
     GatedExec decideApproval(const std::string& tenant, const std::string& approvalId, bool approve,
                              const std::string& reason, const std::string& decidedBy,
-                             const std::string& expectDigest = "");
+                             const std::string& expectDigest = "") override;
     // What waits for a human: parked commands, pushes and package versions.
     // A decision goes through decideApproval above (gates().decide alone
     // would record it and run nothing).
@@ -197,7 +191,7 @@ class SandboxController : private Sandboxes,
     // Egress (SandboxNetwork.cpp): replaces the allowlist of a sandbox;
     // connections opened from now on are judged by the new list.
     SandboxRecord setNetwork(const std::string& tenant, const std::string& id,
-                             const std::vector<std::string>& allow);
+                             const std::vector<std::string>& allow) override;
 
     // Lifecycle (SandboxLifecycle.cpp).
     SandboxRecord pause(const std::string& tenant, const std::string& id) override;
@@ -206,15 +200,15 @@ class SandboxController : private Sandboxes,
                              std::int64_t timeoutS) override;
     // Memory + device state, and the disk overlay frozen as a read-only
     // layer; a running sandbox is paused for the capture and goes on after.
-    SnapshotRecord snapshot(const std::string& tenant, const std::string& id);
+    SnapshotRecord snapshot(const std::string& tenant, const std::string& id) override;
     // Snapshots as files and records: get, list, and their files' paths.
     SnapshotLibrary& snapshots() { return snapshotLibrary_; }
     // Hidden at once (SnapshotLibrary::remove); spares kept for its clones go.
-    void deleteSnapshot(const std::string& tenant, const std::string& id);
+    void deleteSnapshot(const std::string& tenant, const std::string& id) override;
     // Takes the ready snapshot of a template (boot, wait for the agent,
     // snapshot, destroy) unless one for its current digest exists.
     void warmTemplate(const std::string& templateName);
-    bool hasWarmSnapshot(const std::string& templateName);
+    bool hasWarmSnapshot(const std::string& templateName) override;
     // Kills or pauses sandboxes whose timeout passed; the daemon calls it
     // about once a second.
     void enforceTimeouts();
@@ -237,6 +231,12 @@ class SandboxController : private Sandboxes,
     GuestPorts& ports() { return guestPorts_; }
     // The lifecycle as the E2B doors use it, and no more.
     Sandboxes& sandboxes() { return *this; }
+    // What the native API (and any front door) reaches, part by part.
+    FrontDoorServices frontDoorServices() {
+        return FrontDoorServices{*this,     *this,          snapshotLibrary_, commands_,
+                                 gates_,    *this,          *this,            files_,
+                                 processes_, guestPorts_,   tenantLimits_,    *this};
+    }
     // What the evidence service reads of a sandbox, and no more.
     SandboxEvidenceSource& evidenceSource() { return *this; }
     // What the workspace service needs of it, and no more.
@@ -281,11 +281,11 @@ class SandboxController : private Sandboxes,
     // sandboxes whose VM vanished, and destroy domains nobody owns.
     void recover();
 
-    const TemplateCatalog& templates() const { return templates_; }
-    Accel accel() const { return hypervisor_.accel(); }
-    AgentTransportKind transport() const { return config_.transport; }
+    const TemplateCatalog& templates() const override { return templates_; }
+    Accel accel() const override { return hypervisor_.accel(); }
+    AgentTransportKind transport() const override { return config_.transport; }
     std::size_t liveConnections() { return agents_.live(); }
-    EnforcedLimits enforcedLimits() const;
+    EnforcedLimits enforcedLimits() const override;
     // Error(insufficient_storage) when the data dir's filesystem has less
     // free space than the configured floor; `what` names the refused action.
     // needBytes: what the action may still write (a new disk's full size).

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "agentclient/AgentConnection.hpp"
+#include "controller/SandboxAuditLog.hpp"
 #include "core/SecretMasker.hpp"
 #include "protocol/GuestCalls.hpp"
 #include "protocol/GuestResults.hpp"
@@ -19,13 +20,10 @@ namespace airlock {
 // its ports and the masker of guest output. The controller's view
 // implements it (SandboxController::evidenceSource()); a fake may stand
 // behind it in unit tests.
-class SandboxEvidenceSource {
+class SandboxEvidenceSource : public SandboxAuditLog {
   public:
-    virtual ~SandboxEvidenceSource() = default;
     // The caller's sandbox: Error(not_found) when missing or another tenant's.
     virtual SandboxRecord get(const std::string& tenant, const std::string& id) = 0;
-    virtual std::vector<AuditEvent> audit(const std::string& tenant, const std::string& id,
-                                          const AuditQuery& query) = 0;
     // The sandbox's agent session, when it runs (Error(conflict) when not).
     virtual std::shared_ptr<AgentConnection> runningAgent(const std::string& tenant,
                                                           const std::string& id) = 0;

@@ -13,7 +13,7 @@ namespace airlock {
 // The sandbox lifecycle as a front door sees it, and no more: made, found,
 // listed, paused, resumed, given a deadline and removed, each call scoped
 // to the caller's tenant (another tenant's sandbox is Error(not_found)).
-// The controller implements it; the E2B doors depend on this, not on the
+// The controller implements it; the front doors depend on this, not on the
 // controller.
 class Sandboxes {
   public:
@@ -34,6 +34,10 @@ class Sandboxes {
     // Seconds from now (0: none).
     virtual SandboxRecord setTimeout(const std::string& tenant, const std::string& id,
                                      std::int64_t timeoutS) = 0;
+    // Replaces the egress allowlist; connections opened from now on are
+    // judged by the new list.
+    virtual SandboxRecord setNetwork(const std::string& tenant, const std::string& id,
+                                     const std::vector<std::string>& allow) = 0;
 };
 
 }  // namespace airlock

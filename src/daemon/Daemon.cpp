@@ -284,7 +284,7 @@ int runDaemon(const DaemonOptions& options) {
                               [&evidence](const std::string& id) { evidence.afterDelete(id); });
 
     api::Authenticator auth(keys);
-    api::Router router(controller, auth, keys, "0.1.0", options.maxTenantRequests);
+    api::Router router(controller.frontDoorServices(), auth, keys, "0.1.0", options.maxTenantRequests);
     router.setWorkspaces(&workspaces);
     router.setEvidence(&evidence);
     // The E2B front door: its per-sandbox tokens are MACs under a key of its own.

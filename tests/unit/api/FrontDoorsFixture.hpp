@@ -16,7 +16,7 @@ class FrontDoorsFixture : public test::ControllerFixture {
     FrontDoorsFixture()
         : keys(*db),
           auth(keys),
-          router(*controller, auth, keys, "test"),
+          router(controller->frontDoorServices(), auth, keys, "test"),
           tokens("test-key"),
           e2b(controller->sandboxes(), tokens, "sbx.test"),
           envd(EnvdSandboxes{controller->sandboxes(), controller->files(), controller->ports(),

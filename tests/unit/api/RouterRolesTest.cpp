@@ -18,7 +18,7 @@ using nlohmann::json;
 
 class RouterRolesTest : public test::ControllerFixture {
   protected:
-    RouterRolesTest() : keys(*db), auth(keys), router(*controller, auth, keys, "test") {
+    RouterRolesTest() : keys(*db), auth(keys), router(controller->frontDoorServices(), auth, keys, "test") {
         agent = keys.create("t1", Role::agent, "bot-a").key;
         approver = keys.create("t1", Role::approver, "alice").key;
         admin = keys.create("ops", Role::admin, "root").key;

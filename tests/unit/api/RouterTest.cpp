@@ -14,7 +14,7 @@ using nlohmann::json;
 
 class RouterTest : public test::ControllerFixture {
   protected:
-    RouterTest() : keys(*db), auth(keys), router(*controller, auth, keys, "test") {
+    RouterTest() : keys(*db), auth(keys), router(controller->frontDoorServices(), auth, keys, "test") {
         key = keys.create("t1", Role::agent, "test").key;
         otherKey = keys.create("t2", Role::agent, "other").key;
     }
@@ -134,7 +134,7 @@ namespace {
 
 class RouterLimitTest : public test::ControllerFixture {
   protected:
-    RouterLimitTest() : keys(*db), auth(keys), router(*controller, auth, keys, "test", 2) {
+    RouterLimitTest() : keys(*db), auth(keys), router(controller->frontDoorServices(), auth, keys, "test", 2) {
         key = keys.create("t1", Role::agent, "test").key;
         otherKey = keys.create("t2", Role::agent, "other").key;
     }

@@ -1,0 +1,20 @@
+#pragma once
+#include <string>
+
+#include "store/SnapshotStore.hpp"
+
+namespace airlock {
+
+// Taking and removing a tenant's snapshots (the library lists and finds
+// them: SnapshotLibrary).
+class SandboxSnapshots {
+  public:
+    virtual ~SandboxSnapshots() = default;
+    // Memory + device state, and the disk overlay frozen as a read-only
+    // layer; a running sandbox is paused for the capture and goes on after.
+    virtual SnapshotRecord snapshot(const std::string& tenant, const std::string& sandboxId) = 0;
+    // Hidden at once; spares kept for its clones go.
+    virtual void deleteSnapshot(const std::string& tenant, const std::string& snapshotId) = 0;
+};
+
+}  // namespace airlock
