@@ -27,6 +27,8 @@ namespace airlock {
 //     chunk took goes back to the agent only once it was written, so a slow
 //     client slows the guest, not our memory (the queue is bounded by the
 //     window the agent may use);
+//   - bytes of another stream: a chunk may hold that stream's window
+//     (Chunk::hold), given back once written or dropped;
 //   - the idle timeout: a bridge where nothing moved for a while (no event
 //     from the guest, no byte written to or read from the socket) is ended
 //     by its session, so a guest or client that goes silent holds nothing;
@@ -44,6 +46,10 @@ class AgentPipe {
         std::size_t credit = 0;  // window returned once written
         bool text = false;       // a WebSocket text message
         bool end = false;        // nothing follows: onEnd runs when it is reached
+        // Kept until the chunk was written or dropped: the window of another
+        // stream whose bytes it carries (an E2B process's output fanned out
+        // to its watchers goes back to the guest once every watcher wrote it).
+        std::shared_ptr<void> hold;
     };
     // Writes one chunk and calls done(ok) on the strand.
     using Writer = std::function<void(const Chunk& chunk, std::function<void(bool ok)> done)>;

@@ -22,17 +22,41 @@ std::string chunk(const std::string& data) {
 
 ConnectStreamSession::ConnectStreamSession(beast::tcp_stream&& stream,
                                            std::chrono::seconds keepalive,
-                                           std::string keepaliveJson, std::shared_ptr<void> slots)
+                                           std::string keepaliveJson, std::shared_ptr<void> slots,
+                                           asio::thread_pool& workers)
     : stream_(std::move(stream)),
       keepalive_(keepalive),
       keepaliveJson_(std::move(keepaliveJson)),
       slots_(std::move(slots)),
       keepaliveTimer_(stream_.get_executor()),
-      deadlineTimer_(stream_.get_executor()) {}
+      deadlineTimer_(stream_.get_executor()),
+      pipe_(stream_.get_executor(), workers) {}
 
 void ConnectStreamSession::start() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
         self->stream_.expires_never();
+        self->pipe_.setWriter([raw = self.get()](const AgentPipe::Chunk& chunk,
+                                                 std::function<void(bool)> done) {
+            // A client that takes nothing for a minute is gone.
+            raw->stream_.expires_after(std::chrono::seconds(60));
+            asio::async_write(
+                raw->stream_, asio::buffer(chunk.bytes),
+                asio::bind_executor(
+                    raw->stream_.get_executor(),
+                    [self = raw->shared_from_this(), done = std::move(done),
+                     n = chunk.bytes.size()](beast::error_code ec, std::size_t) {
+                        if (self->over_) return done(false);
+                        self->stream_.expires_never();
+                        self->queuedBytes_ -= n;
+                        if (ec) {
+                            done(false);
+                            return self->finish(false);
+                        }
+                        self->lastWrite_ = std::chrono::steady_clock::now();
+                        done(true);
+                    }));
+        });
+        self->pipe_.onEnd([raw = self.get()] { raw->finish(true); });
         self->enqueue(
             "HTTP/1.1 200 OK\r\nServer: airlockd\r\nContent-Type: application/connect+json\r\n"
             "Cache-Control: no-store\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
@@ -56,7 +80,7 @@ void ConnectStreamSession::onGone(std::function<void()> f) {
     });
 }
 
-bool ConnectStreamSession::push(std::string messageJson) {
+bool ConnectStreamSession::push(std::string messageJson, std::shared_ptr<void> hold) {
     std::string bytes = chunk(e2b::encodeEnvelope(e2b::kEnvelopeMessage, messageJson));
     // Counted before the post: a burst from the source cannot outrun the cap.
     if (pendingBytes_.fetch_add(bytes.size()) + bytes.size() > kMaxQueuedBytes) {
@@ -64,12 +88,12 @@ bool ConnectStreamSession::push(std::string messageJson) {
         cut();
         return false;
     }
-    asio::post(stream_.get_executor(),
-               [self = shared_from_this(), bytes = std::move(bytes)]() mutable {
-                   self->pendingBytes_.fetch_sub(bytes.size());
-                   if (self->over_ || self->ending_) return;
-                   self->enqueue(std::move(bytes));
-               });
+    asio::post(stream_.get_executor(), [self = shared_from_this(), bytes = std::move(bytes),
+                                        hold = std::move(hold)]() mutable {
+        self->pendingBytes_.fetch_sub(bytes.size());
+        if (self->over_ || self->ending_) return;
+        self->enqueue(std::move(bytes), std::move(hold));
+    });
     return true;
 }
 
@@ -80,6 +104,10 @@ void ConnectStreamSession::end(std::optional<Error> error) {
         if (error) j["error"] = {{"code", error->first}, {"message", error->second}};
         self->enqueue(chunk(e2b::encodeEnvelope(e2b::kEnvelopeEndStream, jsonText(j))) +
                       "0\r\n\r\n");
+        if (self->over_) return;
+        AgentPipe::Chunk last;
+        last.end = true;  // written up to here: the session ends cleanly
+        self->pipe_.send(self, std::move(last));
         self->ending_ = true;
         self->keepaliveTimer_.cancel();
         self->deadlineTimer_.cancel();
@@ -90,35 +118,13 @@ void ConnectStreamSession::cut() {
     asio::post(stream_.get_executor(), [self = shared_from_this()] { self->finish(false); });
 }
 
-void ConnectStreamSession::enqueue(std::string bytes) {
+void ConnectStreamSession::enqueue(std::string bytes, std::shared_ptr<void> hold) {
     queuedBytes_ += bytes.size();
-    out_.push_back(std::move(bytes));
     if (queuedBytes_ > kMaxQueuedBytes) return finish(false);
-    if (!writing_) writeNext();
-}
-
-void ConnectStreamSession::writeNext() {
-    if (over_) return;
-    if (out_.empty()) {
-        writing_ = false;
-        if (ending_) finish(true);
-        return;
-    }
-    writing_ = true;
-    // A client that takes nothing for a minute is gone.
-    stream_.expires_after(std::chrono::seconds(60));
-    asio::async_write(
-        stream_, asio::buffer(out_.front()),
-        asio::bind_executor(stream_.get_executor(),
-                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                                if (self->over_) return;
-                                self->stream_.expires_never();
-                                if (ec) return self->finish(false);
-                                self->queuedBytes_ -= self->out_.front().size();
-                                self->out_.pop_front();
-                                self->lastWrite_ = std::chrono::steady_clock::now();
-                                self->writeNext();
-                            }));
+    AgentPipe::Chunk c;
+    c.bytes = std::move(bytes);
+    c.hold = std::move(hold);
+    pipe_.send(shared_from_this(), std::move(c));
 }
 
 void ConnectStreamSession::readClient() {
@@ -139,7 +145,7 @@ void ConnectStreamSession::armKeepalive() {
     keepaliveTimer_.async_wait([self = shared_from_this()](beast::error_code ec) {
         if (ec || self->over_ || self->ending_) return;
         if (std::chrono::steady_clock::now() - self->lastWrite_ >= self->keepalive_ &&
-            self->out_.empty())
+            !self->pipe_.writing() && !self->pipe_.queued())
             self->enqueue(chunk(e2b::encodeEnvelope(e2b::kEnvelopeMessage, self->keepaliveJson_)));
         self->armKeepalive();
     });
@@ -158,7 +164,7 @@ void ConnectStreamSession::finish(bool clean) {
         stream_.socket().set_option(asio::socket_base::linger(true, 0), ec);
     }
     stream_.socket().close(ec);
-    out_.clear();
+    pipe_.finish();  // what was queued goes, and the windows it held
     queuedBytes_ = 0;
     if (auto f = std::move(onGone_)) f();
     slots_.reset();

@@ -1,12 +1,14 @@
 #pragma once
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <chrono>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+
+#include "agentclient/AgentPipe.hpp"
 
 namespace airlock::api {
 
@@ -16,15 +18,19 @@ namespace airlock::api {
 // as it is produced; an end-of-stream envelope (with an error or not) ends
 // it, or the stream is cut without one when its source broke (a killed
 // sandbox, as envd's proxy does). Idle streams get keepalive messages. The
-// queue is bounded: a client that stops reading is cut, never buffered for.
-// push/end/cut may be called from any thread.
+// messages go out through an AgentPipe (ordered writes, one at a time); a
+// message may hold the window of the guest stream it came from, given back
+// once it was written, so a client that reads slowly slows the guest. The
+// queue is bounded as well: a client that stops reading is cut, never
+// buffered for. push/end/cut may be called from any thread.
 class ConnectStreamSession : public std::enable_shared_from_this<ConnectStreamSession> {
   public:
     static constexpr std::size_t kMaxQueuedBytes = 4 * 1024 * 1024;
     using Error = std::pair<std::string, std::string>;  // Connect code, message
 
     ConnectStreamSession(boost::beast::tcp_stream&& stream, std::chrono::seconds keepalive,
-                         std::string keepaliveJson, std::shared_ptr<void> slots);
+                         std::string keepaliveJson, std::shared_ptr<void> slots,
+                         boost::asio::thread_pool& workers);
     // Called once on the session's strand when it is over for any reason
     // (ended, cut, client gone), at once if it is over already: the source
     // stops feeding it. Any thread.
@@ -34,14 +40,14 @@ class ConnectStreamSession : public std::enable_shared_from_this<ConnectStreamSe
     void endAfter(std::chrono::milliseconds within) { deadline_ = within; }
     void start();
     // False when the session is over or the message did not fit the queue
-    // (then the session is cut).
-    bool push(std::string messageJson);
+    // (then the session is cut). `hold` is released once the message was
+    // written or dropped.
+    bool push(std::string messageJson, std::shared_ptr<void> hold = nullptr);
     void end(std::optional<Error> error);
     void cut();
 
   private:
-    void enqueue(std::string bytes);
-    void writeNext();
+    void enqueue(std::string bytes, std::shared_ptr<void> hold = nullptr);
     void readClient();
     void armKeepalive();
     void finish(bool clean);
@@ -53,10 +59,9 @@ class ConnectStreamSession : public std::enable_shared_from_this<ConnectStreamSe
     std::optional<std::chrono::milliseconds> deadline_;
     boost::asio::steady_timer keepaliveTimer_, deadlineTimer_;
     std::function<void()> onGone_;
-    std::deque<std::string> out_;
+    AgentPipe pipe_;
     std::size_t queuedBytes_ = 0;               // guarded by the strand
-    std::atomic<std::size_t> pendingBytes_{0};  // posted but not yet written, from any thread
-    bool writing_ = false;
+    std::atomic<std::size_t> pendingBytes_{0};  // posted but not yet queued, from any thread
     bool ending_ = false;  // the end envelope is queued: nothing more goes in
     bool over_ = false;
     std::chrono::steady_clock::time_point lastWrite_;

@@ -495,9 +495,9 @@ namespace {
 class SessionSubscriber : public e2b::ProcessSubscriber {
   public:
     explicit SessionSubscriber(std::weak_ptr<ConnectStreamSession> s) : session_(std::move(s)) {}
-    bool event(std::string json) override {
+    bool event(std::string json, std::shared_ptr<void> window) override {
         auto s = session_.lock();
-        return s && s->push(std::move(json));
+        return s && s->push(std::move(json), std::move(window));
     }
     void ended(std::optional<std::pair<std::string, std::string>> error) override {
         if (auto s = session_.lock()) s->end(error);

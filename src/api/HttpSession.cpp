@@ -251,7 +251,8 @@ void HttpSession::startConnectStream(Pending pending, ApiRequest request) {
                 // The tenant's slot and the connection's place under the cap, for the stream's
                 // life.
                 std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(
-                    std::move(slot), self->connectionSlot_));
+                    std::move(slot), self->connectionSlot_),
+                self->workers_);
             if (plan->deadline) session->endAfter(*plan->deadline);
             session->start();
             asio::post(self->workers_, [run = std::move(plan->run), session] { run(session); });

@@ -1,5 +1,6 @@
 #include "e2b/E2bProcesses.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "core/Error.hpp"
@@ -107,20 +108,70 @@ void E2bProcess::resize(unsigned rows, unsigned cols) {
     stream()->control(protocol::controlPayload(protocol::ResizeRequest{rows, cols}));
 }
 
+struct E2bProcess::OutputWindow {
+    OutputWindow(std::weak_ptr<E2bProcess> p, std::size_t n) : process(std::move(p)), bytes(n) {}
+    OutputWindow(const OutputWindow&) = delete;
+    OutputWindow& operator=(const OutputWindow&) = delete;
+    std::weak_ptr<E2bProcess> process;
+    std::size_t bytes = 0;
+    ~OutputWindow() {
+        if (auto p = process.lock()) p->returnWindow(bytes);
+    }
+};
+
 void E2bProcess::attach(std::shared_ptr<AgentStream> s) {
-    std::size_t owed = 0;
     {
         std::lock_guard lock(mutex_);
         if (over_) return;  // it ended before the open returned: keep no cycle
         stream_ = s;
+    }
+    std::size_t owed = 0;
+    {
+        std::lock_guard lock(windowMutex_);
+        windowStream_ = s;
         owed = std::exchange(ungranted_, 0);
     }
     if (owed) s->grant(owed);
 }
 
+void E2bProcess::returnWindow(std::size_t bytes) {
+    std::shared_ptr<AgentStream> to;
+    {
+        std::lock_guard lock(windowMutex_);
+        to = windowStream_.lock();
+        if (!to) {
+            ungranted_ += bytes;  // not attached yet (or over: then it does not matter)
+            return;
+        }
+    }
+    to->grant(bytes);
+}
+
 void E2bProcess::onEvent(AgentStream::Event&& e) {
     using Kind = AgentStream::Event::Kind;
-    std::shared_ptr<AgentStream> grantTo;
+    if (e.kind == Kind::data) {
+        // Out of the lock (events of one stream come one at a time): the
+        // window may come back inside a watcher's call.
+        std::vector<std::shared_ptr<ProcessSubscriber>> watchers;
+        {
+            std::lock_guard lock(mutex_);
+            if (over_) return;
+            watchers = subscribers_;
+        }
+        std::vector<const ProcessSubscriber*> refused;
+        {
+            std::string json = dataEventJson(e.payload, e.channel, spec_.pty);
+            auto window = std::make_shared<OutputWindow>(weak_from_this(), e.payload.size());
+            for (const auto& w : watchers)
+                if (!w->event(json, window)) refused.push_back(w.get());
+        }  // no watcher took it: the window is back already
+        if (refused.empty()) return;
+        std::lock_guard lock(mutex_);
+        std::erase_if(subscribers_, [&](const auto& w) {
+            return std::find(refused.begin(), refused.end(), w.get()) != refused.end();
+        });
+        return;
+    }
     std::function<void(std::uint32_t)> over;
     std::uint32_t pid = 0;
     {
@@ -129,15 +180,7 @@ void E2bProcess::onEvent(AgentStream::Event&& e) {
         auto deliver = [&](const std::string& j) {
             std::erase_if(subscribers_, [&](const auto& s) { return !s->event(j); });
         };
-        if (e.kind == Kind::data) {
-            deliver(dataEventJson(e.payload, e.channel, spec_.pty));
-            // Delivered to bounded queues (a subscriber that falls behind is
-            // dropped): the window goes back at once, so no client can stall the process.
-            if (stream_)
-                grantTo = stream_;
-            else
-                ungranted_ += e.payload.size();
-        } else if (e.kind == Kind::control) {
+        if (e.kind == Kind::control) {
             std::optional<protocol::ExecStarted> started;
             try {
                 if (pid_ == 0) started = protocol::parseExecStarted(e.payload);
@@ -182,7 +225,6 @@ void E2bProcess::onEvent(AgentStream::Event&& e) {
             pid = pid_;
         }
     }
-    if (grantTo) grantTo->grant(e.payload.size());
     if (over) over(pid);
 }
 

@@ -18,8 +18,10 @@ class ProcessSubscriber {
   public:
     virtual ~ProcessSubscriber() = default;
     // One ProcessEvent ({"event":{...}}); false: it could not take it (its
-    // queue is full or its client left) and it is dropped.
-    virtual bool event(std::string json) = 0;
+    // queue is full or its client left) and it is dropped. `window` (output
+    // events) is the guest's window for these bytes: held until the event
+    // was written to the client or dropped.
+    virtual bool event(std::string json, std::shared_ptr<void> window = nullptr) = 0;
     // The process is over: no error after its end event, else why it could
     // not run (a Connect code and a message).
     virtual void ended(std::optional<std::pair<std::string, std::string>> error) = 0;
@@ -44,6 +46,9 @@ struct ProcessSpec {
 // One command started through envd's process.Process/Start. It belongs to
 // its sandbox, not to the client's stream: a client that leaves leaves it
 // running (its output is then dropped), a later Connect watches it again.
+// Its output goes back to the guest's window only once every watcher wrote
+// it to its client (or dropped it): a watcher that reads slowly slows the
+// process, never our memory; with no watcher the window returns at once.
 class E2bProcess : public std::enable_shared_from_this<E2bProcess> {
   public:
     E2bProcess(std::string sandboxId, ProcessSpec spec)
@@ -66,6 +71,10 @@ class E2bProcess : public std::enable_shared_from_this<E2bProcess> {
     friend class E2bProcessTable;
     void attach(std::shared_ptr<AgentStream> stream);
     void onEvent(AgentStream::Event&& e);
+    // Output bytes on their way to the watchers; back to the guest's window
+    // (returnWindow) when the last one is done with them.
+    struct OutputWindow;
+    void returnWindow(std::size_t bytes);
     std::vector<std::shared_ptr<ProcessSubscriber>> watchers();
     std::shared_ptr<AgentStream> stream();
 
@@ -73,7 +82,9 @@ class E2bProcess : public std::enable_shared_from_this<E2bProcess> {
     ProcessSpec spec_;
     mutable std::mutex mutex_;
     std::shared_ptr<AgentStream> stream_;
-    std::size_t ungranted_ = 0;  // consumed before the stream was attached
+    std::mutex windowMutex_;  // never held with mutex_: a window may return under it
+    std::weak_ptr<AgentStream> windowStream_;
+    std::size_t ungranted_ = 0;  // returned before the stream was attached
     std::uint32_t pid_ = 0;
     bool over_ = false;
     std::vector<std::shared_ptr<ProcessSubscriber>> subscribers_;

@@ -178,6 +178,93 @@ TEST_F(E2bFrontDoor, AProcessStreamIsChunkedEnvelopesStartFirstEndStreamLast) {
     EXPECT_EQ(end["exited"], true);
 }
 
+// A process's output goes back to the guest's window only once written to
+// its client: a client that stops reading stops the process (its output is
+// not buffered for it), and gets everything, in order, once it reads again.
+TEST_F(E2bFrontDoor, AProcessWhoseClientStopsReadingWaitsForIt) {
+    test::ApiClient api(daemon->url(), key);
+    constexpr int kRounds = 400, kPiece = 65536;  // 25 MiB in all
+    std::string start = R"({"process":{"cmd":"/bin/sh","args":["-c","i=0; while [ $i -lt )" +
+                        std::to_string(kRounds) + " ]; do head -c " + std::to_string(kPiece) +
+                        R"( /dev/zero; i=$((i+1)); echo $i > /tmp/slow-progress; done"]}})";
+    std::string body = e2b::encodeEnvelope(e2b::kEnvelopeMessage, start);
+    std::string request = "POST /process.Process/Start HTTP/1.1\r\nHost: 127.0.0.1\r\nE2b-Sandbox-Id: " +
+                          e2bId + "\r\nE2b-Sandbox-Port: 49983\r\nX-Access-Token: " + envdToken +
+                          "\r\nContent-Type: application/connect+json\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    std::size_t idle = test::rssKiB(daemon->pid());
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    struct Closer {
+        int fd;
+        ~Closer() { ::close(fd); }
+    } closer{fd};
+    int small = 32 * 1024;  // what the kernel keeps for us while we do not read
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(daemon->port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(request.size()));
+
+    auto progress = [&] {
+        auto r = api.request("POST", "/v1/sandboxes/" + e2bId + "/exec",
+                             R"({"cmd":["sh","-c","cat /tmp/slow-progress 2>/dev/null || echo 0"]})");
+        auto j = json::parse(r.body, nullptr, false);
+        return j.is_object() ? std::atoi(j.value("stdout", "0").c_str()) : -1;
+    };
+    // Nobody reads: the process gets as far as the windows and buffers on
+    // the way allow, then waits (the same count two looks apart).
+    int last = -1, now = 0;
+    ASSERT_TRUE(test::waitFor(
+        [&] {
+            now = progress();
+            bool still = now > 0 && now == last;
+            last = now;
+            return still;
+        },
+        90s, 2s));
+    std::cout << "nobody reading: the process stopped after " << now * (kPiece >> 10)
+              << " KiB of output, airlockd RSS " << (test::rssKiB(daemon->pid()) >> 10)
+              << " MiB (idle " << (idle >> 10) << ")\n";
+    EXPECT_LT(now, kRounds / 2) << "the process ran on with nobody reading its output";
+    EXPECT_LT(test::rssKiB(daemon->pid()), idle + 48 * 1024) << "airlockd buffered the output";
+
+    // Reading again: everything, in order, then the end.
+    timeval wait{120, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+    std::string raw;
+    char buf[65536];
+    while (true) {
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        raw.append(buf, static_cast<std::size_t>(n));
+    }
+    auto env = envelopes(parse(raw).body);
+    ASSERT_FALSE(env.empty()) << raw.substr(0, 300);
+    EXPECT_EQ(env.back().first, e2b::kEnvelopeEndStream) << "the stream ended, it was not cut";
+    std::size_t out = 0;
+    json end;
+    for (const auto& [flags, payload] : env) {
+        auto message = json::parse(payload, nullptr, false);
+        if (flags != 0 || !message.is_object() || !message.contains("event")) continue;
+        const auto& e = message["event"];
+        if (e.contains("data") && e["data"].contains("stdout")) {
+            const std::string b64 = e["data"]["stdout"];
+            std::size_t pad = b64.size() >= 2 ? (b64[b64.size() - 1] == '=') +
+                                                    (b64[b64.size() - 2] == '=')
+                                              : 0;
+            out += b64.size() / 4 * 3 - pad;
+        }
+        if (e.contains("end")) end = e["end"];
+    }
+    EXPECT_EQ(out, std::size_t(kRounds) * kPiece);
+    EXPECT_EQ(end["exited"], true) << end.dump();
+    EXPECT_EQ(progress(), kRounds);
+}
+
 // Uploads stream to the guest as they arrive: several files in one multipart
 // body each land at their own path, and a 1 GiB body leaves airlockd's
 // memory where it was (nothing is held whole).

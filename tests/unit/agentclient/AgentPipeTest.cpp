@@ -287,3 +287,42 @@ TEST_F(AgentPipeTest, AFinishedPipeNeverCallsItsIdleHandler) {
 
 }  // namespace
 }  // namespace airlock
+
+namespace airlock {
+namespace {
+
+// What a chunk holds for another stream (an E2B process's window) is let
+// go once the chunk was written, or dropped unwritten, never before.
+TEST_F(AgentPipeTest, AChunksHoldIsReleasedOnceWrittenOrDropped) {
+    AgentPipe pipe(strand, workers);
+    std::function<void(bool)> pending;
+    std::weak_ptr<void> first, second, third;
+    onStrand([&] {
+        pipe.setWriter([&](const AgentPipe::Chunk&, std::function<void(bool)> done) {
+            pending = std::move(done);
+        });
+        auto held = [](std::weak_ptr<void>& watch) {
+            AgentPipe::Chunk c;
+            c.bytes = "output";
+            c.hold = std::make_shared<int>(1);
+            watch = c.hold;
+            return c;
+        };
+        pipe.send(owner, held(first));
+        pipe.send(owner, held(second));
+        pipe.send(owner, held(third));
+        EXPECT_FALSE(first.expired()) << "being written";
+        EXPECT_FALSE(second.expired()) << "queued";
+        std::exchange(pending, nullptr)(true);
+        EXPECT_TRUE(first.expired()) << "written: its hold goes";
+        EXPECT_FALSE(second.expired()) << "now being written";
+        pipe.discardQueued();
+        EXPECT_TRUE(third.expired()) << "dropped unwritten: its hold goes too";
+        EXPECT_FALSE(second.expired()) << "the write in flight still reads its chunk";
+        pipe.finish();
+        std::exchange(pending, nullptr)(false);
+    });
+}
+
+}  // namespace
+}  // namespace airlock
