@@ -22,6 +22,7 @@
 
 #include "support/ApiClient.hpp"
 #include "support/DaemonProcess.hpp"
+#include "support/GitServer.hpp"
 #include "support/HelperProcess.hpp"
 #include "support/TestEnv.hpp"
 
@@ -56,6 +57,7 @@ class Evidence : public ::testing::Test {
         test::TempDir tmp;
         std::string canary, repos, base, dataDir, key;
         int gitPort = 0, npmPort = 0, pypiPort = 0, webPort = 0;
+        std::unique_ptr<test::GitServer> git;
         std::vector<test::HelperProcess> helpers;
         std::unique_ptr<test::Daemon> daemon;
     };
@@ -65,14 +67,13 @@ class Evidence : public ::testing::Test {
         world = new World();
         World& w = *world;
         w.canary = "evd-Canary-" + std::to_string(::getpid()) + "-zq";
-        w.repos = w.tmp.path() + "/repos";
         std::string fixtures = std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures";
-        std::string made =
-            test::commandLine("bash " + fixtures + "/make-fixture-repos.sh " + w.repos);
-        auto pos = made.find("main=");
-        ASSERT_NE(pos, std::string::npos) << made;
-        w.base = made.substr(pos + 5, 40);
-        w.gitPort = test::freePort();
+        w.git = std::make_unique<test::GitServer>(
+            test::GitServer::Options{"127.0.0.1", "git-" + w.canary, "", {}});
+        w.repos = w.git->repos;
+        w.gitPort = w.git->port;
+        w.base = w.git->revParse("demo.git", "main");
+        ASSERT_EQ(w.base.size(), 40u);
         w.npmPort = test::freePort();
         w.pypiPort = test::freePort();
         w.webPort = test::freePort();
@@ -80,9 +81,6 @@ class Evidence : public ::testing::Test {
         std::filesystem::create_directories(web);
         std::ofstream(web + "/index.html") << "egress-ok\n";
         using Argv = std::vector<std::string>;
-        w.helpers.emplace_back(Argv{"python3", fixtures + "/git-http-server.py", "--root", w.repos,
-                                    "--port", std::to_string(w.gitPort), "--password",
-                                    "git-" + w.canary});
         w.helpers.emplace_back(Argv{"python3", fixtures + "/package-registry.py", "--npm-port",
                                     std::to_string(w.npmPort), "--pypi-port",
                                     std::to_string(w.pypiPort)});
@@ -90,7 +88,7 @@ class Evidence : public ::testing::Test {
                                     "--bind", "127.0.0.1", "--directory", web});
         ASSERT_TRUE(test::waitFor(
             [&] {
-                return test::loopbackPortOpen(w.gitPort) && test::loopbackPortOpen(w.npmPort) &&
+                return w.git->up && test::loopbackPortOpen(w.npmPort) &&
                        test::loopbackPortOpen(w.pypiPort) && test::loopbackPortOpen(w.webPort);
             },
             30s))

@@ -22,7 +22,7 @@
 #include "cli/CliApp.hpp"
 #include "support/ApiClient.hpp"
 #include "support/DaemonProcess.hpp"
-#include "support/HelperProcess.hpp"
+#include "support/GitServer.hpp"
 #include "support/TestEnv.hpp"
 
 extern char** environ;
@@ -38,23 +38,19 @@ class Workspaces : public ::testing::Test {
         world = new World();
         World& w = *world;
         w.canary = "e2e-Canary-" + std::to_string(::getpid()) + "-pw";
-        w.repos = w.tmp.path() + "/repos";
-        std::string made = test::commandLine(std::string("bash ") + AIRLOCK_SOURCE_DIR +
-                                             "/tests/fixtures/make-fixture-repos.sh " + w.repos);
-        auto pos = made.find("main=");
-        ASSERT_NE(pos, std::string::npos) << made;
-        w.mainCommit = made.substr(pos + 5, 40);
-        w.featureCommit = made.substr(made.find("feature=") + 8, 40);
-        w.gitPort = test::freePort();
-        std::string script = std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/git-http-server.py";
-        std::string port = std::to_string(w.gitPort),
-                    other = "http://localhost:" + std::to_string(test::freePort());
-        w.authLog = w.tmp.path() + "/auth.log";
-        w.gitServer = test::HelperProcess({"python3", script, "--root", w.repos, "--port", port,
-                                           "--password", w.canary, "--redirect-to", other,
-                                           "--auth-log", w.authLog});
-        ASSERT_TRUE(test::waitFor([&] { return test::loopbackPortOpen(w.gitPort); }, 20s))
-            << "the git server did not start";
+        // --redirect-to: /redirect/... answers with a redirect to another host.
+        w.git = std::make_unique<test::GitServer>(test::GitServer::Options{
+            "127.0.0.1", w.canary, "",
+            {"--redirect-to", "http://localhost:" + std::to_string(test::freePort())}});
+        ASSERT_TRUE(w.git->up) << "the git server did not start";
+        w.repos = w.git->repos;
+        w.gitPort = w.git->port;
+        w.authLog = w.git->authLog;
+        w.mainCommit = w.git->revParse("demo.git", "main");
+        w.featureCommit = w.git->revParse("demo.git", "feature");
+        ASSERT_EQ(w.mainCommit.size(), 40u);
+        ASSERT_EQ(w.featureCommit.size(), 40u);
+        std::string port = std::to_string(w.gitPort);
         w.repo = "http://127.0.0.1:" + port + "/demo.git";
         w.dataDir = w.tmp.path() + "/data";
         w.daemon = std::make_unique<test::Daemon>(
@@ -92,7 +88,7 @@ class Workspaces : public ::testing::Test {
         test::TempDir tmp;
         std::string canary, repos, repo, mainCommit, featureCommit, dataDir, key, authLog;
         int gitPort = 0;
-        test::HelperProcess gitServer;
+        std::unique_ptr<test::GitServer> git;
         std::unique_ptr<test::Daemon> daemon;
         std::vector<std::string> bodies;
         // The canary as a pattern that does not contain it: what the guest
@@ -124,26 +120,8 @@ class Workspaces : public ::testing::Test {
         while (!s.empty() && s.back() == '\n') s.pop_back();
         return s;
     }
-    // "AUTH" / "NOAUTH" for each request a fixture server's log has under `prefix`.
-    static std::vector<std::string> requests(const std::string& log, const std::string& prefix) {
-        std::ifstream in(log);
-        std::vector<std::string> out;
-        for (std::string line; std::getline(in, line);) {
-            auto sp = line.find(' ');
-            if (sp != std::string::npos && line.compare(sp + 1, prefix.size(), prefix) == 0)
-                out.push_back(line.substr(0, sp));
-        }
-        return out;
-    }
     static bool has(const std::vector<std::string>& v, const std::string& x) {
         return std::find(v.begin(), v.end(), x) != v.end();
-    }
-    static test::HelperProcess spawnGitServer(const std::vector<std::string>& extra) {
-        std::string script = std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/git-http-server.py";
-        std::vector<std::string> args{"python3",    script,       "--root",
-                                      world->repos, "--password", world->canary};
-        args.insert(args.end(), extra.begin(), extra.end());
-        return test::HelperProcess(args);
     }
     static std::string remoteBranch(const std::string& branch) {
         return test::commandLine("git --git-dir=" + world->repos +
@@ -508,18 +486,9 @@ TEST_F(Workspaces, APushApprovalIsBoundToOneCommitAndEndsWithANewCommitOrAReset)
 // is refused before anything reaches it. A daemon that opened ::1/128 sends
 // the credential there (the operator's choice, both families alike).
 TEST_F(Workspaces, Attack9_ACredentialOverPlainHttpOnIpv6GoesOnlyToRangesTheOperatorOpened) {
-    int port6 = test::freePort();
-    std::string log6 = world->tmp.path() + "/auth6.log";
-    auto server6 =
-        spawnGitServer({"--port", std::to_string(port6), "--bind", "::1", "--auth-log", log6});
-    std::string host6 = "[::1]:" + std::to_string(port6), repo6 = "http://" + host6 + "/demo.git";
-    ASSERT_TRUE(test::waitFor(
-        [&] {
-            return test::commandLine("curl -gs -o /dev/null -w '%{http_code}' http://" + host6 +
-                                     "/lib.git/info/refs") == "401";
-        },
-        20s, 200ms))
-        << "the fixture server did not bind ::1";
+    test::GitServer server6(test::GitServer::Options{"::1", world->canary, world->repos, {}});
+    ASSERT_TRUE(server6.up) << "the fixture server did not bind ::1";
+    std::string host6 = server6.hostPort(), repo6 = server6.url("demo.git");
     auto cred = json{{"name", "v6"},
                      {"kind", "https-basic"},
                      {"host", host6},
@@ -527,14 +496,14 @@ TEST_F(Workspaces, Attack9_ACredentialOverPlainHttpOnIpv6GoesOnlyToRangesTheOper
                      {"secret", world->canary}}
                     .dump();
     ASSERT_EQ(api("POST", "/v1/credentials", cred).status, 201);
-    auto before = requests(log6, "/demo.git").size();
+    auto before = server6.requests("/demo.git").size();
     auto r =
         api("POST", "/v1/sandboxes",
             json{{"template", "minimal"},
                  {"workspace", {{"repo", repo6}, {"branch", "agent/v6"}, {"credential", "v6"}}}}
                 .dump());
     EXPECT_EQ(r.status, 403) << r.body;
-    EXPECT_EQ(requests(log6, "/demo.git").size(), before) << "a request reached [::1]";
+    EXPECT_EQ(server6.requests("/demo.git").size(), before) << "a request reached [::1]";
     EXPECT_TRUE(json::parse(api("GET", "/v1/sandboxes").body)["sandboxes"].empty());
     EXPECT_EQ(api("DELETE", "/v1/credentials/v6").status, 204);
 
@@ -556,7 +525,7 @@ TEST_F(Workspaces, Attack9_ACredentialOverPlainHttpOnIpv6GoesOnlyToRangesTheOper
                                  .dump());
     EXPECT_EQ(fetched.status, 422) << fetched.body;
     EXPECT_NE(fetched.body.find("no-such-ref"), std::string::npos) << fetched.body;
-    EXPECT_TRUE(has(requests(log6, "/demo.git"), "AUTH"));
+    EXPECT_TRUE(has(server6.requests("/demo.git"), "AUTH"));
     EXPECT_EQ(fetched.body.find(world->canary), std::string::npos);
 }
 
@@ -574,10 +543,10 @@ TEST_F(Workspaces, Attack10_AHostileGitmodulesDoesNotGetTheCredentialForAnotherR
             .dump());
     ASSERT_EQ(r.status, 201) << r.body;
     std::string id = json::parse(r.body)["id"];
-    EXPECT_TRUE(has(requests(world->authLog, "/team/hostile.git"), "AUTH"));
-    EXPECT_TRUE(has(requests(world->authLog, "/team/notes.git"), "AUTH"))
+    EXPECT_TRUE(has(world->git->requests("/team/hostile.git"), "AUTH"));
+    EXPECT_TRUE(has(world->git->requests("/team/notes.git"), "AUTH"))
         << "without a scope the credential goes to the repository's neighbours";
-    auto priv = requests(world->authLog, "/private.git");
+    auto priv = world->git->requests("/private.git");
     EXPECT_FALSE(priv.empty()) << "the submodule was not even tried anonymously";
     EXPECT_FALSE(has(priv, "AUTH")) << "the credential reached private.git";
     auto ws = json::parse(api("GET", "/v1/sandboxes/" + id + "/workspace").body);

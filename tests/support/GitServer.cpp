@@ -68,14 +68,22 @@ int freeDualStackPort() {
     return port;
 }
 
-GitServer::GitServer(std::string bindTo)
-    : password("unit-Pass-" + std::to_string(::getpid()) + "-canary"),
-      bind(std::move(bindTo)),
+GitServer::GitServer(std::string bindTo) : GitServer(Options{std::move(bindTo), "", "", {}}) {}
+
+GitServer::GitServer(Options options)
+    : repos(options.repos.empty() ? tmp.path() + "/repos" : options.repos),
+      password(options.password.empty()
+                   ? "unit-Pass-" + std::to_string(::getpid()) + "-canary"
+                   : options.password),
+      bind(std::move(options.bind)),
       port(freeDualStackPort()) {
-    commandLine("cp -a " + pristineRepos() + " " + repos);
+    if (options.repos.empty()) commandLine("cp -a " + pristineRepos() + " " + repos);
     std::string script = std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/git-http-server.py";
-    process = HelperProcess({"python3", script, "--root", repos, "--port", std::to_string(port),
-                             "--bind", bind, "--password", password, "--auth-log", authLog});
+    std::vector<std::string> argv{"python3",  script,   "--root",     repos,    "--port",
+                                  std::to_string(port), "--bind",     bind,     "--password",
+                                  password, "--auth-log", authLog};
+    argv.insert(argv.end(), options.extra.begin(), options.extra.end());
+    process = HelperProcess(argv);
     up = waitFor([&] { return portOpen(bind, port); }, 20s, 20ms);
 }
 

@@ -12,10 +12,17 @@ namespace airlock::test {
 // tests/fixtures/git-http-server.py on `bind`, password-protected, every
 // request logged with whether it carried an Authorization header.
 struct GitServer {
+    struct Options {
+        std::string bind = "127.0.0.1";
+        std::string password;            // "" : one of its own
+        std::string repos;               // "" : a fresh copy of the fixtures; else served as is
+        std::vector<std::string> extra;  // more arguments (--redirect-to URL, --public REPO)
+    };
     explicit GitServer(std::string bindTo = "127.0.0.1");
+    explicit GitServer(Options options);
 
     TempDir tmp;
-    std::string repos = tmp.path() + "/repos", authLog = tmp.path() + "/auth.log";
+    std::string repos, authLog = tmp.path() + "/auth.log";
     std::string password;
     std::string bind;
     int port = 0;
@@ -23,6 +30,7 @@ struct GitServer {
     bool up = false;  // it answered on bind:port
 
     std::string base() const;      // http://host:port
+    std::string url(const std::string& repo) const { return base() + "/" + repo; }
     std::string hostPort() const;  // host:port
     // The log's lines ("AUTH" or "ANON") for requests whose path starts with `prefix`.
     std::vector<std::string> requests(const std::string& prefix) const;
