@@ -11,6 +11,7 @@
 #include "agentclient/AgentConnection.hpp"
 #include "agentclient/AgentTransport.hpp"
 #include "controller/ApprovalGates.hpp"
+#include "controller/ApprovalRouter.hpp"
 #include "controller/AuditRecorder.hpp"
 #include "controller/CommandJudge.hpp"
 #include "controller/CreateSandboxRequest.hpp"
@@ -133,7 +134,6 @@ struct ControllerStores {
 // workspaceSandboxes().
 class SandboxController : private Sandboxes,
                           private SandboxSnapshots,
-                          private ApprovalDecisions,
                           private HostStatus,
                           private SandboxAccess,
                           private SandboxEvidenceSource,
@@ -178,7 +178,10 @@ class SandboxController : private Sandboxes,
     // `expectDigest`: the request digest the approver read (optional).
     GatedExec decideApproval(const std::string& tenant, const std::string& approvalId, bool approve,
                              const std::string& reason, const std::string& decidedBy,
-                             const std::string& expectDigest = "") override;
+                             const std::string& expectDigest = "") {
+        return approvals_.decideApproval(tenant, approvalId, approve, reason, decidedBy,
+                                         expectDigest);
+    }
     // What waits for a human: parked commands, pushes and package versions.
     // A decision goes through decideApproval above (gates().decide alone
     // would record it and run nothing).
@@ -234,7 +237,7 @@ class SandboxController : private Sandboxes,
     // What the native API (and any front door) reaches, part by part.
     FrontDoorServices frontDoorServices() {
         return FrontDoorServices{*this,     *this,          snapshotLibrary_, commands_,
-                                 gates_,    *this,          *this,            files_,
+                                 gates_,    approvals_,     *this,            files_,
                                  processes_, guestPorts_,   tenantLimits_,    *this};
     }
     // What the evidence service reads of a sandbox, and no more.
@@ -382,7 +385,6 @@ class SandboxController : private Sandboxes,
     WorkspaceStore* workspaces_;
     mutable std::mutex hooksMutex_;
     WriteGuard writeGuard_;
-    PublishHandler publishHandler_;
     void checkWrite(const SandboxRecord& r, const std::string& path) override;
     CommandJudge judge_;
     AuditRecorder auditLog_;
@@ -402,6 +404,7 @@ class SandboxController : private Sandboxes,
     SandboxCommands commands_{SandboxCommands::Parts{
         *this, judge_, gates_, secrets_, tenantLimits_, timers_,
         [this](const SandboxRecord& r) { return baseEnv(r); }, config_.execOutputCap}};
+    ApprovalRouter approvals_{gates_, commands_};
     GuestFiles files_{*this};
     GuestProcesses processes_{*this};
     GuestPorts guestPorts_{*this, ports_};

@@ -1,6 +1,5 @@
-// What a decided approval lets through (ApprovalGates keeps the state; an
-// approved command runs in SandboxCommands), the workspace hooks, and the
-// audit log's query.
+// The workspace hooks and the audit log's query (a decided approval is
+// ApprovalRouter's).
 #include <nlohmann/json.hpp>
 
 #include "controller/SandboxController.hpp"
@@ -9,49 +8,6 @@
 #include "core/Log.hpp"
 
 namespace airlock {
-
-GatedExec SandboxController::decideApproval(const std::string& tenant,
-                                            const std::string& approvalId, bool approve,
-                                            const std::string& reason,
-                                            const std::string& decidedBy,
-                                            const std::string& expectDigest) {
-    auto [decided, parked] =
-        gates_.decide(tenant, approvalId, approve, reason, decidedBy, expectDigest);
-    if (parked.is_object() && parked.value("kind", "") == "package") {
-        // Nothing runs: the package proxy lets the version through from now on.
-        if (approve) gates_.finish(decided.id, "approved", 0, "", "", "");
-        return *gates_.find(decided.id);
-    }
-    if (parked.is_object() && parked.value("kind", "") == "publish") {
-        PublishHandler handler;
-        {
-            std::lock_guard lock(hooksMutex_);
-            handler = publishHandler_;
-        }
-        if (!handler) {
-            if (approve)
-                gates_.finish(decided.id, "failed", -1, "", "", "workspaces are not configured");
-        } else {
-            // The handler only queues the push (its worker talks to the
-            // remote): nothing slow on the approver's request thread.
-            try {
-                handler(decided, approve);
-            } catch (const std::exception& e) {
-                logError("controller", std::string("publish decision: ") + e.what());
-            }
-        }
-        return decided;
-    }
-    bool streamed = parked.is_object() && parked.value("stream", false) == true;
-    if (streamed) {
-        // Its client runs it (or is told no); gone already: nothing runs.
-        if (!gates_.waiters().notify(decided) && approve)
-            gates_.finish(decided.id, "failed", -1, "", "", "the streaming client had left");
-        return *gates_.find(decided.id);
-    }
-    if (approve) commands_.runApproved(decided);
-    return decided;
-}
 
 std::vector<AuditEvent> SandboxController::audit(const std::string& tenant,
                                                  const std::string& sandboxId,
@@ -66,9 +22,11 @@ std::vector<AuditEvent> SandboxController::audit(const std::string& tenant,
 }
 
 void SandboxController::setWorkspaceHooks(WriteGuard guard, PublishHandler publish) {
-    std::lock_guard lock(hooksMutex_);
-    writeGuard_ = std::move(guard);
-    publishHandler_ = std::move(publish);
+    {
+        std::lock_guard lock(hooksMutex_);
+        writeGuard_ = std::move(guard);
+    }
+    approvals_.setPublishHandler(std::move(publish));
 }
 
 void SandboxController::checkWrite(const SandboxRecord& r, const std::string& path) {

@@ -14,6 +14,7 @@
 #include "store/Database.hpp"
 #include "store/SnapshotStore.hpp"
 #include "support/FakeSandboxAccess.hpp"
+#include "unit/controller/CommandsFixture.hpp"
 #include "support/TestEnv.hpp"
 
 namespace airlock {
@@ -23,64 +24,10 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using test::codeOf;
 
-constexpr const char* kScopedToken = "tok-0123456789abcdef";
+using test::asRootShell;
+using test::kScopedToken;
 
-std::shared_ptr<const SecretCipher> commandsTestCipher() {
-    std::array<unsigned char, 32> key{};
-    key.fill(9);
-    return std::make_shared<const SecretCipher>(key);
-}
-
-ExecOptions asRootShell(const std::string& script) {
-    ExecOptions o;
-    o.shell = script;
-    o.user = "root";  // the in-process agent runs on the host
-    return o;
-}
-
-class SandboxCommandsTest : public ::testing::Test {
-  protected:
-    SandboxCommandsTest() {
-        auto& s = access.sandbox;
-        s.envJson = R"({"FROM_SANDBOX":"s","BOTH":"sandbox"})";
-        s.policyJson = R"({"deny":["echo forbidden*"],"approve":["touch *"]})";
-        s.secretsSealed = secrets.seal({{"API_TOKEN", SecretSpec{kScopedToken, {"echo *"}}}}, s.id);
-        access.secrets = {kScopedToken};  // the audit's masker (guestOutputMasker)
-        commands = std::make_unique<SandboxCommands>(SandboxCommands::Parts{
-            access, judge, gates, secrets, tenants, *timers,
-            [](const SandboxRecord& r) {
-                auto env =
-                    nlohmann::json::parse(r.envJson).get<std::map<std::string, std::string>>();
-                env["FROM_BASE"] = "b";
-                return env;
-            },
-            4096});
-    }
-    // As in the controller: the agent's session ends first (a command still
-    // running completes into live objects), then the timer queue stops.
-    void TearDown() override {
-        access.agentFor(access.sandbox.id)->closeAndWait();
-        timers.reset();
-    }
-
-    const std::string& id() const { return access.sandbox.id; }
-
-    test::TempDir dir;
-    Database db{dir.path() + "/state.db"};
-    GatedExecStore gatedStore{db};
-    AuditStore auditStore{db};
-    AuditRecorder audit{auditStore};
-    SandboxStore sandboxStore{db};
-    SnapshotStore snapshotStore{db};
-    SandboxSecrets secrets{commandsTestCipher()};
-    policy::PolicyRules operatorRules;
-    CommandJudge judge{operatorRules, [](const std::string&) { return std::nullopt; }};
-    TenantLimits tenants{nullptr, operatorRules, sandboxStore, snapshotStore};
-    test::FakeSandboxAccess access;
-    std::unique_ptr<TimerQueue> timers = std::make_unique<TimerQueue>();
-    ApprovalGates gates{gatedStore, audit, secrets, *timers, 900};
-    std::unique_ptr<SandboxCommands> commands;
-};
+class SandboxCommandsTest : public test::CommandsFixture {};
 
 TEST_F(SandboxCommandsTest, EnvironmentLayersAndScopedSecretsAndMaskedOutput) {
     auto o = asRootShell("echo $FROM_BASE $FROM_SANDBOX $BOTH $OWN len=${#API_TOKEN} $API_TOKEN");
