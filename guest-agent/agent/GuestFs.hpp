@@ -5,14 +5,14 @@
 #include <optional>
 #include <string>
 
+#include "protocol/GuestPath.hpp"
 #include "protocol/GuestResults.hpp"
 
 namespace airlock::guest {
 
-// Client paths are resolved here, inside the guest, never on the host:
-// absolute only, "." and ".." resolved lexically, no NUL, bounded length.
-// Returns nullopt for anything else.
-std::optional<std::string> normalizeGuestPath(const std::string& path);
+// Client paths are resolved here, inside the guest, never on the host
+// (protocol/GuestPath: the host judges a write scope by the same rule).
+using protocol::normalizeGuestPath;
 
 // Runs file operations with a user's file-system identity (setfsuid and
 // setfsgid: the agent is single-threaded), restored on scope exit.

@@ -1,5 +1,6 @@
 #include "workspace/WorkspaceRecords.hpp"
 
+#include "protocol/GuestPath.hpp"
 #include "workspace/RemoteUrl.hpp"
 #include "workspace/WorkingTree.hpp"
 
@@ -117,21 +118,9 @@ WorkspaceRecords::Held WorkspaceRecords::hold(const std::string& id) {
 void WorkspaceRecords::checkWrite(const SandboxRecord& sandbox, const std::string& path) {
     auto r = stored(sandbox.id);
     if (!r || !r->enforceScope) return;
-    std::vector<std::string> parts;
-    std::size_t i = 0;
-    while (i <= path.size()) {
-        std::size_t k = path.find('/', i);
-        if (k == std::string::npos) k = path.size();
-        std::string part = path.substr(i, k - i);
-        if (part == "..") {
-            if (!parts.empty()) parts.pop_back();
-        } else if (!part.empty() && part != ".") {
-            parts.push_back(part);
-        }
-        i = k + 1;
-    }
-    std::string norm;
-    for (const auto& p : parts) norm += "/" + p;
+    auto normal = protocol::normalizeGuestPath(path);
+    if (!normal) return;  // the guest refuses it by the same rule
+    const std::string& norm = *normal;
     const std::string& root = r->path;
     if (norm == root || norm.rfind(root + "/", 0) != 0) return;  // outside the repository
     std::string rel = norm.substr(root.size() + 1);

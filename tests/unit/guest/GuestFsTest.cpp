@@ -13,17 +13,6 @@
 namespace airlock::guest {
 namespace {
 
-TEST(GuestPaths, ResolvesDotsInsideTheGuestAndRejectsRelativePaths) {
-    EXPECT_EQ(*normalizeGuestPath("/tmp/a/../b/./c"), "/tmp/b/c");
-    EXPECT_EQ(*normalizeGuestPath("/../../etc/passwd"), "/etc/passwd");
-    EXPECT_EQ(*normalizeGuestPath("//tmp//x/"), "/tmp/x");
-    EXPECT_EQ(*normalizeGuestPath("/"), "/");
-    EXPECT_FALSE(normalizeGuestPath("relative/path"));
-    EXPECT_FALSE(normalizeGuestPath(""));
-    EXPECT_FALSE(normalizeGuestPath(std::string("/tmp/a\0b", 8)));
-    EXPECT_FALSE(normalizeGuestPath("/" + std::string(5000, 'a')));
-}
-
 TEST(GuestPaths, ErrnoCodesMapToHttpFamilies) {
     EXPECT_EQ(errnoCode(ENOENT), "not_found");
     EXPECT_EQ(errnoCode(EISDIR), "conflict");
