@@ -1,9 +1,12 @@
 #include "api/E2bApi.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <optional>
 
 #include "api/ErrorMapping.hpp"
 #include "core/Clock.hpp"
+#include "core/SecretCipher.hpp"
 #include "core/JsonFields.hpp"
 #include "core/Log.hpp"
 #include "protocol/JsonText.hpp"
@@ -66,6 +69,62 @@ std::string aliasOf(const std::string& templateName) {
 std::string e2bState(SandboxState s) { return s == SandboxState::paused ? "paused" : "running"; }
 
 bool listed(SandboxState s) { return s == SandboxState::running || s == SandboxState::paused; }
+
+// A list page's cursor, as E2B mints it: the last sandbox sent, by its start
+// time and id (a value, not a position: it stays valid while sandboxes come
+// and go), base64url, "__asc" for the ascending order.
+std::string listToken(const SandboxRecord& r, bool ascending) {
+    std::string t = base64Encode(r.createdAt + "__" + r.id + (ascending ? "__asc" : ""));
+    for (auto& c : t) c = c == '+' ? '-' : c == '/' ? '_' : c;
+    while (!t.empty() && t.back() == '=') t.pop_back();
+    return t;
+}
+
+struct ListCursor {
+    std::string createdAt, id;
+};
+
+ListCursor parseListToken(std::string token, bool ascending) {
+    const Error invalid(ErrorCode::bad_request, "Invalid next token");
+    if (token.empty() || token.size() > 256 ||
+        token.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") !=
+            std::string::npos)
+        throw invalid;
+    for (auto& c : token) c = c == '-' ? '+' : c == '_' ? '/' : c;
+    while (token.size() % 4) token += '=';
+    std::string text;
+    try {
+        text = base64Decode(token);
+    } catch (const Error&) {
+        throw invalid;
+    }
+    bool asc = text.size() > 5 && text.compare(text.size() - 5, 5, "__asc") == 0;
+    if (asc != ascending) throw invalid;  // minted for the other order
+    if (asc) text.resize(text.size() - 5);
+    auto sep = text.find("__");
+    if (sep == std::string::npos || !parseTimestamp(text.substr(0, sep))) throw invalid;
+    return {text.substr(0, sep), text.substr(sep + 2)};
+}
+
+// An RFC 3339 time as sandboxes' start times are written (UTC, milliseconds),
+// so that it compares with them as text; nullopt when it is not one.
+std::optional<std::string> canonicalTime(const std::string& text) {
+    auto seconds = parseTimestamp(text);
+    if (!seconds) return std::nullopt;
+    // Past what the clock's nanoseconds hold: later (or earlier) than any start.
+    if (*seconds >= 7258118400) return std::string("9999-12-31T23:59:59.999Z");  // 2200
+    if (*seconds < 0) return std::string("1970-01-01T00:00:00.000Z");
+    int millis = 0;
+    if (text.size() > 20 && text[19] == '.') {
+        for (std::size_t i = 20, n = 0; n < 3; ++i, ++n)
+            millis = millis * 10 + (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))
+                                        ? text[i] - '0'
+                                        : 0);
+    }
+    return formatTimestamp(std::chrono::system_clock::time_point(
+        std::chrono::seconds(*seconds) + std::chrono::milliseconds(millis)));
+}
+
 }  // namespace
 
 E2bApi::E2bApi(Sandboxes& sandboxes, const e2b::SandboxTokens& tokens,
@@ -287,25 +346,45 @@ ApiResponse E2bApi::list(RouteContext& c) {
     if (std::string l = q("limit"); !l.empty()) {
         if (l.size() > 6 || l.find_first_not_of("0123456789") != std::string::npos)
             throw Error(ErrorCode::bad_request, "limit must be a whole number");
-        limit = std::clamp<std::size_t>(std::stoul(l), 1, kMaxListLimit);
+        limit = std::stoul(l);
+        if (limit == 0) throw Error(ErrorCode::bad_request, "limit must be at least 1");
+        limit = std::min<std::size_t>(limit, kMaxListLimit);
     }
-    std::string after = q("nextToken");
+    std::string order = q("order");
+    if (!order.empty() && order != "asc" && order != "desc")
+        throw Error(ErrorCode::bad_request, "Invalid order parameter: " + order.substr(0, 64));
+    bool ascending = order == "asc";
+    std::optional<ListCursor> cursor;
+    if (std::string token = q("nextToken"); !token.empty()) cursor = parseListToken(token, ascending);
+    std::optional<std::string> startedAfter;
+    if (std::string t = q("startedAfter"); !t.empty()) {
+        startedAfter = canonicalTime(t);
+        if (!startedAfter)
+            throw Error(ErrorCode::bad_request, "startedAfter must be an RFC 3339 time");
+    }
     std::string tmpl = q("template");
     auto all = sandboxes_.list(c.scope());
-    // Oldest first, by id within a second: the next token is the last id sent.
-    std::sort(all.begin(), all.end(), [](const SandboxRecord& a, const SandboxRecord& b) {
-        return a.createdAt != b.createdAt ? a.createdAt < b.createdAt : a.id < b.id;
-    });
-    bool descending = q("order") == "desc";
-    if (descending) std::reverse(all.begin(), all.end());
+    // E2B's order: the newest start first, ties by id; "asc" is its exact reverse.
+    auto newerFirst = [](const SandboxRecord& a, const SandboxRecord& b) {
+        return a.createdAt != b.createdAt ? a.createdAt > b.createdAt : a.id < b.id;
+    };
+    std::sort(all.begin(), all.end(), newerFirst);
+    if (ascending) std::reverse(all.begin(), all.end());
     json out = json::array();
-    bool passed = after.empty();
-    std::string last;
+    const SandboxRecord* last = nullptr;
     bool more = false;
     for (const auto& r : all) {
         if (!listed(r.state)) continue;
         if (!states.empty() && !states.count(e2bState(r.state))) continue;
         if (!tmpl.empty() && templateFor(tmpl) != r.templateName) continue;
+        if (startedAfter && r.createdAt < *startedAfter) continue;
+        if (cursor) {
+            SandboxRecord at;
+            at.createdAt = cursor->createdAt;
+            at.id = cursor->id;
+            // Only what comes after the cursor in this order.
+            if (ascending ? !newerFirst(r, at) : !newerFirst(at, r)) continue;
+        }
         json m = json::parse(r.metadataJson, nullptr, false);
         bool match = true;
         for (const auto& [k, v] : metadata)
@@ -313,20 +392,15 @@ ApiResponse E2bApi::list(RouteContext& c) {
                 m[k].get<std::string>() != v)
                 match = false;
         if (!match) continue;
-        if (!passed) {
-            passed = r.id == after;
-            continue;
-        }
         if (out.size() == limit) {
             more = true;
             break;
         }
         out.push_back(listedSandbox(r));
-        last = r.id;
+        last = &r;
     }
-    if (!passed) throw Error(ErrorCode::bad_request, "nextToken names no sandbox of this listing");
     ApiResponse res = jsonResponse(200, out);
-    if (more) res.headers["X-Next-Token"] = last;
+    if (more && last) res.headers["X-Next-Token"] = listToken(*last, ascending);
     return res;
 }
 

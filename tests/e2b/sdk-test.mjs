@@ -139,6 +139,24 @@ test('setTimeout, getInfo and list with a metadata filter', async () => {
   assert.deepEqual(items.map((s) => s.sandboxId), [sbx.sandboxId])
 })
 
+test('list pages come newest first, and a page token outlives its sandbox', async () => {
+  const order = tag + '-order'
+  const first = await Sandbox.create('base', { timeoutMs: 120_000, metadata: { suite: order } })
+  const second = await Sandbox.create('base', { timeoutMs: 120_000, metadata: { suite: order } })
+  try {
+    const pages = Sandbox.list({ query: { metadata: { suite: order } }, limit: 1 })
+    const one = await pages.nextItems()
+    assert.deepEqual(one.map((s) => s.sandboxId), [second.sandboxId], 'the one started last comes first')
+    assert.ok(pages.hasNext)
+    await second.kill()
+    const two = await pages.nextItems()
+    assert.deepEqual(two.map((s) => s.sandboxId), [first.sandboxId])
+    assert.equal(pages.hasNext, false, 'no token after a full last page')
+  } finally {
+    for (const s of [first, second]) { try { await s.kill() } catch {} }
+  }
+})
+
 test('getHost reaches a guest port through Host routing', async () => {
   await sbx.commands.run('mkdir -p /tmp/www && echo served-by-guest > /tmp/www/index.html')
   await sbx.commands.run('cd /tmp/www && python3 -m http.server 8000', { background: true, timeoutMs: 0 })

@@ -12,6 +12,7 @@
 #include "egress/EgressGateway.hpp"
 #include "packages/PackageGateway.hpp"
 #include "store/ApiKeyStore.hpp"
+#include "support/TestEnv.hpp"
 
 namespace airlock::api {
 namespace {
@@ -151,6 +152,7 @@ TEST_F(E2bApiTest, ListFiltersByStateAndMetadataAndPages) {
     std::set<std::string> seen{json::parse(page1.body)[0]["sandboxID"],
                                json::parse(page1.body)[1]["sandboxID"], j2[0]["sandboxID"]};
     EXPECT_EQ(seen, std::set<std::string>(ids.begin(), ids.end()));
+    EXPECT_EQ(call("GET", "/v2/sandboxes?limit=0").status, 400);
     // Pause one: the state filter sees it.
     ASSERT_EQ(call("POST", "/sandboxes/" + ids[0] + "/pause", "{}").status, 204);
     auto paused = json::parse(call("GET", "/v2/sandboxes?state=paused").body);
@@ -160,6 +162,61 @@ TEST_F(E2bApiTest, ListFiltersByStateAndMetadataAndPages) {
     EXPECT_EQ(call("GET", "/v2/sandboxes?state=gone").status, 400);
     // The other tenant sees none of them.
     EXPECT_EQ(json::parse(call("GET", "/v2/sandboxes", "", otherKey).body).size(), 0u);
+}
+
+// As E2B lists: the newest start first (ties by id), "asc" the exact
+// reverse; a page token is a value (start time and id), so it stays good
+// while sandboxes come and go; no token after the last page, a full one
+// included; startedAfter is inclusive.
+TEST_F(E2bApiTest, ListIsNewestFirstWithTokensThatOutliveTheirSandbox) {
+    std::vector<std::string> ids, marks;  // oldest first; a time before each start
+    for (int i = 0; i < 4; ++i) {
+        marks.push_back(nowTimestamp());
+        ids.push_back(create(R"({"templateID":"minimal","metadata":{"suite":"order"}})"));
+        // Distinct start times (milliseconds): the next one starts later.
+        std::string after = nowTimestamp();
+        ASSERT_TRUE(test::waitFor([&] { return nowTimestamp() > after; }, std::chrono::seconds(2),
+                                  std::chrono::milliseconds(1)));
+    }
+    const std::string filter = "metadata=suite%253Dorder";
+    auto page = [&](const std::string& extra) {
+        auto r = call("GET", "/v2/sandboxes?" + filter + extra);
+        EXPECT_EQ(r.status, 200) << r.body;
+        std::vector<std::string> got;
+        for (const auto& s : json::parse(r.body)) got.push_back(s["sandboxID"]);
+        std::string token = r.headers.count("X-Next-Token") ? r.headers["X-Next-Token"] : "";
+        return std::make_pair(got, token);
+    };
+    EXPECT_EQ(page("").first, (std::vector<std::string>{ids[3], ids[2], ids[1], ids[0]}));
+    EXPECT_EQ(page("&order=asc").first, ids);
+    auto [first, token] = page("&limit=1");
+    EXPECT_EQ(first, std::vector<std::string>{ids[3]}) << "the sandbox started last comes first";
+    ASSERT_FALSE(token.empty());
+    // The page's last sandbox goes; its token still leads on.
+    ASSERT_EQ(call("DELETE", "/sandboxes/" + ids[3]).status, 204);
+    auto [second, token2] = page("&limit=2&nextToken=" + token);
+    EXPECT_EQ(second, (std::vector<std::string>{ids[2], ids[1]}));
+    auto [third, token3] = page("&limit=1&nextToken=" + token2);
+    EXPECT_EQ(third, std::vector<std::string>{ids[0]});
+    EXPECT_EQ(token3, "") << "a full last page has no token";
+    auto [ascending, ascToken] = page("&order=asc&limit=2");
+    EXPECT_EQ(ascending, (std::vector<std::string>{ids[0], ids[1]}));
+    EXPECT_EQ(page("&order=asc&limit=2&nextToken=" + ascToken).first,
+              std::vector<std::string>{ids[2]});
+    EXPECT_EQ(call("GET", "/v2/sandboxes?nextToken=" + ascToken).status, 400)
+        << "a token of the other order";
+    for (const char* bad : {"junk!", "bm90LWEtdG9rZW4", "order=up"}) {
+        std::string q = std::string(bad) == "order=up" ? "order=up" : "nextToken=" + std::string(bad);
+        EXPECT_EQ(call("GET", "/v2/sandboxes?" + q).status, 400) << bad;
+    }
+    // startedAfter: inclusive, in any RFC 3339 spelling.
+    EXPECT_EQ(page("&startedAfter=" + marks[1]).first, (std::vector<std::string>{ids[2], ids[1]}));
+    std::string seconds = marks[1].substr(0, 19) + "%2B00:00";  // no fraction, an offset
+    EXPECT_EQ(page("&startedAfter=" + seconds).first.size() >= 2, true);
+    EXPECT_EQ(call("GET", "/v2/sandboxes?startedAfter=yesterday").status, 400);
+    EXPECT_TRUE(page("&startedAfter=2150-01-01T00:00:00%2B02:00").first.empty());
+    EXPECT_TRUE(page("&startedAfter=9999-01-01T00:00:00Z").first.empty());
+    EXPECT_EQ(page("&startedAfter=1900-01-01T00:00:00Z").first.size(), 3u);
 }
 
 TEST_F(E2bApiTest, PauseConnectAndTimeouts) {
