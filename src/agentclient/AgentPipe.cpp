@@ -101,10 +101,12 @@ void AgentPipe::pump(std::shared_ptr<void> owner) {
     writing_ = true;
     writer_(*current_, [this, owner](bool ok) {
         writing_ = false;
+        // Written or failed, the writer is done with it: what it holds goes
+        // now, on the strand.
+        std::size_t credit = current_ ? current_->credit : 0;
+        current_.reset();
         if (finished_) return;
         if (!ok) return finish();
-        std::size_t credit = current_->credit;
-        current_.reset();
         touch();
         consumed(credit);
         pump(owner);

@@ -11,6 +11,14 @@ void ApprovalRouter::setPublishHandler(PublishHandler handler) {
     publish_ = std::move(handler);
 }
 
+namespace {
+// The record as it stands now (the decided one if it went meanwhile).
+GatedExec latest(ApprovalGates& gates, const GatedExec& decided) {
+    auto now = gates.find(decided.id);
+    return now ? *now : decided;
+}
+}  // namespace
+
 GatedExec ApprovalRouter::decideApproval(const std::string& tenant, const std::string& approvalId,
                                          bool approve, const std::string& reason,
                                          const std::string& decidedBy,
@@ -23,7 +31,7 @@ GatedExec ApprovalRouter::decideApproval(const std::string& tenant, const std::s
     if (kind == "package") {
         // Nothing runs: the package proxy lets the version through from now on.
         if (approve) gates_.finish(decided.id, "approved", 0, "", "", "");
-        return *gates_.find(decided.id);
+        return latest(gates_, decided);
     }
     if (kind == "publish") {
         PublishHandler handler;
@@ -34,7 +42,7 @@ GatedExec ApprovalRouter::decideApproval(const std::string& tenant, const std::s
         if (!handler) {
             if (approve)
                 gates_.finish(decided.id, "failed", -1, "", "", "workspaces are not configured");
-            return *gates_.find(decided.id);
+            return latest(gates_, decided);
         }
         // The handler only queues the push (its worker talks to the remote):
         // nothing slow on the approver's request thread.
@@ -50,7 +58,7 @@ GatedExec ApprovalRouter::decideApproval(const std::string& tenant, const std::s
         // Its client runs it (or is told no); gone already: nothing runs.
         if (!gates_.waiters().notify(decided) && approve)
             gates_.finish(decided.id, "failed", -1, "", "", "the streaming client had left");
-        return *gates_.find(decided.id);
+        return latest(gates_, decided);
     }
     if (approve) commands_.runApproved(decided);
     return decided;

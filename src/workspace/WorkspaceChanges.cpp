@@ -22,8 +22,8 @@ void WorkspaceChanges::rememberGuestBlobs(const std::string& id, const std::set<
 }
 
 WorkspaceInfo WorkspaceChanges::info(const std::string& tenant, const std::string& id) {
+    auto held = records_.holdOwned(tenant, id);
     auto r = records_.load(tenant, id);
-    auto held = records_.hold(id);
     WorkspaceInfo info{r.repo,       r.baseRef,      r.baseCommit, r.branch,
                        r.path,       r.credential,   r.head,       r.writeScope,
                        r.enforceScope, r.submodules, r.skipped,    r.warnings,
@@ -137,8 +137,8 @@ std::optional<WorkspaceEvidence> WorkspaceChanges::evidenceView(
     const std::string& tenant, const std::string& id,
     const std::function<bool(const std::string&)>& wanted) {
     if (!records_.has(id)) return std::nullopt;
+    auto held = records_.holdOwned(tenant, id);
     auto r = records_.load(tenant, id);
-    auto held = records_.hold(id);
     auto snap = snapshot(tenant, id, r);
     RemoteUrl url = RemoteUrl::parse(r.repo);
     std::vector<std::string> mirrors{mirrors_.mirrorPath(tenant, url)};
@@ -197,8 +197,8 @@ std::optional<WorkspaceEvidence> WorkspaceChanges::evidenceView(
 // the agent saw of its own change).
 WorkspaceChanges::Snapshot WorkspaceChanges::diffed(const std::string& tenant,
                                                     const std::string& id, WorkspaceRecord& r) {
+    auto held = records_.holdOwned(tenant, id);
     r = records_.load(tenant, id);
-    auto held = records_.hold(id);
     auto snap = snapshot(tenant, id, r);
     sandboxes_.recordEvent(sandboxes_.get(tenant, id), "workspace.diffed",
                             {{"tree", snap.tree},
@@ -223,8 +223,8 @@ WorkspaceDiff WorkspaceChanges::diff(const std::string& tenant, const std::strin
 WorkspaceCommit WorkspaceChanges::commit(const std::string& tenant, const std::string& id,
                               const std::string& message, const std::string& authorName,
                               const std::string& authorEmail) {
+    auto held = records_.holdOwned(tenant, id);
     auto r = records_.load(tenant, id);
-    auto held = records_.hold(id);
     auto snap = snapshot(tenant, id, r);
     if (r.enforceScope && !snap.diff.outOfScope.empty())
         throw Error(ErrorCode::conflict,

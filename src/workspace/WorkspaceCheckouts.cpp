@@ -278,8 +278,8 @@ void WorkspaceCheckouts::populate(const std::string& tenant, const std::string& 
 }
 
 void WorkspaceCheckouts::reset(const std::string& tenant, const std::string& id, bool cleanIgnored) {
+    auto held = records_.holdOwned(tenant, id);
     auto r = records_.load(tenant, id);
-    auto held = records_.hold(id);
     auto agent = sandboxes_.runningAgent(tenant, id);
     std::vector<std::string> skip;
     for (const auto& s : r.submodules) skip.push_back(s.path);

@@ -41,8 +41,8 @@ WorkspacePushes::~WorkspacePushes() {
 
 PushStatus WorkspacePushes::request(const std::string& tenant, const std::string& id,
                                     const std::string& commitHex) {
+    auto held = records_.holdOwned(tenant, id);
     auto r = records_.load(tenant, id);
-    auto held = records_.hold(id);
     parseOid(commitHex);
     if (r.head.empty())
         throw Error(ErrorCode::conflict, "nothing to push: commit the workspace first");

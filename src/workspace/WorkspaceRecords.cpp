@@ -115,6 +115,12 @@ WorkspaceRecords::Held WorkspaceRecords::hold(const std::string& id) {
     return Held{std::move(mutex), std::move(lock)};
 }
 
+WorkspaceRecords::Held WorkspaceRecords::holdOwned(const std::string& tenant,
+                                                   const std::string& id) {
+    sandboxes_.get(tenant, id);
+    return hold(id);
+}
+
 void WorkspaceRecords::checkWrite(const SandboxRecord& sandbox, const std::string& path) {
     auto r = stored(sandbox.id);
     if (!r || !r->enforceScope) return;

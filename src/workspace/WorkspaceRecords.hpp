@@ -60,6 +60,9 @@ class WorkspaceRecords {
         std::unique_lock<std::mutex> lock;
     };
     Held hold(const std::string& id);
+    // The caller's sandbox's (Error(not_found) first, so no one waits on
+    // another tenant's): read the record after, under it.
+    Held holdOwned(const std::string& tenant, const std::string& id);
 
     // A write through the files API to `path` (as the guest resolves it,
     // lexically): Error(forbidden) inside the repository and outside its

@@ -320,7 +320,9 @@ TEST_F(AgentPipeTest, AChunksHoldIsReleasedOnceWrittenOrDropped) {
         EXPECT_TRUE(third.expired()) << "dropped unwritten: its hold goes too";
         EXPECT_FALSE(second.expired()) << "the write in flight still reads its chunk";
         pipe.finish();
+        EXPECT_FALSE(second.expired()) << "finished, but the write is still in flight";
         std::exchange(pending, nullptr)(false);
+        EXPECT_TRUE(second.expired()) << "a failed write lets go of its hold at once";
     });
 }
 

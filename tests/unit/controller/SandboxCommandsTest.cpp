@@ -103,11 +103,10 @@ TEST_F(SandboxCommandsTest, AParkedCommandRunsOnceApprovedAndItsEndIsAudited) {
     EXPECT_FALSE(fs::exists(marker)) << "ran before a human decided";
     auto [decided, parked] = gates.decide("t1", submitted.pending->approvalId, true, "ok", "human");
     commands->runApproved(decided);
-    // Its end is audited last (after the gate's state): wait for that.
+    // Its end is audited first, then the gate's state is set: wait for the state.
     ASSERT_TRUE(
-        test::waitFor([&] { return !access.recordsOf("exec.executed").empty(); }, 10s, 10ms));
+        test::waitFor([&] { return gates.find(decided.id)->state == "exited"; }, 10s, 10ms));
     EXPECT_TRUE(fs::exists(marker));
-    EXPECT_EQ(gates.find(decided.id)->state, "exited");
     auto executed = access.recordsOf("exec.executed");
     ASSERT_EQ(executed.size(), 1u);
     EXPECT_EQ(executed[0].data["approval_id"], submitted.pending->approvalId);

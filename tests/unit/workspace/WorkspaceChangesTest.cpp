@@ -1,5 +1,7 @@
 #include "workspace/WorkspaceChanges.hpp"
 
+#include <future>
+
 #include "unit/workspace/WorkspaceFixture.hpp"
 
 namespace airlock::workspace {
@@ -58,6 +60,32 @@ TEST_F(WorkspaceChangesTest, ACommitFollowsTheLastOneAndNeedsAChange) {
     ASSERT_EQ(committed.size(), 2u);
     EXPECT_EQ(committed[1].data["commit"], second.commit);
     EXPECT_EQ(committed[1].data["tree"], second.tree);
+}
+
+// A call waiting for the workspace's lock reads the record once it has it:
+// a commit queued behind a reset builds on the base, not on the head the
+// reset dropped.
+TEST_F(WorkspaceChangesTest, ACallWaitingForTheLockReadsTheRecordAsItIsThen) {
+    auto id = checkout();
+    write("src/app.py", "first\n");
+    auto first = changes.commit("t1", id, "first", "A", "a@example.com");
+    write("src/app.py", "second\n");
+    std::future<WorkspaceCommit> second;
+    {
+        auto held = records.hold(id);
+        second = std::async(std::launch::async, [&] {
+            return changes.commit("t1", id, "second", "A", "a@example.com");
+        });
+        // Give it the time to reach the lock (a bound: arriving later only
+        // makes the test easier), then drop the head as a reset would.
+        EXPECT_EQ(second.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+        auto r = records.load("t1", id);
+        r.head.clear();
+        records.save(id, "t1", r);
+    }
+    auto c = second.get();
+    EXPECT_EQ(c.parent, server.revParse("demo.git", "main")) << "built on a head that was gone";
+    EXPECT_NE(c.parent, first.commit);
 }
 
 TEST_F(WorkspaceChangesTest, ChangesOutsideAnEnforcedScopeAreShownButNeverCommitted) {
