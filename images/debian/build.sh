@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the "debian" Airlock template: a Debian bookworm root filesystem
 # (mmdebstrap, Debian's own packages) with python3, git, nodejs/npm,
-# build-essential, curl, ca-certificates and procps, as an ext4 image turned
+# build-essential, curl, ca-certificates, procps, sudo and jq, as an ext4 image turned
 # into a read-only qcow2 base. It boots the minimal template's kernel and
 # initramfs: airlock-init mounts the disk (airlock.root=/dev/vda on the
 # command line), carries the agent over in /run and switches root, so the
@@ -22,13 +22,16 @@ umask 022
 export LC_ALL=C
 
 readonly SUITE=bookworm
-readonly PACKAGES=python3,python3-pip,python3-venv,git,nodejs,npm,ca-certificates,curl,wget,build-essential,procps,iproute2,less,xz-utils,unzip
+readonly PACKAGES=python3,python3-pip,python3-venv,git,nodejs,npm,ca-certificates,curl,wget,build-essential,procps,iproute2,less,xz-utils,unzip,zip,sudo,jq,file
 readonly DISK_SIZE=6G
 readonly CMDLINE="console=ttyS0 panic=-1 quiet init_on_free=1 airlock.root=/dev/vda"
-# The unprivileged sandbox user (uid 1000, as in the minimal template), a
-# hostname, and no apt lists or docs: they are dead weight in a base.
+# The sandbox user (uid 1000, as in the minimal template) with sudo and no
+# password, as E2B's base has it (the guest's root is inside the threat model:
+# every boundary that matters is the VM's), a hostname, and no apt lists or
+# docs: they are dead weight in a base.
 readonly HOOKS=(
     'chroot "$1" useradd --create-home --uid 1000 --user-group --shell /bin/bash user'
+    'echo "user ALL=(ALL:ALL) NOPASSWD: ALL" >"$1/etc/sudoers.d/user" && chmod 0440 "$1/etc/sudoers.d/user"'
     'echo airlock >"$1/etc/hostname"'
     'printf "127.0.0.1 localhost airlock\n::1 localhost\n" >"$1/etc/hosts"'
     'sh "$AIRLOCK_PACKAGE_PROXY_HOOK" "$1"'

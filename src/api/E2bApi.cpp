@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <optional>
+#include <set>
 
 #include "api/ErrorMapping.hpp"
 #include "core/Clock.hpp"
@@ -134,8 +135,15 @@ E2bApi::E2bApi(Sandboxes& sandboxes, const e2b::SandboxTokens& tokens,
 bool E2bApi::owns(const std::string& path) {
     auto s = splitPath(path);
     if (s.empty()) return false;
-    if (s[0] == "sandboxes") return true;
-    return s[0] == "v2" && s.size() >= 2 && s[1] == "sandboxes";
+    // E2B's API names its resources at the root or under /v2, /v3...; the
+    // native API lives under /v1. Every such path answers in E2B's shape,
+    // served or not, so that an SDK never prints an error it cannot read.
+    static const std::set<std::string, std::less<>> kResources = {
+        "sandboxes", "templates", "snapshots", "teams", "volumes", "api-keys", "access-tokens",
+        "nodes", "health"};
+    if (kResources.contains(s[0])) return true;
+    return s[0].size() >= 2 && s[0][0] == 'v' && s[0] != "v1" &&
+           s[0].find_first_not_of("0123456789", 1) == std::string::npos;
 }
 
 void E2bApi::addRoutes(RouteTable& table) {
@@ -245,11 +253,18 @@ ApiResponse E2bApi::create(RouteContext& c) {
         if (boolField(*it, "enabled", false))
             throw Error(ErrorCode::bad_request, "autoResume is not supported: resume with connect");
     }
-    for (const char* unsupported : {"mcp", "iam"})
-        if (auto it = body.find(unsupported);
-            it != body.end() && !it->is_null() && !(it->is_object() && it->empty()))
-            throw Error(ErrorCode::bad_request,
-                        std::string("'") + unsupported + "' is not supported by Airlock");
+    auto given = [&](const char* name) {
+        auto it = body.find(name);
+        return it != body.end() && !it->is_null() && !(it->is_object() && it->empty());
+    };
+    // E2B's SDK starts the gateway itself right after the create and, when it
+    // cannot, kills the sandbox and says so; refused here, before anything
+    // boots, every SDK version gets that answer and no sandbox is left.
+    if (given("mcp"))
+        throw Error(ErrorCode::bad_request,
+                    "Failed to start MCP gateway: sandboxes on this server run no MCP gateway "
+                    "(create the sandbox without 'mcp')");
+    if (given("iam")) throw Error(ErrorCode::bad_request, "'iam' is not supported by Airlock");
     if (auto it = body.find("volumeMounts");
         it != body.end() && !it->is_null() && !(it->is_array() && it->empty()))
         throw Error(ErrorCode::bad_request, "volume mounts are not supported by Airlock");

@@ -199,7 +199,15 @@ void E2bEnvd::addRoutes(RouteTable& table) {
 SandboxRecord E2bEnvd::runningSandbox(const std::string& sandboxId) {
     auto owner = sandboxes_.lifecycle.ownerOf(sandboxId);
     if (!owner) throw Error(ErrorCode::sandbox_unreachable, "The sandbox was not found");
-    auto r = sandboxes_.lifecycle.get(*owner, sandboxId);
+    // One being deleted is gone already (its streams are being cut): 502, as
+    // the SDK's health probe then tells a killed sandbox from a dropped link.
+    SandboxRecord r;
+    try {
+        r = sandboxes_.lifecycle.get(*owner, sandboxId);
+    } catch (const Error& e) {
+        if (e.code() != ErrorCode::not_found) throw;
+        throw Error(ErrorCode::sandbox_unreachable, "The sandbox was not found");
+    }
     if (r.state != SandboxState::running)
         throw Error(ErrorCode::sandbox_unreachable,
                     "The sandbox is " + sandboxStateName(r.state) +

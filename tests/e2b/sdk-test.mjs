@@ -40,6 +40,13 @@ test('env vars from create and per command; user and home', async () => {
   assert.equal((await sbx.commands.run('pwd', { cwd: '/tmp' })).stdout.trim(), '/tmp')
 })
 
+test('base as E2B has it: sudo without a password for user, and the usual tools', async () => {
+  const r = await sbx.commands.run('sudo echo "$FOO"; sudo id -u; sudo -n true && echo nopasswd', { envs: { FOO: 'bar' } })
+  assert.equal(r.stdout, 'bar\n0\nnopasswd\n')
+  for (const tool of ['git', 'python3', 'pip', 'node', 'npm', 'curl', 'wget', 'jq', 'zip', 'unzip', 'gcc', 'make'])
+    assert.equal((await sbx.commands.run('command -v ' + tool)).exitCode, 0, tool)
+})
+
 test('a non-zero exit is a CommandExitError with its code and output', async () => {
   await assert.rejects(sbx.commands.run('echo partial; exit 7'), (e) => {
     assert.ok(e instanceof CommandExitError)
@@ -190,7 +197,24 @@ test('a sandbox killed during a command ends the command with an error', async (
   const other = await Sandbox.create('base', { timeoutMs: 120_000 })
   const h = await other.commands.run('sleep 60', { background: true, timeoutMs: 0 })
   await Sandbox.kill(other.sandboxId)
-  await assert.rejects(h.wait())
+  // E2B's words: the stream is cut and the SDK's health probe answers 502.
+  await assert.rejects(h.wait(), (e) => /sandbox was killed or reached its end of life/.test(e.message))
   assert.equal(await other.isRunning(), false)
   assert.equal(await Sandbox.kill(other.sandboxId), false)
+})
+
+test('mcp at create: the error E2B gives when no gateway can start, and no sandbox left', async () => {
+  const before = (await Sandbox.list({ query: { metadata: { suite: tag + '-mcp' } } }).nextItems()).length
+  await assert.rejects(Sandbox.create('base', { mcp: { exa: { apiKey: 'k' } }, metadata: { suite: tag + '-mcp' } }),
+    (e) => /Failed to start MCP gateway/.test(e.message))
+  assert.equal(before, 0)
+  assert.equal((await Sandbox.list({ query: { metadata: { suite: tag + '-mcp' } } }).nextItems()).length, 0)
+})
+
+test('an unknown route answers E2B\'s error shape', async () => {
+  const r = await fetch(process.env.E2B_API_URL + '/v3/no-such-thing', { headers: { 'X-API-KEY': process.env.E2B_API_KEY } })
+  assert.equal(r.status, 404)
+  const body = await r.json()
+  assert.equal(body.code, 404)
+  assert.equal(typeof body.message, 'string')
 })
