@@ -26,6 +26,7 @@
 #include "agent/FileStreams.hpp"
 #include "agent/Spawn.hpp"
 #include "agent/TunnelStream.hpp"
+#include "agent/UsageReader.hpp"
 #include "agent/WorkspaceStreams.hpp"
 #include "protocol/JsonText.hpp"
 #include "protocol/Messages.hpp"
@@ -401,6 +402,12 @@ void Agent::handleOpen(const protocol::Frame& frame) {
                 return handleFileWatch(id, protocol::parseFileWatch(*op, frame.payload));
             case Op::reseed:
                 return handleReseed(id, protocol::parseReseed(frame.payload));
+            case Op::usage: {
+                protocol::GuestUsage usage;
+                if (auto error = UsageReader().read(usage); !error.empty())
+                    return sendReset(id, "internal", error);
+                return sendFrame(FrameType::close, id, jsonText(protocol::toJsonValue(usage)));
+            }
             case Op::process_start:
             case Op::process_list:
             case Op::process_get:

@@ -3,8 +3,10 @@
 #include <sys/fsuid.h>
 #include <sys/stat.h>
 
+#include <climits>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <vector>
 
@@ -83,9 +85,26 @@ protocol::FileEntry statEntry(const std::string& path, const std::string& name, 
     }
     err = 0;
     Type type = S_ISREG(st.st_mode) ? Type::file : S_ISDIR(st.st_mode) ? Type::directory : S_ISLNK(st.st_mode) ? Type::symlink : Type::other;
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
-    return {name, path, type, static_cast<std::uint64_t>(st.st_size), mode, utcTime(st.st_mtime), st.st_uid, st.st_gid};
+    auto modeText = [](mode_t m) {
+        char out[8];
+        std::snprintf(out, sizeof out, "%04o", m & 07777);
+        return std::string(out);
+    };
+    protocol::FileEntry entry{name, path, type, static_cast<std::uint64_t>(st.st_size),
+                              modeText(st.st_mode), utcTime(st.st_mtime), st.st_uid, st.st_gid};
+    if (type == Type::symlink) {
+        // Every link on the way resolved; one that leads nowhere has no target.
+        char resolved[PATH_MAX];
+        struct stat target{};
+        if (::realpath(path.c_str(), resolved) && ::stat(resolved, &target) == 0) {
+            entry.target = resolved;
+            entry.targetType = S_ISREG(target.st_mode)   ? Type::file
+                               : S_ISDIR(target.st_mode) ? Type::directory
+                                                         : Type::other;
+            entry.targetMode = modeText(target.st_mode);
+        }
+    }
+    return entry;
 }
 
 }  // namespace airlock::guest

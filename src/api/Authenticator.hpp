@@ -28,6 +28,9 @@ class Authenticator {
     // credential minted for that key (an E2B access token) is checked against
     // on every use.
     std::optional<Principal> activeKey(const std::string& keyId);
+    // The active keys that drive a tenant's sandboxes: its own agent and
+    // admin keys, and every tenant's admin keys (approvers drive nothing).
+    std::vector<Principal> driversOf(const std::string& tenant);
 
   private:
     Principal principalForKey(const std::string& key);

@@ -104,6 +104,23 @@ void DownloadSession::onEvent(AgentStream::Event&& event) {
     chunk.end = event.kind != Kind::data;
     chunk.credit = event.payload.size();  // the window covers the whole chunk
     chunk.bytes = std::move(event.payload);
+    if (deflater_) {
+        try {
+            if (!chunk.end) {
+                if (rawRemaining_) {
+                    if (chunk.bytes.size() > *rawRemaining_) chunk.bytes.resize(*rawRemaining_);
+                    *rawRemaining_ -= chunk.bytes.size();
+                }
+                chunk.bytes = deflater_->add(chunk.bytes);
+            } else {
+                // A close ends the gzip stream; a reset leaves it cut short,
+                // which the client's decoder reports.
+                chunk.bytes = event.kind == Kind::close ? deflater_->finish() : std::string();
+            }
+        } catch (const Error&) {
+            return finish();
+        }
+    }
     if (!headerSent_) return beforeHeader_.push_back(std::move(chunk));
     pipe_.send(shared_from_this(), std::move(chunk));
 }
@@ -114,6 +131,11 @@ void DownloadSession::writeHeader(std::optional<std::uint64_t> length) {
     header_->set(http::field::server, "airlockd");
     header_->set(http::field::content_type, contentType_);
     header_->set(http::field::cache_control, "no-store");
+    if (deflater_) {
+        header_->set(http::field::content_encoding, "gzip");
+        rawRemaining_ = length;
+        length.reset();
+    }
     if (length) header_->content_length(*length);
     // The announced length is what the client gets: a file that grows while
     // it is read is cut there, so the response stays well-formed HTTP.

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "agentclient/AgentPipe.hpp"
+#include "core/GzipDeflater.hpp"
 #include "api/StreamContext.hpp"
 
 namespace airlock::api {
@@ -26,6 +27,10 @@ class DownloadSession : public std::enable_shared_from_this<DownloadSession> {
     static constexpr std::chrono::seconds kFileIdle{60};
     DownloadSession(boost::beast::tcp_stream&& stream, StreamContext context, Opener opener,
                     bool sized, std::string contentType, std::chrono::milliseconds idle);
+    // The body goes out gzip-encoded (Content-Encoding: gzip, no length:
+    // it ends with the connection), the announced size still bounding what
+    // is read. Before start().
+    void gzipBody() { deflater_.emplace(); }
     void start();
 
   private:
@@ -50,6 +55,8 @@ class DownloadSession : public std::enable_shared_from_this<DownloadSession> {
     bool headerSent_ = false;
     bool ended_ = false;
     std::optional<std::uint64_t> remaining_;  // of the announced Content-Length
+    std::optional<GzipDeflater> deflater_;
+    std::optional<std::uint64_t> rawRemaining_;  // gzip: of the announced size, before encoding
     std::array<char, 512> clientBytes_{};     // what a client sends after its request: dropped
     std::size_t clientBytesRead_ = 0;
     static constexpr std::size_t kMaxClientBytes = 16 * 1024;

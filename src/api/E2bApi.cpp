@@ -128,9 +128,12 @@ std::optional<std::string> canonicalTime(const std::string& text) {
 
 }  // namespace
 
-E2bApi::E2bApi(Sandboxes& sandboxes, const e2b::SandboxTokens& tokens,
+E2bApi::E2bApi(Sandboxes& sandboxes, SandboxMetrics& metrics, const e2b::SandboxTokens& tokens,
                std::string publicDomain)
-    : sandboxes_(sandboxes), tokens_(tokens), publicDomain_(std::move(publicDomain)) {}
+    : sandboxes_(sandboxes),
+      metrics_(metrics),
+      tokens_(tokens),
+      publicDomain_(std::move(publicDomain)) {}
 
 bool E2bApi::owns(const std::string& path) {
     auto s = splitPath(path);
@@ -171,6 +174,8 @@ void E2bApi::addRoutes(RouteTable& table) {
         add("POST", (p + "/{}/connect").c_str(),
             [this](RouteContext& c) { return connect(c, false); });
     }
+    // Before /sandboxes/{}, which would take "metrics" for an id.
+    add("GET", "/sandboxes/metrics", [this](RouteContext& c) { return latestMetrics(c); });
     add("GET", "/sandboxes/{}", [this](RouteContext& c) { return get(c); });
     add("DELETE", "/sandboxes/{}", [this](RouteContext& c) { return kill(c); });
     add("POST", "/sandboxes/{}/timeout", [this](RouteContext& c) { return setTimeout(c); });
@@ -222,9 +227,63 @@ ApiResponse E2bApi::pause(RouteContext& c) {
     return ApiResponse{204, "", ""};
 }
 
+namespace {
+json metricJson(const MetricSample& m) {
+    return json{{"timestamp", formatUnixSeconds(m.unixMs / 1000)},
+                {"timestampUnix", m.unixMs / 1000},
+                {"cpuCount", m.cpuCount},
+                {"cpuUsedPct", m.cpuUsedPct},
+                {"memUsed", m.memUsed},
+                {"memTotal", m.memTotal},
+                {"memCache", m.memCache},
+                {"diskUsed", m.diskUsed},
+                {"diskTotal", m.diskTotal}};
+}
+
+// E2B's start and end: Unix seconds.
+std::optional<std::int64_t> unixSecondsParam(const ApiRequest& request, const char* name) {
+    auto it = request.query.find(name);
+    if (it == request.query.end() || it->second.empty()) return std::nullopt;
+    const std::string& v = it->second;
+    if (v.size() > 12 || v.find_first_not_of("0123456789") != std::string::npos)
+        throw Error(ErrorCode::bad_request,
+                    std::string("'") + name + "' must be a Unix time in seconds");
+    return std::stoll(v);
+}
+}  // namespace
+
 ApiResponse E2bApi::metrics(RouteContext& c) {
-    sandboxes_.get(c.tenant, c.params[0]);
-    return jsonResponse(200, json::array());
+    auto start = unixSecondsParam(c.request, "start");
+    auto end = unixSecondsParam(c.request, "end");
+    if (start && end && *start > *end)
+        throw Error(ErrorCode::bad_request, "Invalid time range for metrics");
+    // As E2B: a sandbox with no samples (one never asked about, one gone
+    // long ago) answers an empty list, not 404.
+    json out = json::array();
+    for (const auto& m : metrics_.samples(c.tenant, c.params[0],
+                                          start ? std::optional(*start * 1000) : std::nullopt,
+                                          end ? std::optional(*end * 1000 + 999) : std::nullopt))
+        out.push_back(metricJson(m));
+    return jsonResponse(200, out);
+}
+
+ApiResponse E2bApi::latestMetrics(RouteContext& c) {
+    auto it = c.request.query.find("sandbox_ids");
+    if (it == c.request.query.end() || it->second.empty())
+        throw Error(ErrorCode::bad_request, "'sandbox_ids' is required");
+    std::vector<std::string> ids;
+    std::string list = it->second;
+    for (std::size_t i = 0; i <= list.size();) {
+        auto comma = list.find(',', i);
+        if (comma == std::string::npos) comma = list.size();
+        if (comma > i) ids.push_back(list.substr(i, comma - i));
+        i = comma + 1;
+    }
+    if (ids.size() > 100)
+        throw Error(ErrorCode::bad_request, "Too many sandboxes requested, maximum is 100");
+    json sandboxes = json::object();
+    for (const auto& [id, m] : metrics_.latest(c.tenant, ids)) sandboxes[id] = metricJson(m);
+    return jsonResponse(200, json{{"sandboxes", sandboxes}});
 }
 
 ApiResponse E2bApi::create(RouteContext& c) {

@@ -4,6 +4,7 @@
 
 #include "api/HttpTypes.hpp"
 #include "api/RouteTable.hpp"
+#include "controller/SandboxMetrics.hpp"
 #include "controller/Sandboxes.hpp"
 #include "e2b/E2bWire.hpp"
 
@@ -18,7 +19,7 @@ namespace airlock::api {
 // from the body).
 class E2bApi {
   public:
-    E2bApi(Sandboxes& sandboxes, const e2b::SandboxTokens& tokens,
+    E2bApi(Sandboxes& sandboxes, SandboxMetrics& metrics, const e2b::SandboxTokens& tokens,
            std::string publicDomain);
 
     // Whether a path is the control plane's (the door a request comes through).
@@ -35,12 +36,14 @@ class E2bApi {
     ApiResponse pause(RouteContext& c);
     ApiResponse connect(RouteContext& c, bool resumeRoute);
     ApiResponse metrics(RouteContext& c);
+    ApiResponse latestMetrics(RouteContext& c);
     // The access tokens in it are bound to the calling key (keyId).
     nlohmann::json sandboxAnswer(const SandboxRecord& r, const std::string& asked,
                                  const std::string& keyId) const;
     nlohmann::json listedSandbox(const SandboxRecord& r) const;
 
     Sandboxes& sandboxes_;
+    SandboxMetrics& metrics_;
     const e2b::SandboxTokens& tokens_;
     std::string publicDomain_;
 };

@@ -215,6 +215,40 @@ SandboxRecord E2bEnvd::runningSandbox(const std::string& sandboxId) {
     return r;
 }
 
+bool E2bEnvd::isFilesRequest(const ApiRequest& head) {
+    return head.path == "/files" && (head.method == "GET" || head.method == "POST");
+}
+
+std::string E2bEnvd::signedUrlKey(const ApiRequest& head, const std::string& sandboxId,
+                                  const std::string& owner) {
+    auto param = [&](const char* name) -> std::optional<std::string> {
+        auto it = head.query.find(name);
+        if (it == head.query.end()) return std::nullopt;
+        return it->second;
+    };
+    auto signature = param("signature");
+    if (!signature || signature->empty())
+        throw Error(ErrorCode::unauthorized, "missing signature query parameter");
+    std::optional<std::int64_t> expiration;
+    if (auto e = param("signature_expiration"); e && !e->empty()) {
+        if (e->size() > 12 || e->find_first_not_of("0123456789") != std::string::npos)
+            throw Error(ErrorCode::unauthorized, "invalid signature expiration");
+        expiration = std::stoll(*e);
+    }
+    std::string operation = head.method == "GET" ? "read" : "write";
+    std::string path = param("path").value_or(""), user = param("username").value_or("");
+    std::optional<std::string> keyId;
+    for (const auto& key : auth_.driversOf(owner)) {
+        auto expected = e2b::fileSignature(path, operation, user,
+                                           tokens_.envdToken(sandboxId, key.keyId), expiration);
+        if (e2b::SandboxTokens::same(expected, *signature)) keyId = key.keyId;
+    }
+    if (!keyId) throw Error(ErrorCode::unauthorized, "invalid signature");
+    if (expiration && *expiration < nowUnixSeconds())
+        throw Error(ErrorCode::unauthorized, "signature is already expired");
+    return *keyId;
+}
+
 ApiResponse E2bEnvd::health(RouteContext& c) {
     runningSandbox(c.params.at(0));
     return ApiResponse{204, "", ""};
@@ -445,14 +479,19 @@ json E2bEnvd::unaryRpc(const std::string& path, const json& body, const Caller& 
 std::optional<ApiResponse> E2bEnvd::upload(StreamHandover& h) {
     Caller caller = callerOf(h.context.request, h.context.tenant, h.context.params.at(0));
     const ApiRequest& request = h.context.request;
-    if (request.header("content-encoding").size() &&
-        request.header("content-encoding") != "identity")
-        throw Error(ErrorCode::bad_request, "compressed uploads are not supported");
+    // As envd: gzip (the SDK's gzip option) is undone before anything else
+    // reads the body, multipart or not; no other encoding is taken.
+    std::string encoding = request.header("content-encoding");
+    for (auto& ch : encoding) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (!encoding.empty() && encoding != "identity" && encoding != "gzip")
+        throw Error(ErrorCode::bad_request,
+                    "unsupported Content-Encoding: " + encoding + " (gzip or identity)");
     auto p = request.query.find("path");
     std::string pathParam = p == request.query.end() ? "" : p->second;
     std::string user = caller.user;
     UploadPlan plan;
     plan.errors = ErrorShape::e2b;
+    plan.gzip = encoding == "gzip";
     if (request.contentType.rfind("multipart/form-data", 0) == 0) {
         plan.boundary = e2b::multipartBoundary(request.contentType);
         // The part's filename is the whole target path; ?path= names it when there is one file.
@@ -486,15 +525,18 @@ std::optional<ApiResponse> E2bEnvd::download(StreamHandover& h) {
     const auto& query = h.context.request.query;
     auto p = query.find("path");
     std::string path = e2b::resolveUserPath(p == query.end() ? "" : p->second, caller.user);
+    bool gzip = e2b::acceptsGzip(h.context.request.header("accept-encoding"));
     auto& files = sandboxes_.files;
-    std::make_shared<DownloadSession>(
+    auto session = std::make_shared<DownloadSession>(
         std::move(h.stream), std::move(h.context),
         [&files, caller, path](AgentStream::Handler handler) {
             return files.openDownload(caller.tenant, caller.sandboxId, path,
                                                    std::move(handler), caller.user);
         },
-        true, "application/octet-stream", DownloadSession::kFileIdle)
-        ->start();
+        true, "application/octet-stream", DownloadSession::kFileIdle);
+    // As envd: gzip whenever the client takes it (Node's fetch always does).
+    if (gzip) session->gzipBody();
+    session->start();
     return std::nullopt;
 }
 

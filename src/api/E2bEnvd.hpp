@@ -69,6 +69,13 @@ class E2bEnvd {
     // As E2B's proxy answers before anything else: the record of a sandbox
     // that runs, else Error(sandbox_unreachable) saying it is gone or paused.
     SandboxRecord runningSandbox(const std::string& sandboxId);
+    // GET and POST /files without X-Access-Token, as envd takes them: a
+    // signed URL (the SDK's downloadUrl/uploadUrl), whose signature is made
+    // with the envd token of a key that drives the sandbox. Returns that
+    // key's id; Error(unauthorized) with envd's words otherwise.
+    static bool isFilesRequest(const ApiRequest& head);
+    std::string signedUrlKey(const ApiRequest& head, const std::string& sandboxId,
+                             const std::string& owner);
 
     e2b::E2bProcessTable& processes() { return processes_; }
 

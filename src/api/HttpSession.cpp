@@ -90,7 +90,7 @@ ApiRequest requestHead(const http::request<http::empty_body>& req) {
     request.host = std::string(req[http::field::host]);
     for (const char* name :
          {"x-api-key", "e2b-sandbox-id", "e2b-sandbox-port", "x-access-token", "connect-timeout-ms",
-          "keepalive-ping-interval", "e2b-traffic-access-token", "content-encoding"})
+          "keepalive-ping-interval", "e2b-traffic-access-token", "content-encoding", "accept-encoding"})
         if (auto it = req.find(name); it != req.end())
             request.headers[name] = std::string(it->value());
     return request;

@@ -91,7 +91,10 @@ Principal Router::callerFor(const ApiRequest& head, Door door, const std::string
             std::string owner = e2bEnvd_->runningSandbox(sandboxId).tenant;
             // The token names the key that fetched it; read from the store on
             // every use, so a revoked or expired key's tokens stop at once.
-            auto keyId = e2bTokens_->envdTokenKey(sandboxId, head.header("x-access-token"));
+            std::string token = head.header("x-access-token");
+            auto keyId = token.empty() && E2bEnvd::isFilesRequest(head)
+                             ? std::optional(e2bEnvd_->signedUrlKey(head, sandboxId, owner))
+                             : e2bTokens_->envdTokenKey(sandboxId, token);
             std::optional<Principal> who = keyId ? auth_.activeKey(*keyId) : std::nullopt;
             if (!who || (who->role != Role::admin && who->tenant != owner))
                 throw Error(ErrorCode::unauthorized,
@@ -248,6 +251,7 @@ Router::Router(FrontDoorServices services, Authenticator& auth, ApiKeyStore& key
     add("POST", "/v1/sandboxes", kDrivers, &Router::createSandbox);
     add("GET", "/v1/sandboxes", kAnyRole, &Router::listSandboxes);
     add("GET", "/v1/sandboxes/{}", kAnyRole, &Router::getSandbox);
+    add("GET", "/v1/sandboxes/{}/metrics", kAnyRole, &Router::getSandboxMetrics);
     add("DELETE", "/v1/sandboxes/{}", kDrivers, &Router::deleteSandbox);
     add("POST", "/v1/sandboxes/{}/pause", kDrivers, &Router::pauseSandbox);
     add("POST", "/v1/sandboxes/{}/resume", kDrivers, &Router::resumeSandbox);

@@ -148,6 +148,7 @@ class Router {
     ApiResponse createSandbox(Context& c);
     ApiResponse listSandboxes(Context& c);
     ApiResponse getSandbox(Context& c);
+    ApiResponse getSandboxMetrics(Context& c);
     ApiResponse deleteSandbox(Context& c);
     ApiResponse pauseSandbox(Context& c);
     ApiResponse resumeSandbox(Context& c);

@@ -3,6 +3,7 @@
 #include "api/ErrorMapping.hpp"
 #include "api/RequestParsing.hpp"
 #include "api/Router.hpp"
+#include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/JsonFields.hpp"
 
@@ -84,6 +85,34 @@ ApiResponse Router::listSandboxes(Context& c) {
 // GET /v1/sandboxes/{}
 ApiResponse Router::getSandbox(Context& c) {
     return jsonResponse(200, sandboxJson(services_.sandboxes.get(c.tenant, c.params[0])));
+}
+
+// GET /v1/sandboxes/{}/metrics?since=&until= (RFC 3339)
+ApiResponse Router::getSandboxMetrics(Context& c) {
+    services_.sandboxes.get(c.tenant, c.params[0]);  // 404 for a sandbox that is gone
+    auto bound = [&](const char* name) -> std::optional<std::int64_t> {
+        auto it = c.request.query.find(name);
+        if (it == c.request.query.end() || it->second.empty()) return std::nullopt;
+        auto s = parseTimestamp(it->second);
+        if (!s) throw Error(ErrorCode::bad_request, std::string("'") + name +
+                                                        "' must be an RFC 3339 time");
+        return *s * 1000;
+    };
+    auto since = bound("since");
+    auto until = bound("until");
+    if (until) *until += 999;  // the whole second
+    json samples = json::array();
+    for (const auto& m : services_.metrics.samples(c.tenant, c.params[0], since, until))
+        samples.push_back({{"time", formatTimestamp(std::chrono::system_clock::time_point(
+                                        std::chrono::milliseconds(m.unixMs)))},
+                           {"cpu_count", m.cpuCount},
+                           {"cpu_used_pct", m.cpuUsedPct},
+                           {"mem_used_bytes", m.memUsed},
+                           {"mem_total_bytes", m.memTotal},
+                           {"mem_cache_bytes", m.memCache},
+                           {"disk_used_bytes", m.diskUsed},
+                           {"disk_total_bytes", m.diskTotal}});
+    return jsonResponse(200, {{"samples", samples}});
 }
 
 // DELETE /v1/sandboxes/{}

@@ -32,6 +32,7 @@ UploadSession::UploadSession(beast::tcp_stream&& stream, beast::flat_buffer&& bu
         std::numeric_limits<std::uint64_t>::max());  // streamed: the size is not bounded by memory
     chunk_.resize(kChunk);
     if (!plan_.whole) multipart_.emplace(plan_.boundary);
+    if (plan_.gzip) inflater_.emplace();
 }
 
 void UploadSession::fail(const ErrorStatus& error) {
@@ -55,6 +56,19 @@ void UploadSession::start() {
 void UploadSession::advance() {
     if (ended_ || busy_) return;
     if (steps_.empty()) {
+        // A gzip chunk is undone a piece at a time, each piece written
+        // before the next is made: what it inflates to is never all in memory.
+        if (!bodyDone_ && inflater_ && inflater_->pending()) {
+            std::string piece;
+            try {
+                piece = inflater_->next(kChunk);
+            } catch (...) {
+                return fail(std::current_exception());
+            }
+            if (piece.empty() && inflater_->pending())
+                return fail(errorStatus(ErrorCode::bad_request, "the gzip body is malformed"));
+            return consume(piece);
+        }
         if (!bodyDone_) return readChunk();
         if (!plan_.whole && written_.empty())
             return fail(errorStatus(ErrorCode::bad_request, "the multipart body has no file"));
@@ -111,6 +125,7 @@ void UploadSession::readChunk() {
     if (parser_.is_done()) {
         bodyDone_ = true;
         try {
+            if (inflater_) inflater_->finish();
             if (plan_.whole)
                 steps_.push_back(Step{Step::Kind::close, {}, ""});
             else
@@ -149,6 +164,19 @@ void UploadSession::onChunk(beast::error_code ec) {
     std::size_t n = chunk_.size() - parser_.get().body().size;
     if (n == 0) return readChunk();
     std::string_view bytes(chunk_.data(), n);
+    if (inflater_) {
+        try {
+            inflater_->feed(bytes);
+        } catch (...) {
+            return fail(std::current_exception());
+        }
+        return advance();
+    }
+    consume(bytes);
+}
+
+void UploadSession::consume(std::string_view bytes) {
+    if (bytes.empty()) return advance();
     if (plan_.whole) {
         steps_.push_back(Step{Step::Kind::data, {}, std::string(bytes)});
     } else {

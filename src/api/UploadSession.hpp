@@ -11,6 +11,7 @@
 #include "agentclient/AgentPipe.hpp"
 #include "api/ErrorMapping.hpp"
 #include "api/StreamContext.hpp"
+#include "core/GzipInflater.hpp"
 #include "core/Sha256Stream.hpp"
 #include "e2b/MultipartReader.hpp"
 
@@ -38,6 +39,7 @@ struct UploadPlan {
     // The answer once every file is written, and the shape of a refusal.
     std::function<ApiResponse(const std::vector<Written>& written)> answer;
     ErrorShape errors = ErrorShape::native;
+    bool gzip = false;  // the body is gzip (Content-Encoding): undone as it arrives
 };
 
 // An upload whose body goes to the guest chunk by chunk, never whole in
@@ -62,6 +64,8 @@ class UploadSession : public std::enable_shared_from_this<UploadSession> {
     };
     void readChunk();
     void onChunk(boost::beast::error_code ec);
+    // Body bytes (undone when gzip) into the steps they make.
+    void consume(std::string_view bytes);
     void advance();
     void openFile(UploadPlan::File file);
     void writeData(std::string bytes);
@@ -77,6 +81,7 @@ class UploadSession : public std::enable_shared_from_this<UploadSession> {
     StreamContext ctx_;
     UploadPlan plan_;
     std::optional<e2b::MultipartReader> multipart_;
+    std::optional<GzipInflater> inflater_;  // a gzip body's bytes not yet undone
     // One pipe per file; a finished one is kept until the session ends (its
     // stream's handler may still be on its way to the strand).
     std::vector<std::unique_ptr<AgentPipe>> pipes_;

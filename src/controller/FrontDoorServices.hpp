@@ -7,6 +7,7 @@
 #include "controller/HostStatus.hpp"
 #include "controller/SandboxAuditLog.hpp"
 #include "controller/SandboxCommands.hpp"
+#include "controller/SandboxMetrics.hpp"
 #include "controller/SandboxSnapshots.hpp"
 #include "controller/Sandboxes.hpp"
 #include "controller/SnapshotLibrary.hpp"
@@ -29,6 +30,7 @@ struct FrontDoorServices {
     GuestPorts& ports;
     TenantLimits& tenants;
     HostStatus& host;
+    SandboxMetrics& metrics;
 };
 
 }  // namespace airlock

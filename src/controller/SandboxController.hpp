@@ -232,13 +232,15 @@ class SandboxController : private Sandboxes,
     GuestFiles& files() { return files_; }
     GuestProcesses& processes() { return processes_; }
     GuestPorts& ports() { return guestPorts_; }
+    SandboxMetrics& metrics() { return metrics_; }
     // The lifecycle as the E2B doors use it, and no more.
     Sandboxes& sandboxes() { return *this; }
     // What the native API (and any front door) reaches, part by part.
     FrontDoorServices frontDoorServices() {
         return FrontDoorServices{*this,     *this,          snapshotLibrary_, commands_,
                                  gates_,    approvals_,     *this,            files_,
-                                 processes_, guestPorts_,   tenantLimits_,    *this};
+                                 processes_, guestPorts_,   tenantLimits_,    *this,
+                                 metrics_};
     }
     // What the evidence service reads of a sandbox, and no more.
     SandboxEvidenceSource& evidenceSource() { return *this; }
@@ -408,6 +410,8 @@ class SandboxController : private Sandboxes,
     GuestFiles files_{*this};
     GuestProcesses processes_{*this};
     GuestPorts guestPorts_{*this, ports_};
+    // Its sampling thread reaches the controller: stopped before the rest goes.
+    SandboxMetrics metrics_{*this};
     // Exec deadlines and the gates' waits (no thread waits for a command).
     // Declared last, so it stops before anything its callbacks reach: a
     // deadline ends an exec, whose completion untracks its command and

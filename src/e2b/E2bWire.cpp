@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/sha.h>
 
 #include <cctype>
 #include <cstdlib>
@@ -137,6 +138,32 @@ int connectHttpStatus(std::string_view c) {
     return 500;
 }
 
+bool acceptsGzip(std::string_view value) {
+    std::string text = asciiLower(value);
+    std::size_t i = 0;
+    while (i <= text.size()) {
+        auto comma = text.find(',', i);
+        if (comma == std::string::npos) comma = text.size();
+        std::string item = text.substr(i, comma - i);
+        i = comma + 1;
+        auto semi = item.find(';');
+        auto trim = [](std::string s) {
+            auto b = s.find_first_not_of(" \t");
+            auto e = s.find_last_not_of(" \t");
+            return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+        };
+        std::string coding = trim(item.substr(0, semi));
+        if (coding != "gzip" && coding != "*") continue;
+        double q = 1;
+        if (semi != std::string::npos) {
+            std::string param = trim(item.substr(semi + 1));
+            if (param.rfind("q=", 0) == 0) q = std::strtod(param.c_str() + 2, nullptr);
+        }
+        if (q > 0) return true;
+    }
+    return false;
+}
+
 std::string connectErrorJson(std::string_view code, std::string_view message) {
     return jsonText(nlohmann::json{{"code", code}, {"message", message}});
 }
@@ -150,12 +177,23 @@ std::string permissionsText(char typeLetter, unsigned mode) {
 
 nlohmann::json entryInfo(const protocol::FileEntry& a) {
     using Type = protocol::FileEntry::Type;
-    unsigned mode = static_cast<unsigned>(std::strtoul(a.mode.c_str(), nullptr, 8)) & 0777;
-    const char* fileType = a.type == Type::file        ? "FILE_TYPE_FILE"
-                           : a.type == Type::directory ? "FILE_TYPE_DIRECTORY"
-                           : a.type == Type::symlink   ? "FILE_TYPE_SYMLINK"
-                                                       : "FILE_TYPE_UNSPECIFIED";
+    auto modeOf = [](const std::string& text) {
+        return static_cast<unsigned>(std::strtoul(text.c_str(), nullptr, 8)) & 0777;
+    };
+    unsigned mode = modeOf(a.mode);
     char letter = a.type == Type::directory ? 'd' : a.type == Type::symlink ? 'L' : '-';
+    unsigned permissionBits = mode;
+    // As envd: a symlink has its target's type and mode (none for one that
+    // leads nowhere), its own size, owner, time and permissions, and
+    // symlinkTarget, resolved (the link itself when it leads nowhere).
+    Type shown = a.type;
+    if (a.type == Type::symlink) {
+        shown = a.target ? a.targetType : Type::other;
+        mode = a.target ? modeOf(a.targetMode) : 0;
+    }
+    const char* fileType = shown == Type::file        ? "FILE_TYPE_FILE"
+                           : shown == Type::directory ? "FILE_TYPE_DIRECTORY"
+                                                      : "FILE_TYPE_UNSPECIFIED";
     auto owner = [](std::uint32_t id) {
         // The templates' two accounts; others by number, as Go prints a missing name.
         return id == 0      ? std::string("root")
@@ -164,9 +202,12 @@ nlohmann::json entryInfo(const protocol::FileEntry& a) {
     };
     nlohmann::json e{{"name", a.name},         {"type", fileType},
                      {"path", a.path},         {"size", std::to_string(a.size)},
-                     {"mode", mode},           {"permissions", permissionsText(letter, mode)},
+                     {"mode", mode},           {"permissions", permissionsText(letter, permissionBits)},
                      {"owner", owner(a.uid)},  {"group", owner(a.gid)},
                      {"modifiedTime", a.mtime}};
+    if (a.type == Type::symlink) e["symlinkTarget"] = a.target ? *a.target : a.path;
+    // An unspecified type is left out, as protobuf's JSON leaves a zero enum.
+    if (shown != Type::file && shown != Type::directory) e.erase("type");
     return e;
 }
 
@@ -207,6 +248,18 @@ std::optional<std::string> SandboxTokens::envdTokenKey(const std::string& id,
 std::optional<std::string> SandboxTokens::trafficTokenKey(const std::string& id,
                                                           std::string_view token) const {
     return keyOf("traffic-access", id, token);
+}
+
+std::string fileSignature(const std::string& path, const std::string& operation,
+                          const std::string& user, const std::string& envdToken,
+                          std::optional<std::int64_t> expiration) {
+    std::string raw = path + ":" + operation + ":" + user + ":" + envdToken;
+    if (expiration) raw += ":" + std::to_string(*expiration);
+    unsigned char digest[SHA256_DIGEST_LENGTH];
+    SHA256(reinterpret_cast<const unsigned char*>(raw.data()), raw.size(), digest);
+    std::string b64 = base64Encode(std::string(reinterpret_cast<char*>(digest), sizeof digest));
+    while (!b64.empty() && b64.back() == '=') b64.pop_back();
+    return "v1_" + b64;
 }
 
 bool SandboxTokens::same(std::string_view a, std::string_view b) {

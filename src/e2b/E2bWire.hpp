@@ -22,6 +22,9 @@ inline constexpr const char* kBaseTemplate = "debian";
 // ASCII lower case (hosts, header names, media types).
 std::string asciiLower(std::string_view s);
 
+// Whether an Accept-Encoding value takes gzip: gzip or * with a q above 0.
+bool acceptsGzip(std::string_view acceptEncoding);
+
 // Percent-decoding; '+' stays '+' (E2B's SDK encodes spaces as %20).
 std::string percentDecode(std::string_view s);
 
@@ -82,6 +85,13 @@ class SandboxTokens {
                                      std::string_view token) const;
     std::string key_;
 };
+
+// A signed file URL's signature, as E2B's SDK makes it: "v1_" and the
+// unpadded base64 of SHA-256("path:operation:user:token[:expiration]"),
+// operation "read" or "write", user "" when the URL names none.
+std::string fileSignature(const std::string& path, const std::string& operation,
+                          const std::string& user, const std::string& envdToken,
+                          std::optional<std::int64_t> expiration);
 
 // The Linux user an envd call names with "Authorization: Basic
 // base64(user:)"; "" when the header is absent. Error(unauthorized) when

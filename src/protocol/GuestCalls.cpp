@@ -107,6 +107,8 @@ std::string toJson(const ReseedRequest& r) {
     return jsonText(j);
 }
 
+std::string toJson(const UsageRequest&) { return jsonText(json{{"op", opText(Op::usage)}}); }
+
 std::string toJson(const GuestRequest& request) {
     return std::visit([](const auto& r) { return toJson(r); }, request);
 }

@@ -67,6 +67,7 @@ struct FileWatchRequest {  // file_watch starts on path; file_activity drains
     std::string path;
     std::string mechanism;  // "" (fanotify, else inotify) or "inotify"
 };
+struct UsageRequest {};  // usage: no fields
 struct ReseedRequest {    // reseed: a clone's fresh entropy and the host's clock
     std::string entropy;  // lowercase hex
     std::optional<std::uint64_t> timeNs;
@@ -84,13 +85,14 @@ std::string toJson(const EgressAttachRequest& request);
 std::string toJson(const ProcessLogsRequest& request);
 std::string toJson(const FileWatchRequest& request);
 std::string toJson(const ReseedRequest& request);
+std::string toJson(const UsageRequest& request);
 
 // Every request the host may open a stream with: the API of the agent
 // connection takes nothing else in production.
 using GuestRequest =
     std::variant<ExecRequest, FsRequest, ProcessCall, FileWriteRequest, FileReadRequest,
                  WorkspaceScanRequest, ArchiveUnpackRequest, PortRequest, EgressAttachRequest,
-                 ProcessLogsRequest, FileWatchRequest, ReseedRequest>;
+                 ProcessLogsRequest, FileWatchRequest, ReseedRequest, UsageRequest>;
 std::string toJson(const GuestRequest& request);
 
 // As the guest reads them: a field of the wrong type, or a required one

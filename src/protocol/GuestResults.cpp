@@ -1,5 +1,6 @@
 #include "protocol/GuestResults.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <string_view>
 
@@ -27,27 +28,37 @@ std::string timestamp(const FieldReader& f, const char* key) {
     return t;
 }
 
+FileEntry::Type parseType(const FieldReader& f, const char* key) {
+    std::string type = f.string(key, true);
+    for (auto t : {FileEntry::Type::file, FileEntry::Type::directory, FileEntry::Type::symlink,
+                   FileEntry::Type::other})
+        if (typeName(t) == type) return t;
+    f.fail(std::string("'") + key + "' must be file, directory, symlink or other");
+}
+
 FileEntry readEntry(const FieldReader& f) {
     FileEntry e;
     e.name = f.bytes("name", true, kMaxGuestName);
     e.path = f.bytes("path", true, kMaxGuestPath);
     if (e.name.empty()) f.fail("'name' must not be empty");
     if (e.path.empty() || e.path[0] != '/') f.fail("'path' must be absolute");
-    std::string type = f.string("type", true);
-    bool known = false;
-    for (auto t : {FileEntry::Type::file, FileEntry::Type::directory, FileEntry::Type::symlink,
-                   FileEntry::Type::other})
-        if (typeName(t) == type) {
-            e.type = t;
-            known = true;
-        }
-    if (!known) f.fail("'type' must be file, directory, symlink or other");
+    e.type = parseType(f, "type");
     e.size = f.requiredNumber("size", INT64_MAX);
     e.mode = f.string("mode", true);
     if (!isMode(e.mode)) f.fail("'mode' must be four octal digits");
     e.mtime = timestamp(f, "mtime");
     e.uid = static_cast<std::uint32_t>(f.requiredNumber("uid", UINT32_MAX));
     e.gid = static_cast<std::uint32_t>(f.requiredNumber("gid", UINT32_MAX));
+    if (auto target = f.bytes("target", false, kMaxGuestPath); !target.empty()) {
+        if (e.type != FileEntry::Type::symlink) f.fail("only a symlink has a 'target'");
+        if (target[0] != '/') f.fail("'target' must be absolute");
+        e.target = std::move(target);
+        e.targetType = parseType(f, "target_type");
+        if (e.targetType == FileEntry::Type::symlink)
+            f.fail("'target_type' is the resolved target's, never a symlink");
+        e.targetMode = f.string("target_mode", true);
+        if (!isMode(e.targetMode)) f.fail("'target_mode' must be four octal digits");
+    }
     return e;
 }
 
@@ -109,6 +120,11 @@ json toJsonValue(const FileEntry& e) {
            {"mtime", e.mtime},         {"uid", e.uid},   {"gid", e.gid}};
     writeBytes(j, "name", e.name);
     writeBytes(j, "path", e.path);
+    if (e.target) {
+        writeBytes(j, "target", *e.target);
+        j["target_type"] = typeName(e.targetType);
+        j["target_mode"] = e.targetMode;
+    }
     return j;
 }
 
@@ -233,6 +249,34 @@ ProcessList parseProcessList(const json& answer) {
     list.processes.reserve(processes->size());
     for (const auto& p : *processes) list.processes.push_back(readProcess(p));
     return list;
+}
+
+json toJsonValue(const GuestUsage& u) {
+    return json{{"cpu_count", u.cpuCount},       {"cpu_ticks", u.cpuTicks},
+                {"idle_ticks", u.idleTicks},     {"mem_total", u.memTotal},
+                {"mem_available", u.memAvailable}, {"mem_cached", u.memCached},
+                {"disk_total", u.diskTotal},     {"disk_available", u.diskAvailable},
+                {"now_ms", static_cast<std::uint64_t>(std::max<std::int64_t>(u.nowMs, 0))}};
+}
+
+GuestUsage parseGuestUsage(const json& answer) {
+    FieldReader f(answer, "usage");
+    GuestUsage u;
+    u.cpuCount = static_cast<std::uint32_t>(f.requiredNumber("cpu_count", 4096));
+    u.cpuTicks = f.requiredNumber("cpu_ticks", INT64_MAX);
+    u.idleTicks = f.requiredNumber("idle_ticks", INT64_MAX);
+    u.memTotal = f.requiredNumber("mem_total", INT64_MAX);
+    u.memAvailable = f.requiredNumber("mem_available", INT64_MAX);
+    u.memCached = f.requiredNumber("mem_cached", INT64_MAX);
+    u.diskTotal = f.requiredNumber("disk_total", INT64_MAX);
+    u.diskAvailable = f.requiredNumber("disk_available", INT64_MAX);
+    u.nowMs = static_cast<std::int64_t>(f.requiredNumber("now_ms", INT64_MAX));
+    if (u.cpuCount == 0) f.fail("'cpu_count' must be at least 1");
+    if (u.idleTicks > u.cpuTicks) f.fail("'idle_ticks' must not exceed 'cpu_ticks'");
+    if (u.memAvailable > u.memTotal || u.memCached > u.memTotal)
+        f.fail("memory figures must not exceed 'mem_total'");
+    if (u.diskAvailable > u.diskTotal) f.fail("'disk_available' must not exceed 'disk_total'");
+    return u;
 }
 
 FileActivityReport parseFileActivity(const json& answer) {

@@ -32,6 +32,12 @@ struct FileEntry {
     std::string mode;   // four octal digits, "0644"
     std::string mtime;  // UTC, "%Y-%m-%dT%H:%M:%SZ" exactly
     std::uint32_t uid = 0, gid = 0;
+    // A symlink's target, every link on the way resolved (absolute), and
+    // the target's type and mode; none for a link that leads nowhere (a
+    // missing target, a loop). The fields above are the link's own.
+    std::optional<std::string> target = std::nullopt;
+    Type targetType = Type::other;
+    std::string targetMode = {};
 };
 std::string typeName(FileEntry::Type type);
 
@@ -106,6 +112,15 @@ struct FileActivityReport {
     bool overflow = false;      // the kernel's queue overflowed
 };
 
+// usage: what the guest's kernel counts, raw (the host makes rates of them).
+struct GuestUsage {
+    std::uint32_t cpuCount = 0;
+    std::uint64_t cpuTicks = 0, idleTicks = 0;  // /proc/stat's cpu line: all, idle + iowait
+    std::uint64_t memTotal = 0, memAvailable = 0, memCached = 0;  // bytes
+    std::uint64_t diskTotal = 0, diskAvailable = 0;               // the root filesystem, bytes
+    std::int64_t nowMs = 0;                                       // the guest's clock
+};
+
 nlohmann::json toJsonValue(const FileEntry& entry);
 nlohmann::json toJsonValue(const FsResult& result);
 nlohmann::json toJsonValue(const WrittenFile& written);
@@ -114,6 +129,7 @@ nlohmann::json toJsonValue(const ProcessList& list);
 nlohmann::json toJsonValue(const FileSize& size);
 nlohmann::json toJsonValue(const ExecStarted& started);
 nlohmann::json toJsonValue(const FileActivityReport& report);
+nlohmann::json toJsonValue(const GuestUsage& usage);
 
 // What one action of op fs answers: a remove its path, anything else an
 // entry (a list's entries only for a list).
@@ -129,5 +145,7 @@ ProcessList parseProcessList(const nlohmann::json& answer);
 // so one odd file name cannot empty a drain; anything else malformed
 // (an entry that is no object included) throws.
 FileActivityReport parseFileActivity(const nlohmann::json& answer);
+// Figures that cannot be (idle above all, available above total, no CPU) throw.
+GuestUsage parseGuestUsage(const nlohmann::json& answer);
 
 }  // namespace airlock::protocol

@@ -26,6 +26,7 @@ enum class Op {
     process_signal,
     process_stdin,
     process_logs,
+    usage,  // the guest's CPU ticks, memory and root disk, for metrics
 };
 
 std::string_view opName(Op op);

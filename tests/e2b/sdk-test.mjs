@@ -109,6 +109,92 @@ test('files: write, read, bytes, exists, getInfo, list, makeDir, rename, remove'
   assert.equal(await sbx.files.exists('/home/user/d2'), false)
 })
 
+test('gzip: uploads the SDK compresses, one file or several, and compressed reads', async () => {
+  const text = 'squeeze me '.repeat(50_000)
+  const info = await sbx.files.write('/home/user/gz/one.txt', text, { gzip: true })
+  assert.equal(info.path, '/home/user/gz/one.txt')
+  const bytes = new Uint8Array(400_000).map((_, i) => (i * 31) & 255)
+  await sbx.files.write([{ path: '/home/user/gz/a.bin', data: bytes.buffer }, { path: '/home/user/gz/b.txt', data: 'b' }],
+    { gzip: true })
+  assert.equal((await sbx.commands.run('wc -c < /home/user/gz/one.txt; wc -c < /home/user/gz/a.bin; cat /home/user/gz/b.txt')).stdout,
+    `${text.length}\n400000\nb`)
+  assert.equal(await sbx.files.read('/home/user/gz/one.txt', { gzip: true }), text)
+  const back = await sbx.files.read('/home/user/gz/a.bin', { format: 'bytes', gzip: true })
+  assert.ok(back.length === bytes.length && back.every((v, i) => v === bytes[i]))
+  // On the wire: the body is gzip when asked for, identity when not; a body
+  // that is not gzip is refused.
+  const envd = { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983', 'X-Access-Token': sbx.envdAccessToken ?? '' }
+  const files = process.env.E2B_SANDBOX_URL + '/files?path='
+  const raw = await new Promise((resolve, reject) => http.get(files + '/home/user/gz/one.txt', { headers: { ...envd, 'Accept-Encoding': 'gzip' } },
+    (res) => { const c = []; res.on('data', (d) => c.push(d)); res.on('end', () => resolve({ res, body: Buffer.concat(c) })) }).on('error', reject))
+  assert.equal(raw.res.statusCode, 200)
+  assert.equal(raw.res.headers['content-encoding'], 'gzip')
+  assert.ok(raw.body.length < text.length / 10, 'compressed: ' + raw.body.length)
+  const plain = await new Promise((resolve, reject) => http.get(files + '/home/user/gz/b.txt', { headers: envd },
+    (res) => { const c = []; res.on('data', (d) => c.push(d)); res.on('end', () => resolve({ res, body: Buffer.concat(c) })) }).on('error', reject))
+  assert.equal(plain.res.headers['content-encoding'], undefined)
+  assert.equal(plain.body.toString(), 'b')
+  const bad = await fetch(files + '/home/user/gz/bad.txt', { method: 'POST', body: 'not gzip at all',
+    headers: { ...envd, 'Content-Type': 'application/octet-stream', 'Content-Encoding': 'gzip' } })
+  assert.equal(bad.status, 400)
+})
+
+test('signed URLs: a download and an upload with no token, bound to what they sign', async () => {
+  await sbx.files.write('/home/user/signed.txt', 'signed content')
+  const api = new URL(process.env.E2B_API_URL)
+  // As a browser with wildcard DNS would send it: the envd host, no token header.
+  const send = (signedUrl, method = 'GET', body) => new Promise((resolve) => {
+    const u = new URL(signedUrl)
+    const req = http.request({ host: api.hostname, port: api.port, method, path: u.pathname + u.search,
+      headers: { Host: sbx.getHost(49983), ...(body ? { 'Content-Type': 'application/octet-stream' } : {}) } }, (res) => {
+      let text = ''
+      res.on('data', (d) => { text += d })
+      res.on('end', () => resolve({ status: res.statusCode, text }))
+    })
+    req.on('error', () => resolve({ status: 0, text: '' }))
+    req.end(body)
+  })
+  const down = await sbx.downloadUrl('/home/user/signed.txt', { useSignatureExpiration: 60 })
+  assert.match(down, /signature=v1_/)
+  assert.deepEqual(await send(down), { status: 200, text: 'signed content' })
+  const up = await sbx.uploadUrl('/home/user/uploaded.txt')
+  assert.equal((await send(up, 'POST', 'via signed url')).status, 200)
+  assert.equal(await sbx.files.read('/home/user/uploaded.txt'), 'via signed url')
+  // Another path, a missing signature, an expired one: 401 with envd's words.
+  const moved = new URL(down)
+  moved.searchParams.set('path', '/home/user/uploaded.txt')
+  const bad = await send(moved.toString())
+  assert.equal(bad.status, 401)
+  assert.match(bad.text, /invalid signature/)
+  const bare = new URL(down)
+  bare.searchParams.delete('signature')
+  assert.match((await send(bare.toString())).text, /missing signature/)
+  const expired = await sbx.downloadUrl('/home/user/signed.txt', { useSignatureExpiration: -10 })
+  assert.match((await send(expired)).text, /signature is already expired/)
+})
+
+test('symlinks: getInfo and list give the target\'s type and the resolved target', async () => {
+  await sbx.commands.run('mkdir -p /home/user/ln/sub && echo hi > /home/user/ln/real.txt && ' +
+    'ln -s real.txt /home/user/ln/hop && ln -s hop /home/user/ln/link && ln -s sub /home/user/ln/dirlink && ' +
+    'ln -s nowhere /home/user/ln/broken')
+  const info = await sbx.files.getInfo('/home/user/ln/link')
+  assert.equal(info.type, 'file')
+  assert.equal(info.path, '/home/user/ln/link')
+  assert.equal(info.symlinkTarget, '/home/user/ln/real.txt')
+  assert.equal(info.size, 3, 'the link\'s own size')
+  assert.ok(info.permissions.startsWith('L'), info.permissions)
+  const dir = await sbx.files.getInfo('/home/user/ln/dirlink')
+  assert.equal(dir.type, 'dir')
+  assert.equal(dir.symlinkTarget, '/home/user/ln/sub')
+  const broken = await sbx.files.getInfo('/home/user/ln/broken')
+  assert.equal(broken.symlinkTarget, '/home/user/ln/broken')
+  const listed = Object.fromEntries((await sbx.files.list('/home/user/ln')).map((e) => [e.name, e]))
+  assert.equal(listed.link.type, 'file')
+  assert.equal(listed.dirlink.type, 'dir')
+  assert.equal(listed.link.symlinkTarget, '/home/user/ln/real.txt')
+  assert.equal(await sbx.files.read('/home/user/ln/link'), 'hi\n')
+})
+
 test('watchDir reports a file created in the directory', async () => {
   const events = []
   const w = await sbx.files.watchDir('/home/user', (e) => events.push(e))
@@ -184,13 +270,22 @@ test('getHost reaches a guest port through Host routing', async () => {
   assert.equal((await get({ Host: `8000-sbx-nosuchsandbox0000.localhost` })).status, 502)
 })
 
-test('pause, then connect resumes it with its files', async () => {
+test('pause, then connect resumes it with its files and its running processes', async () => {
   await sbx.files.write('/home/user/keep.txt', 'kept')
+  const ticker = await sbx.commands.run('for i in $(seq 10000); do echo tick-$i; sleep 0.2; done',
+    { background: true, timeoutMs: 0 })
+  await until('the ticker ticks', () => ticker.stdout.includes('tick-2'))
   await sbx.pause()
   assert.equal(await sbx.isRunning(), false)
   const again = await Sandbox.connect(sbx.sandboxId)
   assert.equal(await again.isRunning(), true)
   assert.equal(await again.files.read('/home/user/keep.txt'), 'kept')
+  // As E2B keeps them: the process lives on, is listed and can be connected to.
+  assert.ok((await again.commands.list()).some((p) => p.pid === ticker.pid))
+  let seen = ''
+  const back = await again.commands.connect(ticker.pid, { onStdout: (d) => { seen += d } })
+  await until('ticks after the resume', () => /tick-\d+/.test(seen))
+  await back.kill()
 })
 
 test('a sandbox killed during a command ends the command with an error', async () => {
@@ -201,6 +296,27 @@ test('a sandbox killed during a command ends the command with an error', async (
   await assert.rejects(h.wait(), (e) => /sandbox was killed or reached its end of life/.test(e.message))
   assert.equal(await other.isRunning(), false)
   assert.equal(await Sandbox.kill(other.sandboxId), false)
+})
+
+test('getMetrics: the guest\'s CPU, memory and disk, sampled from the first ask on', async () => {
+  let metrics = []
+  await until('a sample', async () => (metrics = await sbx.getMetrics()).length > 0, 30_000)
+  const m = metrics[metrics.length - 1]
+  assert.ok(m.timestamp instanceof Date && !isNaN(m.timestamp), 'a date')
+  assert.ok(Math.abs(m.timestamp.getTime() - Date.now()) < 60_000)
+  assert.ok(m.cpuCount >= 1)
+  assert.ok(m.cpuUsedPct >= 0 && m.cpuUsedPct <= 100)
+  assert.ok(m.memTotal > 100 * 2 ** 20 && m.memUsed > 0 && m.memUsed <= m.memTotal)
+  assert.ok(m.diskTotal > 2 ** 30 && m.diskUsed > 0 && m.diskUsed <= m.diskTotal)
+  // Memory the guest takes shows in the next sample.
+  const h = await sbx.commands.run('python3 -c "b = bytearray(96 * 2**20); import time; time.sleep(60)"',
+    { background: true, timeoutMs: 0 })
+  await until('the memory in use grows', async () => {
+    const now = await Sandbox.getMetrics(sbx.sandboxId, { start: new Date(Date.now() - 60_000) })
+    return now.length > 0 && now[now.length - 1].memUsed > m.memUsed + 64 * 2 ** 20
+  }, 30_000)
+  await h.kill()
+  assert.deepEqual(await Sandbox.getMetrics(sbx.sandboxId, { start: new Date(Date.now() - 3_600_000), end: new Date(Date.now() - 1_800_000) }), [])
 })
 
 test('mcp at create: the error E2B gives when no gateway can start, and no sandbox left', async () => {

@@ -262,9 +262,80 @@ TEST_F(E2bApiTest, PauseConnectAndTimeouts) {
     auto info = json::parse(call("GET", "/sandboxes/" + id).body);
     EXPECT_EQ(info["state"], "running");
     EXPECT_EQ(info["envdAccessToken"], tokens.envdToken(id, keyId));
-    EXPECT_EQ(json::parse(call("GET", "/sandboxes/" + id + "/metrics").body), json::array());
     EXPECT_EQ(call("DELETE", "/sandboxes/" + id).status, 204);
     EXPECT_EQ(call("DELETE", "/sandboxes/" + id).status, 404);
+}
+
+// The figures are the guest's own (here the in-process agent reads this
+// machine's /proc), sampled from the first ask on, and kept for the owner
+// after the sandbox is gone; both doors read the same samples.
+TEST_F(E2bApiTest, MetricsAreTheGuestsFiguresSampledFromTheFirstAskOn) {
+    auto id = create(R"({"templateID":"minimal","timeout":100})");
+    auto native = [&](const std::string& path) {
+        ApiRequest r;
+        r.method = "GET";
+        r.path = path;
+        r.authorization = "Bearer " + key;
+        return router.handle(r);
+    };
+    auto metrics = [&](const std::string& query = "", const std::string& withKey = "") {
+        auto r = call("GET", "/sandboxes/" + id + "/metrics" + query, "", withKey);
+        EXPECT_EQ(r.status, 200) << r.body;
+        return json::parse(r.body);
+    };
+    auto first = metrics();
+    ASSERT_EQ(first.size(), 1u) << first;
+    const json& m = first[0];
+    for (const char* f : {"timestamp", "timestampUnix", "cpuCount", "cpuUsedPct", "memUsed",
+                          "memTotal", "memCache", "diskUsed", "diskTotal"})
+        EXPECT_TRUE(m.contains(f)) << f;
+    EXPECT_GE(m["cpuCount"].get<int>(), 1);
+    EXPECT_GE(m["cpuUsedPct"].get<double>(), 0);
+    EXPECT_LE(m["cpuUsedPct"].get<double>(), 100);
+    EXPECT_GT(m["memTotal"].get<std::uint64_t>(), 0u);
+    EXPECT_LE(m["memUsed"].get<std::uint64_t>(), m["memTotal"].get<std::uint64_t>());
+    EXPECT_GT(m["diskTotal"].get<std::uint64_t>(), 0u);
+    EXPECT_LE(m["diskUsed"].get<std::uint64_t>(), m["diskTotal"].get<std::uint64_t>());
+    EXPECT_LE(std::llabs(m["timestampUnix"].get<std::int64_t>() - nowUnixSeconds()), 5);
+    EXPECT_TRUE(parseTimestamp(m["timestamp"].get<std::string>())) << m["timestamp"];
+
+    // A round of the sampler adds one, oldest first; ranges narrow them.
+    controller->metrics().sampleAll();
+    auto two = metrics();
+    ASSERT_EQ(two.size(), 2u) << two;
+    EXPECT_LE(two[0]["timestampUnix"], two[1]["timestampUnix"]);
+    auto now = std::to_string(nowUnixSeconds());
+    auto hourAgo = std::to_string(nowUnixSeconds() - 3600);
+    EXPECT_EQ(metrics("?start=" + hourAgo + "&end=" + std::to_string(nowUnixSeconds() - 1800)),
+              json::array());
+    EXPECT_EQ(metrics("?start=" + hourAgo + "&end=" + now).size(), 2u);
+    EXPECT_EQ(call("GET", "/sandboxes/" + id + "/metrics?start=" + now + "&end=" + hourAgo).status,
+              400);
+    EXPECT_EQ(call("GET", "/sandboxes/" + id + "/metrics?start=yesterday").status, 400);
+    EXPECT_EQ(call("GET", "/sandboxes/" + id + "/metrics", "", otherKey).status, 404);
+    auto nativeAnswer = native("/v1/sandboxes/" + id + "/metrics");
+    ASSERT_EQ(nativeAnswer.status, 200) << nativeAnswer.body;
+    EXPECT_EQ(json::parse(nativeAnswer.body)["samples"].size(), 2u);
+
+    // The latest of each named sandbox; none of another tenant's.
+    auto batch = call("GET", "/sandboxes/metrics?sandbox_ids=" + id + ",sbx-nope");
+    ASSERT_EQ(batch.status, 200) << batch.body;
+    auto sandboxes = json::parse(batch.body)["sandboxes"];
+    ASSERT_EQ(sandboxes.size(), 1u) << sandboxes;
+    EXPECT_EQ(sandboxes[id], two[1]);
+    EXPECT_TRUE(json::parse(call("GET", "/sandboxes/metrics?sandbox_ids=" + id, "", otherKey).body)
+                    ["sandboxes"].empty());
+    EXPECT_EQ(call("GET", "/sandboxes/metrics").status, 400);
+    std::string many;
+    for (int i = 0; i < 101; ++i) many += (i ? ",sbx-" : "sbx-") + std::to_string(i);
+    EXPECT_EQ(call("GET", "/sandboxes/metrics?sandbox_ids=" + many).status, 400);
+
+    // Gone: E2B keeps the samples for their owner; the native door says 404.
+    EXPECT_EQ(call("DELETE", "/sandboxes/" + id).status, 204);
+    controller->metrics().sampleAll();
+    EXPECT_EQ(metrics().size(), 2u);
+    EXPECT_EQ(metrics("", otherKey), json::array());
+    EXPECT_EQ(native("/v1/sandboxes/" + id + "/metrics").status, 404);
 }
 
 // Attack 12 of "the record the agent cannot bend": an envd access token was
@@ -328,6 +399,81 @@ TEST_F(RecordIntegrityE2b, EnvdAccessTokensDieWithTheKeyThatMintedThem) {
     // An expired key is as dead as a revoked one.
     auto expired = keys.create("t1", Role::agent, "expired", nowUnixSeconds() - 1);
     EXPECT_EQ(status(tokens.envdToken(id, expired.record.id)), 401);
+}
+
+// GET/POST /files without X-Access-Token: a signed URL, as the SDK's
+// downloadUrl/uploadUrl make them, with the token of a key that drives the
+// sandbox now; bound to the path, the operation, the user and the expiry.
+TEST_F(RecordIntegrityE2b, SignedFileUrlsHoldOnlyForWhatTheySignWhileTheirKeyLives) {
+    auto doomed = keys.create("t1", Role::agent, "doomed");
+    auto id = create(R"({"templateID":"minimal"})");
+    auto files = [&](const std::string& method, std::map<std::string, std::string> query) {
+        ApiRequest r;
+        r.method = method;
+        r.path = "/files";
+        r.query = std::move(query);
+        r.headers["e2b-sandbox-id"] = id;
+        r.headers["e2b-sandbox-port"] = std::to_string(e2b::kEnvdPort);
+        auto selection = router.select(r);
+        EXPECT_TRUE(selection.route());
+        try {
+            auto admitted = router.admit(r, selection);
+            return "admitted as " + admitted.principal.keyId;
+        } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::unauthorized) << e.what();
+            return std::string(e.what());
+        }
+    };
+    auto signedBy = [&](const std::string& key, const std::string& op, const std::string& path,
+                        std::optional<std::int64_t> exp, const std::string& user = "") {
+        std::map<std::string, std::string> q{{"path", path}};
+        if (!user.empty()) q["username"] = user;
+        q["signature"] = e2b::fileSignature(path, op, user, tokens.envdToken(id, key), exp);
+        if (exp) q["signature_expiration"] = std::to_string(*exp);
+        return q;
+    };
+    auto later = nowUnixSeconds() + 600;
+    EXPECT_EQ(files("GET", signedBy(keyId, "read", "/etc/hostname", later)), "admitted as " + keyId);
+    EXPECT_EQ(files("POST", signedBy(keyId, "write", "/tmp/up", std::nullopt, "root")),
+              "admitted as " + keyId);
+    // Any live key of the tenant (it could fetch the token too).
+    EXPECT_EQ(files("GET", signedBy(doomed.record.id, "read", "/etc/hostname", later)),
+              "admitted as " + doomed.record.id);
+    EXPECT_EQ(files("GET", {{"path", "/etc/hostname"}}), "missing signature query parameter");
+    // What the signature does not cover: another path, operation, user.
+    auto read = signedBy(keyId, "read", "/etc/hostname", later);
+    EXPECT_EQ(files("POST", read), "invalid signature");
+    auto moved = read;
+    moved["path"] = "/etc/shadow";
+    EXPECT_EQ(files("GET", moved), "invalid signature");
+    auto asRoot = read;
+    asRoot["username"] = "root";
+    EXPECT_EQ(files("GET", asRoot), "invalid signature");
+    auto extended = read;
+    extended["signature_expiration"] = std::to_string(later + 1);
+    EXPECT_EQ(files("GET", extended), "invalid signature");
+    EXPECT_EQ(files("GET", signedBy(keyId, "read", "/etc/hostname", nowUnixSeconds() - 1)),
+              "signature is already expired");
+    // Another tenant's key, an approver's, a revoked one: none signs for it.
+    auto other = keys.create("t2", Role::agent, "t2-agent");
+    EXPECT_EQ(files("GET", signedBy(other.record.id, "read", "/etc/hostname", later)),
+              "invalid signature");
+    auto approver = keys.create("t1", Role::approver, "human2");
+    EXPECT_EQ(files("GET", signedBy(approver.record.id, "read", "/etc/hostname", later)),
+              "invalid signature");
+    auto before = signedBy(doomed.record.id, "read", "/etc/hostname", later);
+    ASSERT_TRUE(keys.remove(doomed.record.id));
+    EXPECT_EQ(files("GET", before), "invalid signature");
+    // A wrong header token is not rescued by a good signature.
+    auto withHeader = signedBy(keyId, "read", "/etc/hostname", later);
+    ApiRequest r;
+    r.method = "GET";
+    r.path = "/files";
+    r.query = withHeader;
+    r.headers["e2b-sandbox-id"] = id;
+    r.headers["e2b-sandbox-port"] = std::to_string(e2b::kEnvdPort);
+    r.headers["x-access-token"] = "forged.token";
+    EXPECT_THROW(router.admit(r, router.select(r)), Error);
 }
 
 TEST_F(RecordIntegrityE2b, TrafficTokensDieWithTheKeyThatMintedThem) {

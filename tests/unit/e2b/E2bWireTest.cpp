@@ -101,7 +101,49 @@ TEST(E2bWire, EntryInfoIsEnvdsShape) {
     EXPECT_EQ(e["owner"], "root");
     EXPECT_EQ(e["group"], "4242");
     agent.type = Type::other;
-    EXPECT_EQ(entryInfo(agent)["type"], "FILE_TYPE_UNSPECIFIED");
+    EXPECT_FALSE(entryInfo(agent).contains("type")) << "a zero enum is left out, as envd's";
+}
+
+TEST(E2bWire, ASymlinkIsItsTargetsTypeAndModeWithItsOwnSizeAndTheResolvedTarget) {
+    using Type = protocol::FileEntry::Type;
+    protocol::FileEntry link{"l", "/home/user/l", Type::symlink, 12, "0777", "2026-01-02T03:04:05Z",
+                             1000, 1000};
+    link.target = "/etc/hostname";
+    link.targetType = Type::file;
+    link.targetMode = "0644";
+    auto e = entryInfo(link);
+    EXPECT_EQ(e["type"], "FILE_TYPE_FILE");
+    EXPECT_EQ(e["mode"], 0644);
+    EXPECT_EQ(e["size"], "12");
+    EXPECT_EQ(e["permissions"], "Lrwxrwxrwx");
+    EXPECT_EQ(e["path"], "/home/user/l");
+    EXPECT_EQ(e["symlinkTarget"], "/etc/hostname");
+    link.targetType = Type::directory;
+    EXPECT_EQ(entryInfo(link)["type"], "FILE_TYPE_DIRECTORY");
+    // One that leads nowhere: no type, mode 0, itself as its target.
+    link.target.reset();
+    e = entryInfo(link);
+    EXPECT_FALSE(e.contains("type"));
+    EXPECT_EQ(e["mode"], 0);
+    EXPECT_EQ(e["symlinkTarget"], "/home/user/l");
+    // Anything else has no symlinkTarget.
+    protocol::FileEntry file{"a", "/a", Type::file, 1, "0644", "2026-01-02T03:04:05Z", 0, 0};
+    EXPECT_FALSE(entryInfo(file).contains("symlinkTarget"));
+}
+
+TEST(E2bWire, FileSignaturesAreTheSdks) {
+    // Made with the SDK's recipe in Node (sha256, base64, '=' stripped).
+    EXPECT_EQ(fileSignature("/home/user/a.txt", "read", "user", "tok", 1700000000),
+              "v1_rjyaqcqTmWCotSjgdIM5sPngpduJ8ZZz/orD09SpFng");
+    EXPECT_EQ(fileSignature("a b.txt", "write", "", "tok", std::nullopt),
+              "v1_dkI8Lp2yXCf06+6PK74lv5m8lTi0FEgWe2jj6HSo71M");
+}
+
+TEST(E2bWire, GzipIsTakenWhenTheClientTakesIt) {
+    for (const char* yes : {"gzip", "gzip, deflate", "br;q=1.0, GZIP;q=0.5", "*", " deflate , gzip "})
+        EXPECT_TRUE(acceptsGzip(yes)) << yes;
+    for (const char* no : {"", "identity", "deflate, br", "gzip;q=0", "x-gzip", "gzipped"})
+        EXPECT_FALSE(acceptsGzip(no)) << no;
 }
 
 TEST(E2bWire, TokensArePerSandboxAndKeyed) {

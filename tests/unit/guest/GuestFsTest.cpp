@@ -1,7 +1,10 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <climits>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 
@@ -47,6 +50,43 @@ TEST(GuestEntries, EveryEntryReadsBackOnTheHostWhateverItsDate) {
     EXPECT_NO_THROW(
         protocol::parseFileEntry(nlohmann::json::parse(protocol::toJsonValue(root).dump())))
         << "the root is a path like any other (mkdir / answers it)";
+}
+
+// A symlink is itself (its own size) with its target resolved through every
+// link on the way; one that leads nowhere has no target.
+TEST(GuestEntries, ASymlinkCarriesItsResolvedTargetAndTheTargetsTypeAndMode) {
+    test::TempDir dir;
+    std::string real = dir.path() + "/real";
+    std::ofstream(real) << "content";
+    ::chmod(real.c_str(), 0640);
+    ASSERT_EQ(::symlink("real", (dir.path() + "/hop").c_str()), 0);
+    ASSERT_EQ(::symlink((dir.path() + "/hop").c_str(), (dir.path() + "/link").c_str()), 0);
+    ASSERT_EQ(::symlink(".", (dir.path() + "/here").c_str()), 0);
+    ASSERT_EQ(::symlink("nowhere", (dir.path() + "/broken").c_str()), 0);
+    ASSERT_EQ(::symlink("loop", (dir.path() + "/loop").c_str()), 0);
+    int err = -1;
+    auto link = statEntry(dir.path() + "/link", "link", err);
+    ASSERT_EQ(err, 0);
+    EXPECT_EQ(link.type, protocol::FileEntry::Type::symlink);
+    EXPECT_EQ(link.size, (dir.path() + "/hop").size()) << "the link's own size";
+    char resolvedDir[PATH_MAX];
+    ASSERT_TRUE(::realpath(dir.path().c_str(), resolvedDir));
+    EXPECT_EQ(link.target, std::string(resolvedDir) + "/real");
+    EXPECT_EQ(link.targetType, protocol::FileEntry::Type::file);
+    EXPECT_EQ(link.targetMode, "0640");
+    auto back = protocol::parseFileEntry(nlohmann::json::parse(protocol::toJsonValue(link).dump()));
+    EXPECT_EQ(back.target, link.target);
+    EXPECT_EQ(back.targetMode, "0640");
+    auto here = statEntry(dir.path() + "/here", "here", err);
+    EXPECT_EQ(here.targetType, protocol::FileEntry::Type::directory);
+    for (const char* nowhere : {"broken", "loop"}) {
+        auto e = statEntry(dir.path() + "/" + nowhere, nowhere, err);
+        ASSERT_EQ(err, 0) << nowhere;
+        EXPECT_EQ(e.type, protocol::FileEntry::Type::symlink);
+        EXPECT_FALSE(e.target) << nowhere;
+        EXPECT_NO_THROW(
+            protocol::parseFileEntry(nlohmann::json::parse(protocol::toJsonValue(e).dump())));
+    }
 }
 
 TEST(OutputRing, KeepsTheLastBytesWithAbsoluteOffsets) {

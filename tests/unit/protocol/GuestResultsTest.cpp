@@ -231,6 +231,28 @@ TEST(GuestResults, FileActivityRoundTripsAndANotWatchingAgentSaysOnlyThat) {
         << "nothing else is read from an agent that is not watching";
 }
 
+TEST(GuestResults, OnlyASymlinkHasATargetAndItIsAbsoluteAndResolved) {
+    auto link = anEntry("/w/l", FileEntry::Type::symlink);
+    link.target = "/w/a.txt";
+    link.targetType = FileEntry::Type::file;
+    link.targetMode = "0600";
+    auto back = parseFileEntry(wire(toJsonValue(link)));
+    EXPECT_EQ(back.target, "/w/a.txt");
+    EXPECT_EQ(back.targetType, FileEntry::Type::file);
+    EXPECT_EQ(back.targetMode, "0600");
+    auto bent = [&](const char* field, json value) {
+        auto j = toJsonValue(link);
+        j[field] = std::move(value);
+        return failureOf([&] { parseFileEntry(wire(j)); });
+    };
+    EXPECT_NE(bent("target", "relative"), "");
+    EXPECT_NE(bent("target_type", "symlink"), "") << "a resolved target is never a link";
+    EXPECT_NE(bent("target_type", "socket"), "");
+    EXPECT_NE(bent("target_mode", "rwx"), "");
+    EXPECT_NE(bent("type", "file"), "") << "only a symlink has a target";
+    EXPECT_NE(bent("target", std::string(5000, 'a')), "");
+}
+
 TEST(GuestResults, HostileFileActivityIsRefusedAndABadPathOnlyCostsItsEntry) {
     auto with = [](const std::function<void(json&)>& change) {
         json j = toJsonValue(anActivityReport());
@@ -315,4 +337,34 @@ TEST(GuestResults, RecordIntegrityANameThatIsNotUtf8RoundTripsByteForByte) {
     EXPECT_THROW(parseFsResult(Action::list, bad), MessageError) << "over 255 bytes";
 }
 
+}  // namespace airlock::protocol
+
+namespace airlock::protocol {
+namespace {
+
+TEST(GuestUsage, RoundTripsAndRefusesFiguresThatCannotBe) {
+    GuestUsage u{2, 1000, 400, 512u << 20, 300u << 20, 100u << 20, 6ull << 30, 5ull << 30, 42};
+    auto back = parseGuestUsage(toJsonValue(u));
+    EXPECT_EQ(back.cpuCount, 2u);
+    EXPECT_EQ(back.idleTicks, 400u);
+    EXPECT_EQ(back.memAvailable, 300u << 20);
+    EXPECT_EQ(back.diskAvailable, 5ull << 30);
+    EXPECT_EQ(back.nowMs, 42);
+    auto bent = [&](const char* field, nlohmann::json value) {
+        auto j = toJsonValue(u);
+        j[field] = std::move(value);
+        return j;
+    };
+    // A guest's root can send anything: each of these is refused whole.
+    for (const auto& j : {bent("cpu_count", 0), bent("idle_ticks", 1001),
+                          bent("mem_available", 513u << 20), bent("mem_cached", 513u << 20),
+                          bent("disk_available", 7ull << 30), bent("cpu_ticks", -1),
+                          bent("mem_total", "lots"), bent("cpu_count", 5000)})
+        EXPECT_THROW(parseGuestUsage(j), MessageError) << j;
+    auto missing = toJsonValue(u);
+    missing.erase("disk_total");
+    EXPECT_THROW(parseGuestUsage(missing), MessageError);
+}
+
+}  // namespace
 }  // namespace airlock::protocol
