@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/DirWatchStream.hpp"
 #include "agent/EgressListener.hpp"
 #include "agent/ExecStream.hpp"
 #include "agent/FileActivity.hpp"
@@ -402,6 +403,13 @@ void Agent::handleOpen(const protocol::Frame& frame) {
                 return handleFileWatch(id, protocol::parseFileWatch(*op, frame.payload));
             case Op::reseed:
                 return handleReseed(id, protocol::parseReseed(frame.payload));
+            case Op::dir_watch:
+                // Each holds an inotify instance, of which the kernel gives root 128.
+                if (DirWatchStream::live() >= DirWatchStream::kMaxLive)
+                    return sendReset(id, "resource_exhausted", "too many directory watches are open");
+                handler = std::make_unique<DirWatchStream>(id, *this,
+                                                           protocol::parseDirWatch(frame.payload));
+                break;
             case Op::usage: {
                 protocol::GuestUsage usage;
                 if (auto error = UsageReader().read(usage); !error.empty())

@@ -29,15 +29,8 @@ std::optional<Principal> Authenticator::activeKey(const std::string& keyId) {
 
 std::vector<Principal> Authenticator::driversOf(const std::string& tenant) {
     std::vector<Principal> out;
-    auto now = nowUnixSeconds();
-    auto add = [&](const ApiKeyRecord& k) {
-        if (k.role == Role::approver || (k.expiresAt > 0 && k.expiresAt <= now)) return;
-        if (k.tenant != tenant && k.role != Role::admin) return;
+    for (const auto& k : keys_.drivers(tenant, nowUnixSeconds()))
         out.push_back(Principal{k.id, k.name, k.tenant, k.role});
-    };
-    for (const auto& k : keys_.list(tenant)) add(k);
-    for (const auto& k : keys_.list(std::nullopt))
-        if (k.tenant != tenant) add(k);
     return out;
 }
 

@@ -105,6 +105,10 @@ void DownloadSession::onEvent(AgentStream::Event&& event) {
     chunk.credit = event.payload.size();  // the window covers the whole chunk
     chunk.bytes = std::move(event.payload);
     if (deflater_) {
+        if (gzipEnded_) return;  // the announced size was sent: the rest is not read
+        // An end chunk's bytes are never written (they are the close's): the
+        // trailer goes in a chunk of its own before it.
+        bool endNow = chunk.end;
         try {
             if (!chunk.end) {
                 if (rawRemaining_) {
@@ -112,13 +116,33 @@ void DownloadSession::onEvent(AgentStream::Event&& event) {
                     *rawRemaining_ -= chunk.bytes.size();
                 }
                 chunk.bytes = deflater_->add(chunk.bytes);
+                // A file that grows while it is read ends at its announced size,
+                // as the unencoded body does.
+                if (rawRemaining_ && *rawRemaining_ == 0) {
+                    chunk.bytes += deflater_->finish();
+                    endNow = true;
+                }
             } else {
-                // A close ends the gzip stream; a reset leaves it cut short,
-                // which the client's decoder reports.
-                chunk.bytes = event.kind == Kind::close ? deflater_->finish() : std::string();
+                // A close ends the gzip stream, unless the file came up short
+                // of its size; a reset leaves it cut, which the client's
+                // decoder reports (the unencoded body's short length does).
+                bool whole = event.kind == Kind::close && (!rawRemaining_ || *rawRemaining_ == 0);
+                chunk.end = false;
+                chunk.bytes = whole ? deflater_->finish() : std::string();
             }
         } catch (const Error&) {
             return finish();
+        }
+        if (endNow) {
+            gzipEnded_ = true;
+            AgentPipe::Chunk last;
+            last.end = true;
+            if (!headerSent_) {
+                beforeHeader_.push_back(std::move(chunk));
+                return beforeHeader_.push_back(std::move(last));
+            }
+            pipe_.send(shared_from_this(), std::move(chunk));
+            return pipe_.send(shared_from_this(), std::move(last));
         }
     }
     if (!headerSent_) return beforeHeader_.push_back(std::move(chunk));

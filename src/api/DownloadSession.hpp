@@ -57,6 +57,7 @@ class DownloadSession : public std::enable_shared_from_this<DownloadSession> {
     std::optional<std::uint64_t> remaining_;  // of the announced Content-Length
     std::optional<GzipDeflater> deflater_;
     std::optional<std::uint64_t> rawRemaining_;  // gzip: of the announced size, before encoding
+    bool gzipEnded_ = false;                     // gzip: the trailer (or the cut) is queued
     std::array<char, 512> clientBytes_{};     // what a client sends after its request: dropped
     std::size_t clientBytesRead_ = 0;
     static constexpr std::size_t kMaxClientBytes = 16 * 1024;

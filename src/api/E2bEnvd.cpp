@@ -25,7 +25,6 @@ namespace asio = boost::asio;
 constexpr std::size_t kMaxRpcBody = 1024 * 1024;
 constexpr std::size_t kMaxListEntries = 10000;
 constexpr unsigned kMaxListDepth = 16;
-constexpr auto kWatchInterval = std::chrono::milliseconds(250);
 constexpr auto kFileOpTimeout = std::chrono::seconds(60);
 
 const char* kProcess = "/process.Process/";
@@ -81,7 +80,6 @@ std::string parentOf(const std::string& path) {
 }
 
 // A poll of a directory tree: path -> "type size mtime".
-using Snapshot = std::map<std::string, std::string>;
 
 }  // namespace
 
@@ -116,11 +114,15 @@ E2bEnvd::Caller E2bEnvd::callerOf(const ApiRequest& request, const std::string& 
     Caller out;
     out.tenant = tenant;
     out.sandboxId = sandboxId;
-    // /files names its user in the query; RPCs in Basic credentials.
-    if (auto u = request.query.find("username");
-        request.path == "/files" && u != request.query.end() && !u->second.empty())
+    // /files names its user in the query; RPCs in Basic credentials. A
+    // signed URL (no token) runs as exactly the user it signed ("" being the
+    // default): no header may change whom it acts as.
+    bool signedUrl = isFilesRequest(request) && request.header("x-access-token").empty();
+    auto u = request.query.find("username");
+    bool named = request.path == "/files" && u != request.query.end() && !u->second.empty();
+    if (named)
         out.user = e2b::basicAuthUser("Basic " + base64Encode(u->second + ":"));
-    else
+    else if (!signedUrl)
         out.user = e2b::basicAuthUser(request.authorization);
     if (out.user.empty()) out.user = "user";
     return out;
@@ -489,6 +491,9 @@ std::optional<ApiResponse> E2bEnvd::upload(StreamHandover& h) {
     auto p = request.query.find("path");
     std::string pathParam = p == request.query.end() ? "" : p->second;
     std::string user = caller.user;
+    if (!request.header("x-metadata").empty())
+        throw Error(ErrorCode::bad_request,
+                    "file metadata (X-Metadata-* headers) is not supported by this server");
     UploadPlan plan;
     plan.errors = ErrorShape::e2b;
     plan.gzip = encoding == "gzip";
@@ -560,68 +565,7 @@ class SessionSubscriber : public e2b::ProcessSubscriber {
     std::weak_ptr<ConnectStreamSession> session_;
 };
 
-// WatchDir by polling the guest's listing (the agent has no watch stream
-// yet): creates, writes (size or time) and removes, a poll every 250 ms.
-class DirPoller : public std::enable_shared_from_this<DirPoller> {
-  public:
-    using Lister = std::function<Snapshot()>;
-    DirPoller(asio::thread_pool& workers, std::weak_ptr<ConnectStreamSession> session,
-              Lister lister, Snapshot first, std::string root)
-        : timer_(workers.get_executor()),
-          session_(std::move(session)),
-          lister_(std::move(lister)),
-          last_(std::move(first)),
-          root_(std::move(root)) {}
-    void start() { arm(); }
-    void stop() { stopped_ = true; }
 
-  private:
-    void arm() {
-        timer_.expires_after(kWatchInterval);
-        timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-            if (!ec) self->poll();
-        });
-    }
-    void poll() {
-        auto session = session_.lock();
-        if (stopped_ || !session) return;
-        Snapshot now;
-        try {
-            now = lister_();
-        } catch (const Error& e) {
-            if (e.code() == ErrorCode::not_found)
-                return session->end(
-                    ConnectStreamSession::Error{"not_found", "the watched directory is gone"});
-            return session->cut();  // the sandbox went away
-        } catch (const std::exception&) {
-            return session->cut();
-        }
-        auto emit = [&](const std::string& path, const char* type) {
-            std::string name = path.rfind(root_, 0) == 0 ? path.substr(root_.size()) : path;
-            while (!name.empty() && name[0] == '/') name.erase(0, 1);
-            return session->push(jsonText({{"filesystem", {{"name", name}, {"type", type}}}}));
-        };
-        for (const auto& [path, sig] : now) {
-            auto it = last_.find(path);
-            if (it == last_.end()) {
-                if (!emit(path, "EVENT_TYPE_CREATE")) return;
-            } else if (it->second != sig) {
-                if (!emit(path, "EVENT_TYPE_WRITE")) return;
-            }
-        }
-        for (const auto& [path, _] : last_)
-            if (!now.count(path) && !emit(path, "EVENT_TYPE_REMOVE")) return;
-        last_ = std::move(now);
-        arm();
-    }
-
-    asio::steady_timer timer_;
-    std::weak_ptr<ConnectStreamSession> session_;
-    Lister lister_;
-    Snapshot last_;
-    std::string root_;
-    std::atomic<bool> stopped_{false};
-};
 }  // namespace
 
 ConnectStreamPlan E2bEnvd::planStream(RouteContext& c) {
@@ -650,30 +594,39 @@ ConnectStreamPlan E2bEnvd::planStream(RouteContext& c) {
         bool recursive = boolOf(body, "recursive");
         plan.keepaliveJson = R"({"keepalive":{}})";
         plan.deadline = timeout;
-        auto lister = [this, caller, root, recursive]() {
-            Snapshot snap;
-            auto listing = listDir(caller, root, recursive ? kMaxListDepth : 1);
-            for (const auto& e : listing["entries"])
-                snap[e.value("path", "")] = e.value("type", "") + " " + e.value("size", "") + " " +
-                                            e.value("modifiedTime", "");
-            return snap;
-        };
-        auto& workers = workers_;
-        plan.run = [lister, root, &workers](const std::shared_ptr<ConnectStreamSession>& session) {
-            Snapshot first;
+        protocol::DirWatchRequest watch{root, recursive, boolOf(body, "allowNetworkMounts"),
+                                        caller.user};
+        bool includeEntry = boolOf(body, "includeEntry");
+        auto& files = sandboxes_.files;
+        plan.run = [&files, caller, watch, includeEntry](
+                       const std::shared_ptr<ConnectStreamSession>& session) {
+            std::weak_ptr<ConnectStreamSession> weak = session;
+            GuestFiles::WatchHandlers handlers;
+            handlers.record = [weak, includeEntry](protocol::WatchRecord r,
+                                                   std::shared_ptr<void> hold) {
+                auto s = weak.lock();
+                if (!s) return;
+                // The SDK's watchDir returns once this arrives: the watch is in place.
+                if (r.kind == protocol::WatchRecord::Kind::started)
+                    return (void)s->push(R"({"start":{}})", std::move(hold));
+                s->push(jsonText({{"filesystem", e2b::watchEvent(r, includeEntry)}}),
+                        std::move(hold));
+            };
+            handlers.ended = [weak](std::optional<Error> error) {
+                auto s = weak.lock();
+                if (!s) return;
+                if (!error) return s->end(std::nullopt);
+                s->end(ConnectStreamSession::Error{e2b::connectCodeFor(error->code()),
+                                                   error->what()});
+            };
+            std::shared_ptr<AgentStream> stream;
             try {
-                first = lister();
+                stream = files.openWatch(caller.tenant, caller.sandboxId, watch, handlers);
             } catch (const Error& e) {
-                std::string code = e2b::connectCodeFor(e.code());
-                return session->end(ConnectStreamSession::Error{code, e.what()});
-            } catch (const std::exception& e) {  // a malformed guest listing: never out of a worker
-                return session->end(ConnectStreamSession::Error{"internal", e.what()});
+                return session->end(
+                    ConnectStreamSession::Error{e2b::connectCodeFor(e.code()), e.what()});
             }
-            auto poller =
-                std::make_shared<DirPoller>(workers, session, lister, std::move(first), root);
-            session->onGone([poller] { poller->stop(); });
-            session->push(R"({"start":{}})");
-            poller->start();
+            session->onGone([stream] { stream->reset("cancelled", "the watcher went away"); });
         };
         return plan;
     }

@@ -93,6 +93,13 @@ ApiRequest requestHead(const http::request<http::empty_body>& req) {
           "keepalive-ping-interval", "e2b-traffic-access-token", "content-encoding", "accept-encoding"})
         if (auto it = req.find(name); it != req.end())
             request.headers[name] = std::string(it->value());
+    // E2B's file metadata rides in X-Metadata-* headers: their presence is
+    // kept (an upload that carries any is refused, not silently stripped).
+    for (const auto& field : req)
+        if (beast::iequals(field.name_string().substr(0, 11), "x-metadata-")) {
+            request.headers["x-metadata"] = "present";
+            break;
+        }
     return request;
 }
 }  // namespace

@@ -24,6 +24,7 @@ Error guestAnswerError(const protocol::MessageError& e) {
 void maskGuestText(protocol::FileEntry& entry, const SecretMasker& masker) {
     entry.name = masker.mask(std::move(entry.name));
     entry.path = masker.mask(std::move(entry.path));
+    if (entry.target) entry.target = masker.mask(std::move(*entry.target));
 }
 
 void maskGuestText(protocol::ProcessInfo& process, const SecretMasker& masker) {

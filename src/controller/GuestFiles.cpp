@@ -7,6 +7,8 @@
 // that asked for it.
 #include "controller/GuestFiles.hpp"
 
+#include <mutex>
+
 #include "controller/GuestAnswers.hpp"
 #include "controller/MaskedOutput.hpp"
 #include "core/Clock.hpp"
@@ -54,6 +56,78 @@ std::shared_ptr<AgentStream> GuestFiles::openDownload(const std::string& tenant,
     auto sandbox = sandboxes_.requireRunning(tenant, id);
     return sandboxes_.agentFor(sandbox.id)
         ->open(protocol::FileReadRequest{path, user}, std::move(handler));
+}
+
+std::shared_ptr<AgentStream> GuestFiles::openWatch(const std::string& tenant,
+                                                   const std::string& id,
+                                                   const protocol::DirWatchRequest& request,
+                                                   WatchHandlers handlers) {
+    requireAbsolutePath(request.path);
+    auto sandbox = sandboxes_.requireRunning(tenant, id);
+    struct State {
+        std::string partial;  // a record cut by a frame's end
+        bool over = false;
+        std::mutex mutex;  // the stream is set by the opener while events may arrive
+        std::weak_ptr<AgentStream> stream;
+        std::weak_ptr<AgentStream> get() {
+            std::lock_guard lock(mutex);
+            return stream;
+        }
+    };
+    auto state = std::make_shared<State>();
+    auto masker = sandboxes_.guestOutputMasker(sandbox);
+    auto end = [state, handlers](std::optional<Error> error) {
+        if (state->over) return;
+        state->over = true;
+        handlers.ended(std::move(error));
+    };
+    auto broken = [state, end](const std::string& why) {
+        if (auto s = state->get().lock()) s->reset("bad_frame", why);
+        end(Error(ErrorCode::agent_error, "the agent broke the watch: " + why));
+    };
+    auto handler = [state, handlers, masker, end, broken](AgentStream::Event&& e) {
+        using Kind = AgentStream::Event::Kind;
+        if (state->over) return;
+        if (e.kind == Kind::reset) {
+            auto info = protocol::parseResetInfo(e.payload);
+            return end(agentError(info.code, masker.mask(info.message)));
+        }
+        if (e.kind == Kind::close) return end(std::nullopt);
+        if (e.kind != Kind::data) return;
+        // The frame's bytes go back to the guest once every record in it was taken.
+        std::size_t bytes = e.payload.size();
+        std::shared_ptr<void> hold(nullptr, [weak = state->get(), bytes](void*) {
+            if (auto s = weak.lock()) s->grant(bytes);
+        });
+        state->partial += e.payload;
+        std::size_t start = 0;
+        for (;;) {
+            auto nl = state->partial.find('\n', start);
+            if (nl == std::string::npos) break;
+            protocol::WatchRecord record;
+            try {
+                record = protocol::parseWatchRecord(
+                    std::string_view(state->partial).substr(start, nl - start));
+            } catch (const protocol::MessageError& err) {
+                return broken(err.what());
+            }
+            start = nl + 1;
+            record.name = masker.mask(std::move(record.name));
+            if (record.entry) maskGuestText(*record.entry, masker);
+            handlers.record(std::move(record), hold);
+            if (state->over) return;
+        }
+        state->partial.erase(0, start);
+        if (state->partial.size() > protocol::kMaxWatchLine)
+            return broken("a watch record longer than " +
+                          std::to_string(protocol::kMaxWatchLine) + " bytes");
+    };
+    auto stream = sandboxes_.agentFor(sandbox.id)->open(request, std::move(handler));
+    {
+        std::lock_guard lock(state->mutex);
+        state->stream = stream;
+    }
+    return stream;
 }
 
 protocol::FsResult GuestFiles::fileOp(const std::string& tenant, const std::string& id,

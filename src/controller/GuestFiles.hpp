@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -31,6 +32,19 @@ class GuestFiles {
     std::shared_ptr<AgentStream> openDownload(const std::string& tenant, const std::string& id,
                                               const std::string& path, AgentStream::Handler handler,
                                               const std::string& user = "");
+    // A directory's changes as the guest reports them (op dir_watch), record
+    // by record, masked: `record` gets each with a hold whose release gives
+    // its bytes back to the guest's window (a reader that stops stops the
+    // guest's watch, which ends when its own bound is passed); `ended` once,
+    // with the error when the guest refused or broke the stream. Both run on
+    // the agent connection's thread.
+    struct WatchHandlers {
+        std::function<void(protocol::WatchRecord record, std::shared_ptr<void> hold)> record;
+        std::function<void(std::optional<Error> error)> ended;
+    };
+    std::shared_ptr<AgentStream> openWatch(const std::string& tenant, const std::string& id,
+                                           const protocol::DirWatchRequest& request,
+                                           WatchHandlers handlers);
     // One operation on a guest path; the guest's answer, masked. Changes are
     // checked against the write scope and audited.
     protocol::FsResult fileOp(const std::string& tenant, const std::string& id,

@@ -69,6 +69,7 @@ SandboxController::SandboxController(ControllerConfig config, Hypervisor& hyperv
 }
 
 SandboxController::~SandboxController() {
+    metrics_.stop();        // its sampler opens agent sessions
     spares_->stopWorker();  // its worker calls into the controller
     // Agent sessions end before the controller does: their threads call
     // back into it (exec completions, protocol errors).

@@ -18,7 +18,9 @@ std::int64_t nowUnixMs() {
 }
 }  // namespace
 
-SandboxMetrics::~SandboxMetrics() {
+SandboxMetrics::~SandboxMetrics() { stop(); }
+
+void SandboxMetrics::stop() {
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
@@ -56,9 +58,9 @@ void SandboxMetrics::append(const std::string& id, const protocol::GuestUsage& u
     m.memCache = usage.memCached;
     m.diskTotal = usage.diskTotal;
     m.diskUsed = usage.diskTotal - usage.diskAvailable;
-    bool rated = s.last.has_value();
+    bool rated = s.last && usage.cpuTicks > s.last->cpuTicks && usage.idleTicks >= s.last->idleTicks;
     s.last = usage;
-    if (!rated) return;  // the first reading only starts the rate
+    if (!rated) return;  // a first reading, or counters that went back, only start the rate
     s.samples.push_back(m);
     while (s.samples.size() > kMaxSamples) s.samples.pop_front();
 }
@@ -111,7 +113,7 @@ void SandboxMetrics::follow(const std::string& tenant, const std::string& id) {
             if (i) std::this_thread::sleep_for(kFirstSpan);
             read.push_back(readUsage(id));
         }
-    } catch (const Error&) {
+    } catch (const std::exception&) {
         return;  // no sample now (an old agent, a guest busy pausing): the history stands
     }
     std::lock_guard lock(mutex_);
@@ -151,9 +153,15 @@ std::vector<MetricSample> SandboxMetrics::samples(const std::string& tenant,
 
 std::map<std::string, MetricSample> SandboxMetrics::latest(const std::string& tenant,
                                                            const std::vector<std::string>& ids) {
+    // From what is stored only: a hundred guests are not asked in one request.
     std::map<std::string, MetricSample> out;
-    for (const auto& id : ids)
-        if (auto all = samples(tenant, id); !all.empty()) out[id] = all.back();
+    std::lock_guard lock(mutex_);
+    for (const auto& id : ids) {
+        auto it = series_.find(id);
+        if (it == series_.end() || it->second.tenant != tenant || it->second.samples.empty())
+            continue;
+        out[id] = it->second.samples.back();
+    }
     return out;
 }
 

@@ -50,12 +50,14 @@ class SandboxMetrics {
     std::vector<MetricSample> samples(const std::string& tenant, const std::string& id,
                                       std::optional<std::int64_t> fromMs = std::nullopt,
                                       std::optional<std::int64_t> toMs = std::nullopt);
-    // Each named sandbox's latest sample (sampled now when it has none);
-    // those with none are left out.
+    // Each named sandbox's latest stored sample; those with none (never
+    // asked about on their own) are left out.
     std::map<std::string, MetricSample> latest(const std::string& tenant,
                                                const std::vector<std::string>& ids);
     // One round of the sampler (the thread calls it; tests call it directly).
     void sampleAll();
+    // Ends the sampler (joined): before the sessions it opens are closed.
+    void stop();
 
   private:
     struct Series {

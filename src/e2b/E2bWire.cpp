@@ -140,6 +140,7 @@ int connectHttpStatus(std::string_view c) {
 
 bool acceptsGzip(std::string_view value) {
     std::string text = asciiLower(value);
+    std::optional<bool> gzip, star;
     std::size_t i = 0;
     while (i <= text.size()) {
         auto comma = text.find(',', i);
@@ -155,13 +156,16 @@ bool acceptsGzip(std::string_view value) {
         std::string coding = trim(item.substr(0, semi));
         if (coding != "gzip" && coding != "*") continue;
         double q = 1;
-        if (semi != std::string::npos) {
-            std::string param = trim(item.substr(semi + 1));
+        for (std::size_t p = semi; p != std::string::npos;) {
+            auto next = item.find(';', p + 1);
+            std::string param = trim(item.substr(p + 1, next == std::string::npos ? next : next - p - 1));
             if (param.rfind("q=", 0) == 0) q = std::strtod(param.c_str() + 2, nullptr);
+            p = next;
         }
-        if (q > 0) return true;
+        (coding == "gzip" ? gzip : star) = q > 0;
     }
-    return false;
+    // gzip named (even refused) wins over *.
+    return gzip.value_or(star.value_or(false));
 }
 
 std::string connectErrorJson(std::string_view code, std::string_view message) {
@@ -208,6 +212,18 @@ nlohmann::json entryInfo(const protocol::FileEntry& a) {
     if (a.type == Type::symlink) e["symlinkTarget"] = a.target ? *a.target : a.path;
     // An unspecified type is left out, as protobuf's JSON leaves a zero enum.
     if (shown != Type::file && shown != Type::directory) e.erase("type");
+    return e;
+}
+
+nlohmann::json watchEvent(const protocol::WatchRecord& r, bool includeEntry) {
+    using Kind = protocol::WatchRecord::Kind;
+    const char* type = r.kind == Kind::create   ? "EVENT_TYPE_CREATE"
+                       : r.kind == Kind::write  ? "EVENT_TYPE_WRITE"
+                       : r.kind == Kind::remove ? "EVENT_TYPE_REMOVE"
+                       : r.kind == Kind::rename ? "EVENT_TYPE_RENAME"
+                                                : "EVENT_TYPE_CHMOD";
+    nlohmann::json e{{"name", r.name}, {"type", type}};
+    if (includeEntry && r.entry) e["entry"] = entryInfo(*r.entry);
     return e;
 }
 

@@ -13,8 +13,10 @@ namespace airlock::e2b {
 
 // What the E2B front door tells SDKs about the in-sandbox daemon: versions
 // gate SDK features (>= 0.4.0: the SDK leaves the user to the server;
-// 0.5.2: closeStdin; 0.5.7: octet-stream uploads), the port is fixed.
-inline constexpr const char* kEnvdVersion = "0.5.7";
+// 0.5.2: closeStdin; 0.5.7: octet-stream and gzip uploads; 0.6.2: file
+// metadata, refused with a clear 400; 0.6.3: entries in watch events; 0.6.4:
+// watching network mounts), the port is fixed.
+inline constexpr const char* kEnvdVersion = "0.6.4";
 inline constexpr unsigned kEnvdPort = 49983;
 // E2B's template "base" (bash, python3, user "user" in /home/user) is this one.
 inline constexpr const char* kBaseTemplate = "debian";
@@ -48,6 +50,10 @@ std::optional<SandboxHost> parseSandboxHost(std::string_view host, std::string_v
 // Connect error codes ("not_found"...) for the core's errors, and the HTTP
 // status a unary Connect error goes with.
 std::string connectCodeFor(ErrorCode code);
+
+// A guest's watch record as envd's FilesystemEvent: {name, type
+// (EVENT_TYPE_CREATE...), entry (an EntryInfo, when asked for and known)}.
+nlohmann::json watchEvent(const protocol::WatchRecord& record, bool includeEntry);
 int connectHttpStatus(std::string_view connectCode);
 // {"code":"...","message":"..."}
 std::string connectErrorJson(std::string_view connectCode, std::string_view message);

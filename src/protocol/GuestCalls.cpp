@@ -107,6 +107,14 @@ std::string toJson(const ReseedRequest& r) {
     return jsonText(j);
 }
 
+std::string toJson(const DirWatchRequest& r) {
+    json j{{"op", opText(Op::dir_watch)}, {"path", r.path}};
+    if (r.recursive) j["recursive"] = true;
+    if (r.networkMounts) j["network_mounts"] = true;
+    if (!r.user.empty()) j["user"] = r.user;
+    return jsonText(j);
+}
+
 std::string toJson(const UsageRequest&) { return jsonText(json{{"op", opText(Op::usage)}}); }
 
 std::string toJson(const GuestRequest& request) {
@@ -194,6 +202,12 @@ FileWatchRequest parseFileWatch(Op op, const std::string& payload) {
     auto f = FieldReader::parse(payload, opName(op));
     if (op != Op::file_watch) return {op, {}, {}};
     return {op, f.string("path", true), f.string("mechanism")};
+}
+
+DirWatchRequest parseDirWatch(const std::string& payload) {
+    auto f = FieldReader::parse(payload, opName(Op::dir_watch));
+    return {f.string("path", true), f.boolean("recursive"), f.boolean("network_mounts"),
+            f.string("user")};
 }
 
 ReseedRequest parseReseed(const std::string& payload) {

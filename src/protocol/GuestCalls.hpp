@@ -68,6 +68,12 @@ struct FileWatchRequest {  // file_watch starts on path; file_activity drains
     std::string mechanism;  // "" (fanotify, else inotify) or "inotify"
 };
 struct UsageRequest {};  // usage: no fields
+struct DirWatchRequest {  // dir_watch: a directory (and below it when recursive)
+    std::string path;
+    bool recursive = false;
+    bool networkMounts = false;  // a directory on NFS, CIFS or FUSE is refused unless
+    std::string user;
+};
 struct ReseedRequest {    // reseed: a clone's fresh entropy and the host's clock
     std::string entropy;  // lowercase hex
     std::optional<std::uint64_t> timeNs;
@@ -86,13 +92,15 @@ std::string toJson(const ProcessLogsRequest& request);
 std::string toJson(const FileWatchRequest& request);
 std::string toJson(const ReseedRequest& request);
 std::string toJson(const UsageRequest& request);
+std::string toJson(const DirWatchRequest& request);
 
 // Every request the host may open a stream with: the API of the agent
 // connection takes nothing else in production.
 using GuestRequest =
     std::variant<ExecRequest, FsRequest, ProcessCall, FileWriteRequest, FileReadRequest,
                  WorkspaceScanRequest, ArchiveUnpackRequest, PortRequest, EgressAttachRequest,
-                 ProcessLogsRequest, FileWatchRequest, ReseedRequest, UsageRequest>;
+                 ProcessLogsRequest, FileWatchRequest, ReseedRequest, UsageRequest,
+                 DirWatchRequest>;
 std::string toJson(const GuestRequest& request);
 
 // As the guest reads them: a field of the wrong type, or a required one
@@ -109,5 +117,6 @@ EgressAttachRequest parseEgressAttach(const std::string& payload);
 ProcessLogsRequest parseProcessLogs(const std::string& payload);
 FileWatchRequest parseFileWatch(Op op, const std::string& payload);
 ReseedRequest parseReseed(const std::string& payload);
+DirWatchRequest parseDirWatch(const std::string& payload);
 
 }  // namespace airlock::protocol

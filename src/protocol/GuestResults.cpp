@@ -251,6 +251,53 @@ ProcessList parseProcessList(const json& answer) {
     return list;
 }
 
+std::string watchKindName(WatchRecord::Kind kind) {
+    switch (kind) {
+        case WatchRecord::Kind::started:
+            return "started";
+        case WatchRecord::Kind::create:
+            return "create";
+        case WatchRecord::Kind::write:
+            return "write";
+        case WatchRecord::Kind::remove:
+            return "remove";
+        case WatchRecord::Kind::rename:
+            return "rename";
+        case WatchRecord::Kind::chmod:
+            return "chmod";
+    }
+    return "started";
+}
+
+json toJsonValue(const WatchRecord& r) {
+    json j{{"kind", watchKindName(r.kind)}};
+    if (r.kind != WatchRecord::Kind::started) writeBytes(j, "name", r.name);
+    if (r.entry) j["entry"] = toJsonValue(*r.entry);
+    return j;
+}
+
+WatchRecord parseWatchRecord(std::string_view line) {
+    if (line.size() > kMaxWatchLine) throw MessageError("a watch record is too long");
+    json j = json::parse(line, nullptr, false);
+    FieldReader f(j, "watch record");
+    WatchRecord r;
+    std::string kind = f.string("kind", true);
+    bool known = false;
+    for (auto k : {WatchRecord::Kind::started, WatchRecord::Kind::create, WatchRecord::Kind::write,
+                   WatchRecord::Kind::remove, WatchRecord::Kind::rename, WatchRecord::Kind::chmod})
+        if (watchKindName(k) == kind) r.kind = k, known = true;
+    if (!known) f.fail("'kind' is not a watch record's");
+    if (r.kind == WatchRecord::Kind::started) return r;
+    r.name = f.bytes("name", true, kMaxGuestPath);
+    if (r.name.empty() || r.name[0] == '/') f.fail("'name' must be relative and not empty");
+    if (f.has("entry")) {
+        if (r.kind == WatchRecord::Kind::remove || r.kind == WatchRecord::Kind::rename)
+            f.fail("a removed or renamed path has no entry");
+        r.entry = readEntry(FieldReader(j.at("entry"), "watch entry"));
+    }
+    return r;
+}
+
 json toJsonValue(const GuestUsage& u) {
     return json{{"cpu_count", u.cpuCount},       {"cpu_ticks", u.cpuTicks},
                 {"idle_ticks", u.idleTicks},     {"mem_total", u.memTotal},

@@ -112,6 +112,21 @@ struct FileActivityReport {
     bool overflow = false;      // the kernel's queue overflowed
 };
 
+// dir_watch's data: one record per line. The first says the watch is in
+// place; then a change each, named relative to the watched directory, with
+// the entry as it is after a create, write or chmod (when it still exists).
+inline constexpr std::size_t kMaxWatchLine = 16 * 1024;
+struct WatchRecord {
+    enum class Kind { started, create, write, remove, rename, chmod };
+    Kind kind = Kind::started;
+    std::string name;
+    std::optional<FileEntry> entry;
+};
+std::string watchKindName(WatchRecord::Kind kind);
+nlohmann::json toJsonValue(const WatchRecord& record);
+// One line; Error-free: MessageError for anything malformed.
+WatchRecord parseWatchRecord(std::string_view line);
+
 // usage: what the guest's kernel counts, raw (the host makes rates of them).
 struct GuestUsage {
     std::uint32_t cpuCount = 0;

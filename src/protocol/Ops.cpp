@@ -6,7 +6,7 @@
 namespace airlock::protocol {
 namespace {
 
-constexpr std::array<std::pair<Op, std::string_view>, static_cast<std::size_t>(Op::usage) + 1>
+constexpr std::array<std::pair<Op, std::string_view>, static_cast<std::size_t>(Op::dir_watch) + 1>
     kNames{{
     {Op::exec, "exec"},
     {Op::file_read, "file_read"},
@@ -27,6 +27,7 @@ constexpr std::array<std::pair<Op, std::string_view>, static_cast<std::size_t>(O
     {Op::process_stdin, "process_stdin"},
     {Op::process_logs, "process_logs"},
     {Op::usage, "usage"},
+    {Op::dir_watch, "dir_watch"},
 }};
 
 // One name per op: an entry left out would be an empty name that parses.

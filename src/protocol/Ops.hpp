@@ -26,7 +26,8 @@ enum class Op {
     process_signal,
     process_stdin,
     process_logs,
-    usage,  // the guest's CPU ticks, memory and root disk, for metrics
+    usage,      // the guest's CPU ticks, memory and root disk, for metrics
+    dir_watch,  // a directory's changes as they happen (inotify), a record per line
 };
 
 std::string_view opName(Op op);

@@ -80,6 +80,13 @@ std::vector<ApiKeyRecord> ApiKeyStore::list(const std::optional<std::string>& te
                    readApiKeyRow, scope.tenantParam());
 }
 
+std::vector<ApiKeyRecord> ApiKeyStore::drivers(const std::string& tenant, std::int64_t now) {
+    return db_.all(std::string("SELECT ") + kApiKeyColumns +
+                       " FROM api_keys WHERE (tenant = ? OR role = 'admin') AND role != 'approver'"
+                       " AND (expires_at = 0 OR expires_at > ?) ORDER BY created_at, id",
+                   readApiKeyRow, Database::Params{tenant, now});
+}
+
 bool ApiKeyStore::remove(const std::string& id) {
     return db_.run("DELETE FROM api_keys WHERE id = ?", id) > 0;
 }

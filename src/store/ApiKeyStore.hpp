@@ -47,6 +47,9 @@ class ApiKeyStore {
     std::vector<ApiKeyRecord> list(const std::optional<std::string>& tenant);
     // False when there is no such key.
     bool remove(const std::string& id);
+    // The live keys that drive a tenant's sandboxes: its agent and admin
+    // keys and every admin key.
+    std::vector<ApiKeyRecord> drivers(const std::string& tenant, std::int64_t now);
     // Admin keys that have not expired at `now`.
     std::size_t liveAdmins(std::int64_t now);
     bool empty();

@@ -169,6 +169,15 @@ test('signed URLs: a download and an upload with no token, bound to what they si
   const bare = new URL(down)
   bare.searchParams.delete('signature')
   assert.match((await send(bare.toString())).text, /missing signature/)
+  // A signed URL runs as the user it signed, whatever else the request says.
+  await sbx.commands.run('echo root-only > /root/only-root && chmod 600 /root/only-root', { user: 'root' })
+  const rootFile = new URL(await sbx.downloadUrl('/root/only-root'))
+  const asRoot = await new Promise((resolve) => {
+    http.get({ host: api.hostname, port: api.port, path: rootFile.pathname + rootFile.search,
+      headers: { Host: sbx.getHost(49983), Authorization: 'Basic ' + Buffer.from('root:').toString('base64') } },
+    (res) => { res.resume(); res.on('end', () => resolve(res.statusCode)) }).on('error', () => resolve(0))
+  })
+  assert.notEqual(asRoot, 200)
   const expired = await sbx.downloadUrl('/home/user/signed.txt', { useSignatureExpiration: -10 })
   assert.match((await send(expired)).text, /signature is already expired/)
 })
@@ -195,12 +204,25 @@ test('symlinks: getInfo and list give the target\'s type and the resolved target
   assert.equal(await sbx.files.read('/home/user/ln/link'), 'hi\n')
 })
 
-test('watchDir reports a file created in the directory', async () => {
+test('watchDir: recursive into folders made after the start, with entries; refusals', async () => {
   const events = []
-  const w = await sbx.files.watchDir('/home/user', (e) => events.push(e))
-  await sbx.files.write('/home/user/watched.txt', 'x')
-  await until('a watch event', () => events.some((e) => e.name === 'watched.txt'))
+  await sbx.commands.run('rm -rf /home/user/w && mkdir -p /home/user/w/old')
+  const w = await sbx.files.watchDir('/home/user/w', (e) => events.push(e), { recursive: true, includeEntry: true })
+  const seen = (type, name) => events.some((e) => e.type === type && e.name === name)
+  await sbx.files.write('/home/user/w/watched.txt', 'x')
+  await until('a create and a write', () => seen('create', 'watched.txt') && seen('write', 'watched.txt'))
+  const written = events.find((e) => e.type === 'write' && e.name === 'watched.txt')
+  assert.equal(written.entry?.type, 'file')
+  assert.equal(written.entry?.path, '/home/user/w/watched.txt')
+  // A folder made after the watch started, and filled at once: nothing in it is missed.
+  await sbx.commands.run('mkdir -p /home/user/w/new/deep && echo y > /home/user/w/new/deep/y.txt && echo z > /home/user/w/old/z.txt')
+  await until('events below new folders', () => seen('create', 'new/deep/y.txt') && seen('create', 'old/z.txt'))
+  await sbx.commands.run('mv /home/user/w/watched.txt /home/user/w/moved.txt && chmod 600 /home/user/w/moved.txt && rm /home/user/w/moved.txt')
+  await until('rename, chmod, remove', () => seen('rename', 'watched.txt') && seen('create', 'moved.txt') &&
+    seen('chmod', 'moved.txt') && seen('remove', 'moved.txt'))
   await w.stop()
+  await assert.rejects(sbx.files.watchDir('/home/user/no-such-dir', () => {}), (e) => e.name === 'NotFoundError' || /not.?found|no such/i.test(e.message))
+  await assert.rejects(sbx.files.watchDir('/home/user/w/old/z.txt', () => {}), /not a directory/)
 })
 
 test('pty: create, input, resize', async () => {

@@ -142,7 +142,8 @@ TEST(E2bWire, FileSignaturesAreTheSdks) {
 TEST(E2bWire, GzipIsTakenWhenTheClientTakesIt) {
     for (const char* yes : {"gzip", "gzip, deflate", "br;q=1.0, GZIP;q=0.5", "*", " deflate , gzip "})
         EXPECT_TRUE(acceptsGzip(yes)) << yes;
-    for (const char* no : {"", "identity", "deflate, br", "gzip;q=0", "x-gzip", "gzipped"})
+    for (const char* no : {"", "identity", "deflate, br", "gzip;q=0", "x-gzip", "gzipped",
+                           "gzip;q=0, *", "*, gzip;level=1;q=0"})
         EXPECT_FALSE(acceptsGzip(no)) << no;
 }
 

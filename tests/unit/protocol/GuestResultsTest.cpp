@@ -253,6 +253,28 @@ TEST(GuestResults, OnlyASymlinkHasATargetAndItIsAbsoluteAndResolved) {
     EXPECT_NE(bent("target", std::string(5000, 'a')), "");
 }
 
+TEST(GuestResults, WatchRecordsRoundTripAndHostileOnesAreRefused) {
+    WatchRecord created{WatchRecord::Kind::create, "dir/a.txt", anEntry("/w/dir/a.txt")};
+    auto back = parseWatchRecord(toJsonValue(created).dump());
+    EXPECT_EQ(back.kind, WatchRecord::Kind::create);
+    EXPECT_EQ(back.name, "dir/a.txt");
+    ASSERT_TRUE(back.entry);
+    EXPECT_EQ(back.entry->size, 9u);
+    EXPECT_EQ(parseWatchRecord(R"({"kind":"started"})").kind, WatchRecord::Kind::started);
+    auto refused = [](const std::string& line) {
+        return failureOf([&] { parseWatchRecord(line); });
+    };
+    EXPECT_NE(refused("not json"), "");
+    EXPECT_NE(refused(R"({"kind":"explode","name":"a"})"), "");
+    EXPECT_NE(refused(R"({"kind":"create"})"), "") << "a change names its path";
+    EXPECT_NE(refused(R"({"kind":"create","name":"/etc/passwd"})"), "") << "relative only";
+    auto removed = toJsonValue(created);
+    removed["kind"] = "remove";
+    EXPECT_NE(refused(removed.dump()), "") << "a removed path has no entry";
+    EXPECT_NE(refused(R"({"kind":"write","name":"a","entry":{"name":"a"}})"), "");
+    EXPECT_NE(refused(std::string(kMaxWatchLine + 1, ' ')), "");
+}
+
 TEST(GuestResults, HostileFileActivityIsRefusedAndABadPathOnlyCostsItsEntry) {
     auto with = [](const std::function<void(json&)>& change) {
         json j = toJsonValue(anActivityReport());
