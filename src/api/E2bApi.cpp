@@ -17,6 +17,7 @@ namespace {
 using nlohmann::json;
 
 constexpr std::int64_t kDefaultTimeoutS = 300;  // what E2B gives a create that names none
+constexpr std::int64_t kDefaultForkTimeoutS = 15;  // and a fork
 constexpr std::size_t kMaxListLimit = 100;
 
 std::map<std::string, std::string> stringMap(const json& body, const char* key) {
@@ -128,10 +129,12 @@ std::optional<std::string> canonicalTime(const std::string& text) {
 
 }  // namespace
 
-E2bApi::E2bApi(Sandboxes& sandboxes, SandboxMetrics& metrics, const e2b::SandboxTokens& tokens,
+E2bApi::E2bApi(const FrontDoorServices& services, const e2b::SandboxTokens& tokens,
                std::string publicDomain)
-    : sandboxes_(sandboxes),
-      metrics_(metrics),
+    : sandboxes_(services.sandboxes),
+      metrics_(services.metrics),
+      snapshotting_(services.snapshotting),
+      snapshots_(services.snapshots),
       tokens_(tokens),
       publicDomain_(std::move(publicDomain)) {}
 
@@ -182,6 +185,12 @@ void E2bApi::addRoutes(RouteTable& table) {
     add("POST", "/sandboxes/{}/pause", [this](RouteContext& c) { return pause(c); });
     add("POST", "/sandboxes/{}/resume", [this](RouteContext& c) { return connect(c, true); });
     add("GET", "/sandboxes/{}/metrics", [this](RouteContext& c) { return metrics(c); });
+    // Snapshots are Airlock's (memory, devices and disk; the sandbox goes on);
+    // a fork is a snapshot's clones, the snapshot hidden after.
+    add("POST", "/sandboxes/{}/snapshots", [this](RouteContext& c) { return createSnapshot(c); });
+    add("GET", "/snapshots", [this](RouteContext& c) { return listSnapshots(c); });
+    add("DELETE", "/templates/{}", [this](RouteContext& c) { return deleteSnapshot(c); });
+    add("POST", "/sandboxes/{}/fork", [this](RouteContext& c) { return fork(c); });
 }
 
 ApiResponse E2bApi::get(RouteContext& c) {
@@ -286,6 +295,112 @@ ApiResponse E2bApi::latestMetrics(RouteContext& c) {
     return jsonResponse(200, json{{"sandboxes", sandboxes}});
 }
 
+ApiResponse E2bApi::createSnapshot(RouteContext& c) {
+    json body = c.request.body.empty() ? json::object() : bodyObject(c.request);
+    rejectUnknownFields(body, {"name"}, "snapshot request");
+    if (auto n = body.find("name"); n != body.end() && !n->is_null() &&
+                                    !(n->is_string() && n->get<std::string>().empty()))
+        throw Error(ErrorCode::bad_request,
+                    "snapshot names are not supported by Airlock: use the snapshotID");
+    auto snap = snapshotting_.snapshot(c.tenant, c.params[0]);
+    return jsonResponse(201, json{{"snapshotID", snap.id}, {"names", json::array()}});
+}
+
+ApiResponse E2bApi::listSnapshots(RouteContext& c) {
+    const auto& q = c.request.query;
+    auto param = [&](const char* name) {
+        auto it = q.find(name);
+        return it == q.end() ? std::string() : it->second;
+    };
+    std::size_t limit = 100;
+    if (auto l = param("limit"); !l.empty()) {
+        if (l.size() > 4 || l.find_first_not_of("0123456789") != std::string::npos ||
+            std::stoul(l) == 0 || std::stoul(l) > 100)
+            throw Error(ErrorCode::bad_request, "'limit' must be from 1 to 100");
+        limit = std::stoul(l);
+    }
+    std::vector<SnapshotRecord> all;
+    // Airlock's snapshots have no names: a name matches none.
+    if (param("name").empty())
+        for (auto& s : snapshots_.list(c.tenant))
+            if (s.kind == "user" && s.state == SnapshotState::ready &&
+                (param("sandboxID").empty() || s.sourceSandbox == param("sandboxID")))
+                all.push_back(std::move(s));
+    // Newest first; the token is the last one sent (a value: it outlives it).
+    std::sort(all.begin(), all.end(), [](const SnapshotRecord& a, const SnapshotRecord& b) {
+        return a.createdAt != b.createdAt ? a.createdAt > b.createdAt : a.id > b.id;
+    });
+    std::size_t from = 0;
+    if (auto token = param("nextToken"); !token.empty()) {
+        auto sep = token.find("__");
+        if (sep == std::string::npos) throw Error(ErrorCode::bad_request, "Invalid next token");
+        std::string at = token.substr(0, sep), id = token.substr(sep + 2);
+        while (from < all.size() &&
+               (all[from].createdAt > at || (all[from].createdAt == at && all[from].id >= id)))
+            ++from;
+    }
+    json out = json::array();
+    std::size_t end = std::min(all.size(), from + limit);
+    for (std::size_t i = from; i < end; ++i)
+        out.push_back({{"snapshotID", all[i].id}, {"names", json::array()}});
+    ApiResponse r = jsonResponse(200, out);
+    if (end < all.size())
+        r.headers["X-Next-Token"] = all[end - 1].createdAt + "__" + all[end - 1].id;
+    return r;
+}
+
+ApiResponse E2bApi::deleteSnapshot(RouteContext& c) {
+    // E2B deletes a snapshot as the template it is; Airlock's templates are
+    // the operator's, never deleted through the API.
+    const std::string& id = c.params[0];
+    if (id.rfind("snap-", 0) != 0) throw Error(ErrorCode::not_found, "no snapshot " + id);
+    snapshotting_.deleteSnapshot(c.tenant, id);
+    return ApiResponse{204, "", ""};
+}
+
+ApiResponse E2bApi::fork(RouteContext& c) {
+    json body = c.request.body.empty() ? json::object() : bodyObject(c.request);
+    rejectUnknownFields(body, {"timeout", "count"}, "fork request");
+    std::int64_t count = 1;
+    if (auto n = body.find("count"); n != body.end() && !n->is_null()) {
+        if (!n->is_number_integer()) throw Error(ErrorCode::bad_request, "'count' must be a number");
+        count = n->get<std::int64_t>();
+    }
+    if (count < 1) throw Error(ErrorCode::bad_request, "Count must be at least 1");
+    if (count > 100) throw Error(ErrorCode::bad_request, "Count cannot be greater than 100");
+    auto timeout = secondsField(body, "timeout").value_or(kDefaultForkTimeoutS);
+    if (timeout <= 0) throw Error(ErrorCode::bad_request, "'timeout' must be above 0");
+    auto source = sandboxes_.get(c.tenant, c.params[0]);
+    auto snap = snapshotting_.snapshot(c.tenant, source.id);
+    json out = json::array();
+    for (std::int64_t i = 0; i < count; ++i) {
+        try {
+            CreateSandboxRequest req;
+            req.snapshot = snap.id;
+            req.timeoutS = timeout;
+            auto metadata = json::parse(source.metadataJson, nullptr, false);
+            if (metadata.is_object())
+                for (const auto& [k, v] : metadata.items())
+                    if (v.is_string()) req.metadata[k] = v.get<std::string>();
+            for (auto a : {PortAccess::open, PortAccess::token, PortAccess::exposed})
+                if (portAccessName(a) == source.portAccess) req.portAccess = a;
+            auto r = sandboxes_.create(c.tenant, req);
+            out.push_back({{"sandbox", sandboxAnswer(r, aliasOf(source.templateName),
+                                                     c.principal.keyId)}});
+        } catch (const Error& e) {
+            auto status = errorStatus(e.code(), e.what());
+            out.push_back({{"error", {{"code", status.status}, {"message", status.message}}}});
+        }
+    }
+    // The clones keep their disk layers; the snapshot itself is not E2B's to list.
+    try {
+        snapshotting_.deleteSnapshot(c.tenant, snap.id);
+    } catch (const std::exception& e) {
+        logWarn("e2b", "fork of " + source.id + ": its snapshot " + snap.id + " stays: " + e.what());
+    }
+    return jsonResponse(201, out);
+}
+
 ApiResponse E2bApi::create(RouteContext& c) {
     json body = bodyObject(c.request);
     rejectUnknownFields(
@@ -295,7 +410,11 @@ ApiResponse E2bApi::create(RouteContext& c) {
         "create request");
     CreateSandboxRequest req;
     std::string asked = body.contains("templateID") ? stringField(body, "templateID") : "base";
-    req.templateName = templateFor(asked);
+    // A snapshot's id is a template to E2B: creating from it clones it.
+    if (asked.rfind("snap-", 0) == 0)
+        req.snapshot = asked;
+    else
+        req.templateName = templateFor(asked);
     req.timeoutS = secondsField(body, "timeout").value_or(kDefaultTimeoutS);
     if (*req.timeoutS == 0) req.timeoutS = kDefaultTimeoutS;
     req.metadata = stringMap(body, "metadata");

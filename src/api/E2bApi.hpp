@@ -4,8 +4,7 @@
 
 #include "api/HttpTypes.hpp"
 #include "api/RouteTable.hpp"
-#include "controller/SandboxMetrics.hpp"
-#include "controller/Sandboxes.hpp"
+#include "controller/FrontDoorServices.hpp"
 #include "e2b/E2bWire.hpp"
 
 namespace airlock::api {
@@ -19,7 +18,7 @@ namespace airlock::api {
 // from the body).
 class E2bApi {
   public:
-    E2bApi(Sandboxes& sandboxes, SandboxMetrics& metrics, const e2b::SandboxTokens& tokens,
+    E2bApi(const FrontDoorServices& services, const e2b::SandboxTokens& tokens,
            std::string publicDomain);
 
     // Whether a path is the control plane's (the door a request comes through).
@@ -37,6 +36,10 @@ class E2bApi {
     ApiResponse connect(RouteContext& c, bool resumeRoute);
     ApiResponse metrics(RouteContext& c);
     ApiResponse latestMetrics(RouteContext& c);
+    ApiResponse createSnapshot(RouteContext& c);
+    ApiResponse listSnapshots(RouteContext& c);
+    ApiResponse deleteSnapshot(RouteContext& c);
+    ApiResponse fork(RouteContext& c);
     // The access tokens in it are bound to the calling key (keyId).
     nlohmann::json sandboxAnswer(const SandboxRecord& r, const std::string& asked,
                                  const std::string& keyId) const;
@@ -44,6 +47,8 @@ class E2bApi {
 
     Sandboxes& sandboxes_;
     SandboxMetrics& metrics_;
+    SandboxSnapshots& snapshotting_;
+    SnapshotLibrary& snapshots_;
     const e2b::SandboxTokens& tokens_;
     std::string publicDomain_;
 };

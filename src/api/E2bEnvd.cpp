@@ -92,7 +92,8 @@ E2bEnvd::E2bEnvd(EnvdSandboxes sandboxes, const e2b::SandboxTokens& tokens,
       limiter_(limiter),
       workers_(workers),
       publicDomain_(std::move(publicDomain)),
-      processes_(sandboxes.commands) {}
+      processes_(sandboxes.commands),
+      watchers_(sandboxes.files) {}
 
 std::optional<E2bEnvd::Target> E2bEnvd::target(const ApiRequest& head) const {
     std::string id = head.header("e2b-sandbox-id"), port = head.header("e2b-sandbox-port");
@@ -409,8 +410,22 @@ json E2bEnvd::unaryRpc(const std::string& path, const json& body, const Caller& 
             }
             return json::object();
         }
-        if (method == "CreateWatcher" || method == "GetWatcherEvents" || method == "RemoveWatcher")
-            throw Error(ErrorCode::bad_request, "polled watchers are not supported: use WatchDir");
+        if (method == "CreateWatcher") {
+            rejectUnknownFields(body, {"path", "recursive", "includeEntry", "allowNetworkMounts"},
+                                "CreateWatcherRequest");
+            protocol::DirWatchRequest watch{
+                e2b::resolveUserPath(str(body, "path"), caller.user), boolOf(body, "recursive"),
+                boolOf(body, "allowNetworkMounts"), caller.user};
+            return {{"watcherId", watchers_.create(caller.tenant, caller.sandboxId, watch,
+                                                   boolOf(body, "includeEntry"))}};
+        }
+        if (method == "GetWatcherEvents" || method == "RemoveWatcher") {
+            rejectUnknownFields(body, {"watcherId"}, method + "Request");
+            std::string id = str(body, "watcherId");
+            if (method == "GetWatcherEvents") return watchers_.events(caller.sandboxId, id);
+            watchers_.remove(caller.sandboxId, id);
+            return json::object();
+        }
     } else {
         if (method == "List") {
             json list = json::array();

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "api/Authenticator.hpp"
+#include "e2b/E2bWatchers.hpp"
 #include "api/ConnectStreamSession.hpp"
 #include "api/HttpTypes.hpp"
 #include "api/RouteTable.hpp"
@@ -112,6 +113,7 @@ class E2bEnvd {
     boost::asio::thread_pool& workers_;
     std::string publicDomain_;
     e2b::E2bProcessTable processes_;
+    e2b::E2bWatchers watchers_;
 };
 
 }  // namespace airlock::api

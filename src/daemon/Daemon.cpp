@@ -290,7 +290,7 @@ int runDaemon(const DaemonOptions& options) {
     // The E2B front door: its per-sandbox tokens are MACs under a key of its own.
     auto e2bKey = readOrCreateKeyFile(dataDir + "/e2b-token.key");
     e2b::SandboxTokens e2bTokens(std::string(e2bKey.begin(), e2bKey.end()));
-    api::E2bApi e2bApi(controller.sandboxes(), controller.metrics(), e2bTokens, options.publicDomain);
+    api::E2bApi e2bApi(controller.frontDoorServices(), e2bTokens, options.publicDomain);
     api::E2bEnvd e2bEnvd(api::EnvdSandboxes{controller.sandboxes(), controller.files(),
                                             controller.ports(), controller.commands()},
                          e2bTokens, auth, router.limiter(), workers,

@@ -139,6 +139,32 @@ test('gzip: uploads the SDK compresses, one file or several, and compressed read
   assert.equal(bad.status, 400)
 })
 
+test('polled watchers (the Python sync SDK\'s CreateWatcher, GetWatcherEvents, RemoveWatcher)', async () => {
+  const rpc = async (method, body) => {
+    const r = await fetch(process.env.E2B_SANDBOX_URL + '/filesystem.Filesystem/' + method, { method: 'POST', body: JSON.stringify(body),
+      headers: { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983',
+        'X-Access-Token': sbx.envdAccessToken ?? '' } })
+    return { status: r.status, body: await r.json() }
+  }
+  await sbx.commands.run('mkdir -p /home/user/pw')
+  const created = await rpc('CreateWatcher', { path: '/home/user/pw', recursive: true })
+  assert.equal(created.status, 200)
+  const id = created.body.watcherId
+  assert.match(id, /^w[a-z0-9]{20}$/)
+  await sbx.commands.run('mkdir -p /home/user/pw/sub && echo p > /home/user/pw/sub/p.txt')
+  let names = []
+  await until('polled events', async () => {
+    const got = await rpc('GetWatcherEvents', { watcherId: id })
+    names = names.concat((got.body.events ?? []).map((e) => e.type + ' ' + e.name))
+    return names.includes('EVENT_TYPE_CREATE sub/p.txt')
+  })
+  assert.deepEqual((await rpc('GetWatcherEvents', { watcherId: id })).body, {})
+  assert.deepEqual(await rpc('RemoveWatcher', { watcherId: id }), { status: 200, body: {} })
+  const gone = await rpc('GetWatcherEvents', { watcherId: id })
+  assert.equal(gone.status, 404)
+  assert.equal(gone.body.code, 'not_found')
+})
+
 test('signed URLs: a download and an upload with no token, bound to what they sign', async () => {
   await sbx.files.write('/home/user/signed.txt', 'signed content')
   const api = new URL(process.env.E2B_API_URL)
@@ -339,6 +365,38 @@ test('getMetrics: the guest\'s CPU, memory and disk, sampled from the first ask 
   }, 30_000)
   await h.kill()
   assert.deepEqual(await Sandbox.getMetrics(sbx.sandboxId, { start: new Date(Date.now() - 3_600_000), end: new Date(Date.now() - 1_800_000) }), [])
+})
+
+test('snapshots: create, list, a sandbox from one, delete', async () => {
+  const src = await Sandbox.create('base', { timeoutMs: 120_000 })
+  try {
+    await src.files.write('/home/user/snapped.txt', 'from the snapshot')
+    const snap = await src.createSnapshot()
+    assert.match(snap.snapshotId, /^snap-/)
+    assert.equal(await src.isRunning(), true, 'the source goes on')
+    const listed = await Sandbox.listSnapshots({ sandboxId: src.sandboxId }).nextItems()
+    assert.deepEqual(listed.map((s) => s.snapshotId), [snap.snapshotId])
+    const clone = await Sandbox.create(snap.snapshotId, { timeoutMs: 60_000 })
+    assert.equal(await clone.files.read('/home/user/snapped.txt'), 'from the snapshot')
+    await clone.kill()
+    assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), true)
+    assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), false)
+  } finally { await src.kill() }
+})
+
+test('fork: clones of a running sandbox, each its own', { skip: typeof Sandbox.fork !== 'function' && 'no fork in this SDK version' }, async () => {
+  const src = await Sandbox.create('base', { timeoutMs: 120_000 })
+  try {
+    await src.files.write('/home/user/parent.txt', 'parent')
+    const forks = await Sandbox.fork(src.sandboxId, { count: 2, timeoutMs: 60_000 })
+    assert.equal(forks.length, 2)
+    for (const f of forks) {
+      assert.equal(await f.files.read('/home/user/parent.txt'), 'parent')
+      await f.files.write('/home/user/child.txt', f.sandboxId)
+    }
+    assert.equal(await src.files.exists('/home/user/child.txt'), false)
+    for (const f of forks) await f.kill()
+  } finally { await src.kill() }
 })
 
 test('mcp at create: the error E2B gives when no gateway can start, and no sandbox left', async () => {

@@ -18,7 +18,7 @@ class FrontDoorsFixture : public test::ControllerFixture {
           auth(keys),
           router(controller->frontDoorServices(), auth, keys, "test"),
           tokens("test-key"),
-          e2b(controller->sandboxes(), controller->metrics(), tokens, "sbx.test"),
+          e2b(controller->frontDoorServices(), tokens, "sbx.test"),
           envd(EnvdSandboxes{controller->sandboxes(), controller->files(), controller->ports(),
                              controller->commands()},
                tokens, auth, router.limiter(), workers, "sbx.test") {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "../api/FrontDoorsFixture.hpp"
@@ -99,7 +100,7 @@ TEST_F(E2bApiTest, BadRequestsGetANumericCodeAndAMessage) {
     EXPECT_TRUE(controller->list("t1").empty());
     // Routes E2B has and Airlock does not serve (or not yet) answer in E2B's
     // shape too, so the SDK prints the message, not "[object Object]".
-    for (const char* path : {"/v3/templates", "/templates", "/snapshots", "/sandboxes/x/y/z",
+    for (const char* path : {"/v3/templates", "/templates", "/volumes", "/sandboxes/x/y/z",
                              "/v2/nothing"}) {
         auto unknown = call("GET", path);
         EXPECT_EQ(unknown.status, 404) << path;
@@ -300,9 +301,15 @@ TEST_F(E2bApiTest, MetricsAreTheGuestsFiguresSampledFromTheFirstAskOn) {
     EXPECT_TRUE(parseTimestamp(m["timestamp"].get<std::string>())) << m["timestamp"];
 
     // A round of the sampler adds one, oldest first; ranges narrow them.
-    controller->metrics().sampleAll();
-    auto two = metrics();
-    ASSERT_EQ(two.size(), 2u) << two;
+    // (A rate needs the CPU counters to move: a round right after the last may add none.)
+    json two;
+    ASSERT_TRUE(test::waitFor(
+        [&] {
+            controller->metrics().sampleAll();
+            return (two = metrics()).size() == 2;
+        },
+        std::chrono::seconds(5)))
+        << two;
     EXPECT_LE(two[0]["timestampUnix"], two[1]["timestampUnix"]);
     auto now = std::to_string(nowUnixSeconds());
     auto hourAgo = std::to_string(nowUnixSeconds() - 3600);
@@ -336,6 +343,126 @@ TEST_F(E2bApiTest, MetricsAreTheGuestsFiguresSampledFromTheFirstAskOn) {
     EXPECT_EQ(metrics().size(), 2u);
     EXPECT_EQ(metrics("", otherKey), json::array());
     EXPECT_EQ(native("/v1/sandboxes/" + id + "/metrics").status, 404);
+}
+
+// E2B's snapshot and fork routes over Airlock's snapshots and clones.
+TEST_F(E2bApiTest, SnapshotsAndForksAsTheSdkCallsThem) {
+    auto id = create(R"({"templateID":"minimal","timeout":100,"metadata":{"k":"v"}})");
+    auto snapshot = [&](const std::string& body = "{}") {
+        return call("POST", "/sandboxes/" + id + "/snapshots", body);
+    };
+    auto first = snapshot();
+    ASSERT_EQ(first.status, 201) << first.body;
+    std::string snap = json::parse(first.body)["snapshotID"];
+    EXPECT_EQ(snap.rfind("snap-", 0), 0u);
+    EXPECT_EQ(json::parse(first.body)["names"], json::array());
+    EXPECT_EQ(controller->get("t1", id).state, SandboxState::running) << "the source goes on";
+    EXPECT_EQ(snapshot(R"({"name":"mine"})").status, 400);
+    EXPECT_EQ(call("POST", "/sandboxes/" + id + "/snapshots", "{}", otherKey).status, 404);
+    auto second = json::parse(snapshot().body)["snapshotID"].get<std::string>();
+
+    auto list = [&](const std::string& query) {
+        auto r = call("GET", "/snapshots" + query);
+        EXPECT_EQ(r.status, 200) << r.body;
+        return std::make_pair(json::parse(r.body), r.headers);
+    };
+    EXPECT_EQ(list("").first.size(), 2u);
+    EXPECT_EQ(list("?sandboxID=" + id).first.size(), 2u);
+    EXPECT_TRUE(list("?sandboxID=sbx-other").first.empty());
+    EXPECT_TRUE(list("?name=mine").first.empty());
+    auto [page1, headers] = list("?limit=1");
+    ASSERT_EQ(page1.size(), 1u);
+    EXPECT_EQ(page1[0]["snapshotID"], second) << "newest first";
+    ASSERT_TRUE(headers.count("X-Next-Token"));
+    auto page2 = list("?limit=1&nextToken=" + headers["X-Next-Token"]);
+    ASSERT_EQ(page2.first.size(), 1u);
+    EXPECT_EQ(page2.first[0]["snapshotID"], snap);
+    EXPECT_FALSE(page2.second.count("X-Next-Token"));
+    EXPECT_EQ(call("GET", "/snapshots?nextToken=junk").status, 400);
+    EXPECT_TRUE(json::parse(call("GET", "/snapshots", "", otherKey).body).empty());
+
+    // A snapshot's id is a template to create from: a clone.
+    auto cloned = call("POST", "/v2/sandboxes", R"({"templateID":")" + snap + R"("})");
+    ASSERT_EQ(cloned.status, 201) << cloned.body;
+    EXPECT_EQ(controller->get("t1", json::parse(cloned.body)["sandboxID"]).templateName, "minimal");
+
+    // Fork: count clones of a snapshot taken now, each {sandbox} or {error}.
+    auto forked = call("POST", "/sandboxes/" + id + "/fork", R"({"count":2,"timeout":60})");
+    ASSERT_EQ(forked.status, 201) << forked.body;
+    auto forks = json::parse(forked.body);
+    ASSERT_EQ(forks.size(), 2u);
+    for (const auto& f : forks) {
+        ASSERT_TRUE(f.contains("sandbox")) << f;
+        auto rec = controller->get("t1", f["sandbox"]["sandboxID"]);
+        EXPECT_EQ(json::parse(rec.metadataJson)["k"], "v");
+        EXPECT_EQ(rec.timeoutS, 60);
+    }
+    EXPECT_EQ(list("").first.size(), 2u) << "a fork's snapshot is not listed";
+    EXPECT_EQ(call("POST", "/sandboxes/" + id + "/fork", R"({"count":0})").status, 400);
+    EXPECT_EQ(call("POST", "/sandboxes/" + id + "/fork", R"({"count":101})").status, 400);
+    EXPECT_EQ(call("POST", "/sandboxes/sbx-nope/fork", "{}").status, 404);
+
+    EXPECT_EQ(call("DELETE", "/templates/" + snap).status, 204);
+    EXPECT_EQ(call("DELETE", "/templates/" + snap).status, 404);
+    EXPECT_EQ(call("DELETE", "/templates/base").status, 404);
+    EXPECT_EQ(list("").first.size(), 1u);
+}
+
+// envd's polled watchers (E2B's Python sync SDK): events wait for the next
+// poll, then are cleared; ids are per sandbox; removal ends the guest's watch.
+TEST_F(E2bApiTest, PolledWatchersKeepEventsUntilTheNextPoll) {
+    auto id = create(R"({"templateID":"minimal","timeout":100})");
+    std::string token = tokens.envdToken(id, keyId);
+    auto rpc = [&](const std::string& method, const json& body, const std::string& sandbox = "") {
+        ApiRequest r;
+        r.method = "POST";
+        r.path = "/filesystem.Filesystem/" + method;
+        r.contentType = "application/json";
+        r.body = body.dump();
+        r.headers["e2b-sandbox-id"] = sandbox.empty() ? id : sandbox;
+        r.headers["e2b-sandbox-port"] = std::to_string(e2b::kEnvdPort);
+        r.headers["x-access-token"] = token;
+        r.authorization = "Basic cm9vdDo=";  // root: the in-process agent's files are this host's
+        return router.handle(r);
+    };
+    test::TempDir dir;
+    auto created = rpc("CreateWatcher", {{"path", dir.path()}, {"recursive", true},
+                                         {"includeEntry", true}});
+    ASSERT_EQ(created.status, 200) << created.body;
+    std::string watcher = json::parse(created.body)["watcherId"];
+    EXPECT_EQ(watcher.size(), 21u);
+    EXPECT_EQ(watcher[0], 'w');
+    std::ofstream(dir.path() + "/seen.txt") << "x";
+    json events = json::array();
+    ASSERT_TRUE(test::waitFor(
+        [&] {
+            auto got = json::parse(rpc("GetWatcherEvents", {{"watcherId", watcher}}).body);
+            for (const auto& e : got.value("events", json::array())) events.push_back(e);
+            for (const auto& e : events)
+                if (e["name"] == "seen.txt" && e["type"] == "EVENT_TYPE_WRITE") return true;
+            return false;
+        },
+        std::chrono::seconds(10)))
+        << events;
+    auto write = std::find_if(events.begin(), events.end(),
+                              [](const json& e) { return e["type"] == "EVENT_TYPE_WRITE"; });
+    EXPECT_EQ((*write)["entry"]["type"], "FILE_TYPE_FILE");
+    // Cleared once read.
+    EXPECT_EQ(json::parse(rpc("GetWatcherEvents", {{"watcherId", watcher}}).body), json::object());
+    // Refusals, as envd's.
+    auto missing = rpc("CreateWatcher", {{"path", dir.path() + "/nope"}});
+    EXPECT_EQ(missing.status, 404) << missing.body;
+    EXPECT_EQ(json::parse(missing.body)["code"], "not_found");
+    EXPECT_EQ(rpc("GetWatcherEvents", {{"watcherId", "wnosuchwatcher0000000"}}).status, 404);
+    // Another sandbox's watcher does not exist for this one.
+    auto other = create(R"({"templateID":"minimal","timeout":100})");
+    std::string ownToken = token;
+    token = tokens.envdToken(other, keyId);
+    EXPECT_EQ(rpc("GetWatcherEvents", {{"watcherId", watcher}}, other).status, 404);
+    token = ownToken;
+    EXPECT_EQ(rpc("RemoveWatcher", {{"watcherId", watcher}}).status, 200);
+    EXPECT_EQ(rpc("GetWatcherEvents", {{"watcherId", watcher}}).status, 404);
+    EXPECT_EQ(rpc("RemoveWatcher", {{"watcherId", watcher}}).status, 404);
 }
 
 // Attack 12 of "the record the agent cannot bend": an envd access token was
