@@ -172,11 +172,16 @@ void DirWatchStream::onFdReady(int, short) {
 
 void DirWatchStream::tick(std::int64_t) { flush(); }
 
-bool DirWatchStream::readyToProduce() const { return !pending_.empty() && sendable() > 0; }
+bool DirWatchStream::readyToProduce() const {
+    // Only when the first whole line fits the window: else the loop would
+    // spin, sending nothing, until the host returns some.
+    return !pending_.empty() && sendable() >= pending_.find('\n') + 1;
+}
 
 void DirWatchStream::readEvents() {
-    alignas(inotify_event) char buf[64 * 1024];
-    for (;;) {
+    alignas(inotify_event) char buf[8 * 1024];
+    // No more than the host can take soon: the rest waits in the kernel's queue.
+    while (pending_.size() < kMaxPending / 2) {
         ssize_t n = ::read(fd_.get(), buf, sizeof buf);
         if (n <= 0) return;
         for (char* p = buf; p < buf + n && !done();) {
