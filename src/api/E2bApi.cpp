@@ -378,12 +378,7 @@ ApiResponse E2bApi::fork(RouteContext& c) {
             CreateSandboxRequest req;
             req.snapshot = snap.id;
             req.timeoutS = timeout;
-            auto metadata = json::parse(source.metadataJson, nullptr, false);
-            if (metadata.is_object())
-                for (const auto& [k, v] : metadata.items())
-                    if (v.is_string()) req.metadata[k] = v.get<std::string>();
-            for (auto a : {PortAccess::open, PortAccess::token, PortAccess::exposed})
-                if (portAccessName(a) == source.portAccess) req.portAccess = a;
+            req.settingsFrom = source.id;  // its rules, secrets, network, env and metadata
             auto r = sandboxes_.create(c.tenant, req);
             out.push_back({{"sandbox", sandboxAnswer(r, aliasOf(source.templateName),
                                                      c.principal.keyId)}});

@@ -3,9 +3,7 @@
 
 namespace airlock {
 
-namespace {
-
-policy::PolicyRules rulesFrom(const std::string& json) {
+policy::PolicyRules CommandJudge::storedRules(const std::string& json) {
     policy::PolicyRules rules;
     auto j = nlohmann::json::parse(json, nullptr, false);
     if (!j.is_object()) return rules;
@@ -20,10 +18,8 @@ policy::PolicyRules rulesFrom(const std::string& json) {
     return rules;
 }
 
-}  // namespace
-
 policy::PolicyRules CommandJudge::rulesOf(const SandboxRecord& r) const {
-    auto rules = rulesFrom(r.policyJson);
+    auto rules = storedRules(r.policyJson);
     if (auto t = tenantOf_ ? tenantOf_(r.tenant) : std::nullopt) {
         // deny > approve > allow: the tenant's deny and approve rules win
         // over the sandbox's own allow.

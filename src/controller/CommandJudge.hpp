@@ -25,6 +25,8 @@ class CommandJudge {
     CommandJudge(const policy::PolicyRules& operatorRules, TenantLookup tenantOf)
         : policy_(operatorRules), tenantOf_(std::move(tenantOf)) {}
 
+    // A sandbox's own rules, from its stored policy_json (none from bad JSON).
+    static policy::PolicyRules storedRules(const std::string& policyJson);
     // The sandbox's own rules (its policy_json) with its tenant's.
     policy::PolicyRules rulesOf(const SandboxRecord& r) const;
     policy::Verdict judge(const SandboxRecord& r, const ExecOptions& options) const;

@@ -38,6 +38,10 @@ std::string_view portAccessName(PortAccess access);
 struct CreateSandboxRequest {
     std::string templateName = "minimal";
     std::string snapshot;                  // clone this snapshot instead of booting a template
+    // A sandbox of the same tenant whose settings the new one takes (a
+    // fork): metadata, env, command rules, secrets, network, packages, port
+    // access and timeout action, in place of this request's own.
+    std::string settingsFrom;
     BootMode boot = BootMode::automatic;
     std::optional<std::int64_t> timeoutS;  // default: the server's
     TimeoutAction onTimeout = TimeoutAction::kill;

@@ -115,9 +115,35 @@ std::string SandboxController::consoleTail(const std::string& id) {
     return safefs::readTail(sandboxDir(id), "console.log", 2000);
 }
 
+CreateSandboxRequest SandboxController::withSettingsOf(const SandboxRecord& source,
+                                                      CreateSandboxRequest request) const {
+    auto strings = [](const std::string& stored) {
+        std::map<std::string, std::string> out;
+        auto j = nlohmann::json::parse(stored, nullptr, false);
+        if (j.is_object())
+            for (const auto& [k, v] : j.items())
+                if (v.is_string()) out[k] = v.get<std::string>();
+        return out;
+    };
+    request.metadata = strings(source.metadataJson);
+    request.env = strings(source.envJson);
+    request.policy = CommandJudge::storedRules(source.policyJson);
+    request.secrets = secrets_.open(source);
+    request.networkAllow = source.network;
+    request.packages.reset();  // the source's stored rules are taken whole (newRecord)
+    request.onTimeout = timeoutActionFrom(source.onTimeout);
+    request.portAccess = portAccessFrom(source.portAccess);
+    return request;
+}
+
 SandboxRecord SandboxController::newRecord(const std::string& tenant,
-                                           const CreateSandboxRequest& request,
+                                           const CreateSandboxRequest& asked,
                                            const TemplateInfo& tmpl) {
+    // A fork runs under its source's rules, never the fewer a bare request
+    // would give it; the floors are checked again as for any create.
+    std::optional<SandboxRecord> source;
+    if (!asked.settingsFrom.empty()) source = requireOwned(tenant, asked.settingsFrom);
+    const CreateSandboxRequest request = source ? withSettingsOf(*source, asked) : asked;
     SandboxRecord r;
     r.id = newId("sbx-");
     r.tenant = tenant;
@@ -158,7 +184,7 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
                             "an agent key may only tighten the tenant's package rules (" + looser +
                                 " is looser)");
         }
-        r.packagesJson = rules.toJson().dump();
+        r.packagesJson = source ? source->packagesJson : rules.toJson().dump();
     }
     tenantLimits_.requireWithinFloor(tenant, request.policy, allow.texts());
     r.policyJson = nlohmann::json{{"deny", request.policy.deny},

@@ -306,6 +306,9 @@ class SandboxController : private Sandboxes,
                                      const SnapshotRecord& snap);
     SandboxRecord newRecord(const std::string& tenant, const CreateSandboxRequest& request,
                             const TemplateInfo& tmpl);
+    // The request with a source sandbox's settings in place of its own.
+    CreateSandboxRequest withSettingsOf(const SandboxRecord& source,
+                                        CreateSandboxRequest request) const;
     DomainSpec domainSpec(const SandboxRecord& r, const TemplateInfo& tmpl);
     void failCreate(const std::string& id, const std::exception& e);
     void reseed(AgentConnection& agent);

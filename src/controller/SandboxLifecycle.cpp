@@ -320,13 +320,14 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
                                   " in " + std::to_string(loaded - verified) + " ms)");
         spares_->want(shape, std::chrono::milliseconds(0), snap.id);
         if (workspaces_ && snap.kind == "user") workspaces_->copy(snap.id, r.id);
-        record(r.id, r.tenant, "sandbox.created",
-               {{"template", tmpl->name},
-                {"digest", tmpl->digest},
-                {"boot", "restore"},
-                {"snapshot", snap.id},
-                {"policy", nlohmann::json::parse(r.policyJson)},
-                {"network", r.network}});
+        nlohmann::json created{{"template", tmpl->name},
+                               {"digest", tmpl->digest},
+                               {"boot", "restore"},
+                               {"snapshot", snap.id},
+                               {"policy", nlohmann::json::parse(r.policyJson)},
+                               {"network", r.network}};
+        if (!request.settingsFrom.empty()) created["settings_from"] = request.settingsFrom;
+        record(r.id, r.tenant, "sandbox.created", created);
         return r;
     } catch (const std::exception& e) {
         failCreate(r.id, e);

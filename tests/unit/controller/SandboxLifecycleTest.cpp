@@ -62,6 +62,55 @@ TEST_F(SandboxLifecycleTest, PauseAndResumeRecordTheStateAndGateExec) {
     EXPECT_EQ(controller->commands().exec("t1", r.id, o).result.exit_code, 0);
 }
 
+// A fork (settingsFrom) runs under its source's rules, whatever the request
+// carries: a clone must never run under fewer rules than what it copies.
+TEST_F(SandboxLifecycleTest, AForkTakesItsSourcesSettingsNotTheRequests) {
+    CreateSandboxRequest asked;
+    asked.metadata = {{"k", "v"}};
+    asked.env = {{"MODE", "strict"}};
+    asked.policy.deny = {"curl *"};
+    asked.policy.approve = {"git push*"};
+    asked.secrets["TOKEN"] = SecretSpec{"fork-Secret-5120", {}};
+    asked.onTimeout = TimeoutAction::pause;
+    asked.portAccess = PortAccess::token;
+    asked.packages = packages::PackageRulesChange::parse(
+        nlohmann::json::parse(R"({"npm":{"min_age_days":9}})"));
+    auto src = controller->create("t1", asked);
+    auto snap = controller->snapshot("t1", src.id);
+
+    auto bare = fromSnapshot(snap.id);
+    bare.metadata = {{"other", "x"}};
+    bare.settingsFrom = src.id;
+    auto fork = controller->create("t1", bare);
+    EXPECT_EQ(fork.policyJson, src.policyJson);
+    EXPECT_EQ(fork.envJson, src.envJson);
+    EXPECT_EQ(fork.metadataJson, src.metadataJson) << "the source's, not the request's";
+    EXPECT_EQ(fork.packagesJson, src.packagesJson);
+    EXPECT_EQ(fork.onTimeout, "pause");
+    EXPECT_EQ(fork.portAccess, "token");
+    EXPECT_EQ(fork.secretNames, src.secretNames);
+    EXPECT_NE(fork.secretsSealed, src.secretsSealed) << "sealed again for the fork's id";
+    ExecOptions o;
+    o.argv = {"/bin/sh", "-c", "test \"$TOKEN\" = fork-Secret-5120 && test \"$MODE\" = strict"};
+    o.user = "root";  // the in-process agent runs on the host
+    EXPECT_EQ(controller->commands().exec("t1", fork.id, o).result.exit_code, 0);
+    ExecOptions denied;
+    denied.argv = {"curl", "http://x"};
+    denied.user = "root";
+    EXPECT_EQ(codeOf([&] { controller->commands().exec("t1", fork.id, denied); }),
+              ErrorCode::policy_denied);
+    bool audited = false;
+    for (const auto& e : controller->audit("t1", fork.id, AuditQuery{}))
+        audited = audited || (e.type == "sandbox.created" &&
+                              nlohmann::json::parse(e.dataJson)["settings_from"] == src.id);
+    EXPECT_TRUE(audited) << "the record says whose settings it took";
+
+    // Only a source of the same tenant.
+    auto foreign = fromSnapshot(snap.id);
+    foreign.settingsFrom = "sbx-nope";
+    EXPECT_EQ(codeOf([&] { controller->create("t1", foreign); }), ErrorCode::not_found);
+}
+
 TEST_F(SandboxLifecycleTest, SnapshotOfAMemoryOnlySandboxAndItsClones) {
     auto src = controller->create("t1", CreateSandboxRequest{});
     auto snap = controller->snapshot("t1", src.id);

@@ -347,7 +347,8 @@ TEST_F(E2bApiTest, MetricsAreTheGuestsFiguresSampledFromTheFirstAskOn) {
 
 // E2B's snapshot and fork routes over Airlock's snapshots and clones.
 TEST_F(E2bApiTest, SnapshotsAndForksAsTheSdkCallsThem) {
-    auto id = create(R"({"templateID":"minimal","timeout":100,"metadata":{"k":"v"}})");
+    auto id = create(
+        R"({"templateID":"minimal","timeout":100,"metadata":{"k":"v"},"envVars":{"A":"1"}})");
     auto snapshot = [&](const std::string& body = "{}") {
         return call("POST", "/sandboxes/" + id + "/snapshots", body);
     };
@@ -395,6 +396,7 @@ TEST_F(E2bApiTest, SnapshotsAndForksAsTheSdkCallsThem) {
         ASSERT_TRUE(f.contains("sandbox")) << f;
         auto rec = controller->get("t1", f["sandbox"]["sandboxID"]);
         EXPECT_EQ(json::parse(rec.metadataJson)["k"], "v");
+        EXPECT_EQ(json::parse(rec.envJson)["A"], "1") << "the source's settings";
         EXPECT_EQ(rec.timeoutS, 60);
     }
     EXPECT_EQ(list("").first.size(), 2u) << "a fork's snapshot is not listed";
