@@ -75,8 +75,8 @@ bool listed(SandboxState s) { return s == SandboxState::running || s == SandboxS
 // A list page's cursor, as E2B mints it: the last sandbox sent, by its start
 // time and id (a value, not a position: it stays valid while sandboxes come
 // and go), base64url, "__asc" for the ascending order.
-std::string listToken(const SandboxRecord& r, bool ascending) {
-    std::string t = base64Encode(r.createdAt + "__" + r.id + (ascending ? "__asc" : ""));
+std::string listToken(const std::string& createdAt, const std::string& id, bool ascending) {
+    std::string t = base64Encode(createdAt + "__" + id + (ascending ? "__asc" : ""));
     for (auto& c : t) c = c == '+' ? '-' : c == '/' ? '_' : c;
     while (!t.empty() && t.back() == '=') t.pop_back();
     return t;
@@ -106,6 +106,18 @@ ListCursor parseListToken(std::string token, bool ascending) {
     auto sep = text.find("__");
     if (sep == std::string::npos || !parseTimestamp(text.substr(0, sep))) throw invalid;
     return {text.substr(0, sep), text.substr(sep + 2)};
+}
+
+// A query parameter that must be a whole number of at most `digits` digits
+// (nullopt when absent or empty); Error(bad_request, message) otherwise.
+std::optional<std::int64_t> wholeNumberParam(const ApiRequest& request, const char* name,
+                                             std::size_t digits, const std::string& message) {
+    auto it = request.query.find(name);
+    if (it == request.query.end() || it->second.empty()) return std::nullopt;
+    const std::string& v = it->second;
+    if (v.size() > digits || v.find_first_not_of("0123456789") != std::string::npos)
+        throw Error(ErrorCode::bad_request, message);
+    return std::stoll(v);
 }
 
 // An RFC 3339 time as sandboxes' start times are written (UTC, milliseconds),
@@ -251,13 +263,8 @@ json metricJson(const MetricSample& m) {
 
 // E2B's start and end: Unix seconds.
 std::optional<std::int64_t> unixSecondsParam(const ApiRequest& request, const char* name) {
-    auto it = request.query.find(name);
-    if (it == request.query.end() || it->second.empty()) return std::nullopt;
-    const std::string& v = it->second;
-    if (v.size() > 12 || v.find_first_not_of("0123456789") != std::string::npos)
-        throw Error(ErrorCode::bad_request,
-                    std::string("'") + name + "' must be a Unix time in seconds");
-    return std::stoll(v);
+    return wholeNumberParam(request, name, 12,
+                            std::string("'") + name + "' must be a Unix time in seconds");
 }
 }  // namespace
 
@@ -295,15 +302,59 @@ ApiResponse E2bApi::latestMetrics(RouteContext& c) {
     return jsonResponse(200, json{{"sandboxes", sandboxes}});
 }
 
+namespace {
+
+// What E2B answers for a snapshot: a named one by its name and tag (what a
+// create takes), an unnamed one by its id.
+json snapshotInfo(const SnapshotRecord& s) {
+    if (s.name.alias.empty()) return {{"snapshotID", s.id}, {"names", json::array()}};
+    std::string full = e2b::snapshotFullName(s.tenant, s.name.alias);
+    return {{"snapshotID", full + ":" + s.name.tag}, {"names", json::array({full})}};
+}
+
+bool carries(const SnapshotRecord& s, const e2b::SnapshotNameQuery& q) {
+    return !s.name.alias.empty() && s.name.alias == q.alias && (!q.tag || s.name.tag == *q.tag);
+}
+
+// The tenant's snapshots E2B lists: its own, ready, newest first.
+std::vector<SnapshotRecord> listable(SnapshotLibrary& library, const std::string& tenant) {
+    auto all = library.list(tenant);
+    std::erase_if(all, [](const SnapshotRecord& s) {
+        return s.kind != "user" || s.state != SnapshotState::ready;
+    });
+    std::sort(all.begin(), all.end(), [](const SnapshotRecord& a, const SnapshotRecord& b) {
+        return a.createdAt != b.createdAt ? a.createdAt > b.createdAt : a.id > b.id;
+    });
+    return all;
+}
+
+}  // namespace
+
+std::optional<std::string> E2bApi::namedSnapshot(const std::string& tenant,
+                                                 const std::string& templateId) {
+    if (templateId.rfind("snap-", 0) == 0) return templateId;
+    e2b::SnapshotNameQuery q;
+    try {
+        q = e2b::parseSnapshotName(templateId, tenant);
+    } catch (const Error&) {
+        return std::nullopt;  // not a name: a template's, then
+    }
+    if (!q.tag) q.tag = e2b::kDefaultSnapshotTag;
+    for (const auto& s : listable(snapshots_, tenant))
+        if (carries(s, q)) return s.id;  // the newest with the name
+    return std::nullopt;
+}
+
 ApiResponse E2bApi::createSnapshot(RouteContext& c) {
     json body = c.request.body.empty() ? json::object() : bodyObject(c.request);
     rejectUnknownFields(body, {"name"}, "snapshot request");
-    if (auto n = body.find("name"); n != body.end() && !n->is_null() &&
-                                    !(n->is_string() && n->get<std::string>().empty()))
-        throw Error(ErrorCode::bad_request,
-                    "snapshot names are not supported by Airlock: use the snapshotID");
-    auto snap = snapshotting_.snapshot(c.tenant, c.params[0]);
-    return jsonResponse(201, json{{"snapshotID", snap.id}, {"names", json::array()}});
+    SnapshotName name;
+    if (auto n = body.find("name"); n != body.end() && !n->is_null()) {
+        if (!n->is_string()) throw Error(ErrorCode::bad_request, "'name' must be a string");
+        auto q = e2b::parseSnapshotName(n->get<std::string>(), c.tenant);
+        name = SnapshotName{q.alias, q.tag.value_or(e2b::kDefaultSnapshotTag)};
+    }
+    return jsonResponse(201, snapshotInfo(snapshotting_.snapshot(c.tenant, c.params[0], name)));
 }
 
 ApiResponse E2bApi::listSnapshots(RouteContext& c) {
@@ -313,48 +364,60 @@ ApiResponse E2bApi::listSnapshots(RouteContext& c) {
         return it == q.end() ? std::string() : it->second;
     };
     std::size_t limit = 100;
-    if (auto l = param("limit"); !l.empty()) {
-        if (l.size() > 4 || l.find_first_not_of("0123456789") != std::string::npos ||
-            std::stoul(l) == 0 || std::stoul(l) > 100)
-            throw Error(ErrorCode::bad_request, "'limit' must be from 1 to 100");
-        limit = std::stoul(l);
+    if (auto l = wholeNumberParam(c.request, "limit", 4, "'limit' must be from 1 to 100")) {
+        if (*l == 0 || *l > 100) throw Error(ErrorCode::bad_request, "'limit' must be from 1 to 100");
+        limit = static_cast<std::size_t>(*l);
     }
-    std::vector<SnapshotRecord> all;
-    // Airlock's snapshots have no names: a name matches none.
-    if (param("name").empty())
-        for (auto& s : snapshots_.list(c.tenant))
-            if (s.kind == "user" && s.state == SnapshotState::ready &&
-                (param("sandboxID").empty() || s.sourceSandbox == param("sandboxID")))
-                all.push_back(std::move(s));
-    // Newest first; the token is the last one sent (a value: it outlives it).
-    std::sort(all.begin(), all.end(), [](const SnapshotRecord& a, const SnapshotRecord& b) {
-        return a.createdAt != b.createdAt ? a.createdAt > b.createdAt : a.id > b.id;
-    });
-    std::size_t from = 0;
-    if (auto token = param("nextToken"); !token.empty()) {
-        auto sep = token.find("__");
-        if (sep == std::string::npos) throw Error(ErrorCode::bad_request, "Invalid next token");
-        std::string at = token.substr(0, sep), id = token.substr(sep + 2);
-        while (from < all.size() &&
-               (all[from].createdAt > at || (all[from].createdAt == at && all[from].id >= id)))
-            ++from;
-    }
+    std::optional<e2b::SnapshotNameQuery> named;
+    if (auto n = param("name"); !n.empty()) named = e2b::parseSnapshotName(n, c.tenant);
+    std::optional<ListCursor> cursor;
+    if (auto token = param("nextToken"); !token.empty()) cursor = parseListToken(token, false);
     json out = json::array();
-    std::size_t end = std::min(all.size(), from + limit);
-    for (std::size_t i = from; i < end; ++i)
-        out.push_back({{"snapshotID", all[i].id}, {"names", json::array()}});
+    const SnapshotRecord* last = nullptr;
+    bool more = false;
+    auto all = listable(snapshots_, c.tenant);
+    for (const auto& s : all) {
+        if (!param("sandboxID").empty() && s.sourceSandbox != param("sandboxID")) continue;
+        if (named && !carries(s, *named)) continue;
+        // Only what comes after the cursor (a value: it outlives its snapshot).
+        if (cursor && (s.createdAt > cursor->createdAt ||
+                       (s.createdAt == cursor->createdAt && s.id >= cursor->id)))
+            continue;
+        if (out.size() == limit) {
+            more = true;
+            break;
+        }
+        out.push_back(snapshotInfo(s));
+        last = &s;
+    }
     ApiResponse r = jsonResponse(200, out);
-    if (end < all.size())
-        r.headers["X-Next-Token"] = all[end - 1].createdAt + "__" + all[end - 1].id;
+    if (more && last) r.headers["X-Next-Token"] = listToken(last->createdAt, last->id, false);
     return r;
 }
 
 ApiResponse E2bApi::deleteSnapshot(RouteContext& c) {
-    // E2B deletes a snapshot as the template it is; Airlock's templates are
-    // the operator's, never deleted through the API.
-    const std::string& id = c.params[0];
-    if (id.rfind("snap-", 0) != 0) throw Error(ErrorCode::not_found, "no snapshot " + id);
-    snapshotting_.deleteSnapshot(c.tenant, id);
+    // E2B deletes a snapshot as the template it is, by id or by name (every
+    // snapshot with the name, or with the name and tag). Airlock's templates
+    // are the operator's, never deleted through the API. The SDK sends a name
+    // percent-encoded ("t1%2Fmine%3Av2").
+    const std::string id = e2b::percentDecode(c.params[0]);
+    if (id.rfind("snap-", 0) == 0) {
+        snapshotting_.deleteSnapshot(c.tenant, id);
+        return ApiResponse{204, "", ""};
+    }
+    e2b::SnapshotNameQuery q;
+    try {
+        q = e2b::parseSnapshotName(id, c.tenant);
+    } catch (const Error&) {
+        throw Error(ErrorCode::not_found, "no snapshot " + id);
+    }
+    bool any = false;
+    for (const auto& s : listable(snapshots_, c.tenant))
+        if (carries(s, q)) {
+            snapshotting_.deleteSnapshot(c.tenant, s.id);
+            any = true;
+        }
+    if (!any) throw Error(ErrorCode::not_found, "no snapshot " + id);
     return ApiResponse{204, "", ""};
 }
 
@@ -405,9 +468,10 @@ ApiResponse E2bApi::create(RouteContext& c) {
         "create request");
     CreateSandboxRequest req;
     std::string asked = body.contains("templateID") ? stringField(body, "templateID") : "base";
-    // A snapshot's id is a template to E2B: creating from it clones it.
-    if (asked.rfind("snap-", 0) == 0)
-        req.snapshot = asked;
+    // A snapshot (by id, or the tenant's name for it) is a template to E2B:
+    // creating from it clones it.
+    if (auto snap = namedSnapshot(c.tenant, asked))
+        req.snapshot = *snap;
     else
         req.templateName = templateFor(asked);
     req.timeoutS = secondsField(body, "timeout").value_or(kDefaultTimeoutS);
@@ -531,12 +595,9 @@ ApiResponse E2bApi::list(RouteContext& c) {
     }
     auto metadata = e2b::parseMetadataFilter(q("metadata"));
     std::size_t limit = kMaxListLimit;
-    if (std::string l = q("limit"); !l.empty()) {
-        if (l.size() > 6 || l.find_first_not_of("0123456789") != std::string::npos)
-            throw Error(ErrorCode::bad_request, "limit must be a whole number");
-        limit = std::stoul(l);
-        if (limit == 0) throw Error(ErrorCode::bad_request, "limit must be at least 1");
-        limit = std::min<std::size_t>(limit, kMaxListLimit);
+    if (auto l = wholeNumberParam(c.request, "limit", 6, "limit must be a whole number")) {
+        if (*l == 0) throw Error(ErrorCode::bad_request, "limit must be at least 1");
+        limit = std::min<std::size_t>(static_cast<std::size_t>(*l), kMaxListLimit);
     }
     std::string order = q("order");
     if (!order.empty() && order != "asc" && order != "desc")
@@ -588,7 +649,7 @@ ApiResponse E2bApi::list(RouteContext& c) {
         last = &r;
     }
     ApiResponse res = jsonResponse(200, out);
-    if (more && last) res.headers["X-Next-Token"] = listToken(*last, ascending);
+    if (more && last) res.headers["X-Next-Token"] = listToken(last->createdAt, last->id, ascending);
     return res;
 }
 

@@ -40,6 +40,10 @@ class E2bApi {
     ApiResponse listSnapshots(RouteContext& c);
     ApiResponse deleteSnapshot(RouteContext& c);
     ApiResponse fork(RouteContext& c);
+    // The snapshot a create's templateID means: "snap-..." itself, or the
+    // newest of the tenant's snapshots carrying the name; nullopt: a template.
+    std::optional<std::string> namedSnapshot(const std::string& tenant,
+                                             const std::string& templateId);
     // The access tokens in it are bound to the calling key (keyId).
     nlohmann::json sandboxAnswer(const SandboxRecord& r, const std::string& asked,
                                  const std::string& keyId) const;

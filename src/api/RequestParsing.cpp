@@ -536,6 +536,10 @@ nlohmann::json snapshotJson(const SnapshotRecord& s) {
            {"created_at", s.createdAt}};
     auto manifest = json::parse(s.manifestJson, nullptr, false);
     if (!manifest.is_discarded() && manifest.contains("files")) j["files"] = manifest["files"];
+    if (!s.name.alias.empty()) {
+        j["name"] = s.name.alias;
+        j["tag"] = s.name.tag;
+    }
     return j;
 }
 

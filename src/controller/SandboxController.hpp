@@ -203,7 +203,9 @@ class SandboxController : private Sandboxes,
                              std::int64_t timeoutS) override;
     // Memory + device state, and the disk overlay frozen as a read-only
     // layer; a running sandbox is paused for the capture and goes on after.
-    SnapshotRecord snapshot(const std::string& tenant, const std::string& id) override;
+    using SandboxSnapshots::snapshot;
+    SnapshotRecord snapshot(const std::string& tenant, const std::string& id,
+                            const SnapshotName& name) override;
     // Snapshots as files and records: get, list, and their files' paths.
     SnapshotLibrary& snapshots() { return snapshotLibrary_; }
     // Hidden at once (SnapshotLibrary::remove); spares kept for its clones go.

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -107,7 +108,30 @@ void SandboxController::enforceTimeouts() {
 
 // ---------------------------------------------------------------- snapshots
 
-SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std::string& id) {
+namespace {
+
+void requireValidName(const SnapshotName& name) {
+    auto wellFormed = [](const std::string& s, std::string_view extra) {
+        return !s.empty() && s.size() <= 64 &&
+               std::all_of(s.begin(), s.end(), [&](char c) {
+                   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                          c == '_' || extra.find(c) != std::string_view::npos;
+               });
+    };
+    if (name.alias.empty() && name.tag.empty()) return;
+    if (!wellFormed(name.alias, ""))
+        throw Error(ErrorCode::bad_request,
+                    "a snapshot name is 1 to 64 of a-z, 0-9, '-' and '_'");
+    if (!wellFormed(name.tag, "."))
+        throw Error(ErrorCode::bad_request,
+                    "a snapshot tag is 1 to 64 of a-z, 0-9, '-', '_' and '.'");
+}
+
+}  // namespace
+
+SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std::string& id,
+                                           const SnapshotName& name) {
+    requireValidName(name);
     requireOwned(tenant, id);
     requireFreeSpace("snapshot");
     tenantLimits_.requireSnapshotQuota(tenant);  // early, cheap; checked again where it is counted
@@ -136,6 +160,7 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
     s.layers = r.layers;
     if (s.hasDisk) s.layers.push_back(s.id);
     s.createdAt = nowTimestamp();
+    s.name = name;
     {
         // Checked and counted in one step: two snapshots at once cannot both
         // take the tenant's last one.

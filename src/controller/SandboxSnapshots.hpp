@@ -12,7 +12,13 @@ class SandboxSnapshots {
     virtual ~SandboxSnapshots() = default;
     // Memory + device state, and the disk overlay frozen as a read-only
     // layer; a running sandbox is paused for the capture and goes on after.
-    virtual SnapshotRecord snapshot(const std::string& tenant, const std::string& sandboxId) = 0;
+    // A name (alias and tag) is the tenant's own label: Error(bad_request)
+    // when either is malformed.
+    virtual SnapshotRecord snapshot(const std::string& tenant, const std::string& sandboxId,
+                                    const SnapshotName& name) = 0;
+    SnapshotRecord snapshot(const std::string& tenant, const std::string& sandboxId) {
+        return snapshot(tenant, sandboxId, SnapshotName{});
+    }
     // Hidden at once; spares kept for its clones go.
     virtual void deleteSnapshot(const std::string& tenant, const std::string& snapshotId) = 0;
 };

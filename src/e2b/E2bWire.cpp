@@ -4,6 +4,7 @@
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
@@ -312,6 +313,46 @@ std::string resolveUserPath(const std::string& path, const std::string& user) {
     if (path.rfind("~/", 0) == 0) return home + path.substr(1);
     if (path[0] == '/') return path;
     return home + "/" + path;
+}
+
+SnapshotNameQuery parseSnapshotName(std::string_view text, const std::string& tenant) {
+    auto trimmed = text;
+    while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.front())))
+        trimmed.remove_prefix(1);
+    while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.back())))
+        trimmed.remove_suffix(1);
+    std::string name = asciiLower(trimmed);
+    auto invalid = [&](const std::string& what, const std::string& value) {
+        return Error(ErrorCode::bad_request, "Invalid name: invalid " + what + ": " + value);
+    };
+    auto wellFormed = [](const std::string& s, bool dots) {
+        return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [&](char c) {
+                   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                          c == '_' || (dots && c == '.');
+               });
+    };
+    SnapshotNameQuery q;
+    std::string identifier = name;
+    if (auto colon = name.find(':'); colon != std::string::npos) {
+        identifier = name.substr(0, colon);
+        std::string tag = name.substr(colon + 1);
+        if (!wellFormed(tag, true)) throw invalid("tag", tag);
+        q.tag = tag;
+    }
+    if (auto slash = identifier.find('/'); slash != std::string::npos) {
+        std::string ns = identifier.substr(0, slash);
+        if (ns != asciiLower(tenant))
+            throw Error(ErrorCode::bad_request,
+                        "namespace '" + ns + "' must match your team '" + tenant + "'");
+        identifier = identifier.substr(slash + 1);
+    }
+    if (!wellFormed(identifier, false)) throw invalid("template ID", identifier);
+    q.alias = identifier;
+    return q;
+}
+
+std::string snapshotFullName(const std::string& tenant, const std::string& alias) {
+    return tenant + "/" + alias;
 }
 
 }  // namespace airlock::e2b

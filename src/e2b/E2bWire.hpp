@@ -106,4 +106,18 @@ std::string basicAuthUser(const std::string& authorization);
 // envd resolves a relative path against the user's home.
 std::string resolveUserPath(const std::string& path, const std::string& user);
 
+// A snapshot name as E2B writes it: "[namespace/]alias[:tag]", trimmed and
+// lowercased; the namespace, when given, must be the tenant's (E2B's team
+// slug). No tag (nullopt) is "any tag" to a filter and "default" to a create.
+struct SnapshotNameQuery {
+    std::string alias;
+    std::optional<std::string> tag;
+};
+inline constexpr const char* kDefaultSnapshotTag = "default";
+// Error(bad_request) "Invalid name: ..." as E2B words it.
+SnapshotNameQuery parseSnapshotName(std::string_view text, const std::string& tenant);
+// The names E2B answers with: "tenant/alias", and "tenant/alias:tag" as the
+// snapshotID a create takes.
+std::string snapshotFullName(const std::string& tenant, const std::string& alias);
+
 }  // namespace airlock::e2b

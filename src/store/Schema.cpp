@@ -79,6 +79,11 @@ ALTER TABLE gated_execs ADD COLUMN shown TEXT NOT NULL DEFAULT '';
     {3, R"sql(
 ALTER TABLE credentials ADD COLUMN scope TEXT NOT NULL DEFAULT '[]';
 )sql"},
+    // A tenant's own name for a snapshot (E2B's snapshot names): alias and tag.
+    {4, R"sql(
+ALTER TABLE snapshots ADD COLUMN name TEXT NOT NULL DEFAULT '';
+ALTER TABLE snapshots ADD COLUMN tag TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 
 static_assert(std::size(kSteps) == kLatestSchemaVersion, "one step per schema version");

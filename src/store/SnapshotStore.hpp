@@ -12,6 +12,14 @@ namespace airlock {
 enum class SnapshotState { creating, ready, deleted };
 std::string snapshotStateName(SnapshotState s);
 
+// A tenant's own name for its snapshots (E2B's snapshot names): an alias and
+// a tag, both [a-z0-9_-] (the tag may hold dots too). A name means the
+// newest ready snapshot that carries it.
+struct SnapshotName {
+    std::string alias;  // "": unnamed
+    std::string tag;
+};
+
 // A saved sandbox: memory + device state, and (for sandboxes with a disk) the
 // overlay frozen as a read-only layer. A deleted snapshot whose layer still
 // backs a sandbox or another snapshot stays as a row (state deleted, hidden
@@ -32,6 +40,7 @@ struct SnapshotRecord {
     std::string createdAt;
     std::int64_t sizeBytes = 0;
     std::string manifestJson = "{}";
+    SnapshotName name;
 };
 
 class SnapshotStore {

@@ -381,6 +381,20 @@ test('snapshots: create, list, a sandbox from one, delete', async () => {
     await clone.kill()
     assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), true)
     assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), false)
+
+    // A named one: the name (with its tag) is what a create takes.
+    const name = `sdk-snap-${Date.now()}`
+    await src.files.write('/home/user/snapped.txt', 'named')
+    const named = await src.createSnapshot({ name })
+    assert.match(named.snapshotId, new RegExp(`/${name}:default$`))
+    assert.equal(named.names.length, 1)
+    const byName = await Sandbox.listSnapshots({ name }).nextItems()
+    assert.deepEqual(byName.map((s) => s.snapshotId), [named.snapshotId])
+    const fromName = await Sandbox.create(name, { timeoutMs: 60_000 })
+    assert.equal(await fromName.files.read('/home/user/snapped.txt'), 'named')
+    await fromName.kill()
+    assert.equal(await Sandbox.deleteSnapshot(named.snapshotId), true)
+    assert.deepEqual(await Sandbox.listSnapshots({ name }).nextItems(), [])
   } finally { await src.kill() }
 })
 

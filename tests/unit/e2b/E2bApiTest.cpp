@@ -345,6 +345,64 @@ TEST_F(E2bApiTest, MetricsAreTheGuestsFiguresSampledFromTheFirstAskOn) {
     EXPECT_EQ(native("/v1/sandboxes/" + id + "/metrics").status, 404);
 }
 
+// Snapshot names as E2B has them: [namespace/]alias[:tag], the namespace the
+// tenant's; a name means the newest snapshot carrying it.
+TEST_F(E2bApiTest, NamedSnapshotsAreFoundListedClonedAndDeletedByName) {
+    auto id = create(R"({"templateID":"minimal","timeout":100})");
+    auto snapshot = [&](const std::string& body) {
+        return call("POST", "/sandboxes/" + id + "/snapshots", body);
+    };
+    auto named = snapshot(R"({"name":"Mine"})");
+    ASSERT_EQ(named.status, 201) << named.body;
+    EXPECT_EQ(json::parse(named.body),
+              json::parse(R"({"snapshotID":"t1/mine:default","names":["t1/mine"]})"));
+    auto v2 = snapshot(R"({"name":"t1/mine:v2.1"})");
+    ASSERT_EQ(v2.status, 201) << v2.body;
+    EXPECT_EQ(json::parse(v2.body)["snapshotID"], "t1/mine:v2.1");
+    for (const char* bad : {R"({"name":"other/mine"})", R"({"name":"bad name"})",
+                            R"({"name":"mine:"})", R"({"name":5})", R"({"name":"a/b/c"})"})
+        EXPECT_EQ(snapshot(bad).status, 400) << bad;
+
+    auto listed = [&](const std::string& name) {
+        auto r = call("GET", "/snapshots?name=" + name);
+        EXPECT_EQ(r.status, 200) << r.body;
+        return json::parse(r.body);
+    };
+    EXPECT_EQ(listed("mine").size(), 2u) << "a bare name: any tag";
+    EXPECT_EQ(listed("mine:v2.1").size(), 1u);
+    EXPECT_EQ(listed("t1%2Fmine%3Adefault").size(), 1u);
+    EXPECT_TRUE(listed("yours").empty());
+    EXPECT_EQ(call("GET", "/snapshots?name=x%2Fmine").status, 400);
+
+    // A create from the name clones the newest snapshot carrying it.
+    auto cloneOf = [&](const std::string& templateId) {
+        auto r = call("POST", "/v2/sandboxes", R"({"templateID":")" + templateId + R"("})");
+        EXPECT_EQ(r.status, 201) << templateId << ": " << r.body;
+        return controller->get("t1", json::parse(r.body)["sandboxID"]).snapshotId;
+    };
+    auto idOf = [&](const std::string& tag) {  // the newest carrying the tag
+        std::pair<std::string, std::string> newest;
+        for (const auto& s : controller->snapshots().list("t1"))
+            if (s.name.tag == tag) newest = std::max(newest, std::make_pair(s.createdAt, s.id));
+        return newest.second;
+    };
+    EXPECT_EQ(cloneOf("t1/mine:default"), idOf("default"));
+    EXPECT_EQ(cloneOf("mine:v2.1"), idOf("v2.1"));
+    auto first = idOf("default");
+    ASSERT_EQ(snapshot(R"({"name":"mine"})").status, 201);
+    ASSERT_NE(idOf("default"), first);
+    EXPECT_EQ(cloneOf("mine"), idOf("default")) << "the newest";
+    EXPECT_EQ(call("POST", "/v2/sandboxes", R"({"templateID":"t1/nothing"})").status, 404);
+    // Another tenant's name means nothing to it.
+    EXPECT_TRUE(json::parse(call("GET", "/snapshots?name=mine", "", otherKey).body).empty());
+
+    EXPECT_EQ(call("DELETE", "/templates/mine:v2.1").status, 204);
+    EXPECT_EQ(listed("mine").size(), 2u);
+    EXPECT_EQ(call("DELETE", "/templates/t1%2Fmine").status, 204) << "every tag";
+    EXPECT_TRUE(listed("mine").empty());
+    EXPECT_EQ(call("DELETE", "/templates/mine").status, 404);
+}
+
 // E2B's snapshot and fork routes over Airlock's snapshots and clones.
 TEST_F(E2bApiTest, SnapshotsAndForksAsTheSdkCallsThem) {
     auto id = create(
@@ -358,7 +416,6 @@ TEST_F(E2bApiTest, SnapshotsAndForksAsTheSdkCallsThem) {
     EXPECT_EQ(snap.rfind("snap-", 0), 0u);
     EXPECT_EQ(json::parse(first.body)["names"], json::array());
     EXPECT_EQ(controller->get("t1", id).state, SandboxState::running) << "the source goes on";
-    EXPECT_EQ(snapshot(R"({"name":"mine"})").status, 400);
     EXPECT_EQ(call("POST", "/sandboxes/" + id + "/snapshots", "{}", otherKey).status, 404);
     auto second = json::parse(snapshot().body)["snapshotID"].get<std::string>();
 
