@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "api/ClientStreamSession.hpp"
 #include "api/DownloadSession.hpp"
 #include "api/ErrorMapping.hpp"
 #include "api/PreviewProxySession.hpp"
@@ -168,11 +169,15 @@ void E2bEnvd::addRoutes(RouteTable& table) {
             200, "application/json",
             jsonText(unaryRpc(c.request.path, objectBody(c.request.body), callerOf(c.request, c.tenant, c.params.at(0))))});
     };
-    for (const char* m : {"List", "SendInput", "SendSignal", "CloseStdin", "Update", "StreamInput"}) {
+    for (const char* m : {"List", "SendInput", "SendSignal", "CloseStdin", "Update"}) {
         Route r = row("POST", std::string(kProcess) + m, RouteKind::unary, ErrorShape::connect);
         r.handler = unary;
         table.add(std::move(r));
     }
+    Route streamInput =
+        row("POST", std::string(kProcess) + "StreamInput", RouteKind::stream, ErrorShape::connect);
+    streamInput.stream = [this](StreamHandover& h) { return this->streamInput(h); };
+    table.add(std::move(streamInput));
     for (const char* m : {"Stat", "ListDir", "MakeDir", "Move", "Remove", "CreateWatcher",
                           "GetWatcherEvents", "RemoveWatcher"}) {
         Route r = row("POST", std::string(kFilesystem) + m, RouteKind::unary, ErrorShape::connect);
@@ -317,6 +322,21 @@ E2bEnvd::PortRoute E2bEnvd::routePort(const ApiRequest& head, const Target& t) {
     return route;
 }
 
+namespace {
+// A ProcessInput ({"input": {"stdin"|"pty": base64}}) to the process.
+void sendProcessInput(e2b::E2bProcess& p, const json& holder) {
+    auto in = holder.find("input");
+    if (in == holder.end() || !in->is_object())
+        throw Error(ErrorCode::bad_request, "'input' is required");
+    rejectUnknownFields(*in, {"stdin", "pty"}, "ProcessInput");
+    bool pty = in->contains("pty");
+    auto value = in->find(pty ? "pty" : "stdin");
+    if (value == in->end() || !value->is_string())
+        throw Error(ErrorCode::bad_request, "'input' must hold stdin or pty bytes (base64)");
+    p.sendInput(base64Decode(value->get<std::string>()), pty);
+}
+}  // namespace
+
 std::shared_ptr<e2b::E2bProcess> E2bEnvd::selected(const Caller& caller, const json& body) {
     auto it = body.find("process");
     if (it == body.end() || !it->is_object())
@@ -442,14 +462,7 @@ json E2bEnvd::unaryRpc(const std::string& path, const json& body, const Caller& 
         }
         if (method == "SendInput") {
             rejectUnknownFields(body, {"process", "input"}, "SendInputRequest");
-            auto p = selected(caller, body);
-            auto in = body.find("input");
-            if (in == body.end() || !in->is_object())
-                throw Error(ErrorCode::bad_request, "'input' is required");
-            rejectUnknownFields(*in, {"stdin", "pty"}, "ProcessInput");
-            bool pty = in->contains("pty");
-            std::string bytes = base64Decode(str(*in, pty ? "pty" : "stdin"));
-            p->sendInput(bytes, pty);
+            sendProcessInput(*selected(caller, body), body);
             return json::object();
         }
         if (method == "SendSignal") {
@@ -487,10 +500,43 @@ json E2bEnvd::unaryRpc(const std::string& path, const json& body, const Caller& 
             }
             return json::object();
         }
-        if (method == "StreamInput")
-            throw Error(ErrorCode::bad_request, "client streaming is not supported: use SendInput");
     }
     throw Error(ErrorCode::not_found, "no such method: " + path.substr(1));
+}
+
+std::optional<ApiResponse> E2bEnvd::streamInput(StreamHandover& h) {
+    const ApiRequest& request = h.context.request;
+    if (request.contentType.rfind("application/connect+json", 0) != 0)
+        throw Error(ErrorCode::bad_request,
+                    "StreamInput takes application/connect+json (the Connect JSON codec)");
+    Caller caller = callerOf(request, h.context.tenant, h.context.params.at(0));
+    // The process the start event named: one message at a time touches it.
+    auto process = std::make_shared<std::shared_ptr<e2b::E2bProcess>>();
+    ClientStreamPlan plan;
+    plan.onMessage = [this, caller, process](const json& m) {
+        rejectUnknownFields(m, {"start", "data", "keepalive"}, "StreamInputRequest");
+        if (m.size() != 1)
+            throw Error(ErrorCode::bad_request,
+                        "a StreamInputRequest carries one of start, data or keepalive");
+        if (auto s = m.find("start"); s != m.end()) {
+            if (!s->is_object()) throw Error(ErrorCode::bad_request, "'start' must be an object");
+            rejectUnknownFields(*s, {"process"}, "StreamInputRequest.StartEvent");
+            *process = selected(caller, *s);
+        } else if (auto d = m.find("data"); d != m.end()) {
+            if (!*process)
+                throw Error(ErrorCode::bad_request, "a data event before the start event");
+            if (!d->is_object()) throw Error(ErrorCode::bad_request, "'data' must be an object");
+            rejectUnknownFields(*d, {"input"}, "StreamInputRequest.DataEvent");
+            sendProcessInput(**process, *d);
+        }
+        // A keepalive only keeps the connection's idle timer from running out.
+    };
+    plan.onEnd = [] { return json::object(); };
+    std::make_shared<ClientStreamSession>(std::move(h.stream), std::move(h.buffer),
+                                          std::move(h.header), std::move(h.context),
+                                          std::move(plan))
+        ->start();
+    return std::nullopt;
 }
 
 std::optional<ApiResponse> E2bEnvd::upload(StreamHandover& h) {

@@ -101,6 +101,10 @@ class E2bEnvd {
     nlohmann::json listDir(const Caller& caller, const std::string& path, unsigned depth);
     // POST /files: streamed to the guest (UploadSession), a file per part.
     std::optional<ApiResponse> upload(StreamHandover& h);
+    // process.Process/StreamInput: Connect client streaming (a start event
+    // naming the process, then data events, keepalives), each event sent to
+    // the guest before the next is read.
+    std::optional<ApiResponse> streamInput(StreamHandover& h);
     std::shared_ptr<e2b::E2bProcess> selected(const Caller& caller, const nlohmann::json& body);
     // A token's minting key (nullopt: no valid token) still lives and may act
     // on the owner's sandbox.

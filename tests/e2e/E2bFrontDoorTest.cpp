@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "e2b/ConnectEnvelope.hpp"
@@ -344,6 +345,107 @@ TEST_F(E2bFrontDoor, AnIdleStreamGetsKeepalives) {
     }
     EXPECT_GE(keepalives, 1) << a.body;
     EXPECT_TRUE(late);
+}
+
+// StreamInput (Connect client streaming): each event reaches the process as
+// it arrives, before the client's body has ended; the answer is {} and the
+// end of the stream. A broken stream ends with its error in the end-stream.
+TEST_F(E2bFrontDoor, StreamInputDeliversEachEventAsItArrives) {
+    test::ApiClient api(daemon->url(), key);
+    std::string startBody = e2b::encodeEnvelope(
+        e2b::kEnvelopeMessage,
+        R"({"process":{"cmd":"/bin/sh","args":["-c","cat > /tmp/streamed-input"]},"stdin":true})");
+    // Read up to the start event (its pid), then leave: the process goes on.
+    std::string started = test::rawHttpUntil(
+        daemon->port(),
+        "POST /process.Process/Start HTTP/1.1\r\nHost: 127.0.0.1\r\nE2b-Sandbox-Id: " + e2bId +
+            "\r\nE2b-Sandbox-Port: 49983\r\nX-Access-Token: " + envdToken +
+            "\r\nContent-Type: application/connect+json\r\nContent-Length: " +
+            std::to_string(startBody.size()) + "\r\nConnection: close\r\n\r\n" + startBody,
+        [](const std::string& a) { return a.find("\"pid\"") != std::string::npos; }, 60);
+    auto pidAt = started.find("\"pid\":");
+    ASSERT_NE(pidAt, std::string::npos) << started;
+    int pid = std::atoi(started.c_str() + pidAt + 6);
+    ASSERT_GT(pid, 0);
+    auto guestFile = [&] {
+        auto r = api.request("POST", "/v1/sandboxes/" + e2bId + "/exec",
+                             R"({"cmd":["sh","-c","cat /tmp/streamed-input 2>/dev/null"]})");
+        auto j = json::parse(r.body, nullptr, false);
+        return j.is_object() ? j.value("stdout", "") : std::string();
+    };
+    auto chunk = [](const std::string& message) {
+        std::string env = e2b::encodeEnvelope(e2b::kEnvelopeMessage, message);
+        std::ostringstream hex;
+        hex << std::hex << env.size();
+        return hex.str() + "\r\n" + env + "\r\n";
+    };
+    std::string head = "POST /process.Process/StreamInput HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                       "E2b-Sandbox-Id: " + e2bId + "\r\nE2b-Sandbox-Port: 49983\r\n"
+                       "X-Access-Token: " + envdToken +
+                       "\r\nContent-Type: application/connect+json\r\n"
+                       "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+    int step = 0;
+    bool seenBeforeEnd = false;
+    auto answer = parse(test::rawHttpStreamed(
+        daemon->port(), head,
+        [&](std::string& piece) {
+            switch (step++) {
+                case 0:
+                    piece = chunk(R"({"start":{"process":{"pid":)" + std::to_string(pid) + "}}}");
+                    return true;
+                case 1:
+                    piece = chunk(R"({"data":{"input":{"stdin":"aGVsbG8g"}}})");  // "hello "
+                    return true;
+                case 2:
+                    // The body is still open: the guest has the first bytes already.
+                    seenBeforeEnd = test::waitFor([&] { return guestFile() == "hello "; }, 60s, 500ms);
+                    piece = chunk(R"({"keepalive":{}})");
+                    return true;
+                case 3:
+                    piece = chunk(R"({"data":{"input":{"stdin":"d29ybGQ="}}})");  // "world"
+                    return true;
+                case 4:
+                    piece = "0\r\n\r\n";
+                    return true;
+                default:
+                    return false;
+            }
+        },
+        120));
+    EXPECT_TRUE(seenBeforeEnd) << "the first event waited for the body's end";
+    ASSERT_EQ(answer.status, 200) << answer.head << answer.body;
+    EXPECT_NE(answer.head.find("application/connect+json"), std::string::npos);
+    auto env = envelopes(answer.body);
+    ASSERT_EQ(env.size(), 2u) << answer.body;
+    EXPECT_EQ(env[0].first, 0);
+    EXPECT_EQ(json::parse(env[0].second), json::object());
+    EXPECT_EQ(env[1].first, e2b::kEnvelopeEndStream);
+    EXPECT_EQ(json::parse(env[1].second), json::object());
+    EXPECT_EQ(envd("/process.Process/CloseStdin", "application/json",
+                   R"({"process":{"pid":)" + std::to_string(pid) + "}}", envdToken)
+                  .status,
+              200);
+    EXPECT_TRUE(test::waitFor([&] { return guestFile() == "hello world"; }, 60s, 500ms))
+        << guestFile();
+
+    // Broken streams: the error is the end-stream's, as Connect streams carry it.
+    auto endError = [&](const std::string& body) {
+        auto a = envd("/process.Process/StreamInput", "application/connect+json", body, envdToken);
+        EXPECT_EQ(a.status, 200) << a.head << a.body;
+        auto e = envelopes(a.body);
+        if (e.size() != 1 || e[0].first != e2b::kEnvelopeEndStream) return std::string("none");
+        return json::parse(e[0].second)["error"].value("code", "");
+    };
+    auto message = [](const std::string& m) { return e2b::encodeEnvelope(e2b::kEnvelopeMessage, m); };
+    EXPECT_EQ(endError(message(R"({"data":{"input":{"stdin":"eA=="}}})")), "invalid_argument")
+        << "data before start";
+    EXPECT_EQ(endError(message(R"({"start":{"process":{"pid":999999}}})")), "not_found");
+    EXPECT_EQ(endError(message(R"({"start":{},"x":1})")), "invalid_argument");
+    EXPECT_EQ(endError(e2b::encodeEnvelope(e2b::kEnvelopeCompressed, "{}")), "invalid_argument");
+    EXPECT_EQ(endError(message("{}").substr(0, 4)), "invalid_argument") << "cut inside an envelope";
+    EXPECT_EQ(endError(std::string("\x00\x7f\xff\xff\xff", 5)), "resource_exhausted")
+        << "a 2 GiB envelope";
+    EXPECT_EQ(envd("/process.Process/StreamInput", "application/json", "{}", envdToken).status, 400);
 }
 
 TEST_F(E2bFrontDoor, WrongInputGetsConnectErrorsNotCrashes) {
