@@ -167,6 +167,10 @@ void FileWriteStream::start(const protocol::FileWriteRequest& request) {
                      static_cast<mode_t>(mode)));
     if (!fd_) return fail(errnoCode(errno), errText(errno) + ": " + path_);
     ::fchmod(fd_.get(), static_cast<mode_t>(mode));  // not narrowed by the umask
+    // On the new file before it replaces the old: the target's whole set
+    // becomes this one (an upload without metadata leaves it none).
+    if (int err = writeFileMetadata(fd_.get(), request.metadata))
+        return fail(errnoCode(err), errText(err) + ": metadata of " + path_);
 }
 
 FileWriteStream::~FileWriteStream() {

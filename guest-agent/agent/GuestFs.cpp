@@ -2,11 +2,13 @@
 
 #include <sys/fsuid.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include <climits>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <vector>
 
@@ -76,6 +78,52 @@ std::string utcTime(std::time_t t) {
     return out;
 }
 
+protocol::FileMetadata readFileMetadata(const std::string& path) {
+    protocol::FileMetadata out;
+    // What any tool in the guest may have set (setfattr): only printable
+    // pairs that fit the set's bound are read back, the rest left out.
+    std::vector<char> names(4096);
+    ssize_t n = ::llistxattr(path.c_str(), names.data(), names.size());
+    if (n < 0 && errno == ERANGE) {
+        names.resize(65536);  // the kernel's bound for a list
+        n = ::llistxattr(path.c_str(), names.data(), names.size());
+    }
+    if (n <= 0) return out;
+    const std::size_t prefix = std::strlen(protocol::kFileMetadataXattrPrefix);
+    std::size_t used = 0;
+    for (std::size_t at = 0; at < static_cast<std::size_t>(n);) {
+        std::string attr(names.data() + at);
+        at += attr.size() + 1;
+        if (attr.compare(0, prefix, protocol::kFileMetadataXattrPrefix) != 0) continue;
+        char value[protocol::kMaxFileMetadataBytes + 1];
+        ssize_t v = ::lgetxattr(path.c_str(), attr.c_str(), value, sizeof value);
+        if (v < 0) continue;  // gone meanwhile, or over the bound (ERANGE)
+        std::string key = attr.substr(prefix);
+        std::string text(value, static_cast<std::size_t>(v));
+        protocol::FileMetadata one{{key, text}};
+        std::size_t cost = protocol::fileMetadataCost(key, text);
+        if (!protocol::fileMetadataProblem(one).empty() ||
+            used + cost > protocol::kMaxFileMetadataBytes)
+            continue;
+        used += cost;
+        out.emplace(std::move(key), std::move(text));
+    }
+    return out;
+}
+
+int writeFileMetadata(int fd, const protocol::FileMetadata& metadata) {
+    for (const auto& [key, value] : metadata) {
+        std::string attr = protocol::kFileMetadataXattrPrefix + key;
+        if (::fsetxattr(fd, attr.c_str(), value.data(), value.size(), 0) != 0) {
+            // A filesystem without user attributes keeps none, as envd's
+            // does; the file's entry then shows none.
+            if (errno == ENOTSUP || errno == EOPNOTSUPP) return 0;
+            return errno;
+        }
+    }
+    return 0;
+}
+
 protocol::FileEntry statEntry(const std::string& path, const std::string& name, int& err) {
     using Type = protocol::FileEntry::Type;
     struct stat st{};
@@ -104,6 +152,7 @@ protocol::FileEntry statEntry(const std::string& path, const std::string& name, 
             entry.targetMode = modeText(target.st_mode);
         }
     }
+    entry.metadata = readFileMetadata(path);
     return entry;
 }
 

@@ -43,5 +43,11 @@ std::string nameOf(const std::string& path);
 
 // One path as lstat sees it; err: 0 or the errno.
 protocol::FileEntry statEntry(const std::string& path, const std::string& name, int& err);
+// A path's user metadata ("user.e2b.*" attributes, not followed through a
+// symlink): the valid pairs that fit the set's bound.
+protocol::FileMetadata readFileMetadata(const std::string& path);
+// Sets each pair on an open file; 0, or the errno that refused one (a
+// filesystem without user attributes refuses none: it keeps none).
+int writeFileMetadata(int fd, const protocol::FileMetadata& metadata);
 
 }  // namespace airlock::guest

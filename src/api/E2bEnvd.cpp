@@ -552,31 +552,49 @@ std::optional<ApiResponse> E2bEnvd::upload(StreamHandover& h) {
     auto p = request.query.find("path");
     std::string pathParam = p == request.query.end() ? "" : p->second;
     std::string user = caller.user;
-    if (!request.header("x-metadata").empty())
-        throw Error(ErrorCode::bad_request,
-                    "file metadata (X-Metadata-* headers) is not supported by this server");
+    // The whole set each file gets (none: it keeps none), as envd.
+    protocol::FileMetadata metadata;
+    for (auto it = request.headers.lower_bound("x-metadata-");
+         it != request.headers.end() && it->first.rfind("x-metadata-", 0) == 0; ++it)
+        metadata.emplace(it->first.substr(11), it->second);
+    if (auto problem = protocol::fileMetadataProblem(metadata); !problem.empty())
+        throw Error(ErrorCode::bad_request, "invalid metadata: " + problem);
     UploadPlan plan;
     plan.errors = ErrorShape::e2b;
     plan.gzip = encoding == "gzip";
     if (request.contentType.rfind("multipart/form-data", 0) == 0) {
         plan.boundary = e2b::multipartBoundary(request.contentType);
         // The part's filename is the whole target path; ?path= names it when there is one file.
-        plan.partFile = [pathParam, user](const std::string& filename) {
+        plan.partFile = [pathParam, user, metadata](const std::string& filename) {
             std::string target = !pathParam.empty() ? pathParam : filename;
             if (target.empty()) throw Error(ErrorCode::bad_request, "a file part names no path");
-            return UploadPlan::File{e2b::resolveUserPath(target, user), std::nullopt, user};
+            return UploadPlan::File{e2b::resolveUserPath(target, user), std::nullopt, user,
+                                    metadata};
         };
     } else {
         if (pathParam.empty())
             throw Error(ErrorCode::bad_request, "?path= is required for an octet-stream upload");
-        plan.whole = UploadPlan::File{e2b::resolveUserPath(pathParam, user), std::nullopt, user};
+        plan.whole =
+            UploadPlan::File{e2b::resolveUserPath(pathParam, user), std::nullopt, user, metadata};
     }
-    plan.answer = [](const std::vector<UploadPlan::Written>& written) {
+    plan.answer = [metadata](const std::vector<UploadPlan::Written>& written) {
         json out = json::array();
-        for (const auto& w : written)
-            out.push_back({{"path", w.asked},
-                           {"name", w.asked.substr(w.asked.rfind('/') + 1)},
-                           {"type", "file"}});
+        for (const auto& w : written) {
+            json entry{{"path", w.asked},
+                       {"name", w.asked.substr(w.asked.rfind('/') + 1)},
+                       {"type", "file"}};
+            // What was asked and the guest's entry confirms it kept (a file
+            // system without user attributes keeps none), in the client's
+            // own words: nothing the guest chose.
+            json kept = json::object();
+            auto guest = w.confirmed.find("metadata");
+            for (const auto& [k, v] : metadata)
+                if (guest != w.confirmed.end() && guest->is_object() && guest->contains(k) &&
+                    (*guest)[k] == v)
+                    kept[k] = v;
+            if (!kept.empty()) entry["metadata"] = kept;
+            out.push_back(entry);
+        }
         return ApiResponse{200, "application/json", jsonText(out)};
     };
     // The parser keeps its state (and what it buffered) across the move.

@@ -93,13 +93,16 @@ ApiRequest requestHead(const http::request<http::empty_body>& req) {
           "keepalive-ping-interval", "e2b-traffic-access-token", "content-encoding", "accept-encoding"})
         if (auto it = req.find(name); it != req.end())
             request.headers[name] = std::string(it->value());
-    // E2B's file metadata rides in X-Metadata-* headers: their presence is
-    // kept (an upload that carries any is refused, not silently stripped).
-    for (const auto& field : req)
-        if (beast::iequals(field.name_string().substr(0, 11), "x-metadata-")) {
-            request.headers["x-metadata"] = "present";
-            break;
+    // E2B's file metadata rides in X-Metadata-<key> headers, keys taken
+    // lower-case as envd takes them (the head's own limit bounds them).
+    for (const auto& field : req) {
+        beast::string_view name = field.name_string();
+        if (name.size() > 11 && beast::iequals(name.substr(0, 11), "x-metadata-")) {
+            std::string key(name);
+            for (auto& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            request.headers.emplace(std::move(key), std::string(field.value()));  // the first wins
         }
+    }
     return request;
 }
 }  // namespace

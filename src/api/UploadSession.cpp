@@ -111,7 +111,7 @@ void UploadSession::openFile(UploadPlan::File file) {
         [this, target](AgentStream::Handler handler) {
             return ctx_.sandboxes.files.openUpload(ctx_.tenant, ctx_.params[0], target.path,
                                                       target.mode, std::move(handler),
-                                                      target.user);
+                                                      target.user, target.metadata);
         },
         [this, self](std::exception_ptr error) {
             if (error) return fail(error);

@@ -14,6 +14,7 @@
 #include "core/GzipInflater.hpp"
 #include "core/Sha256Stream.hpp"
 #include "e2b/MultipartReader.hpp"
+#include "protocol/FileMetadata.hpp"
 
 namespace airlock::api {
 
@@ -25,6 +26,7 @@ struct UploadPlan {
         std::string path;
         std::optional<unsigned> mode;
         std::string user;  // "": the default user
+        protocol::FileMetadata metadata = {};  // the file's whole set
     };
     struct Written {
         std::string asked, path;  // the path asked for, the one the guest wrote

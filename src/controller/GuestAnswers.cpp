@@ -25,6 +25,9 @@ void maskGuestText(protocol::FileEntry& entry, const SecretMasker& masker) {
     entry.name = masker.mask(std::move(entry.name));
     entry.path = masker.mask(std::move(entry.path));
     if (entry.target) entry.target = masker.mask(std::move(*entry.target));
+    protocol::FileMetadata masked;
+    for (auto& [key, value] : entry.metadata) masked.emplace(masker.mask(key), masker.mask(value));
+    entry.metadata = std::move(masked);
 }
 
 void maskGuestText(protocol::ProcessInfo& process, const SecretMasker& masker) {

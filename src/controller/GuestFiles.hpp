@@ -28,7 +28,8 @@ class GuestFiles {
     std::shared_ptr<AgentStream> openUpload(const std::string& tenant, const std::string& id,
                                             const std::string& path, std::optional<unsigned> mode,
                                             AgentStream::Handler handler = nullptr,
-                                            const std::string& user = "");
+                                            const std::string& user = "",
+                                            const protocol::FileMetadata& metadata = {});
     std::shared_ptr<AgentStream> openDownload(const std::string& tenant, const std::string& id,
                                               const std::string& path, AgentStream::Handler handler,
                                               const std::string& user = "");

@@ -211,6 +211,7 @@ nlohmann::json entryInfo(const protocol::FileEntry& a) {
                      {"owner", owner(a.uid)},  {"group", owner(a.gid)},
                      {"modifiedTime", a.mtime}};
     if (a.type == Type::symlink) e["symlinkTarget"] = a.target ? *a.target : a.path;
+    if (!a.metadata.empty()) e["metadata"] = a.metadata;  // an empty map is left out, as protobuf's JSON
     // An unspecified type is left out, as protobuf's JSON leaves a zero enum.
     if (shown != Type::file && shown != Type::directory) e.erase("type");
     return e;

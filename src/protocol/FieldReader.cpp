@@ -105,6 +105,24 @@ std::vector<std::string> FieldReader::strings(const char* key, std::size_t maxCo
     return out;
 }
 
+std::map<std::string, std::string> FieldReader::stringMap(const char* key, std::size_t maxCount,
+                                                         std::size_t maxKeyBytes,
+                                                         std::size_t maxValueBytes) const {
+    std::map<std::string, std::string> out;
+    const json* v = find(key);
+    if (!v) return out;
+    if (!v->is_object() || v->size() > maxCount)
+        fail(std::string("'") + key + "' must be an object of at most " +
+             std::to_string(maxCount) + " strings");
+    for (const auto& [k, s] : v->items()) {
+        if (!s.is_string()) fail(std::string("'") + key + "' must hold strings");
+        if (k.size() > maxKeyBytes || s.get_ref<const std::string&>().size() > maxValueBytes)
+            fail(std::string("'") + key + "' holds a key or value over its bound");
+        out.emplace(k, s.get<std::string>());
+    }
+    return out;
+}
+
 std::optional<std::vector<FieldReader>> FieldReader::objects(const char* key,
                                                              std::size_t maxCount) const {
     const json* v = find(key);

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -37,6 +38,11 @@ class FieldReader {
     // "<key>_hex" when present (a name that is not UTF-8), else string().
     std::string bytes(const char* key, bool required = false,
                       std::size_t maxBytes = SIZE_MAX) const;
+    // An object of at most maxCount string values, each key and value
+    // bounded (absent: empty).
+    std::map<std::string, std::string> stringMap(const char* key, std::size_t maxCount,
+                                                 std::size_t maxKeyBytes,
+                                                 std::size_t maxValueBytes) const;
     // An array of at most maxCount objects (absent: nullopt), each read by
     // its own reader.
     std::optional<std::vector<FieldReader>> objects(const char* key, std::size_t maxCount) const;

@@ -61,6 +61,7 @@ json withUser(json j, const std::string& user) {
 std::string toJson(const FileWriteRequest& r) {
     json j{{"op", opText(Op::file_write)}, {"path", r.path}};
     if (r.mode) j["mode"] = *r.mode;
+    if (!r.metadata.empty()) j["metadata"] = r.metadata;
     return jsonText(withUser(std::move(j), r.user));
 }
 
@@ -125,6 +126,9 @@ FileWriteRequest parseFileWrite(const std::string& payload) {
     auto f = FieldReader::parse(payload, opName(Op::file_write));
     FileWriteRequest r{f.string("path", true), std::nullopt, f.string("user")};
     if (auto mode = f.number("mode", 07777)) r.mode = static_cast<unsigned>(*mode);
+    r.metadata = f.stringMap("metadata", kMaxFileMetadataBytes / 10, kMaxFileMetadataKey,
+                             kMaxFileMetadataBytes);
+    if (auto problem = fileMetadataProblem(r.metadata); !problem.empty()) f.fail(problem);
     return r;
 }
 

@@ -5,6 +5,7 @@
 #include <variant>
 #include <vector>
 
+#include "protocol/FileMetadata.hpp"
 #include "protocol/Messages.hpp"
 #include "protocol/Ops.hpp"
 
@@ -36,6 +37,7 @@ struct FileWriteRequest {  // file_write: the bytes follow on channel 0
     std::string path;
     std::optional<unsigned> mode;  // default 0644
     std::string user;
+    FileMetadata metadata = {};  // the file's whole set (none: it has none)
 };
 struct FileReadRequest {  // file_read: a regular file's bytes, then its size
     std::string path;

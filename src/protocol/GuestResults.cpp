@@ -59,6 +59,9 @@ FileEntry readEntry(const FieldReader& f) {
         e.targetMode = f.string("target_mode", true);
         if (!isMode(e.targetMode)) f.fail("'target_mode' must be four octal digits");
     }
+    e.metadata = f.stringMap("metadata", kMaxFileMetadataBytes / 10, kMaxFileMetadataKey,
+                             kMaxFileMetadataBytes);
+    if (auto problem = fileMetadataProblem(e.metadata); !problem.empty()) f.fail(problem);
     return e;
 }
 
@@ -125,6 +128,7 @@ json toJsonValue(const FileEntry& e) {
         j["target_type"] = typeName(e.targetType);
         j["target_mode"] = e.targetMode;
     }
+    if (!e.metadata.empty()) j["metadata"] = e.metadata;
     return j;
 }
 

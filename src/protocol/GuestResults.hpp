@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/FileMetadata.hpp"
 #include "protocol/GuestCalls.hpp"
 
 namespace airlock::protocol {
@@ -38,6 +39,8 @@ struct FileEntry {
     std::optional<std::string> target = std::nullopt;
     Type targetType = Type::other;
     std::string targetMode = {};
+    // Its user metadata (FileMetadata.hpp), as the guest read it back.
+    FileMetadata metadata = {};
 };
 std::string typeName(FileEntry::Type type);
 

@@ -109,6 +109,30 @@ test('files: write, read, bytes, exists, getInfo, list, makeDir, rename, remove'
   assert.equal(await sbx.files.exists('/home/user/d2'), false)
 })
 
+test('file metadata: written with the file, read back by getInfo, list and rename, cleared by an overwrite', async () => {
+  const metadata = { author: 'mish', purpose: 'upload' }
+  const info = await sbx.files.write('meta/a.txt', 'with metadata', { metadata })
+  assert.deepEqual(info.metadata, metadata)
+  assert.deepEqual((await sbx.files.getInfo('meta/a.txt')).metadata, metadata)
+  const octet = await sbx.files.write('meta/b.txt', 'octets', { metadata, useOctetStream: true })
+  assert.deepEqual(octet.metadata, metadata)
+  const several = await sbx.files.write([{ path: 'meta/c.txt', data: 'c' }, { path: 'meta/d.txt', data: 'd' }], { metadata: { source: 'suite' } })
+  assert.equal(several.length, 2)
+  for (const f of several) {
+    assert.deepEqual(f.metadata, { source: 'suite' })
+    assert.deepEqual((await sbx.files.getInfo(f.path)).metadata, { source: 'suite' })
+  }
+  const listed = (await sbx.files.list('meta')).find((e) => e.name === 'a.txt')
+  assert.deepEqual(listed.metadata, metadata)
+  assert.deepEqual((await sbx.files.rename('meta/a.txt', 'meta/moved.txt')).metadata, metadata)
+  const plain = await sbx.files.write('meta/moved.txt', 'again, without')
+  assert.equal(plain.metadata, undefined, 'an overwrite replaces the whole set')
+  assert.equal((await sbx.files.getInfo('meta/moved.txt')).metadata, undefined)
+  // Set in the guest by any tool: surfaced too.
+  await sbx.commands.run(`python3 -c "import os; os.setxattr('/home/user/meta/b.txt', 'user.e2b.extra', b'set-inside')"`)
+  assert.deepEqual((await sbx.files.getInfo('meta/b.txt')).metadata, { ...metadata, extra: 'set-inside' })
+})
+
 test('gzip: uploads the SDK compresses, one file or several, and compressed reads', async () => {
   const text = 'squeeze me '.repeat(50_000)
   const info = await sbx.files.write('/home/user/gz/one.txt', text, { gzip: true })

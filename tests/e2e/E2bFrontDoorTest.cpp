@@ -448,6 +448,27 @@ TEST_F(E2bFrontDoor, StreamInputDeliversEachEventAsItArrives) {
     EXPECT_EQ(envd("/process.Process/StreamInput", "application/json", "{}", envdToken).status, 400);
 }
 
+// File metadata over its bound is refused before any byte reaches the guest.
+TEST_F(E2bFrontDoor, FileMetadataOverItsBoundIsRefused) {
+    auto upload = [&](const std::string& header) {
+        return raw("POST /files?path=/tmp/meta.txt HTTP/1.1\r\nHost: 127.0.0.1\r\nE2b-Sandbox-Id: " +
+                   e2bId + "\r\nE2b-Sandbox-Port: 49983\r\nX-Access-Token: " + envdToken +
+                   "\r\nContent-Type: application/octet-stream\r\n" + header +
+                   "Content-Length: 1\r\nConnection: close\r\n\r\nx");
+    };
+    auto big = upload("X-Metadata-Big: " + std::string(5000, 'v') + "\r\n");
+    EXPECT_EQ(big.status, 400) << big.head << big.body;
+    EXPECT_NE(big.body.find("invalid metadata"), std::string::npos) << big.body;
+    auto fine = upload("X-Metadata-Owner: team-a\r\n");
+    ASSERT_EQ(fine.status, 200) << fine.head << fine.body;
+    auto written = json::parse(fine.body);
+    // The guest's file system here (the minimal template's, in memory) may
+    // keep no user attributes: then the answer claims none.
+    if (written[0].contains("metadata")) {
+        EXPECT_EQ(written[0]["metadata"]["owner"], "team-a");
+    }
+}
+
 TEST_F(E2bFrontDoor, WrongInputGetsConnectErrorsNotCrashes) {
     // No token, a wrong one: unauthenticated, as JSON.
     auto bad = envd("/filesystem.Filesystem/Stat", "application/json", R"({"path":"/"})", "nope");

@@ -91,6 +91,9 @@ TEST(E2bWire, EntryInfoIsEnvdsShape) {
     EXPECT_EQ(e["permissions"], "-rw-r--r--");
     EXPECT_EQ(e["owner"], "user");
     EXPECT_EQ(e["modifiedTime"], "2026-01-02T03:04:05Z");
+    EXPECT_FALSE(e.contains("metadata")) << "an empty map is left out";
+    agent.metadata = {{"owner", "team-a"}};
+    EXPECT_EQ(entryInfo(agent)["metadata"], nlohmann::json({{"owner", "team-a"}}));
     agent.type = Type::directory;
     agent.mode = "0755";
     agent.uid = 0;

@@ -253,6 +253,41 @@ TEST(GuestResults, OnlyASymlinkHasATargetAndItIsAbsoluteAndResolved) {
     EXPECT_NE(bent("target", std::string(5000, 'a')), "");
 }
 
+// A file's user metadata (E2B's): what the guest reads back is printable
+// ASCII within the set's bound, or the entry is refused; the upload's own set
+// is bounded the same way on the way in.
+TEST(GuestResults, FileMetadataRoundTripsAndBentSetsAreRefused) {
+    auto entry = anEntry();
+    entry.metadata = {{"owner", "team-a"}, {"empty", ""}};
+    auto back = parseFileEntry(wire(toJsonValue(entry)));
+    EXPECT_EQ(back.metadata, entry.metadata);
+    EXPECT_FALSE(toJsonValue(anEntry()).contains("metadata")) << "none: no field";
+    auto bent = [&](json metadata) {
+        auto j = toJsonValue(anEntry());
+        j["metadata"] = std::move(metadata);
+        return failureOf([&] { parseFileEntry(wire(j)); });
+    };
+    EXPECT_NE(bent(json{{"k", "line\nbreak"}}), "") << "printable ASCII only";
+    EXPECT_NE(bent(json{{"", "v"}}), "");
+    EXPECT_NE(bent(json{{"k", 7}}), "");
+    EXPECT_NE(bent(json::array()), "");
+    EXPECT_NE(bent(json{{"k", std::string(kMaxFileMetadataBytes, 'v')}}), "") << "over the set's bound";
+    EXPECT_NE(bent(json{{std::string(kMaxFileMetadataKey + 1, 'k'), "v"}}), "");
+    json many = json::object();
+    for (int i = 0; i < 500; ++i) many["k" + std::to_string(i)] = "";
+    EXPECT_NE(bent(many), "") << "too many pairs";
+    EXPECT_EQ(bent(json{{std::string(kMaxFileMetadataKey, 'k'), "v"}}), "") << "the longest key";
+
+    FileWriteRequest upload{"/w/a.txt", std::nullopt, "user", {{"a", "1"}, {"b", "2"}}};
+    EXPECT_EQ(parseFileWrite(toJson(upload)).metadata, upload.metadata);
+    EXPECT_EQ(fileMetadataProblem({{"k", std::string(kMaxFileMetadataBytes - 10, 'v')}}), "");
+    EXPECT_NE(fileMetadataProblem({{"k", std::string(kMaxFileMetadataBytes - 9, 'v')}}), "")
+        << "prefix + key + value per pair";
+    auto refusedUpload = json::parse(toJson(upload));
+    refusedUpload["metadata"]["c"] = "\x7f";
+    EXPECT_NE(failureOf([&] { parseFileWrite(refusedUpload.dump()); }), "");
+}
+
 TEST(GuestResults, WatchRecordsRoundTripAndHostileOnesAreRefused) {
     WatchRecord created{WatchRecord::Kind::create, "dir/a.txt", anEntry("/w/dir/a.txt")};
     auto back = parseWatchRecord(toJsonValue(created).dump());
