@@ -84,10 +84,17 @@ bool DirWatchStream::watchTree(const std::string& top, bool report) {
     while (!todo.empty()) {
         std::string rel = std::move(todo.back());
         todo.pop_back();
-        int wd = ::inotify_add_watch(fd_.get(), full(rel).c_str(), kMask);
+        // Below the root, never through a symlink: one swapped in for a
+        // directory would take the watch out of the tree.
+        int wd = ::inotify_add_watch(fd_.get(), full(rel).c_str(),
+                                     kMask | (rel.empty() ? 0u : std::uint32_t{IN_DONT_FOLLOW}));
         if (wd < 0) {
-            if (rel.empty()) {
-                fail(errnoCode(errno), std::string("inotify_add_watch: ") + std::strerror(errno));
+            if (rel.empty() || errno == ENOSPC || errno == ENOMEM) {
+                // Out of the kernel's watches: a tree half watched would
+                // miss changes without a word, so the watch ends saying why.
+                fail(errno == ENOSPC ? "resource_exhausted" : errnoCode(errno),
+                     std::string("inotify_add_watch: ") + std::strerror(errno) + ": " +
+                         (rel.empty() ? root_ : rel));
                 return false;
             }
             continue;  // gone already, or not the user's to read: as envd, skipped
@@ -120,6 +127,18 @@ bool DirWatchStream::watchTree(const std::string& top, bool report) {
         if (done()) return false;
     }
     return true;
+}
+
+void DirWatchStream::unwatchTree(const std::string& top) {
+    for (auto it = dirs_.begin(); it != dirs_.end();) {
+        const std::string& rel = it->second;
+        if (rel == top || rel.compare(0, top.size() + 1, top + "/") == 0) {
+            ::inotify_rm_watch(fd_.get(), it->first);
+            it = dirs_.erase(it);  // its IN_IGNORED finds nothing
+        } else {
+            ++it;
+        }
+    }
 }
 
 void DirWatchStream::emit(Kind kind, const std::string& rel) {
@@ -220,7 +239,12 @@ void DirWatchStream::readEvents() {
                 emit(Kind::create, rel);
                 if (isDir && recursive_ && !watchTree(rel, true)) return;
             }
-            if (ev->mask & IN_MOVED_FROM) emit(Kind::rename, rel);
+            if (ev->mask & IN_MOVED_FROM) {
+                emit(Kind::rename, rel);
+                // Out of the tree, or to a new name in it (its MOVED_TO
+                // watches it again there): either way not under this name.
+                if (isDir) unwatchTree(rel);
+            }
             if (ev->mask & IN_ATTRIB) emit(Kind::chmod, rel);
             if (ev->mask & IN_MODIFY) emit(Kind::write, rel);
             if (ev->mask & IN_DELETE) emit(Kind::remove, rel);

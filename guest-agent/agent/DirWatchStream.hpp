@@ -38,6 +38,8 @@ class DirWatchStream : public StreamHandler {
     // Watches dir and, when recursive, the directories below it; with
     // `report`, what they hold is reported as created. False once failed.
     bool watchTree(const std::string& rel, bool report);
+    // Drops the watches of a directory and everything below it (moved away).
+    void unwatchTree(const std::string& rel);
     void readEvents();
     void emit(protocol::WatchRecord::Kind kind, const std::string& rel);
     void flush();

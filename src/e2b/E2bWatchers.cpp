@@ -1,6 +1,8 @@
 #include "e2b/E2bWatchers.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <vector>
 
 #include "core/Ids.hpp"
 #include "e2b/E2bWire.hpp"
@@ -49,13 +51,23 @@ std::string E2bWatchers::create(const std::string& tenant, const std::string& sa
         std::lock_guard lock(mutex_);
         pruneLocked();
         std::size_t live = 0;
-        for (const auto& [_, other] : watchers_) {
+        // Ended ones wait to be polled, events and all: beyond a few per
+        // sandbox, the oldest go first, whatever their age.
+        std::vector<std::pair<std::chrono::steady_clock::time_point, std::string>> ended;
+        for (const auto& [otherId, other] : watchers_) {
             std::lock_guard own(other->mutex);
-            if (other->sandboxId == sandboxId && !other->endedAt) ++live;
+            if (other->sandboxId != sandboxId) continue;
+            if (other->endedAt)
+                ended.emplace_back(*other->endedAt, otherId);
+            else
+                ++live;
         }
         if (live >= kMaxLivePerSandbox)
             throw Error(ErrorCode::too_many_requests,
                         "too many watchers in this sandbox (remove one first)");
+        std::sort(ended.begin(), ended.end());
+        for (std::size_t i = 0; i + kMaxEndedPerSandbox < ended.size(); ++i)
+            watchers_.erase(ended[i].second);
         watchers_[id] = w;
     }
     std::weak_ptr<Watcher> weak = w;

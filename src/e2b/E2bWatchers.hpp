@@ -21,12 +21,14 @@ namespace airlock::e2b {
 // them, until removed. Bounded: kMaxLivePerSandbox watching at once; the
 // events waiting hold the guest's window, so a watcher nobody polls stops
 // its guest's watch, which then ends (resource_exhausted) and says so on
-// the next poll; an ended watcher is forgotten kKeepEnded after it ended.
+// the next poll; an ended watcher is forgotten kKeepEnded after it ended,
+// or sooner when more than kMaxEndedPerSandbox ended ones wait (oldest first).
 class E2bWatchers {
   public:
     static constexpr std::size_t kMaxLivePerSandbox = 16;
     static constexpr auto kStartWait = std::chrono::seconds(15);
     static constexpr auto kKeepEnded = std::chrono::minutes(10);
+    static constexpr std::size_t kMaxEndedPerSandbox = 16;
 
     explicit E2bWatchers(GuestFiles& files) : files_(files) {}
     ~E2bWatchers();

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <fstream>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "../api/FrontDoorsFixture.hpp"
 #include "api/E2bApi.hpp"
 #include "api/E2bEnvd.hpp"
+#include "e2b/E2bWatchers.hpp"
 #include <boost/asio/thread_pool.hpp>
 #include "api/Router.hpp"
 #include "core/Clock.hpp"
@@ -18,6 +20,7 @@
 namespace airlock::api {
 namespace {
 using nlohmann::json;
+namespace fs = std::filesystem;
 
 // The E2B control plane through the router, over the fake hypervisor.
 class E2bApiTest : public FrontDoorsFixture {
@@ -522,6 +525,32 @@ TEST_F(E2bApiTest, PolledWatchersKeepEventsUntilTheNextPoll) {
     EXPECT_EQ(rpc("RemoveWatcher", {{"watcherId", watcher}}).status, 200);
     EXPECT_EQ(rpc("GetWatcherEvents", {{"watcherId", watcher}}).status, 404);
     EXPECT_EQ(rpc("RemoveWatcher", {{"watcherId", watcher}}).status, 404);
+
+    // Ended watchers wait to be polled, but only so many per sandbox: the
+    // oldest go first when more end than the bound keeps.
+    std::vector<std::string> ended;
+    auto endedWith = [&](const std::string& w) {
+        auto r = rpc("GetWatcherEvents", {{"watcherId", w}});
+        return r.status == 404 ? json::parse(r.body).value("message", "") : std::string("live");
+    };
+    for (std::size_t i = 0; i < e2b::E2bWatchers::kMaxEndedPerSandbox + 4; ++i) {
+        std::string sub = dir.path() + "/gone-" + std::to_string(i);
+        fs::create_directories(sub);
+        auto made = rpc("CreateWatcher", {{"path", sub}});
+        ASSERT_EQ(made.status, 200) << made.body;
+        ended.push_back(json::parse(made.body)["watcherId"]);
+        fs::remove_all(sub);  // the watched directory goes: the watch ends
+        ASSERT_TRUE(test::waitFor(
+            [&] { return endedWith(ended.back()).find("gone") != std::string::npos; },
+            std::chrono::seconds(10)))
+            << endedWith(ended.back());
+    }
+    ASSERT_EQ(rpc("CreateWatcher", {{"path", dir.path()}}).status, 200);
+    for (std::size_t i = 0; i < ended.size(); ++i) {
+        bool kept = i >= 4;
+        EXPECT_EQ(endedWith(ended[i]).find("not found") != std::string::npos, !kept)
+            << i << ": " << endedWith(ended[i]);
+    }
 }
 
 // Attack 12 of "the record the agent cannot bend": an envd access token was

@@ -122,6 +122,29 @@ TEST_F(DirWatchStreamTest, AnUploadIsACreateAndAWriteOfItsTarget) {
         EXPECT_EQ(r.name.find(".airlock-upload-"), std::string::npos) << r.name;
 }
 
+// A directory moved out of the tree takes its watches with it: what happens
+// in it afterwards is not reported under its old name; moved back in, it is
+// watched again under the name it has.
+TEST_F(DirWatchStreamTest, ADirectoryMovedOutIsNoLongerWatched) {
+    std::string dir = tmp_.path() + "/tree", away = tmp_.path() + "/away";
+    fs::create_directories(dir + "/sub/inner");
+    fs::create_directories(away);
+    Watch w(*conn_, dir, true);
+    ASSERT_TRUE(w.until([](const auto& r) { return r.kind == Kind::started; }));
+    fs::rename(dir + "/sub", away + "/sub");
+    ASSERT_TRUE(w.saw(Kind::rename, "sub"));
+    std::ofstream(away + "/sub/inner/late.txt") << "outside";
+    std::ofstream(dir + "/marker.txt") << "inside";
+    ASSERT_TRUE(w.saw(Kind::create, "marker.txt"));
+    for (const auto& r : w.records)
+        EXPECT_EQ(r.name.find("late.txt"), std::string::npos) << r.name << " is outside the tree";
+    fs::rename(away + "/sub", dir + "/back");
+    ASSERT_TRUE(w.saw(Kind::create, "back"));
+    std::ofstream(dir + "/back/inner/again.txt") << "in again";
+    EXPECT_TRUE(w.saw(Kind::create, "back/inner/again.txt"));
+    EXPECT_FALSE(w.reset) << w.reset->message;
+}
+
 TEST_F(DirWatchStreamTest, ANonRecursiveWatchSeesItsOwnEntriesOnly) {
     std::string dir = tmp_.path();
     fs::create_directories(dir + "/sub");
