@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <ctime>
 #include <vector>
 
@@ -152,10 +153,12 @@ void FileWriteStream::start(const protocol::FileWriteRequest& request) {
         return fail("bad_request", "path must be an absolute file path");
     int mode = static_cast<int>(request.mode.value_or(0644));
     if (mode < 0 || mode > 07777) return fail("bad_request", "bad mode");
-    AsUser as(user_.uid, user_.gid);
+    asRoot_ = request.asRoot;
+    std::optional<AsUser> as;
+    if (!asRoot_) as.emplace(user_.uid, user_.gid);
     std::string parent = path_.substr(0, path_.rfind('/'));
     if (!parent.empty())
-        if (int err = makeDirs(parent, 0755))
+        if (int err = asRoot_ ? makeDirs(parent, 0755, user_.uid, user_.gid) : makeDirs(parent, 0755))
             return fail(errnoCode(err), errText(err) + ": " + parent);
     struct stat st {};
     if (::stat(path_.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
@@ -167,6 +170,8 @@ void FileWriteStream::start(const protocol::FileWriteRequest& request) {
                      static_cast<mode_t>(mode)));
     if (!fd_) return fail(errnoCode(errno), errText(errno) + ": " + path_);
     ::fchmod(fd_.get(), static_cast<mode_t>(mode));  // not narrowed by the umask
+    if (asRoot_ && ::fchown(fd_.get(), user_.uid, user_.gid) != 0)
+        return fail(errnoCode(errno), errText(errno) + ": " + path_);
     // On the new file before it replaces the old: the target's whole set
     // becomes this one (an upload without metadata leaves it none).
     if (int err = writeFileMetadata(fd_.get(), request.metadata))
@@ -177,7 +182,8 @@ FileWriteStream::~FileWriteStream() {
     if (fd_) {
         // Aborted (reset, host gone, error): the target keeps its old content.
         fd_.reset();
-        AsUser as(user_.uid, user_.gid);
+        std::optional<AsUser> as;
+        if (!asRoot_) as.emplace(user_.uid, user_.gid);
         ::unlink(tempPath_.c_str());
     }
 }
@@ -202,7 +208,8 @@ void FileWriteStream::onData(std::uint8_t channel, std::string bytes) {
 
 void FileWriteStream::onCloseWrite() {
     if (done()) return;
-    AsUser as(user_.uid, user_.gid);
+    std::optional<AsUser> as;
+    if (!asRoot_) as.emplace(user_.uid, user_.gid);
     if (::fsync(fd_.get()) != 0 || ::close(fd_.release()) != 0)
         return fail(errnoCode(errno), errText(errno) + ": " + path_);
     if (::rename(tempPath_.c_str(), path_.c_str()) != 0) {

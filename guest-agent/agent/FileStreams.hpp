@@ -22,6 +22,7 @@ private:
     void start(const protocol::FileWriteRequest& request);
     std::string path_, tempPath_;
     UserEntry user_;
+    bool asRoot_ = false;  // envd's uploads: written as root, given to user_
     UniqueFd fd_;
     std::uint64_t size_ = 0;
 };

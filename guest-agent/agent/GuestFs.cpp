@@ -45,14 +45,20 @@ std::string errnoCode(int err) {
     }
 }
 
-int makeDirs(const std::string& path, mode_t mode) {
+int makeDirs(const std::string& path, mode_t mode, uid_t uid, gid_t gid) {
     std::string cur;
     std::size_t i = 1;
     while (i <= path.size()) {
         std::size_t j = path.find('/', i);
         if (j == std::string::npos) j = path.size();
         cur = path.substr(0, j);
-        if (!cur.empty() && ::mkdir(cur.c_str(), mode) != 0 && errno != EEXIST) return errno;
+        if (!cur.empty()) {
+            if (::mkdir(cur.c_str(), mode) == 0) {
+                if (::chown(cur.c_str(), uid, gid) != 0) return errno;  // (-1, -1): unchanged
+            } else if (errno != EEXIST) {
+                return errno;
+            }
+        }
         i = j + 1;
     }
     struct stat st{};

@@ -32,8 +32,10 @@ private:
 // conflict (409), permission_denied (403), bad_request (400), io_error (500).
 std::string errnoCode(int err);
 
-// mkdir -p; returns 0 or an errno.
-int makeDirs(const std::string& path, mode_t mode);
+// mkdir -p; returns 0 or an errno. The directories it makes are given to
+// uid:gid when those are set.
+int makeDirs(const std::string& path, mode_t mode, uid_t uid = static_cast<uid_t>(-1),
+             gid_t gid = static_cast<gid_t>(-1));
 
 // "%Y-%m-%dT%H:%M:%SZ" with four digits of year, clamped to 0000..9999.
 std::string utcTime(std::time_t t);

@@ -569,13 +569,13 @@ std::optional<ApiResponse> E2bEnvd::upload(StreamHandover& h) {
             std::string target = !pathParam.empty() ? pathParam : filename;
             if (target.empty()) throw Error(ErrorCode::bad_request, "a file part names no path");
             return UploadPlan::File{e2b::resolveUserPath(target, user), std::nullopt, user,
-                                    metadata};
+                                    metadata, true};
         };
     } else {
         if (pathParam.empty())
             throw Error(ErrorCode::bad_request, "?path= is required for an octet-stream upload");
         plan.whole =
-            UploadPlan::File{e2b::resolveUserPath(pathParam, user), std::nullopt, user, metadata};
+            UploadPlan::File{e2b::resolveUserPath(pathParam, user), std::nullopt, user, metadata, true};
     }
     plan.answer = [metadata](const std::vector<UploadPlan::Written>& written) {
         json out = json::array();

@@ -111,7 +111,8 @@ void UploadSession::openFile(UploadPlan::File file) {
         [this, target](AgentStream::Handler handler) {
             return ctx_.sandboxes.files.openUpload(ctx_.tenant, ctx_.params[0], target.path,
                                                       target.mode, std::move(handler),
-                                                      target.user, target.metadata);
+                                                      target.user, target.metadata,
+                                                      target.asRoot);
         },
         [this, self](std::exception_ptr error) {
             if (error) return fail(error);

@@ -27,6 +27,7 @@ struct UploadPlan {
         std::optional<unsigned> mode;
         std::string user;  // "": the default user
         protocol::FileMetadata metadata = {};  // the file's whole set
+        bool asRoot = false;  // envd's: written as root, given to `user`
     };
     struct Written {
         std::string asked, path;  // the path asked for, the one the guest wrote

@@ -38,14 +38,15 @@ std::shared_ptr<AgentStream> GuestFiles::openUpload(const std::string& tenant,
                                                     std::optional<unsigned> mode,
                                                     AgentStream::Handler handler,
                                                     const std::string& user,
-                                                    const protocol::FileMetadata& metadata) {
+                                                    const protocol::FileMetadata& metadata,
+                                                    bool asRoot) {
     requireAbsolutePath(path);
     auto sandbox = sandboxes_.requireOwned(tenant, id);
     sandboxes_.checkWrite(sandbox, path);
     sandboxes_.requireFreeSpace("upload", 0);
     sandbox = sandboxes_.requireRunning(tenant, id);
     return sandboxes_.agentFor(sandbox.id)
-        ->open(protocol::FileWriteRequest{path, mode, user, metadata}, std::move(handler));
+        ->open(protocol::FileWriteRequest{path, mode, user, metadata, asRoot}, std::move(handler));
 }
 
 std::shared_ptr<AgentStream> GuestFiles::openDownload(const std::string& tenant,

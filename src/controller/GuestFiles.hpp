@@ -29,7 +29,8 @@ class GuestFiles {
                                             const std::string& path, std::optional<unsigned> mode,
                                             AgentStream::Handler handler = nullptr,
                                             const std::string& user = "",
-                                            const protocol::FileMetadata& metadata = {});
+                                            const protocol::FileMetadata& metadata = {},
+                                            bool asRoot = false);
     std::shared_ptr<AgentStream> openDownload(const std::string& tenant, const std::string& id,
                                               const std::string& path, AgentStream::Handler handler,
                                               const std::string& user = "");

@@ -62,6 +62,7 @@ std::string toJson(const FileWriteRequest& r) {
     json j{{"op", opText(Op::file_write)}, {"path", r.path}};
     if (r.mode) j["mode"] = *r.mode;
     if (!r.metadata.empty()) j["metadata"] = r.metadata;
+    if (r.asRoot) j["as_root"] = true;
     return jsonText(withUser(std::move(j), r.user));
 }
 
@@ -129,6 +130,7 @@ FileWriteRequest parseFileWrite(const std::string& payload) {
     r.metadata = f.stringMap("metadata", kMaxFileMetadataBytes / 10, kMaxFileMetadataKey,
                              kMaxFileMetadataBytes);
     if (auto problem = fileMetadataProblem(r.metadata); !problem.empty()) f.fail(problem);
+    r.asRoot = f.boolean("as_root");
     return r;
 }
 

@@ -38,6 +38,10 @@ struct FileWriteRequest {  // file_write: the bytes follow on channel 0
     std::optional<unsigned> mode;  // default 0644
     std::string user;
     FileMetadata metadata = {};  // the file's whole set (none: it has none)
+    // Written as root and given to `user`, with the directories made for it
+    // (envd's uploads: the user's file wherever it goes, as in E2B). Else
+    // written as `user`, whose permissions decide.
+    bool asRoot = false;
 };
 struct FileReadRequest {  // file_read: a regular file's bytes, then its size
     std::string path;

@@ -109,6 +109,19 @@ test('files: write, read, bytes, exists, getInfo, list, makeDir, rename, remove'
   assert.equal(await sbx.files.exists('/home/user/d2'), false)
 })
 
+test('several files in one write go where envd puts them, outside home too, and are the user\'s', async () => {
+  const files = [{ path: `/0/multi-${tag}.txt`, data: 'zero' }, { path: '/home/user/multi-1.txt', data: 'one' },
+    { path: `/opt/made/for/multi-${tag}.txt`, data: 'two' }]
+  const infos = await sbx.files.write(files)
+  assert.equal(infos.length, files.length)
+  for (let i = 0; i < files.length; i++) {
+    assert.equal(infos[i].path, files[i].path)
+    assert.equal(await sbx.files.read(files[i].path), files[i].data)
+  }
+  const owners = await sbx.commands.run(`stat -c %U /0/multi-${tag}.txt /opt/made /opt/made/for/multi-${tag}.txt /opt`)
+  assert.equal(owners.stdout, 'user\nuser\nuser\nroot\n', 'written as envd writes: the user\'s, with the directories made for it')
+})
+
 test('file metadata: written with the file, read back by getInfo, list and rename, cleared by an overwrite', async () => {
   const metadata = { author: 'mish', purpose: 'upload' }
   const info = await sbx.files.write('meta/a.txt', 'with metadata', { metadata })

@@ -280,6 +280,9 @@ TEST(GuestResults, FileMetadataRoundTripsAndBentSetsAreRefused) {
 
     FileWriteRequest upload{"/w/a.txt", std::nullopt, "user", {{"a", "1"}, {"b", "2"}}};
     EXPECT_EQ(parseFileWrite(toJson(upload)).metadata, upload.metadata);
+    EXPECT_FALSE(parseFileWrite(toJson(upload)).asRoot);
+    upload.asRoot = true;
+    EXPECT_TRUE(parseFileWrite(toJson(upload)).asRoot);
     EXPECT_EQ(fileMetadataProblem({{"k", std::string(kMaxFileMetadataBytes - 10, 'v')}}), "");
     EXPECT_NE(fileMetadataProblem({{"k", std::string(kMaxFileMetadataBytes - 9, 'v')}}), "")
         << "prefix + key + value per pair";
