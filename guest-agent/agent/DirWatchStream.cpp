@@ -89,11 +89,12 @@ bool DirWatchStream::watchTree(const std::string& top, bool report) {
         int wd = ::inotify_add_watch(fd_.get(), full(rel).c_str(),
                                      kMask | (rel.empty() ? 0u : std::uint32_t{IN_DONT_FOLLOW}));
         if (wd < 0) {
-            if (rel.empty() || errno == ENOSPC || errno == ENOMEM) {
+            int err = errno;
+            if (rel.empty() || err == ENOSPC || err == ENOMEM) {
                 // Out of the kernel's watches: a tree half watched would
                 // miss changes without a word, so the watch ends saying why.
-                fail(errno == ENOSPC ? "resource_exhausted" : errnoCode(errno),
-                     std::string("inotify_add_watch: ") + std::strerror(errno) + ": " +
+                fail(err == ENOSPC ? "resource_exhausted" : errnoCode(err),
+                     std::string("inotify_add_watch: ") + std::strerror(err) + ": " +
                          (rel.empty() ? root_ : rel));
                 return false;
             }

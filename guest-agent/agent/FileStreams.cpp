@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "agent/GuestFs.hpp"
+#include "protocol/Frame.hpp"
+#include "protocol/JsonText.hpp"
 
 namespace airlock::guest {
 namespace {
@@ -73,6 +75,10 @@ class FsOpStream : public StreamHandler {
                 }
                 ::closedir(d);
                 std::sort(names.begin(), names.end());
+                // The answer is one frame: long names, targets and metadata
+                // end a listing (truncated) before it would not fit.
+                constexpr std::size_t kListBudget = protocol::kMaxPayload - 32 * 1024;
+                std::size_t used = 0;
                 for (const auto& n : names) {
                     if (entries.size() >= protocol::kMaxListEntries) {
                         result.truncated = true;
@@ -80,7 +86,13 @@ class FsOpStream : public StreamHandler {
                     }
                     int e2 = 0;
                     auto child = statEntry(path == "/" ? "/" + n : path + "/" + n, n, e2);
-                    if (!e2) entries.push_back(child);
+                    if (e2) continue;
+                    used += jsonText(protocol::toJsonValue(child)).size() + 1;
+                    if (used > kListBudget) {
+                        result.truncated = true;
+                        break;
+                    }
+                    entries.push_back(child);
                 }
                 result.entries = std::move(entries);
             }

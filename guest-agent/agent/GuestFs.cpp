@@ -1,5 +1,6 @@
 #include "agent/GuestFs.hpp"
 
+#include <fcntl.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -54,7 +55,9 @@ int makeDirs(const std::string& path, mode_t mode, uid_t uid, gid_t gid) {
         cur = path.substr(0, j);
         if (!cur.empty()) {
             if (::mkdir(cur.c_str(), mode) == 0) {
-                if (::chown(cur.c_str(), uid, gid) != 0) return errno;  // (-1, -1): unchanged
+                // (-1, -1): unchanged; never through a link swapped in meanwhile.
+                if (::fchownat(AT_FDCWD, cur.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) != 0)
+                    return errno;
             } else if (errno != EEXIST) {
                 return errno;
             }

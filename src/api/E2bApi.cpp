@@ -333,6 +333,11 @@ std::vector<SnapshotRecord> listable(SnapshotLibrary& library, const std::string
 std::optional<std::string> E2bApi::namedSnapshot(const std::string& tenant,
                                                  const std::string& templateId) {
     if (templateId.rfind("snap-", 0) == 0) return templateId;
+    // A bare name is a template's: a snapshot is named with its namespace or
+    // its tag ("t1/mine", "mine:default", as the SDK's snapshotId is), so no
+    // key of the tenant can put a snapshot where its creates ask for a template.
+    if (templateId.find('/') == std::string::npos && templateId.find(':') == std::string::npos)
+        return std::nullopt;
     e2b::SnapshotNameQuery q;
     try {
         q = e2b::parseSnapshotName(templateId, tenant);
@@ -352,6 +357,8 @@ ApiResponse E2bApi::createSnapshot(RouteContext& c) {
     if (auto n = body.find("name"); n != body.end() && !n->is_null()) {
         if (!n->is_string()) throw Error(ErrorCode::bad_request, "'name' must be a string");
         auto q = e2b::parseSnapshotName(n->get<std::string>(), c.tenant);
+        if (q.alias.rfind("snap-", 0) == 0)
+            throw Error(ErrorCode::bad_request, "Invalid name: 'snap-' begins snapshot ids");
         name = SnapshotName{q.alias, q.tag.value_or(e2b::kDefaultSnapshotTag)};
     }
     return jsonResponse(201, snapshotInfo(snapshotting_.snapshot(c.tenant, c.params[0], name)));

@@ -513,7 +513,13 @@ std::optional<ApiResponse> E2bEnvd::streamInput(StreamHandover& h) {
     // The process the start event named: one message at a time touches it.
     auto process = std::make_shared<std::shared_ptr<e2b::E2bProcess>>();
     ClientStreamPlan plan;
-    plan.onMessage = [this, caller, process](const json& m) {
+    std::string token = request.header("x-access-token");
+    plan.onMessage = [this, token, caller, process](const json& m) {
+        // The token is checked again for each event, as for each call: a
+        // key revoked mid-stream stops the input at once.
+        if (!mintingKeyActs(tokens_.envdTokenKey(caller.sandboxId, token), caller.tenant))
+            throw Error(ErrorCode::unauthorized,
+                        "unauthorized access: the API key that fetched this token is gone");
         rejectUnknownFields(m, {"start", "data", "keepalive"}, "StreamInputRequest");
         if (m.size() != 1)
             throw Error(ErrorCode::bad_request,

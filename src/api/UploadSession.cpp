@@ -262,19 +262,25 @@ void UploadSession::onAgentEvent(AgentStream::Event&& e) {
     // way every byte reached the guest, which may have written them: the
     // write is audited.
     UploadPlan::Written w{current_.path, current_.path, received_, hash_->hexDigest(), {}};
-    std::optional<ErrorStatus> malformed;
-    try {
-        auto confirmed = protocol::parseWrittenFile(e.payload);
-        w.confirmed = protocol::toJsonValue(confirmed);
-        // The path the guest resolved ("..", symlinks) is what was written;
-        // it is its own word, kept beside the asked one.
-        w.path = confirmed.path;
-    } catch (const protocol::MessageError& bad) {
-        Error error = guestAnswerError(bad);
-        malformed = errorStatus(error.code(), error.what());
-    }
-    // The audit write (SQLite) is not for the I/O thread.
-    asio::post(ctx_.workers, [self = shared_from_this(), w = std::move(w), malformed]() mutable {
+    // The masking and the audit write (SQLite) are not for the I/O thread.
+    asio::post(ctx_.workers, [self = shared_from_this(), w = std::move(w),
+                              payload = std::move(e.payload)]() mutable {
+        std::optional<ErrorStatus> malformed;
+        try {
+            // The guest's own word, masked like every guest answer; the path
+            // it resolved ("..", symlinks) is kept beside the asked one.
+            auto confirmed = self->ctx_.sandboxes.files.maskedWrite(
+                self->ctx_.tenant, self->ctx_.params[0], protocol::parseWrittenFile(payload));
+            w.confirmed = protocol::toJsonValue(confirmed);
+            w.path = confirmed.path;
+        } catch (const protocol::MessageError& bad) {
+            Error error = guestAnswerError(bad);
+            malformed = errorStatus(error.code(), error.what());
+        } catch (const Error& error) {
+            malformed = errorStatus(error.code(), error.what());
+        } catch (const std::exception& error) {
+            malformed = errorStatus(ErrorCode::internal, error.what());
+        }
         try {
             self->ctx_.sandboxes.files.recordFileWrite(self->ctx_.tenant, self->ctx_.params[0],
                                                           w.asked, w.path, w.bytes, w.sha256);

@@ -49,6 +49,14 @@ std::shared_ptr<AgentStream> GuestFiles::openUpload(const std::string& tenant,
         ->open(protocol::FileWriteRequest{path, mode, user, metadata, asRoot}, std::move(handler));
 }
 
+protocol::WrittenFile GuestFiles::maskedWrite(const std::string& tenant, const std::string& id,
+                                              protocol::WrittenFile written) {
+    auto masker = sandboxes_.guestOutputMasker(sandboxes_.requireOwned(tenant, id));
+    written.path = masker.mask(std::move(written.path));
+    if (written.entry) maskGuestText(*written.entry, masker);
+    return written;
+}
+
 std::shared_ptr<AgentStream> GuestFiles::openDownload(const std::string& tenant,
                                                       const std::string& id,
                                                       const std::string& path,

@@ -51,6 +51,10 @@ class GuestFiles {
     // checked against the write scope and audited.
     protocol::FsResult fileOp(const std::string& tenant, const std::string& id,
                               const protocol::FsRequest& request);
+    // An upload's confirmation as the guest wrote it, masked like every
+    // guest answer (its entry's name, path, target and metadata).
+    protocol::WrittenFile maskedWrite(const std::string& tenant, const std::string& id,
+                                      protocol::WrittenFile written);
     // Audit of a file the API wrote into the guest (what the upload carried).
     void recordFileWrite(const std::string& tenant, const std::string& id,
                          const std::string& requestedPath, const std::string& writtenPath,

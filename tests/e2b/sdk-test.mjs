@@ -427,7 +427,7 @@ test('snapshots: create, list, a sandbox from one, delete', async () => {
     assert.equal(named.names.length, 1)
     const byName = await Sandbox.listSnapshots({ name }).nextItems()
     assert.deepEqual(byName.map((s) => s.snapshotId), [named.snapshotId])
-    const fromName = await Sandbox.create(name, { timeoutMs: 60_000 })
+    const fromName = await Sandbox.create(named.snapshotId, { timeoutMs: 60_000 })
     assert.equal(await fromName.files.read('/home/user/snapped.txt'), 'named')
     await fromName.kill()
     assert.equal(await Sandbox.deleteSnapshot(named.snapshotId), true)

@@ -394,7 +394,13 @@ TEST_F(E2bApiTest, NamedSnapshotsAreFoundListedClonedAndDeletedByName) {
     auto first = idOf("default");
     ASSERT_EQ(snapshot(R"({"name":"mine"})").status, 201);
     ASSERT_NE(idOf("default"), first);
-    EXPECT_EQ(cloneOf("mine"), idOf("default")) << "the newest";
+    EXPECT_EQ(cloneOf("t1/mine"), idOf("default")) << "the newest";
+    // A bare name is a template's: a snapshot never stands in for one.
+    ASSERT_EQ(snapshot(R"({"name":"minimal"})").status, 201);
+    auto plain = call("POST", "/v2/sandboxes", R"({"templateID":"minimal"})");
+    ASSERT_EQ(plain.status, 201) << plain.body;
+    EXPECT_EQ(controller->get("t1", json::parse(plain.body)["sandboxID"]).snapshotId, "");
+    EXPECT_EQ(snapshot(R"({"name":"snap-x"})").status, 400);
     EXPECT_EQ(call("POST", "/v2/sandboxes", R"({"templateID":"t1/nothing"})").status, 404);
     // Another tenant's name means nothing to it.
     EXPECT_TRUE(json::parse(call("GET", "/snapshots?name=mine", "", otherKey).body).empty());
@@ -403,6 +409,8 @@ TEST_F(E2bApiTest, NamedSnapshotsAreFoundListedClonedAndDeletedByName) {
     EXPECT_EQ(listed("mine").size(), 2u);
     EXPECT_EQ(call("DELETE", "/templates/t1%2Fmine").status, 204) << "every tag";
     EXPECT_TRUE(listed("mine").empty());
+    EXPECT_EQ(call("DELETE", "/templates/t1%2Fminimal", "", otherKey).status, 404)
+        << "another tenant's name is nothing to it";
     EXPECT_EQ(call("DELETE", "/templates/mine").status, 404);
 }
 

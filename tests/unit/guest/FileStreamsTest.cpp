@@ -69,5 +69,25 @@ TEST(FileWriteStream, AnEnvdUploadIsWrittenAsRootAndGivenToTheUser) {
     EXPECT_EQ(parent.st_uid, 0u) << "what was there keeps its owner";
 }
 
+// A listing is one frame: long names end it, truncated, before it would not
+// fit (the guest once answered "internal" for a big directory).
+TEST(FsOpStream, AListingTooBigForOneFrameIsTruncatedNotLost) {
+    InProcessAgent agent;
+    auto conn = agent.connect();
+    TempDir tmp;
+    for (int i = 0; i < 1000; ++i) {
+        std::string name = std::to_string(1000 + i) + std::string(240, 'n');
+        std::ofstream(tmp.path() + "/" + name) << "x";
+    }
+    protocol::FsRequest list{protocol::FsRequest::Action::list, tmp.path(), "", false, "root"};
+    auto answer = conn->call(protocol::GuestRequest{list}, std::chrono::seconds(10));
+    auto result = protocol::parseFsResult(list.action, answer);
+    ASSERT_TRUE(result.entries);
+    EXPECT_TRUE(result.truncated);
+    EXPECT_GT(result.entries->size(), 100u);
+    EXPECT_LT(result.entries->size(), 1000u);
+    EXPECT_EQ(result.entries->front().name.substr(0, 4), "1000") << "sorted, from the first";
+}
+
 }  // namespace
 }  // namespace airlock::test
