@@ -215,7 +215,7 @@ ApiResponse E2bApi::get(RouteContext& c) {
     if (r.portAccess == "token")
         j["trafficAccessToken"] = tokens_.trafficToken(r.id, c.principal.keyId);
     j["lifecycle"] = {{"autoResume", false},
-                      {"onTimeout", r.onTimeout == "pause" ? "pause" : "kill"}};
+                      {"onTimeout", r.onTimeout == "kill" ? "kill" : "pause"}};
     return jsonResponse(200, j);
 }
 
@@ -238,11 +238,11 @@ ApiResponse E2bApi::pause(RouteContext& c) {
     const std::string& id = c.params[0];
     json body = bodyObject(c.request);
     rejectUnknownFields(body, {"memory"}, "pause request");
-    boolField(body, "memory", true);
+    bool keepMemory = boolField(body, "memory", true);
     auto r = sandboxes_.get(c.tenant, id);
     if (r.state == SandboxState::paused)
         throw Error(ErrorCode::conflict, "sandbox " + id + " is already paused");
-    sandboxes_.pause(c.tenant, id);
+    sandboxes_.pause(c.tenant, id, keepMemory ? PauseKind::memory : PauseKind::disk_only);
     // A paused E2B sandbox waits for its connect, however long.
     sandboxes_.setTimeout(c.tenant, id, 0);
     return ApiResponse{204, "", ""};
@@ -312,6 +312,12 @@ json snapshotInfo(const SnapshotRecord& s) {
     return {{"snapshotID", full + ":" + s.name.tag}, {"names", json::array({full})}};
 }
 
+// "t1/mine", "mine:v2": a snapshot's name; anything bare is an id (or a
+// template's name).
+bool namesSnapshot(const std::string& text) {
+    return text.find('/') != std::string::npos || text.find(':') != std::string::npos;
+}
+
 bool carries(const SnapshotRecord& s, const e2b::SnapshotNameQuery& q) {
     return !s.name.alias.empty() && s.name.alias == q.alias && (!q.tag || s.name.tag == *q.tag);
 }
@@ -332,12 +338,12 @@ std::vector<SnapshotRecord> listable(SnapshotLibrary& library, const std::string
 
 std::optional<std::string> E2bApi::namedSnapshot(const std::string& tenant,
                                                  const std::string& templateId) {
-    if (templateId.rfind("snap-", 0) == 0) return templateId;
-    // A bare name is a template's: a snapshot is named with its namespace or
-    // its tag ("t1/mine", "mine:default", as the SDK's snapshotId is), so no
-    // key of the tenant can put a snapshot where its creates ask for a template.
-    if (templateId.find('/') == std::string::npos && templateId.find(':') == std::string::npos)
-        return std::nullopt;
+    // A bare name is a template's, or a snapshot id: a snapshot is named with
+    // its namespace or its tag ("t1/mine", "mine:default", as the SDK's
+    // snapshotId is), so no key of the tenant can put a snapshot where its
+    // creates ask for a template, and a name may begin as ids do ("snap-a").
+    if (!namesSnapshot(templateId))
+        return templateId.rfind("snap-", 0) == 0 ? std::optional(templateId) : std::nullopt;
     e2b::SnapshotNameQuery q;
     try {
         q = e2b::parseSnapshotName(templateId, tenant);
@@ -357,8 +363,6 @@ ApiResponse E2bApi::createSnapshot(RouteContext& c) {
     if (auto n = body.find("name"); n != body.end() && !n->is_null()) {
         if (!n->is_string()) throw Error(ErrorCode::bad_request, "'name' must be a string");
         auto q = e2b::parseSnapshotName(n->get<std::string>(), c.tenant);
-        if (q.alias.rfind("snap-", 0) == 0)
-            throw Error(ErrorCode::bad_request, "Invalid name: 'snap-' begins snapshot ids");
         name = SnapshotName{q.alias, q.tag.value_or(e2b::kDefaultSnapshotTag)};
     }
     return jsonResponse(201, snapshotInfo(snapshotting_.snapshot(c.tenant, c.params[0], name)));
@@ -408,7 +412,7 @@ ApiResponse E2bApi::deleteSnapshot(RouteContext& c) {
     // are the operator's, never deleted through the API. The SDK sends a name
     // percent-encoded ("t1%2Fmine%3Av2").
     const std::string id = e2b::percentDecode(c.params[0]);
-    if (id.rfind("snap-", 0) == 0) {
+    if (!namesSnapshot(id)) {
         snapshotting_.deleteSnapshot(c.tenant, id);
         return ApiResponse{204, "", ""};
     }
@@ -486,11 +490,12 @@ ApiResponse E2bApi::create(RouteContext& c) {
     req.metadata = stringMap(body, "metadata");
     req.env = stringMap(body, "envVars");
     boolField(body, "secure", true);  // every sandbox has an envd token
-    boolField(body, "autoPauseMemory", false);
+    bool pauseKeepsMemory = boolField(body, "autoPauseMemory", true);
     // Airlock's network is closed by default; allow_internet_access never
     // opens it (network.allowOut names what may be reached).
     boolField(body, "allow_internet_access", true);
-    if (boolField(body, "autoPause", false)) req.onTimeout = TimeoutAction::pause;
+    if (boolField(body, "autoPause", false))
+        req.onTimeout = pauseKeepsMemory ? TimeoutAction::pause : TimeoutAction::pause_disk_only;
     if (auto it = body.find("autoResume"); it != body.end() && !it->is_null()) {
         if (!it->is_object()) throw Error(ErrorCode::bad_request, "'autoResume' must be an object");
         rejectUnknownFields(*it, {"enabled"}, "autoResume");

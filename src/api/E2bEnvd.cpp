@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <map>
 
 #include "api/ClientStreamSession.hpp"
 #include "api/DownloadSession.hpp"
@@ -108,6 +109,17 @@ std::optional<E2bEnvd::Target> E2bEnvd::target(const ApiRequest& head) const {
     }
     if (auto h = e2b::parseSandboxHost(head.host, publicDomain_))
         return Target{h->sandboxId, h->port, h->token};
+    // One sandbox URL for all (E2B_SANDBOX_URL): the SDK's signed file URLs
+    // carry no header, so their signature names the sandbox.
+    if (isFilesRequest(head) && head.header("x-access-token").empty()) {
+        if (!head.query.count("signature"))
+            throw Error(ErrorCode::bad_request,
+                        "a /files URL names its sandbox: by Host (<port>-<sandbox id>." +
+                            (publicDomain_.empty() ? std::string("<public domain>") : publicDomain_) +
+                            "), by E2b-Sandbox-Id and E2b-Sandbox-Port headers, or by its "
+                            "signature (downloadUrl/uploadUrl)");
+        return Target{sandboxSigning(head), e2b::kEnvdPort, ""};
+    }
     return std::nullopt;
 }
 
@@ -227,34 +239,61 @@ bool E2bEnvd::isFilesRequest(const ApiRequest& head) {
     return head.path == "/files" && (head.method == "GET" || head.method == "POST");
 }
 
-std::string E2bEnvd::signedUrlKey(const ApiRequest& head, const std::string& sandboxId,
-                                  const std::string& owner) {
+E2bEnvd::SignedUrl E2bEnvd::signedUrlOf(const ApiRequest& head) {
     auto param = [&](const char* name) -> std::optional<std::string> {
         auto it = head.query.find(name);
         if (it == head.query.end()) return std::nullopt;
         return it->second;
     };
+    SignedUrl out;
     auto signature = param("signature");
     if (!signature || signature->empty())
         throw Error(ErrorCode::unauthorized, "missing signature query parameter");
-    std::optional<std::int64_t> expiration;
+    out.signature = *signature;
     if (auto e = param("signature_expiration"); e && !e->empty()) {
         if (e->size() > 12 || e->find_first_not_of("0123456789") != std::string::npos)
             throw Error(ErrorCode::unauthorized, "invalid signature expiration");
-        expiration = std::stoll(*e);
+        out.expiration = std::stoll(*e);
     }
-    std::string operation = head.method == "GET" ? "read" : "write";
-    std::string path = param("path").value_or(""), user = param("username").value_or("");
+    out.operation = head.method == "GET" ? "read" : "write";
+    out.path = param("path").value_or("");
+    out.user = param("username").value_or("");
+    return out;
+}
+
+std::optional<std::string> E2bEnvd::signingKey(const SignedUrl& url, const std::string& sandboxId,
+                                               const std::vector<Principal>& drivers) const {
     std::optional<std::string> keyId;
-    for (const auto& key : auth_.driversOf(owner)) {
-        auto expected = e2b::fileSignature(path, operation, user,
-                                           tokens_.envdToken(sandboxId, key.keyId), expiration);
-        if (e2b::SandboxTokens::same(expected, *signature)) keyId = key.keyId;
+    for (const auto& key : drivers) {
+        auto expected = e2b::fileSignature(url.path, url.operation, url.user,
+                                           tokens_.envdToken(sandboxId, key.keyId), url.expiration);
+        if (e2b::SandboxTokens::same(expected, url.signature)) keyId = key.keyId;
     }
+    return keyId;
+}
+
+std::string E2bEnvd::signedUrlKey(const ApiRequest& head, const std::string& sandboxId,
+                                  const std::string& owner) {
+    SignedUrl url = signedUrlOf(head);
+    auto keyId = signingKey(url, sandboxId, auth_.driversOf(owner));
     if (!keyId) throw Error(ErrorCode::unauthorized, "invalid signature");
-    if (expiration && *expiration < nowUnixSeconds())
+    if (url.expiration && *url.expiration < nowUnixSeconds())
         throw Error(ErrorCode::unauthorized, "signature is already expired");
     return *keyId;
+}
+
+std::string E2bEnvd::sandboxSigning(const ApiRequest& head) const {
+    SignedUrl url = signedUrlOf(head);
+    // Every running sandbox is tried, each with its tenant's driving keys:
+    // only a holder of that sandbox's token can make a signature that matches.
+    std::map<std::string, std::vector<Principal>> drivers;
+    for (const auto& r : sandboxes_.lifecycle.list(TenantScope::all())) {
+        if (r.state != SandboxState::running) continue;
+        auto [it, fresh] = drivers.try_emplace(r.tenant);
+        if (fresh) it->second = auth_.driversOf(r.tenant);
+        if (signingKey(url, r.id, it->second)) return r.id;
+    }
+    throw Error(ErrorCode::unauthorized, "invalid signature");
 }
 
 ApiResponse E2bEnvd::health(RouteContext& c) {

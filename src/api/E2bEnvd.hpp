@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "api/Authenticator.hpp"
 #include "e2b/E2bWatchers.hpp"
@@ -77,10 +78,22 @@ class E2bEnvd {
     static bool isFilesRequest(const ApiRequest& head);
     std::string signedUrlKey(const ApiRequest& head, const std::string& sandboxId,
                              const std::string& owner);
+    // A signed /files URL with no sandbox named (one URL for all
+    // sandboxes): the running sandbox whose token signed it, else
+    // Error(unauthorized).
+    std::string sandboxSigning(const ApiRequest& head) const;
 
     e2b::E2bProcessTable& processes() { return processes_; }
 
   private:
+    struct SignedUrl {
+        std::string signature, operation, path, user;
+        std::optional<std::int64_t> expiration;
+    };
+    static SignedUrl signedUrlOf(const ApiRequest& head);
+    // The driving key whose token for this sandbox made the signature.
+    std::optional<std::string> signingKey(const SignedUrl& url, const std::string& sandboxId,
+                                          const std::vector<Principal>& drivers) const;
     // Who acts inside the sandbox: its tenant, with the user the call names.
     struct Caller {
         std::string tenant, sandboxId, user;

@@ -282,6 +282,16 @@ void parseEmptyBody(const std::string& body, const char* what) {
     rejectUnknownFields(j, {}, what);
 }
 
+PauseKind parsePause(const std::string& body) {
+    if (body.find_first_not_of(" \t\r\n") == std::string::npos) return PauseKind::memory;
+    json j = parseJsonBody(body);
+    rejectUnknownFields(j, {"memory"}, "pause request");
+    auto it = j.find("memory");
+    if (it == j.end() || it->is_null()) return PauseKind::memory;
+    if (!it->is_boolean()) throw Error(ErrorCode::bad_request, "'memory' must be a boolean");
+    return it->get<bool>() ? PauseKind::memory : PauseKind::disk_only;
+}
+
 namespace {
 ExecOptions parseExecFields(const json& j) {
     ExecOptions o;
@@ -483,6 +493,7 @@ nlohmann::json sandboxJson(const SandboxRecord& r) {
     if (!r.error.empty()) j["error"] = r.error;
     j["timeout_s"] = r.timeoutS;
     j["on_timeout"] = r.onTimeout;
+    j["paused_without_memory"] = r.pausedWithoutMemory;
     j["expires_at"] = r.expiresAt > 0 ? json(formatUnixSeconds(r.expiresAt)) : json(nullptr);
     j["snapshot"] = r.snapshotId.empty() ? json(nullptr) : json(r.snapshotId);
     // Names only: values never leave the server.

@@ -7,6 +7,7 @@
 #include "controller/ExecOptions.hpp"
 #include "controller/SandboxCommands.hpp"
 #include "controller/SandboxSecrets.hpp"
+#include "controller/Sandboxes.hpp"
 #include "policy/CommandPolicy.hpp"
 #include "store/ApiKeyStore.hpp"
 #include "store/AuditStore.hpp"
@@ -50,6 +51,8 @@ ApprovalDecision parseApprovalDecision(const std::string& body);
 std::int64_t parseTimeoutUpdate(const std::string& body);
 // Action routes (pause, resume, snapshots) take no fields: empty or {}.
 void parseEmptyBody(const std::string& body, const char* what);
+// {"memory": false}: a pause without memory; empty or true: with it.
+PauseKind parsePause(const std::string& body);
 
 // POST /v1/keys: {"tenant","role","name","expires_at"?}.
 struct KeyRequest {

@@ -123,8 +123,8 @@ ApiResponse Router::deleteSandbox(Context& c) {
 
 // POST /v1/sandboxes/{}/pause
 ApiResponse Router::pauseSandbox(Context& c) {
-    parseEmptyBody(c.request.body, "pause request");
-    return jsonResponse(200, sandboxJson(services_.sandboxes.pause(c.tenant, c.params[0])));
+    return jsonResponse(200, sandboxJson(services_.sandboxes.pause(c.tenant, c.params[0],
+                                                                   parsePause(c.request.body))));
 }
 
 // POST /v1/sandboxes/{}/resume

@@ -14,7 +14,8 @@ BootMode bootModeFrom(std::string_view name) {
 TimeoutAction timeoutActionFrom(std::string_view name) {
     if (name == "kill") return TimeoutAction::kill;
     if (name == "pause") return TimeoutAction::pause;
-    throw Error(ErrorCode::bad_request, "on_timeout must be 'kill' or 'pause'");
+    if (name == "pause_disk_only") return TimeoutAction::pause_disk_only;
+    throw Error(ErrorCode::bad_request, "on_timeout must be 'kill', 'pause' or 'pause_disk_only'");
 }
 
 PortAccess portAccessFrom(std::string_view name) {
@@ -37,6 +38,7 @@ std::string_view timeoutActionName(TimeoutAction action) {
     switch (action) {
         case TimeoutAction::kill: return "kill";
         case TimeoutAction::pause: return "pause";
+        case TimeoutAction::pause_disk_only: return "pause_disk_only";
     }
     return "kill";
 }

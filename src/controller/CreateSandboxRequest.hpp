@@ -19,7 +19,8 @@ namespace airlock {
 // else a cold boot (automatic); only cold; only warm (409 without one).
 enum class BootMode { automatic, cold, warm };
 // What its timeout does.
-enum class TimeoutAction { kill, pause };
+// pause_disk_only: a pause without memory (PauseKind::disk_only).
+enum class TimeoutAction { kill, pause, pause_disk_only };
 // Who reaches its ports (SandboxRecord::portAccess): exposed (what the
 // sandbox's rules expose, with the caller's key), open ("public": anyone
 // with the URL) or token (E2B's traffic token).

@@ -517,6 +517,13 @@ void SandboxController::recover() {
                 teardown(r.id);
                 continue;
             }
+            if (r.state == SandboxState::paused && r.pausedWithoutMemory) {
+                // Its disk was synced before the state was written: a VM a
+                // crash left behind goes, as the pause would have done.
+                hypervisor_.destroyDomain(domainName(r.id));
+                logInfo("recover", "adopted sandbox " + r.id + ", paused without its memory");
+                continue;
+            }
             DomainState ds = hypervisor_.domainState(domainName(r.id));
             bool live = r.state == SandboxState::running || r.state == SandboxState::paused;
             if (live && ds != DomainState::running && ds != DomainState::paused) {

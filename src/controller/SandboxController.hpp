@@ -197,7 +197,11 @@ class SandboxController : private Sandboxes,
                              const std::vector<std::string>& allow) override;
 
     // Lifecycle (SandboxLifecycle.cpp).
-    SandboxRecord pause(const std::string& tenant, const std::string& id) override;
+    using Sandboxes::pause;
+    // Without memory: the guest's disk is synced, its VM shut off (a sandbox
+    // with no disk cannot: bad_request); its resume boots a VM from the disk.
+    SandboxRecord pause(const std::string& tenant, const std::string& id,
+                        PauseKind kind) override;
     SandboxRecord resume(const std::string& tenant, const std::string& id) override;
     SandboxRecord setTimeout(const std::string& tenant, const std::string& id,
                              std::int64_t timeoutS) override;
@@ -317,9 +321,12 @@ class SandboxController : private Sandboxes,
     std::shared_ptr<std::mutex> lifecycleMutex(const std::string& id) {
         return lifecycleMutexes_.of(id);
     }
+    // A pause without memory, and the boot that resumes it.
+    void shutOff(const SandboxRecord& r);
+    void bootPaused(const SandboxRecord& r);
     // pause/resume: running <-> paused, written before the VM is touched.
     SandboxRecord transition(const std::string& tenant, const std::string& id, SandboxState from,
-                             SandboxState to);
+                             SandboxState to, PauseKind kind = PauseKind::memory);
 
     LatencyHistogram createLatency_;
 

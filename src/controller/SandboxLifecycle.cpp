@@ -38,7 +38,7 @@ std::string nextOverlayName(const std::string& current) {
 // ---------------------------------------------------------------- pause / resume / timeout
 
 SandboxRecord SandboxController::transition(const std::string& tenant, const std::string& id,
-                                            SandboxState from, SandboxState to) {
+                                            SandboxState from, SandboxState to, PauseKind kind) {
     const bool pausing = to == SandboxState::paused;
     requireOwned(tenant, id);
     auto lifecycle = lifecycleMutex(id);
@@ -49,24 +49,77 @@ SandboxRecord SandboxController::transition(const std::string& tenant, const std
         throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state) +
                                              "; only a " + sandboxStateName(from) +
                                              " sandbox can be " + (pausing ? "paused" : "resumed"));
-    store_.updateState(id, to);  // written first; recover() reconciles a crash in between
-    try {
-        if (pausing)
-            hypervisor_.suspendDomain(domainName(id));
-        else
-            hypervisor_.resumeDomain(domainName(id));
-    } catch (...) {
-        store_.updateState(id, from);
-        throw;
+    const bool withoutMemory = pausing ? kind == PauseKind::disk_only : r.pausedWithoutMemory;
+    if (pausing && withoutMemory) {
+        shutOff(r);
+    } else if (withoutMemory) {
+        bootPaused(r);
+    } else {
+        store_.updateState(id, to);  // written first; recover() reconciles a crash in between
+        try {
+            if (pausing)
+                hypervisor_.suspendDomain(domainName(id));
+            else
+                hypervisor_.resumeDomain(domainName(id));
+        } catch (...) {
+            store_.updateState(id, from);
+            throw;
+        }
     }
     r.state = to;
-    logInfo("controller", "sandbox " + id + (pausing ? " paused" : " resumed"));
-    record(id, tenant, pausing ? "sandbox.paused" : "sandbox.resumed", nlohmann::json::object());
+    r.pausedWithoutMemory = pausing && withoutMemory;
+    logInfo("controller", "sandbox " + id + (pausing ? " paused" : " resumed") +
+                              (withoutMemory ? " (without its memory)" : ""));
+    record(id, tenant, pausing ? "sandbox.paused" : "sandbox.resumed",
+           {{"memory", !withoutMemory}});
     return r;
 }
 
-SandboxRecord SandboxController::pause(const std::string& tenant, const std::string& id) {
-    return transition(tenant, id, SandboxState::running, SandboxState::paused);
+void SandboxController::shutOff(const SandboxRecord& r) {
+    if (r.disk.empty())
+        throw Error(ErrorCode::bad_request, "sandbox " + r.id +
+                                                " has no disk: a pause without its memory "
+                                                "would keep nothing (pause it with its memory)");
+    // What the guest still holds in its page cache reaches the disk first:
+    // a guest that cannot sync keeps running, unpaused.
+    auto agent = agents_.get(r.id);
+    protocol::ExecRequest sync;
+    sync.argv = {"sync"};
+    sync.user = "root";
+    auto synced = agent->exec(sync, 4096, std::chrono::seconds(60));
+    if (synced.result.exit_code != 0)
+        throw Error(ErrorCode::agent_error,
+                    "sandbox " + r.id + " could not sync its disk: " +
+                        (synced.result.error.empty() ? "sync failed" : synced.result.error));
+    // Written first: recover() shuts off a VM a crash left behind.
+    store_.updatePaused(r.id, SandboxState::paused, true);
+    agents_.retire(r.id, "sandbox " + r.id + " was paused without its memory: its processes ended");
+    hypervisor_.destroyDomain(domainName(r.id));
+    agents_.forget(r.id);
+}
+
+void SandboxController::bootPaused(const SandboxRecord& r) {
+    auto tmpl = templates_.find(r.templateName);
+    if (!tmpl)
+        throw Error(ErrorCode::conflict, "sandbox " + r.id + " was made from template '" +
+                                             r.templateName +
+                                             "', which this server no longer has to boot it");
+    try {
+        hypervisor_.startDomain(domainSpec(r, *tmpl));
+        agents_.adopt(r, agents_.connect(r.id, config_.bootTimeout));
+    } catch (...) {
+        // Still paused without memory: a later resume boots it again.
+        agents_.retire(r.id, "sandbox " + r.id + " did not boot");
+        hypervisor_.destroyDomain(domainName(r.id));
+        agents_.forget(r.id);
+        throw;
+    }
+    store_.updatePaused(r.id, SandboxState::running, false);
+}
+
+SandboxRecord SandboxController::pause(const std::string& tenant, const std::string& id,
+                                       PauseKind kind) {
+    return transition(tenant, id, SandboxState::running, SandboxState::paused, kind);
 }
 
 SandboxRecord SandboxController::resume(const std::string& tenant, const std::string& id) {
@@ -90,8 +143,11 @@ void SandboxController::enforceTimeouts() {
         if (r.expiresAt == 0 || r.expiresAt > now) continue;
         if (r.state != SandboxState::running && r.state != SandboxState::paused) continue;
         try {
-            if (r.onTimeout == "pause") {
-                if (r.state == SandboxState::running) pause(r.tenant, r.id);
+            if (auto action = timeoutActionFrom(r.onTimeout); action != TimeoutAction::kill) {
+                if (r.state == SandboxState::running)
+                    pause(r.tenant, r.id,
+                          action == TimeoutAction::pause ? PauseKind::memory
+                                                         : PauseKind::disk_only);
                 store_.updateTimeout(r.id, r.timeoutS, 0);
                 logInfo("controller", "sandbox " + r.id + " paused: its timeout passed");
                 record(r.id, r.tenant, "sandbox.timeout", {{"action", "pause"}});

@@ -10,6 +10,11 @@
 
 namespace airlock {
 
+// What a pause keeps: the VM's memory (its processes go on after the
+// resume), or only its disk (the VM is shut off; the resume boots it, as
+// E2B's filesystem-only pause does).
+enum class PauseKind { memory, disk_only };
+
 // The sandbox lifecycle as a front door sees it, and no more: made, found,
 // listed, paused, resumed, given a deadline and removed, each call scoped
 // to the caller's tenant (another tenant's sandbox is Error(not_found)).
@@ -29,7 +34,11 @@ class Sandboxes {
     // `why` ends the message of calls still open on the sandbox.
     virtual void destroy(const std::string& tenant, const std::string& id,
                          const std::string& why) = 0;
-    virtual SandboxRecord pause(const std::string& tenant, const std::string& id) = 0;
+    virtual SandboxRecord pause(const std::string& tenant, const std::string& id,
+                                PauseKind kind) = 0;
+    SandboxRecord pause(const std::string& tenant, const std::string& id) {
+        return pause(tenant, id, PauseKind::memory);
+    }
     virtual SandboxRecord resume(const std::string& tenant, const std::string& id) = 0;
     // Seconds from now (0: none).
     virtual SandboxRecord setTimeout(const std::string& tenant, const std::string& id,

@@ -47,6 +47,9 @@ struct SandboxRecord {
     // "public" (E2B's default: every port, no token) or "token" (E2B's
     // restricted traffic: every port, with the sandbox's traffic token).
     std::string portAccess = "exposed";
+    // Paused without its memory: no VM while paused; resuming boots one
+    // from its disk (its processes are gone, its files are not).
+    bool pausedWithoutMemory = false;
 };
 
 }  // namespace airlock

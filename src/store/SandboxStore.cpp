@@ -37,7 +37,7 @@ constexpr const char* kSandboxColumns =
     "id, tenant, template, state, vcpus, memory_mib, created_at, metadata, env, error, snapshot, "
     "disk, layers,"
     " timeout_s, on_timeout, expires_at, policy, secrets, secret_names, network, qemu_uid, "
-    "disk_bytes, packages, task, artifacts, port_access";
+    "disk_bytes, packages, task, artifacts, port_access, paused_without_memory";
 
 SandboxRecord readSandboxRow(const Database::Statement& st) {
     SandboxRecord r;
@@ -67,6 +67,7 @@ SandboxRecord readSandboxRow(const Database::Statement& st) {
     r.taskJson = st.text(23);
     r.artifacts = stringListFromColumn(st.text(24));
     r.portAccess = st.text(25);
+    r.pausedWithoutMemory = st.integer(26) != 0;
     return r;
 }
 }  // namespace
@@ -94,19 +95,25 @@ void SandboxStore::replace(const SandboxRecord& r) { write(r, true); }
 
 void SandboxStore::write(const SandboxRecord& r, bool replace) {
     db_.run(std::string(replace ? "INSERT OR REPLACE" : "INSERT") + " INTO sandboxes (" +
-                kSandboxColumns + ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                kSandboxColumns + ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             r.id, r.tenant, r.templateName, sandboxStateName(r.state), r.vcpus, r.memoryMib,
             r.createdAt, r.metadataJson, r.envJson, r.error, r.snapshotId, r.disk,
             stringListColumn(r.layers), r.timeoutS, r.onTimeout, r.expiresAt, r.policyJson,
             r.secretsSealed, stringListColumn(r.secretNames), stringListColumn(r.network),
             r.qemuUid, r.diskBytes, r.packagesJson, r.taskJson, stringListColumn(r.artifacts),
-            r.portAccess);
+            r.portAccess, r.pausedWithoutMemory ? 1 : 0);
 }
 
 void SandboxStore::updateState(const std::string& id, SandboxState state,
                                const std::string& error) {
     db_.run("UPDATE sandboxes SET state = ?, error = ? WHERE id = ?", sandboxStateName(state),
             error, id);
+}
+
+void SandboxStore::updatePaused(const std::string& id, SandboxState state,
+                                bool withoutMemory) {
+    db_.run("UPDATE sandboxes SET state = ?, error = '', paused_without_memory = ? WHERE id = ?",
+            sandboxStateName(state), withoutMemory ? 1 : 0, id);
 }
 
 void SandboxStore::remove(const std::string& id) {

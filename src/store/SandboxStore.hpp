@@ -18,6 +18,8 @@ class SandboxStore {
     // becoming a client's sandbox).
     void replace(const SandboxRecord& r);
     void updateState(const std::string& id, SandboxState state, const std::string& error = {});
+    // The state and whether the pause dropped the memory, in one write.
+    void updatePaused(const std::string& id, SandboxState state, bool withoutMemory);
     void remove(const std::string& id);
     void updateDisk(const std::string& id, const std::string& disk,
                     const std::vector<std::string>& layers);

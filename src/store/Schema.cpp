@@ -84,6 +84,11 @@ ALTER TABLE credentials ADD COLUMN scope TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE snapshots ADD COLUMN name TEXT NOT NULL DEFAULT '';
 ALTER TABLE snapshots ADD COLUMN tag TEXT NOT NULL DEFAULT '';
 )sql"},
+    // A pause that kept only the disk (E2B's memory: false): its VM is shut
+    // off, and resuming boots it again.
+    {5, R"sql(
+ALTER TABLE sandboxes ADD COLUMN paused_without_memory INTEGER NOT NULL DEFAULT 0;
+)sql"},
 };
 
 static_assert(std::size(kSteps) == kLatestSchemaVersion, "one step per schema version");

@@ -243,6 +243,18 @@ test('signed URLs: a download and an upload with no token, bound to what they si
   assert.notEqual(asRoot, 200)
   const expired = await sbx.downloadUrl('/home/user/signed.txt', { useSignatureExpiration: -10 })
   assert.match((await send(expired)).text, /signature is already expired/)
+  // One URL for every sandbox (E2B_SANDBOX_URL), as the SDK hands the URL
+  // out: no Host naming the sandbox, no header; the signature names it.
+  assert.ok(down.startsWith(process.env.E2B_SANDBOX_URL), down)
+  const direct = await fetch(down)
+  assert.deepEqual([direct.status, await direct.text()], [200, 'signed content'])
+  const upDirect = await fetch(await sbx.uploadUrl('/home/user/direct.txt'), { method: 'POST', body: 'direct', headers: { 'Content-Type': 'application/octet-stream' } })
+  assert.equal(upDirect.status, 200)
+  assert.equal(await sbx.files.read('/home/user/direct.txt'), 'direct')
+  assert.equal((await fetch(moved)).status, 401)
+  const unnamed = await fetch(bare)
+  assert.equal(unnamed.status, 400)
+  assert.match((await unnamed.json()).message, /names its sandbox/)
 })
 
 test('symlinks: getInfo and list give the target\'s type and the resolved target', async () => {
@@ -373,6 +385,31 @@ test('pause, then connect resumes it with its files and its running processes', 
   await back.kill()
 })
 
+test('pause without memory: files kept, the guest booted again, its processes gone', async () => {
+  const other = await Sandbox.create('base', { timeoutMs: 180_000 })
+  try {
+    await other.files.write('/home/user/kept.txt', 'on disk')
+    const bootId = async (s) => (await s.commands.run('cat /proc/sys/kernel/random/boot_id')).stdout.trim()
+    const before = await bootId(other)
+    const sleeper = await other.commands.run('sleep 600', { background: true, timeoutMs: 0 })
+    if (!process.env.E2B_SDK || process.env.E2B_SDK === 'e2b') {
+      await other.pause({ keepMemory: false })
+    } else {
+      // An SDK from before keepMemory: E2B's request as the newer ones send it.
+      const r = await fetch(`${process.env.E2B_API_URL}/sandboxes/${other.sandboxId}/pause`, {
+        method: 'POST', headers: { 'X-API-Key': process.env.E2B_API_KEY, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ memory: false }) })
+      assert.equal(r.status, 204)
+    }
+    assert.equal(await other.isRunning(), false)
+    const again = await Sandbox.connect(other.sandboxId)
+    assert.equal(await again.isRunning(), true)
+    assert.equal(await again.files.read('/home/user/kept.txt'), 'on disk')
+    assert.notEqual(await bootId(again), before, 'a fresh boot')
+    assert.ok(!(await again.commands.list()).some((p) => p.pid === sleeper.pid))
+  } finally { await other.kill() }
+})
+
 test('a sandbox killed during a command ends the command with an error', async () => {
   const other = await Sandbox.create('base', { timeoutMs: 120_000 })
   const h = await other.commands.run('sleep 60', { background: true, timeoutMs: 0 })
@@ -420,7 +457,7 @@ test('snapshots: create, list, a sandbox from one, delete', async () => {
     assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), false)
 
     // A named one: the name (with its tag) is what a create takes.
-    const name = `sdk-snap-${Date.now()}`
+    const name = `snap-sdk-${Date.now()}`  // as E2B's own tests name them
     await src.files.write('/home/user/snapped.txt', 'named')
     const named = await src.createSnapshot({ name })
     assert.match(named.snapshotId, new RegExp(`/${name}:default$`))

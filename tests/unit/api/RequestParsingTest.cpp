@@ -43,12 +43,24 @@ TEST(RequestParsing, CreateSandboxReadsBootAndTimeoutActionAsEnums) {
     // Each name reads back as itself: the record and the E2B door store names.
     for (auto m : {BootMode::automatic, BootMode::cold, BootMode::warm})
         EXPECT_EQ(bootModeFrom(bootModeName(m)), m);
-    for (auto a : {TimeoutAction::kill, TimeoutAction::pause})
+    EXPECT_EQ(parseCreateSandbox(R"({"on_timeout":"pause_disk_only"})").onTimeout,
+              TimeoutAction::pause_disk_only);
+    for (auto a : {TimeoutAction::kill, TimeoutAction::pause, TimeoutAction::pause_disk_only})
         EXPECT_EQ(timeoutActionFrom(timeoutActionName(a)), a);
     for (auto p : {PortAccess::exposed, PortAccess::open, PortAccess::token})
         EXPECT_EQ(portAccessFrom(portAccessName(p)), p);
     EXPECT_EQ(portAccessName(PortAccess::open), "public");
     EXPECT_EQ(codeOf([&] { portAccessFrom("everyone"); }), ErrorCode::bad_request);
+}
+
+TEST(RequestParsing, APauseKeepsMemoryUnlessTheBodySaysNot) {
+    EXPECT_EQ(parsePause(""), PauseKind::memory);
+    EXPECT_EQ(parsePause("{}"), PauseKind::memory);
+    EXPECT_EQ(parsePause(R"({"memory":true})"), PauseKind::memory);
+    EXPECT_EQ(parsePause(R"({"memory":false})"), PauseKind::disk_only);
+    for (const char* bad : {R"({"memory":"no"})", R"({"memory":0})", R"({"keep":false})", "[]",
+                            "{"})
+        EXPECT_EQ(codeOf([&] { parsePause(bad); }), ErrorCode::bad_request) << bad;
 }
 
 TEST(RequestParsing, SandboxJsonStatesItsDiskGib) {

@@ -62,6 +62,52 @@ TEST_F(SandboxLifecycleTest, PauseAndResumeRecordTheStateAndGateExec) {
     EXPECT_EQ(controller->commands().exec("t1", r.id, o).result.exit_code, 0);
 }
 
+// E2B's filesystem-only pause: no VM while paused, a fresh boot (a new agent
+// session) on resume, the disk kept; the state survives a restart.
+TEST_F(SandboxLifecycleTest, APauseWithoutMemoryShutsTheVmOffAndTheResumeBootsIt) {
+    auto r = controller->create("t1", fromTemplate("disky"));
+    auto domain = SandboxController::domainName(r.id);
+    const int startsBefore = hypervisor.starts.load();
+    const std::size_t agentsBefore = agents.size();
+    auto paused = controller->pause("t1", r.id, PauseKind::disk_only);
+    EXPECT_EQ(paused.state, SandboxState::paused);
+    EXPECT_TRUE(paused.pausedWithoutMemory);
+    EXPECT_EQ(hypervisor.domainState(domain), DomainState::missing) << "no VM while paused";
+    EXPECT_TRUE(store->find(r.id)->pausedWithoutMemory);
+    EXPECT_TRUE(fs::exists(dir.path() + "/sandboxes/" + r.id + "/" + r.disk)) << "the disk stays";
+
+    ControllerConfig config;
+    config.dataDir = dir.path();
+    auto restarted = makeController(config);
+    restarted->recover();
+    EXPECT_EQ(store->find(r.id)->state, SandboxState::paused)
+        << "a VM shut off by the pause is not a VM lost";
+
+    auto resumed = controller->resume("t1", r.id);
+    EXPECT_EQ(resumed.state, SandboxState::running);
+    EXPECT_FALSE(resumed.pausedWithoutMemory);
+    EXPECT_FALSE(store->find(r.id)->pausedWithoutMemory);
+    EXPECT_EQ(hypervisor.domainState(domain), DomainState::running);
+    EXPECT_EQ(hypervisor.starts.load(), startsBefore + 1) << "the resume booted a VM";
+    EXPECT_EQ(agents.size(), agentsBefore + 1) << "with a session of its own";
+    ExecOptions o;
+    o.argv = {"true"};
+    o.user = "root";
+    EXPECT_EQ(controller->commands().exec("t1", r.id, o).result.exit_code, 0);
+    // A pause with memory afterwards is the usual one again.
+    EXPECT_FALSE(controller->pause("t1", r.id).pausedWithoutMemory);
+    EXPECT_EQ(hypervisor.domainState(domain), DomainState::paused);
+}
+
+TEST_F(SandboxLifecycleTest, APauseWithoutMemoryNeedsADisk) {
+    auto r = controller->create("t1", CreateSandboxRequest{});
+    ASSERT_TRUE(r.disk.empty());
+    EXPECT_EQ(codeOf([&] { controller->pause("t1", r.id, PauseKind::disk_only); }),
+              ErrorCode::bad_request);
+    EXPECT_EQ(store->find(r.id)->state, SandboxState::running);
+    EXPECT_EQ(hypervisor.domainState(SandboxController::domainName(r.id)), DomainState::running);
+}
+
 // A fork (settingsFrom) runs under its source's rules, whatever the request
 // carries: a clone must never run under fewer rules than what it copies.
 TEST_F(SandboxLifecycleTest, AForkTakesItsSourcesSettingsNotTheRequests) {

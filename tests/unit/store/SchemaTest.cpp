@@ -62,7 +62,7 @@ TEST(SchemaTest, AFileFromBeforeVersioningGainsColumnsAndKeepsRows) {
     }
     Database db(path);
     EXPECT_EQ(db.schemaVersion(), kLatestSchemaVersion);
-    EXPECT_EQ(columnsOf(db, "sandboxes").back(), "port_access");
+    EXPECT_EQ(columnsOf(db, "sandboxes").back(), "paused_without_memory");
 
     auto sandbox = SandboxStore(db).find("sbx-old");
     ASSERT_TRUE(sandbox);
@@ -71,6 +71,7 @@ TEST(SchemaTest, AFileFromBeforeVersioningGainsColumnsAndKeepsRows) {
     EXPECT_TRUE(sandbox->layers.empty());  // the added column's default
     EXPECT_EQ(sandbox->onTimeout, "kill");
     EXPECT_EQ(sandbox->portAccess, "exposed");
+    EXPECT_FALSE(sandbox->pausedWithoutMemory);
 
     // Keys from before roles were the single admin key; they get an id.
     ApiKeyStore keys(db);
