@@ -16,7 +16,7 @@ namespace airlock::api {
 namespace {
 using nlohmann::json;
 
-constexpr std::int64_t kDefaultTimeoutS = 300;  // what E2B gives a create that names none
+using e2b::kDefaultTimeoutS;
 constexpr std::int64_t kDefaultForkTimeoutS = 15;  // and a fork
 constexpr std::size_t kMaxListLimit = 100;
 
@@ -214,7 +214,7 @@ ApiResponse E2bApi::get(RouteContext& c) {
     j["network"] = {{"allowPublicTraffic", r.portAccess == "public"}};
     if (r.portAccess == "token")
         j["trafficAccessToken"] = tokens_.trafficToken(r.id, c.principal.keyId);
-    j["lifecycle"] = {{"autoResume", false},
+    j["lifecycle"] = {{"autoResume", r.autoResume},
                       {"onTimeout", r.onTimeout == "kill" ? "kill" : "pause"}};
     return jsonResponse(200, j);
 }
@@ -499,8 +499,13 @@ ApiResponse E2bApi::create(RouteContext& c) {
     if (auto it = body.find("autoResume"); it != body.end() && !it->is_null()) {
         if (!it->is_object()) throw Error(ErrorCode::bad_request, "'autoResume' must be an object");
         rejectUnknownFields(*it, {"enabled"}, "autoResume");
-        if (boolField(*it, "enabled", false))
-            throw Error(ErrorCode::bad_request, "autoResume is not supported: resume with connect");
+        req.autoResume = boolField(*it, "enabled", false);
+        if (req.autoResume && req.onTimeout != TimeoutAction::pause)
+            throw Error(ErrorCode::bad_request,
+                        req.onTimeout == TimeoutAction::kill
+                            ? "autoResume needs autoPause"
+                            : "autoResume cannot be used with autoPauseMemory false: resume "
+                              "with connect");
     }
     auto given = [&](const char* name) {
         auto it = body.find(name);

@@ -228,6 +228,19 @@ SandboxRecord E2bEnvd::runningSandbox(const std::string& sandboxId) {
         if (e.code() != ErrorCode::not_found) throw;
         throw Error(ErrorCode::sandbox_unreachable, "The sandbox was not found");
     }
+    // E2B's auto-resume: traffic wakes a sandbox paused with its memory, and
+    // its life starts again as after a connect.
+    if (r.state == SandboxState::paused && r.autoResume && !r.pausedWithoutMemory) {
+        try {
+            sandboxes_.lifecycle.resume(r.tenant, sandboxId);
+            r = sandboxes_.lifecycle.setTimeout(
+                r.tenant, sandboxId, r.timeoutS > 0 ? r.timeoutS : e2b::kDefaultTimeoutS);
+        } catch (const Error& e) {
+            if (e.code() != ErrorCode::not_found) throw;
+            throw Error(ErrorCode::sandbox_unreachable, "The sandbox was not found");
+        }
+        logInfo("e2b", "sandbox " + sandboxId + " resumed by traffic (auto-resume)");
+    }
     if (r.state != SandboxState::running)
         throw Error(ErrorCode::sandbox_unreachable,
                     "The sandbox is " + sandboxStateName(r.state) +

@@ -128,7 +128,7 @@ CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     rejectUnknownFields(j,
                         {"template", "snapshot", "boot", "vcpus", "memory_mib", "disk_gib",
                          "timeout_s", "on_timeout", "metadata", "env", "policy", "secrets",
-                         "network", "workspace", "packages", "task", "artifacts"},
+                         "network", "workspace", "packages", "task", "artifacts", "auto_resume"},
                         "sandbox request");
     CreateSandboxRequest r;
     if (j.contains("template") && j.contains("snapshot"))
@@ -145,6 +145,10 @@ CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     if (j.contains("disk_gib")) r.diskGib = readUnsigned(j, "disk_gib", 1, 1 << 20);
     if (j.contains("timeout_s")) r.timeoutS = readUnsigned(j, "timeout_s", 0, 7 * 24 * 3600);
     if (j.contains("on_timeout")) r.onTimeout = timeoutActionFrom(readString(j, "on_timeout", 16));
+    if (auto it = j.find("auto_resume"); it != j.end()) {
+        if (!it->is_boolean()) throw Error(ErrorCode::bad_request, "'auto_resume' must be a boolean");
+        r.autoResume = it->get<bool>();
+    }
     if (j.contains("metadata")) r.metadata = readStringMap(j, "metadata", false);
     if (j.contains("env")) r.env = readStringMap(j, "env", true);
     if (j.contains("policy")) r.policy = parsePolicyRules(j["policy"]);
@@ -494,6 +498,7 @@ nlohmann::json sandboxJson(const SandboxRecord& r) {
     j["timeout_s"] = r.timeoutS;
     j["on_timeout"] = r.onTimeout;
     j["paused_without_memory"] = r.pausedWithoutMemory;
+    j["auto_resume"] = r.autoResume;
     j["expires_at"] = r.expiresAt > 0 ? json(formatUnixSeconds(r.expiresAt)) : json(nullptr);
     j["snapshot"] = r.snapshotId.empty() ? json(nullptr) : json(r.snapshotId);
     // Names only: values never leave the server.

@@ -67,6 +67,8 @@ struct CreateSandboxRequest {
     std::optional<TaskSpec> task;
     std::vector<std::string> artifacts;
     PortAccess portAccess = PortAccess::exposed;
+    // Traffic to it while paused resumes it (needs on_timeout pause).
+    bool autoResume = false;
 };
 
 }  // namespace airlock

@@ -133,6 +133,7 @@ CreateSandboxRequest SandboxController::withSettingsOf(const SandboxRecord& sour
     request.packages.reset();  // the source's stored rules are taken whole (newRecord)
     request.onTimeout = timeoutActionFrom(source.onTimeout);
     request.portAccess = portAccessFrom(source.portAccess);
+    request.autoResume = source.autoResume;
     return request;
 }
 
@@ -205,6 +206,11 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
     }
     r.artifacts = request.artifacts;
     r.portAccess = portAccessName(request.portAccess);
+    if (request.autoResume && request.onTimeout != TimeoutAction::pause)
+        throw Error(ErrorCode::bad_request,
+                    "auto-resume needs on_timeout 'pause' (a pause without memory boots only "
+                    "on a resume asked for)");
+    r.autoResume = request.autoResume;
     r.state = SandboxState::creating;
     if (tmpl.diskPath.empty()) {
         if (request.diskGib)

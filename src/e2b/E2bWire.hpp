@@ -18,6 +18,8 @@ namespace airlock::e2b {
 // watching network mounts), the port is fixed.
 inline constexpr const char* kEnvdVersion = "0.6.4";
 inline constexpr unsigned kEnvdPort = 49983;
+// What E2B gives a sandbox whose create (or auto-resume) names no timeout.
+inline constexpr std::int64_t kDefaultTimeoutS = 300;
 // E2B's template "base" (bash, python3, user "user" in /home/user) is this one.
 inline constexpr const char* kBaseTemplate = "debian";
 

@@ -50,6 +50,9 @@ struct SandboxRecord {
     // Paused without its memory: no VM while paused; resuming boots one
     // from its disk (its processes are gone, its files are not).
     bool pausedWithoutMemory = false;
+    // Traffic to a paused sandbox (its envd, its ports) resumes it (a pause
+    // with memory only; on_timeout must be pause).
+    bool autoResume = false;
 };
 
 }  // namespace airlock

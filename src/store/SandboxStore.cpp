@@ -37,7 +37,7 @@ constexpr const char* kSandboxColumns =
     "id, tenant, template, state, vcpus, memory_mib, created_at, metadata, env, error, snapshot, "
     "disk, layers,"
     " timeout_s, on_timeout, expires_at, policy, secrets, secret_names, network, qemu_uid, "
-    "disk_bytes, packages, task, artifacts, port_access, paused_without_memory";
+    "disk_bytes, packages, task, artifacts, port_access, paused_without_memory, auto_resume";
 
 SandboxRecord readSandboxRow(const Database::Statement& st) {
     SandboxRecord r;
@@ -68,6 +68,7 @@ SandboxRecord readSandboxRow(const Database::Statement& st) {
     r.artifacts = stringListFromColumn(st.text(24));
     r.portAccess = st.text(25);
     r.pausedWithoutMemory = st.integer(26) != 0;
+    r.autoResume = st.integer(27) != 0;
     return r;
 }
 }  // namespace
@@ -95,13 +96,13 @@ void SandboxStore::replace(const SandboxRecord& r) { write(r, true); }
 
 void SandboxStore::write(const SandboxRecord& r, bool replace) {
     db_.run(std::string(replace ? "INSERT OR REPLACE" : "INSERT") + " INTO sandboxes (" +
-                kSandboxColumns + ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                kSandboxColumns + ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             r.id, r.tenant, r.templateName, sandboxStateName(r.state), r.vcpus, r.memoryMib,
             r.createdAt, r.metadataJson, r.envJson, r.error, r.snapshotId, r.disk,
             stringListColumn(r.layers), r.timeoutS, r.onTimeout, r.expiresAt, r.policyJson,
             r.secretsSealed, stringListColumn(r.secretNames), stringListColumn(r.network),
             r.qemuUid, r.diskBytes, r.packagesJson, r.taskJson, stringListColumn(r.artifacts),
-            r.portAccess, r.pausedWithoutMemory ? 1 : 0);
+            r.portAccess, r.pausedWithoutMemory ? 1 : 0, r.autoResume ? 1 : 0);
 }
 
 void SandboxStore::updateState(const std::string& id, SandboxState state,

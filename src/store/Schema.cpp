@@ -85,9 +85,11 @@ ALTER TABLE snapshots ADD COLUMN name TEXT NOT NULL DEFAULT '';
 ALTER TABLE snapshots ADD COLUMN tag TEXT NOT NULL DEFAULT '';
 )sql"},
     // A pause that kept only the disk (E2B's memory: false): its VM is shut
-    // off, and resuming boots it again.
+    // off, and resuming boots it again. And E2B's auto-resume: a paused
+    // sandbox resumes when traffic reaches it.
     {5, R"sql(
 ALTER TABLE sandboxes ADD COLUMN paused_without_memory INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sandboxes ADD COLUMN auto_resume INTEGER NOT NULL DEFAULT 0;
 )sql"},
 };
 

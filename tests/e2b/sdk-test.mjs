@@ -410,6 +410,23 @@ test('pause without memory: files kept, the guest booted again, its processes go
   } finally { await other.kill() }
 })
 
+test('lifecycle: the timeout pauses, and traffic wakes it again with autoResume', async () => {
+  const waking = await Sandbox.create('base', { timeoutMs: 4_000, lifecycle: { onTimeout: 'pause', autoResume: true } })
+  const sleeping = await Sandbox.create('base', { timeoutMs: 4_000, lifecycle: { onTimeout: 'pause', autoResume: false } })
+  try {
+    assert.equal((await waking.getInfo()).lifecycle?.autoResume, true)
+    await waking.files.write('/home/user/awake.txt', 'still here')
+    for (const s of [waking, sleeping])
+      await until('the timeout pauses ' + s.sandboxId, async () => (await s.getInfo()).state === 'paused', 30_000)
+    assert.equal(await sleeping.isRunning(), false, 'no autoResume: it waits for connect')
+    assert.equal((await sleeping.getInfo()).state, 'paused')
+    // Any traffic (here the SDK's health probe, then a read) wakes it.
+    assert.equal(await waking.isRunning(), true)
+    assert.equal(await waking.files.read('/home/user/awake.txt'), 'still here')
+    assert.equal((await waking.getInfo()).state, 'running')
+  } finally { await waking.kill(); await sleeping.kill() }
+})
+
 test('a sandbox killed during a command ends the command with an error', async () => {
   const other = await Sandbox.create('base', { timeoutMs: 120_000 })
   const h = await other.commands.run('sleep 60', { background: true, timeoutMs: 0 })

@@ -487,6 +487,46 @@ TEST_F(E2bApiTest, SnapshotsAndForksAsTheSdkCallsThem) {
     EXPECT_EQ(list("").first.size(), 1u);
 }
 
+// E2B's auto-resume: traffic to a sandbox paused with its memory wakes it,
+// with a timeout again; without the flag it stays paused (502).
+TEST_F(E2bApiTest, AutoResumeWakesAPausedSandboxOnTraffic) {
+    EXPECT_EQ(call("POST", "/v2/sandboxes",
+                   R"({"templateID":"minimal","autoResume":{"enabled":true}})")
+                  .status,
+              400)
+        << "auto-resume needs autoPause";
+    EXPECT_EQ(call("POST", "/v2/sandboxes",
+                   R"({"templateID":"minimal","autoPause":true,"autoPauseMemory":false,)"
+                   R"("autoResume":{"enabled":true}})")
+                  .status,
+              400)
+        << "a pause without memory boots only on connect";
+    auto waking = create(
+        R"({"templateID":"minimal","timeout":100,"autoPause":true,"autoResume":{"enabled":true}})");
+    auto sleeping = create(R"({"templateID":"minimal","timeout":100,"autoPause":true})");
+    EXPECT_EQ(json::parse(call("GET", "/sandboxes/" + waking).body)["lifecycle"]["autoResume"],
+              true);
+    EXPECT_EQ(json::parse(call("GET", "/sandboxes/" + sleeping).body)["lifecycle"]["autoResume"],
+              false);
+    auto health = [&](const std::string& id) {
+        ApiRequest r;
+        r.method = "GET";
+        r.path = "/health";
+        r.headers["e2b-sandbox-id"] = id;
+        r.headers["e2b-sandbox-port"] = std::to_string(e2b::kEnvdPort);
+        return router.handle(r).status;
+    };
+    for (const auto& id : {waking, sleeping})
+        ASSERT_EQ(call("POST", "/sandboxes/" + id + "/pause", "{}").status, 204);
+    EXPECT_EQ(controller->get("t1", waking).expiresAt, 0) << "paused: no timeout";
+    EXPECT_EQ(health(sleeping), 502);
+    EXPECT_EQ(controller->get("t1", sleeping).state, SandboxState::paused);
+    EXPECT_EQ(health(waking), 204);
+    auto woken = controller->get("t1", waking);
+    EXPECT_EQ(woken.state, SandboxState::running);
+    EXPECT_GT(woken.expiresAt, 0) << "a life again, as after a connect";
+}
+
 // envd's polled watchers (E2B's Python sync SDK): events wait for the next
 // poll, then are cleared; ids are per sandbox; removal ends the guest's watch.
 TEST_F(E2bApiTest, PolledWatchersKeepEventsUntilTheNextPoll) {
@@ -706,6 +746,54 @@ TEST_F(RecordIntegrityE2b, SignedFileUrlsHoldOnlyForWhatTheySignWhileTheirKeyLiv
     r.headers["e2b-sandbox-port"] = std::to_string(e2b::kEnvdPort);
     r.headers["x-access-token"] = "forged.token";
     EXPECT_THROW(router.admit(r, router.select(r)), Error);
+
+    // One URL for all sandboxes (E2B_SANDBOX_URL): nothing names the
+    // sandbox but the signature, made with that sandbox's token only.
+    auto other2 = create(R"({"templateID":"minimal"})");
+    auto unnamed = [&](std::map<std::string, std::string> query) {
+        ApiRequest u;
+        u.method = "GET";
+        u.path = "/files";
+        u.query = std::move(query);
+        auto selection = router.select(u);
+        EXPECT_EQ(selection.door, Door::e2b_envd);
+        EXPECT_EQ(selection.sandboxId, id);
+        return router.admit(u, selection).principal.keyId;
+    };
+    EXPECT_EQ(unnamed(signedBy(keyId, "read", "/etc/hostname", later)), keyId);
+    ApiRequest u0;
+    u0.method = "GET";
+    u0.path = "/files";
+    auto fresh = keys.create("t1", Role::agent, "fresh");
+    EXPECT_EQ(unnamed(signedBy(fresh.record.id, "read", "/etc/hostname", later)),
+              fresh.record.id);
+    u0.query = before;  // its key is gone: no sandbox is named by it
+    EXPECT_THROW(router.select(u0), Error);
+    ApiRequest u;
+    u.method = "GET";
+    u.path = "/files";
+    u.query = moved;  // signed by no sandbox's token
+    try {
+        router.select(u);
+        ADD_FAILURE() << "a signature no sandbox made selected one";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::unauthorized);
+    }
+    u.query = {{"path", "/etc/hostname"}};
+    try {
+        router.select(u);
+        ADD_FAILURE() << "an unsigned /files naming no sandbox was routed";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::bad_request);
+        EXPECT_NE(std::string(e.what()).find("names its sandbox"), std::string::npos) << e.what();
+    }
+    // A paused sandbox's tokens sign nothing.
+    controller->pause("t1", other2);
+    std::map<std::string, std::string> q{{"path", "/x"}};
+    q["signature"] = e2b::fileSignature("/x", "read", "", tokens.envdToken(other2, keyId), later);
+    q["signature_expiration"] = std::to_string(later);
+    u.query = q;
+    EXPECT_THROW(router.select(u), Error);
 }
 
 TEST_F(RecordIntegrityE2b, TrafficTokensDieWithTheKeyThatMintedThem) {

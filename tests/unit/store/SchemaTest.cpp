@@ -62,7 +62,7 @@ TEST(SchemaTest, AFileFromBeforeVersioningGainsColumnsAndKeepsRows) {
     }
     Database db(path);
     EXPECT_EQ(db.schemaVersion(), kLatestSchemaVersion);
-    EXPECT_EQ(columnsOf(db, "sandboxes").back(), "paused_without_memory");
+    EXPECT_EQ(columnsOf(db, "sandboxes").back(), "auto_resume");
 
     auto sandbox = SandboxStore(db).find("sbx-old");
     ASSERT_TRUE(sandbox);
@@ -72,6 +72,7 @@ TEST(SchemaTest, AFileFromBeforeVersioningGainsColumnsAndKeepsRows) {
     EXPECT_EQ(sandbox->onTimeout, "kill");
     EXPECT_EQ(sandbox->portAccess, "exposed");
     EXPECT_FALSE(sandbox->pausedWithoutMemory);
+    EXPECT_FALSE(sandbox->autoResume);
 
     // Keys from before roles were the single admin key; they get an id.
     ApiKeyStore keys(db);
