@@ -17,7 +17,7 @@ using nlohmann::json;
 
 namespace {
 constexpr std::size_t kReadChunk = 64 * 1024;
-constexpr std::size_t kEnvelopeHeader = 5;  // flags + big-endian length
+constexpr std::size_t kEnvelopeHeader = e2b::kEnvelopeHeaderSize;
 // A client that sends nothing for this long is gone (SDKs send keepalives).
 constexpr auto kClientIdle = std::chrono::seconds(120);
 }  // namespace
@@ -93,16 +93,15 @@ void ClientStreamSession::onChunk(beast::error_code ec) {
 
 void ClientStreamSession::nextMessage() {
     if (ended_) return;
-    if (pending_.size() < kEnvelopeHeader) {
+    auto header = e2b::envelopeHeader(pending_);
+    if (!header) {
         if (!bodyDone_) return readChunk();
         if (!pending_.empty())
             return fail(errorStatus(ErrorCode::bad_request, "the stream ends inside an envelope"));
         return finish();
     }
-    auto flags = static_cast<std::uint8_t>(pending_[0]);
-    std::size_t length = 0;
-    for (std::size_t i = 1; i < kEnvelopeHeader; ++i)
-        length = (length << 8) | static_cast<unsigned char>(pending_[i]);
+    const auto flags = header->flags;
+    const std::size_t length = header->length;
     if (flags != e2b::kEnvelopeMessage)
         return fail(errorStatus(ErrorCode::bad_request,
                                 flags & e2b::kEnvelopeCompressed

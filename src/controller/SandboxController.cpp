@@ -117,16 +117,8 @@ std::string SandboxController::consoleTail(const std::string& id) {
 
 CreateSandboxRequest SandboxController::withSettingsOf(const SandboxRecord& source,
                                                       CreateSandboxRequest request) const {
-    auto strings = [](const std::string& stored) {
-        std::map<std::string, std::string> out;
-        auto j = nlohmann::json::parse(stored, nullptr, false);
-        if (j.is_object())
-            for (const auto& [k, v] : j.items())
-                if (v.is_string()) out[k] = v.get<std::string>();
-        return out;
-    };
-    request.metadata = strings(source.metadataJson);
-    request.env = strings(source.envJson);
+    request.metadata = parseEnvJson(source.metadataJson);  // a stored map of strings, as env
+    request.env = parseEnvJson(source.envJson);
     request.policy = CommandJudge::storedRules(source.policyJson);
     request.secrets = secrets_.open(source);
     request.networkAllow = source.network;

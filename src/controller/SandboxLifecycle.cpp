@@ -167,18 +167,11 @@ void SandboxController::enforceTimeouts() {
 namespace {
 
 void requireValidName(const SnapshotName& name) {
-    auto wellFormed = [](const std::string& s, std::string_view extra) {
-        return !s.empty() && s.size() <= 64 &&
-               std::all_of(s.begin(), s.end(), [&](char c) {
-                   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-                          c == '_' || extra.find(c) != std::string_view::npos;
-               });
-    };
     if (name.alias.empty() && name.tag.empty()) return;
-    if (!wellFormed(name.alias, ""))
+    if (!isValidSnapshotAlias(name.alias))
         throw Error(ErrorCode::bad_request,
                     "a snapshot name is 1 to 64 of a-z, 0-9, '-' and '_'");
-    if (!wellFormed(name.tag, "."))
+    if (!isValidSnapshotTag(name.tag))
         throw Error(ErrorCode::bad_request,
                     "a snapshot tag is 1 to 64 of a-z, 0-9, '-', '_' and '.'");
 }

@@ -15,19 +15,24 @@ std::string encodeEnvelope(std::uint8_t flags, std::string_view payload) {
     return out;
 }
 
+std::optional<EnvelopeHeader> envelopeHeader(std::string_view bytes) {
+    if (bytes.size() < kEnvelopeHeaderSize) return std::nullopt;
+    EnvelopeHeader h;
+    h.flags = static_cast<std::uint8_t>(bytes[0]);
+    for (std::size_t i = 1; i < kEnvelopeHeaderSize; ++i)
+        h.length = (h.length << 8) | static_cast<unsigned char>(bytes[i]);
+    return h;
+}
+
 Envelope parseSingleEnvelope(std::string_view body, std::size_t maxPayload) {
-    if (body.size() < 5)
-        throw Error(ErrorCode::bad_request, "a streaming request is one Connect envelope");
-    auto byte = [&](std::size_t i) {
-        return static_cast<std::uint32_t>(static_cast<unsigned char>(body[i]));
-    };
-    std::uint32_t n = (byte(1) << 24) | (byte(2) << 16) | (byte(3) << 8) | byte(4);
-    if (n > maxPayload)
-        throw Error(ErrorCode::bad_request,
+    auto header = envelopeHeader(body);
+    if (!header) throw Error(ErrorCode::bad_request, "a streaming request is one Connect envelope");
+    if (header->length > maxPayload)
+        throw Error(ErrorCode::payload_too_large,
                     "the request message is larger than " + std::to_string(maxPayload) + " bytes");
-    if (body.size() != 5 + static_cast<std::size_t>(n))
+    if (body.size() != kEnvelopeHeaderSize + header->length)
         throw Error(ErrorCode::bad_request, "the request body is not exactly one Connect envelope");
-    Envelope e{static_cast<std::uint8_t>(byte(0)), std::string(body.substr(5))};
+    Envelope e{header->flags, std::string(body.substr(kEnvelopeHeaderSize))};
     if (e.flags != kEnvelopeMessage)
         throw Error(ErrorCode::bad_request,
                     "compressed or end-of-stream envelopes are not accepted in a request");

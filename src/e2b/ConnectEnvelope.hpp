@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -24,5 +25,14 @@ struct Envelope {
 // envelope; anything else (short, trailing bytes, compressed, an end-stream,
 // longer than maxPayload) is Error(bad_request).
 Envelope parseSingleEnvelope(std::string_view body, std::size_t maxPayload);
+
+// An envelope's first five bytes: flags and the big-endian payload length.
+inline constexpr std::size_t kEnvelopeHeaderSize = 5;
+struct EnvelopeHeader {
+    std::uint8_t flags = 0;
+    std::size_t length = 0;
+};
+// nullopt while fewer than five bytes have arrived.
+std::optional<EnvelopeHeader> envelopeHeader(std::string_view bytes);
 
 }  // namespace airlock::e2b

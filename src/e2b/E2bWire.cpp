@@ -11,6 +11,7 @@
 #include "core/Hex.hpp"
 #include "core/SecretCipher.hpp"
 #include "protocol/JsonText.hpp"
+#include "store/SnapshotStore.hpp"
 
 namespace airlock::e2b {
 namespace {
@@ -326,18 +327,12 @@ SnapshotNameQuery parseSnapshotName(std::string_view text, const std::string& te
     auto invalid = [&](const std::string& what, const std::string& value) {
         return Error(ErrorCode::bad_request, "Invalid name: invalid " + what + ": " + value);
     };
-    auto wellFormed = [](const std::string& s, bool dots) {
-        return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [&](char c) {
-                   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-                          c == '_' || (dots && c == '.');
-               });
-    };
     SnapshotNameQuery q;
     std::string identifier = name;
     if (auto colon = name.find(':'); colon != std::string::npos) {
         identifier = name.substr(0, colon);
         std::string tag = name.substr(colon + 1);
-        if (!wellFormed(tag, true)) throw invalid("tag", tag);
+        if (!isValidSnapshotTag(tag)) throw invalid("tag", tag);
         q.tag = tag;
     }
     if (auto slash = identifier.find('/'); slash != std::string::npos) {
@@ -347,7 +342,7 @@ SnapshotNameQuery parseSnapshotName(std::string_view text, const std::string& te
                         "namespace '" + ns + "' must match your team '" + tenant + "'");
         identifier = identifier.substr(slash + 1);
     }
-    if (!wellFormed(identifier, false)) throw invalid("template ID", identifier);
+    if (!isValidSnapshotAlias(identifier)) throw invalid("template ID", identifier);
     q.alias = identifier;
     return q;
 }

@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "store/Database.hpp"
@@ -19,6 +20,10 @@ struct SnapshotName {
     std::string alias;  // "": unnamed
     std::string tag;
 };
+// A name's parts as every door takes them: an alias is 1 to 64 of a-z,
+// 0-9, '-' and '_'; a tag the same and '.'.
+bool isValidSnapshotAlias(std::string_view s);
+bool isValidSnapshotTag(std::string_view s);
 
 // A saved sandbox: memory + device state, and (for sandboxes with a disk) the
 // overlay frozen as a read-only layer. A deleted snapshot whose layer still

@@ -32,6 +32,22 @@ TEST(ConnectEnvelope, ParsesExactlyOneMessageAndRefusesTheRest) {
     EXPECT_THROW(parseSingleEnvelope(encodeEnvelope(kEnvelopeEndStream, "{}"), 100), Error);
     // A length that claims 4 GiB is refused before anything is allocated.
     EXPECT_THROW(parseSingleEnvelope(std::string("\0\xff\xff\xff\xff", 5), 1 << 20), Error);
+    try {
+        parseSingleEnvelope(body, 3);
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::payload_too_large) << "as a client stream's message";
+    }
+}
+
+TEST(ConnectEnvelope, HeaderIsFlagsAndABigEndianLengthOnceFiveBytesCame) {
+    std::string body = encodeEnvelope(kEnvelopeEndStream, std::string(300, 'x'));
+    for (std::size_t n = 0; n < kEnvelopeHeaderSize; ++n)
+        EXPECT_FALSE(envelopeHeader(std::string_view(body).substr(0, n))) << n;
+    auto h = envelopeHeader(std::string_view(body).substr(0, kEnvelopeHeaderSize));
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->flags, kEnvelopeEndStream);
+    EXPECT_EQ(h->length, 300u);
+    EXPECT_EQ(envelopeHeader(std::string("\x01\xff\xff\xff\xff", 5))->length, 0xffffffffu);
 }
 
 TEST(E2bWire, MetadataFilterIsDecodedLikeE2bs) {
