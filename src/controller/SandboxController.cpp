@@ -177,6 +177,16 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
                             "an agent key may only tighten the tenant's package rules (" + looser +
                                 " is looser)");
         }
+        if (source) {
+            // Taken whole, unless the tenant's rules tightened since: a fork
+            // must not run under what the tenant no longer allows.
+            auto looser = packages::PackageRules::fromStored(source->packagesJson).looserThan(base);
+            if (!looser.empty())
+                throw Error(ErrorCode::forbidden,
+                            "sandbox " + source->id +
+                                "'s package rules are looser than its tenant's are now (" +
+                                looser + "): it cannot be forked");
+        }
         r.packagesJson = source ? source->packagesJson : rules.toJson().dump();
     }
     tenantLimits_.requireWithinFloor(tenant, request.policy, allow.texts());

@@ -83,6 +83,27 @@ TEST_F(SandboxTenantsTest, ASandboxMayTightenButNeverOpenWhatItsTenantOrTheOpera
     EXPECT_NO_THROW(controller->create("other", allowing({"curl *"})));
 }
 
+// A fork takes its source's package rules whole, unless the tenant's have
+// tightened past them since: no fork runs under what the tenant no longer allows.
+TEST_F(SandboxTenantsTest, AForkIsRefusedWhenTheTenantsPackageRulesTightenedPastItsSource) {
+    auto rulesJson = [](const char* text) {
+        return packages::PackageRules::parse(nlohmann::json::parse(text)).toJson().dump();
+    };
+    TenantRecord gamma;
+    gamma.name = "gamma";
+    gamma.packagesJson = rulesJson(R"({"npm":{"min_age_days":7}})");
+    controller->tenants().put(gamma);
+    auto src = controller->create("gamma", CreateSandboxRequest{});
+    auto snap = controller->snapshot("gamma", src.id);
+    CreateSandboxRequest fork;
+    fork.snapshot = snap.id;
+    fork.settingsFrom = src.id;
+    EXPECT_EQ(controller->create("gamma", fork).packagesJson, src.packagesJson);
+    gamma.packagesJson = rulesJson(R"({"npm":{"min_age_days":30}})");
+    controller->tenants().put(gamma);
+    EXPECT_EQ(codeOf([&] { controller->create("gamma", fork); }), ErrorCode::forbidden);
+}
+
 TEST_F(SandboxTenantsTest, PackageRulesStartFromTheTenantsAndAnAgentMayOnlyTightenThem) {
     TenantRecord beta;
     beta.name = "beta";
