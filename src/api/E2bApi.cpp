@@ -195,6 +195,7 @@ void E2bApi::addRoutes(RouteTable& table) {
     add("DELETE", "/sandboxes/{}", [this](RouteContext& c) { return kill(c); });
     add("POST", "/sandboxes/{}/timeout", [this](RouteContext& c) { return setTimeout(c); });
     add("POST", "/sandboxes/{}/pause", [this](RouteContext& c) { return pause(c); });
+    add("PUT", "/sandboxes/{}/network", [this](RouteContext& c) { return updateNetwork(c); });
     add("POST", "/sandboxes/{}/resume", [this](RouteContext& c) { return connect(c, true); });
     add("GET", "/sandboxes/{}/metrics", [this](RouteContext& c) { return metrics(c); });
     // Snapshots are Airlock's (memory, devices and disk; the sandbox goes on);
@@ -231,6 +232,49 @@ ApiResponse E2bApi::setTimeout(RouteContext& c) {
     if (!t) throw Error(ErrorCode::bad_request, "'timeout' is required");
     // E2B's setTimeout may shorten a sandbox's life too: now + timeout.
     sandboxes_.setTimeout(c.tenant, c.params[0], std::max<std::int64_t>(*t, 1));
+    return ApiResponse{204, "", ""};
+}
+
+namespace {
+// E2B's egress fields (a create's network, an update's body) as Airlock's
+// allowlist: allowOut is what may be reached; everything else is denied
+// already, so denyOut only restates it.
+std::vector<std::string> egressRules(const json& n, const std::string& where) {
+    std::vector<std::string> allow;
+    auto strings = [&](const char* key) {
+        auto a = n.find(key);
+        if (a == n.end() || a->is_null()) return;
+        if (!a->is_array() || !std::all_of(a->begin(), a->end(),
+                                           [](const json& e) { return e.is_string(); }))
+            throw Error(ErrorCode::bad_request,
+                        "'" + where + key + "' must be an array of strings");
+        if (std::string(key) == "allowOut")
+            for (const auto& e : *a) allow.push_back(e.get<std::string>());
+    };
+    strings("allowOut");
+    strings("denyOut");
+    for (const char* unsupported : {"egressProxy", "rules"})
+        if (auto u = n.find(unsupported);
+            u != n.end() && !u->is_null() && !(u->is_object() && u->empty()))
+            throw Error(ErrorCode::bad_request,
+                        "'" + where + unsupported + "' is not supported by Airlock");
+    return allow;
+}
+}  // namespace
+
+ApiResponse E2bApi::updateNetwork(RouteContext& c) {
+    if (c.request.body.empty())
+        throw Error(ErrorCode::bad_request, "a network update is a JSON object ({} clears the rules)");
+    json body = bodyObject(c.request);
+    rejectUnknownFields(body, {"allowOut", "denyOut", "allow_internet_access", "egressProxy", "rules"},
+                        "network update");
+    boolField(body, "allow_internet_access", true);  // opens nothing: allowOut names it
+    auto allow = egressRules(body, "");
+    const std::string& id = c.params[0];
+    // As E2B: only a running sandbox's rules change (409 otherwise).
+    if (auto r = sandboxes_.get(c.tenant, id); r.state != SandboxState::running)
+        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state));
+    sandboxes_.setNetwork(c.tenant, id, allow);
     return ApiResponse{204, "", ""};
 }
 
@@ -529,28 +573,13 @@ ApiResponse E2bApi::create(RouteContext& c) {
                             {"allowOut", "denyOut", "rules", "egressProxy", "allowPublicTraffic",
                              "maskRequestHost", "httpsPorts"},
                             "network");
-        if (auto a = n.find("allowOut"); a != n.end() && !a->is_null()) {
-            if (!a->is_array())
-                throw Error(ErrorCode::bad_request,
-                            "'network.allowOut' must be an array of strings");
-            for (const auto& e : *a) {
-                if (!e.is_string())
-                    throw Error(ErrorCode::bad_request,
-                                "'network.allowOut' must be an array of strings");
-                req.networkAllow.push_back(e.get<std::string>());
-            }
-        }
-        // Everything not allowed is denied already: denyOut only restates it.
-        if (auto d = n.find("denyOut"); d != n.end() && !d->is_null() && !d->is_array())
-            throw Error(ErrorCode::bad_request, "'network.denyOut' must be an array of strings");
+        req.networkAllow = egressRules(n, "network.");
         // E2B's rule: guest ports are public unless this says otherwise,
         // then they need the sandbox's traffic token.
         if (!boolField(n, "allowPublicTraffic", true)) req.portAccess = PortAccess::token;
-        for (const char* unsupported : {"egressProxy", "rules", "maskRequestHost"})
-            if (auto u = n.find(unsupported);
-                u != n.end() && !u->is_null() && !(u->is_object() && u->empty()))
-                throw Error(ErrorCode::bad_request, std::string("'network.") + unsupported +
-                                                        "' is not supported by Airlock");
+        if (auto u = n.find("maskRequestHost"); u != n.end() && !u->is_null())
+            throw Error(ErrorCode::bad_request,
+                        "'network.maskRequestHost' is not supported by Airlock");
     }
     if (req.portAccess != PortAccess::token) req.portAccess = PortAccess::open;
     auto r = sandboxes_.create(c.tenant, req);

@@ -33,6 +33,7 @@ class E2bApi {
     ApiResponse kill(RouteContext& c);
     ApiResponse setTimeout(RouteContext& c);
     ApiResponse pause(RouteContext& c);
+    ApiResponse updateNetwork(RouteContext& c);
     ApiResponse connect(RouteContext& c, bool resumeRoute);
     ApiResponse metrics(RouteContext& c);
     ApiResponse latestMetrics(RouteContext& c);

@@ -487,6 +487,27 @@ TEST_F(E2bApiTest, SnapshotsAndForksAsTheSdkCallsThem) {
     EXPECT_EQ(list("").first.size(), 1u);
 }
 
+// E2B's updateNetwork: the body replaces the egress rules of a running
+// sandbox; what Airlock cannot do is refused, not ignored.
+TEST_F(E2bApiTest, UpdateNetworkReplacesARunningSandboxsRules) {
+    auto id = create(R"({"templateID":"minimal"})");
+    auto put = [&](const std::string& body, const std::string& sandbox = "") {
+        return call("PUT", "/sandboxes/" + (sandbox.empty() ? id : sandbox) + "/network", body)
+            .status;
+    };
+    EXPECT_EQ(put("{}"), 204) << "omitted fields clear the rules";
+    EXPECT_TRUE(controller->get("t1", id).network.empty());
+    EXPECT_EQ(put(R"({"denyOut":["8.8.8.8"],"allow_internet_access":false})"), 204);
+    for (const char* bad :
+         {R"({"allowOut":"x"})", R"({"allowOut":[1]})", R"({"denyOut":{}})",
+          R"({"egressProxy":{"url":"http://p"}})", R"({"rules":{"a.com":[{}]}})",
+          R"({"maskRequestHost":"h"})", "[]", ""})
+        EXPECT_EQ(put(bad), 400) << bad;
+    EXPECT_EQ(put("{}", "sbx-aaaaaaaaaaaaaaaaaaaa"), 404);
+    ASSERT_EQ(call("POST", "/sandboxes/" + id + "/pause", "{}").status, 204);
+    EXPECT_EQ(put("{}"), 409) << "only a running sandbox's rules change";
+}
+
 // E2B's auto-resume: traffic to a sandbox paused with its memory wakes it,
 // with a timeout again; without the flag it stays paused (502).
 TEST_F(E2bApiTest, AutoResumeWakesAPausedSandboxOnTraffic) {
