@@ -216,7 +216,7 @@ void E2bEnvd::addRoutes(RouteTable& table) {
     table.add(std::move(port));
 }
 
-SandboxRecord E2bEnvd::runningSandbox(const std::string& sandboxId) {
+SandboxRecord E2bEnvd::reachableSandbox(const std::string& sandboxId) {
     auto owner = sandboxes_.lifecycle.ownerOf(sandboxId);
     if (!owner) throw Error(ErrorCode::sandbox_unreachable, "The sandbox was not found");
     // One being deleted is gone already (its streams are being cut): 502, as
@@ -228,23 +228,37 @@ SandboxRecord E2bEnvd::runningSandbox(const std::string& sandboxId) {
         if (e.code() != ErrorCode::not_found) throw;
         throw Error(ErrorCode::sandbox_unreachable, "The sandbox was not found");
     }
-    // E2B's auto-resume: traffic wakes a sandbox paused with its memory, and
-    // its life starts again as after a connect.
-    if (r.state == SandboxState::paused && r.autoResume && !r.pausedWithoutMemory) {
-        try {
-            sandboxes_.lifecycle.resume(r.tenant, sandboxId);
-            r = sandboxes_.lifecycle.setTimeout(
-                r.tenant, sandboxId, r.timeoutS > 0 ? r.timeoutS : e2b::kDefaultTimeoutS);
-        } catch (const Error& e) {
-            if (e.code() != ErrorCode::not_found) throw;
-            throw Error(ErrorCode::sandbox_unreachable, "The sandbox was not found");
-        }
-        logInfo("e2b", "sandbox " + sandboxId + " resumed by traffic (auto-resume)");
-    }
-    if (r.state != SandboxState::running)
+    if (r.state != SandboxState::running && !wakes(r))
         throw Error(ErrorCode::sandbox_unreachable,
                     "The sandbox is " + sandboxStateName(r.state) +
                         (r.state == SandboxState::paused ? ": connect resumes it" : ""));
+    return r;
+}
+
+bool E2bEnvd::wakes(const SandboxRecord& r) {
+    return r.state == SandboxState::paused && r.autoResume && !r.pausedWithoutMemory;
+}
+
+SandboxRecord E2bEnvd::awake(SandboxRecord r) {
+    if (!wakes(r)) return r;
+    // E2B's auto-resume, for traffic its access rule let through: the
+    // sandbox resumes and its life starts again, as after a connect.
+    try {
+        sandboxes_.lifecycle.resume(r.tenant, r.id);
+        r = sandboxes_.lifecycle.setTimeout(r.tenant, r.id,
+                                            r.timeoutS > 0 ? r.timeoutS : e2b::kDefaultTimeoutS);
+    } catch (const Error& e) {
+        if (e.code() != ErrorCode::not_found) throw;
+        throw Error(ErrorCode::sandbox_unreachable, "The sandbox was not found");
+    }
+    logInfo("e2b", "sandbox " + r.id + " resumed by traffic (auto-resume)");
+    return r;
+}
+
+SandboxRecord E2bEnvd::runningSandbox(const std::string& sandboxId) {
+    auto r = reachableSandbox(sandboxId);
+    if (r.state != SandboxState::running)
+        throw Error(ErrorCode::sandbox_unreachable, "The sandbox is paused: connect resumes it");
     return r;
 }
 
@@ -301,7 +315,7 @@ std::string E2bEnvd::sandboxSigning(const ApiRequest& head) const {
     // only a holder of that sandbox's token can make a signature that matches.
     std::map<std::string, std::vector<Principal>> drivers;
     for (const auto& r : sandboxes_.lifecycle.list(TenantScope::all())) {
-        if (r.state != SandboxState::running) continue;
+        if (r.state != SandboxState::running && !wakes(r)) continue;
         auto [it, fresh] = drivers.try_emplace(r.tenant);
         if (fresh) it->second = auth_.driversOf(r.tenant);
         if (signingKey(url, r.id, it->second)) return r.id;
@@ -310,7 +324,14 @@ std::string E2bEnvd::sandboxSigning(const ApiRequest& head) const {
 }
 
 ApiResponse E2bEnvd::health(RouteContext& c) {
-    runningSandbox(c.params.at(0));
+    // Public, as envd's: only a caller with the sandbox's token wakes it.
+    auto r = reachableSandbox(c.params.at(0));
+    if (wakes(r)) {
+        auto keyId = tokens_.envdTokenKey(r.id, c.request.header("x-access-token"));
+        if (!mintingKeyActs(keyId, r.tenant))
+            throw Error(ErrorCode::sandbox_unreachable, "The sandbox is paused: connect resumes it");
+        awake(r);
+    }
     return ApiResponse{204, "", ""};
 }
 
@@ -341,7 +362,7 @@ E2bEnvd::PortRoute E2bEnvd::routePort(const ApiRequest& head, const Target& t) {
     // Airlock's own guest services (egress and package proxies) first: no
     // lookup, no request slot, no tunnel for them, whoever asks.
     sandboxes_.ports.requireReachable(target->port);
-    auto r = runningSandbox(target->sandboxId);
+    auto r = reachableSandbox(target->sandboxId);
     PortRoute route;
     route.tenant = r.tenant;
     auto& open = route.open;
@@ -350,6 +371,8 @@ E2bEnvd::PortRoute E2bEnvd::routePort(const ApiRequest& head, const Target& t) {
     unsigned port = target->port;
     if (!target->token.empty()) {
         // Airlock's own preview origin: the exposed port's capability.
+        if (wakes(r) && !ports.admitsPreview(id, port, target->token))
+            throw Error(ErrorCode::not_found, "no such preview");
         open = [&ports, id, port, token = target->token](AgentStream::Handler handler) {
             return ports.openPreview(id, port, token, std::move(handler));
         };
@@ -371,6 +394,7 @@ E2bEnvd::PortRoute E2bEnvd::routePort(const ApiRequest& head, const Target& t) {
             "this sandbox's ports are reached through its exposed ports (POST /v1/sandboxes/" + id +
                 "/ports)");
     }
+    awake(r);  // the access rule let this through
     return route;
 }
 

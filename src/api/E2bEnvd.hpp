@@ -71,6 +71,11 @@ class E2bEnvd {
     // As E2B's proxy answers before anything else: the record of a sandbox
     // that runs, else Error(sandbox_unreachable) saying it is gone or paused.
     SandboxRecord runningSandbox(const std::string& sandboxId);
+    // As runningSandbox, but also a paused one that traffic wakes (E2B's
+    // auto-resume); awake() resumes it once the caller's access was checked.
+    SandboxRecord reachableSandbox(const std::string& sandboxId);
+    static bool wakes(const SandboxRecord& r);
+    SandboxRecord awake(SandboxRecord r);
     // GET and POST /files without X-Access-Token, as envd takes them: a
     // signed URL (the SDK's downloadUrl/uploadUrl), whose signature is made
     // with the envd token of a key that drives the sandbox. Returns that

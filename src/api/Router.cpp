@@ -88,7 +88,8 @@ Principal Router::callerFor(const ApiRequest& head, Door door, const std::string
             return auth_.principalForE2bKey(head.header("x-api-key"));
         case Door::e2b_envd: {
             // As E2B's proxy: a sandbox that is gone or paused answers 502 first.
-            std::string owner = e2bEnvd_->runningSandbox(sandboxId).tenant;
+            auto sandbox = e2bEnvd_->reachableSandbox(sandboxId);
+            const std::string& owner = sandbox.tenant;
             // The token names the key that fetched it; read from the store on
             // every use, so a revoked or expired key's tokens stop at once.
             std::string token = head.header("x-access-token");
@@ -100,6 +101,7 @@ Principal Router::callerFor(const ApiRequest& head, Door door, const std::string
                 throw Error(ErrorCode::unauthorized,
                             "unauthorized access, please provide a valid access token (a token "
                             "dies with the API key that fetched it)");
+            e2bEnvd_->awake(sandbox);  // E2B's auto-resume, for a caller with its token
             return *who;
         }
         case Door::e2b_port:

@@ -35,6 +35,10 @@ class GuestPorts {
     std::shared_ptr<AgentStream> openPreview(const std::string& sandboxId, unsigned port,
                                              const std::string& token,
                                              AgentStream::Handler handler);
+    // Whether the token opens that preview (checked before waking a sandbox).
+    bool admitsPreview(const std::string& sandboxId, unsigned port, const std::string& token) {
+        return previews_.admits(sandboxId, port, token);
+    }
     // The E2B front door's public ports (E2B's access rule, checked by the
     // caller): a tunnel to guest 127.0.0.1:port of a running sandbox.
     std::shared_ptr<AgentStream> openTunnel(const std::string& tenant, const std::string& id,

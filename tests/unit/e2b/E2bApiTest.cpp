@@ -529,20 +529,38 @@ TEST_F(E2bApiTest, AutoResumeWakesAPausedSandboxOnTraffic) {
               true);
     EXPECT_EQ(json::parse(call("GET", "/sandboxes/" + sleeping).body)["lifecycle"]["autoResume"],
               false);
-    auto health = [&](const std::string& id) {
+    auto envd = [&](const std::string& id, const std::string& token, const char* method,
+                    const char* path) {
         ApiRequest r;
-        r.method = "GET";
-        r.path = "/health";
+        r.method = method;
+        r.path = path;
         r.headers["e2b-sandbox-id"] = id;
         r.headers["e2b-sandbox-port"] = std::to_string(e2b::kEnvdPort);
+        if (!token.empty()) r.headers["x-access-token"] = token;
+        if (r.method == "POST") {
+            r.contentType = "application/json";
+            r.body = "{}";
+        }
         return router.handle(r).status;
+    };
+    auto health = [&](const std::string& id, const std::string& token) {
+        return envd(id, token, "GET", "/health");
     };
     for (const auto& id : {waking, sleeping})
         ASSERT_EQ(call("POST", "/sandboxes/" + id + "/pause", "{}").status, 204);
     EXPECT_EQ(controller->get("t1", waking).expiresAt, 0) << "paused: no timeout";
-    EXPECT_EQ(health(sleeping), 502);
+    EXPECT_EQ(health(sleeping, tokens.envdToken(sleeping, keyId)), 502);
     EXPECT_EQ(controller->get("t1", sleeping).state, SandboxState::paused);
-    EXPECT_EQ(health(waking), 204);
+    // Only traffic its access rule lets through wakes it.
+    EXPECT_EQ(health(waking, ""), 502);
+    EXPECT_EQ(health(waking, "forged.token"), 502);
+    EXPECT_EQ(envd(waking, "forged.token", "POST", "/process.Process/List"), 401);
+    EXPECT_EQ(controller->get("t1", waking).state, SandboxState::paused);
+    EXPECT_EQ(envd(waking, tokens.envdToken(waking, keyId), "POST", "/process.Process/List"),
+              200);
+    EXPECT_EQ(controller->get("t1", waking).state, SandboxState::running);
+    ASSERT_EQ(call("POST", "/sandboxes/" + waking + "/pause", "{}").status, 204);
+    EXPECT_EQ(health(waking, tokens.envdToken(waking, keyId)), 204);
     auto woken = controller->get("t1", waking);
     EXPECT_EQ(woken.state, SandboxState::running);
     EXPECT_GT(woken.expiresAt, 0) << "a life again, as after a connect";
