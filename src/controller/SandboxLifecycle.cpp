@@ -191,6 +191,10 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
         throw Error(ErrorCode::conflict,
                     "sandbox " + id + " is " + sandboxStateName(r.state) +
                         "; only a running or paused sandbox can be snapshotted");
+    if (r.pausedWithoutMemory)
+        throw Error(ErrorCode::conflict, "sandbox " + id +
+                                             " is paused without its memory (no VM to capture): "
+                                             "resume it first");
     auto tmpl = templates_.find(r.templateName);
     if (!tmpl)
         throw Error(ErrorCode::conflict,

@@ -82,6 +82,8 @@ TEST_F(SandboxLifecycleTest, APauseWithoutMemoryShutsTheVmOffAndTheResumeBootsIt
     restarted->recover();
     EXPECT_EQ(store->find(r.id)->state, SandboxState::paused)
         << "a VM shut off by the pause is not a VM lost";
+    EXPECT_EQ(codeOf([&] { controller->snapshot("t1", r.id); }), ErrorCode::conflict)
+        << "no VM to capture";
 
     auto resumed = controller->resume("t1", r.id);
     EXPECT_EQ(resumed.state, SandboxState::running);
