@@ -491,13 +491,14 @@ TEST_F(E2bFrontDoor, WrongInputGetsConnectErrorsNotCrashes) {
         envd("/filesystem.Filesystem/Stat", "application/json", R"({"path":"/","x":1})", envdToken);
     EXPECT_EQ(unknown.status, 400);
     EXPECT_EQ(json::parse(unknown.body)["code"], "invalid_argument");
-    // A stream whose body is not one envelope, or claims 4 GiB.
+    // A stream whose body is not one envelope.
     EXPECT_EQ(envd("/process.Process/Start", "application/connect+json", "{}", envdToken).status,
               400);
-    EXPECT_EQ(envd("/process.Process/Start", "application/connect+json",
-                   std::string("\0\xff\xff\xff\xff{}", 7), envdToken)
-                  .status,
-              400);
+    // One that claims 4 GiB is too large (413, resource_exhausted), as in StreamInput.
+    auto huge = envd("/process.Process/Start", "application/connect+json",
+                     std::string("\0\xff\xff\xff\xff{}", 7), envdToken);
+    EXPECT_EQ(huge.status, 413);
+    EXPECT_EQ(json::parse(huge.body)["code"], "resource_exhausted");
     // Half the routing headers; an unknown sandbox (502, as E2B's proxy).
     auto half = raw("GET /health HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: " + e2bId +
                     "\r\nConnection: close\r\n\r\n");
