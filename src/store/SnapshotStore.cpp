@@ -6,18 +6,6 @@
 
 namespace airlock {
 
-namespace {
-bool wellFormedNamePart(std::string_view s, std::string_view extra) {
-    return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [&](char c) {
-               return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-                      extra.find(c) != std::string_view::npos;
-           });
-}
-}  // namespace
-
-bool isValidSnapshotAlias(std::string_view s) { return wellFormedNamePart(s, ""); }
-bool isValidSnapshotTag(std::string_view s) { return wellFormedNamePart(s, "."); }
-
 std::string snapshotStateName(SnapshotState s) {
     switch (s) {
         case SnapshotState::creating:

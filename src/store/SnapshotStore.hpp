@@ -22,8 +22,17 @@ struct SnapshotName {
 };
 // A name's parts as every door takes them: an alias is 1 to 64 of a-z,
 // 0-9, '-' and '_'; a tag the same and '.'.
-bool isValidSnapshotAlias(std::string_view s);
-bool isValidSnapshotTag(std::string_view s);
+// Inline: the E2B wire code (and its fuzz target) use them without the store.
+inline bool isValidSnapshotNamePart(std::string_view s, std::string_view extra) {
+    if (s.empty() || s.size() > 64) return false;
+    for (char c : s)
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+              extra.find(c) != std::string_view::npos))
+            return false;
+    return true;
+}
+inline bool isValidSnapshotAlias(std::string_view s) { return isValidSnapshotNamePart(s, ""); }
+inline bool isValidSnapshotTag(std::string_view s) { return isValidSnapshotNamePart(s, "."); }
 
 // A saved sandbox: memory + device state, and (for sandboxes with a disk) the
 // overlay frozen as a read-only layer. A deleted snapshot whose layer still
