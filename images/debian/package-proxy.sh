@@ -7,6 +7,10 @@
 # verifies the archive's signatures itself; each source is served under the
 # last path segment of its URI (the same name airlockd gives an apt
 # upstream), e.g. …/debian -> http://127.0.0.1:3142/debian.
+# npm's retry waits (10 s, then up to 60 s) suit a distant registry; the
+# proxy answers from this host after its own upstream fetch, and what it
+# answers 5xx for (an integrity failure, an upstream that is down) is not
+# different a minute later: npm still retries twice, after 1 s and 5 s.
 set -eu
 root=$1
 cat >"$root/etc/npmrc" <<'NPMRC'
@@ -14,6 +18,8 @@ registry=http://127.0.0.1:4873/
 audit=false
 fund=false
 update-notifier=false
+fetch-retry-mintimeout=1000
+fetch-retry-maxtimeout=5000
 NPMRC
 mkdir -p "$root/usr/etc"
 cp "$root/etc/npmrc" "$root/usr/etc/npmrc"

@@ -13,7 +13,10 @@ done
 data=$(mktemp -d /tmp/airlock-e2b.XXXXXX)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 url=http://127.0.0.1:$port
-"$build/bin/airlockd" --listen "127.0.0.1:$port" --data-dir "$data" --public-domain localhost >"$data/server.log" 2>&1 &
+# E2B's base (Airlock's debian) warm, as a platform would run it: each of the
+# suite's creates restores a booted guest instead of booting one.
+"$build/bin/airlockd" --listen "127.0.0.1:$port" --data-dir "$data" --public-domain localhost \
+  --warm-templates debian >"$data/server.log" 2>&1 &
 pid=$!
 cleanup() {
   local code=$?
@@ -38,6 +41,16 @@ until curl -fsS "$url/healthz" >/dev/null 2>&1; do
   sleep 0.2
 done
 key=$(cat "$data/admin.key")
+warm() {
+  curl -fsS -H "Authorization: Bearer $key" "$url/v1/templates" |
+    python3 -c 'import json,sys; sys.exit(0 if any(t["name"] == "debian" and t["warm"] for t in json.load(sys.stdin)["templates"]) else 1)'
+}
+deadline=$((SECONDS + 180))
+until warm; do
+  kill -0 "$pid" 2>/dev/null || { echo "airlockd exited"; exit 1; }
+  ((SECONDS < deadline)) || { echo "the debian template is not warm in 180 s"; exit 1; }
+  sleep 0.5
+done
 export E2B_API_KEY=e2b_${key#ak_} E2B_API_URL=$url E2B_SANDBOX_URL=$url AIRLOCK_URL=$url AIRLOCK_ADMIN_KEY=$key
 cp "$root/tests/e2b/sdk-test.mjs" "$sdk/sdk-test.mjs"
 for p in e2b e2b-v1routes; do
