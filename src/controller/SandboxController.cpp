@@ -44,14 +44,9 @@ SandboxController::SandboxController(ControllerConfig config, Hypervisor& hyperv
                                    [this](const std::string& id) { return agentEndpoint(id); },
                                    store_, auditLog_, config_.egress, config_.packages}),
       uids_(config_.qemuUidBase, ::geteuid() == 0 ? config_.qemuUidCount : 0) {
-    // The ports the egress and package listeners take in every guest, as
-    // their gateways are configured: never reachable from outside.
-    auto internal = config_.egress ? config_.egress->listenerPorts()
-                                   : egress::EgressGateway::defaultListenerPorts();
-    for (unsigned p : config_.packages ? config_.packages->listenerPorts()
-                                       : packages::PackageGateway::defaultListenerPorts())
-        internal.push_back(p);
-    guestPorts_.setInternalPorts(std::move(internal));
+    // The ports the proxies' listeners take in every guest: never reachable
+    // from outside.
+    guestPorts_.setInternalPorts(network_.internalPorts());
     fs::create_directories(config_.dataDir + "/sandboxes");
     // Root's alone: overlays are made here, then moved into a sandbox's dir.
     fs::create_directories(stagingDir());
@@ -158,36 +153,12 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
     r.createdAt = nowTimestamp();
     r.metadataJson = nlohmann::json(request.metadata).dump();
     r.envJson = nlohmann::json(request.env).dump();
-    auto allow = egress::EgressAllowlist::parse(request.networkAllow);
-    if (!allow.empty() && !config_.egress)
-        throw Error(ErrorCode::bad_request, "this server has no egress proxy");
+    auto allow = network_.allowlist(request.networkAllow);
     r.network = allow.texts();
     {
-        // The tenant's package rules are the start; a request adds to them.
         auto t = tenantLimits_.bindingOf(tenant);
-        auto base = t && !t->packagesJson.empty()
-                        ? packages::PackageRules::fromStored(t->packagesJson)
-                        : packages::PackageRules();
-        auto rules =
-            request.packages ? request.packages->over(base) : base;
-        if (request.packagesTightenOnly) {
-            auto looser = rules.looserThan(base);
-            if (!looser.empty())
-                throw Error(ErrorCode::forbidden,
-                            "an agent key may only tighten the tenant's package rules (" + looser +
-                                " is looser)");
-        }
-        if (source) {
-            // Taken whole, unless the tenant's rules tightened since: a fork
-            // must not run under what the tenant no longer allows.
-            auto looser = packages::PackageRules::fromStored(source->packagesJson).looserThan(base);
-            if (!looser.empty())
-                throw Error(ErrorCode::forbidden,
-                            "sandbox " + source->id +
-                                "'s package rules are looser than its tenant's are now (" +
-                                looser + "): it cannot be forked");
-        }
-        r.packagesJson = source ? source->packagesJson : rules.toJson().dump();
+        r.packagesJson = network_.packageRules(t ? t->packagesJson : "", request,
+                                              source ? &*source : nullptr);
     }
     tenantLimits_.requireWithinFloor(tenant, request.policy, allow.texts());
     r.policyJson = nlohmann::json{{"deny", request.policy.deny},
@@ -406,21 +377,7 @@ void SandboxController::teardown(const std::string& id, const std::string& why) 
 void SandboxController::destroy(const std::string& tenant, const std::string& id,
                                 const std::string& why) {
     auto owned = requireOwned(tenant, id);
-    BeforeDelete beforeDelete;
-    AfterDelete afterDelete;
-    {
-        std::lock_guard lock(hooksMutex_);
-        beforeDelete = beforeDelete_;
-        afterDelete = afterDelete_;
-    }
-    if (beforeDelete) {
-        try {
-            beforeDelete(owned);
-        } catch (const std::exception& e) {
-            logError("controller",
-                     "before deleting " + id + ": " + e.what());  // the delete goes on
-        }
-    }
+    hooks_.beforeDelete(owned);  // a failure is logged: the delete goes on
     {
         auto lifecycle = lifecycleMutex(id);
         std::lock_guard op(*lifecycle);  // waits for a pause, resume or snapshot in flight
@@ -430,13 +387,7 @@ void SandboxController::destroy(const std::string& tenant, const std::string& id
     }
     if (workspaces_) workspaces_->remove(id);
     record(id, tenant, "sandbox.deleted", nlohmann::json::object());
-    if (afterDelete) {
-        try {
-            afterDelete(id);
-        } catch (const std::exception& e) {
-            logError("controller", "after deleting " + id + ": " + e.what());
-        }
-    }
+    hooks_.afterDelete(id);
     gates_.cancelOf(id, "the sandbox was deleted");
     logInfo("controller", "sandbox " + id + " deleted");
     spares_->trim();  // it may have been the last of its shape
@@ -452,12 +403,6 @@ SandboxRecord SandboxController::requireRunning(const std::string& tenant, const
 std::shared_ptr<AgentConnection> SandboxController::runningAgent(const std::string& tenant,
                                                                  const std::string& id) {
     return agentFor(requireRunning(tenant, id).id);
-}
-
-void SandboxController::setDeleteHooks(BeforeDelete before, AfterDelete after) {
-    std::lock_guard lock(hooksMutex_);
-    beforeDelete_ = std::move(before);
-    afterDelete_ = std::move(after);
 }
 
 SecretMasker SandboxController::guestOutputMasker(const SandboxRecord& r) const {

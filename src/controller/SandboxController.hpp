@@ -26,6 +26,8 @@
 #include "controller/SandboxAgents.hpp"
 #include "controller/SandboxCommands.hpp"
 #include "controller/SandboxEvidenceSource.hpp"
+#include "controller/SandboxHooks.hpp"
+#include "controller/SandboxNetwork.hpp"
 #include "controller/Sandboxes.hpp"
 #include "controller/SandboxSecrets.hpp"
 #include "controller/SnapshotLibrary.hpp"
@@ -191,7 +193,7 @@ class SandboxController : private Sandboxes,
     // The command policy as it applies to a sandbox's commands.
     const CommandJudge& commandJudge() const { return judge_; }
 
-    // Egress (SandboxNetwork.cpp): replaces the allowlist of a sandbox;
+    // Replaces the egress allowlist of a running or paused sandbox;
     // connections opened from now on are judged by the new list.
     SandboxRecord setNetwork(const std::string& tenant, const std::string& id,
                              const std::vector<std::string>& allow) override;
@@ -262,9 +264,9 @@ class SandboxController : private Sandboxes,
     void setWorkspaceHooks(WriteGuard guard, PublishHandler publish) override;
     // Evidence: called before a delete tears a sandbox down (it still runs:
     // a final bundle is sealed then) and after it is gone.
-    using BeforeDelete = std::function<void(const SandboxRecord&)>;
-    using AfterDelete = std::function<void(const std::string& sandboxId)>;
-    void setDeleteHooks(BeforeDelete before, AfterDelete after);
+    void setDeleteHooks(SandboxHooks::BeforeDelete before, SandboxHooks::AfterDelete after) {
+        hooks_.setDeleteHooks(std::move(before), std::move(after));
+    }
     // Host-only values of a sandbox (its tenant's git credentials, which the
     // guest is never given): masked in text the host writes (recordEvent,
     // hostTextMasker), never compared with guest output.
@@ -373,9 +375,6 @@ class SandboxController : private Sandboxes,
     }
     void record(const std::string& sandboxId, const std::string& tenant, const std::string& type,
                 const nlohmann::json& data, const SecretMasker* masker = nullptr) override;
-    // Every command's environment: the sandbox's, plus the proxy variables
-    // when it has egress.
-    std::map<std::string, std::string> baseEnv(const SandboxRecord& r) const;
     std::shared_ptr<AgentConnection> agentFor(const std::string& id) override {
         return agents_.get(id);
     }
@@ -397,17 +396,19 @@ class SandboxController : private Sandboxes,
     GatedExecStore& gated_;
     AuditStore& audit_;
     WorkspaceStore* workspaces_;
-    mutable std::mutex hooksMutex_;
-    WriteGuard writeGuard_;
-    void checkWrite(const SandboxRecord& r, const std::string& path) override;
+    // The workspace's write scope, the evidence service's delete hooks.
+    SandboxHooks hooks_;
+    void checkWrite(const SandboxRecord& r, const std::string& path) override {
+        hooks_.checkWrite(r, path);
+    }
     CommandJudge judge_;
     AuditRecorder auditLog_;
-    BeforeDelete beforeDelete_;
-    AfterDelete afterDelete_;
     std::shared_ptr<SpareVms> spareVms_;  // shared: its type is complete in SandboxSpares.cpp only
     std::unique_ptr<SparePool> spares_;
     KeyedMutexes lifecycleMutexes_;  // a pause, resume, snapshot or delete at a time
     const TemplateCatalog& templates_;
+    // The ways out (egress, package proxy): allowlists and the guest's env.
+    SandboxNetwork network_{config_.egress, config_.packages};
     // Agent sessions: opened, watched, with the proxies' listeners on them.
     SandboxAgents agents_;
     UidPool uids_;
@@ -417,7 +418,8 @@ class SandboxController : private Sandboxes,
     ApprovalGates gates_{gated_, auditLog_, secrets_, timers_, config_.approvalTimeoutS};
     SandboxCommands commands_{SandboxCommands::Parts{
         *this, judge_, gates_, secrets_, tenantLimits_, timers_,
-        [this](const SandboxRecord& r) { return baseEnv(r); }, config_.execOutputCap}};
+        [this](const SandboxRecord& r) { return network_.commandEnv(r); },
+        config_.execOutputCap}};
     ApprovalRouter approvals_{gates_, commands_};
     GuestFiles files_{*this};
     GuestProcesses processes_{*this};

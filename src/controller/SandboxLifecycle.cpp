@@ -126,6 +126,23 @@ SandboxRecord SandboxController::resume(const std::string& tenant, const std::st
     return transition(tenant, id, SandboxState::paused, SandboxState::running);
 }
 
+SandboxRecord SandboxController::setNetwork(const std::string& tenant, const std::string& id,
+                                            const std::vector<std::string>& allow) {
+    auto list = network_.allowlist(allow);
+    requireOwned(tenant, id);
+    tenantLimits_.requireWithinFloor(tenant, {}, list.texts());
+    auto lifecycle = lifecycleMutex(id);
+    std::lock_guard op(*lifecycle);
+    auto r = requireOwned(tenant, id);
+    if (r.state != SandboxState::running && r.state != SandboxState::paused)
+        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state));
+    auto previous = std::exchange(r.network, list.texts());
+    store_.updateNetwork(id, r.network);
+    network_.apply(id, list);
+    record(id, tenant, "network.updated", {{"allow", list.texts()}, {"previous", previous}});
+    return r;
+}
+
 SandboxRecord SandboxController::setTimeout(const std::string& tenant, const std::string& id,
                                             std::int64_t timeoutS) {
     if (timeoutS < 0 || timeoutS > config_.maxTimeoutS)

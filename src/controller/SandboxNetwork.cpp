@@ -1,22 +1,52 @@
-// Egress of a sandbox: the allowlist on its record, the proxy listener on
-// its agent session and the proxy variables in every command's environment.
-// There is no network interface in any guest; the proxy is the only way out.
-#include "controller/SandboxController.hpp"
-#include "core/Log.hpp"
-#include "egress/EgressAllowlist.hpp"
+#include "controller/SandboxNetwork.hpp"
+
+#include "core/Error.hpp"
 #include "packages/PackageRules.hpp"
+#include "controller/ExecOptions.hpp"
 
 namespace airlock {
 
-namespace {
-egress::EgressAllowlist allowlistOf(const SandboxRecord& r) {
-    return egress::EgressAllowlist::parse(r.network);
-}
-}  // namespace
+SandboxNetwork::SandboxNetwork(std::shared_ptr<egress::EgressGateway> egress,
+                               std::shared_ptr<packages::PackageGateway> packages)
+    : egress_(std::move(egress)), packages_(std::move(packages)) {}
 
-std::map<std::string, std::string> SandboxController::baseEnv(const SandboxRecord& r) const {
+egress::EgressAllowlist SandboxNetwork::allowlist(const std::vector<std::string>& allow) const {
+    auto list = egress::EgressAllowlist::parse(allow);
+    if (!list.empty() && !egress_)
+        throw Error(ErrorCode::bad_request, "this server has no egress proxy");
+    return list;
+}
+
+std::string SandboxNetwork::packageRules(const std::string& tenantRulesJson,
+                                         const CreateSandboxRequest& request,
+                                         const SandboxRecord* source) const {
+    auto base = tenantRulesJson.empty() ? packages::PackageRules()
+                                        : packages::PackageRules::fromStored(tenantRulesJson);
+    if (source) {
+        // Taken whole, unless the tenant's rules tightened since: a fork
+        // must not run under what the tenant no longer allows.
+        auto looser = packages::PackageRules::fromStored(source->packagesJson).looserThan(base);
+        if (!looser.empty())
+            throw Error(ErrorCode::forbidden, "sandbox " + source->id +
+                                                  "'s package rules are looser than its "
+                                                  "tenant's are now (" +
+                                                  looser + "): it cannot be forked");
+        return source->packagesJson;
+    }
+    auto rules = request.packages ? request.packages->over(base) : base;
+    if (request.packagesTightenOnly) {
+        auto looser = rules.looserThan(base);
+        if (!looser.empty())
+            throw Error(ErrorCode::forbidden,
+                        "an agent key may only tighten the tenant's package rules (" + looser +
+                            " is looser)");
+    }
+    return rules.toJson().dump();
+}
+
+std::map<std::string, std::string> SandboxNetwork::commandEnv(const SandboxRecord& r) const {
     std::map<std::string, std::string> env;
-    if (config_.egress) {
+    if (egress_) {
         // Every client library looks at one spelling or another. no_proxy
         // keeps the guest's own servers (a dev server on localhost) direct.
         std::string proxy = "http://127.0.0.1:" + std::to_string(egress::kGuestProxyPort);
@@ -26,7 +56,7 @@ std::map<std::string, std::string> SandboxController::baseEnv(const SandboxRecor
         // A loopback name the sandbox's allowlist names itself is meant as
         // the host's (the operator's --egress-allow-cidr exception), so it goes
         // through the proxy; 127.0.0.1 stays direct for the package listeners.
-        auto allow = allowlistOf(r);
+        auto allow = egress::EgressAllowlist::parse(r.network);
         std::string direct;
         for (const char* name : {"localhost", "127.0.0.1", "::1"}) {
             if (std::string_view(name) != "127.0.0.1" && allow.hostListedExactly(name)) continue;
@@ -34,13 +64,13 @@ std::map<std::string, std::string> SandboxController::baseEnv(const SandboxRecor
         }
         env["no_proxy"] = env["NO_PROXY"] = direct;
     }
-    if (config_.packages) {
+    if (packages_) {
         // The package managers' own settings are in the template (/etc/npmrc,
         // /etc/pip.conf, apt's sources); these reach tools that read only the environment.
-        if (config_.packages->serves(packages::Ecosystem::npm))
+        if (packages_->serves(packages::Ecosystem::npm))
             env["npm_config_registry"] =
                 "http://127.0.0.1:" + std::to_string(packages::kGuestNpmPort) + "/";
-        if (config_.packages->serves(packages::Ecosystem::pypi)) {
+        if (packages_->serves(packages::Ecosystem::pypi)) {
             env["PIP_INDEX_URL"] =
                 "http://127.0.0.1:" + std::to_string(packages::kGuestPypiPort) + "/simple/";
             env["PIP_TRUSTED_HOST"] = "127.0.0.1";
@@ -50,25 +80,17 @@ std::map<std::string, std::string> SandboxController::baseEnv(const SandboxRecor
     return env;
 }
 
-SandboxRecord SandboxController::setNetwork(const std::string& tenant, const std::string& id,
-                                            const std::vector<std::string>& allow) {
-    auto list = egress::EgressAllowlist::parse(allow);
-    if (!list.empty() && !config_.egress)
-        throw Error(ErrorCode::bad_request, "this server has no egress proxy");
-    requireOwned(tenant, id);
-    tenantLimits_.requireWithinFloor(tenant, {}, list.texts());
-    auto lifecycle = lifecycleMutex(id);
-    std::lock_guard op(*lifecycle);
-    auto r = requireOwned(tenant, id);
-    if (r.state != SandboxState::running && r.state != SandboxState::paused)
-        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state));
-    auto previous = std::exchange(r.network, list.texts());
-    store_.updateNetwork(id, r.network);
-    // Not attached (no agent session yet since a restart): the next
-    // session's listener reads the stored list.
-    if (config_.egress) config_.egress->update(id, list);
-    record(id, tenant, "network.updated", {{"allow", list.texts()}, {"previous", previous}});
-    return r;
+void SandboxNetwork::apply(const std::string& sandboxId,
+                           const egress::EgressAllowlist& list) const {
+    if (egress_) egress_->update(sandboxId, list);
+}
+
+std::vector<unsigned> SandboxNetwork::internalPorts() const {
+    auto ports = egress_ ? egress_->listenerPorts() : egress::EgressGateway::defaultListenerPorts();
+    for (unsigned p : packages_ ? packages_->listenerPorts()
+                                : packages::PackageGateway::defaultListenerPorts())
+        ports.push_back(p);
+    return ports;
 }
 
 }  // namespace airlock

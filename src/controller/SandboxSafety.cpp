@@ -22,20 +22,8 @@ std::vector<AuditEvent> SandboxController::audit(const std::string& tenant,
 }
 
 void SandboxController::setWorkspaceHooks(WriteGuard guard, PublishHandler publish) {
-    {
-        std::lock_guard lock(hooksMutex_);
-        writeGuard_ = std::move(guard);
-    }
+    hooks_.setWriteGuard(std::move(guard));
     approvals_.setPublishHandler(std::move(publish));
-}
-
-void SandboxController::checkWrite(const SandboxRecord& r, const std::string& path) {
-    WriteGuard guard;
-    {
-        std::lock_guard lock(hooksMutex_);
-        guard = writeGuard_;
-    }
-    if (guard) guard(r, path);
 }
 
 }  // namespace airlock

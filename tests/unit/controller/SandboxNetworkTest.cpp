@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "ControllerFixture.hpp"
 #include "core/Error.hpp"
+#include "controller/SandboxNetwork.hpp"
+#include "packages/PackageRules.hpp"
 #include "support/TestEnv.hpp"
 
 namespace airlock {
@@ -158,6 +161,86 @@ TEST_F(SandboxNetworkTest, WithoutAProxyNoAllowlistIsAccepted) {
     EXPECT_EQ(codeOf([&] { controller->create("t1", r); }), ErrorCode::bad_request);
     auto s = controller->create("t1", CreateSandboxRequest{});
     EXPECT_EQ(envOf(s.id).find("http_proxy="), std::string::npos);
+}
+
+
+// The class alone: what the lists and the guest's environment are.
+class ServingGateway : public packages::PackageGateway {
+  public:
+    explicit ServingGateway(std::set<packages::Ecosystem> served) : served_(std::move(served)) {}
+    void attach(const std::string&, const std::string&, const std::shared_ptr<AgentConnection>&,
+                const packages::PackageRules&) override {}
+    bool update(const std::string&, const packages::PackageRules&) override { return true; }
+    void detach(const std::string&) override {}
+    bool serves(packages::Ecosystem e) const override { return served_.count(e) > 0; }
+    std::vector<unsigned> listenerPorts() const override { return {4873, 3141}; }
+
+  private:
+    std::set<packages::Ecosystem> served_;
+};
+
+packages::PackageRulesChange rulesChange(const char* text) {
+    return packages::PackageRulesChange::parse(nlohmann::json::parse(text));
+}
+
+TEST(SandboxNetworkParts, RegistriesOnlyForWhatTheProxyServesAndTheSandboxsEnvLast) {
+    SandboxNetwork npmOnly(nullptr, std::make_shared<ServingGateway>(
+                                        std::set<packages::Ecosystem>{packages::Ecosystem::npm}));
+    SandboxRecord r;
+    r.envJson = R"({"PIP_INDEX_URL":"mine","FROM_SANDBOX":"yes"})";
+    auto env = npmOnly.commandEnv(r);
+    EXPECT_EQ(env["npm_config_registry"], "http://127.0.0.1:4873/");
+    EXPECT_EQ(env["PIP_INDEX_URL"], "mine") << "the sandbox's own env wins";
+    EXPECT_EQ(env.count("PIP_TRUSTED_HOST"), 0u) << "PyPI is not served";
+    EXPECT_EQ(env.count("http_proxy"), 0u) << "no egress proxy, no proxy variables";
+    EXPECT_EQ(env["FROM_SANDBOX"], "yes");
+    EXPECT_EQ(npmOnly.internalPorts(), (std::vector<unsigned>{3128, 4873, 3141}))
+        << "the egress proxy's default port stays Airlock's without a proxy";
+
+    SandboxNetwork none(nullptr, nullptr);
+    EXPECT_EQ(none.commandEnv(SandboxRecord{}).size(), 0u);
+    EXPECT_EQ(none.internalPorts(), (std::vector<unsigned>{3128, 4873, 3141, 3142}));
+    EXPECT_EQ(codeOf([&] { none.allowlist({"example.com"}); }), ErrorCode::bad_request);
+    EXPECT_TRUE(none.allowlist({}).empty());
+    EXPECT_NO_THROW(none.apply("sbx-x", none.allowlist({})));
+}
+
+TEST(SandboxNetworkParts, PackageRulesStartFromTheTenantsAndAForkKeepsOnlyWhatIsStillAllowed) {
+    SandboxNetwork net(nullptr, nullptr);
+    auto tenant = packages::PackageRules::parse(
+                      nlohmann::json::parse(R"({"npm":{"min_age_days":7,"deny":["evil"]}})"))
+                      .toJson()
+                      .dump();
+    auto rulesOf = [](const std::string& stored) {
+        return packages::PackageRules::fromStored(stored);
+    };
+    CreateSandboxRequest plain;
+    EXPECT_EQ(rulesOf(net.packageRules(tenant, plain, nullptr)).npm.minAgeDays, 7u);
+    EXPECT_EQ(rulesOf(net.packageRules("", plain, nullptr)).npm.minAgeDays,
+              packages::PackageRules().npm.minAgeDays)
+        << "no tenant rules: the defaults";
+
+    CreateSandboxRequest looser;
+    looser.packages = rulesChange(R"({"npm":{"min_age_days":1}})");
+    EXPECT_EQ(rulesOf(net.packageRules(tenant, looser, nullptr)).npm.minAgeDays, 1u)
+        << "an admin may loosen";
+    looser.packagesTightenOnly = true;
+    EXPECT_EQ(codeOf([&] { net.packageRules(tenant, looser, nullptr); }), ErrorCode::forbidden);
+
+    // A fork takes its source's rules whole, whatever the request says...
+    SandboxRecord source;
+    source.id = "sbx-source";
+    source.packagesJson = packages::PackageRules::parse(
+                              nlohmann::json::parse(R"({"npm":{"min_age_days":9,"deny":["evil"]}})"))
+                              .toJson()
+                              .dump();
+    EXPECT_EQ(net.packageRules(tenant, looser, &source), source.packagesJson);
+    // ...unless the tenant's have tightened past them since.
+    auto tighter = packages::PackageRules::parse(
+                       nlohmann::json::parse(R"({"npm":{"min_age_days":30,"deny":["evil"]}})"))
+                       .toJson()
+                       .dump();
+    EXPECT_EQ(codeOf([&] { net.packageRules(tighter, plain, &source); }), ErrorCode::forbidden);
 }
 
 }  // namespace

@@ -1,0 +1,37 @@
+#pragma once
+#include <functional>
+#include <mutex>
+#include <string>
+
+#include "store/SandboxStore.hpp"
+
+namespace airlock {
+
+// What other services ask of a sandbox's life without the lifecycle
+// knowing them: the workspace service's write scope (checked on every
+// write through the files API), the evidence service's last bundle before
+// a delete and its clean-up after. Their owners set and clear them while
+// calls run, so each call copies its hook under the lock and runs it
+// outside.
+class SandboxHooks {
+  public:
+    using WriteGuard = std::function<void(const SandboxRecord&, const std::string& path)>;
+    using BeforeDelete = std::function<void(const SandboxRecord&)>;
+    using AfterDelete = std::function<void(const std::string& sandboxId)>;
+
+    void setWriteGuard(WriteGuard guard);
+    void setDeleteHooks(BeforeDelete before, AfterDelete after);
+    // The guard's refusal (Error(forbidden)) is the write's answer.
+    void checkWrite(const SandboxRecord& r, const std::string& path) const;
+    // A failure is logged and never thrown: the delete goes on.
+    void beforeDelete(const SandboxRecord& r) const;
+    void afterDelete(const std::string& sandboxId) const;
+
+  private:
+    mutable std::mutex mutex_;
+    WriteGuard writeGuard_;
+    BeforeDelete before_;
+    AfterDelete after_;
+};
+
+}  // namespace airlock
