@@ -22,8 +22,13 @@ std::pair<bool, std::string> upload(AgentConnection& conn, const protocol::FileW
                                     const std::string& bytes) {
     auto deadline = AgentStream::Clock::now() + std::chrono::seconds(10);
     auto up = conn.open(r);
-    up->write(0, bytes, deadline);
-    up->closeWrite();
+    try {
+        up->write(0, bytes, deadline);
+        up->closeWrite();
+    } catch (const std::exception&) {
+        // A refusal may come before the bytes go (a loaded host): the
+        // write throws, and the reset is still the stream's answer below.
+    }
     while (auto ev = up->next(deadline)) {
         if (ev->kind == AgentStream::Event::Kind::close) return {true, ev->payload};
         if (ev->kind == AgentStream::Event::Kind::reset) return {false, ev->payload};
