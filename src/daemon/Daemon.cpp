@@ -49,15 +49,21 @@
 #include "store/WorkspaceStore.hpp"
 #include "workspace/WorkspaceService.hpp"
 
-#ifndef AIRLOCK_DEFAULT_TEMPLATES_DIR
-#define AIRLOCK_DEFAULT_TEMPLATES_DIR "build/templates"
-#endif
-
 namespace airlock {
 
 namespace fs = std::filesystem;
 
 namespace {
+
+// The build's templates beside the binary's folder (build/bin/airlockd ->
+// build/templates): no checkout path is compiled in, so a compiler cache
+// serves this file to every clone.
+std::string defaultTemplatesDir() {
+    std::error_code ec;
+    auto exe = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) return "build/templates";
+    return (exe.parent_path().parent_path() / "templates").string();
+}
 void writeAdminKey(const std::string& path, const std::string& key) {
     // Created 0600 from the start: the key never exists world-readable.
     mode_t old = ::umask(077);
@@ -114,7 +120,7 @@ int runDaemon(const DaemonOptions& options) {
     }
 
     std::string templatesDir =
-        options.templatesDir.empty() ? AIRLOCK_DEFAULT_TEMPLATES_DIR : options.templatesDir;
+        options.templatesDir.empty() ? defaultTemplatesDir() : options.templatesDir;
     TemplateCatalog templates(templatesDir);
     if (templates.list().empty()) logWarn("airlockd", "no templates found in " + templatesDir);
 

@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "support/ApiClient.hpp"
+#include "support/BuildPaths.hpp"
 #include "support/DaemonProcess.hpp"
 #include "support/GitServer.hpp"
 #include "support/HelperProcess.hpp"
@@ -67,7 +68,7 @@ class Evidence : public ::testing::Test {
         world = new World();
         World& w = *world;
         w.canary = "evd-Canary-" + std::to_string(::getpid()) + "-zq";
-        std::string fixtures = std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures";
+        std::string fixtures = test::sourceDir() + "/tests/fixtures";
         w.git = std::make_unique<test::GitServer>(
             test::GitServer::Options{"127.0.0.1", "git-" + w.canary, "", {}});
         w.repos = w.git->repos;
@@ -325,7 +326,7 @@ printf PNG > out/screenshot.png && echo edited)SH");
     EXPECT_NE(dom.find("tests_failed"), std::string::npos) << "the findings are shown";
 
     // airlock evidence verify: the bundle holds, a tampered one does not.
-    std::string cli = std::string(AIRLOCK_BIN_DIR) + "/airlock evidence verify ";
+    std::string cli = test::binDir() + "/airlock evidence verify ";
     EXPECT_EQ(status(cli + dir + "/bundle.tar.gz --key " + dir + "/pub.pem >/dev/null 2>&1"), 0);
     // Is it the bundle the reviewer asked for? (issue 29: --expect-sandbox, --expect-commit)
     std::string keyed = cli + dir + "/bundle.tar.gz --key " + dir + "/pub.pem ";

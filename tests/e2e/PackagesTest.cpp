@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/ApiClient.hpp"
+#include "support/BuildPaths.hpp"
 #include "support/DaemonProcess.hpp"
 #include "support/HelperProcess.hpp"
 #include "support/TestEnv.hpp"
@@ -35,7 +36,7 @@ class Packages : public ::testing::Test {
         // The host's npm registry, as scripts/run derives it.
         for (std::string line;
              const auto& l :
-             {test::commandOutput(std::string(AIRLOCK_SOURCE_DIR) + "/scripts/package-upstreams")})
+             {test::commandOutput(test::sourceDir() + "/scripts/package-upstreams")})
             for (std::size_t at = 0; at < l.size();) {
                 auto nl = l.find('\n', at);
                 line = l.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
@@ -48,7 +49,7 @@ class Packages : public ::testing::Test {
         int npmPort = test::freePort(), pypiPort = test::freePort();
         w.aptPort = test::freePort();
         std::string script =
-            std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/package-registry.py";
+            test::sourceDir() + "/tests/fixtures/package-registry.py";
         w.registry = test::HelperProcess({"python3", script, "--npm-port", std::to_string(npmPort),
                                           "--pypi-port", std::to_string(pypiPort), "--apt-port",
                                           std::to_string(w.aptPort)});

@@ -17,6 +17,7 @@
 
 #include "core/Clock.hpp"
 #include "packages/PackageService.hpp"
+#include "support/BuildPaths.hpp"
 #include "support/DaemonProcess.hpp"
 #include "support/HelperProcess.hpp"
 #include "support/TestEnv.hpp"
@@ -42,7 +43,7 @@ class PackageServiceTest : public ::testing::Test {
         fx->aptPort = test::freePort();
         fx->log = fx->tmp.path() + "/upstream.log";
         std::string script =
-            std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/package-registry.py";
+            test::sourceDir() + "/tests/fixtures/package-registry.py";
         fx->server = test::HelperProcess({"python3", script, "--npm-port",
                                           std::to_string(fx->npmPort), "--pypi-port",
                                           std::to_string(fx->pypiPort), "--apt-port",

@@ -1,4 +1,5 @@
 #include "support/ApiSpec.hpp"
+#include "support/BuildPaths.hpp"
 
 #include <cstdio>
 #include <memory>
@@ -57,12 +58,12 @@ std::string typeOf(const nlohmann::json& v) {
 ApiSpec::ApiSpec(nlohmann::json document) : doc_(std::move(document)) {}
 
 const ApiSpec& ApiSpec::get() {
-    static const ApiSpec spec(loadYaml(std::string(AIRLOCK_SOURCE_DIR) + "/api/openapi.yaml"));
+    static const ApiSpec spec(loadYaml(test::sourceDir() + "/api/openapi.yaml"));
     return spec;
 }
 
 const ApiSpec& ApiSpec::e2b() {
-    static const ApiSpec spec(loadYaml(std::string(AIRLOCK_SOURCE_DIR) + "/api/e2b.yaml"));
+    static const ApiSpec spec(loadYaml(test::sourceDir() + "/api/e2b.yaml"));
     return spec;
 }
 

@@ -19,6 +19,7 @@
 
 #include "cli/HttpClient.hpp"
 #include "support/ApiClient.hpp"
+#include "support/BuildPaths.hpp"
 #include "support/TestEnv.hpp"
 
 namespace airlock::test {
@@ -61,6 +62,7 @@ void Daemon::start() {
     if (std::find(extraArgs_.begin(), extraArgs_.end(), "--spare-vms") == extraArgs_.end())
         args.insert(args.end(), {"--spare-vms", "0"});
     seedHypervisorCache(dataDir_);
+    const std::string airlockd = test::binDir() + "/airlockd";  // before the fork: no allocation after it
     pid_ = ::fork();
     if (pid_ == 0) {
         int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -69,7 +71,7 @@ void Daemon::start() {
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
-        ::execv(AIRLOCK_BIN_DIR "/airlockd", argv.data());
+        ::execv(airlockd.c_str(), argv.data());
         ::_exit(127);
     }
     bool tls = std::find(extraArgs_.begin(), extraArgs_.end(), "--tls-cert") != extraArgs_.end();

@@ -1,4 +1,5 @@
 #include "support/GitServer.hpp"
+#include "support/BuildPaths.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -41,7 +42,7 @@ const std::string& pristineRepos() {
     static TempDir dir;
     static const std::string repos = [] {
         std::string path = dir.path() + "/repos";
-        commandLine(std::string("bash ") + AIRLOCK_SOURCE_DIR +
+        commandLine("bash " + test::sourceDir() +
                     "/tests/fixtures/make-fixture-repos.sh " + path + " >/dev/null");
         return path;
     }();
@@ -78,7 +79,7 @@ GitServer::GitServer(Options options)
       bind(std::move(options.bind)),
       port(freeDualStackPort()) {
     if (options.repos.empty()) commandLine("cp -a " + pristineRepos() + " " + repos);
-    std::string script = std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/git-http-server.py";
+    std::string script = test::sourceDir() + "/tests/fixtures/git-http-server.py";
     std::vector<std::string> argv{"python3",  script,   "--root",     repos,    "--port",
                                   std::to_string(port), "--bind",     bind,     "--password",
                                   password, "--auth-log", authLog};

@@ -3,6 +3,7 @@
 #include "agentclient/AgentConnection.hpp"
 #include "agentclient/AgentTransport.hpp"
 #include "hypervisor/AccelProbe.hpp"
+#include "support/BuildPaths.hpp"
 #include "support/TestEnv.hpp"
 
 namespace airlock::test {
@@ -11,7 +12,7 @@ RealWorld::RealWorld(ControllerConfig config, const std::string& templatesDir) {
     seedHypervisorCache(dir.path());
     hypervisor = std::make_unique<LibvirtHypervisor>(LibvirtOptions{"", dir.path(), resolveAccel("auto")});
     keepHypervisorCache(dir.path());
-    templates = std::make_unique<TemplateCatalog>(templatesDir.empty() ? std::string(AIRLOCK_TEMPLATES_DIR)
+    templates = std::make_unique<TemplateCatalog>(templatesDir.empty() ? test::templatesDir()
                                                                        : templatesDir);
     db = std::make_unique<Database>(dir.path() + "/state.db");
     store = std::make_unique<SandboxStore>(*db);

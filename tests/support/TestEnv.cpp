@@ -1,4 +1,5 @@
 #include "support/TestEnv.hpp"
+#include "support/BuildPaths.hpp"
 
 #include <dirent.h>
 #include <gtest/gtest.h>
@@ -66,7 +67,7 @@ ErrorCode codeOf(const std::function<void()>& f) {
 }
 
 bool templatesBuilt() {
-    return std::filesystem::exists(std::string(AIRLOCK_TEMPLATES_DIR) + "/minimal/template.json");
+    return std::filesystem::exists(test::templatesDir() + "/minimal/template.json");
 }
 
 std::string commandOutput(const std::string& command) {
@@ -90,7 +91,7 @@ namespace {
 const std::filesystem::path kCapabilities = "libvirt/cache/qemu/capabilities";
 
 std::filesystem::path sharedCapabilities() {
-    return std::filesystem::path(AIRLOCK_BIN_DIR).parent_path() / "test-cache" / "libvirt-capabilities";
+    return std::filesystem::path(test::binDir()).parent_path() / "test-cache" / "libvirt-capabilities";
 }
 
 // Each file is copied through a temporary name: two test lanes may copy at once.
