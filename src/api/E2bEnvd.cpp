@@ -241,6 +241,19 @@ bool E2bEnvd::wakes(const SandboxRecord& r) {
 
 SandboxRecord E2bEnvd::awake(SandboxRecord r) {
     if (!wakes(r)) return r;
+    // Read again: paused without memory, resumed or gone since the request
+    // was admitted, it is not this door's to wake.
+    try {
+        r = sandboxes_.lifecycle.get(r.tenant, r.id);
+    } catch (const Error& e) {
+        if (e.code() != ErrorCode::not_found) throw;
+        throw Error(ErrorCode::sandbox_unreachable, "The sandbox was not found");
+    }
+    if (r.state == SandboxState::running) return r;
+    if (!wakes(r))
+        throw Error(ErrorCode::sandbox_unreachable,
+                    "The sandbox is " + sandboxStateName(r.state) +
+                        (r.state == SandboxState::paused ? ": connect resumes it" : ""));
     // E2B's auto-resume, for traffic its access rule let through: the
     // sandbox resumes and its life starts again, as after a connect.
     try {
@@ -394,7 +407,14 @@ E2bEnvd::PortRoute E2bEnvd::routePort(const ApiRequest& head, const Target& t) {
             "this sandbox's ports are reached through its exposed ports (POST /v1/sandboxes/" + id +
                 "/ports)");
     }
-    awake(r);  // the access rule let this through
+    if (wakes(r)) {
+        // The access rule let this through: the sandbox resumes where the
+        // tunnel opens, on a worker (a resume waits on its lock and libvirt).
+        open = [this, r, inner = std::move(open)](AgentStream::Handler handler) {
+            awake(r);
+            return inner(std::move(handler));
+        };
+    }
     return route;
 }
 

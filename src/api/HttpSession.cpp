@@ -131,7 +131,6 @@ void HttpSession::onHeader(beast::error_code ec) {
     door_ = selection.door;
     route_ = selection.route();
     if (!selection.route()) return refuse(router_.unrouted(selection, head));
-    const Route& route = *selection.route();
     // Admitted before its body is read: nobody without a credential the row
     // accepts makes airlockd hold a body.
     std::optional<Router::Admission> admission;
@@ -140,8 +139,40 @@ void HttpSession::onHeader(beast::error_code ec) {
     } catch (...) {
         return refuse(router_.errorFor(selection, head, std::current_exception()));
     }
+    if (admission->wake) {
+        // E2B's auto-resume waits on the sandbox's lock and on libvirt: on a
+        // worker, then the request goes on here.
+        auto wake = std::move(admission->wake);
+        admission->wake = nullptr;
+        asio::post(workers_, [self = shared_from_this(), wake = std::move(wake),
+                              selection = std::move(selection), admission = std::move(*admission),
+                              head = std::move(head)]() mutable {
+            std::exception_ptr error;
+            try {
+                wake();
+            } catch (...) {
+                error = std::current_exception();
+            }
+            asio::post(self->stream_.get_executor(),
+                       [self, error, selection = std::move(selection),
+                        admission = std::move(admission), head = std::move(head)]() mutable {
+                           if (error)
+                               return self->refuse(
+                                   self->router_.errorFor(selection, head, error));
+                           self->admitted(std::move(selection), std::move(admission),
+                                          std::move(head));
+                       });
+        });
+        return;
+    }
+    admitted(std::move(selection), std::move(*admission), std::move(head));
+}
+
+void HttpSession::admitted(Router::Selection selection, Router::Admission admission,
+                           ApiRequest head) {
+    const Route& route = *selection.route();
     if (route.kind == RouteKind::stream)
-        return startStream(selection, std::move(*admission), std::move(head));
+        return startStream(selection, std::move(admission), std::move(head));
     std::size_t limit = route.bodyLimit ? route.bodyLimit : limits_.maxBodyBytes;
     auto length = header_->content_length();
     if (length && *length > limit)
@@ -149,7 +180,7 @@ void HttpSession::onHeader(beast::error_code ec) {
                                        errorStatus(ErrorCode::payload_too_large,
                                                    "request body exceeds " +
                                                        std::to_string(limit) + " bytes")));
-    pending_ = Pending{std::move(selection), std::move(*admission)};
+    pending_ = Pending{std::move(selection), std::move(admission)};
     readBody(limit);
 }
 

@@ -36,6 +36,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   private:
     void readRequest();
     void onHeader(boost::beast::error_code ec);
+    // The rest of a request once it is admitted (and its sandbox awake).
+    void admitted(Router::Selection selection, Router::Admission admission, ApiRequest head);
     void onBody(boost::beast::error_code ec);
     void readBody(std::size_t limit);
     // A request whose row is selected and whose caller is admitted, until

@@ -80,7 +80,8 @@ Router::Selection Router::select(const ApiRequest& head) const {
     return s;
 }
 
-Principal Router::callerFor(const ApiRequest& head, Door door, const std::string& sandboxId) {
+Principal Router::callerFor(const ApiRequest& head, Door door, const std::string& sandboxId,
+                            std::function<void()>& wake) {
     switch (door) {
         case Door::native:
             return auth_.principalFor(head.authorization);
@@ -101,7 +102,8 @@ Principal Router::callerFor(const ApiRequest& head, Door door, const std::string
                 throw Error(ErrorCode::unauthorized,
                             "unauthorized access, please provide a valid access token (a token "
                             "dies with the API key that fetched it)");
-            e2bEnvd_->awake(sandbox);  // E2B's auto-resume, for a caller with its token
+            if (E2bEnvd::wakes(sandbox))  // E2B's auto-resume, for a caller with its token
+                wake = [envd = e2bEnvd_, sandbox] { envd->awake(sandbox); };
             return *who;
         }
         case Door::e2b_port:
@@ -118,7 +120,7 @@ Router::Admission Router::admit(const ApiRequest& head, const Selection& selecti
     if (selection.door == Door::e2b_envd || selection.door == Door::e2b_port)
         a.params.insert(a.params.begin(), selection.sandboxId);
     if (route.roles == kPublic) return a;
-    Principal who = callerFor(head, selection.door, selection.sandboxId);
+    Principal who = callerFor(head, selection.door, selection.sandboxId, a.wake);
     // Another tenant's object does not exist for this key, whatever its
     // role: 404 before 403, so a role check never confirms an id.
     std::optional<std::string> owner;
@@ -341,6 +343,7 @@ void Router::handle(const ApiRequest& request, Respond respond) {
                             request.method + " " + request.path +
                                 " streams: it is served over a connection of its own")));
         auto admission = admit(request, selection);
+        if (admission.wake) admission.wake();
         run(route, std::move(admission), request, std::move(respond));
     } catch (...) {
         respond(errorFor(selection, request, std::current_exception()));

@@ -70,6 +70,10 @@ class Router {
         std::string tenant;
         std::vector<std::string> params;
         TenantLimiter::Slot slot;
+        // E2B's auto-resume of the paused sandbox this request reaches (its
+        // caller's access checked): a resume waits on the sandbox's lock and
+        // on libvirt, so the caller runs it on a worker, before the row.
+        std::function<void()> wake;
     };
     // The one authorization, for every row of every door: the door's
     // credential (Bearer key, X-API-KEY, a sandbox's access token), the
@@ -139,7 +143,8 @@ class Router {
     void addStream(std::string method, const std::string& pattern, Roles roles,
                    std::optional<ApiResponse> (Router::*factory)(StreamHandover&));
     // The credential a door's requests carry, resolved to its key.
-    Principal callerFor(const ApiRequest& head, Door door, const std::string& sandboxId);
+    Principal callerFor(const ApiRequest& head, Door door, const std::string& sandboxId,
+                        std::function<void()>& wake);
 
     // The handlers, by resource; each file holds one group.
     // Service, templates, sandboxes and snapshots (RouterSandboxes.cpp).

@@ -148,6 +148,11 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
     if (r.timeoutS < 0 || r.timeoutS > config_.maxTimeoutS)
         throw Error(ErrorCode::bad_request, "timeout_s must be between 0 (none) and " +
                                                 std::to_string(config_.maxTimeoutS));
+    if (request.onTimeout == TimeoutAction::pause_disk_only && tmpl.diskPath.empty())
+        throw Error(ErrorCode::bad_request,
+                    "template '" + tmpl.name +
+                        "' has no disk: a pause without memory would keep nothing "
+                        "(on_timeout pause_disk_only)");
     r.onTimeout = timeoutActionName(request.onTimeout);
     r.expiresAt = r.timeoutS > 0 ? nowUnixSeconds() + r.timeoutS : 0;
     r.createdAt = nowTimestamp();

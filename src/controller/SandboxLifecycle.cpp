@@ -156,18 +156,40 @@ SandboxRecord SandboxController::setTimeout(const std::string& tenant, const std
 void SandboxController::enforceTimeouts() {
     gates_.expire();
     auto now = nowUnixSeconds();
-    for (const auto& r : store_.list(TenantScope::all())) {
-        if (r.expiresAt == 0 || r.expiresAt > now) continue;
+    for (const auto& listed : store_.list(TenantScope::all())) {
+        if (listed.expiresAt == 0 || listed.expiresAt > now) continue;
+        // Read again: one sweep can take a while (a guest's sync), and a
+        // sandbox given a new life meanwhile (a connect, traffic that woke
+        // it, a new timeout) keeps it.
+        auto fresh = store_.find(listed.id);
+        if (!fresh || fresh->expiresAt == 0 || fresh->expiresAt > nowUnixSeconds()) continue;
+        const SandboxRecord& r = *fresh;
         if (r.state != SandboxState::running && r.state != SandboxState::paused) continue;
         try {
             if (auto action = timeoutActionFrom(r.onTimeout); action != TimeoutAction::kill) {
-                if (r.state == SandboxState::running)
-                    pause(r.tenant, r.id,
-                          action == TimeoutAction::pause ? PauseKind::memory
-                                                         : PauseKind::disk_only);
-                store_.updateTimeout(r.id, r.timeoutS, 0);
+                std::string how = "pause";
+                if (r.state == SandboxState::running) {
+                    if (action == TimeoutAction::pause) {
+                        pause(r.tenant, r.id, PauseKind::memory);
+                    } else {
+                        try {
+                            pause(r.tenant, r.id, PauseKind::disk_only);
+                        } catch (const Error& e) {
+                            // The guest's sync failed or hung (it is root
+                            // there): it is paused with its memory instead,
+                            // which it cannot refuse; never left running.
+                            logWarn("controller", "sandbox " + r.id +
+                                                      ": a pause without memory failed (" +
+                                                      e.what() + "): paused with it");
+                            pause(r.tenant, r.id, PauseKind::memory);
+                            how = "pause (with memory: the pause without it failed)";
+                        }
+                    }
+                }
+                if (auto now2 = store_.find(r.id); now2 && now2->state == SandboxState::paused)
+                    store_.updateTimeout(r.id, r.timeoutS, 0);
                 logInfo("controller", "sandbox " + r.id + " paused: its timeout passed");
-                record(r.id, r.tenant, "sandbox.timeout", {{"action", "pause"}});
+                record(r.id, r.tenant, "sandbox.timeout", {{"action", how}});
             } else {
                 record(r.id, r.tenant, "sandbox.timeout", {{"action", "kill"}});
                 destroy(r.tenant, r.id, "its timeout passed (timeout_s)");

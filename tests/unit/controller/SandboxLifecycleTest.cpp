@@ -108,6 +108,42 @@ TEST_F(SandboxLifecycleTest, APauseWithoutMemoryNeedsADisk) {
               ErrorCode::bad_request);
     EXPECT_EQ(store->find(r.id)->state, SandboxState::running);
     EXPECT_EQ(hypervisor.domainState(SandboxController::domainName(r.id)), DomainState::running);
+    // Nor can a timeout ask for one: refused at create, not failed at
+    // every sweep while the sandbox runs past its end.
+    CreateSandboxRequest onTimeout;
+    onTimeout.onTimeout = TimeoutAction::pause_disk_only;
+    EXPECT_EQ(codeOf([&] { controller->create("t1", onTimeout); }), ErrorCode::bad_request);
+}
+
+// The guest is root in itself and can make its sync fail: a timeout that
+// asked for a pause without memory then pauses it with its memory, which
+// the guest cannot refuse. It never runs on past its end.
+TEST_F(SandboxLifecycleTest, ATimeoutPauseWithoutMemoryThatTheGuestFailsPausesWithIt) {
+    auto request = fromTemplate("disky");
+    request.timeoutS = 60;
+    request.onTimeout = TimeoutAction::pause_disk_only;
+    auto r = controller->create("t1", request);
+    store->updateTimeout(r.id, 60, nowUnixSeconds() - 1);
+    // The in-process agent runs the host's commands: a sync that fails first on PATH.
+    test::TempDir bin;
+    {
+        std::ofstream fake(bin.path() + "/sync");
+        fake << "#!/bin/sh\nexit 1\n";
+    }
+    fs::permissions(bin.path() + "/sync", fs::perms(0755));
+    std::string oldPath = std::getenv("PATH") ? std::getenv("PATH") : "";
+    ::setenv("PATH", (bin.path() + ":" + oldPath).c_str(), 1);
+    controller->enforceTimeouts();
+    ::setenv("PATH", oldPath.c_str(), 1);
+    auto after = store->find(r.id);
+    ASSERT_TRUE(after);
+    EXPECT_EQ(after->state, SandboxState::paused);
+    EXPECT_FALSE(after->pausedWithoutMemory);
+    EXPECT_EQ(after->expiresAt, 0);
+    EXPECT_EQ(hypervisor.domainState(SandboxController::domainName(r.id)), DomainState::paused);
+    auto events = controller->audit("t1", r.id, AuditQuery{"sandbox.timeout", "", 0, 10});
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_NE(events[0].dataJson.find("with memory"), std::string::npos) << events[0].dataJson;
 }
 
 // A fork (settingsFrom) runs under its source's rules, whatever the request

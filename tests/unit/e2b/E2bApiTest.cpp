@@ -564,6 +564,40 @@ TEST_F(E2bApiTest, AutoResumeWakesAPausedSandboxOnTraffic) {
     auto woken = controller->get("t1", waking);
     EXPECT_EQ(woken.state, SandboxState::running);
     EXPECT_GT(woken.expiresAt, 0) << "a life again, as after a connect";
+
+    // Admission only names the wake: the HTTP session runs it on a worker
+    // (a resume waits on the sandbox's lock and on libvirt), never on the
+    // I/O thread that admits every request.
+    ASSERT_EQ(call("POST", "/sandboxes/" + waking + "/pause", "{}").status, 204);
+    ApiRequest list;
+    list.method = "POST";
+    list.path = "/process.Process/List";
+    list.headers["e2b-sandbox-id"] = waking;
+    list.headers["e2b-sandbox-port"] = std::to_string(e2b::kEnvdPort);
+    list.headers["x-access-token"] = tokens.envdToken(waking, keyId);
+    auto selection = router.select(list);
+    auto admission = router.admit(list, selection);
+    ASSERT_TRUE(admission.wake);
+    EXPECT_EQ(controller->get("t1", waking).state, SandboxState::paused);
+    admission.wake();
+    EXPECT_EQ(controller->get("t1", waking).state, SandboxState::running);
+    // The wake reads the sandbox again: resumed meanwhile, it does nothing;
+    // deleted meanwhile, it is unreachable (502), not resurrected.
+    ASSERT_EQ(call("POST", "/sandboxes/" + waking + "/pause", "{}").status, 204);
+    auto late = router.admit(list, selection);
+    ASSERT_TRUE(late.wake);
+    controller->resume("t1", waking);
+    EXPECT_NO_THROW(late.wake());
+    ASSERT_EQ(call("POST", "/sandboxes/" + waking + "/pause", "{}").status, 204);
+    auto gone = router.admit(list, selection);
+    ASSERT_TRUE(gone.wake);
+    controller->destroy("t1", waking);
+    try {
+        gone.wake();
+        ADD_FAILURE() << "a deleted sandbox was woken";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::sandbox_unreachable);
+    }
 }
 
 // envd's polled watchers (E2B's Python sync SDK): events wait for the next
