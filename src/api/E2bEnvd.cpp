@@ -241,19 +241,10 @@ bool E2bEnvd::wakes(const SandboxRecord& r) {
 
 SandboxRecord E2bEnvd::awake(SandboxRecord r) {
     if (!wakes(r)) return r;
-    // Read again: paused without memory, resumed or gone since the request
-    // was admitted, it is not this door's to wake.
-    try {
-        r = sandboxes_.lifecycle.get(r.tenant, r.id);
-    } catch (const Error& e) {
-        if (e.code() != ErrorCode::not_found) throw;
-        throw Error(ErrorCode::sandbox_unreachable, "The sandbox was not found");
-    }
+    // Read again: paused without memory or gone since the request was
+    // admitted, it is not this door's to wake (502); resumed, it is awake.
+    r = reachableSandbox(r.id);
     if (r.state == SandboxState::running) return r;
-    if (!wakes(r))
-        throw Error(ErrorCode::sandbox_unreachable,
-                    "The sandbox is " + sandboxStateName(r.state) +
-                        (r.state == SandboxState::paused ? ": connect resumes it" : ""));
     // E2B's auto-resume, for traffic its access rule let through: the
     // sandbox resumes and its life starts again, as after a connect.
     try {

@@ -15,41 +15,34 @@ void SandboxHooks::setDeleteHooks(BeforeDelete before, AfterDelete after) {
     after_ = std::move(after);
 }
 
-void SandboxHooks::checkWrite(const SandboxRecord& r, const std::string& path) const {
-    WriteGuard guard;
-    {
-        std::lock_guard lock(mutex_);
-        guard = writeGuard_;
+namespace {
+
+// A delete hook's failure is logged: the delete goes on.
+template <class Hook, class Arg>
+void runLogged(const Hook& hook, const Arg& arg, const std::string& what) {
+    if (!hook) return;
+    try {
+        hook(arg);
+    } catch (const std::exception& e) {
+        logError("controller", what + ": " + e.what());
     }
+}
+
+}  // namespace
+
+// Each hook is copied under the lock and run outside it: a hook may set the
+// hooks again.
+void SandboxHooks::checkWrite(const SandboxRecord& r, const std::string& path) const {
+    auto guard = copyOf(writeGuard_);
     if (guard) guard(r, path);
 }
 
 void SandboxHooks::beforeDelete(const SandboxRecord& r) const {
-    BeforeDelete hook;
-    {
-        std::lock_guard lock(mutex_);
-        hook = before_;
-    }
-    if (!hook) return;
-    try {
-        hook(r);
-    } catch (const std::exception& e) {
-        logError("controller", "before deleting " + r.id + ": " + e.what());
-    }
+    runLogged(copyOf(before_), r, "before deleting " + r.id);
 }
 
 void SandboxHooks::afterDelete(const std::string& sandboxId) const {
-    AfterDelete hook;
-    {
-        std::lock_guard lock(mutex_);
-        hook = after_;
-    }
-    if (!hook) return;
-    try {
-        hook(sandboxId);
-    } catch (const std::exception& e) {
-        logError("controller", "after deleting " + sandboxId + ": " + e.what());
-    }
+    runLogged(copyOf(after_), sandboxId, "after deleting " + sandboxId);
 }
 
 }  // namespace airlock

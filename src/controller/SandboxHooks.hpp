@@ -28,6 +28,12 @@ class SandboxHooks {
     void afterDelete(const std::string& sandboxId) const;
 
   private:
+    template <class Hook>
+    Hook copyOf(const Hook& hook) const {
+        std::lock_guard lock(mutex_);
+        return hook;
+    }
+
     mutable std::mutex mutex_;
     WriteGuard writeGuard_;
     BeforeDelete before_;

@@ -186,7 +186,9 @@ void SandboxController::enforceTimeouts() {
                         }
                     }
                 }
-                if (auto now2 = store_.find(r.id); now2 && now2->state == SandboxState::paused)
+                // Not woken again meanwhile: a paused-by-timeout sandbox waits for its owner.
+                if (auto current = store_.find(r.id);
+                    current && current->state == SandboxState::paused)
                     store_.updateTimeout(r.id, r.timeoutS, 0);
                 logInfo("controller", "sandbox " + r.id + " paused: its timeout passed");
                 record(r.id, r.tenant, "sandbox.timeout", {{"action", how}});
