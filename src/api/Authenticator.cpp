@@ -24,20 +24,20 @@ std::optional<Principal> Authenticator::activeKey(const std::string& keyId) {
     if (keyId.empty()) return std::nullopt;
     auto key = keys_.find(keyId);
     if (!key || (key->expiresAt > 0 && key->expiresAt <= nowUnixSeconds())) return std::nullopt;
-    return Principal{key->id, key->name, key->tenant, key->role};
+    return Principal{key->id, key->name, key->tenant, key->role, {}};
 }
 
 std::vector<Principal> Authenticator::driversOf(const std::string& tenant) {
     std::vector<Principal> out;
     for (const auto& k : keys_.drivers(tenant, nowUnixSeconds()))
-        out.push_back(Principal{k.id, k.name, k.tenant, k.role});
+        out.push_back(Principal{k.id, k.name, k.tenant, k.role, {}});
     return out;
 }
 
 Principal Authenticator::principalForKey(const std::string& clear) {
     auto key = keys_.findValid(clear, nowUnixSeconds());
     if (!key) throw Error(ErrorCode::unauthorized, "invalid, revoked or expired API key");
-    return Principal{key->id, key->name, key->tenant, key->role};
+    return Principal{key->id, key->name, key->tenant, key->role, {}};
 }
 
 }  // namespace airlock::api

@@ -2,7 +2,7 @@
 #include <optional>
 #include <string>
 
-#include "store/ApiKeyStore.hpp"
+#include "store/ApiKeys.hpp"
 
 namespace airlock::api {
 
@@ -11,6 +11,7 @@ namespace airlock::api {
 struct Principal {
     std::string keyId, keyName, tenant;
     Role role = Role::agent;
+    std::string forwardedBy;  // the fleet node that authenticated it ("": this one)
 };
 
 // Resolves "Authorization: Bearer KEY" to a principal; throws
@@ -18,7 +19,7 @@ struct Principal {
 // call reads the store: a revoked key stops working at once.
 class Authenticator {
   public:
-    explicit Authenticator(ApiKeyStore& keys) : keys_(keys) {}
+    explicit Authenticator(ApiKeys& keys) : keys_(keys) {}
     Principal principalFor(const std::string& authorizationHeader);
     // The E2B front door's "X-API-KEY": an Airlock key as is, or with "e2b_"
     // in place of "ak_" (E2B's SDKs refuse keys of another shape); the same
@@ -34,7 +35,7 @@ class Authenticator {
 
   private:
     Principal principalForKey(const std::string& key);
-    ApiKeyStore& keys_;
+    ApiKeys& keys_;
 };
 
 }  // namespace airlock::api

@@ -33,6 +33,7 @@ int httpStatusFor(ErrorCode code) {
         case ErrorCode::hypervisor_error:
             return 500;
         case ErrorCode::unavailable:
+        case ErrorCode::node_unavailable:
             return 503;
         case ErrorCode::too_many_requests:
         case ErrorCode::quota_exceeded:
@@ -61,7 +62,9 @@ ApiResponse jsonResponse(int status, const nlohmann::json& j) {
 }
 
 ApiResponse errorResponse(ErrorCode code, const std::string& message) {
-    return errorResponse(httpStatusFor(code), std::string(errorCodeName(code)), message);
+    auto r = errorResponse(httpStatusFor(code), std::string(errorCodeName(code)), message);
+    if (code == ErrorCode::node_unavailable) r.headers["Retry-After"] = "5";
+    return r;
 }
 
 ErrorStatus errorStatus(ErrorCode code, std::string message) {
@@ -84,7 +87,16 @@ ErrorStatus errorStatusFor(std::exception_ptr error, const ApiRequest& request) 
     return errorStatus(ErrorCode::internal, "internal error");
 }
 
+ApiResponse renderErrorBody(ErrorShape shape, const ErrorStatus& error, const std::string& sandboxId);
+
 ApiResponse renderError(ErrorShape shape, const ErrorStatus& error, const std::string& sandboxId) {
+    ApiResponse r = renderErrorBody(shape, error, sandboxId);
+    // A node of the fleet that is down may be back in seconds.
+    if (error.code == ErrorCode::node_unavailable) r.headers["Retry-After"] = "5";
+    return r;
+}
+
+ApiResponse renderErrorBody(ErrorShape shape, const ErrorStatus& error, const std::string& sandboxId) {
     // E2B's proxy answers for a sandbox it cannot reach, in its own shape, on every route.
     if (error.code == ErrorCode::sandbox_unreachable && shape != ErrorShape::native)
         return ApiResponse{

@@ -8,6 +8,7 @@
 #include "api/ConnectStreamSession.hpp"
 #include "api/DownloadSession.hpp"
 #include "api/ErrorMapping.hpp"
+#include "api/ForwardSession.hpp"
 #include "api/PreviewProxySession.hpp"
 #include "core/Log.hpp"
 
@@ -84,13 +85,15 @@ ApiRequest requestHead(const http::request<http::empty_body>& req) {
     std::string_view target(req.target().data(), req.target().size());
     auto qpos = target.find('?');
     request.path = std::string(target.substr(0, qpos));
+    request.target = std::string(target);
     if (qpos != std::string_view::npos) request.query = parseQuery(target.substr(qpos + 1));
     request.authorization = std::string(req[http::field::authorization]);
     request.contentType = std::string(req[http::field::content_type]);
     request.host = std::string(req[http::field::host]);
     for (const char* name :
          {"x-api-key", "e2b-sandbox-id", "e2b-sandbox-port", "x-access-token", "connect-timeout-ms",
-          "keepalive-ping-interval", "e2b-traffic-access-token", "content-encoding", "accept-encoding"})
+          "keepalive-ping-interval", "e2b-traffic-access-token", "content-encoding", "accept-encoding",
+          "x-airlock-forwarded-by", "x-airlock-caller", "x-airlock-node-auth"})
         if (auto it = req.find(name); it != req.end())
             request.headers[name] = std::string(it->value());
     // E2B's file metadata rides in X-Metadata-<key> headers, keys taken
@@ -139,6 +142,7 @@ void HttpSession::onHeader(beast::error_code ec) {
     } catch (...) {
         return refuse(router_.errorFor(selection, head, std::current_exception()));
     }
+    if (admission->forward) return forward(std::move(*admission));
     if (admission->wake) {
         // E2B's auto-resume waits on the sandbox's lock and on libvirt: on a
         // worker, then the request goes on here.
@@ -248,10 +252,23 @@ void HttpSession::onBody(beast::error_code ec) {
     });
 }
 
+void HttpSession::forward(Router::Admission admission) {
+    auto to = std::move(*admission.forward);
+    if (route_) router_.table().countHandover(*route_);
+    stream_.expires_never();
+    auto session = std::make_shared<ForwardSession>(
+        std::move(stream_), std::move(buffer_), header_->release(),
+        ForwardSession::Target{to.node, to.host, to.port, std::move(to.headers)},
+        // The tenant's slot and the connection's place under the cap, while it lasts.
+        std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(
+            std::move(admission.slot), connectionSlot_));
+    session->start();
+}
+
 void HttpSession::startStream(const Router::Selection& selection, Router::Admission admission,
                               ApiRequest head) {
     const Route& route = *selection.route();
-    ApiRequest label{head.method, head.path, head.query, {}, {}, head.host, {}, {}};
+    ApiRequest label{head.method, head.path, head.query, {}, {}, head.host, {}, {}, {}};
     try {
         // Every keyed stream is a sandbox's: another tenant's (or a missing)
         // sandbox answers 404 here, before any upgrade.

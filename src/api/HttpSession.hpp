@@ -49,6 +49,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     // Hands the connection to a stream row's session.
     void startStream(const Router::Selection& selection, Router::Admission admission,
                      ApiRequest head);
+    // A sandbox of another node: the connection goes to a ForwardSession.
+    void forward(Router::Admission admission);
     // A connect_stream row, its body read: plans the call, then streams.
     void startConnectStream(Pending pending, ApiRequest request);
     void respond(ApiResponse response, bool keepAlive, unsigned version);

@@ -16,6 +16,9 @@ struct ApiRequest {
     // The few other headers some routes read, by lower-case name (the E2B
     // front door's X-API-KEY, E2b-Sandbox-Id, X-Access-Token, Connect-*).
     std::map<std::string, std::string> headers;
+    // The request line's target as sent (path and query, undecoded): what a
+    // node signs when it forwards the request.
+    std::string target;
     std::string header(const std::string& lowerName) const {
         auto it = headers.find(lowerName);
         return it == headers.end() ? std::string() : it->second;

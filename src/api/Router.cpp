@@ -14,7 +14,10 @@
 #include "api/RequestParsing.hpp"
 #include "core/JsonFields.hpp"
 #include "core/Log.hpp"
+#include "core/Clock.hpp"
 #include "evidence/EvidenceService.hpp"
+#include "fleet/Fleet.hpp"
+#include "fleet/HttpExchange.hpp"
 #include "packages/PackageRules.hpp"
 
 namespace airlock::api {
@@ -117,14 +120,31 @@ Router::Admission Router::admit(const ApiRequest& head, const Selection& selecti
     Admission a;
     a.params = selection.match.params;
     // The sandbox doors name their sandbox in a header or the Host: it is the first param.
-    if (selection.door == Door::e2b_envd || selection.door == Door::e2b_port)
-        a.params.insert(a.params.begin(), selection.sandboxId);
+    bool sandboxDoor = selection.door == Door::e2b_envd || selection.door == Door::e2b_port;
+    if (sandboxDoor) a.params.insert(a.params.begin(), selection.sandboxId);
+    // A node signs the caller it authenticated into what it forwards; a
+    // forged or stale signature is refused here, whatever else is sent.
+    std::optional<Principal> forwarded = forwardedCaller(head);
+    std::optional<RemoteSandbox> remote;
+    if (!a.params.empty()) remote = remoteSandbox(a.params[0]);
+    if (remote && forwarded)  // one hop only: the record moved meanwhile
+        throw Error(ErrorCode::unavailable, a.params[0] + " is not on this node (the fleet places it on " +
+                                                remote->node + "); try again");
+    // A preview's capability and an E2B access token are the owner's to check.
+    if (remote && (route.roles == kPublic || sandboxDoor)) {
+        a.forward = forwardTo(*remote, head, std::nullopt);
+        return a;
+    }
     if (route.roles == kPublic) return a;
-    Principal who = callerFor(head, selection.door, selection.sandboxId, a.wake);
+    Principal who = forwarded ? *forwarded
+                              : callerFor(head, selection.door, selection.sandboxId, a.wake);
     // Another tenant's object does not exist for this key, whatever its
     // role: 404 before 403, so a role check never confirms an id.
     std::optional<std::string> owner;
-    if (!a.params.empty()) owner = ownerOf(a.params[0]);
+    if (remote)
+        owner = remote->tenant;
+    else if (!a.params.empty())
+        owner = ownerOf(a.params[0]);
     if (who.role != Role::admin && owner && *owner != who.tenant)
         throw Error(ErrorCode::not_found, "no " + a.params[0]);
     if (!(route.roles & (1u << static_cast<unsigned>(who.role))))
@@ -136,8 +156,58 @@ Router::Admission Router::admit(const ApiRequest& head, const Selection& selecti
     // Counted against the caller's own tenant while it runs. A delete is
     // never refused: a tenant at its limit must be able to free things.
     if (head.method != "DELETE") a.slot = limiter_.acquire(who.tenant);
+    if (remote) a.forward = forwardTo(*remote, head, who);
     a.principal = std::move(who);
     return a;
+}
+
+std::optional<Principal> Router::forwardedCaller(const ApiRequest& head) {
+    if (head.header(fleet::NodeCredential::kAuth).empty() &&
+        head.header(fleet::NodeCredential::kCaller).empty() &&
+        head.header(fleet::NodeCredential::kFrom).empty())
+        return std::nullopt;
+    if (!fleet_)
+        throw Error(ErrorCode::unauthorized, "node-to-node call refused: this node is in no fleet");
+    std::string target = head.path;
+    if (!head.target.empty()) target = head.target;
+    auto caller = fleet_->credential().verify(head.headers, head.method, target, nowUnixSeconds());
+    Principal p;
+    p.keyId = caller.keyId;
+    p.keyName = caller.keyName;
+    p.tenant = caller.tenant;
+    p.role = caller.role == "admin" ? Role::admin : caller.role == "approver" ? Role::approver : Role::agent;
+    p.forwardedBy = head.header(fleet::NodeCredential::kFrom);
+    return p;
+}
+
+std::optional<Router::RemoteSandbox> Router::remoteSandbox(const std::string& id) {
+    if (!fleet_ || id.rfind("sbx-", 0) != 0) return std::nullopt;
+    if (services_.sandboxes.ownerOf(id)) return std::nullopt;  // here
+    auto placed = fleet_->directory().find(id);
+    if (!placed || placed->node == fleet_->self()) return std::nullopt;
+    return RemoteSandbox{placed->tenant, placed->node};
+}
+
+Router::Admission::Forward Router::forwardTo(const RemoteSandbox& where, const ApiRequest& head,
+                                             const std::optional<Principal>& caller) {
+    auto node = fleet_->node(where.node);
+    bool tls = false;
+    Admission::Forward f;
+    f.node = where.node;
+    if (!node || !node->up || !fleet::parseOrigin(node->url, tls, f.host, f.port) || tls) {
+        Error e(ErrorCode::node_unavailable,
+                "node " + where.node + ", which holds this sandbox, is unavailable");
+        throw e;
+    }
+    if (caller) {
+        std::string target = head.path;
+        if (!head.target.empty()) target = head.target;
+        f.headers = fleet_->credential().sign(
+            fleet_->self(), head.method, target,
+            fleet::ForwardedCaller{caller->keyId, caller->keyName, caller->tenant, roleName(caller->role)},
+            nowUnixSeconds());
+    }
+    return f;
 }
 
 std::optional<std::string> Router::ownerOf(const std::string& id) {
@@ -242,7 +312,7 @@ StreamContext Router::streamContext(Admission admission, ApiRequest head,
                          std::move(connectionSlot)};
 }
 
-Router::Router(FrontDoorServices services, Authenticator& auth, ApiKeyStore& keys,
+Router::Router(FrontDoorServices services, Authenticator& auth, ApiKeys& keys,
                std::string version, std::size_t perTenantLimit)
     : services_(services),
       auth_(auth),
@@ -284,6 +354,7 @@ Router::Router(FrontDoorServices services, Authenticator& auth, ApiKeyStore& key
     add("GET", "/v1/tenants/{}", kAdmins, &Router::getTenant);
     add("GET", "/v1/tenants", kAdmins, &Router::listTenants);
     add("GET", "/metrics", kAdmins, &Router::getMetrics);
+    add("GET", "/v1/nodes", kAdmins, &Router::listNodes);
 
     // Credentials and repository workspaces (RouterWorkspaces.cpp).
     add("POST", "/v1/credentials", kAdmins, &Router::createCredential);

@@ -1,6 +1,9 @@
 #pragma once
 #include <exception>
 #include <functional>
+#include <nlohmann/json.hpp>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,11 @@ class EvidenceService;
 namespace e2b {
 class SandboxTokens;
 }
+namespace fleet {
+class Fleet;
+class NodeMembership;
+struct NodeCapacity;
+}  // namespace fleet
 }  // namespace airlock
 
 namespace airlock::api {
@@ -50,7 +58,7 @@ class Router {
     using AsyncHandler = api::AsyncHandler;
 
     // `services`: the controller's parts (SandboxController::frontDoorServices()).
-    Router(FrontDoorServices services, Authenticator& auth, ApiKeyStore& keys,
+    Router(FrontDoorServices services, Authenticator& auth, ApiKeys& keys,
            std::string version, std::size_t perTenantLimit = 256);
 
     // The door a request's head comes through, the row it selects and, for
@@ -74,6 +82,13 @@ class Router {
         // caller's access checked): a resume waits on the sandbox's lock and
         // on libvirt, so the caller runs it on a worker, before the row.
         std::function<void()> wake;
+        // The sandbox lives on another node of the fleet: the request goes
+        // there whole (ForwardSession), the caller signed into it.
+        struct Forward {
+            std::string node, host, port;
+            std::map<std::string, std::string> headers;
+        };
+        std::optional<Forward> forward;
     };
     // The one authorization, for every row of every door: the door's
     // credential (Bearer key, X-API-KEY, a sandbox's access token), the
@@ -109,6 +124,16 @@ class Router {
     void setWorkspaces(workspace::WorkspaceService* w) { workspaces_ = w; }
     // Evidence bundles (without: their routes answer 503).
     void setEvidence(EvidenceService* e) { evidence_ = e; }
+    // The fleet this node belongs to (nullptr: a host on its own, listed as
+    // the one node "local") and what this host has room for.
+    void setNodes(fleet::NodeMembership* membership,
+                  std::function<fleet::NodeCapacity()> localCapacity) {
+        membership_ = membership;
+        localCapacity_ = std::move(localCapacity);
+    }
+    // The fleet's directory and node credential: requests for sandboxes of
+    // other nodes are forwarded, forwarded requests are taken from nodes.
+    void setFleet(fleet::Fleet* fleet) { fleet_ = fleet; }
     // The E2B front door: its rows join the table; its access tokens are a
     // credential admit() checks.
     void setE2b(E2bApi& control, E2bEnvd& envd, const e2b::SandboxTokens& tokens);
@@ -180,6 +205,8 @@ class Router {
     ApiResponse getTenant(Context& c);
     ApiResponse listTenants(Context& c);
     ApiResponse getMetrics(Context& c);
+    // The fleet's nodes: admin (RouterNodes.cpp).
+    ApiResponse listNodes(Context& c);
     // Credentials and repository workspaces (RouterWorkspaces.cpp).
     ApiResponse createCredential(Context& c);
     ApiResponse listCredentials(Context& c);
@@ -220,15 +247,32 @@ class Router {
     workspace::WorkspaceService& workspaces();
     EvidenceService& evidence();
     std::optional<std::string> ownerOf(const std::string& id);
+    // A sandbox's JSON naming this node, in a fleet (RouterNodes.cpp).
+    nlohmann::json withNode(nlohmann::json sandbox) const;
+    // The other nodes' sandboxes in a fleet-wide list (RouterNodes.cpp).
+    void addFleetSandboxes(Context& c, nlohmann::json& list);
+    // A caller another node authenticated and signed into a forwarded request.
+    std::optional<Principal> forwardedCaller(const ApiRequest& head);
+    // Where a sandbox of another node lives (its tenant and node), when
+    // this node has no such sandbox.
+    struct RemoteSandbox {
+        std::string tenant, node;
+    };
+    std::optional<RemoteSandbox> remoteSandbox(const std::string& id);
+    Admission::Forward forwardTo(const RemoteSandbox& where, const ApiRequest& head,
+                                 const std::optional<Principal>& caller);
 
     FrontDoorServices services_;
     Authenticator& auth_;
-    ApiKeyStore& keys_;
+    ApiKeys& keys_;
     std::string version_;
     RouteTable table_;
     TenantLimiter limiter_;
     workspace::WorkspaceService* workspaces_ = nullptr;
     EvidenceService* evidence_ = nullptr;
+    fleet::NodeMembership* membership_ = nullptr;
+    fleet::Fleet* fleet_ = nullptr;
+    std::function<fleet::NodeCapacity()> localCapacity_;
     E2bEnvd* e2bEnvd_ = nullptr;
     const e2b::SandboxTokens* e2bTokens_ = nullptr;
     std::string publicDomain_;

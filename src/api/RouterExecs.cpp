@@ -16,7 +16,7 @@ void Router::execInSandbox(Context& c, Respond respond) {
     services_.sandboxes.get(c.tenant, c.params[0]);
     auto options = parseExec(c.request.body);
     // No thread waits for the command: its end answers the request.
-    ApiRequest label{c.request.method, c.request.path, {}, {}, {}, {}, {}, {}};
+    ApiRequest label{c.request.method, c.request.path, {}, {}, {}, {}, {}, {}, {}};
     auto pending = services_.commands.submitAsync(
         c.tenant, c.params[0], options,
         [respond, label](std::optional<ExecOutput> out, std::exception_ptr error) {

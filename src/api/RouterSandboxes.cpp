@@ -67,24 +67,26 @@ ApiResponse Router::createSandbox(Context& c) {
     // The agent never loosens its own package rules (a dry run among them).
     request.packagesTightenOnly = c.principal.role == Role::agent;
     if (request.workspace)
-        return jsonResponse(201, sandboxJson(workspaces().createSandbox(c.tenant, request)));
-    return jsonResponse(201, sandboxJson(services_.sandboxes.create(c.tenant, request)));
+        return jsonResponse(201, withNode(sandboxJson(workspaces().createSandbox(c.tenant, request))));
+    return jsonResponse(201, withNode(sandboxJson(services_.sandboxes.create(c.tenant, request))));
 }
 
-// GET /v1/sandboxes
+// GET /v1/sandboxes: in a fleet, every node's (a node that does not answer
+// lists its sandboxes as unavailable).
 ApiResponse Router::listSandboxes(Context& c) {
     json list = json::array();
     // An admin sees every tenant's, each naming its tenant.
     for (const auto& r : services_.sandboxes.list(c.scope())) {
-        list.push_back(sandboxJson(r));
+        list.push_back(withNode(sandboxJson(r)));
         if (c.admin()) list.back()["tenant"] = r.tenant;
     }
+    if (fleet_ && c.principal.forwardedBy.empty()) addFleetSandboxes(c, list);
     return jsonResponse(200, {{"sandboxes", list}});
 }
 
 // GET /v1/sandboxes/{}
 ApiResponse Router::getSandbox(Context& c) {
-    return jsonResponse(200, sandboxJson(services_.sandboxes.get(c.tenant, c.params[0])));
+    return jsonResponse(200, withNode(sandboxJson(services_.sandboxes.get(c.tenant, c.params[0]))));
 }
 
 // GET /v1/sandboxes/{}/metrics?since=&until= (RFC 3339)

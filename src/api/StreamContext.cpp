@@ -9,6 +9,7 @@ void writeSimpleResponse(boost::beast::tcp_stream& stream, const ApiResponse& re
         static_cast<http::status>(response.status), 11);
     res->set(http::field::server, "airlockd");
     if (!response.contentType.empty()) res->set(http::field::content_type, response.contentType);
+    for (const auto& [name, value] : response.headers) res->set(name, value);
     res->body() = response.body;
     res->keep_alive(false);
     res->prepare_payload();

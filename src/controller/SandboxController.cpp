@@ -255,6 +255,24 @@ void SandboxController::failCreate(const std::string& id, const std::exception& 
 
 SandboxRecord SandboxController::create(const std::string& tenant,
                                         const CreateSandboxRequest& request) {
+    auto r = launch(tenant, request);
+    try {
+        hooks_.placed(r);
+    } catch (const std::exception& e) {
+        // Not findable from the other nodes: not a sandbox anyone may use.
+        logWarn("controller", "sandbox " + r.id + " is undone: " + e.what());
+        try {
+            destroy(tenant, r.id, "the fleet could not record it");
+        } catch (const std::exception& undo) {
+            logError("controller", "undoing " + r.id + ": " + undo.what());
+        }
+        throw;
+    }
+    return r;
+}
+
+SandboxRecord SandboxController::launch(const std::string& tenant,
+                                        const CreateSandboxRequest& request) {
     requireFreeSpace("create");
     if (!request.snapshot.empty()) {
         if (request.boot == BootMode::cold)

@@ -264,6 +264,9 @@ class SandboxController : private Sandboxes,
     void setWorkspaceHooks(WriteGuard guard, PublishHandler publish) override;
     // Evidence: called before a delete tears a sandbox down (it still runs:
     // a final bundle is sealed then) and after it is gone.
+    void setPlacementHooks(SandboxHooks::Placed placed, SandboxHooks::AfterDelete gone) {
+        hooks_.setPlacementHooks(std::move(placed), std::move(gone));
+    }
     void setDeleteHooks(SandboxHooks::BeforeDelete before, SandboxHooks::AfterDelete after) {
         hooks_.setDeleteHooks(std::move(before), std::move(after));
     }
@@ -310,6 +313,8 @@ class SandboxController : private Sandboxes,
     static constexpr const char* kSpareTenant = "_spare";
 
   private:
+    // create's work, before the fleet records where the sandbox lives.
+    SandboxRecord launch(const std::string& tenant, const CreateSandboxRequest& request);
     SandboxRecord createFromSnapshot(const std::string& tenant, const CreateSandboxRequest& request,
                                      const SnapshotRecord& snap);
     SandboxRecord newRecord(const std::string& tenant, const CreateSandboxRequest& request,

@@ -15,6 +15,12 @@ void SandboxHooks::setDeleteHooks(BeforeDelete before, AfterDelete after) {
     after_ = std::move(after);
 }
 
+void SandboxHooks::setPlacementHooks(Placed placed, AfterDelete gone) {
+    std::lock_guard lock(mutex_);
+    placed_ = std::move(placed);
+    gone_ = std::move(gone);
+}
+
 namespace {
 
 // A delete hook's failure is logged: the delete goes on.
@@ -43,6 +49,12 @@ void SandboxHooks::beforeDelete(const SandboxRecord& r) const {
 
 void SandboxHooks::afterDelete(const std::string& sandboxId) const {
     runLogged(copyOf(after_), sandboxId, "after deleting " + sandboxId);
+    runLogged(copyOf(gone_), sandboxId, "forgetting " + sandboxId + " in the fleet");
+}
+
+void SandboxHooks::placed(const SandboxRecord& r) const {
+    auto hook = copyOf(placed_);
+    if (hook) hook(r);
 }
 
 }  // namespace airlock

@@ -40,6 +40,8 @@ std::string_view errorCodeName(ErrorCode code) {
             return "already_exists";
         case ErrorCode::sandbox_unreachable:
             return "sandbox_unreachable";
+        case ErrorCode::node_unavailable:
+            return "node_unavailable";
         case ErrorCode::internal:
             return "internal";
     }

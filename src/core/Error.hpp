@@ -26,6 +26,7 @@ enum class ErrorCode {
     method_not_allowed,    // the path is routed, not with this method (405)
     already_exists,        // what a create names is there already (409; E2B's MakeDir)
     sandbox_unreachable,   // a gateway request's sandbox is gone or paused (502, as E2B's proxy)
+    node_unavailable,      // the fleet node holding what a call names is down (503, Retry-After)
     internal,
 };
 

@@ -32,6 +32,11 @@
 #include "daemon/Housekeeping.hpp"
 #include "egress/EgressProxy.hpp"
 #include "evidence/EvidenceService.hpp"
+#include "fleet/EtcdClient.hpp"
+#include "fleet/Fleet.hpp"
+#include "fleet/FleetApiKeys.hpp"
+#include "fleet/HostCapacity.hpp"
+#include "fleet/NodeMembership.hpp"
 #include "hypervisor/AccelProbe.hpp"
 #include "hypervisor/LibvirtHypervisor.hpp"
 #include "packages/PackageProxy.hpp"
@@ -75,6 +80,45 @@ void writeAdminKey(const std::string& path, const std::string& key) {
     fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
 }
 
+// The node-to-node credential: a shared secret in a file only its owner reads.
+std::string readClusterToken(const std::string& path) {
+    std::ifstream in(path);
+    std::string token;
+    if (!in || !std::getline(in, token))
+        throw Error(ErrorCode::bad_request, "--cluster-token-file: cannot read " + path);
+    while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
+    if (token.size() < 32)
+        throw Error(ErrorCode::bad_request,
+                    "--cluster-token-file: the token must be at least 32 characters");
+    struct stat st{};
+    if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 0077))
+        logWarn("airlockd", "--cluster-token-file " + path +
+                                " is readable by others: chmod 600 it");
+    return token;
+}
+
+// What this node has room for, as the fleet sees it: the host's CPUs and
+// available memory, less what its sandboxes were given.
+fleet::NodeCapacity nodeCapacity(FrontDoorServices& services, Accel accel) {
+    auto host = fleet::HostCapacity::read();
+    fleet::NodeCapacity c;
+    c.vcpus = host.cpus;
+    c.memoryMib = host.memoryMib;
+    c.freeMemoryMib = host.availableMib;
+    c.accel = accelName(accel);
+    unsigned usedVcpus = 0;
+    for (const auto& r : services.sandboxes.list(TenantScope::all())) {
+        ++c.sandboxes;
+        if (r.state == SandboxState::running) usedVcpus += r.vcpus;
+    }
+    c.freeVcpus = usedVcpus < c.vcpus ? c.vcpus - usedVcpus : 0;
+    for (const auto& t : services.host.templates().list()) {
+        c.templates.push_back(t.name);
+        if (services.host.hasWarmSnapshot(t.name)) c.warmTemplates.push_back(t.name);
+    }
+    return c;
+}
+
 LogLevel parseLevel(const std::string& s) {
     if (s == "debug") return LogLevel::debug;
     if (s == "warn") return LogLevel::warn;
@@ -105,7 +149,19 @@ int runDaemon(const DaemonOptions& options) {
     Database db(dataDir + "/state.db");
     ::chmod((dataDir + "/state.db").c_str(), 0600);
     SandboxStore sandboxes(db);
-    ApiKeyStore keys(db);
+    // A fleet's shared state lives in etcd (docs/deploy.md); a host on its
+    // own keeps all of it in SQLite.
+    std::unique_ptr<fleet::EtcdClient> etcd;
+    if (!options.clusterEtcd.empty())
+        etcd = std::make_unique<fleet::EtcdClient>(
+            options.clusterEtcd,
+            fleet::EtcdTls{options.clusterEtcdCa, options.clusterEtcdCert, options.clusterEtcdKey});
+    // The node-to-node credential: a bad file stops the start here.
+    std::string clusterToken = etcd ? readClusterToken(options.clusterTokenFile) : std::string();
+    ApiKeyStore hostKeys(db);
+    std::unique_ptr<fleet::FleetApiKeys> fleetKeys;
+    if (etcd) fleetKeys = std::make_unique<fleet::FleetApiKeys>(*etcd);
+    ApiKeys& keys = fleetKeys ? static_cast<ApiKeys&>(*fleetKeys) : hostKeys;
     TenantStore tenants(db);
     PortStore ports(db);
     SnapshotStore snapshots(db);
@@ -114,9 +170,10 @@ int runDaemon(const DaemonOptions& options) {
     CredentialStore credentials(db);
     WorkspaceStore workspaceRecords(db);
     EvidenceStore evidenceRecords(db);
-    if (keys.empty()) {
-        writeAdminKey(dataDir + "/admin.key", keys.create("admin", Role::admin, "admin").key);
-        logInfo("airlockd", "created an admin API key in " + dataDir + "/admin.key");
+    if (auto first = keys.createFirstAdmin()) {
+        writeAdminKey(dataDir + "/admin.key", first->key);
+        logInfo("airlockd", "created an admin API key in " + dataDir + "/admin.key" +
+                                (etcd ? " (the fleet's first)" : ""));
     }
 
     std::string templatesDir =
@@ -290,9 +347,41 @@ int runDaemon(const DaemonOptions& options) {
                               [&evidence](const std::string& id) { evidence.afterDelete(id); });
 
     api::Authenticator auth(keys);
-    api::Router router(controller.frontDoorServices(), auth, keys, "0.1.0", options.maxTenantRequests);
+    const std::string version = "0.1.0";
+    api::Router router(controller.frontDoorServices(), auth, keys, version, options.maxTenantRequests);
     router.setWorkspaces(&workspaces);
     router.setEvidence(&evidence);
+    // A fleet: this node joins under a lease of its own (docs/deploy.md).
+    auto capacity = [services = controller.frontDoorServices(), accel]() mutable {
+        return nodeCapacity(services, accel);
+    };
+    std::unique_ptr<fleet::NodeMembership> membership;
+    std::unique_ptr<fleet::Fleet> fleet;
+    if (etcd) {
+        fleet::NodeCredential credential(clusterToken);
+        fleet::NodeRecord self;
+        self.name = options.nodeName;
+        self.url = options.advertiseUrl;
+        self.version = version;
+        self.started = nowTimestamp();
+        membership = std::make_unique<fleet::NodeMembership>(*etcd, self,
+                                                             dataDir + "/fleet-lease", capacity);
+        membership->join();
+        fleet = std::make_unique<fleet::Fleet>(*etcd, *membership, std::move(credential));
+        // Where each sandbox of this node lives, for every other node.
+        controller.setPlacementHooks(
+            [&fleet = *fleet](const SandboxRecord& r) {
+                fleet.directory().record(
+                    fleet::SandboxPlacement{r.id, r.tenant, fleet.self(), fleet.membership().epoch(), "created here"});
+                fleet.membership().refresh();
+            },
+            [&fleet = *fleet](const std::string& id) {
+                fleet.directory().forget(id);
+                fleet.membership().refresh();
+            });
+    }
+    router.setNodes(membership.get(), capacity);
+    router.setFleet(fleet.get());
     // The E2B front door: its per-sandbox tokens are MACs under a key of its own.
     auto e2bKey = readOrCreateKeyFile(dataDir + "/e2b-token.key");
     e2b::SandboxTokens e2bTokens(std::string(e2bKey.begin(), e2bKey.end()));
@@ -338,6 +427,7 @@ int runDaemon(const DaemonOptions& options) {
                          [&workspaces] { workspaces.pruneMirrors(); });
     gitSweeper.start();
     ioc.run();
+    if (membership) membership->leave();
     housekeeping.stop();
     evidenceSweeper.stop();
     gitSweeper.stop();
@@ -345,6 +435,7 @@ int runDaemon(const DaemonOptions& options) {
     workers.stop();
     workers.join();
     controller.setDeleteHooks(nullptr, nullptr);  // no caller is left; the service goes first
+    controller.setPlacementHooks(nullptr, nullptr);
     egressWorkers.stop();
     egressWorkers.join();
     return 0;

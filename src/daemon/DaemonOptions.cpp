@@ -169,6 +169,34 @@ const std::vector<OptionSpec>& optionSpecs() {
              packages::PackageUpstreams::parse(o.packageUpstreams);  // a bad URL fails at start
          }},
         {"--package-cache-gib", "GIB", false, numberInto(&O::packageCacheGib, 1, 1 << 20)},
+        {"--cluster-etcd", "URL,...", false,
+         [](O& o, S a, S v) {
+             o.clusterEtcd.clear();
+             std::size_t start = 0;
+             while (start <= v.size()) {
+                 auto comma = v.find(',', start);
+                 std::string url = v.substr(
+                     start, comma == std::string::npos ? std::string::npos : comma - start);
+                 if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
+                     bad(a + " takes etcd client URLs, http(s)://HOST:PORT,...");
+                 o.clusterEtcd.push_back(url);
+                 if (comma == std::string::npos) break;
+                 start = comma + 1;
+             }
+         }},
+        {"--cluster-etcd-ca", "PEM", false, [](O& o, S, S v) { o.clusterEtcdCa = v; }},
+        {"--cluster-etcd-cert", "PEM", false, [](O& o, S, S v) { o.clusterEtcdCert = v; }},
+        {"--cluster-etcd-key", "PEM", false, [](O& o, S, S v) { o.clusterEtcdKey = v; }},
+        {"--node-name", "NAME", false, [](O& o, S, S v) { o.nodeName = v; }},
+        {"--advertise-url", "URL", false,
+         [](O& o, S a, S v) {
+             if (v.rfind("http://", 0) != 0 && v.rfind("https://", 0) != 0)
+                 bad(a + " takes the URL other nodes reach this one at, http(s)://HOST:PORT");
+             o.advertiseUrl = v;
+             while (o.advertiseUrl.size() > 8 && o.advertiseUrl.back() == '/')
+                 o.advertiseUrl.pop_back();
+         }},
+        {"--cluster-token-file", "FILE", false, [](O& o, S, S v) { o.clusterTokenFile = v; }},
         {"--log-level", "debug|info|warn|error", false, [](O& o, S, S v) { o.logLevel = v; }},
     };
     return specs;
@@ -211,6 +239,19 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
         spec->apply(o, a, args[++i]);
     }
     if (o.tlsCertFile.empty() != o.tlsKeyFile.empty()) bad("--tls-cert and --tls-key go together");
+    if (o.clusterEtcd.empty()) {
+        if (!o.nodeName.empty() || !o.advertiseUrl.empty() || !o.clusterTokenFile.empty() ||
+            !o.clusterEtcdCa.empty() || !o.clusterEtcdCert.empty() || !o.clusterEtcdKey.empty())
+            bad("--node-name, --advertise-url, --cluster-token-file and --cluster-etcd-* "
+                "need --cluster-etcd");
+    } else {
+        if (o.nodeName.empty()) bad("--cluster-etcd needs --node-name");
+        if (o.advertiseUrl.empty()) bad("--cluster-etcd needs --advertise-url");
+        if (o.clusterTokenFile.empty())
+            bad("--cluster-etcd needs --cluster-token-file (the node-to-node credential)");
+        if (o.clusterEtcdCert.empty() != o.clusterEtcdKey.empty())
+            bad("--cluster-etcd-cert and --cluster-etcd-key go together");
+    }
     return o;
 }
 

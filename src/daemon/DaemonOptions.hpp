@@ -60,6 +60,13 @@ struct DaemonOptions {
     // The E2B front door's sandbox domain: Host <port>-<id>.<domain> reaches
     // guest port <port> (49983: envd); "" : routing by headers only.
     std::string publicDomain;
+    // A fleet (docs/deploy.md): the etcd members' client URLs; empty: one
+    // host on its own, with SQLite only.
+    std::vector<std::string> clusterEtcd;
+    std::string clusterEtcdCa, clusterEtcdCert, clusterEtcdKey;  // etcd over TLS
+    std::string nodeName;          // this node's name in the fleet
+    std::string advertiseUrl;      // where the other nodes reach this one's API
+    std::string clusterTokenFile;  // the node-to-node credential (a shared secret)
     bool help = false;
 };
 

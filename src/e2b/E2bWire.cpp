@@ -116,6 +116,7 @@ std::string connectCodeFor(ErrorCode code) {
             return "already_exists";
         case ErrorCode::sandbox_unreachable:
             return "unavailable";
+        case ErrorCode::node_unavailable:
         case ErrorCode::unavailable:
             return "unavailable";
         case ErrorCode::agent_error:

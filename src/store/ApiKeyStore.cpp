@@ -98,6 +98,11 @@ std::size_t ApiKeyStore::liveAdmins(std::int64_t now) {
                  integerColumn, now));
 }
 
+std::optional<ApiKeys::Created> ApiKeyStore::createFirstAdmin() {
+    if (!empty()) return std::nullopt;
+    return create("admin", Role::admin, "admin", 0);
+}
+
 bool ApiKeyStore::empty() { return *db_.one("SELECT COUNT(*) FROM api_keys", integerColumn) == 0; }
 
 }  // namespace airlock

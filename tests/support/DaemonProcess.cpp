@@ -26,18 +26,6 @@ namespace airlock::test {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-int freePort() {
-    int s = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(s);
-    return ntohs(a.sin_port);
-}
-
 Daemon::Daemon(const std::string& dataDir, int port, std::vector<std::string> extraArgs)
     : dataDir_(dataDir), port_(port), extraArgs_(std::move(extraArgs)) {
     start();

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "support/TestEnv.hpp"
+
 namespace airlock::test {
 
 class ApiClient;
-
-int freePort();
 
 // The real airlockd binary as a child process on a data dir, with its log
 // beside the data dir; the constructor returns once /healthz answers.

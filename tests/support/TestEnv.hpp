@@ -26,6 +26,9 @@ bool waitFor(const std::function<bool()>& condition, std::chrono::milliseconds t
 // Number of running qemu-system processes whose command line mentions `needle`.
 int countQemuProcesses(const std::string& needle);
 
+// A loopback TCP port nothing listens on now.
+int freePort();
+
 bool templatesBuilt();
 
 // What a shell command printed on its standard output ("" when it could not

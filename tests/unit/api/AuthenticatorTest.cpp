@@ -3,6 +3,7 @@
 #include <regex>
 
 #include "api/Authenticator.hpp"
+#include "store/ApiKeyStore.hpp"
 #include "core/Error.hpp"
 #include "core/Sha256.hpp"
 #include "store/Database.hpp"

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "FrontDoorsFixture.hpp"
+#include "store/ApiKeyStore.hpp"
 #include "support/ApiSpec.hpp"
 #include "support/OpenApiRoutes.hpp"
 

@@ -48,7 +48,7 @@ TEST_F(RouterTest, MissingOrWrongKeyIs401) {
     EXPECT_EQ(call("GET", "/v1/sandboxes", "", "").status, 401);
     EXPECT_EQ(call("GET", "/v1/sandboxes", "", "wrong").status, 401);
     EXPECT_EQ(errorCode(call("GET", "/v1/sandboxes", "", "wrong")), "unauthorized");
-    ApiRequest basic{"GET", "/v1/sandboxes", {}, "Basic abc", "", "", "", {}};
+    ApiRequest basic{"GET", "/v1/sandboxes", {}, "Basic abc", "", "", "", {}, {}};
     EXPECT_EQ(router.handle(basic).status, 401);
 }
 

@@ -77,6 +77,41 @@ TEST(DaemonOptions, RejectsBadFlags) {
     EXPECT_EQ(parseDaemonOptions({"--exec-output-cap", "65536"}).execOutputCap, 65536u);
 }
 
+TEST(DaemonOptions, ClusterModeNeedsItsNameAddressAndCredential) {
+    auto o = parseDaemonOptions({"--cluster-etcd", "http://127.0.0.1:2379,https://10.0.0.2:2379",
+                                 "--node-name", "node1", "--advertise-url",
+                                 "http://10.0.0.1:8080/", "--cluster-token-file", "/etc/t"});
+    EXPECT_EQ(o.clusterEtcd,
+              (std::vector<std::string>{"http://127.0.0.1:2379", "https://10.0.0.2:2379"}));
+    EXPECT_EQ(o.nodeName, "node1");
+    EXPECT_EQ(o.advertiseUrl, "http://10.0.0.1:8080");
+    EXPECT_EQ(o.clusterTokenFile, "/etc/t");
+    EXPECT_TRUE(parseDaemonOptions({}).clusterEtcd.empty());
+    auto message = [](const std::vector<std::string>& args) {
+        try {
+            parseDaemonOptions(args);
+        } catch (const std::exception& e) {
+            return std::string(e.what());
+        }
+        return std::string("taken");
+    };
+    EXPECT_NE(message({"--cluster-etcd", "http://e:1", "--advertise-url", "http://a:1",
+                       "--cluster-token-file", "t"})
+                  .find("--node-name"),
+              std::string::npos);
+    EXPECT_NE(message({"--cluster-etcd", "http://e:1", "--node-name", "n",
+                       "--cluster-token-file", "t"})
+                  .find("--advertise-url"),
+              std::string::npos);
+    EXPECT_NE(message({"--cluster-etcd", "http://e:1", "--node-name", "n", "--advertise-url",
+                       "http://a:1"})
+                  .find("--cluster-token-file"),
+              std::string::npos);
+    EXPECT_NE(message({"--node-name", "n"}).find("need --cluster-etcd"), std::string::npos);
+    EXPECT_NE(message({"--cluster-etcd", "etcd:2379"}).find("http"), std::string::npos);
+    EXPECT_NE(message({"--advertise-url", "10.0.0.1:8080"}).find("http"), std::string::npos);
+}
+
 TEST(DaemonOptions, TheUsageNamesEveryOptionTheParserKnows) {
     std::string usage = daemonUsage();
     std::size_t named = 0;

@@ -1,0 +1,53 @@
+#pragma once
+#include <array>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace airlock::api {
+
+// A request for a sandbox another node of the fleet owns, after this node
+// admitted its caller: the head goes to the owner with the caller signed
+// into it (fleet::NodeCredential) and the client's own credentials and
+// node headers removed, then bytes are piped raw both ways (a body as it
+// arrives, the answer, WebSocket frames), each direction reading only once
+// its last write is done, so neither side's speed makes anything buffer.
+// The forwarded request asks the owner to close after answering (unless it
+// is an upgrade): one forwarded request per connection.
+class ForwardSession : public std::enable_shared_from_this<ForwardSession> {
+  public:
+    struct Target {
+        std::string node, host, port;
+        std::map<std::string, std::string> headers;  // the node credential
+    };
+    ForwardSession(boost::beast::tcp_stream&& client, boost::beast::flat_buffer&& buffer,
+                   boost::beast::http::request<boost::beast::http::empty_body>&& head,
+                   Target target, std::shared_ptr<void> slots);
+    void start();
+
+  private:
+    struct Direction {
+        boost::beast::tcp_stream* from;
+        boost::beast::tcp_stream* to;
+        std::array<char, 64 * 1024> buffer;
+        bool done = false;
+    };
+    void onConnected(boost::beast::error_code ec);
+    void pump(Direction& d);
+    void unavailable(const std::string& why);
+    void finish();
+
+    boost::beast::tcp_stream client_;
+    boost::beast::tcp_stream owner_;
+    boost::beast::flat_buffer buffer_;
+    boost::beast::http::request<boost::beast::http::empty_body> head_;
+    Target target_;
+    std::shared_ptr<void> slots_;
+    std::string first_;
+    std::unique_ptr<Direction> up_, down_;  // client -> owner, owner -> client
+    bool finished_ = false;
+};
+
+}  // namespace airlock::api

@@ -1,0 +1,44 @@
+#pragma once
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fleet/NodeCredential.hpp"
+#include "fleet/NodeMembership.hpp"
+#include "fleet/SandboxDirectory.hpp"
+
+namespace airlock::fleet {
+
+// What the front doors see of the fleet: this node's name, where each
+// sandbox lives, how to reach and sign for another node.
+class Fleet {
+  public:
+    Fleet(KeyValueStore& store, NodeMembership& membership, NodeCredential credential);
+
+    const std::string& self() const { return membership_.name(); }
+    NodeMembership& membership() { return membership_; }
+    SandboxDirectory& directory() { return directory_; }
+    const NodeCredential& credential() const { return credential_; }
+
+    struct Node {
+        std::string name, url;
+        bool up = false;
+    };
+    // A node by name from a node list at most a second old (forwarding
+    // reads it per request); nullopt: no such node ever joined.
+    std::optional<Node> node(const std::string& name);
+    std::vector<Node> nodes();
+
+  private:
+    void refreshLocked();
+    NodeMembership& membership_;
+    SandboxDirectory directory_;
+    NodeCredential credential_;
+    std::mutex mutex_;
+    std::vector<Node> nodes_;
+    std::chrono::steady_clock::time_point readAt_{};
+};
+
+}  // namespace airlock::fleet

@@ -1,0 +1,33 @@
+#pragma once
+#include "fleet/KeyValueStore.hpp"
+#include "store/ApiKeys.hpp"
+
+namespace airlock::fleet {
+
+// A fleet's API keys in etcd, as hashes only: /airlock/keys/hash/<sha256>
+// holds the key's record (what every authenticated call reads, one
+// linearizable get), /airlock/keys/id/<id> its hash. A key minted on any
+// node works on every node; a revoked one is refused everywhere on the next
+// call. Both keys of a record change in one transaction.
+class FleetApiKeys final : public ApiKeys {
+  public:
+    explicit FleetApiKeys(KeyValueStore& store) : store_(store) {}
+    using ApiKeys::create;
+    Created create(const std::string& tenant, Role role, const std::string& name,
+                   std::int64_t expiresAt) override;
+    std::optional<Created> createFirstAdmin() override;
+    std::optional<ApiKeyRecord> findValid(const std::string& key, std::int64_t now) override;
+    std::optional<ApiKeyRecord> find(const std::string& id) override;
+    std::vector<ApiKeyRecord> list(const std::optional<std::string>& tenant) override;
+    bool remove(const std::string& id) override;
+    std::vector<ApiKeyRecord> drivers(const std::string& tenant, std::int64_t now) override;
+    std::size_t liveAdmins(std::int64_t now) override;
+    bool empty() override;
+
+  private:
+    Created mint(const std::string& tenant, Role role, const std::string& name,
+                 std::int64_t expiresAt, bool first);
+    KeyValueStore& store_;
+};
+
+}  // namespace airlock::fleet

@@ -1,0 +1,98 @@
+#include "fleet/NodeCredential.hpp"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/Error.hpp"
+#include "core/Hex.hpp"
+#include "core/SecretCipher.hpp"
+#include "protocol/JsonText.hpp"
+
+namespace airlock::fleet {
+
+using json = nlohmann::json;
+
+NodeCredential::NodeCredential(std::string token) : token_(std::move(token)) {
+    if (token_.size() < 32)
+        throw Error(ErrorCode::bad_request, "the cluster token must be at least 32 characters");
+}
+
+std::string NodeCredential::mac(const std::string& text) const {
+    unsigned char out[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    HMAC(EVP_sha256(), token_.data(), static_cast<int>(token_.size()),
+         reinterpret_cast<const unsigned char*>(text.data()), text.size(), out, &len);
+    return hexEncode(out, len);
+}
+
+namespace {
+std::string signedText(const std::string& from, std::int64_t when, const std::string& method,
+                       const std::string& target, const std::string& caller) {
+    return "airlock-node-v1\n" + from + "\n" + std::to_string(when) + "\n" + method + "\n" +
+           target + "\n" + caller;
+}
+[[noreturn]] void refuse(const std::string& why) {
+    throw Error(ErrorCode::unauthorized, "node-to-node call refused: " + why);
+}
+}  // namespace
+
+std::map<std::string, std::string> NodeCredential::sign(const std::string& fromNode,
+                                                        const std::string& method,
+                                                        const std::string& target,
+                                                        const ForwardedCaller& caller,
+                                                        std::int64_t unixNow) const {
+    std::string callerText = base64Encode(jsonText(json{{"key_id", caller.keyId},
+                                                        {"key_name", caller.keyName},
+                                                        {"tenant", caller.tenant},
+                                                        {"role", caller.role}}));
+    return {{kFrom, fromNode},
+            {kCaller, callerText},
+            {kAuth, "v1:" + std::to_string(unixNow) + ":" +
+                        mac(signedText(fromNode, unixNow, method, target, callerText))}};
+}
+
+ForwardedCaller NodeCredential::verify(const std::map<std::string, std::string>& headers,
+                                       const std::string& method, const std::string& target,
+                                       std::int64_t unixNow) const {
+    auto get = [&](const char* name) {
+        auto it = headers.find(name);
+        return it == headers.end() ? std::string() : it->second;
+    };
+    std::string from = get(kFrom), callerText = get(kCaller), auth = get(kAuth);
+    if (from.empty() || callerText.empty() || auth.empty()) refuse("no node credential");
+    auto second = auth.find(':', 3);
+    if (auth.rfind("v1:", 0) != 0 || second == std::string::npos) refuse("a malformed credential");
+    std::int64_t when = 0;
+    try {
+        when = std::stoll(auth.substr(3, second - 3));
+    } catch (...) {
+        refuse("a malformed credential");
+    }
+    if (when < unixNow - 60 || when > unixNow + 60) refuse("a stale credential");
+    std::string expected = mac(signedText(from, when, method, target, callerText));
+    std::string given = auth.substr(second + 1);
+    if (given.size() != expected.size() ||
+        CRYPTO_memcmp(given.data(), expected.data(), expected.size()) != 0)
+        refuse("a wrong credential");
+    json j;
+    try {
+        j = json::parse(base64Decode(callerText));
+    } catch (...) {
+        refuse("a malformed caller");
+    }
+    if (!j.is_object()) refuse("a malformed caller");
+    ForwardedCaller c;
+    c.keyId = j.value("key_id", "");
+    c.keyName = j.value("key_name", "");
+    c.tenant = j.value("tenant", "");
+    c.role = j.value("role", "");
+    if (c.keyId.empty() || c.tenant.empty() ||
+        (c.role != "agent" && c.role != "approver" && c.role != "admin"))
+        refuse("a malformed caller");
+    return c;
+}
+
+}  // namespace airlock::fleet

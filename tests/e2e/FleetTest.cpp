@@ -1,0 +1,316 @@
+// A fleet of two real airlockd nodes on a real etcd member: membership,
+// any node answering for a sandbox of the other (exec, files, WebSocket
+// exec, lists), node-to-node calls refused without the fleet's signature,
+// and a SIGKILLed node's sandbox unavailable until the node is back.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <boost/beast/websocket.hpp>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/Clock.hpp"
+#include "core/SecretCipher.hpp"
+#include "core/Sha256.hpp"
+#include "fleet/NodeCredential.hpp"
+#include "support/ApiClient.hpp"
+#include "support/DaemonProcess.hpp"
+#include "support/EtcdCluster.hpp"
+#include "support/TestEnv.hpp"
+
+namespace airlock {
+namespace {
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+const std::string kToken = "fleet-test-token-0123456789abcdef0123456789abcdef";
+
+int statusOf(const std::string& response) {
+    if (response.rfind("HTTP/1.1 ", 0) != 0) return 0;
+    return std::stoi(response.substr(9, 3));
+}
+
+class Fleet : public ::testing::Test {
+  protected:
+    struct Node {
+        std::string name, dataDir, key;
+        std::unique_ptr<test::Daemon> daemon;
+        std::unique_ptr<test::ApiClient> admin;
+    };
+
+    static void SetUpTestSuite() {
+        if (!test::templatesBuilt() || !test::EtcdCluster::available()) return;
+        dir_ = std::make_unique<test::TempDir>();
+        etcd_ = std::make_unique<test::EtcdCluster>(1);
+        std::string tokenFile = dir_->path() + "/cluster.token";
+        {
+            std::ofstream out(tokenFile);
+            out << kToken << "\n";
+        }
+        ::chmod(tokenFile.c_str(), 0600);
+        for (int i = 0; i < 2; ++i) {
+            auto& n = nodes_[i];
+            n.name = "node" + std::to_string(i + 1);
+            n.dataDir = dir_->path() + "/" + n.name;
+            int port = test::freePort();
+            n.daemon = std::make_unique<test::Daemon>(
+                n.dataDir, port,
+                std::vector<std::string>{
+                    "--cluster-etcd", etcd_->clientUrl(0), "--node-name", n.name, "--advertise-url",
+                    "http://127.0.0.1:" + std::to_string(port), "--cluster-token-file", tokenFile,
+                    "--qemu-uid-range", std::to_string(230000 + 8192 * i) + ":4096"});
+            // The first node mints the fleet's first admin key; it works on every node.
+            if (i == 0) {
+                std::ifstream keyFile(n.dataDir + "/admin.key");
+                std::getline(keyFile, n.key);
+            } else {
+                n.key = nodes_[0].key;
+            }
+            n.admin = std::make_unique<test::ApiClient>(n.daemon->url(), n.key);
+        }
+        auto created = nodes_[0].admin->request("POST", "/v1/sandboxes",
+                                                R"({"template":"minimal","timeout_s":900})");
+        if (created.status == 201) sandbox_ = json::parse(created.body).value("id", "");
+    }
+    static void TearDownTestSuite() {
+        for (auto& n : nodes_) {
+            if (n.daemon)
+                n.daemon->shutDown(::testing::UnitTest::GetInstance()->failed_test_count() > 0,
+                                   {n.admin.get()});
+            n.daemon.reset();
+            n.admin.reset();
+        }
+        etcd_.reset();
+        dir_.reset();
+    }
+    void SetUp() override {
+        if (!test::templatesBuilt()) GTEST_SKIP() << "run scripts/setup first";
+        if (!test::EtcdCluster::available()) GTEST_SKIP() << "etcd is not installed";
+        ASSERT_FALSE(sandbox_.empty()) << "the sandbox on node1 was not created";
+    }
+    // A signed node-to-node request head as a node would send it.
+    static std::map<std::string, std::string> signedBy(const std::string& token,
+                                                       const std::string& method,
+                                                       const std::string& target) {
+        fleet::NodeCredential credential(token);
+        return credential.sign("node2", method, target,
+                               fleet::ForwardedCaller{"key-x", "forger", "admin", "admin"},
+                               nowUnixSeconds());
+    }
+    static std::string headOf(const std::string& method, const std::string& target,
+                              const std::map<std::string, std::string>& headers) {
+        std::string head = method + " " + target + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n";
+        for (const auto& [k, v] : headers) head += k + ": " + v + "\r\n";
+        return head + "\r\n";
+    }
+
+    static std::unique_ptr<test::TempDir> dir_;
+    static std::unique_ptr<test::EtcdCluster> etcd_;
+    static Node nodes_[2];
+    static std::string sandbox_;
+};
+std::unique_ptr<test::TempDir> Fleet::dir_;
+std::unique_ptr<test::EtcdCluster> Fleet::etcd_;
+Fleet::Node Fleet::nodes_[2];
+std::string Fleet::sandbox_;
+
+TEST_F(Fleet, EveryNodeListsBothNodesHealthy) {
+    EXPECT_FALSE(std::ifstream(nodes_[1].dataDir + "/admin.key").good())
+        << "only the fleet's first node mints an admin key";
+    for (auto& n : nodes_) {
+        auto r = n.admin->request("GET", "/v1/nodes");
+        ASSERT_EQ(r.status, 200) << r.body;
+        auto j = json::parse(r.body);
+        EXPECT_TRUE(j["cluster"].get<bool>());
+        EXPECT_EQ(j["self"], n.name);
+        std::set<std::string> healthy;
+        for (const auto& node : j["nodes"])
+            if (node["health"] == "healthy") healthy.insert(node["name"].get<std::string>());
+        EXPECT_EQ(healthy, (std::set<std::string>{"node1", "node2"})) << r.body;
+    }
+    auto got = nodes_[0].admin->request("GET", "/v1/sandboxes/" + sandbox_);
+    ASSERT_EQ(got.status, 200) << got.body;
+    EXPECT_EQ(json::parse(got.body)["node"], "node1");
+}
+
+TEST_F(Fleet, TheOtherNodeAnswersForTheSandboxItDoesNotHold) {
+    auto& through = *nodes_[1].admin;
+    auto got = through.request("GET", "/v1/sandboxes/" + sandbox_);
+    ASSERT_EQ(got.status, 200) << got.body;
+    EXPECT_EQ(json::parse(got.body)["node"], "node1");
+    auto exec = through.request("POST", "/v1/sandboxes/" + sandbox_ + "/exec",
+                                R"({"shell":"echo fleet-$((6*7)); exit 3"})");
+    ASSERT_EQ(exec.status, 200) << exec.body;
+    EXPECT_EQ(json::parse(exec.body)["stdout"], "fleet-42\n");
+    EXPECT_EQ(json::parse(exec.body)["exit_code"], 3);
+    // The list through node2 is fleet-wide.
+    auto list = through.request("GET", "/v1/sandboxes");
+    ASSERT_EQ(list.status, 200);
+    bool listed = false;
+    auto listedJson = json::parse(list.body);
+    for (const auto& s : listedJson["sandboxes"])
+        listed = listed || (s["id"] == sandbox_ && s["node"] == "node1" && s["state"] == "running");
+    EXPECT_TRUE(listed) << list.body;
+    // A file streamed up through node2 comes back down through node2.
+    test::TempDir local;
+    std::string src = local.path() + "/up.bin";
+    {
+        std::ofstream f(src, std::ios::binary);
+        for (int i = 0; i < 3 * 1024 * 1024; ++i) f.put(static_cast<char>(i * 131 % 251));
+    }
+    auto put = through.putFile("/v1/sandboxes/" + sandbox_ + "/files?path=/tmp/fleet.bin", src);
+    ASSERT_EQ(put.status, 201) << put.body;
+    auto sum = through.request("POST", "/v1/sandboxes/" + sandbox_ + "/exec",
+                               R"({"shell":"sha256sum /tmp/fleet.bin | cut -d' ' -f1"})");
+    std::ifstream in(src, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(json::parse(sum.body)["stdout"], sha256Hex(bytes) + "\n");
+    std::string down;
+    auto got2 = through.getStreaming("/v1/sandboxes/" + sandbox_ + "/files?path=/tmp/fleet.bin",
+                                     [&](const char* p, std::size_t n) { down.append(p, n); });
+    EXPECT_EQ(got2.status, 200);
+    EXPECT_EQ(down.size(), bytes.size());
+    EXPECT_TRUE(down == bytes);
+    // A WebSocket exec through node2: the upgrade and the frames go both ways.
+    boost::asio::io_context ioc;
+    auto ws = test::openWsExec(ioc, nodes_[1].daemon->port(), nodes_[1].key, sandbox_,
+                               R"({"shell":"read line; echo got-$line"})");
+    ws->binary(true);
+    ws->write(boost::asio::buffer(std::string("hello\n")));
+    std::string output;
+    bool exited = false;
+    while (!exited) {
+        boost::beast::flat_buffer b;
+        ws->read(b);
+        std::string text = boost::beast::buffers_to_string(b.data());
+        if (ws->got_binary() && !text.empty())
+            output += text.substr(1);  // the first byte names the stream
+        else if (text.find("\"exit\"") != std::string::npos)
+            exited = true;
+    }
+    EXPECT_EQ(output, "got-hello\n");
+}
+
+TEST_F(Fleet, KeysAreFleetWideAndAnotherTenantsKeyFindsNothingThroughTheOtherNode) {
+    auto minted = nodes_[0].admin->request("POST", "/v1/keys",
+                                           R"({"tenant":"acme","role":"agent","name":"e2e"})");
+    ASSERT_EQ(minted.status, 201) << minted.body;
+    std::string acme = json::parse(minted.body)["key"];
+    std::string acmeId = json::parse(minted.body)["id"];
+    test::ApiClient client(nodes_[1].daemon->url(), acme);
+    EXPECT_EQ(client.request("GET", "/v1/nodes").status, 403) << "an agent key lists no nodes";
+    EXPECT_EQ(client.request("GET", "/v1/sandboxes/" + sandbox_).status, 404);
+    EXPECT_EQ(
+        client.request("POST", "/v1/sandboxes/" + sandbox_ + "/exec", R"({"cmd":["id"]})").status,
+        404);
+    auto list = client.request("GET", "/v1/sandboxes");
+    ASSERT_EQ(list.status, 200);
+    EXPECT_EQ(list.body.find(sandbox_), std::string::npos) << list.body;
+    auto ws = test::rawHttp(nodes_[1].daemon->port(),
+                            "GET /v1/sandboxes/" + sandbox_ +
+                                "/exec/ws HTTP/1.1\r\nHost: x\r\n"
+                                "Authorization: Bearer " +
+                                acme +
+                                "\r\nConnection: Upgrade\r\n"
+                                "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n");
+    EXPECT_EQ(statusOf(ws), 404) << ws.substr(0, 200);
+    // Revoked through node1, refused through node2 at once.
+    EXPECT_EQ(nodes_[0].admin->request("DELETE", "/v1/keys/" + acmeId).status, 204);
+    EXPECT_EQ(client.request("GET", "/v1/sandboxes").status, 401);
+}
+
+TEST_F(Fleet, NodeCallsWithoutTheFleetsSignatureAreRefused) {
+    int port = nodes_[0].daemon->port();
+    std::string target = "/v1/sandboxes/" + sandbox_;
+    // The real signature: the owner takes the caller it names.
+    auto good = test::rawHttp(port, headOf("GET", target, signedBy(kToken, "GET", target)));
+    EXPECT_EQ(statusOf(good), 200) << good.substr(0, 300);
+    // Signed with another token.
+    auto forged = test::rawHttp(
+        port,
+        headOf("GET", target, signedBy("another-token-0123456789abcdef0123456789", "GET", target)));
+    EXPECT_EQ(statusOf(forged), 401) << forged.substr(0, 300);
+    // A signature for one call, used for another.
+    auto moved =
+        test::rawHttp(port, headOf("POST", target + "/exec", signedBy(kToken, "GET", target)));
+    EXPECT_EQ(statusOf(moved), 401) << moved.substr(0, 300);
+    // A caller without any signature.
+    auto unsigned_ = test::rawHttp(
+        port, headOf("GET", target,
+                     {{"x-airlock-forwarded-by", "node2"},
+                      {"x-airlock-caller",
+                       base64Encode(R"({"key_id":"k","tenant":"admin","role":"admin"})")}}));
+    EXPECT_EQ(statusOf(unsigned_), 401) << unsigned_.substr(0, 300);
+    // A client cannot slip node headers through a node either: node2 drops
+    // them and signs the caller it authenticated.
+    auto through = test::rawHttp(nodes_[1].daemon->port(),
+                                 headOf("GET", target,
+                                        {{"Authorization", "Bearer " + nodes_[1].key},
+                                         {"x-airlock-forwarded-by", "node9"},
+                                         {"x-airlock-node-auth", "v1:0:00"}}));
+    EXPECT_EQ(statusOf(through), 401) << "a client's node headers are checked, never trusted";
+}
+
+// Last: it kills node1.
+TEST_F(Fleet, KilledNodesSandboxIsUnavailableUntilTheNodeIsBack) {
+    auto& through = *nodes_[1].admin;
+    ASSERT_EQ(through
+                  .request("POST", "/v1/sandboxes/" + sandbox_ + "/exec",
+                           R"({"shell":"echo kept > /tmp/marker"})")
+                  .status,
+              200);
+    nodes_[0].daemon->stop(SIGKILL);
+    std::string answer;
+    EXPECT_TRUE(test::waitFor(
+        [&] {
+            answer =
+                test::rawHttp(nodes_[1].daemon->port(),
+                              "POST /v1/sandboxes/" + sandbox_ +
+                                  "/exec HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                                  "Authorization: Bearer " +
+                                  nodes_[1].key +
+                                  "\r\nContent-Type: application/json\r\nContent-Length: 14\r\n\r\n"
+                                  R"({"cmd":["id"]})");
+            return statusOf(answer) == 503;
+        },
+        20s, 250ms))
+        << answer.substr(0, 300);
+    EXPECT_NE(answer.find("node_unavailable"), std::string::npos) << answer.substr(0, 300);
+    EXPECT_NE(answer.find("Retry-After: 5"), std::string::npos) << answer.substr(0, 300);
+    auto list = through.request("GET", "/v1/sandboxes");
+    ASSERT_EQ(list.status, 200);
+    bool unavailable = false;
+    auto listed = json::parse(list.body);
+    for (const auto& s : listed["sandboxes"])
+        unavailable = unavailable || (s["id"] == sandbox_ && s["state"] == "unavailable");
+    EXPECT_TRUE(unavailable) << list.body;
+    // Its lease runs out within 9 s of the kill: then it is listed down.
+    std::string health;
+    EXPECT_TRUE(test::waitFor(
+        [&] {
+            auto nodes = json::parse(through.request("GET", "/v1/nodes").body);
+            for (const auto& n : nodes["nodes"])
+                if (n["name"] == "node1") health = n["health"].get<std::string>();
+            return health == "down";
+        },
+        15s, 250ms))
+        << health;
+    // Back with the same data dir: it adopts its VM and answers again.
+    nodes_[0].daemon->start();
+    cli::HttpResult exec;
+    EXPECT_TRUE(test::waitFor(
+        [&] {
+            exec = through.request("POST", "/v1/sandboxes/" + sandbox_ + "/exec",
+                                   R"({"shell":"cat /tmp/marker"})");
+            return exec.status == 200;
+        },
+        60s, 500ms))
+        << exec.status << " " << exec.body;
+    EXPECT_EQ(json::parse(exec.body)["stdout"], "kept\n");
+}
+
+}  // namespace
+}  // namespace airlock
