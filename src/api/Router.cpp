@@ -355,6 +355,8 @@ Router::Router(FrontDoorServices services, Authenticator& auth, ApiKeys& keys,
     add("GET", "/v1/tenants", kAdmins, &Router::listTenants);
     add("GET", "/metrics", kAdmins, &Router::getMetrics);
     add("GET", "/v1/nodes", kAdmins, &Router::listNodes);
+    add("POST", "/v1/nodes/{}/drain", kAdmins, &Router::drainNode);
+    add("DELETE", "/v1/nodes/{}/drain", kAdmins, &Router::undrainNode);
 
     // Credentials and repository workspaces (RouterWorkspaces.cpp).
     add("POST", "/v1/credentials", kAdmins, &Router::createCredential);

@@ -207,6 +207,9 @@ class Router {
     ApiResponse getMetrics(Context& c);
     // The fleet's nodes: admin (RouterNodes.cpp).
     ApiResponse listNodes(Context& c);
+    ApiResponse drainNode(Context& c);
+    ApiResponse undrainNode(Context& c);
+    ApiResponse setDraining(Context& c, bool draining);
     // Credentials and repository workspaces (RouterWorkspaces.cpp).
     ApiResponse createCredential(Context& c);
     ApiResponse listCredentials(Context& c);
@@ -251,6 +254,10 @@ class Router {
     nlohmann::json withNode(nlohmann::json sandbox) const;
     // The other nodes' sandboxes in a fleet-wide list (RouterNodes.cpp).
     void addFleetSandboxes(Context& c, nlohmann::json& list);
+    // A create placed on a node of the fleet (RouterNodes.cpp).
+    ApiResponse placeCreate(Context& c, const CreateSandboxRequest& request);
+    // Writes why a sandbox made here is here into the fleet's record.
+    std::string recordPlacement(const SandboxRecord& r, std::string why);
     // A caller another node authenticated and signed into a forwarded request.
     std::optional<Principal> forwardedCaller(const ApiRequest& head);
     // Where a sandbox of another node lives (its tenant and node), when

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "api/ErrorMapping.hpp"
+#include "api/RequestParsing.hpp"
 #include "api/Router.hpp"
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
@@ -13,10 +14,25 @@
 namespace airlock::api {
 
 namespace {
-nlohmann::json nodeJson(const fleet::NodeStatus& s, bool self) {
+// Whether another node's API takes a connection now (its lease may outlive
+// the process by a few seconds).
+bool answers(const std::string& url) {
+    fleet::HttpPeer peer;
+    bool tls = false;
+    if (!fleet::parseOrigin(url, tls, peer.host, peer.port) || tls) return true;
+    auto a =
+        fleet::httpExchange(peer, "GET", "/healthz", {}, {},
+                            std::chrono::steady_clock::now() + std::chrono::seconds(1), 1 << 16);
+    return a.outcome == fleet::HttpOutcome::answered;
+}
+
+nlohmann::json nodeJson(const fleet::NodeStatus& s, bool self, bool reachable = true) {
     const auto& c = s.record.capacity;
     // A draining node is still up; its health says so, and "draining" too.
-    std::string health = !s.up ? "down" : s.draining ? "draining" : "healthy";
+    std::string health = !s.up        ? "down"
+                         : !reachable ? "unreachable"
+                         : s.draining ? "draining"
+                                      : "healthy";
     nlohmann::json j{{"name", s.record.name},  {"url", s.record.url}, {"health", health},
                      {"draining", s.draining}, {"self", self},        {"sandboxes", c.sandboxes}};
     if (s.up) {
@@ -48,9 +64,53 @@ ApiResponse Router::listNodes(Context&) {
         nodes.push_back(nodeJson(local, true));
         return jsonResponse(200, {{"cluster", false}, {"nodes", nodes}});
     }
-    for (const auto& s : membership_->nodes())
-        nodes.push_back(nodeJson(s, s.record.name == membership_->name()));
+    for (const auto& s : membership_->nodes()) {
+        bool self = s.record.name == membership_->name();
+        nodes.push_back(nodeJson(s, self, self || !s.up || answers(s.record.url)));
+    }
     return jsonResponse(200, {{"cluster", true}, {"self", membership_->name()}, {"nodes", nodes}});
+}
+
+// POST /v1/nodes/{name}/drain {"move": false}: no new sandbox is placed on it.
+ApiResponse Router::drainNode(Context& c) {
+    if (!membership_)
+        throw Error(ErrorCode::not_found, "this host is in no fleet: no node to drain");
+    bool move = false;
+    if (!c.request.body.empty()) {
+        auto j = nlohmann::json::parse(c.request.body, nullptr, false);
+        if (!j.is_object()) throw Error(ErrorCode::bad_request, "drain request: not a JSON object");
+        for (const auto& [k, v] : j.items()) {
+            if (k != "move")
+                throw Error(ErrorCode::bad_request, "drain request: unknown field '" + k + "'");
+            if (!v.is_boolean())
+                throw Error(ErrorCode::bad_request, "drain request: 'move' is a boolean");
+            move = v.get<bool>();
+        }
+    }
+    if (move)
+        throw Error(
+            ErrorCode::unprocessable,
+            "moving running sandboxes to other nodes is not available yet: drain without "
+            "\"move\" (no new sandboxes land on the node), then delete or recreate its sandboxes");
+    return setDraining(c, true);
+}
+
+// DELETE /v1/nodes/{name}/drain: the node takes new sandboxes again.
+ApiResponse Router::undrainNode(Context& c) {
+    if (!membership_)
+        throw Error(ErrorCode::not_found, "this host is in no fleet: no node to drain");
+    return setDraining(c, false);
+}
+
+ApiResponse Router::setDraining(Context& c, bool draining) {
+    const std::string& name = c.params[0];
+    for (auto s : membership_->nodes()) {
+        if (s.record.name != name) continue;
+        membership_->setDraining(name, draining);
+        s.draining = s.record.draining = draining;
+        return jsonResponse(200, nodeJson(s, name == membership_->name()));
+    }
+    throw Error(ErrorCode::not_found, "no node " + name + " in the fleet");
 }
 
 nlohmann::json Router::withNode(nlohmann::json sandbox) const {
@@ -93,6 +153,86 @@ void Router::addFleetSandboxes(Context& c, nlohmann::json& list) {
         if (c.admin()) j["tenant"] = placed.tenant;
         list.push_back(std::move(j));
     }
+}
+
+std::string Router::recordPlacement(const SandboxRecord& r, std::string why) {
+    // Display text from the node that placed it (the header comes with a
+    // signed call only); bounded, one line.
+    if (why.empty()) why = "created where it was asked for";
+    if (why.size() > 300) why.resize(300);
+    for (auto& ch : why)
+        if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';
+    fleet_->directory().record(
+        fleet::SandboxPlacement{r.id, r.tenant, fleet_->self(), fleet_->membership().epoch(), why});
+    return why;
+}
+
+ApiResponse Router::placeCreate(Context& c, const CreateSandboxRequest& request) {
+    fleet::PlacementRequest wanted;
+    wanted.templateName = request.templateName;
+    wanted.snapshot = request.snapshot;
+    wanted.vcpus = 1;
+    wanted.memoryMib = 256;
+    if (auto t = services_.host.templates().find(request.templateName)) {
+        wanted.vcpus = t->vcpus;
+        wanted.memoryMib = t->memoryMib;
+    }
+    if (request.vcpus) wanted.vcpus = *request.vcpus;
+    if (request.memoryMib) wanted.memoryMib = *request.memoryMib;
+    auto ranked = fleet_->placement().rank(fleet_->membership().nodes(), wanted);
+    if (ranked.empty())
+        throw Error(ErrorCode::unavailable,
+                    "no node of the fleet can take this sandbox now (its " +
+                        std::string(request.snapshot.empty() ? "template" : "snapshot") +
+                        ", its memory, or every node draining or down)");
+    fleet::ForwardedCaller caller{c.principal.keyId, c.principal.keyName, c.principal.tenant,
+                                  std::string(roleName(c.principal.role))};
+    std::string refusals;
+    // Three nodes at most, as E2B's placement: a node that cannot be
+    // reached, or says it has no room, passes the create to the next.
+    for (std::size_t i = 0; i < ranked.size() && i < 3; ++i) {
+        const auto& choice = ranked[i];
+        std::string why = "placed by " + fleet_->self() + ": " + choice.why +
+                          (refusals.empty() ? "" : "; after " + refusals);
+        if (choice.node == fleet_->self()) {
+            fleet_->placement().sent(choice.node, wanted.vcpus);
+            auto created = services_.sandboxes.create(c.tenant, request);
+            auto j = withNode(sandboxJson(created));
+            j["placement"] = recordPlacement(created, why);
+            return jsonResponse(201, j);
+        }
+        auto node = fleet_->node(choice.node);
+        fleet::HttpPeer peer;
+        bool tls = false;
+        if (!node || !node->up || !fleet::parseOrigin(node->url, tls, peer.host, peer.port) ||
+            tls) {
+            refusals += (refusals.empty() ? "" : ", ") + choice.node + " unreachable";
+            continue;
+        }
+        auto headers = fleet_->credential().sign(fleet_->self(), "POST", "/v1/sandboxes", caller,
+                                                 nowUnixSeconds());
+        headers["x-airlock-placement"] = why;
+        fleet_->placement().sent(choice.node, wanted.vcpus);
+        auto answer = fleet::httpExchange(
+            peer, "POST", "/v1/sandboxes", headers, c.request.body,
+            std::chrono::steady_clock::now() + std::chrono::minutes(10), 1 << 20);
+        if (answer.outcome == fleet::HttpOutcome::unreachable) {
+            refusals += (refusals.empty() ? "" : ", ") + choice.node + " unreachable";
+            continue;
+        }
+        if (answer.outcome == fleet::HttpOutcome::no_answer)
+            throw Error(ErrorCode::unavailable, "node " + choice.node +
+                                                    " did not answer the create (" + answer.why +
+                                                    "); list the sandboxes before trying again");
+        // No room there (its disk, its agent transport): the next node.
+        if ((answer.status == 503 || answer.status == 507) && i + 1 < ranked.size()) {
+            refusals += (refusals.empty() ? "" : ", ") + choice.node + " answered " +
+                        std::to_string(answer.status);
+            continue;
+        }
+        return ApiResponse{answer.status, "application/json", answer.body};
+    }
+    throw Error(ErrorCode::unavailable, "no node of the fleet took the sandbox: " + refusals);
 }
 
 }  // namespace airlock::api

@@ -3,6 +3,7 @@
 #include "api/ErrorMapping.hpp"
 #include "api/RequestParsing.hpp"
 #include "api/Router.hpp"
+#include "fleet/Fleet.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/JsonFields.hpp"
@@ -68,7 +69,13 @@ ApiResponse Router::createSandbox(Context& c) {
     request.packagesTightenOnly = c.principal.role == Role::agent;
     if (request.workspace)
         return jsonResponse(201, withNode(sandboxJson(workspaces().createSandbox(c.tenant, request))));
-    return jsonResponse(201, withNode(sandboxJson(services_.sandboxes.create(c.tenant, request))));
+    // In a fleet, a create that arrives from a client is placed; one that
+    // another node placed here is made here.
+    if (fleet_ && c.principal.forwardedBy.empty()) return placeCreate(c, request);
+    auto created = services_.sandboxes.create(c.tenant, request);
+    auto j = withNode(sandboxJson(created));
+    if (fleet_) j["placement"] = recordPlacement(created, c.request.header("x-airlock-placement"));
+    return jsonResponse(201, j);
 }
 
 // GET /v1/sandboxes: in a fleet, every node's (a node that does not answer
@@ -86,7 +93,10 @@ ApiResponse Router::listSandboxes(Context& c) {
 
 // GET /v1/sandboxes/{}
 ApiResponse Router::getSandbox(Context& c) {
-    return jsonResponse(200, withNode(sandboxJson(services_.sandboxes.get(c.tenant, c.params[0]))));
+    auto j = withNode(sandboxJson(services_.sandboxes.get(c.tenant, c.params[0])));
+    if (fleet_)
+        if (auto placed = fleet_->directory().find(c.params[0])) j["placement"] = placed->placedWhy;
+    return jsonResponse(200, j);
 }
 
 // GET /v1/sandboxes/{}/metrics?since=&until= (RFC 3339)

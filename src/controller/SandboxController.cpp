@@ -47,6 +47,7 @@ SandboxController::SandboxController(ControllerConfig config, Hypervisor& hyperv
     // The ports the proxies' listeners take in every guest: never reachable
     // from outside.
     guestPorts_.setInternalPorts(network_.internalPorts());
+    tenantLimits_.setSharedUsage(config_.sharedUsage);
     fs::create_directories(config_.dataDir + "/sandboxes");
     // Root's alone: overlays are made here, then moved into a sandbox's dir.
     fs::create_directories(stagingDir());
@@ -392,6 +393,7 @@ void SandboxController::teardown(const std::string& id, const std::string& why) 
     ports_.removeAll(id);
     auto gone = store_.find(id);
     store_.remove(id);
+    if (gone) tenantLimits_.released(*gone);
     if (gone && gone->qemuUid > 0) uids_.release(static_cast<std::uint32_t>(gone->qemuUid));
     // Its disk chain may have been the last reader of a deleted snapshot's layer.
     snapshotLibrary_.collect();

@@ -70,7 +70,9 @@ struct ControllerConfig {
     unsigned maxMemoryMib = 16384;
     unsigned maxDiskGib = 256;
     // Tenants' rules, network bounds and quotas (none: no tenant has any).
-    TenantStore* tenants = nullptr;
+    Tenants* tenants = nullptr;
+    // A fleet's count of every tenant's sandboxes (none: this host counts its own).
+    SharedUsage* sharedUsage = nullptr;
     AgentTransportKind transport = AgentTransportKind::serial;
     std::int64_t defaultTimeoutS = 300;  // for creates that name none; 0 = none
     std::int64_t maxTimeoutS = 7 * 24 * 3600;

@@ -396,8 +396,10 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
         if (r.qemuUid > 0) uids_.release(static_cast<std::uint32_t>(r.qemuUid));
         r.qemuUid = spareRecord ? spareRecord->qemuUid : 0;
         r.secretsSealed = secrets_.reseal(r.secretsSealed, r.id, *spare);
+        std::string reservedAs = r.id;
         r.id = *spare;
         store_.replace(r);  // the spare's row becomes this sandbox, in one write
+        tenantLimits_.renamed(r, reservedAs);
     } else {
         store_.insert(r);  // written first (with the layers it reads: the GC keeps them)
     }

@@ -3,6 +3,7 @@
 #include "controller/DiskLayers.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
+#include "core/Log.hpp"
 #include "egress/EgressAllowlist.hpp"
 #include "store/TenantStore.hpp"
 
@@ -17,7 +18,7 @@ bool overlaps(const std::string& a, const std::string& b) {
 }
 }  // namespace
 
-TenantLimits::TenantLimits(TenantStore* tenants, const policy::PolicyRules& operatorRules,
+TenantLimits::TenantLimits(Tenants* tenants, const policy::PolicyRules& operatorRules,
                            SandboxStore& sandboxes, SnapshotStore& snapshots)
     : tenants_(tenants),
       operatorRules_(operatorRules),
@@ -67,14 +68,18 @@ void TenantLimits::requireWithinFloor(const std::string& tenant, const policy::P
 
 TenantUsage TenantLimits::usageOf(const std::string& tenant) {
     TenantUsage u;
-    for (const auto& r : sandboxes_.list(TenantScope::only(tenant))) {
-        if (r.state != SandboxState::creating && r.state != SandboxState::running &&
-            r.state != SandboxState::paused)
-            continue;
-        ++u.sandboxes;
-        u.vcpus += r.vcpus;
-        u.memoryMib += r.memoryMib;
-        u.diskGib += r.diskBytes / kGiB;
+    if (shared_ && !tenant.empty() && tenant[0] != '_') {
+        u = shared_->usageOf(tenant);
+    } else {
+        for (const auto& r : sandboxes_.list(TenantScope::only(tenant))) {
+            if (r.state != SandboxState::creating && r.state != SandboxState::running &&
+                r.state != SandboxState::paused)
+                continue;
+            ++u.sandboxes;
+            u.vcpus += r.vcpus;
+            u.memoryMib += r.memoryMib;
+            u.diskGib += r.diskBytes / kGiB;
+        }
     }
     for (const auto& s : snapshots_.list(TenantScope::only(tenant)))
         if (s.state != SnapshotState::deleted) ++u.snapshots;
@@ -83,6 +88,13 @@ TenantUsage TenantLimits::usageOf(const std::string& tenant) {
 }
 
 void TenantLimits::requireSandboxQuota(const SandboxRecord& r) {
+    // A fleet counts every tenant's sandboxes, quota or not: a quota set
+    // later binds what runs already.
+    if (shared_ && !r.tenant.empty() && r.tenant[0] != '_') {
+        auto t = bindingOf(r.tenant);
+        shared_->reserve(r, t ? t->quota : TenantQuota{});
+        return;
+    }
     auto t = bindingOf(r.tenant);
     if (!t) return;
     auto u = usageOf(r.tenant);
@@ -98,6 +110,24 @@ void TenantLimits::requireSandboxQuota(const SandboxRecord& r) {
     check("vcpus", t->quota.vcpus, u.vcpus, r.vcpus);
     check("memory_mib", t->quota.memoryMib, u.memoryMib, r.memoryMib);
     check("disk_gib", t->quota.diskGib, u.diskGib, r.diskBytes / kGiB);
+}
+
+void TenantLimits::released(const SandboxRecord& r) {
+    if (!shared_ || r.tenant.empty() || r.tenant[0] == '_') return;
+    try {
+        shared_->release(r.tenant, r.id);
+    } catch (const std::exception& e) {
+        logWarn("controller", "the fleet still counts " + r.id + " for " + r.tenant + ": " + e.what());
+    }
+}
+
+void TenantLimits::renamed(const SandboxRecord& r, const std::string& from) {
+    if (!shared_ || r.tenant.empty() || r.tenant[0] == '_' || from == r.id) return;
+    try {
+        shared_->rename(r.tenant, from, r.id);
+    } catch (const std::exception& e) {
+        logWarn("controller", "the fleet's count of " + r.tenant + " keeps " + from + ": " + e.what());
+    }
 }
 
 void TenantLimits::requireSnapshotQuota(const std::string& tenant) {

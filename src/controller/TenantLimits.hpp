@@ -10,6 +10,7 @@
 #include "policy/CommandPolicy.hpp"
 #include "store/SandboxStore.hpp"
 #include "store/SnapshotStore.hpp"
+#include "controller/SharedUsage.hpp"
 #include "store/TenantStore.hpp"
 
 namespace airlock {
@@ -24,7 +25,7 @@ namespace airlock {
 class TenantLimits {
   public:
     // tenants: none keeps no tenant records (every tenant unbounded).
-    TenantLimits(TenantStore* tenants, const policy::PolicyRules& operatorRules,
+    TenantLimits(Tenants* tenants, const policy::PolicyRules& operatorRules,
                  SandboxStore& sandboxes, SnapshotStore& snapshots);
 
     // The record whose rules and quotas bind a tenant's sandboxes; none for
@@ -50,6 +51,12 @@ class TenantLimits {
         return quotaLocks_.of(tenant);
     }
     void requireSandboxQuota(const SandboxRecord& r);  // Error(quota_exceeded)
+    // A fleet's shared count (nullptr: this host counts its own).
+    void setSharedUsage(SharedUsage* shared) { shared_ = shared; }
+    // What requireSandboxQuota counted is gone (the record was removed), or
+    // moved to another id; never throws.
+    void released(const SandboxRecord& r);
+    void renamed(const SandboxRecord& r, const std::string& from);
     void requireSnapshotQuota(const std::string& tenant);
     // One of the tenant's concurrent_execs, released when the last copy goes
     // (Error(quota_exceeded) when none is free).
@@ -57,7 +64,8 @@ class TenantLimits {
     ExecSlot acquireExecSlot(const std::string& tenant);
 
   private:
-    TenantStore* tenants_;
+    Tenants* tenants_;
+    SharedUsage* shared_ = nullptr;
     const policy::PolicyRules& operatorRules_;
     SandboxStore& sandboxes_;
     SnapshotStore& snapshots_;

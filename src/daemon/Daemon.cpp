@@ -35,6 +35,7 @@
 #include "fleet/EtcdClient.hpp"
 #include "fleet/Fleet.hpp"
 #include "fleet/FleetApiKeys.hpp"
+#include "fleet/FleetTenants.hpp"
 #include "fleet/HostCapacity.hpp"
 #include "fleet/NodeMembership.hpp"
 #include "hypervisor/AccelProbe.hpp"
@@ -112,6 +113,8 @@ fleet::NodeCapacity nodeCapacity(FrontDoorServices& services, Accel accel) {
         if (r.state == SandboxState::running) usedVcpus += r.vcpus;
     }
     c.freeVcpus = usedVcpus < c.vcpus ? c.vcpus - usedVcpus : 0;
+    for (const auto& snap : services.snapshots.list(TenantScope::all()))
+        if (snap.state == SnapshotState::ready) c.snapshots.push_back(snap.id);
     for (const auto& t : services.host.templates().list()) {
         c.templates.push_back(t.name);
         if (services.host.hasWarmSnapshot(t.name)) c.warmTemplates.push_back(t.name);
@@ -162,7 +165,14 @@ int runDaemon(const DaemonOptions& options) {
     std::unique_ptr<fleet::FleetApiKeys> fleetKeys;
     if (etcd) fleetKeys = std::make_unique<fleet::FleetApiKeys>(*etcd);
     ApiKeys& keys = fleetKeys ? static_cast<ApiKeys&>(*fleetKeys) : hostKeys;
-    TenantStore tenants(db);
+    TenantStore hostTenants(db);
+    std::unique_ptr<fleet::FleetTenants> fleetTenants;
+    std::unique_ptr<fleet::FleetUsage> fleetUsage;
+    if (etcd) {
+        fleetTenants = std::make_unique<fleet::FleetTenants>(*etcd);
+        fleetUsage = std::make_unique<fleet::FleetUsage>(*etcd);
+    }
+    Tenants& tenants = fleetTenants ? static_cast<Tenants&>(*fleetTenants) : hostTenants;
     PortStore ports(db);
     SnapshotStore snapshots(db);
     GatedExecStore gatedExecs(db);
@@ -226,6 +236,7 @@ int runDaemon(const DaemonOptions& options) {
     config.freePageReporting = options.freePageReporting;
     config.memorySharing = memorySharing.ksmState();
     config.tenants = &tenants;
+    config.sharedUsage = fleetUsage.get();
     // Secrets at rest: AES-256-GCM with AIRLOCK_SECRET_KEY or DATA_DIR/secret.key (0600).
     config.secretCipher = std::make_shared<const SecretCipher>(
         SecretCipher::fromEnvironmentOrFile(dataDir + "/secret.key"));

@@ -7,6 +7,7 @@
 
 #include "fleet/NodeCredential.hpp"
 #include "fleet/NodeMembership.hpp"
+#include "fleet/Placement.hpp"
 #include "fleet/SandboxDirectory.hpp"
 
 namespace airlock::fleet {
@@ -21,6 +22,7 @@ class Fleet {
     NodeMembership& membership() { return membership_; }
     SandboxDirectory& directory() { return directory_; }
     const NodeCredential& credential() const { return credential_; }
+    Placement& placement() { return placement_; }
 
     struct Node {
         std::string name, url;
@@ -36,6 +38,7 @@ class Fleet {
     NodeMembership& membership_;
     SandboxDirectory directory_;
     NodeCredential credential_;
+    Placement placement_;
     std::mutex mutex_;
     std::vector<Node> nodes_;
     std::chrono::steady_clock::time_point readAt_{};

@@ -180,6 +180,13 @@ void NodeMembership::renewLoop() {
     }
 }
 
+void NodeMembership::setDraining(const std::string& node, bool draining) {
+    if (draining)
+        store_.put(keys::kDraining + node, "{}");
+    else
+        store_.remove(keys::kDraining + node);
+}
+
 std::vector<NodeStatus> NodeMembership::nodes() {
     std::map<std::string, NodeStatus> byName;
     for (const auto& kv : store_.list(keys::kMembers)) {

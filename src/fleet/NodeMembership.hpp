@@ -75,6 +75,9 @@ class NodeMembership {
     // Publishes the capacity now (after a create or a delete), not at the
     // next renewal.
     void refresh();
+    // An admin's drain of a node (any node's): kept without a lease, so a
+    // restart of the node does not undo it.
+    void setDraining(const std::string& node, bool draining);
 
   private:
     void renewLoop();

@@ -50,6 +50,35 @@ TenantRecord readTenantRow(const Database::Statement& st) {
 }
 }  // namespace
 
+std::string tenantJson(const TenantRecord& t) {
+    json policy{{"deny", t.deny}, {"approve", t.approve}, {"allow", t.allow}};
+    json network = t.networkSet ? json{{"allow", t.networkAllow}} : json::object();
+    return json{{"quota", quotaToJson(t.quota)},
+                {"policy", policy},
+                {"network", network},
+                {"packages", t.packagesJson},
+                {"updated_at", t.updatedAt}}
+        .dump();
+}
+
+TenantRecord tenantFromJson(const std::string& name, const std::string& text) {
+    json j = json::parse(text, nullptr, false);
+    TenantRecord t;
+    t.name = name;
+    if (!j.is_object()) return t;
+    t.quota = quotaFromJson(j.value("quota", json::object()));
+    json policy = j.value("policy", json::object());
+    t.deny = strings(policy, "deny");
+    t.approve = strings(policy, "approve");
+    t.allow = strings(policy, "allow");
+    json network = j.value("network", json::object());
+    t.networkSet = network.is_object() && network.contains("allow");
+    t.networkAllow = strings(network, "allow");
+    t.packagesJson = j.value("packages", "");
+    t.updatedAt = j.value("updated_at", "");
+    return t;
+}
+
 TenantStore::TenantStore(Database& db) : db_(db) {}
 
 void TenantStore::put(const TenantRecord& t) {

@@ -54,12 +54,27 @@ struct TenantRecord {
     std::string updatedAt;
 };
 
-class TenantStore {
+// Where tenants' settings live: a host's SQLite (TenantStore), or in a
+// fleet etcd (fleet::FleetTenants), so a quota set through one node binds
+// creates on every node.
+class Tenants {
+  public:
+    virtual ~Tenants() = default;
+    virtual void put(const TenantRecord& t) = 0;
+    virtual std::optional<TenantRecord> find(const std::string& name) = 0;
+    virtual std::vector<TenantRecord> list() = 0;
+};
+
+// A tenant's settings as one JSON document (what etcd holds) and back.
+std::string tenantJson(const TenantRecord& t);
+TenantRecord tenantFromJson(const std::string& name, const std::string& text);
+
+class TenantStore final : public Tenants {
   public:
     explicit TenantStore(Database& db);
-    void put(const TenantRecord& t);
-    std::optional<TenantRecord> find(const std::string& name);
-    std::vector<TenantRecord> list();
+    void put(const TenantRecord& t) override;
+    std::optional<TenantRecord> find(const std::string& name) override;
+    std::vector<TenantRecord> list() override;
 
   private:
     Database& db_;

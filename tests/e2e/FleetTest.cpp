@@ -7,9 +7,11 @@
 
 #include <boost/beast/websocket.hpp>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "core/Clock.hpp"
 #include "core/SecretCipher.hpp"
@@ -72,7 +74,12 @@ class Fleet : public ::testing::Test {
         }
         auto created = nodes_[0].admin->request("POST", "/v1/sandboxes",
                                                 R"({"template":"minimal","timeout_s":900})");
-        if (created.status == 201) sandbox_ = json::parse(created.body).value("id", "");
+        if (created.status == 201) {
+            auto j = json::parse(created.body);
+            sandbox_ = j.value("id", "");
+            // Placed by node1 on either node: the tests go through the other.
+            owner_ = j.value("node", "") == "node2" ? 1 : 0;
+        }
     }
     static void TearDownTestSuite() {
         for (auto& n : nodes_) {
@@ -88,7 +95,7 @@ class Fleet : public ::testing::Test {
     void SetUp() override {
         if (!test::templatesBuilt()) GTEST_SKIP() << "run scripts/setup first";
         if (!test::EtcdCluster::available()) GTEST_SKIP() << "etcd is not installed";
-        ASSERT_FALSE(sandbox_.empty()) << "the sandbox on node1 was not created";
+        ASSERT_FALSE(sandbox_.empty()) << "the suite's sandbox was not created";
     }
     // A signed node-to-node request head as a node would send it.
     static std::map<std::string, std::string> signedBy(const std::string& token,
@@ -110,7 +117,11 @@ class Fleet : public ::testing::Test {
     static std::unique_ptr<test::EtcdCluster> etcd_;
     static Node nodes_[2];
     static std::string sandbox_;
+    static int owner_;  // the index of the node that holds sandbox_
+    static Node& owner() { return nodes_[owner_]; }
+    static Node& other() { return nodes_[1 - owner_]; }
 };
+int Fleet::owner_ = 0;
 std::unique_ptr<test::TempDir> Fleet::dir_;
 std::unique_ptr<test::EtcdCluster> Fleet::etcd_;
 Fleet::Node Fleet::nodes_[2];
@@ -130,16 +141,16 @@ TEST_F(Fleet, EveryNodeListsBothNodesHealthy) {
             if (node["health"] == "healthy") healthy.insert(node["name"].get<std::string>());
         EXPECT_EQ(healthy, (std::set<std::string>{"node1", "node2"})) << r.body;
     }
-    auto got = nodes_[0].admin->request("GET", "/v1/sandboxes/" + sandbox_);
+    auto got = owner().admin->request("GET", "/v1/sandboxes/" + sandbox_);
     ASSERT_EQ(got.status, 200) << got.body;
-    EXPECT_EQ(json::parse(got.body)["node"], "node1");
+    EXPECT_EQ(json::parse(got.body)["node"], owner().name);
 }
 
 TEST_F(Fleet, TheOtherNodeAnswersForTheSandboxItDoesNotHold) {
-    auto& through = *nodes_[1].admin;
+    auto& through = *other().admin;
     auto got = through.request("GET", "/v1/sandboxes/" + sandbox_);
     ASSERT_EQ(got.status, 200) << got.body;
-    EXPECT_EQ(json::parse(got.body)["node"], "node1");
+    EXPECT_EQ(json::parse(got.body)["node"], owner().name);
     auto exec = through.request("POST", "/v1/sandboxes/" + sandbox_ + "/exec",
                                 R"({"shell":"echo fleet-$((6*7)); exit 3"})");
     ASSERT_EQ(exec.status, 200) << exec.body;
@@ -151,7 +162,8 @@ TEST_F(Fleet, TheOtherNodeAnswersForTheSandboxItDoesNotHold) {
     bool listed = false;
     auto listedJson = json::parse(list.body);
     for (const auto& s : listedJson["sandboxes"])
-        listed = listed || (s["id"] == sandbox_ && s["node"] == "node1" && s["state"] == "running");
+        listed =
+            listed || (s["id"] == sandbox_ && s["node"] == owner().name && s["state"] == "running");
     EXPECT_TRUE(listed) << list.body;
     // A file streamed up through node2 comes back down through node2.
     test::TempDir local;
@@ -175,7 +187,7 @@ TEST_F(Fleet, TheOtherNodeAnswersForTheSandboxItDoesNotHold) {
     EXPECT_TRUE(down == bytes);
     // A WebSocket exec through node2: the upgrade and the frames go both ways.
     boost::asio::io_context ioc;
-    auto ws = test::openWsExec(ioc, nodes_[1].daemon->port(), nodes_[1].key, sandbox_,
+    auto ws = test::openWsExec(ioc, other().daemon->port(), other().key, sandbox_,
                                R"({"shell":"read line; echo got-$line"})");
     ws->binary(true);
     ws->write(boost::asio::buffer(std::string("hello\n")));
@@ -199,7 +211,7 @@ TEST_F(Fleet, KeysAreFleetWideAndAnotherTenantsKeyFindsNothingThroughTheOtherNod
     ASSERT_EQ(minted.status, 201) << minted.body;
     std::string acme = json::parse(minted.body)["key"];
     std::string acmeId = json::parse(minted.body)["id"];
-    test::ApiClient client(nodes_[1].daemon->url(), acme);
+    test::ApiClient client(other().daemon->url(), acme);
     EXPECT_EQ(client.request("GET", "/v1/nodes").status, 403) << "an agent key lists no nodes";
     EXPECT_EQ(client.request("GET", "/v1/sandboxes/" + sandbox_).status, 404);
     EXPECT_EQ(
@@ -208,7 +220,7 @@ TEST_F(Fleet, KeysAreFleetWideAndAnotherTenantsKeyFindsNothingThroughTheOtherNod
     auto list = client.request("GET", "/v1/sandboxes");
     ASSERT_EQ(list.status, 200);
     EXPECT_EQ(list.body.find(sandbox_), std::string::npos) << list.body;
-    auto ws = test::rawHttp(nodes_[1].daemon->port(),
+    auto ws = test::rawHttp(other().daemon->port(),
                             "GET /v1/sandboxes/" + sandbox_ +
                                 "/exec/ws HTTP/1.1\r\nHost: x\r\n"
                                 "Authorization: Bearer " +
@@ -223,7 +235,7 @@ TEST_F(Fleet, KeysAreFleetWideAndAnotherTenantsKeyFindsNothingThroughTheOtherNod
 }
 
 TEST_F(Fleet, NodeCallsWithoutTheFleetsSignatureAreRefused) {
-    int port = nodes_[0].daemon->port();
+    int port = owner().daemon->port();
     std::string target = "/v1/sandboxes/" + sandbox_;
     // The real signature: the owner takes the caller it names.
     auto good = test::rawHttp(port, headOf("GET", target, signedBy(kToken, "GET", target)));
@@ -246,32 +258,124 @@ TEST_F(Fleet, NodeCallsWithoutTheFleetsSignatureAreRefused) {
     EXPECT_EQ(statusOf(unsigned_), 401) << unsigned_.substr(0, 300);
     // A client cannot slip node headers through a node either: node2 drops
     // them and signs the caller it authenticated.
-    auto through = test::rawHttp(nodes_[1].daemon->port(),
-                                 headOf("GET", target,
-                                        {{"Authorization", "Bearer " + nodes_[1].key},
-                                         {"x-airlock-forwarded-by", "node9"},
-                                         {"x-airlock-node-auth", "v1:0:00"}}));
+    auto through =
+        test::rawHttp(other().daemon->port(), headOf("GET", target,
+                                                     {{"Authorization", "Bearer " + other().key},
+                                                      {"x-airlock-forwarded-by", "node9"},
+                                                      {"x-airlock-node-auth", "v1:0:00"}}));
     EXPECT_EQ(statusOf(through), 401) << "a client's node headers are checked, never trusted";
+}
+
+TEST_F(Fleet, CreatesThroughOneNodeArePlacedAcrossTheFleet) {
+    // One node runs the suite's sandbox already: of two more creates
+    // through node1, one at least goes to the other node, and each says why.
+    std::vector<std::string> made;
+    std::map<std::string, int> on;
+    for (int i = 0; i < 2; ++i) {
+        auto r = nodes_[0].admin->request("POST", "/v1/sandboxes", R"({"template":"minimal"})");
+        ASSERT_EQ(r.status, 201) << r.body;
+        auto j = json::parse(r.body);
+        made.push_back(j["id"]);
+        ++on[j["node"].get<std::string>()];
+        EXPECT_EQ(j["placement"].get<std::string>().rfind("placed by node1: ", 0), 0u) << r.body;
+    }
+    EXPECT_GE(on[other().name], 1) << "both creates went to " << owner().name << ", which held one";
+    for (const auto& id : made) {
+        auto got = nodes_[1].admin->request("GET", "/v1/sandboxes/" + id);
+        EXPECT_EQ(got.status, 200);
+        EXPECT_NE(json::parse(got.body).value("placement", "").find("placed by node1"),
+                  std::string::npos)
+            << got.body;
+        EXPECT_EQ(nodes_[1].admin->request("DELETE", "/v1/sandboxes/" + id).status, 204);
+    }
+}
+
+TEST_F(Fleet, ATenantsQuotaHoldsAcrossNodesUnderConcurrentCreates) {
+    auto minted = nodes_[0].admin->request("POST", "/v1/keys",
+                                           R"({"tenant":"quota-t","role":"agent","name":"e2e"})");
+    ASSERT_EQ(minted.status, 201);
+    std::string key = json::parse(minted.body)["key"];
+    auto set =
+        nodes_[1].admin->request("PUT", "/v1/tenants/quota-t", R"({"quota":{"sandboxes":1}})");
+    ASSERT_EQ(set.status, 200) << set.body;
+    // Set through node2, read through node1.
+    auto shown = nodes_[0].admin->request("GET", "/v1/tenants/quota-t");
+    EXPECT_EQ(json::parse(shown.body)["quota"]["sandboxes"], 1) << shown.body;
+    cli::HttpResult results[2];
+    std::thread racers[2];
+    for (int i = 0; i < 2; ++i)
+        racers[i] = std::thread([&, i] {
+            test::ApiClient client(nodes_[i].daemon->url(), key);
+            // Placed by either node; the count is the fleet's wherever they land
+            // (FleetUsageTest races two nodes for the last unit deterministically).
+            results[i] = client.request("POST", "/v1/sandboxes", R"({"template":"minimal"})");
+        });
+    for (auto& t : racers) t.join();
+    int created = 0, refused = 0;
+    std::string id;
+    for (const auto& r : results) {
+        if (r.status == 201) {
+            ++created;
+            id = json::parse(r.body)["id"];
+        }
+        if (r.status == 429 && r.body.find("quota_exceeded") != std::string::npos) ++refused;
+    }
+    EXPECT_EQ(created, 1) << results[0].body << results[1].body;
+    EXPECT_EQ(refused, 1) << results[0].body << results[1].body;
+    auto usage = json::parse(nodes_[0].admin->request("GET", "/v1/tenants/quota-t").body);
+    EXPECT_EQ(usage["usage"]["sandboxes"], 1) << usage.dump();
+    if (!id.empty()) {
+        test::ApiClient client(nodes_[1].daemon->url(), key);
+        EXPECT_EQ(client.request("DELETE", "/v1/sandboxes/" + id).status, 204);
+    }
+    EXPECT_TRUE(test::waitFor(
+        [&] {
+            auto u = json::parse(nodes_[1].admin->request("GET", "/v1/tenants/quota-t").body);
+            return u["usage"]["sandboxes"] == 0;
+        },
+        10s))
+        << "a deleted sandbox no longer counts";
+}
+
+TEST_F(Fleet, ADrainedNodeGetsNoNewSandboxes) {
+    auto drained = nodes_[0].admin->request("POST", "/v1/nodes/node2/drain", "{}");
+    ASSERT_EQ(drained.status, 200) << drained.body;
+    EXPECT_EQ(json::parse(drained.body)["health"], "draining");
+    EXPECT_EQ(nodes_[0].admin->request("POST", "/v1/nodes/node2/drain", R"({"move":true})").status,
+              422);
+    EXPECT_EQ(nodes_[0].admin->request("POST", "/v1/nodes/node9/drain", "{}").status, 404);
+    EXPECT_EQ(nodes_[0].admin->request("POST", "/v1/nodes/node2/drain", R"({"moves":1})").status,
+              400);
+    auto r = nodes_[1].admin->request("POST", "/v1/sandboxes", R"({"template":"minimal"})");
+    ASSERT_EQ(r.status, 201) << r.body;
+    auto j = json::parse(r.body);
+    EXPECT_EQ(j["node"], "node1") << "a create through the drained node lands elsewhere";
+    EXPECT_EQ(
+        nodes_[1].admin->request("DELETE", "/v1/sandboxes/" + j["id"].get<std::string>()).status,
+        204);
+    auto undrained = nodes_[1].admin->request("DELETE", "/v1/nodes/node2/drain");
+    ASSERT_EQ(undrained.status, 200);
+    EXPECT_EQ(json::parse(undrained.body)["health"], "healthy");
 }
 
 // Last: it kills node1.
 TEST_F(Fleet, KilledNodesSandboxIsUnavailableUntilTheNodeIsBack) {
-    auto& through = *nodes_[1].admin;
+    auto& through = *other().admin;
     ASSERT_EQ(through
                   .request("POST", "/v1/sandboxes/" + sandbox_ + "/exec",
                            R"({"shell":"echo kept > /tmp/marker"})")
                   .status,
               200);
-    nodes_[0].daemon->stop(SIGKILL);
+    owner().daemon->stop(SIGKILL);
     std::string answer;
     EXPECT_TRUE(test::waitFor(
         [&] {
             answer =
-                test::rawHttp(nodes_[1].daemon->port(),
+                test::rawHttp(other().daemon->port(),
                               "POST /v1/sandboxes/" + sandbox_ +
                                   "/exec HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
                                   "Authorization: Bearer " +
-                                  nodes_[1].key +
+                                  other().key +
                                   "\r\nContent-Type: application/json\r\nContent-Length: 14\r\n\r\n"
                                   R"({"cmd":["id"]})");
             return statusOf(answer) == 503;
@@ -293,13 +397,13 @@ TEST_F(Fleet, KilledNodesSandboxIsUnavailableUntilTheNodeIsBack) {
         [&] {
             auto nodes = json::parse(through.request("GET", "/v1/nodes").body);
             for (const auto& n : nodes["nodes"])
-                if (n["name"] == "node1") health = n["health"].get<std::string>();
+                if (n["name"] == owner().name) health = n["health"].get<std::string>();
             return health == "down";
         },
         15s, 250ms))
         << health;
     // Back with the same data dir: it adopts its VM and answers again.
-    nodes_[0].daemon->start();
+    owner().daemon->start();
     cli::HttpResult exec;
     EXPECT_TRUE(test::waitFor(
         [&] {

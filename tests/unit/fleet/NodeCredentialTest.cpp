@@ -3,6 +3,7 @@
 
 #include "core/Error.hpp"
 #include "fleet/NodeCredential.hpp"
+#include "support/TestEnv.hpp"
 
 using namespace airlock;
 using namespace airlock::fleet;
@@ -11,15 +12,6 @@ namespace {
 
 const std::string kToken = "0123456789abcdef0123456789abcdef-fleet";
 const ForwardedCaller kCaller{"key-1", "bot", "acme", "agent"};
-
-ErrorCode refusal(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.code();
-    }
-    return ErrorCode::internal;
-}
 
 TEST(NodeCredential, ASignedCallerIsTakenForTheCallItWasSignedFor) {
     NodeCredential c(kToken);
@@ -34,27 +26,27 @@ TEST(NodeCredential, ASignedCallerIsTakenForTheCallItWasSignedFor) {
 TEST(NodeCredential, AnotherCallAnotherTokenAnAlteredCallerOrAStaleTimeIsRefused) {
     NodeCredential c(kToken);
     auto headers = c.sign("node2", "GET", "/v1/sandboxes/sbx-a", kCaller, 1000);
-    EXPECT_EQ(refusal([&] { c.verify(headers, "DELETE", "/v1/sandboxes/sbx-a", 1000); }),
+    EXPECT_EQ(test::codeOf([&] { c.verify(headers, "DELETE", "/v1/sandboxes/sbx-a", 1000); }),
               ErrorCode::unauthorized);
-    EXPECT_EQ(refusal([&] { c.verify(headers, "GET", "/v1/sandboxes/sbx-b", 1000); }),
+    EXPECT_EQ(test::codeOf([&] { c.verify(headers, "GET", "/v1/sandboxes/sbx-b", 1000); }),
               ErrorCode::unauthorized);
-    EXPECT_EQ(refusal([&] { c.verify(headers, "GET", "/v1/sandboxes/sbx-a", 1061); }),
+    EXPECT_EQ(test::codeOf([&] { c.verify(headers, "GET", "/v1/sandboxes/sbx-a", 1061); }),
               ErrorCode::unauthorized);
-    EXPECT_EQ(refusal([&] { c.verify(headers, "GET", "/v1/sandboxes/sbx-a", 939); }),
+    EXPECT_EQ(test::codeOf([&] { c.verify(headers, "GET", "/v1/sandboxes/sbx-a", 939); }),
               ErrorCode::unauthorized);
     NodeCredential other("another-token-0123456789abcdef0123456");
-    EXPECT_EQ(refusal([&] { other.verify(headers, "GET", "/v1/sandboxes/sbx-a", 1000); }),
+    EXPECT_EQ(test::codeOf([&] { other.verify(headers, "GET", "/v1/sandboxes/sbx-a", 1000); }),
               ErrorCode::unauthorized);
     // The caller swapped for an admin under the same MAC.
     auto admin = c.sign("node2", "GET", "/v1/sandboxes/sbx-a",
                         ForwardedCaller{"key-1", "bot", "acme", "admin"}, 1000);
     auto mixed = headers;
     mixed[NodeCredential::kCaller] = admin[NodeCredential::kCaller];
-    EXPECT_EQ(refusal([&] { c.verify(mixed, "GET", "/v1/sandboxes/sbx-a", 1000); }),
+    EXPECT_EQ(test::codeOf([&] { c.verify(mixed, "GET", "/v1/sandboxes/sbx-a", 1000); }),
               ErrorCode::unauthorized);
     auto renamed = headers;
     renamed[NodeCredential::kFrom] = "node3";
-    EXPECT_EQ(refusal([&] { c.verify(renamed, "GET", "/v1/sandboxes/sbx-a", 1000); }),
+    EXPECT_EQ(test::codeOf([&] { c.verify(renamed, "GET", "/v1/sandboxes/sbx-a", 1000); }),
               ErrorCode::unauthorized);
 }
 
@@ -65,14 +57,15 @@ TEST(NodeCredential, MissingOrMalformedHeadersAreRefused) {
          {NodeCredential::kFrom, NodeCredential::kCaller, NodeCredential::kAuth}) {
         auto without = headers;
         without.erase(name);
-        EXPECT_EQ(refusal([&] { c.verify(without, "GET", "/x", 1000); }), ErrorCode::unauthorized)
+        EXPECT_EQ(test::codeOf([&] { c.verify(without, "GET", "/x", 1000); }),
+                  ErrorCode::unauthorized)
             << name;
     }
     for (const char* auth :
          {"v1:", "v1:abc:00", "v2:1000:00", "v1:1000", "", "v1:99999999999999999999:0"}) {
         auto bad = headers;
         bad[NodeCredential::kAuth] = auth;
-        EXPECT_EQ(refusal([&] { c.verify(bad, "GET", "/x", 1000); }), ErrorCode::unauthorized)
+        EXPECT_EQ(test::codeOf([&] { c.verify(bad, "GET", "/x", 1000); }), ErrorCode::unauthorized)
             << auth;
     }
     EXPECT_THROW(NodeCredential("short"), Error);
