@@ -254,6 +254,7 @@ class Router {
     nlohmann::json withNode(nlohmann::json sandbox) const;
     // The other nodes' sandboxes in a fleet-wide list (RouterNodes.cpp).
     void addFleetSandboxes(Context& c, nlohmann::json& list);
+    void addOtherNodesSandboxes(Context& c, nlohmann::json& list);
     // A create placed on a node of the fleet (RouterNodes.cpp).
     ApiResponse placeCreate(Context& c, const CreateSandboxRequest& request);
     // Writes why a sandbox made here is here into the fleet's record.

@@ -119,6 +119,16 @@ nlohmann::json Router::withNode(nlohmann::json sandbox) const {
 }
 
 void Router::addFleetSandboxes(Context& c, nlohmann::json& list) {
+    try {
+        addOtherNodesSandboxes(c, list);
+    } catch (const Error& e) {
+        // Without etcd this node still lists its own.
+        logWarn("fleet",
+                std::string("a fleet-wide list has only this node's sandboxes: ") + e.what());
+    }
+}
+
+void Router::addOtherNodesSandboxes(Context& c, nlohmann::json& list) {
     // Each other node lists its own, for this caller (signed in, so the
     // node answers as it would the caller; a signed call does not fan out).
     std::set<std::string> answered{fleet_->self()};

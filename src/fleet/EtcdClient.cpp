@@ -162,6 +162,18 @@ EtcdClient::EtcdClient(const std::vector<std::string>& urls, const EtcdTls& tls,
 EtcdClient::~EtcdClient() = default;
 
 json EtcdClient::call(const std::string& path, const json& body, bool idempotent) {
+    auto start = Clock::now();
+    if (start - Clock::time_point(Clock::duration(failedAt_.load())) < std::chrono::seconds(1))
+        throw Error(ErrorCode::unavailable, "etcd: no member answered a moment ago");
+    try {
+        return attempt(path, body, idempotent);
+    } catch (const Error& e) {
+        if (e.code() == ErrorCode::unavailable) failedAt_ = Clock::now().time_since_epoch().count();
+        throw;
+    }
+}
+
+json EtcdClient::attempt(const std::string& path, const json& body, bool idempotent) {
     auto deadline = Clock::now() + timeout_;
     std::string text = jsonText(body);
     std::string why;

@@ -31,7 +31,8 @@ struct EtcdTls {
 // answered: a member that refuses the connection or answers 503 (no leader
 // on its side) passes the call to the next. A call whose request went out
 // and got no answer is retried elsewhere only when it changes nothing (a
-// read, a keepalive); otherwise its outcome is unknown and it throws.
+// read, a keepalive); otherwise its outcome is unknown and it throws. For a
+// second after no member answered, calls fail at once.
 class EtcdClient final : public KeyValueStore {
   public:
     // urls: http(s)://host:port of each member.
@@ -63,12 +64,17 @@ class EtcdClient final : public KeyValueStore {
     // Throws Error(unavailable) when no member answers, Error(conflict)
     // for etcd's refusals of the request itself.
     nlohmann::json call(const std::string& path, const nlohmann::json& body, bool idempotent);
+    nlohmann::json attempt(const std::string& path, const nlohmann::json& body, bool idempotent);
 
     std::vector<Member> members_;
     std::vector<std::string> urlTexts_;
     std::shared_ptr<boost::asio::ssl::context> tls_;
     std::chrono::milliseconds timeout_;
     std::atomic<std::size_t> current_{0};
+    // When a call last found no member answering (steady clock ticks): for
+    // a second after, calls fail at once instead of waiting out their
+    // deadline again (no quorum makes every call 503 quickly).
+    std::atomic<std::chrono::steady_clock::rep> failedAt_{0};
 };
 
 }  // namespace airlock::fleet

@@ -79,23 +79,57 @@ std::optional<ApiKeys::Created> FleetApiKeys::createFirstAdmin() {
     }
 }
 
+namespace {
+constexpr auto kRememberFor = std::chrono::minutes(10);
+}
+
+void FleetApiKeys::remember(std::map<std::string, Seen>& seen, const std::string& k,
+                            const std::optional<ApiKeyRecord>& r) {
+    std::lock_guard lock(mutex_);
+    if (seen.size() > 100000) seen.clear();  // bounded: a flood of unknown keys
+    seen[k] = Seen{r, std::chrono::steady_clock::now()};
+}
+
+std::optional<ApiKeyRecord> FleetApiKeys::remembered(std::map<std::string, Seen>& seen,
+                                                     const std::string& k) {
+    std::lock_guard lock(mutex_);
+    auto it = seen.find(k);
+    if (it == seen.end() || std::chrono::steady_clock::now() - it->second.at > kRememberFor)
+        throw Error(
+            ErrorCode::unavailable,
+            "the fleet's store (etcd) does not answer, and this node has not seen this key lately");
+    return it->second.record;
+}
+
 std::optional<ApiKeyRecord> FleetApiKeys::findValid(const std::string& key, std::int64_t now) {
     if (key.empty() || key.size() > 256) return std::nullopt;
     // Looking up by hash: the clear key never leaves this node.
-    auto kv = store_.get(kByHash + sha256Hex(key));
-    if (!kv) return std::nullopt;
-    auto r = recordOf(kv->value);
-    if (!live(r, now)) return std::nullopt;
+    std::string hash = sha256Hex(key);
+    std::optional<ApiKeyRecord> r;
+    try {
+        auto kv = store_.get(kByHash + hash);
+        if (kv) r = recordOf(kv->value);
+        remember(byHash_, hash, r);
+    } catch (const Error& e) {
+        if (e.code() != ErrorCode::unavailable) throw;
+        r = remembered(byHash_, hash);
+    }
+    if (!r || !live(*r, now)) return std::nullopt;
     return r;
 }
 
 std::optional<ApiKeyRecord> FleetApiKeys::find(const std::string& id) {
     if (id.empty() || id.size() > 64 || id.find('/') != std::string::npos) return std::nullopt;
-    auto hash = store_.get(kById + id);
-    if (!hash) return std::nullopt;
-    auto kv = store_.get(kByHash + hash->value);
-    if (!kv) return std::nullopt;
-    return recordOf(kv->value);
+    std::optional<ApiKeyRecord> r;
+    try {
+        if (auto hash = store_.get(kById + id))
+            if (auto kv = store_.get(kByHash + hash->value)) r = recordOf(kv->value);
+        remember(byId_, id, r);
+    } catch (const Error& e) {
+        if (e.code() != ErrorCode::unavailable) throw;
+        r = remembered(byId_, id);
+    }
+    return r;
 }
 
 std::vector<ApiKeyRecord> FleetApiKeys::list(const std::optional<std::string>& tenant) {

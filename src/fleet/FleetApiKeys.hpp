@@ -1,4 +1,8 @@
 #pragma once
+#include <chrono>
+#include <map>
+#include <mutex>
+
 #include "fleet/KeyValueStore.hpp"
 #include "store/ApiKeys.hpp"
 
@@ -9,6 +13,10 @@ namespace airlock::fleet {
 // linearizable get), /airlock/keys/id/<id> its hash. A key minted on any
 // node works on every node; a revoked one is refused everywhere on the next
 // call. Both keys of a record change in one transaction.
+//
+// When etcd cannot answer (no quorum), a key this node saw in the last ten
+// minutes is taken as it was then: running sandboxes stay reachable on
+// healthy nodes; a revocation made meanwhile holds once etcd is back.
 class FleetApiKeys final : public ApiKeys {
   public:
     explicit FleetApiKeys(KeyValueStore& store) : store_(store) {}
@@ -25,6 +33,15 @@ class FleetApiKeys final : public ApiKeys {
     bool empty() override;
 
   private:
+    struct Seen {
+        std::optional<ApiKeyRecord> record;  // nullopt: known absent
+        std::chrono::steady_clock::time_point at;
+    };
+    std::optional<ApiKeyRecord> remembered(std::map<std::string, Seen>& seen, const std::string& k);
+    void remember(std::map<std::string, Seen>& seen, const std::string& k,
+                  const std::optional<ApiKeyRecord>& r);
+    std::mutex mutex_;
+    std::map<std::string, Seen> byHash_, byId_;
     Created mint(const std::string& tenant, Role role, const std::string& name,
                  std::int64_t expiresAt, bool first);
     KeyValueStore& store_;

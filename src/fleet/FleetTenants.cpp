@@ -43,9 +43,23 @@ void FleetTenants::put(const TenantRecord& t) {
 
 std::optional<TenantRecord> FleetTenants::find(const std::string& name) {
     if (!plainName(name)) return std::nullopt;
-    auto kv = store_.get(kTenants + name);
-    if (!kv) return std::nullopt;
-    return tenantFromJson(name, kv->value);
+    std::optional<TenantRecord> t;
+    try {
+        auto kv = store_.get(kTenants + name);
+        if (kv) t = tenantFromJson(name, kv->value);
+    } catch (const Error& e) {
+        if (e.code() != ErrorCode::unavailable) throw;
+        std::lock_guard lock(mutex_);
+        auto it = seen_.find(name);
+        if (it == seen_.end() ||
+            std::chrono::steady_clock::now() - it->second.at > std::chrono::minutes(10))
+            throw;
+        return it->second.record;
+    }
+    std::lock_guard lock(mutex_);
+    if (seen_.size() > 100000) seen_.clear();
+    seen_[name] = Seen{t, std::chrono::steady_clock::now()};
+    return t;
 }
 
 std::vector<TenantRecord> FleetTenants::list() {

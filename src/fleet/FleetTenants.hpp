@@ -1,4 +1,8 @@
 #pragma once
+#include <chrono>
+#include <map>
+#include <mutex>
+
 #include "controller/SharedUsage.hpp"
 #include "fleet/KeyValueStore.hpp"
 #include "store/TenantStore.hpp"
@@ -7,7 +11,9 @@ namespace airlock::fleet {
 
 // A fleet's tenants in etcd: /airlock/tenants/<name> holds a tenant's
 // settings (quota, command rules, network bound, package rules), set
-// through any node and read by every node at each create.
+// through any node and read by every node at each create. When etcd cannot
+// answer, the settings this node read in the last ten minutes hold (an
+// exec's tenant rules keep applying; creates fail on their quota anyway).
 class FleetTenants final : public Tenants {
   public:
     explicit FleetTenants(KeyValueStore& store) : store_(store) {}
@@ -16,7 +22,13 @@ class FleetTenants final : public Tenants {
     std::vector<TenantRecord> list() override;
 
   private:
+    struct Seen {
+        std::optional<TenantRecord> record;
+        std::chrono::steady_clock::time_point at;
+    };
     KeyValueStore& store_;
+    std::mutex mutex_;
+    std::map<std::string, Seen> seen_;
 };
 
 // What each tenant's sandboxes hold across the fleet: one key per sandbox

@@ -358,6 +358,36 @@ TEST_F(Fleet, ADrainedNodeGetsNoNewSandboxes) {
     EXPECT_EQ(json::parse(undrained.body)["health"], "healthy");
 }
 
+TEST_F(Fleet, WithoutEtcdRunningSandboxesAnswerAndCreatesAreRefusedClearly) {
+    auto& client = *owner().admin;
+    ASSERT_EQ(
+        client.request("POST", "/v1/sandboxes/" + sandbox_ + "/exec", R"({"cmd":["true"]})").status,
+        200);
+    etcd_->stop(0);
+    auto exec = client.request("POST", "/v1/sandboxes/" + sandbox_ + "/exec",
+                               R"x({"shell":"echo still-$((40+2))"})x");
+    EXPECT_EQ(exec.status, 200) << exec.body;
+    EXPECT_NE(exec.body.find("still-42"), std::string::npos) << exec.body;
+    auto started = std::chrono::steady_clock::now();
+    auto create = client.request("POST", "/v1/sandboxes", R"({"template":"minimal"})");
+    EXPECT_EQ(create.status, 503) << create.body;
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 10s)
+        << "a create without etcd fails fast";
+    etcd_->start(0);
+    cli::HttpResult again;
+    EXPECT_TRUE(test::waitFor(
+        [&] {
+            again = client.request("GET", "/v1/nodes");
+            auto j = json::parse(again.body, nullptr, false);
+            if (again.status != 200 || !j.is_object()) return false;
+            int healthy = 0;
+            for (const auto& n : j["nodes"]) healthy += n["health"] == "healthy";
+            return healthy == 2;
+        },
+        30s, 250ms))
+        << again.status << " " << again.body;
+}
+
 // Last: it kills node1.
 TEST_F(Fleet, KilledNodesSandboxIsUnavailableUntilTheNodeIsBack) {
     auto& through = *other().admin;

@@ -9,6 +9,7 @@
 #include "core/Sha256.hpp"
 #include "fleet/FleetApiKeys.hpp"
 #include "support/FakeKeyValueStore.hpp"
+#include "support/TestEnv.hpp"
 
 using namespace airlock;
 using namespace airlock::fleet;
@@ -81,17 +82,25 @@ TEST(FleetApiKeys, OfNodesStartingAtOnceExactlyOneMakesTheFirstAdminKey) {
     EXPECT_FALSE(keys.createFirstAdmin());
 }
 
-TEST(FleetApiKeys, AnUnreachableStoreIsAnErrorNotAnUnknownKey) {
+TEST(FleetApiKeys, WithoutTheStoreAKeySeenLatelyHoldsAndAnUnseenOneIsUnavailable) {
     test::FakeKeyValueStore store;
     FleetApiKeys keys(store);
-    auto created = keys.create("acme", Role::agent, "bot");
+    auto seen = keys.create("acme", Role::agent, "bot");
+    auto unseen = keys.create("acme", Role::agent, "other");
+    auto revoked = keys.create("acme", Role::agent, "gone");
+    ASSERT_TRUE(keys.findValid(seen.key, 0));
+    ASSERT_TRUE(keys.findValid(revoked.key, 0));
+    keys.remove(revoked.record.id);
+    EXPECT_FALSE(keys.findValid(revoked.key, 0));
     store.unavailable(true);
-    try {
-        keys.findValid(created.key, 0);
-        FAIL() << "a lookup without the store answered";
-    } catch (const Error& e) {
-        EXPECT_EQ(e.code(), ErrorCode::unavailable);
-    }
+    // Running sandboxes stay reachable with the keys that reached them.
+    auto held = keys.findValid(seen.key, 0);
+    ASSERT_TRUE(held);
+    EXPECT_EQ(held->id, seen.record.id);
+    EXPECT_FALSE(keys.findValid(revoked.key, 0)) << "seen revoked: stays revoked";
+    EXPECT_EQ(test::codeOf([&] { keys.findValid(unseen.key, 0); }), ErrorCode::unavailable);
+    EXPECT_EQ(test::codeOf([&] { keys.create("acme", Role::agent, "new"); }),
+              ErrorCode::unavailable);
 }
 
 }  // namespace
