@@ -26,6 +26,7 @@ class EtcdCluster {
     void stop(int member);
     void start(int member);
     bool healthy(int member) const;
+    pid_t pid(int member) const { return members_.at(static_cast<std::size_t>(member)).process.pid(); }
     std::string log(int member) const;
 
   private:
