@@ -9,7 +9,7 @@ timing_mark() {
 }
 timing_table() {
   [[ -n ${AIRLOCK_TIMING:-} && -s $AIRLOCK_TIMING ]] || return 0
-  echo "== where the time went (seconds; ctest entries run two at a time, beside the ASan and fuzz builds)"
+  echo "== where the time went (seconds; lane entries run two at a time beside the ASan and fuzz builds; the sanitized tests beside the entries that run alone)"
   awk -F'\t' '{ printf "  %-40s %6d\n", $1, $2; if ($1 !~ /^  /) total += $2 }
     END { printf "  %-40s %6d\n", "total", total }' "$AIRLOCK_TIMING"
 }
