@@ -139,14 +139,16 @@ TEST_F(AgentPipeTest, AStreamOpenedAfterFinishIsCancelledAndDeliversNothing) {
         std::ofstream out(dir.path() + "/small");
         out << "hello";
     }
-    AgentPipe pipe(strand, workers);
+    // Owned as a session owns its pipe: what open() posts keeps it alive.
+    auto held = std::make_shared<AgentPipe>(strand, workers);
+    AgentPipe& pipe = *held;
     std::atomic<int> events{0}, openedCalls{0};
     pipe.onEvent([&](AgentStream::Event&&) { ++events; });
     std::promise<void> opening, release;
     auto gate = release.get_future().share();
     std::promise<std::shared_ptr<AgentStream>> opened;  // the test's own handle on it
     pipe.open(
-        owner,
+        held,
         [&, gate](AgentStream::Handler h) {
             opening.set_value();
             gate.wait();  // the client leaves while the stream is being opened
@@ -167,6 +169,11 @@ TEST_F(AgentPipeTest, AStreamOpenedAfterFinishIsCancelledAndDeliversNothing) {
     EXPECT_EQ(events.load(), 0);
     EXPECT_TRUE(pipe.finished());
     EXPECT_EQ(pipe.stream(), nullptr);
+    // The stream may end (its file read whole) before open()'s last step
+    // left the strand: the pipe goes once nothing holds it (the stream's
+    // handler holds it too, until the stream goes).
+    stream.reset();
+    EXPECT_TRUE(test::waitFor([&] { return held.use_count() == 1; }, std::chrono::seconds(10)));
 }
 
 }  // namespace
