@@ -24,7 +24,26 @@ ForwardSession::ForwardSession(beast::tcp_stream&& client, beast::flat_buffer&& 
       buffer_(std::move(buffer)),
       head_(std::move(head)),
       target_(std::move(target)),
-      slots_(std::move(slots)) {}
+      slots_(std::move(slots)),
+      idleTimer_(client_.get_executor()),
+      lastActivity_(std::chrono::steady_clock::now()) {}
+
+namespace {
+constexpr auto kIdleLimit = std::chrono::minutes(10);
+}
+
+void ForwardSession::watchIdle() {
+    idleTimer_.expires_after(std::chrono::minutes(1));
+    idleTimer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+        if (ec || self->finished_) return;
+        if (std::chrono::steady_clock::now() - self->lastActivity_ > kIdleLimit) {
+            logInfo("fleet", "a forwarded connection to node " + self->target_.node +
+                                 " was idle for ten minutes: closed");
+            return self->finish();
+        }
+        self->watchIdle();
+    });
+}
 
 void ForwardSession::start() {
     // Only this node's signature says who calls: whatever the client sent
@@ -77,6 +96,7 @@ void ForwardSession::onConnected(beast::error_code ec) {
                           self->down_->to = &self->client_;
                           self->pump(*self->up_);
                           self->pump(*self->down_);
+                          self->watchIdle();
                       });
 }
 
@@ -96,6 +116,7 @@ void ForwardSession::pump(Direction& d) {
                     self->finish();
                 return;
             }
+            self->lastActivity_ = std::chrono::steady_clock::now();
             asio::async_write(*d.to, asio::buffer(d.buffer.data(), n),
                               [self, &d](beast::error_code e, std::size_t) {
                                   if (self->finished_) return;
@@ -120,6 +141,7 @@ void ForwardSession::unavailable(const std::string& why) {
 void ForwardSession::finish() {
     if (finished_) return;
     finished_ = true;
+    idleTimer_.cancel();
     beast::error_code ignored;
     owner_.socket().shutdown(tcp::socket::shutdown_both, ignored);
     owner_.socket().close(ignored);

@@ -1,7 +1,9 @@
 #pragma once
 #include <array>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,7 +17,9 @@ namespace airlock::api {
 // arrives, the answer, WebSocket frames), each direction reading only once
 // its last write is done, so neither side's speed makes anything buffer.
 // The forwarded request asks the owner to close after answering (unless it
-// is an upgrade): one forwarded request per connection.
+// is an upgrade): one forwarded request per connection. Ten minutes
+// without a byte either way end it (a stalled client or owner holds no
+// connection for ever; a quiet exec stream sends its keepalives).
 class ForwardSession : public std::enable_shared_from_this<ForwardSession> {
   public:
     struct Target {
@@ -38,6 +42,7 @@ class ForwardSession : public std::enable_shared_from_this<ForwardSession> {
     void pump(Direction& d);
     void unavailable(const std::string& why);
     void finish();
+    void watchIdle();
 
     boost::beast::tcp_stream client_;
     boost::beast::tcp_stream owner_;
@@ -48,6 +53,8 @@ class ForwardSession : public std::enable_shared_from_this<ForwardSession> {
     std::string first_;
     std::unique_ptr<Direction> up_, down_;  // client -> owner, owner -> client
     bool finished_ = false;
+    boost::asio::steady_timer idleTimer_;
+    std::chrono::steady_clock::time_point lastActivity_;
 };
 
 }  // namespace airlock::api
