@@ -17,12 +17,14 @@
 #include "core/Clock.hpp"
 #include "evidence/EvidenceService.hpp"
 #include "fleet/Fleet.hpp"
+#include "api/IncomingMoves.hpp"
+#include "api/SandboxMover.hpp"
 #include "fleet/HttpExchange.hpp"
 #include "packages/PackageRules.hpp"
 
 namespace airlock::api {
 
-void Router::add(std::string method, const std::string& pattern, Roles roles, Handler handler) {
+Route& Router::add(std::string method, const std::string& pattern, Roles roles, Handler handler) {
     Route r;
     r.method = std::move(method);
     RouteTable::setPattern(r, pattern);
@@ -30,12 +32,12 @@ void Router::add(std::string method, const std::string& pattern, Roles roles, Ha
     r.handler = [handler = std::move(handler)](Context& c, Respond respond) {
         respond(handler(c));
     };
-    table_.add(std::move(r));
+    return table_.add(std::move(r));
 }
 
-void Router::add(std::string method, const std::string& pattern, Roles roles,
-                 ApiResponse (Router::*handler)(Context&)) {
-    add(std::move(method), pattern, roles,
+Route& Router::add(std::string method, const std::string& pattern, Roles roles,
+                   ApiResponse (Router::*handler)(Context&)) {
+    return add(std::move(method), pattern, roles,
         Handler([this, handler](Context& c) { return (this->*handler)(c); }));
 }
 
@@ -182,7 +184,8 @@ std::optional<Principal> Router::forwardedCaller(const ApiRequest& head) {
 
 std::optional<Router::RemoteSandbox> Router::remoteSandbox(const std::string& id) {
     if (!fleet_ || id.rfind("sbx-", 0) != 0) return std::nullopt;
-    if (services_.sandboxes.ownerOf(id)) return std::nullopt;  // here
+    // Here, unless it is moving away and its new node answers for it now.
+    if (services_.sandboxes.ownerOf(id) && !(mover_ && mover_->leaving(id))) return std::nullopt;
     auto placed = fleet_->directory().find(id);
     if (!placed || placed->node == fleet_->self()) return std::nullopt;
     return RemoteSandbox{placed->tenant, placed->node};
@@ -204,7 +207,7 @@ Router::Admission::Forward Router::forwardTo(const RemoteSandbox& where, const A
         if (!head.target.empty()) target = head.target;
         f.headers = fleet_->credential().sign(
             fleet_->self(), head.method, target,
-            fleet::ForwardedCaller{caller->keyId, caller->keyName, caller->tenant, roleName(caller->role)},
+            carriedCaller(*caller),
             nowUnixSeconds());
     }
     return f;
@@ -357,6 +360,11 @@ Router::Router(FrontDoorServices services, Authenticator& auth, ApiKeys& keys,
     add("GET", "/v1/nodes", kAdmins, &Router::listNodes);
     add("POST", "/v1/nodes/{}/drain", kAdmins, &Router::drainNode);
     add("DELETE", "/v1/nodes/{}/drain", kAdmins, &Router::undrainNode);
+    add("POST", "/v1/internal/moves", kAdmins, &Router::beginArrival);
+    add("PUT", "/v1/internal/moves/piece", kAdmins, &Router::arrivalPiece).bodyLimit =
+        IncomingMoves::kPieceBytes;
+    add("POST", "/v1/internal/moves/start", kAdmins, &Router::startArrival);
+    add("DELETE", "/v1/internal/moves", kAdmins, &Router::abortArrival);
 
     // Credentials and repository workspaces (RouterWorkspaces.cpp).
     add("POST", "/v1/credentials", kAdmins, &Router::createCredential);

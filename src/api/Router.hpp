@@ -26,6 +26,7 @@ namespace fleet {
 class Fleet;
 class NodeMembership;
 struct NodeCapacity;
+struct ForwardedCaller;
 }  // namespace fleet
 }  // namespace airlock
 
@@ -33,6 +34,8 @@ namespace airlock::api {
 
 class E2bApi;
 class E2bEnvd;
+class IncomingMoves;
+class SandboxMover;
 
 // The single route table of every front door (native, E2B control plane,
 // E2B envd and guest ports). The HTTP session selects a row from a request's
@@ -134,6 +137,12 @@ class Router {
     // The fleet's directory and node credential: requests for sandboxes of
     // other nodes are forwarded, forwarded requests are taken from nodes.
     void setFleet(fleet::Fleet* fleet) { fleet_ = fleet; }
+    // A drain with move: this node's sandboxes leave through the mover;
+    // other nodes' arrive here (without: a drain cannot move).
+    void setMoves(IncomingMoves* incoming, SandboxMover* mover) {
+        incoming_ = incoming;
+        mover_ = mover;
+    }
     // The E2B front door: its rows join the table; its access tokens are a
     // credential admit() checks.
     void setE2b(E2bApi& control, E2bEnvd& envd, const e2b::SandboxTokens& tokens);
@@ -159,9 +168,9 @@ class Router {
     std::string metricsText();
 
   private:
-    void add(std::string method, const std::string& pattern, Roles roles, Handler handler);
-    void add(std::string method, const std::string& pattern, Roles roles,
-             ApiResponse (Router::*handler)(Context&));
+    Route& add(std::string method, const std::string& pattern, Roles roles, Handler handler);
+    Route& add(std::string method, const std::string& pattern, Roles roles,
+               ApiResponse (Router::*handler)(Context&));
     void add(std::string method, const std::string& pattern, Roles roles,
              void (Router::*handler)(Context&, Respond));
     // A pattern ending in "/**" matches every path below it.
@@ -210,6 +219,16 @@ class Router {
     ApiResponse drainNode(Context& c);
     ApiResponse undrainNode(Context& c);
     ApiResponse setDraining(Context& c, bool draining);
+    // Another node's drain: asked of that node, as this caller.
+    ApiResponse drainElsewhere(Context& c);
+    // Who a node-to-node call acts for: the caller this node authenticated.
+    static fleet::ForwardedCaller carriedCaller(const Principal& p);
+    // Sandboxes arriving from another node (RouterMoves.cpp): node-signed calls only.
+    ApiResponse beginArrival(Context& c);
+    ApiResponse arrivalPiece(Context& c);
+    ApiResponse startArrival(Context& c);
+    ApiResponse abortArrival(Context& c);
+    IncomingMoves& arrivals(const Context& c);
     // Credentials and repository workspaces (RouterWorkspaces.cpp).
     ApiResponse createCredential(Context& c);
     ApiResponse listCredentials(Context& c);
@@ -280,6 +299,8 @@ class Router {
     EvidenceService* evidence_ = nullptr;
     fleet::NodeMembership* membership_ = nullptr;
     fleet::Fleet* fleet_ = nullptr;
+    IncomingMoves* incoming_ = nullptr;
+    SandboxMover* mover_ = nullptr;
     std::function<fleet::NodeCapacity()> localCapacity_;
     E2bEnvd* e2bEnvd_ = nullptr;
     const e2b::SandboxTokens* e2bTokens_ = nullptr;

@@ -5,6 +5,7 @@
 #include "api/ErrorMapping.hpp"
 #include "api/RequestParsing.hpp"
 #include "api/Router.hpp"
+#include "api/SandboxMover.hpp"
 #include "core/Clock.hpp"
 #include "core/Log.hpp"
 #include "fleet/Fleet.hpp"
@@ -87,12 +88,38 @@ ApiResponse Router::drainNode(Context& c) {
             move = v.get<bool>();
         }
     }
-    if (move)
-        throw Error(
-            ErrorCode::unprocessable,
-            "moving running sandboxes to other nodes is not available yet: drain without "
-            "\"move\" (no new sandboxes land on the node), then delete or recreate its sandboxes");
-    return setDraining(c, true);
+    if (!move) return setDraining(c, true);
+    // The drained node moves its own sandboxes: asked of it from here.
+    if (c.params[0] != membership_->name()) return drainElsewhere(c);
+    if (!mover_)
+        throw Error(ErrorCode::unavailable, "this node cannot move sandboxes to other nodes");
+    auto answer = setDraining(c, true);
+    auto j = nlohmann::json::parse(answer.body);
+    j["moving"] = mover_->start();
+    return jsonResponse(202, j);
+}
+
+ApiResponse Router::drainElsewhere(Context& c) {
+    const std::string& name = c.params[0];
+    if (!c.principal.forwardedBy.empty())
+        throw Error(ErrorCode::conflict, "node " + name + " is not this node (" +
+                                             membership_->name() + "); asked by a node");
+    bool known = false;
+    for (const auto& s : membership_->nodes()) known = known || s.record.name == name;
+    if (!known) throw Error(ErrorCode::not_found, "no node " + name + " in the fleet");
+    auto peer = fleet_ ? fleet_->peer(name) : std::nullopt;
+    if (!peer)
+        throw Error(ErrorCode::node_unavailable,
+                    "node " + name + " is unavailable: it cannot move its sandboxes now");
+    std::string target = "/v1/nodes/" + name + "/drain";
+    auto headers = fleet_->credential().sign(fleet_->self(), "POST", target, carriedCaller(c.principal),
+                                             nowUnixSeconds());
+    auto answer = fleet::httpExchange(*peer, "POST", target, headers, c.request.body,
+                                      std::chrono::steady_clock::now() + std::chrono::seconds(30),
+                                      1 << 20);
+    if (answer.outcome != fleet::HttpOutcome::answered)
+        throw Error(ErrorCode::node_unavailable, "node " + name + " did not answer: " + answer.why);
+    return ApiResponse{answer.status, "application/json", answer.body};
 }
 
 // DELETE /v1/nodes/{name}/drain: the node takes new sandboxes again.
@@ -111,6 +138,10 @@ ApiResponse Router::setDraining(Context& c, bool draining) {
         return jsonResponse(200, nodeJson(s, name == membership_->name()));
     }
     throw Error(ErrorCode::not_found, "no node " + name + " in the fleet");
+}
+
+fleet::ForwardedCaller Router::carriedCaller(const Principal& p) {
+    return fleet::ForwardedCaller{p.keyId, p.keyName, p.tenant, std::string(roleName(p.role))};
 }
 
 nlohmann::json Router::withNode(nlohmann::json sandbox) const {
@@ -132,8 +163,7 @@ void Router::addOtherNodesSandboxes(Context& c, nlohmann::json& list) {
     // Each other node lists its own, for this caller (signed in, so the
     // node answers as it would the caller; a signed call does not fan out).
     std::set<std::string> answered{fleet_->self()};
-    fleet::ForwardedCaller caller{c.principal.keyId, c.principal.keyName, c.principal.tenant,
-                                  std::string(roleName(c.principal.role))};
+    auto caller = carriedCaller(c.principal);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     auto nodes = fleet_->nodes();
     for (const auto& node : nodes) {
@@ -201,8 +231,7 @@ ApiResponse Router::placeCreate(Context& c, const CreateSandboxRequest& request)
                     "no node of the fleet can take this sandbox now (its " +
                         std::string(request.snapshot.empty() ? "template" : "snapshot") +
                         ", its memory, or every node draining or down)");
-    fleet::ForwardedCaller caller{c.principal.keyId, c.principal.keyName, c.principal.tenant,
-                                  std::string(roleName(c.principal.role))};
+    auto caller = carriedCaller(c.principal);
     std::string refusals;
     // Three nodes at most, as E2B's placement: a node that cannot be
     // reached, or says it has no room, passes the create to the next.

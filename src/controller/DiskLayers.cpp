@@ -34,13 +34,11 @@ std::uint64_t qcow2VirtualSize(const std::string& path) {
     return size;
 }
 
-void createOverlay(const std::string& stagingDir, const std::string& dir, const std::string& name,
-                   const std::string& backing, std::uint64_t virtualSize,
-                   std::optional<std::pair<unsigned, unsigned>> owner) {
-    std::string staged = stagingDir + "/" + newId("ov-") + ".qcow2";
-    // No shell: the paths are ours, but argv keeps it that way.
-    std::vector<std::string> args = {"qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-u",
-                                     "-b",       backing,  staged, std::to_string(virtualSize)};
+namespace {
+
+// No shell: the paths are ours, but argv keeps it that way.
+void runQemuImg(std::vector<std::string> args, const std::string& what) {
+    args.insert(args.begin(), "qemu-img");
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -55,22 +53,54 @@ void createOverlay(const std::string& stagingDir, const std::string& dir, const 
     while (::waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR) throw Error(ErrorCode::internal, "waitpid qemu-img failed");
     }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        throw Error(ErrorCode::internal, "qemu-img " + what + " failed");
+}
+
+}  // namespace
+
+void createOverlay(const std::string& stagingDir, const std::string& dir, const std::string& name,
+                   const std::string& backing, std::uint64_t virtualSize,
+                   std::optional<std::pair<unsigned, unsigned>> owner) {
+    std::string staged = stagingDir + "/" + newId("ov-") + ".qcow2";
     try {
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-            throw Error(ErrorCode::internal, "qemu-img create " + name + " failed");
-        auto stagingFd = safefs::openDir(stagingDir);
-        auto file = safefs::openFileAt(stagingFd.get(), fs::path(staged).filename().string());
+        runQemuImg({"create", "-q", "-f", "qcow2", "-F", "qcow2", "-u", "-b", backing, staged,
+                    std::to_string(virtualSize)},
+                   "create " + name);
+    } catch (...) {
+        ::unlink(staged.c_str());
+        throw;
+    }
+    installDisk(stagingDir, fs::path(staged).filename().string(), dir, name, owner);
+}
+
+void installDisk(const std::string& stagingDir, const std::string& stagedName,
+                 const std::string& dir, const std::string& name,
+                 std::optional<std::pair<unsigned, unsigned>> owner) {
+    auto stagingFd = safefs::openDir(stagingDir);
+    try {
+        auto file = safefs::openFileAt(stagingFd.get(), stagedName);
         ::fchmod(file.get(), 0600);
         if (owner && ::fchown(file.get(), owner->first, owner->second) != 0)
             throw Error(ErrorCode::internal, "cannot hand " + name + " to its QEMU uid");
         // rename() replaces a planted name (even a symlink) instead of following it.
         auto target = safefs::openDir(dir);
-        if (::renameat(stagingFd.get(), fs::path(staged).filename().c_str(), target.get(), name.c_str()) != 0)
-            throw Error(ErrorCode::internal, "cannot move the overlay into " + dir);
+        if (::renameat(stagingFd.get(), stagedName.c_str(), target.get(), name.c_str()) != 0)
+            throw Error(ErrorCode::internal, "cannot move the disk into " + dir);
     } catch (...) {
-        ::unlink(staged.c_str());
+        ::unlinkat(stagingFd.get(), stagedName.c_str(), 0);
         throw;
     }
+}
+
+void flattenOnto(const std::string& image, const std::string& base) {
+    runQemuImg({"rebase", "-q", "-f", "qcow2", "-F", "qcow2", "-b", base, image},
+               "rebase (flatten) of " + fs::path(image).filename().string());
+}
+
+void rebaseInPlace(const std::string& image, const std::string& base) {
+    runQemuImg({"rebase", "-q", "-u", "-f", "qcow2", "-F", "qcow2", "-b", base, image},
+               "rebase of " + fs::path(image).filename().string());
 }
 
 }  // namespace airlock

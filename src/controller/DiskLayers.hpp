@@ -21,4 +21,19 @@ void createOverlay(const std::string& stagingDir, const std::string& dir, const 
                    const std::string& backing, std::uint64_t virtualSize,
                    std::optional<std::pair<unsigned, unsigned>> owner);
 
+// Moves `stagedName` from stagingDir (root's alone) into dir as `name`,
+// handed to `owner` first: the last step of createOverlay, and of a disk
+// that came from another host. The staged file goes on failure.
+void installDisk(const std::string& stagingDir, const std::string& stagedName,
+                 const std::string& dir, const std::string& name,
+                 std::optional<std::pair<unsigned, unsigned>> owner);
+
+// A disk leaving for another host: `image` (a copy of an overlay) is made to
+// read `base` (the template's image) alone, the data of every layer between
+// copied into it (qemu-img's safe rebase).
+void flattenOnto(const std::string& image, const std::string& base);
+// The header alone names a new backing file (the same template's image at
+// this host's path); nothing is read or copied.
+void rebaseInPlace(const std::string& image, const std::string& base);
+
 }  // namespace airlock

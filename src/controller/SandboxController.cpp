@@ -383,7 +383,8 @@ std::optional<std::string> SandboxController::ownerOf(const std::string& id) {
     return owner;
 }
 
-void SandboxController::teardown(const std::string& id, const std::string& why) {
+void SandboxController::teardown(const std::string& id, const std::string& why,
+                                 bool releaseUsage) {
     // Before the VM goes: calls still open learn why, not "guest gone", and
     // none reconnects to it.
     agents_.retire(id, "sandbox " + id + " is gone: " + why);
@@ -393,7 +394,7 @@ void SandboxController::teardown(const std::string& id, const std::string& why) 
     ports_.removeAll(id);
     auto gone = store_.find(id);
     store_.remove(id);
-    if (gone) tenantLimits_.released(*gone);
+    if (gone && releaseUsage) tenantLimits_.released(*gone);
     if (gone && gone->qemuUid > 0) uids_.release(static_cast<std::uint32_t>(gone->qemuUid));
     // Its disk chain may have been the last reader of a deleted snapshot's layer.
     snapshotLibrary_.collect();

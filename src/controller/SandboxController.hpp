@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "controller/SandboxCommands.hpp"
 #include "controller/SandboxEvidenceSource.hpp"
 #include "controller/SandboxHooks.hpp"
+#include "controller/SandboxMoves.hpp"
 #include "controller/SandboxNetwork.hpp"
 #include "controller/Sandboxes.hpp"
 #include "controller/SandboxSecrets.hpp"
@@ -141,7 +143,8 @@ class SandboxController : private Sandboxes,
                           private HostStatus,
                           private SandboxAccess,
                           private SandboxEvidenceSource,
-                          private WorkspaceSandboxes {
+                          private WorkspaceSandboxes,
+                          private SandboxMoves {
   public:
     SandboxController(ControllerConfig config, Hypervisor& hypervisor, ControllerStores stores,
                       const TemplateCatalog& templates, AgentConnector connector);
@@ -256,6 +259,9 @@ class SandboxController : private Sandboxes,
     SandboxEvidenceSource& evidenceSource() { return *this; }
     // What the workspace service needs of it, and no more.
     WorkspaceSandboxes& workspaceSandboxes() { return *this; }
+    // Sandboxes leaving for another host and arriving from one (a fleet's
+    // drain with move; SandboxMoves.cpp).
+    SandboxMoves& moves() { return *this; }
 
     // Workspaces (the workspace service sets these): a write through the
     // files API is checked against the sandbox's write scope (throws
@@ -385,7 +391,23 @@ class SandboxController : private Sandboxes,
     std::shared_ptr<AgentConnection> agentFor(const std::string& id) override {
         return agents_.get(id);
     }
-    void teardown(const std::string& id, const std::string& why = "it was removed");
+    // releaseUsage false: the sandbox lives on on another host, and its
+    // count in the fleet's usage with it.
+    void teardown(const std::string& id, const std::string& why = "it was removed",
+                  bool releaseUsage = true);
+    // SandboxMoves.
+    class LeavingSandbox;
+    std::vector<SandboxRecord> movable() override;
+    std::unique_ptr<OutgoingMove> moveOut(const std::string& id, const SecretCipher& journey,
+                                          const std::string& workDir) override;
+    std::string arrivalsDir() const override;
+    bool leaving(const std::string& id) override;
+    std::mutex leavingMutex_;
+    std::set<std::string> leaving_;
+    SandboxRecord moveIn(const MovedSandbox& moved, const SecretCipher& journey,
+                         const std::string& statePath, const std::string& diskPath,
+                         const std::string& from) override;
+    void dropArrived(const std::string& id, const std::string& why) override;
     // The uid:gid a sandbox's QEMU and its files belong to; none when not root.
     std::optional<std::pair<unsigned, unsigned>> qemuOwner(const SandboxRecord& r) const;
     void prepareSandboxDir(const SandboxRecord& r);

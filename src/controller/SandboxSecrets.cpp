@@ -32,6 +32,22 @@ std::string SandboxSecrets::reseal(const std::string& sealed, const std::string&
     return cipher_->seal(cipher_->open(sealed, fromId), toId);
 }
 
+std::string SandboxSecrets::sealFor(const SecretCipher& journey, const std::string& sealed,
+                                    const std::string& sandboxId) const {
+    if (sealed.empty()) return sealed;
+    if (!cipher_) throw Error(ErrorCode::internal, "secrets were sealed and no key is configured");
+    return journey.seal(cipher_->open(sealed, sandboxId), sandboxId);
+}
+
+std::string SandboxSecrets::sealFrom(const SecretCipher& journey, const std::string& sealed,
+                                     const std::string& sandboxId) const {
+    if (sealed.empty()) return sealed;
+    if (!cipher_)
+        throw Error(ErrorCode::unprocessable, "this node keeps no secrets (no key): a sandbox "
+                                              "with secrets cannot move here");
+    return cipher_->seal(journey.open(sealed, sandboxId), sandboxId);
+}
+
 SecretMap SandboxSecrets::open(const SandboxRecord& r) const {
     SecretMap out;
     if (r.secretsSealed.empty() || !cipher_) return out;

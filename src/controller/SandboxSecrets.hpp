@@ -40,6 +40,13 @@ class SandboxSecrets {
     // takes a spare's id).
     std::string reseal(const std::string& sealed, const std::string& fromId,
                        const std::string& toId) const;
+    // A move to another host: what this host sealed, sealed with the
+    // journey's key (sealFor), and what came sealed with it sealed with this
+    // host's (sealFrom); bound to the same id throughout.
+    std::string sealFor(const SecretCipher& journey, const std::string& sealed,
+                        const std::string& sandboxId) const;
+    std::string sealFrom(const SecretCipher& journey, const std::string& sealed,
+                         const std::string& sandboxId) const;
     // A sandbox's secrets, opened (none when it has none).
     SecretMap open(const SandboxRecord& r) const;
     // The variables a command gets: the secrets scoped to its text.

@@ -20,7 +20,9 @@
 #include "api/HttpServer.hpp"
 #include "api/MetricsServer.hpp"
 #include "api/RequestParsing.hpp"
+#include "api/IncomingMoves.hpp"
 #include "api/Router.hpp"
+#include "api/SandboxMover.hpp"
 #include "api/TlsContext.hpp"
 #include "controller/SandboxController.hpp"
 #include "controller/TemplateCatalog.hpp"
@@ -393,6 +395,15 @@ int runDaemon(const DaemonOptions& options) {
     }
     router.setNodes(membership.get(), capacity);
     router.setFleet(fleet.get());
+    // A drain with move: sandboxes leave through the mover, arrive through
+    // the arrivals (both go before the fleet does).
+    std::unique_ptr<api::IncomingMoves> arrivals;
+    std::unique_ptr<api::SandboxMover> mover;
+    if (fleet) {
+        arrivals = std::make_unique<api::IncomingMoves>(controller.moves());
+        mover = std::make_unique<api::SandboxMover>(controller.moves(), *fleet);
+        router.setMoves(arrivals.get(), mover.get());
+    }
     // The E2B front door: its per-sandbox tokens are MACs under a key of its own.
     auto e2bKey = readOrCreateKeyFile(dataDir + "/e2b-token.key");
     e2b::SandboxTokens e2bTokens(std::string(e2bKey.begin(), e2bKey.end()));
@@ -438,6 +449,8 @@ int runDaemon(const DaemonOptions& options) {
                          [&workspaces] { workspaces.pruneMirrors(); });
     gitSweeper.start();
     ioc.run();
+    router.setMoves(nullptr, nullptr);
+    mover.reset();  // a move in flight ends: its sandbox goes on here
     if (membership) membership->leave();
     housekeeping.stop();
     evidenceSweeper.stop();

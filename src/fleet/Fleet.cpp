@@ -28,4 +28,12 @@ std::vector<Fleet::Node> Fleet::nodes() {
     return nodes_;
 }
 
+std::optional<HttpPeer> Fleet::peer(const std::string& name) {
+    auto n = node(name);
+    HttpPeer p;
+    bool tls = false;
+    if (!n || !n->up || !parseOrigin(n->url, tls, p.host, p.port) || tls) return std::nullopt;
+    return p;
+}
+
 }  // namespace airlock::fleet

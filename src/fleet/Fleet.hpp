@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "fleet/HttpExchange.hpp"
 #include "fleet/NodeCredential.hpp"
 #include "fleet/NodeMembership.hpp"
 #include "fleet/Placement.hpp"
@@ -32,6 +33,9 @@ class Fleet {
     // reads it per request); nullopt: no such node ever joined.
     std::optional<Node> node(const std::string& name);
     std::vector<Node> nodes();
+    // How to reach an up node over plain HTTP; nullopt when it is down,
+    // unknown, or advertises https (not forwarded to yet).
+    std::optional<HttpPeer> peer(const std::string& name);
 
   private:
     void refreshLocked();

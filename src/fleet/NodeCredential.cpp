@@ -28,6 +28,17 @@ std::string NodeCredential::mac(const std::string& text) const {
     return hexEncode(out, len);
 }
 
+std::array<unsigned char, 32> NodeCredential::journeyKey() const {
+    // Another label than every signed text ("airlock-node-v1\n..."): no
+    // signature is ever a key, nor a key a signature.
+    static const std::string label = "airlock-journey-v1";
+    std::array<unsigned char, 32> key{};
+    unsigned int len = 0;
+    HMAC(EVP_sha256(), token_.data(), static_cast<int>(token_.size()),
+         reinterpret_cast<const unsigned char*>(label.data()), label.size(), key.data(), &len);
+    return key;
+}
+
 namespace {
 std::string signedText(const std::string& from, std::int64_t when, const std::string& method,
                        const std::string& target, const std::string& caller) {

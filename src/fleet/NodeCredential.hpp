@@ -1,4 +1,5 @@
 #pragma once
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -32,6 +33,11 @@ class NodeCredential {
     ForwardedCaller verify(const std::map<std::string, std::string>& headers,
                            const std::string& method, const std::string& target,
                            std::int64_t unixNow) const;
+
+    // The key a moving sandbox's secrets are sealed with on their way
+    // between two nodes (derived from the token: any node opens them, no
+    // node's own key leaves it).
+    std::array<unsigned char, 32> journeyKey() const;
 
   private:
     std::string mac(const std::string& text) const;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <boost/beast/websocket.hpp>
 #include <fstream>
 #include <map>
@@ -341,8 +342,6 @@ TEST_F(Fleet, ADrainedNodeGetsNoNewSandboxes) {
     auto drained = nodes_[0].admin->request("POST", "/v1/nodes/node2/drain", "{}");
     ASSERT_EQ(drained.status, 200) << drained.body;
     EXPECT_EQ(json::parse(drained.body)["health"], "draining");
-    EXPECT_EQ(nodes_[0].admin->request("POST", "/v1/nodes/node2/drain", R"({"move":true})").status,
-              422);
     EXPECT_EQ(nodes_[0].admin->request("POST", "/v1/nodes/node9/drain", "{}").status, 404);
     EXPECT_EQ(nodes_[0].admin->request("POST", "/v1/nodes/node2/drain", R"({"moves":1})").status,
               400);
@@ -388,7 +387,84 @@ TEST_F(Fleet, WithoutEtcdRunningSandboxesAnswerAndCreatesAreRefusedClearly) {
         << again.status << " " << again.body;
 }
 
-// Last: it kills node1.
+// A drain with move: the drained node's sandboxes go on elsewhere under
+// their ids, with their files and processes; the drained node still answers
+// for them (forwarded), and keeps no VM of them.
+TEST_F(Fleet, ADrainWithMoveTakesARunningSandboxToTheOtherNodeWhole) {
+    auto& client = *nodes_[0].admin;
+    auto created = client.request("POST", "/v1/sandboxes", R"({"template":"minimal","timeout_s":900})");
+    ASSERT_EQ(created.status, 201) << created.body;
+    auto id = json::parse(created.body)["id"].get<std::string>();
+    auto from = json::parse(created.body)["node"].get<std::string>();
+    int fromIndex = from == "node2" ? 1 : 0;
+    auto wrote = client.request("POST", "/v1/sandboxes/" + id + "/exec",
+                                R"({"shell":"echo moved-whole > /tmp/keep"})");
+    ASSERT_EQ(wrote.status, 200) << wrote.body;
+    auto proc = client.request("POST", "/v1/sandboxes/" + id + "/processes",
+                               R"({"shell":"sleep 1000"})");
+    ASSERT_EQ(proc.status, 201) << proc.body;
+    auto idText = [](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+    auto procId = idText(json::parse(proc.body)["id"]);
+
+    // An admin key cannot send a sandbox anywhere: only nodes do.
+    EXPECT_EQ(client.request("POST", "/v1/internal/moves", R"({"sandbox":{},"files":{}})").status,
+              403);
+    // Asked through the other node: it asks the drained one.
+    auto drained = nodes_[1 - fromIndex].admin->request("POST", "/v1/nodes/" + from + "/drain",
+                                                        R"({"move":true})");
+    ASSERT_EQ(drained.status, 202) << drained.body;
+    auto moving = json::parse(drained.body)["moving"];
+    EXPECT_NE(std::find(moving.begin(), moving.end(), id), moving.end()) << drained.body;
+
+    cli::HttpResult got;
+    EXPECT_TRUE(test::waitFor(
+        [&] {
+            got = client.request("GET", "/v1/sandboxes/" + id);
+            auto j = json::parse(got.body, nullptr, false);
+            return got.status == 200 && j.is_object() && j.value("node", "") != from &&
+                   j.value("state", "") == "running";
+        },
+        180s, 500ms))
+        << got.status << " " << got.body;
+    EXPECT_NE(json::parse(got.body).value("placement", "").find("moved here from " + from),
+              std::string::npos)
+        << got.body;
+    auto kept = client.request("POST", "/v1/sandboxes/" + id + "/exec", R"({"shell":"cat /tmp/keep"})");
+    ASSERT_EQ(kept.status, 200) << kept.body;
+    EXPECT_EQ(json::parse(kept.body)["stdout"], "moved-whole\n");
+    auto procs = client.request("GET", "/v1/sandboxes/" + id + "/processes");
+    ASSERT_EQ(procs.status, 200) << procs.body;
+    std::string state;
+    auto listed = json::parse(procs.body);
+    for (const auto& p : listed["processes"])
+        if (idText(p["id"]) == procId) state = p.value("state", "");
+    EXPECT_EQ(state, "running") << procs.body << " (started as " << proc.body << ")";
+    // Through the drained node: forwarded to where it runs now.
+    auto viaOld = nodes_[fromIndex].admin->request("POST", "/v1/sandboxes/" + id + "/exec",
+                                                   R"({"shell":"ps | grep -c '[s]leep 1000'"})");
+    ASSERT_EQ(viaOld.status, 200) << viaOld.body;
+    EXPECT_EQ(json::parse(viaOld.body)["stdout"], "1\n");
+    EXPECT_TRUE(test::waitFor(
+        [&] {
+            struct stat st {};
+            return ::stat((nodes_[fromIndex].dataDir + "/sandboxes/" + id).c_str(), &st) != 0;
+        },
+        30s, 250ms))
+        << "the drained node keeps nothing of it";
+    auto audit = client.request("GET", "/v1/sandboxes/" + id + "/audit");
+    ASSERT_EQ(audit.status, 200) << audit.body;
+    EXPECT_NE(audit.body.find("sandbox.created"), std::string::npos) << "its audit log came along";
+    EXPECT_NE(audit.body.find("sandbox.moved"), std::string::npos) << audit.body.substr(0, 400);
+
+    ASSERT_EQ(client.request("DELETE", "/v1/nodes/" + from + "/drain").status, 200);
+    EXPECT_EQ(client.request("DELETE", "/v1/sandboxes/" + id).status, 204);
+    // The suite's sandbox may have moved with it.
+    auto suite = client.request("GET", "/v1/sandboxes/" + sandbox_);
+    ASSERT_EQ(suite.status, 200) << suite.body;
+    owner_ = json::parse(suite.body).value("node", "") == "node2" ? 1 : 0;
+}
+
+// Last: it kills the owner of the suite's sandbox.
 TEST_F(Fleet, KilledNodesSandboxIsUnavailableUntilTheNodeIsBack) {
     auto& through = *other().admin;
     ASSERT_EQ(through
