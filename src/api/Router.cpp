@@ -140,11 +140,16 @@ Router::Admission Router::admit(const ApiRequest& head, const Selection& selecti
     if (route.roles == kPublic) return a;
     Principal who = forwarded ? *forwarded
                               : callerFor(head, selection.door, selection.sandboxId, a.wake);
+    // Found by asking the other nodes: for an authenticated caller only,
+    // and never on a node's behalf (one hop).
+    if (!remote && !forwarded && fleet_ && !a.params.empty() &&
+        a.params[0].rfind("apr-", 0) == 0)
+        remote = remoteObject(a.params[0]);
     // Another tenant's object does not exist for this key, whatever its
     // role: 404 before 403, so a role check never confirms an id.
     std::optional<std::string> owner;
-    if (remote)
-        owner = remote->tenant;
+    if (remote && !remote->tenant.empty())
+        owner = remote->tenant;  // else the owning node checks it
     else if (!a.params.empty())
         owner = ownerOf(a.params[0]);
     if (who.role != Role::admin && owner && *owner != who.tenant)
@@ -183,12 +188,47 @@ std::optional<Principal> Router::forwardedCaller(const ApiRequest& head) {
 }
 
 std::optional<Router::RemoteSandbox> Router::remoteSandbox(const std::string& id) {
-    if (!fleet_ || id.rfind("sbx-", 0) != 0) return std::nullopt;
+    if (!fleet_) return std::nullopt;
+    if (id.rfind("snap-", 0) == 0) return remoteObject(id);
+    if (id.rfind("sbx-", 0) != 0) return std::nullopt;
     // Here, unless it is moving away and its new node answers for it now.
     if (services_.sandboxes.ownerOf(id) && !(mover_ && mover_->leaving(id))) return std::nullopt;
     auto placed = fleet_->directory().find(id);
     if (!placed || placed->node == fleet_->self()) return std::nullopt;
     return RemoteSandbox{placed->tenant, placed->node};
+}
+
+std::optional<Router::RemoteSandbox> Router::remoteObject(const std::string& id) {
+    if (services_.sandboxes.ownerOf(id) || !membership_) return std::nullopt;
+    auto nodes = membership_->nodes();
+    if (id.rfind("snap-", 0) == 0) {
+        // A snapshot lives with its files: the node that lists it holds it.
+        for (const auto& n : nodes) {
+            const auto& held = n.record.capacity.snapshots;
+            if (n.up && n.record.name != fleet_->self() &&
+                std::find(held.begin(), held.end(), id) != held.end())
+                return RemoteSandbox{"", n.record.name};
+        }
+        return std::nullopt;
+    }
+    // An approval lives with its sandbox; its id does not say which, so
+    // the other nodes are asked (approvals are decided at a human's pace).
+    fleet::ForwardedCaller probe{"node:" + fleet_->self(), "node " + fleet_->self(), "_fleet",
+                                 "admin"};
+    std::string target = "/v1/approvals/" + id;
+    for (const auto& n : nodes) {
+        if (!n.up || n.record.name == fleet_->self()) continue;
+        auto peer = fleet_->peer(n.record.name);
+        if (!peer) continue;
+        auto headers =
+            fleet_->credential().sign(fleet_->self(), "GET", target, probe, nowUnixSeconds());
+        auto a = fleet::httpExchange(*peer, "GET", target, headers, {},
+                                     std::chrono::steady_clock::now() + std::chrono::seconds(3),
+                                     1 << 20);
+        if (a.outcome == fleet::HttpOutcome::answered && a.status == 200)
+            return RemoteSandbox{"", n.record.name};
+    }
+    return std::nullopt;
 }
 
 Router::Admission::Forward Router::forwardTo(const RemoteSandbox& where, const ApiRequest& head,

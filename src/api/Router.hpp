@@ -274,6 +274,13 @@ class Router {
     // The other nodes' sandboxes in a fleet-wide list (RouterNodes.cpp).
     void addFleetSandboxes(Context& c, nlohmann::json& list);
     void addOtherNodesSandboxes(Context& c, nlohmann::json& list);
+    // Every other up node's answer to GET target (its list under `key`),
+    // each item naming its node; nodes that did not answer are left out.
+    std::map<std::string, nlohmann::json> askOtherNodes(Context& c, const std::string& target,
+                                                        const char* key);
+    // The other nodes' items appended (none when etcd is unreachable).
+    void addFleetList(Context& c, const std::string& target, const char* key,
+                      nlohmann::json& list);
     // A create placed on a node of the fleet (RouterNodes.cpp).
     ApiResponse placeCreate(Context& c, const CreateSandboxRequest& request);
     // Writes why a sandbox made here is here into the fleet's record.
@@ -285,7 +292,10 @@ class Router {
     struct RemoteSandbox {
         std::string tenant, node;
     };
+    // A sandbox (sbx-), snapshot (snap-) or approval (apr-) another node
+    // holds; tenant empty when only that node knows it.
     std::optional<RemoteSandbox> remoteSandbox(const std::string& id);
+    std::optional<RemoteSandbox> remoteObject(const std::string& id);
     Admission::Forward forwardTo(const RemoteSandbox& where, const ApiRequest& head,
                                  const std::optional<Principal>& caller);
 

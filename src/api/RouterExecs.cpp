@@ -87,7 +87,8 @@ json approvalJson(const GatedExec& g, bool admin) {
 ApiResponse Router::listApprovals(Context& c) {
     json list = json::array();
     for (const auto& g : services_.gates.pending(c.scope()))
-        list.push_back(approvalJson(g, c.admin()));
+        list.push_back(withNode(approvalJson(g, c.admin())));
+    if (fleet_ && c.principal.forwardedBy.empty()) addFleetList(c, "/v1/approvals", "approvals", list);
     return jsonResponse(200, {{"approvals", list}});
 }
 

@@ -1,4 +1,6 @@
 // GET /v1/nodes: the fleet's nodes, up or down, with what each has room for.
+#include <future>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -112,11 +114,11 @@ ApiResponse Router::drainElsewhere(Context& c) {
         throw Error(ErrorCode::node_unavailable,
                     "node " + name + " is unavailable: it cannot move its sandboxes now");
     std::string target = "/v1/nodes/" + name + "/drain";
-    auto headers = fleet_->credential().sign(fleet_->self(), "POST", target, carriedCaller(c.principal),
-                                             nowUnixSeconds());
-    auto answer = fleet::httpExchange(*peer, "POST", target, headers, c.request.body,
-                                      std::chrono::steady_clock::now() + std::chrono::seconds(30),
-                                      1 << 20);
+    auto headers = fleet_->credential().sign(fleet_->self(), "POST", target,
+                                             carriedCaller(c.principal), nowUnixSeconds());
+    auto answer =
+        fleet::httpExchange(*peer, "POST", target, headers, c.request.body,
+                            std::chrono::steady_clock::now() + std::chrono::seconds(30), 1 << 20);
     if (answer.outcome != fleet::HttpOutcome::answered)
         throw Error(ErrorCode::node_unavailable, "node " + name + " did not answer: " + answer.why);
     return ApiResponse{answer.status, "application/json", answer.body};
@@ -159,34 +161,63 @@ void Router::addFleetSandboxes(Context& c, nlohmann::json& list) {
     }
 }
 
-void Router::addOtherNodesSandboxes(Context& c, nlohmann::json& list) {
+std::map<std::string, nlohmann::json> Router::askOtherNodes(Context& c, const std::string& target,
+                                                            const char* key) {
     // Each other node lists its own, for this caller (signed in, so the
-    // node answers as it would the caller; a signed call does not fan out).
-    std::set<std::string> answered{fleet_->self()};
+    // node answers as it would the caller; a signed call does not fan
+    // out), all asked at once.
     auto caller = carriedCaller(c.principal);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    auto nodes = fleet_->nodes();
-    for (const auto& node : nodes) {
+    std::map<std::string, std::future<fleet::HttpAnswer>> asked;
+    for (const auto& node : fleet_->nodes()) {
         if (node.name == fleet_->self() || !node.up) continue;
-        fleet::HttpPeer peer;
-        bool tls = false;
-        if (!fleet::parseOrigin(node.url, tls, peer.host, peer.port) || tls) continue;
-        auto headers = fleet_->credential().sign(fleet_->self(), "GET", "/v1/sandboxes", caller,
-                                                 nowUnixSeconds());
-        auto answer = fleet::httpExchange(peer, "GET", "/v1/sandboxes", headers, {}, deadline);
+        auto peer = fleet_->peer(node.name);
+        if (!peer) continue;
+        auto headers =
+            fleet_->credential().sign(fleet_->self(), "GET", target, caller, nowUnixSeconds());
+        asked[node.name] =
+            std::async(std::launch::async, [peer = *peer, headers, target, deadline] {
+                return fleet::httpExchange(peer, "GET", target, headers, {}, deadline);
+            });
+    }
+    std::map<std::string, nlohmann::json> answers;
+    for (auto& [name, pending] : asked) {
+        auto answer = pending.get();
         auto body = nlohmann::json::parse(answer.body, nullptr, false);
         if (answer.outcome != fleet::HttpOutcome::answered || answer.status != 200 ||
-            !body.is_object() || !body.contains("sandboxes") || !body["sandboxes"].is_array()) {
-            logWarn("fleet", "listing node " + node.name + "'s sandboxes: " +
+            !body.is_object() || !body.contains(key) || !body[key].is_array()) {
+            logWarn("fleet", "listing node " + name + "'s " + key + ": " +
                                  (answer.why.empty() ? "status " + std::to_string(answer.status)
                                                      : answer.why));
             continue;
         }
-        answered.insert(node.name);
-        for (auto& s : body["sandboxes"]) list.push_back(std::move(s));
+        for (auto& item : body[key])
+            if (item.is_object() && !item.contains("node")) item["node"] = name;
+        answers[name] = std::move(body[key]);
+    }
+    return answers;
+}
+
+void Router::addFleetList(Context& c, const std::string& target, const char* key,
+                          nlohmann::json& list) {
+    try {
+        for (auto& [node, items] : askOtherNodes(c, target, key))
+            for (auto& item : items) list.push_back(std::move(item));
+    } catch (const Error& e) {
+        logWarn("fleet",
+                std::string("a fleet-wide list has only this node's ") + key + ": " + e.what());
+    }
+}
+
+void Router::addOtherNodesSandboxes(Context& c, nlohmann::json& list) {
+    std::set<std::string> answered{fleet_->self()};
+    for (auto& [node, items] : askOtherNodes(c, "/v1/sandboxes", "sandboxes")) {
+        answered.insert(node);
+        for (auto& s : items) list.push_back(std::move(s));
     }
     // Every node answered: nothing to read from the records (a full read
     // of them is seconds at a hundred thousand sandboxes).
+    auto nodes = fleet_->nodes();
     bool allAnswered = true;
     for (const auto& node : nodes) allAnswered = allAnswered && answered.count(node.name);
     if (allAnswered) return;

@@ -168,16 +168,20 @@ ApiResponse Router::setSandboxNetwork(Context& c) {
 ApiResponse Router::snapshotSandbox(Context& c) {
     services_.sandboxes.get(c.tenant, c.params[0]);
     parseEmptyBody(c.request.body, "snapshot request");
-    return jsonResponse(201, snapshotJson(services_.snapshotting.snapshot(c.tenant, c.params[0])));
+    auto snap = services_.snapshotting.snapshot(c.tenant, c.params[0]);
+    // The fleet learns this node holds it: its clones are placed here.
+    if (fleet_) fleet_->membership().refresh();
+    return jsonResponse(201, withNode(snapshotJson(snap)));
 }
 
 // GET /v1/snapshots
 ApiResponse Router::listSnapshots(Context& c) {
     json list = json::array();
     for (const auto& s : services_.snapshots.list(c.scope())) {
-        list.push_back(snapshotJson(s));
+        list.push_back(withNode(snapshotJson(s)));
         if (c.admin()) list.back()["tenant"] = s.tenant;
     }
+    if (fleet_ && c.principal.forwardedBy.empty()) addFleetList(c, "/v1/snapshots", "snapshots", list);
     return jsonResponse(200, {{"snapshots", list}});
 }
 
@@ -189,6 +193,7 @@ ApiResponse Router::getSnapshot(Context& c) {
 // DELETE /v1/snapshots/{}
 ApiResponse Router::deleteSnapshot(Context& c) {
     services_.snapshotting.deleteSnapshot(c.tenant, c.params[0]);
+    if (fleet_) fleet_->membership().refresh();
     return ApiResponse{204, "", ""};
 }
 

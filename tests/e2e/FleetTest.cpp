@@ -387,6 +387,62 @@ TEST_F(Fleet, WithoutEtcdRunningSandboxesAnswerAndCreatesAreRefusedClearly) {
         << again.status << " " << again.body;
 }
 
+// Snapshots and approvals live on the node of their sandbox; lists show
+// the whole fleet's, and any node answers for one by id.
+TEST_F(Fleet, SnapshotsAndApprovalsAreListedAndAnsweredFromEitherNode) {
+    auto& through = *other().admin;
+    auto snap = through.request("POST", "/v1/sandboxes/" + sandbox_ + "/snapshots");
+    ASSERT_EQ(snap.status, 201) << snap.body;
+    auto snapId = json::parse(snap.body)["id"].get<std::string>();
+    EXPECT_EQ(json::parse(snap.body)["node"], owner().name);
+    cli::HttpResult got;
+    EXPECT_TRUE(test::waitFor(
+        [&] {
+            got = through.request("GET", "/v1/snapshots/" + snapId);
+            return got.status == 200;
+        },
+        10s, 250ms))
+        << got.status << " " << got.body;
+    auto listed = json::parse(through.request("GET", "/v1/snapshots").body);
+    std::string listedOn;
+    for (const auto& s : listed["snapshots"])
+        if (s["id"] == snapId) listedOn = s.value("node", "");
+    EXPECT_EQ(listedOn, owner().name) << listed.dump();
+    // A clone lands where the snapshot's files are.
+    auto clone = through.request("POST", "/v1/sandboxes", json{{"snapshot", snapId}}.dump());
+    ASSERT_EQ(clone.status, 201) << clone.body;
+    auto cloneId = json::parse(clone.body)["id"].get<std::string>();
+    EXPECT_EQ(json::parse(clone.body)["node"], owner().name);
+    EXPECT_EQ(through.request("DELETE", "/v1/sandboxes/" + cloneId).status, 204);
+    EXPECT_EQ(through.request("DELETE", "/v1/snapshots/" + snapId).status, 204);
+
+    // An approval parked on one node, decided through the other.
+    auto gated = owner().admin->request(
+        "POST", "/v1/sandboxes",
+        R"({"template":"minimal","policy":{"approve":["echo gated*"]},"timeout_s":300})");
+    ASSERT_EQ(gated.status, 201) << gated.body;
+    auto gatedId = json::parse(gated.body)["id"].get<std::string>();
+    auto gatedNode = json::parse(gated.body)["node"].get<std::string>();
+    auto& far = gatedNode == "node1" ? *nodes_[1].admin : *nodes_[0].admin;
+    auto parked = far.request("POST", "/v1/sandboxes/" + gatedId + "/exec",
+                              R"({"shell":"echo gated-ok"})");
+    ASSERT_EQ(parked.status, 202) << parked.body;
+    auto approvalId = json::parse(parked.body)["approval_id"].get<std::string>();
+    auto approvals = json::parse(far.request("GET", "/v1/approvals").body);
+    std::string approvalNode;
+    for (const auto& a : approvals["approvals"])
+        if (a["id"] == approvalId) approvalNode = a.value("node", "");
+    EXPECT_EQ(approvalNode, gatedNode) << approvals.dump();
+    auto one = far.request("GET", "/v1/approvals/" + approvalId);
+    EXPECT_EQ(one.status, 200) << one.body;
+    auto decided = far.request("POST", "/v1/approvals/" + approvalId,
+                               R"({"decision":"approve","reason":"through the other node"})");
+    ASSERT_EQ(decided.status, 200) << decided.body;
+    EXPECT_NE(decided.body.find("gated-ok"), std::string::npos) << decided.body;
+    EXPECT_EQ(far.request("GET", "/v1/approvals/apr-nosuchapprovalxxxxxxx").status, 404);
+    EXPECT_EQ(far.request("DELETE", "/v1/sandboxes/" + gatedId).status, 204);
+}
+
 // A drain with move: the drained node's sandboxes go on elsewhere under
 // their ids, with their files and processes; the drained node still answers
 // for them (forwarded), and keeps no VM of them.
