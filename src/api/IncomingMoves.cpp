@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "core/Error.hpp"
 #include "core/Log.hpp"
@@ -17,6 +18,19 @@ namespace {
 constexpr auto kIdle = std::chrono::minutes(10);
 constexpr std::uint64_t kMiB = 1024 * 1024;
 }  // namespace
+
+IncomingMoves::IncomingMoves(SandboxMoves& moves) : moves_(moves) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(moves_.arrivalsDir(), ec)) {
+        auto name = entry.path().filename().string();
+        if (name.rfind("move-", 0) != 0 && name.rfind("leaving-", 0) != 0) continue;
+        try {
+            safefs::removeTree(entry.path().string());
+        } catch (const std::exception& e) {
+            logWarn("fleet", "cannot remove " + name + ": " + e.what());
+        }
+    }
+}
 
 IncomingMoves::~IncomingMoves() {
     std::lock_guard lock(mutex_);
@@ -142,7 +156,7 @@ SandboxRecord IncomingMoves::commit(const std::string& from, const std::string& 
             placed(r);
         } catch (const std::exception& e) {
             // Not findable here: the sending node keeps it, and resumes it.
-            moves_.dropArrived(id, std::string("the fleet could not record it: ") + e.what());
+            moves_.dropLocalCopy(id, std::string("the fleet could not record it: ") + e.what());
             throw;
         }
         drop(id);

@@ -24,7 +24,8 @@ class IncomingMoves {
     static constexpr const char* kState = "state";
     static constexpr const char* kDisk = "disk";
 
-    explicit IncomingMoves(SandboxMoves& moves) : moves_(moves) {}
+    // What a crash left of moves in or out goes.
+    explicit IncomingMoves(SandboxMoves& moves);
     ~IncomingMoves();
 
     // Error(conflict) when the id is arriving already, Error(unavailable)

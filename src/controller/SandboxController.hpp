@@ -407,7 +407,7 @@ class SandboxController : private Sandboxes,
     SandboxRecord moveIn(const MovedSandbox& moved, const SecretCipher& journey,
                          const std::string& statePath, const std::string& diskPath,
                          const std::string& from) override;
-    void dropArrived(const std::string& id, const std::string& why) override;
+    void dropLocalCopy(const std::string& id, const std::string& why) override;
     // The uid:gid a sandbox's QEMU and its files belong to; none when not root.
     std::optional<std::pair<unsigned, unsigned>> qemuOwner(const SandboxRecord& r) const;
     void prepareSandboxDir(const SandboxRecord& r);

@@ -265,11 +265,11 @@ SandboxRecord SandboxController::moveIn(const MovedSandbox& moved, const SecretC
     }
 }
 
-void SandboxController::dropArrived(const std::string& id, const std::string& why) {
+void SandboxController::dropLocalCopy(const std::string& id, const std::string& why) {
     auto lifecycle = lifecycleMutex(id);
     std::lock_guard op(*lifecycle);
     teardown(id, why, /*releaseUsage=*/false);
-    logWarn("controller", "sandbox " + id + " that moved here is gone again: " + why);
+    logWarn("controller", "the copy of sandbox " + id + " here is gone: " + why);
 }
 
 }  // namespace airlock

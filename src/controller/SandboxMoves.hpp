@@ -50,9 +50,10 @@ class SandboxMoves {
     virtual SandboxRecord moveIn(const MovedSandbox& moved, const SecretCipher& journey,
                                  const std::string& statePath, const std::string& diskPath,
                                  const std::string& from) = 0;
-    // One that arrived and the fleet could not record as here: it goes
-    // (its usage stays: the sending node still has it).
-    virtual void dropArrived(const std::string& id, const std::string& why) = 0;
+    // A copy here the fleet does not place here: one that arrived and
+    // could not be recorded, or one a crash mid-move left behind after it
+    // started on its new node. It goes; its usage stays (it lives elsewhere).
+    virtual void dropLocalCopy(const std::string& id, const std::string& why) = 0;
 };
 
 }  // namespace airlock

@@ -393,6 +393,20 @@ int runDaemon(const DaemonOptions& options) {
                 fleet.membership().refresh();
             });
     }
+    if (fleet) {
+        // A crash mid-move can leave a copy here of a sandbox that started
+        // on its new node: the fleet's record says which one is the sandbox.
+        for (const auto& r : controller.list(TenantScope::all())) {
+            try {
+                auto placed = fleet->directory().find(r.id);
+                if (placed && placed->node != fleet->self())
+                    controller.moves().dropLocalCopy(
+                        r.id, "it runs on node " + placed->node + " (it moved before a crash here)");
+            } catch (const std::exception& e) {
+                logWarn("airlockd", "cannot check where " + r.id + " runs: " + e.what());
+            }
+        }
+    }
     router.setNodes(membership.get(), capacity);
     router.setFleet(fleet.get());
     // A drain with move: sandboxes leave through the mover, arrive through

@@ -31,7 +31,7 @@ class FakeMoves : public SandboxMoves {
         if (failStart) throw Error(ErrorCode::hypervisor_error, "no room");
         return moved.record;
     }
-    void dropArrived(const std::string& id, const std::string&) override { dropped = id; }
+    void dropLocalCopy(const std::string& id, const std::string&) override { dropped = id; }
 
     std::string stateText, movedFrom, dropped;
     bool failStart = false;
