@@ -582,6 +582,8 @@ ApiResponse E2bApi::create(RouteContext& c) {
                         "'network.maskRequestHost' is not supported by Airlock");
     }
     if (req.portAccess != PortAccess::token) req.portAccess = PortAccess::open;
+    if (placer_)
+        if (auto answer = placer_(c, req)) return *answer;
     auto r = sandboxes_.create(c.tenant, req);
     return jsonResponse(201, sandboxAnswer(r, asked, c.principal.keyId));
 }

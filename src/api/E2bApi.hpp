@@ -1,5 +1,7 @@
 #pragma once
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "api/HttpTypes.hpp"
@@ -25,6 +27,12 @@ class E2bApi {
     static bool owns(const std::string& path);
     // The control plane's rows (Door::e2b_control), in the one table.
     void addRoutes(RouteTable& table);
+
+    // In a fleet: where a create goes. The answer of the node it went to,
+    // or nullopt to make it here.
+    using Placer =
+        std::function<std::optional<ApiResponse>(RouteContext&, const CreateSandboxRequest&)>;
+    void setPlacer(Placer placer) { placer_ = std::move(placer); }
 
   private:
     ApiResponse create(RouteContext& c);
@@ -56,6 +64,7 @@ class E2bApi {
     SnapshotLibrary& snapshots_;
     const e2b::SandboxTokens& tokens_;
     std::string publicDomain_;
+    Placer placer_;
 };
 
 }  // namespace airlock::api

@@ -69,6 +69,15 @@ void Router::setE2b(E2bApi& control, E2bEnvd& envd, const e2b::SandboxTokens& to
     e2bTokens_ = &tokens;
     control.addRoutes(table_);
     envd.addRoutes(table_);
+    // E2B's creates are placed across the fleet as native ones are; the
+    // node picked answers in E2B's format.
+    control.setPlacer([this](Context& c, const CreateSandboxRequest& request)
+                          -> std::optional<ApiResponse> {
+        if (!fleet_ || !c.principal.forwardedBy.empty()) return std::nullopt;
+        auto answer = placeCreate(c, request, [](const std::string&) { return ApiResponse{0, "", ""}; });
+        if (answer.status == 0) return std::nullopt;  // here
+        return answer;
+    });
 }
 
 Router::Selection Router::select(const ApiRequest& head) const {

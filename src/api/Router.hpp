@@ -282,7 +282,10 @@ class Router {
     void addFleetList(Context& c, const std::string& target, const char* key,
                       nlohmann::json& list);
     // A create placed on a node of the fleet (RouterNodes.cpp).
-    ApiResponse placeCreate(Context& c, const CreateSandboxRequest& request);
+    // Picks the node (best of three sampled) and sends it the create, the
+    // same door's, as this caller; createHere makes it on this node.
+    ApiResponse placeCreate(Context& c, const CreateSandboxRequest& request,
+                            const std::function<ApiResponse(const std::string& why)>& createHere);
     // Writes why a sandbox made here is here into the fleet's record.
     std::string recordPlacement(const SandboxRecord& r, std::string why);
     // A caller another node authenticated and signed into a forwarded request.

@@ -244,7 +244,8 @@ std::string Router::recordPlacement(const SandboxRecord& r, std::string why) {
     return why;
 }
 
-ApiResponse Router::placeCreate(Context& c, const CreateSandboxRequest& request) {
+ApiResponse Router::placeCreate(Context& c, const CreateSandboxRequest& request,
+                                const std::function<ApiResponse(const std::string&)>& createHere) {
     fleet::PlacementRequest wanted;
     wanted.templateName = request.templateName;
     wanted.snapshot = request.snapshot;
@@ -272,25 +273,21 @@ ApiResponse Router::placeCreate(Context& c, const CreateSandboxRequest& request)
                           (refusals.empty() ? "" : "; after " + refusals);
         if (choice.node == fleet_->self()) {
             fleet_->placement().sent(choice.node, wanted.vcpus);
-            auto created = services_.sandboxes.create(c.tenant, request);
-            auto j = withNode(sandboxJson(created));
-            j["placement"] = recordPlacement(created, why);
-            return jsonResponse(201, j);
+            return createHere(why);
         }
-        auto node = fleet_->node(choice.node);
-        fleet::HttpPeer peer;
-        bool tls = false;
-        if (!node || !node->up || !fleet::parseOrigin(node->url, tls, peer.host, peer.port) ||
-            tls) {
+        auto peer = fleet_->peer(choice.node);
+        if (!peer) {
             refusals += (refusals.empty() ? "" : ", ") + choice.node + " unreachable";
             continue;
         }
-        auto headers = fleet_->credential().sign(fleet_->self(), "POST", "/v1/sandboxes", caller,
-                                                 nowUnixSeconds());
+        // The same door's create on that node (native or E2B), as this caller.
+        const std::string& target = c.request.path;
+        auto headers =
+            fleet_->credential().sign(fleet_->self(), "POST", target, caller, nowUnixSeconds());
         headers["x-airlock-placement"] = why;
         fleet_->placement().sent(choice.node, wanted.vcpus);
         auto answer = fleet::httpExchange(
-            peer, "POST", "/v1/sandboxes", headers, c.request.body,
+            *peer, "POST", target, headers, c.request.body,
             std::chrono::steady_clock::now() + std::chrono::minutes(10), 1 << 20);
         if (answer.outcome == fleet::HttpOutcome::unreachable) {
             refusals += (refusals.empty() ? "" : ", ") + choice.node + " unreachable";

@@ -71,7 +71,13 @@ ApiResponse Router::createSandbox(Context& c) {
         return jsonResponse(201, withNode(sandboxJson(workspaces().createSandbox(c.tenant, request))));
     // In a fleet, a create that arrives from a client is placed; one that
     // another node placed here is made here.
-    if (fleet_ && c.principal.forwardedBy.empty()) return placeCreate(c, request);
+    if (fleet_ && c.principal.forwardedBy.empty())
+        return placeCreate(c, request, [&](const std::string& why) {
+            auto created = services_.sandboxes.create(c.tenant, request);
+            auto j = withNode(sandboxJson(created));
+            j["placement"] = recordPlacement(created, why);
+            return jsonResponse(201, j);
+        });
     auto created = services_.sandboxes.create(c.tenant, request);
     auto j = withNode(sandboxJson(created));
     if (fleet_) j["placement"] = recordPlacement(created, c.request.header("x-airlock-placement"));

@@ -456,6 +456,40 @@ TEST_F(Fleet, SnapshotsAndApprovalsAreListedAndAnsweredFromEitherNode) {
     EXPECT_EQ(far.request("DELETE", "/v1/sandboxes/" + gatedId).status, 204);
 }
 
+// E2B's door places its creates as the native one does; the sandbox's envd
+// answers through any node, its access token checked by the node that
+// minted it.
+TEST_F(Fleet, AnE2bCreateIsPlacedAcrossTheFleetAndItsEnvdAnswersThroughAnyNode) {
+    auto& via = nodes_[0];
+    ASSERT_EQ(via.admin->request("POST", "/v1/nodes/node1/drain", "{}").status, 200);
+    std::string body = R"({"templateID":"minimal","timeout":300})";
+    auto raw = test::rawHttp(
+        via.daemon->port(),
+        "POST /v2/sandboxes HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-KEY: e2b_" + via.key.substr(3) +
+            "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+            "\r\nConnection: close\r\n\r\n" + body,
+        300);
+    EXPECT_EQ(via.admin->request("DELETE", "/v1/nodes/node1/drain").status, 200);
+    ASSERT_EQ(statusOf(raw), 201) << raw.substr(0, 400);
+    auto created = json::parse(raw.substr(raw.find("\r\n\r\n") + 4));
+    auto id = created["sandboxID"].get<std::string>();
+    auto token = created["envdAccessToken"].get<std::string>();
+    auto got = via.admin->request("GET", "/v1/sandboxes/" + id);
+    ASSERT_EQ(got.status, 200) << got.body;
+    EXPECT_NE(json::parse(got.body)["node"], "node1") << "created through a drained node";
+    auto envd = [&](const std::string& accessToken) {
+        return statusOf(test::rawHttp(via.daemon->port(),
+                                      "GET /files?path=/etc/passwd HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                      "E2b-Sandbox-Id: " +
+                                          id + "\r\nE2b-Sandbox-Port: 49983\r\nX-Access-Token: " +
+                                          accessToken + "\r\nConnection: close\r\n\r\n",
+                                      60));
+    };
+    EXPECT_EQ(envd(token), 200) << "envd through node1, forwarded to the sandbox's node";
+    EXPECT_EQ(envd(token + "x"), 401) << "the owner checks the token";
+    EXPECT_EQ(via.admin->request("DELETE", "/v1/sandboxes/" + id).status, 204);
+}
+
 // A drain with move: the drained node's sandboxes go on elsewhere under
 // their ids, with their files and processes; the drained node still answers
 // for them (forwarded), and keeps no VM of them.
