@@ -37,6 +37,7 @@
 #include "fleet/EtcdClient.hpp"
 #include "fleet/Fleet.hpp"
 #include "fleet/FleetApiKeys.hpp"
+#include "fleet/FleetCredentials.hpp"
 #include "fleet/FleetTenants.hpp"
 #include "fleet/HostCapacity.hpp"
 #include "fleet/NodeMembership.hpp"
@@ -179,7 +180,11 @@ int runDaemon(const DaemonOptions& options) {
     SnapshotStore snapshots(db);
     GatedExecStore gatedExecs(db);
     AuditStore audit(db);
-    CredentialStore credentials(db);
+    CredentialStore hostCredentials(db);
+    std::unique_ptr<fleet::FleetCredentials> fleetCredentials;
+    if (etcd) fleetCredentials = std::make_unique<fleet::FleetCredentials>(*etcd);
+    Credentials& credentials =
+        fleetCredentials ? static_cast<Credentials&>(*fleetCredentials) : hostCredentials;
     WorkspaceStore workspaceRecords(db);
     EvidenceStore evidenceRecords(db);
     if (auto first = keys.createFirstAdmin()) {
@@ -335,7 +340,10 @@ int runDaemon(const DaemonOptions& options) {
     workspace::WorkspaceConfig workspaceConfig;
     workspaceConfig.dataDir = dataDir;
     workspaceConfig.addressPolicy = egress::AddressPolicy(egressSettings.allowCidrs);
-    workspaceConfig.cipher = config.secretCipher;
+    // In a fleet, credentials are sealed with the fleet's key: any node opens them.
+    workspaceConfig.cipher =
+        etcd ? std::make_shared<const SecretCipher>(fleet::NodeCredential(clusterToken).credentialsKey())
+             : config.secretCipher;
     workspaceConfig.pushBranchPrefix = options.pushBranchPrefix;
     workspaceConfig.maxFetchBytes = options.gitFetchMaxMib << 20;
     workspaceConfig.tenantQuotaBytes = options.gitTenantQuotaMib << 20;

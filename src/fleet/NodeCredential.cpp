@@ -28,10 +28,9 @@ std::string NodeCredential::mac(const std::string& text) const {
     return hexEncode(out, len);
 }
 
-std::array<unsigned char, 32> NodeCredential::journeyKey() const {
-    // Another label than every signed text ("airlock-node-v1\n..."): no
+std::array<unsigned char, 32> NodeCredential::derivedKey(const std::string& label) const {
+    // Other labels than every signed text ("airlock-node-v1\n..."): no
     // signature is ever a key, nor a key a signature.
-    static const std::string label = "airlock-journey-v1";
     std::array<unsigned char, 32> key{};
     unsigned int len = 0;
     HMAC(EVP_sha256(), token_.data(), static_cast<int>(token_.size()),

@@ -37,9 +37,15 @@ class NodeCredential {
     // The key a moving sandbox's secrets are sealed with on their way
     // between two nodes (derived from the token: any node opens them, no
     // node's own key leaves it).
-    std::array<unsigned char, 32> journeyKey() const;
+    std::array<unsigned char, 32> journeyKey() const { return derivedKey("airlock-journey-v1"); }
+    // The key tenants' brokered credentials are sealed with in a fleet's
+    // etcd: every node opens what any node sealed.
+    std::array<unsigned char, 32> credentialsKey() const {
+        return derivedKey("airlock-credentials-v1");
+    }
 
   private:
+    std::array<unsigned char, 32> derivedKey(const std::string& label) const;
     std::string mac(const std::string& text) const;
     std::string token_;
 };

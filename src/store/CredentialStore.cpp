@@ -1,8 +1,41 @@
 #include "store/CredentialStore.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "store/StringList.hpp"
 
 namespace airlock {
+
+std::string storedCredentialJson(const CredentialRecord& c) {
+    return nlohmann::json{{"tenant", c.tenant},
+                          {"name", c.name},
+                          {"kind", c.kind},
+                          {"host", c.host},
+                          {"username", c.username},
+                          {"secret_sealed", c.secretSealed},
+                          {"known_hosts", c.knownHosts},
+                          {"created_at", c.createdAt},
+                          {"scope", c.scope}}
+        .dump();
+}
+
+std::optional<CredentialRecord> storedCredentialFromJson(const std::string& text) {
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (!j.is_object()) return std::nullopt;
+    try {
+        return CredentialRecord{j.at("tenant").get<std::string>(),
+                                j.at("name").get<std::string>(),
+                                j.at("kind").get<std::string>(),
+                                j.at("host").get<std::string>(),
+                                j.at("username").get<std::string>(),
+                                j.at("secret_sealed").get<std::string>(),
+                                j.at("known_hosts").get<std::string>(),
+                                j.at("created_at").get<std::string>(),
+                                j.at("scope").get<std::vector<std::string>>()};
+    } catch (const nlohmann::json::exception&) {
+        return std::nullopt;
+    }
+}
 
 CredentialStore::CredentialStore(Database& db) : db_(db) {}
 

@@ -23,14 +23,31 @@ struct CredentialRecord {
     std::vector<std::string> scope = {};
 };
 
-class CredentialStore {
+// Where tenants' credentials are kept: this host's database, or a fleet's
+// etcd (fleet::FleetCredentials).
+class Credentials {
+  public:
+    virtual ~Credentials() = default;
+    // False when the tenant already has one of that name.
+    virtual bool insert(const CredentialRecord& c) = 0;
+    virtual std::optional<CredentialRecord> find(const std::string& tenant,
+                                                 const std::string& name) = 0;
+    virtual std::vector<CredentialRecord> list(const std::string& tenant) = 0;
+    virtual bool remove(const std::string& tenant, const std::string& name) = 0;
+};
+
+// The record as JSON (what a fleet stores), and back (nullopt: not one).
+std::string storedCredentialJson(const CredentialRecord& c);
+std::optional<CredentialRecord> storedCredentialFromJson(const std::string& text);
+
+class CredentialStore final : public Credentials {
   public:
     explicit CredentialStore(Database& db);
-    // False when the tenant already has one of that name.
-    bool insert(const CredentialRecord& c);
-    std::optional<CredentialRecord> find(const std::string& tenant, const std::string& name);
-    std::vector<CredentialRecord> list(const std::string& tenant);
-    bool remove(const std::string& tenant, const std::string& name);
+    bool insert(const CredentialRecord& c) override;
+    std::optional<CredentialRecord> find(const std::string& tenant,
+                                         const std::string& name) override;
+    std::vector<CredentialRecord> list(const std::string& tenant) override;
+    bool remove(const std::string& tenant, const std::string& name) override;
 
   private:
     Database& db_;

@@ -5,7 +5,7 @@
 
 namespace airlock::workspace {
 
-WorkspaceCredentials::WorkspaceCredentials(CredentialStore& store,
+WorkspaceCredentials::WorkspaceCredentials(Credentials& store,
                                            std::shared_ptr<const SecretCipher> cipher,
                                            egress::AddressPolicy addressPolicy, Recorder record)
     : store_(store),

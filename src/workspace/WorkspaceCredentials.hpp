@@ -34,7 +34,7 @@ class WorkspaceCredentials {
 
     // cipher: none means no credential can be stored or opened
     // (Error(unavailable)).
-    WorkspaceCredentials(CredentialStore& store, std::shared_ptr<const SecretCipher> cipher,
+    WorkspaceCredentials(Credentials& store, std::shared_ptr<const SecretCipher> cipher,
                          egress::AddressPolicy addressPolicy, Recorder record);
 
     // The stored record without its sealed secret. Error(quota_exceeded) past
@@ -57,7 +57,7 @@ class WorkspaceCredentials {
   private:
     static std::string context(const std::string& tenant, const std::string& name);
 
-    CredentialStore& store_;
+    Credentials& store_;
     std::shared_ptr<const SecretCipher> cipher_;
     egress::AddressPolicy addressPolicy_;
     Recorder record_;

@@ -6,7 +6,7 @@
 namespace airlock::workspace {
 
 WorkspaceService::WorkspaceService(WorkspaceConfig config, WorkspaceSandboxes& sandboxes,
-                                   CredentialStore& credentials, WorkspaceStore& workspaces)
+                                   Credentials& credentials, WorkspaceStore& workspaces)
     : config_(std::move(config)),
       sandboxes_(sandboxes),
       credentials_(credentials, config_.cipher, config_.addressPolicy,

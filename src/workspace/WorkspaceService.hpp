@@ -29,7 +29,7 @@ namespace airlock::workspace {
 class WorkspaceService : public WorkspaceEvidenceSource {
   public:
     WorkspaceService(WorkspaceConfig config, WorkspaceSandboxes& sandboxes,
-                     CredentialStore& credentials, WorkspaceStore& workspaces);
+                     Credentials& credentials, WorkspaceStore& workspaces);
     ~WorkspaceService() override;
     WorkspaceService(const WorkspaceService&) = delete;
     WorkspaceService& operator=(const WorkspaceService&) = delete;

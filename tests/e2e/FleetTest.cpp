@@ -243,6 +243,34 @@ TEST_F(Fleet, KeysAreFleetWideAndAnotherTenantsKeyFindsNothingThroughTheOtherNod
     EXPECT_EQ(client.request("GET", "/v1/sandboxes").status, 401);
 }
 
+TEST_F(Fleet, BrokeredCredentialsAreFleetWide) {
+    auto made = nodes_[0].admin->request("POST", "/v1/credentials",
+                                         json{{"name", "fleet-git"},
+                                              {"kind", "https-token"},
+                                              {"host", "git.example"},
+                                              {"secret", "fleet-credential-canary-31337"}}
+                                             .dump());
+    ASSERT_EQ(made.status, 201) << made.body;
+    EXPECT_EQ(made.body.find("canary"), std::string::npos);
+    auto listed = nodes_[2].admin->request("GET", "/v1/credentials");
+    ASSERT_EQ(listed.status, 200) << listed.body;
+    EXPECT_NE(listed.body.find("fleet-git"), std::string::npos) << listed.body;
+    EXPECT_EQ(nodes_[1]
+                  .admin
+                  ->request("POST", "/v1/credentials",
+                            json{{"name", "fleet-git"},
+                                 {"kind", "https-token"},
+                                 {"host", "git.example"},
+                                 {"secret", "another-secret-value-424242"}}
+                                .dump())
+                  .status,
+              409)
+        << "the name is taken on every node";
+    EXPECT_EQ(nodes_[2].admin->request("DELETE", "/v1/credentials/fleet-git").status, 204);
+    EXPECT_EQ(nodes_[0].admin->request("GET", "/v1/credentials").body.find("fleet-git"),
+              std::string::npos);
+}
+
 TEST_F(Fleet, NodeCallsWithoutTheFleetsSignatureAreRefused) {
     int port = owner().daemon->port();
     std::string target = "/v1/sandboxes/" + sandbox_;
