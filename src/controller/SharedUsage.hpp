@@ -6,6 +6,16 @@
 
 namespace airlock {
 
+// What one sandbox adds to its tenant's usage.
+inline TenantUsage footprintOf(const SandboxRecord& r) {
+    TenantUsage u;
+    u.sandboxes = 1;
+    u.vcpus = r.vcpus;
+    u.memoryMib = r.memoryMib;
+    u.diskGib = r.diskBytes / (1024ull * 1024 * 1024);
+    return u;
+}
+
 // What each tenant's sandboxes hold across a fleet (fleet::FleetUsage):
 // a create on any node is admitted against the tenant's quota in one
 // transaction of the shared store, so creates racing on different nodes

@@ -97,19 +97,7 @@ void TenantLimits::requireSandboxQuota(const SandboxRecord& r) {
     }
     auto t = bindingOf(r.tenant);
     if (!t) return;
-    auto u = usageOf(r.tenant);
-    auto check = [&](const char* name, const std::optional<std::uint64_t>& limit,
-                     std::uint64_t used, std::uint64_t adding) {
-        if (limit && used + adding > *limit)
-            throw Error(ErrorCode::quota_exceeded, std::string("quota exceeded: ") + name + " (" +
-                                                       std::to_string(used) + " in use + " +
-                                                       std::to_string(adding) + " > " +
-                                                       std::to_string(*limit) + ")");
-    };
-    check("sandboxes", t->quota.sandboxes, u.sandboxes, 1);
-    check("vcpus", t->quota.vcpus, u.vcpus, r.vcpus);
-    check("memory_mib", t->quota.memoryMib, u.memoryMib, r.memoryMib);
-    check("disk_gib", t->quota.diskGib, u.diskGib, r.diskBytes / kGiB);
+    requireRoomFor(t->quota, usageOf(r.tenant), footprintOf(r), "");
 }
 
 void TenantLimits::released(const SandboxRecord& r) {

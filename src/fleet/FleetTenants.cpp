@@ -84,18 +84,7 @@ void FleetUsage::reserve(const SandboxRecord& r, const TenantQuota& quota) {
         TenantUsage u;
         for (const auto& kv : store_.list(usagePrefix(r.tenant)))
             if (kv.key != usagePrefix(r.tenant) + r.id) add(u, kv.value);
-        auto check = [&](const char* name, const std::optional<std::uint64_t>& limit,
-                         std::uint64_t used, std::uint64_t adding) {
-            if (limit && used + adding > *limit)
-                throw Error(ErrorCode::quota_exceeded,
-                            std::string("quota exceeded: ") + name + " (" + std::to_string(used) +
-                                " in use across the fleet + " + std::to_string(adding) + " > " +
-                                std::to_string(*limit) + ")");
-        };
-        check("sandboxes", quota.sandboxes, u.sandboxes, 1);
-        check("vcpus", quota.vcpus, u.vcpus, r.vcpus);
-        check("memory_mib", quota.memoryMib, u.memoryMib, r.memoryMib);
-        check("disk_gib", quota.diskGib, u.diskGib, r.diskBytes / kGiB);
+        requireRoomFor(quota, u, footprintOf(r), " across the fleet");
         KeyCompare unchanged = guard
                                    ? KeyCompare::modRevision(guardKey(r.tenant), guard->modRevision)
                                    : KeyCompare::absent(guardKey(r.tenant));

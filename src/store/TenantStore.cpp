@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/Error.hpp"
+
 namespace airlock {
 
 namespace {
@@ -49,6 +51,19 @@ TenantRecord readTenantRow(const Database::Statement& st) {
     return t;
 }
 }  // namespace
+
+void requireRoomFor(const TenantQuota& quota, const TenantUsage& used, const TenantUsage& adding,
+                    const std::string& where) {
+    for (const auto& f : kTenantQuotaFields) {
+        const auto& limit = quota.*(f.limit);
+        if (adding.*(f.used) == 0 && f.used != &TenantUsage::sandboxes) continue;
+        if (limit && used.*(f.used) + adding.*(f.used) > *limit)
+            throw Error(ErrorCode::quota_exceeded,
+                        std::string("quota exceeded: ") + f.name + " (" +
+                            std::to_string(used.*(f.used)) + " in use" + where + " + " +
+                            std::to_string(adding.*(f.used)) + " > " + std::to_string(*limit) + ")");
+    }
+}
 
 std::string tenantJson(const TenantRecord& t) {
     json policy{{"deny", t.deny}, {"approve", t.approve}, {"allow", t.allow}};

@@ -39,6 +39,12 @@ inline constexpr std::array<TenantQuotaField, 6> kTenantQuotaFields{{
     {"concurrent_execs", &TenantQuota::concurrentExecs, &TenantUsage::concurrentExecs},
 }};
 
+// Error(quota_exceeded) naming the first figure that `adding` (one more
+// sandbox's) would take past its limit; `where` says what `used` counts
+// ("" on one host, " across the fleet" in a fleet).
+void requireRoomFor(const TenantQuota& quota, const TenantUsage& used, const TenantUsage& adding,
+                    const std::string& where);
+
 // A tenant's settings (PUT /v1/tenants/{name}). Its command rules are the
 // floor under every sandbox of the tenant; its network allowlist bounds
 // theirs (empty: no bound beyond the operator's).
