@@ -149,11 +149,9 @@ Router::Admission Router::admit(const ApiRequest& head, const Selection& selecti
     if (route.roles == kPublic) return a;
     Principal who = forwarded ? *forwarded
                               : callerFor(head, selection.door, selection.sandboxId, a.wake);
-    // Found by asking the other nodes: for an authenticated caller only,
-    // and never on a node's behalf (one hop).
-    if (!remote && !forwarded && fleet_ && !a.params.empty() &&
-        a.params[0].rfind("apr-", 0) == 0)
-        remote = remoteObject(a.params[0]);
+    // Node to node only (a drain's moves): refused before any body is read.
+    if (!forwarded && head.path.rfind("/v1/internal/", 0) == 0)
+        throw Error(ErrorCode::forbidden, "only another node of the fleet calls " + head.path);
     // Another tenant's object does not exist for this key, whatever its
     // role: 404 before 403, so a role check never confirms an id.
     std::optional<std::string> owner;
@@ -172,6 +170,11 @@ Router::Admission Router::admit(const ApiRequest& head, const Selection& selecti
     // Counted against the caller's own tenant while it runs. A delete is
     // never refused: a tenant at its limit must be able to free things.
     if (head.method != "DELETE") a.slot = limiter_.acquire(who.tenant);
+    // Found by asking the other nodes: for a caller authorized and counted
+    // here only, never on a node's behalf (one hop).
+    if (!remote && !forwarded && fleet_ && !a.params.empty() &&
+        a.params[0].rfind("apr-", 0) == 0 && !owner)
+        remote = remoteObject(a.params[0]);
     if (remote) a.forward = forwardTo(*remote, head, who);
     a.principal = std::move(who);
     return a;

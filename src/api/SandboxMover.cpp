@@ -32,9 +32,18 @@ std::string answerText(const fleet::HttpAnswer& a) {
 
 }  // namespace
 
-SandboxMover::~SandboxMover() {
+SandboxMover::~SandboxMover() { stop(); }
+
+void SandboxMover::stop() {
     stopping_ = true;
-    if (thread_.joinable()) thread_.join();
+    std::thread running;
+    {
+        std::lock_guard lock(mutex_);
+        running_ = true;  // start() adds nothing from now on
+        running = std::move(thread_);
+    }
+    // Joined unlocked: the thread records its outcomes under the lock.
+    if (running.joinable()) running.join();
 }
 
 std::vector<std::string> SandboxMover::start() {
@@ -71,7 +80,7 @@ void SandboxMover::run(std::vector<SandboxRecord> sandboxes) {
         outcomes_[r.id] = outcome;
     }
     std::lock_guard lock(mutex_);
-    running_ = false;
+    if (!stopping_) running_ = false;
 }
 
 std::string SandboxMover::moveOne(const SandboxRecord& r) {

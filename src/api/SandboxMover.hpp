@@ -27,6 +27,8 @@ class SandboxMover {
     std::vector<std::string> start();
     // Held for a move now (its new node may answer for it already).
     bool leaving(const std::string& id) { return moves_.leaving(id); }
+    // A move in flight ends (its sandbox goes on here); none starts again.
+    void stop();
     // Where each sandbox of the last drain went, or why it stayed.
     std::map<std::string, std::string> outcomes();
 

@@ -471,8 +471,7 @@ int runDaemon(const DaemonOptions& options) {
                          [&workspaces] { workspaces.pruneMirrors(); });
     gitSweeper.start();
     ioc.run();
-    router.setMoves(nullptr, nullptr);
-    mover.reset();  // a move in flight ends: its sandbox goes on here
+    if (mover) mover->stop();  // a move in flight ends: its sandbox goes on here
     if (membership) membership->leave();
     housekeeping.stop();
     evidenceSweeper.stop();
