@@ -597,6 +597,53 @@ TEST_F(Fleet, ADrainWithMoveTakesARunningSandboxToTheOtherNodeWhole) {
     owner_ = indexOf(json::parse(suite.body).value("node", ""));
 }
 
+// A sandbox with a disk whose chain reads a snapshot's layer: its disk
+// arrives as one image over the template's, what it wrote before and after
+// the snapshot intact.
+TEST_F(Fleet, ADrainWithMoveTakesADiskThatReadsASnapshotLayer) {
+    auto& client = *nodes_[0].admin;
+    auto created =
+        client.request("POST", "/v1/sandboxes", R"({"template":"debian","timeout_s":900})");
+    ASSERT_EQ(created.status, 201) << created.body;
+    auto id = json::parse(created.body)["id"].get<std::string>();
+    auto from = json::parse(created.body)["node"].get<std::string>();
+    auto exec = [&](const std::string& shell) {
+        return client.request("POST", "/v1/sandboxes/" + id + "/exec",
+                              json{{"shell", shell}}.dump());
+    };
+    auto before = exec("echo before > ~/before && sync && cat ~/before");
+    ASSERT_EQ(before.status, 200) << before.body;
+    ASSERT_EQ(json::parse(before.body)["stdout"], "before\n") << before.body;
+    auto snap = client.request("POST", "/v1/sandboxes/" + id + "/snapshots");
+    ASSERT_EQ(snap.status, 201) << snap.body;
+    auto snapId = json::parse(snap.body)["id"].get<std::string>();
+    ASSERT_EQ(exec("echo after > ~/after && sync").status, 200);
+    auto drained = client.request("POST", "/v1/nodes/" + from + "/drain", R"({"move":true})");
+    ASSERT_EQ(drained.status, 202) << drained.body;
+    cli::HttpResult got;
+    EXPECT_TRUE(test::waitFor(
+        [&] {
+            got = client.request("GET", "/v1/sandboxes/" + id);
+            auto j = json::parse(got.body, nullptr, false);
+            return got.status == 200 && j.is_object() && j.value("node", "") != from &&
+                   j.value("state", "") == "running";
+        },
+        300s, 500ms))
+        << got.status << " " << got.body;
+    auto both = exec("cat ~/before ~/after");
+    ASSERT_EQ(both.status, 200) << both.body;
+    EXPECT_EQ(json::parse(both.body)["stdout"], "before\nafter\n") << both.body;
+    auto write = exec("echo moved > ~/moved && cat ~/moved");
+    ASSERT_EQ(write.status, 200) << write.body;
+    EXPECT_EQ(json::parse(write.body)["stdout"], "moved\n") << "its disk takes writes there";
+    ASSERT_EQ(client.request("DELETE", "/v1/nodes/" + from + "/drain").status, 200);
+    EXPECT_EQ(client.request("DELETE", "/v1/sandboxes/" + id).status, 204);
+    EXPECT_EQ(client.request("DELETE", "/v1/snapshots/" + snapId).status, 204);
+    auto suite = client.request("GET", "/v1/sandboxes/" + sandbox_);
+    ASSERT_EQ(suite.status, 200) << suite.body;
+    owner_ = indexOf(json::parse(suite.body).value("node", ""));
+}
+
 // Last: it kills the owner of the suite's sandbox.
 TEST_F(Fleet, KilledNodesSandboxIsUnavailableUntilTheNodeIsBack) {
     auto& through = *other().admin;
