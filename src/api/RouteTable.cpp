@@ -23,6 +23,7 @@ std::string rolesText(Roles roles) {
     for (Role r : {Role::agent, Role::approver, Role::admin})
         if (roles & (1u << static_cast<unsigned>(r)))
             out += (out.empty() ? "" : " or ") + roleName(r);
+    if (roles & kNodeRoute) out += (out.empty() ? "" : " or ") + std::string("node-signed");
     return out;
 }
 

@@ -53,6 +53,9 @@ inline constexpr Roles kPublicRoute = 0;
 inline constexpr Roles kAgentRole = 1u << static_cast<unsigned>(Role::agent);
 inline constexpr Roles kApproverRole = 1u << static_cast<unsigned>(Role::approver);
 inline constexpr Roles kAdminRole = 1u << static_cast<unsigned>(Role::admin);
+// Calls another node of the fleet signed (the cluster token), and no key of
+// any role: a drain's moves.
+inline constexpr Roles kNodeRoute = 1u << 8;
 std::string rolesText(Roles roles);
 
 // One authorized call as a handler sees it.

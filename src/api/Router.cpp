@@ -149,9 +149,6 @@ Router::Admission Router::admit(const ApiRequest& head, const Selection& selecti
     if (route.roles == kPublic) return a;
     Principal who = forwarded ? *forwarded
                               : callerFor(head, selection.door, selection.sandboxId, a.wake);
-    // Node to node only (a drain's moves): refused before any body is read.
-    if (!forwarded && head.path.rfind("/v1/internal/", 0) == 0)
-        throw Error(ErrorCode::forbidden, "only another node of the fleet calls " + head.path);
     // Another tenant's object does not exist for this key, whatever its
     // role: 404 before 403, so a role check never confirms an id.
     std::optional<std::string> owner;
@@ -161,7 +158,9 @@ Router::Admission Router::admit(const ApiRequest& head, const Selection& selecti
         owner = ownerOf(a.params[0]);
     if (who.role != Role::admin && owner && *owner != who.tenant)
         throw Error(ErrorCode::not_found, "no " + a.params[0]);
-    if (!(route.roles & (1u << static_cast<unsigned>(who.role))))
+    // A node-signed call reaches node rows; a key of any role never does.
+    bool nodeCall = (route.roles & kNodeRoute) && !who.forwardedBy.empty();
+    if (!nodeCall && !(route.roles & (1u << static_cast<unsigned>(who.role))))
         throw Error(ErrorCode::forbidden, head.method + " " + head.path + " needs an " +
                                               rolesText(route.roles) + " key; this key's role is " +
                                               roleName(who.role));
@@ -173,8 +172,12 @@ Router::Admission Router::admit(const ApiRequest& head, const Selection& selecti
     // Found by asking the other nodes: for a caller authorized and counted
     // here only, never on a node's behalf (one hop).
     if (!remote && !forwarded && fleet_ && !a.params.empty() &&
-        a.params[0].rfind("apr-", 0) == 0 && !owner)
+        a.params[0].rfind("apr-", 0) == 0 && !owner) {
         remote = remoteObject(a.params[0]);
+        if (remote && !remote->tenant.empty() && who.role != Role::admin &&
+            remote->tenant != who.tenant)
+            throw Error(ErrorCode::not_found, "no " + a.params[0]);
+    }
     if (remote) a.forward = forwardTo(*remote, head, who);
     a.principal = std::move(who);
     return a;
@@ -223,8 +226,17 @@ std::optional<Router::RemoteSandbox> Router::remoteObject(const std::string& id)
         }
         return std::nullopt;
     }
-    // An approval lives with its sandbox; its id does not say which, so
-    // the other nodes are asked (approvals are decided at a human's pace).
+    // An approval lives with its sandbox: the fleet's record says where.
+    try {
+        if (auto placed = fleet_->approvals().find(id))
+            return placed->node == fleet_->self()
+                       ? std::nullopt
+                       : std::optional<RemoteSandbox>(RemoteSandbox{placed->tenant, placed->node});
+    } catch (const Error&) {
+        // etcd cannot answer: the nodes are asked instead.
+    }
+    // No record (etcd was down when it opened): the other nodes are asked
+    // (approvals are decided at a human's pace).
     fleet::ForwardedCaller probe{"node:" + fleet_->self(), "node " + fleet_->self(), "_fleet",
                                  "admin"};
     std::string target = "/v1/approvals/" + id;
@@ -412,11 +424,11 @@ Router::Router(FrontDoorServices services, Authenticator& auth, ApiKeys& keys,
     add("GET", "/v1/nodes", kAdmins, &Router::listNodes);
     add("POST", "/v1/nodes/{}/drain", kAdmins, &Router::drainNode);
     add("DELETE", "/v1/nodes/{}/drain", kAdmins, &Router::undrainNode);
-    add("POST", "/v1/internal/moves", kAdmins, &Router::beginArrival);
-    add("PUT", "/v1/internal/moves/piece", kAdmins, &Router::arrivalPiece).bodyLimit =
+    add("POST", "/v1/internal/moves", kNodes, &Router::beginArrival);
+    add("PUT", "/v1/internal/moves/piece", kNodes, &Router::arrivalPiece).bodyLimit =
         IncomingMoves::kPieceBytes;
-    add("POST", "/v1/internal/moves/start", kAdmins, &Router::startArrival);
-    add("DELETE", "/v1/internal/moves", kAdmins, &Router::abortArrival);
+    add("POST", "/v1/internal/moves/start", kNodes, &Router::startArrival);
+    add("DELETE", "/v1/internal/moves", kNodes, &Router::abortArrival);
 
     // Credentials and repository workspaces (RouterWorkspaces.cpp).
     add("POST", "/v1/credentials", kAdmins, &Router::createCredential);

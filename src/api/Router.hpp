@@ -54,6 +54,7 @@ class Router {
     static constexpr Roles kReviewers = kApprover | kAdmin;  // decide approvals
     static constexpr Roles kAnyRole = kAgent | kApprover | kAdmin;
     static constexpr Roles kAdmins = kAdmin;
+    static constexpr Roles kNodes = kNodeRoute;
 
     using Context = RouteContext;
     using Handler = std::function<ApiResponse(Context&)>;

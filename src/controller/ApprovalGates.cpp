@@ -123,6 +123,7 @@ GatedExec ApprovalGates::parkExec(const SandboxRecord& r, const ExecOptions& opt
     g.requestedAt = nowTimestamp();
     g.expiresAt = nowUnixSeconds() + approvalTimeoutS_;
     gated_.insert(g);
+    announce(g);
     data["policy"] = CommandJudge::verdictJson(v);
     data["exec_id"] = g.id;
     data["approval_id"] = g.approvalId;
@@ -153,6 +154,7 @@ GatedExec ApprovalGates::parkPublish(const SandboxRecord& r, const std::string& 
     g.requestedAt = nowTimestamp();
     g.expiresAt = nowUnixSeconds() + approvalTimeoutS_;
     gated_.insert(g);
+    announce(g);
     return g;
 }
 
@@ -192,6 +194,7 @@ packages::PackageApprovalState ApprovalGates::packageApproval(
     g.requestedAt = nowTimestamp();
     g.expiresAt = nowUnixSeconds() + approvalTimeoutS_;
     gated_.insert(g);
+    announce(g);
     audit_.record(q.sandboxId, q.tenant, "approval.requested",
                   {{"approval_id", g.approvalId},
                    {"package", key},
@@ -265,6 +268,20 @@ GatedExec ApprovalGates::get(const std::string& tenant, const std::string& sandb
     if (!g || g->tenant != tenant || g->sandboxId != sandboxId)
         throw Error(ErrorCode::not_found, "no exec " + execId);
     return *g;
+}
+
+void ApprovalGates::announce(const GatedExec& g) {
+    Opened hook;
+    {
+        std::lock_guard lock(hookMutex_);
+        hook = opened_;
+    }
+    if (!hook) return;
+    try {
+        hook(g);
+    } catch (const std::exception& e) {
+        logWarn("approvals", "the fleet has no record of " + g.approvalId + ": " + e.what());
+    }
 }
 
 void ApprovalGates::expire() {

@@ -120,7 +120,18 @@ class ApprovalGates {
     // Error(conflict) when the request is not the one the approval bound.
     ExecOptions parkedOptions(const GatedExec& g) const;
 
+    // A fleet's record of where each approval lives, written when one opens
+    // (a failure is logged: the other nodes then ask around for it).
+    using Opened = std::function<void(const GatedExec&)>;
+    void setOpenedHook(Opened hook) {
+        std::lock_guard lock(hookMutex_);
+        opened_ = std::move(hook);
+    }
+
   private:
+    void announce(const GatedExec& g);
+    std::mutex hookMutex_;
+    Opened opened_;
     GatedExecStore& gated_;
     AuditRecorder& audit_;
     const SandboxSecrets& secrets_;

@@ -398,8 +398,16 @@ int runDaemon(const DaemonOptions& options) {
             },
             [&fleet = *fleet](const std::string& id) {
                 fleet.directory().forget(id);
+                try {
+                    fleet.approvals().forgetSandbox(id);
+                } catch (const std::exception& e) {
+                    logWarn("fleet", "the approvals of " + id + " stay listed in etcd: " + e.what());
+                }
                 fleet.membership().refresh();
             });
+        controller.gates().setOpenedHook([&fleet = *fleet](const GatedExec& g) {
+            fleet.approvals().record(g.approvalId, {g.tenant, fleet.self(), g.sandboxId});
+        });
     }
     if (fleet) {
         // A crash mid-move can leave a copy here of a sandbox that started
@@ -481,6 +489,7 @@ int runDaemon(const DaemonOptions& options) {
     workers.join();
     controller.setDeleteHooks(nullptr, nullptr);  // no caller is left; the service goes first
     controller.setPlacementHooks(nullptr, nullptr);
+    controller.gates().setOpenedHook(nullptr);
     egressWorkers.stop();
     egressWorkers.join();
     return 0;

@@ -3,7 +3,7 @@
 namespace airlock::fleet {
 
 Fleet::Fleet(KeyValueStore& store, NodeMembership& membership, NodeCredential credential)
-    : membership_(membership), directory_(store), credential_(std::move(credential)) {}
+    : membership_(membership), directory_(store), approvals_(store), credential_(std::move(credential)) {}
 
 void Fleet::refreshLocked() {
     auto now = std::chrono::steady_clock::now();

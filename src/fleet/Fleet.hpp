@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "fleet/ApprovalDirectory.hpp"
 #include "fleet/HttpExchange.hpp"
 #include "fleet/NodeCredential.hpp"
 #include "fleet/NodeMembership.hpp"
@@ -22,6 +23,7 @@ class Fleet {
     const std::string& self() const { return membership_.name(); }
     NodeMembership& membership() { return membership_; }
     SandboxDirectory& directory() { return directory_; }
+    ApprovalDirectory& approvals() { return approvals_; }
     const NodeCredential& credential() const { return credential_; }
     Placement& placement() { return placement_; }
 
@@ -41,6 +43,7 @@ class Fleet {
     void refreshLocked();
     NodeMembership& membership_;
     SandboxDirectory directory_;
+    ApprovalDirectory approvals_;
     NodeCredential credential_;
     Placement placement_;
     std::mutex mutex_;

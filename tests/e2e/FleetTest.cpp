@@ -464,7 +464,8 @@ TEST_F(Fleet, SnapshotsAndApprovalsAreListedAndAnsweredFromEitherNode) {
     ASSERT_EQ(gated.status, 201) << gated.body;
     auto gatedId = json::parse(gated.body)["id"].get<std::string>();
     auto gatedNode = json::parse(gated.body)["node"].get<std::string>();
-    auto& far = *nodes_[(indexOf(gatedNode) + 1) % kNodes].admin;
+    auto& farNode = nodes_[(indexOf(gatedNode) + 1) % kNodes];
+    auto& far = *farNode.admin;
     auto parked =
         far.request("POST", "/v1/sandboxes/" + gatedId + "/exec", R"({"shell":"echo gated-ok"})");
     ASSERT_EQ(parked.status, 202) << parked.body;
@@ -476,6 +477,13 @@ TEST_F(Fleet, SnapshotsAndApprovalsAreListedAndAnsweredFromEitherNode) {
     EXPECT_EQ(approvalNode, gatedNode) << approvals.dump();
     auto one = far.request("GET", "/v1/approvals/" + approvalId);
     EXPECT_EQ(one.status, 200) << one.body;
+    // Another tenant's key finds no such approval through any node.
+    auto minted = nodes_[0].admin->request(
+        "POST", "/v1/keys", R"({"tenant":"other-t","role":"approver","name":"e2e"})");
+    ASSERT_EQ(minted.status, 201) << minted.body;
+    test::ApiClient stranger(farNode.daemon->url(),
+                             json::parse(minted.body)["key"].get<std::string>());
+    EXPECT_EQ(stranger.request("GET", "/v1/approvals/" + approvalId).status, 404);
     auto decided = far.request("POST", "/v1/approvals/" + approvalId,
                                R"({"decision":"approve","reason":"through the other node"})");
     ASSERT_EQ(decided.status, 200) << decided.body;

@@ -154,6 +154,7 @@ TEST_F(FrontDoorsTest, EveryRowIsDocumentedWithItsDoorAndRolesAndNothingElse) {
         for (Role r : {Role::agent, Role::approver, Role::admin})
             if (roles & (1u << static_cast<unsigned>(r)))
                 out += (out.empty() ? "" : ", ") + roleName(r);
+        if (roles & kNodeRoute) out += (out.empty() ? "" : ", ") + std::string("node");
         return roles == kPublicRoute ? std::string() : "[" + out + "]";
     };
     std::map<Door, std::size_t> checked;
