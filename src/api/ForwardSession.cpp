@@ -1,5 +1,8 @@
 #include "api/ForwardSession.hpp"
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
@@ -8,6 +11,7 @@
 
 #include "api/ErrorMapping.hpp"
 #include "api/StreamContext.hpp"
+#include "api/TlsPipe.hpp"
 #include "core/Log.hpp"
 
 namespace airlock::api {
@@ -79,6 +83,37 @@ void ForwardSession::start() {
 
 void ForwardSession::onConnected(beast::error_code ec) {
     if (ec) return unavailable("cannot reach node " + target_.node + ": " + ec.message());
+    if (!target_.tls) return sendHead();
+    // The bytes below stay plain on a socket pair; the pipe speaks TLS to
+    // the owner on the connection just made.
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+        return unavailable("no socket pair for TLS");
+    asio::local::stream_protocol::socket pipeEnd(client_.get_executor());
+    pipeEnd.assign(asio::local::stream_protocol(), fds[0], ec);
+    if (ec) {
+        ::close(fds[0]);
+        ::close(fds[1]);
+        return unavailable("no socket pair for TLS");
+    }
+    auto connection = owner_.release_socket();
+    owner_.socket().assign(tcp::v4(), fds[1], ec);
+    if (ec) {
+        ::close(fds[1]);
+        return unavailable("no socket pair for TLS");
+    }
+    ownerTls_ = std::make_shared<TlsPipe>(std::move(connection), std::move(pipeEnd), *target_.tls,
+                                          TlsPipe::ClientOf{target_.host});
+    ownerTls_->startClient([self = shared_from_this()](beast::error_code e) {
+        if (self->finished_) return;
+        if (e)
+            return self->unavailable("TLS with node " + self->target_.node +
+                                     " failed: " + e.message());
+        self->sendHead();
+    });
+}
+
+void ForwardSession::sendHead() {
     owner_.expires_after(std::chrono::seconds(30));
     asio::async_write(owner_, asio::buffer(first_),
                       [self = shared_from_this()](beast::error_code e, std::size_t) {
@@ -135,6 +170,7 @@ void ForwardSession::unavailable(const std::string& why) {
     finished_ = true;
     beast::error_code ignored;
     owner_.socket().close(ignored);
+    if (ownerTls_) ownerTls_->close();
     writeSimpleResponse(client_, r, [self = shared_from_this()] {});
 }
 
@@ -145,6 +181,7 @@ void ForwardSession::finish() {
     beast::error_code ignored;
     owner_.socket().shutdown(tcp::socket::shutdown_both, ignored);
     owner_.socket().close(ignored);
+    if (ownerTls_) ownerTls_->close();
     client_.socket().shutdown(tcp::socket::shutdown_both, ignored);
     client_.socket().close(ignored);
 }

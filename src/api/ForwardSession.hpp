@@ -8,7 +8,13 @@
 #include <memory>
 #include <string>
 
+namespace boost::asio::ssl {
+class context;
+}
+
 namespace airlock::api {
+
+class TlsPipe;
 
 // A request for a sandbox another node of the fleet owns, after this node
 // admitted its caller: the head goes to the owner with the caller signed
@@ -24,6 +30,7 @@ class ForwardSession : public std::enable_shared_from_this<ForwardSession> {
   public:
     struct Target {
         std::string node, host, port;
+        boost::asio::ssl::context* tls = nullptr;    // https: verified against this
         std::map<std::string, std::string> headers;  // the node credential
     };
     ForwardSession(boost::beast::tcp_stream&& client, boost::beast::flat_buffer&& buffer,
@@ -39,13 +46,17 @@ class ForwardSession : public std::enable_shared_from_this<ForwardSession> {
         bool done = false;
     };
     void onConnected(boost::beast::error_code ec);
+    void sendHead();
     void pump(Direction& d);
     void unavailable(const std::string& why);
     void finish();
     void watchIdle();
 
     boost::beast::tcp_stream client_;
+    // The owner's connection, or, when it speaks TLS, one end of a socket
+    // pair whose other end ownerTls_ carries to it.
     boost::beast::tcp_stream owner_;
+    std::shared_ptr<TlsPipe> ownerTls_;
     boost::beast::flat_buffer buffer_;
     boost::beast::http::request<boost::beast::http::empty_body> head_;
     Target target_;

@@ -259,7 +259,7 @@ void HttpSession::forward(Router::Admission admission) {
     stream_.expires_never();
     auto session = std::make_shared<ForwardSession>(
         std::move(stream_), std::move(buffer_), header_->release(),
-        ForwardSession::Target{to.node, to.host, to.port, std::move(to.headers)},
+        ForwardSession::Target{to.node, to.host, to.port, to.tls, std::move(to.headers)},
         // The tenant's slot and the connection's place under the cap, while it lasts.
         std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(
             std::move(admission.slot), connectionSlot_));

@@ -257,15 +257,15 @@ std::optional<Router::RemoteSandbox> Router::remoteObject(const std::string& id)
 
 Router::Admission::Forward Router::forwardTo(const RemoteSandbox& where, const ApiRequest& head,
                                              const std::optional<Principal>& caller) {
-    auto node = fleet_->node(where.node);
-    bool tls = false;
+    auto peer = fleet_->peer(where.node);
     Admission::Forward f;
     f.node = where.node;
-    if (!node || !node->up || !fleet::parseOrigin(node->url, tls, f.host, f.port) || tls) {
-        Error e(ErrorCode::node_unavailable,
-                "node " + where.node + ", which holds this sandbox, is unavailable");
-        throw e;
-    }
+    if (!peer)
+        throw Error(ErrorCode::node_unavailable,
+                    "node " + where.node + ", which holds this sandbox, is unavailable");
+    f.host = peer->host;
+    f.port = peer->port;
+    f.tls = peer->tls;
     if (caller) {
         std::string target = head.path;
         if (!head.target.empty()) target = head.target;

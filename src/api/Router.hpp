@@ -17,6 +17,10 @@
 #include "store/TenantScope.hpp"
 #include "workspace/WorkspaceService.hpp"
 
+namespace boost::asio::ssl {
+class context;
+}
+
 namespace airlock {
 class EvidenceService;
 namespace e2b {
@@ -90,6 +94,7 @@ class Router {
         // there whole (ForwardSession), the caller signed into it.
         struct Forward {
             std::string node, host, port;
+            boost::asio::ssl::context* tls = nullptr;  // the owner's advertise URL is https
             std::map<std::string, std::string> headers;
         };
         std::optional<Forward> forward;

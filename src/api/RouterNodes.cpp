@@ -19,12 +19,11 @@ namespace airlock::api {
 namespace {
 // Whether another node's API takes a connection now (its lease may outlive
 // the process by a few seconds).
-bool answers(const std::string& url) {
-    fleet::HttpPeer peer;
-    bool tls = false;
-    if (!fleet::parseOrigin(url, tls, peer.host, peer.port) || tls) return true;
+bool answers(fleet::Fleet& fleet, const std::string& url) {
+    auto peer = fleet.peerAt(url);
+    if (!peer) return true;
     auto a =
-        fleet::httpExchange(peer, "GET", "/healthz", {}, {},
+        fleet::httpExchange(*peer, "GET", "/healthz", {}, {},
                             std::chrono::steady_clock::now() + std::chrono::seconds(1), 1 << 16);
     return a.outcome == fleet::HttpOutcome::answered;
 }
@@ -69,7 +68,7 @@ ApiResponse Router::listNodes(Context&) {
     }
     for (const auto& s : membership_->nodes()) {
         bool self = s.record.name == membership_->name();
-        nodes.push_back(nodeJson(s, self, self || !s.up || answers(s.record.url)));
+        nodes.push_back(nodeJson(s, self, self || !s.up || answers(*fleet_, s.record.url)));
     }
     return jsonResponse(200, {{"cluster", true}, {"self", membership_->name()}, {"nodes", nodes}});
 }

@@ -34,6 +34,7 @@
 #include "daemon/Housekeeping.hpp"
 #include "egress/EgressProxy.hpp"
 #include "evidence/EvidenceService.hpp"
+#include "fleet/ClientTls.hpp"
 #include "fleet/EtcdClient.hpp"
 #include "fleet/Fleet.hpp"
 #include "fleet/FleetApiKeys.hpp"
@@ -379,6 +380,8 @@ int runDaemon(const DaemonOptions& options) {
     std::unique_ptr<fleet::NodeMembership> membership;
     std::unique_ptr<fleet::Fleet> fleet;
     if (etcd) {
+        // A bad --cluster-ca fails before this node joins.
+        auto peerTls = fleet::makeClientTls(options.clusterCa, "", "", "--cluster-ca");
         fleet::NodeCredential credential(clusterToken);
         fleet::NodeRecord self;
         self.name = options.nodeName;
@@ -388,7 +391,8 @@ int runDaemon(const DaemonOptions& options) {
         membership = std::make_unique<fleet::NodeMembership>(*etcd, self,
                                                              dataDir + "/fleet-lease", capacity);
         membership->join();
-        fleet = std::make_unique<fleet::Fleet>(*etcd, *membership, std::move(credential));
+        fleet = std::make_unique<fleet::Fleet>(*etcd, *membership, std::move(credential),
+                                               std::move(peerTls));
         // Where each sandbox of this node lives, for every other node.
         controller.setPlacementHooks(
             [&fleet = *fleet](const SandboxRecord& r) {

@@ -187,6 +187,7 @@ const std::vector<OptionSpec>& optionSpecs() {
         {"--cluster-etcd-ca", "PEM", false, [](O& o, S, S v) { o.clusterEtcdCa = v; }},
         {"--cluster-etcd-cert", "PEM", false, [](O& o, S, S v) { o.clusterEtcdCert = v; }},
         {"--cluster-etcd-key", "PEM", false, [](O& o, S, S v) { o.clusterEtcdKey = v; }},
+        {"--cluster-ca", "PEM", false, [](O& o, S, S v) { o.clusterCa = v; }},
         {"--node-name", "NAME", false, [](O& o, S, S v) { o.nodeName = v; }},
         {"--advertise-url", "URL", false,
          [](O& o, S a, S v) {
@@ -241,9 +242,10 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
     if (o.tlsCertFile.empty() != o.tlsKeyFile.empty()) bad("--tls-cert and --tls-key go together");
     if (o.clusterEtcd.empty()) {
         if (!o.nodeName.empty() || !o.advertiseUrl.empty() || !o.clusterTokenFile.empty() ||
-            !o.clusterEtcdCa.empty() || !o.clusterEtcdCert.empty() || !o.clusterEtcdKey.empty())
-            bad("--node-name, --advertise-url, --cluster-token-file and --cluster-etcd-* "
-                "need --cluster-etcd");
+            !o.clusterEtcdCa.empty() || !o.clusterEtcdCert.empty() || !o.clusterEtcdKey.empty() ||
+            !o.clusterCa.empty())
+            bad("--node-name, --advertise-url, --cluster-token-file, --cluster-ca and "
+                "--cluster-etcd-* need --cluster-etcd");
     } else {
         if (o.nodeName.empty()) bad("--cluster-etcd needs --node-name");
         if (o.advertiseUrl.empty()) bad("--cluster-etcd needs --advertise-url");
@@ -251,6 +253,12 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
             bad("--cluster-etcd needs --cluster-token-file (the node-to-node credential)");
         if (o.clusterEtcdCert.empty() != o.clusterEtcdKey.empty())
             bad("--cluster-etcd-cert and --cluster-etcd-key go together");
+        // Other nodes speak to this one as its advertise URL says.
+        bool advertisesTls = o.advertiseUrl.rfind("https://", 0) == 0;
+        if (advertisesTls && o.tlsCertFile.empty())
+            bad("--advertise-url https://... needs --tls-cert and --tls-key (this node serves it)");
+        if (!advertisesTls && !o.tlsCertFile.empty())
+            bad("--tls-cert makes this node serve HTTPS: its --advertise-url must be https://...");
     }
     return o;
 }

@@ -64,6 +64,7 @@ struct DaemonOptions {
     // host on its own, with SQLite only.
     std::vector<std::string> clusterEtcd;
     std::string clusterEtcdCa, clusterEtcdCert, clusterEtcdKey;  // etcd over TLS
+    std::string clusterCa;  // verifies nodes that advertise https (empty: system trust)
     std::string nodeName;          // this node's name in the fleet
     std::string advertiseUrl;      // where the other nodes reach this one's API
     std::string clusterTokenFile;  // the node-to-node credential (a shared secret)

@@ -5,6 +5,7 @@
 
 #include "core/Error.hpp"
 #include "core/SecretCipher.hpp"
+#include "fleet/ClientTls.hpp"
 #include "fleet/HttpExchange.hpp"
 #include "protocol/JsonText.hpp"
 
@@ -120,27 +121,6 @@ json opJson(const KeyOp& op) {
     return json::object();
 }
 
-std::shared_ptr<asio::ssl::context> clientTls(const EtcdTls& tls) {
-    auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
-    ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
-                     asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
-                     asio::ssl::context::no_tlsv1_1);
-    try {
-        if (tls.caFile.empty())
-            ctx->set_default_verify_paths();
-        else
-            ctx->load_verify_file(tls.caFile);
-        if (!tls.certFile.empty()) {
-            ctx->use_certificate_chain_file(tls.certFile);
-            ctx->use_private_key_file(tls.keyFile, asio::ssl::context::pem);
-        }
-    } catch (const std::exception& e) {
-        throw Error(ErrorCode::bad_request,
-                    std::string("--cluster-etcd-ca/-cert/-key: ") + e.what());
-    }
-    ctx->set_verify_mode(asio::ssl::verify_peer);
-    return ctx;
-}
 }  // namespace
 
 EtcdClient::EtcdClient(const std::vector<std::string>& urls, const EtcdTls& tls,
@@ -156,7 +136,8 @@ EtcdClient::EtcdClient(const std::vector<std::string>& urls, const EtcdTls& tls,
         anyTls = anyTls || m.tls;
         members_.push_back(std::move(m));
     }
-    if (anyTls || !tls.caFile.empty() || !tls.certFile.empty()) tls_ = clientTls(tls);
+    if (anyTls || !tls.caFile.empty() || !tls.certFile.empty())
+        tls_ = makeClientTls(tls.caFile, tls.certFile, tls.keyFile, "--cluster-etcd-ca/-cert/-key");
 }
 
 EtcdClient::~EtcdClient() = default;

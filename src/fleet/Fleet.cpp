@@ -1,9 +1,18 @@
 #include "fleet/Fleet.hpp"
 
+#include <boost/asio/ssl/context.hpp>
+
+#include "fleet/ClientTls.hpp"
+
 namespace airlock::fleet {
 
-Fleet::Fleet(KeyValueStore& store, NodeMembership& membership, NodeCredential credential)
-    : membership_(membership), directory_(store), approvals_(store), credential_(std::move(credential)) {}
+Fleet::Fleet(KeyValueStore& store, NodeMembership& membership, NodeCredential credential,
+             std::shared_ptr<boost::asio::ssl::context> peerTls)
+    : membership_(membership),
+      directory_(store),
+      approvals_(store),
+      credential_(std::move(credential)),
+      peerTls_(std::move(peerTls)) {}
 
 void Fleet::refreshLocked() {
     auto now = std::chrono::steady_clock::now();
@@ -30,9 +39,20 @@ std::vector<Fleet::Node> Fleet::nodes() {
 
 std::optional<HttpPeer> Fleet::peer(const std::string& name) {
     auto n = node(name);
+    if (!n || !n->up) return std::nullopt;
+    return peerAt(n->url);
+}
+
+std::optional<HttpPeer> Fleet::peerAt(const std::string& url) {
     HttpPeer p;
     bool tls = false;
-    if (!n || !n->up || !parseOrigin(n->url, tls, p.host, p.port) || tls) return std::nullopt;
+    if (!parseOrigin(url, tls, p.host, p.port)) return std::nullopt;
+    if (tls) {
+        std::lock_guard lock(mutex_);
+        // The system's trust store, read once, when no --cluster-ca names one.
+        if (!peerTls_) peerTls_ = makeClientTls("", "", "", "the system's trust store");
+        p.tls = peerTls_.get();
+    }
     return p;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -18,7 +19,10 @@ namespace airlock::fleet {
 // sandbox lives, how to reach and sign for another node.
 class Fleet {
   public:
-    Fleet(KeyValueStore& store, NodeMembership& membership, NodeCredential credential);
+    // peerTls verifies nodes whose advertise URL is https (--cluster-ca);
+    // null: the system's trust store.
+    Fleet(KeyValueStore& store, NodeMembership& membership, NodeCredential credential,
+          std::shared_ptr<boost::asio::ssl::context> peerTls = nullptr);
 
     const std::string& self() const { return membership_.name(); }
     NodeMembership& membership() { return membership_; }
@@ -35,9 +39,11 @@ class Fleet {
     // reads it per request); nullopt: no such node ever joined.
     std::optional<Node> node(const std::string& name);
     std::vector<Node> nodes();
-    // How to reach an up node over plain HTTP; nullopt when it is down,
-    // unknown, or advertises https (not forwarded to yet).
+    // How to reach an up node (TLS when its advertise URL is https);
+    // nullopt when it is down or unknown.
     std::optional<HttpPeer> peer(const std::string& name);
+    // How to reach an advertise URL; nullopt when it is not one.
+    std::optional<HttpPeer> peerAt(const std::string& url);
 
   private:
     void refreshLocked();
@@ -45,6 +51,7 @@ class Fleet {
     SandboxDirectory directory_;
     ApprovalDirectory approvals_;
     NodeCredential credential_;
+    std::shared_ptr<boost::asio::ssl::context> peerTls_;
     Placement placement_;
     std::mutex mutex_;
     std::vector<Node> nodes_;

@@ -19,6 +19,7 @@
 
 #include "support/ApiClient.hpp"
 #include "support/DaemonProcess.hpp"
+#include "support/HttpsClient.hpp"
 #include "support/TestEnv.hpp"
 
 namespace airlock {
@@ -31,85 +32,17 @@ namespace websocket = beast::websocket;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-// A CA, and a server certificate it signed for 127.0.0.1 (EC keys: quick).
-void makeCertificates(const std::string& dir) {
-    std::string cmd =
-        "set -e; cd '" + dir +
-        "'; "
-        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
-        "-subj /CN=airlock-test-ca -keyout ca.key -out ca.pem 2>/dev/null; "
-        "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-        "-subj /CN=127.0.0.1 -keyout server.key -out server.csr 2>/dev/null; "
-        "printf 'subjectAltName=IP:127.0.0.1\\n' > san.ext; "
-        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
-        "-extfile san.ext -out server.pem 2>/dev/null";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl could not make the test certificates";
-}
-
-struct TlsOptions {
-    std::string caFile;  // empty: the system's roots, which do not know the test CA
-    int maxVersion = 0;  // e.g. TLS1_1_VERSION; 0: no cap
-};
-
-ssl::context clientContext(const TlsOptions& o) {
-    ssl::context ctx(ssl::context::tls_client);
-    if (o.caFile.empty())
-        ctx.set_default_verify_paths();
-    else
-        ctx.load_verify_file(o.caFile);
-    ctx.set_verify_mode(ssl::verify_peer);
-    if (o.maxVersion) {
-        // An old client: OpenSSL's own floor must not be what refuses it.
-        SSL_CTX_set_security_level(ctx.native_handle(), 0);
-        SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_VERSION);
-        SSL_CTX_set_max_proto_version(ctx.native_handle(), o.maxVersion);
-    }
-    return ctx;
-}
-
-// A TLS connection to the daemon, verified as 127.0.0.1; throws when the
-// handshake fails.
-std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> connectTls(asio::io_context& ioc,
-                                                                 ssl::context& ctx, int port) {
-    auto stream = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(ioc, ctx);
-    stream->set_verify_callback(ssl::host_name_verification("127.0.0.1"));
-    beast::get_lowest_layer(*stream).expires_after(20s);
-    beast::get_lowest_layer(*stream).connect(
-        asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-    stream->handshake(ssl::stream_base::client);
-    return stream;
-}
-
-struct Answer {
-    int status = 0;
-    std::string body;
-};
-
-Answer httpsRequest(beast::ssl_stream<beast::tcp_stream>& stream, http::verb method,
-                    const std::string& target, const std::string& key,
-                    const std::string& body = {}) {
-    http::request<http::string_body> req(method, target, 11);
-    req.set(http::field::host, "127.0.0.1");
-    if (!key.empty()) req.set(http::field::authorization, "Bearer " + key);
-    if (!body.empty()) {
-        req.set(http::field::content_type, "application/json");
-        req.body() = body;
-    }
-    req.prepare_payload();
-    beast::get_lowest_layer(stream).expires_after(60s);
-    http::write(stream, req);
-    beast::flat_buffer buffer;
-    http::response<http::string_body> res;
-    http::read(stream, buffer, res);
-    return {static_cast<int>(res.result_int()), res.body()};
-}
+using test::clientContext;
+using test::connectTls;
+using test::httpsRequest;
+using test::TlsOptions;
 
 class TlsAndMetrics : public ::testing::Test {
   protected:
     void SetUp() override {
         ASSERT_TRUE(test::templatesBuilt()) << "run scripts/setup first";
-        makeCertificates(tmp.path());
-        if (HasFatalFailure()) return;
+        ASSERT_TRUE(test::makeTestCertificates(tmp.path()))
+            << "openssl could not make the test certificates";
         dataDir = tmp.path() + "/data";
         metricsPort = test::freePort();
         daemon = std::make_unique<test::Daemon>(

@@ -110,6 +110,23 @@ TEST(DaemonOptions, ClusterModeNeedsItsNameAddressAndCredential) {
     EXPECT_NE(message({"--node-name", "n"}).find("need --cluster-etcd"), std::string::npos);
     EXPECT_NE(message({"--cluster-etcd", "etcd:2379"}).find("http"), std::string::npos);
     EXPECT_NE(message({"--advertise-url", "10.0.0.1:8080"}).find("http"), std::string::npos);
+    // A node serves what it advertises: https with a certificate, http without.
+    const std::vector<std::string> base{"--cluster-etcd", "http://e:1", "--node-name", "n",
+                                        "--cluster-token-file", "t"};
+    auto with = [&](std::vector<std::string> more) {
+        auto args = base;
+        args.insert(args.end(), more.begin(), more.end());
+        return args;
+    };
+    EXPECT_NE(message(with({"--advertise-url", "https://a:1"})).find("--tls-cert"),
+              std::string::npos);
+    EXPECT_NE(message(with({"--advertise-url", "http://a:1", "--tls-cert", "c", "--tls-key", "k"}))
+                  .find("https://"),
+              std::string::npos);
+    auto tls = parseDaemonOptions(with({"--advertise-url", "https://a:1", "--tls-cert", "c",
+                                        "--tls-key", "k", "--cluster-ca", "/etc/fleet-ca.pem"}));
+    EXPECT_EQ(tls.clusterCa, "/etc/fleet-ca.pem");
+    EXPECT_NE(message({"--cluster-ca", "ca.pem"}).find("need --cluster-etcd"), std::string::npos);
 }
 
 TEST(DaemonOptions, TheUsageNamesEveryOptionTheParserKnows) {
