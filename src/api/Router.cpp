@@ -171,8 +171,8 @@ Router::Admission Router::admit(const ApiRequest& head, const Selection& selecti
     if (head.method != "DELETE") a.slot = limiter_.acquire(who.tenant);
     // Found by asking the other nodes: for a caller authorized and counted
     // here only, never on a node's behalf (one hop).
-    if (!remote && !forwarded && fleet_ && !a.params.empty() &&
-        a.params[0].rfind("apr-", 0) == 0 && !owner) {
+    if (!remote && !forwarded && fleet_ && !a.params.empty() && !owner &&
+        (a.params[0].rfind("apr-", 0) == 0 || a.params[0].rfind("evd-", 0) == 0)) {
         remote = remoteObject(a.params[0]);
         if (remote && !remote->tenant.empty() && who.role != Role::admin &&
             remote->tenant != who.tenant)
@@ -214,7 +214,7 @@ std::optional<Router::RemoteSandbox> Router::remoteSandbox(const std::string& id
 }
 
 std::optional<Router::RemoteSandbox> Router::remoteObject(const std::string& id) {
-    if (services_.sandboxes.ownerOf(id) || !membership_) return std::nullopt;
+    if (ownerOf(id) || !membership_) return std::nullopt;
     auto nodes = membership_->nodes();
     if (id.rfind("snap-", 0) == 0) {
         // A snapshot lives with its files: the node that lists it holds it.
@@ -226,20 +226,22 @@ std::optional<Router::RemoteSandbox> Router::remoteObject(const std::string& id)
         }
         return std::nullopt;
     }
-    // An approval lives with its sandbox: the fleet's record says where.
+    // An approval lives with its sandbox, a bundle where it was sealed: the
+    // fleet's record says where.
+    bool bundle = id.rfind("evd-", 0) == 0;
     try {
-        if (auto placed = fleet_->approvals().find(id))
+        if (auto placed = (bundle ? fleet_->evidence() : fleet_->approvals()).find(id))
             return placed->node == fleet_->self()
                        ? std::nullopt
                        : std::optional<RemoteSandbox>(RemoteSandbox{placed->tenant, placed->node});
     } catch (const Error&) {
         // etcd cannot answer: the nodes are asked instead.
     }
-    // No record (etcd was down when it opened): the other nodes are asked
-    // (approvals are decided at a human's pace).
+    // No record (etcd was down when it was made): the other nodes are asked
+    // (approvals and reviews go at a human's pace).
     fleet::ForwardedCaller probe{"node:" + fleet_->self(), "node " + fleet_->self(), "_fleet",
                                  "admin"};
-    std::string target = "/v1/approvals/" + id;
+    std::string target = bundle ? "/v1/evidence/" + id + "/info" : "/v1/approvals/" + id;
     for (const auto& n : nodes) {
         if (!n.up || n.record.name == fleet_->self()) continue;
         auto peer = fleet_->peer(n.record.name);

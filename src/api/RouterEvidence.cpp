@@ -5,6 +5,8 @@
 #include "api/ErrorMapping.hpp"
 #include "api/EvidenceParsing.hpp"
 #include "api/Router.hpp"
+
+#include "fleet/Fleet.hpp"
 #include "core/Error.hpp"
 #include "core/JsonFields.hpp"
 #include "evidence/EvidenceService.hpp"
@@ -19,7 +21,15 @@ EvidenceService& Router::evidence() {
 }
 
 // GET /v1/evidence/keys
-ApiResponse Router::listEvidenceKeys(Context&) { return jsonResponse(200, evidenceKeysJson(evidence().keys())); }
+ApiResponse Router::listEvidenceKeys(Context& c) {
+    auto j = evidenceKeysJson(evidence().keys());
+    // Each node signs its own bundles: a fleet lists every live node's keys.
+    if (fleet_) {
+        for (auto& k : j["keys"]) k["node"] = fleet_->self();
+        if (c.principal.forwardedBy.empty()) addFleetList(c, "/v1/evidence/keys", "keys", j["keys"]);
+    }
+    return jsonResponse(200, j);
+}
 
 // POST /v1/sandboxes/{}/evidence
 ApiResponse Router::sealEvidence(Context& c) {

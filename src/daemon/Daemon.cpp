@@ -412,6 +412,11 @@ int runDaemon(const DaemonOptions& options) {
         controller.gates().setOpenedHook([&fleet = *fleet](const GatedExec& g) {
             fleet.approvals().record(g.approvalId, {g.tenant, fleet.self(), g.sandboxId});
         });
+        evidence.setDirectoryHooks(
+            [&fleet = *fleet](const EvidenceRecord& r) {
+                fleet.evidence().record(r.id, {r.tenant, fleet.self(), r.sandboxId});
+            },
+            [&fleet = *fleet](const std::string& id) { fleet.evidence().forget(id); });
     }
     if (fleet) {
         // A crash mid-move can leave a copy here of a sandbox that started

@@ -800,6 +800,13 @@ EvidenceRecord EvidenceService::sealBundle(const std::string& tenant, const std:
         ::unlink(bundlePath(id).c_str());
         throw;
     }
+    if (sealedHook_) {
+        try {
+            sealedHook_(rec);
+        } catch (const std::exception& e) {
+            logWarn("evidence", "bundle " + id + " is not in the fleet's directory: " + e.what());
+        }
+    }
     sandboxes_.recordEvent(r, "evidence.sealed",
                             {{"evidence_id", id},
                              {"kind", kind},
@@ -896,6 +903,12 @@ EvidenceReview EvidenceService::reviewOf(const std::string& tenant, const std::s
     return out;
 }
 
+void EvidenceService::setDirectoryHooks(std::function<void(const EvidenceRecord&)> sealed,
+                                        std::function<void(const std::string&)> removed) {
+    sealedHook_ = std::move(sealed);
+    removedHook_ = std::move(removed);
+}
+
 std::optional<std::string> EvidenceService::ownerOf(const std::string& evidenceId) {
     if (!isValidId(evidenceId, "evd-")) return std::nullopt;
     auto r = store_.find(evidenceId);
@@ -947,6 +960,13 @@ void EvidenceService::collectExpired() {
         ::unlink(bundlePath(r.id).c_str());
         ::unlink((config_.dataDir + "/bundles/" + r.id + ".review.json").c_str());
         store_.remove(r.id);
+        if (removedHook_) {
+            try {
+                removedHook_(r.id);
+            } catch (const std::exception& e) {
+                logWarn("evidence", "bundle " + r.id + " stays in the fleet's directory: " + e.what());
+            }
+        }
         logInfo("evidence",
                 "bundle " + r.id + " of " + r.sandboxId + " removed after its retention");
     }

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -71,6 +72,11 @@ class EvidenceService {
     void collectExpired();
 
     std::optional<std::string> ownerOf(const std::string& evidenceId);
+    // A fleet's directory of bundles (fleet::ObjectDirectory), told of each
+    // bundle sealed here and each removed; a failing hook is logged, never
+    // fails the seal.
+    void setDirectoryHooks(std::function<void(const EvidenceRecord&)> sealed,
+                           std::function<void(const std::string&)> removed);
 
   private:
     struct Gathered;
@@ -90,6 +96,8 @@ class EvidenceService {
     EvidenceKey key_;
     std::mutex locksGuard_;
     std::map<std::string, std::shared_ptr<std::mutex>> locks_;
+    std::function<void(const EvidenceRecord&)> sealedHook_;
+    std::function<void(const std::string&)> removedHook_;
 };
 
 }  // namespace airlock

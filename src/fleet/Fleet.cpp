@@ -10,7 +10,8 @@ Fleet::Fleet(KeyValueStore& store, NodeMembership& membership, NodeCredential cr
              std::shared_ptr<boost::asio::ssl::context> peerTls)
     : membership_(membership),
       directory_(store),
-      approvals_(store),
+      approvals_(store, "approvals"),
+      evidence_(store, "evidence"),
       credential_(std::move(credential)),
       peerTls_(std::move(peerTls)) {}
 

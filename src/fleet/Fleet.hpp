@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "fleet/ApprovalDirectory.hpp"
 #include "fleet/HttpExchange.hpp"
 #include "fleet/NodeCredential.hpp"
 #include "fleet/NodeMembership.hpp"
+#include "fleet/ObjectDirectory.hpp"
 #include "fleet/Placement.hpp"
 #include "fleet/SandboxDirectory.hpp"
 
@@ -27,7 +27,8 @@ class Fleet {
     const std::string& self() const { return membership_.name(); }
     NodeMembership& membership() { return membership_; }
     SandboxDirectory& directory() { return directory_; }
-    ApprovalDirectory& approvals() { return approvals_; }
+    ObjectDirectory& approvals() { return approvals_; }
+    ObjectDirectory& evidence() { return evidence_; }
     const NodeCredential& credential() const { return credential_; }
     Placement& placement() { return placement_; }
 
@@ -49,7 +50,8 @@ class Fleet {
     void refreshLocked();
     NodeMembership& membership_;
     SandboxDirectory directory_;
-    ApprovalDirectory approvals_;
+    ObjectDirectory approvals_;
+    ObjectDirectory evidence_;
     NodeCredential credential_;
     std::shared_ptr<boost::asio::ssl::context> peerTls_;
     Placement placement_;

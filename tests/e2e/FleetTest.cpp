@@ -243,6 +243,45 @@ TEST_F(Fleet, KeysAreFleetWideAndAnotherTenantsKeyFindsNothingThroughTheOtherNod
     EXPECT_EQ(client.request("GET", "/v1/sandboxes").status, 401);
 }
 
+TEST_F(Fleet, EvidenceSealedOnOneNodeIsFetchedReviewedAndVerifiedThroughAnother) {
+    auto& through = *other().admin;
+    auto sealed = through.request("POST", "/v1/sandboxes/" + sandbox_ + "/evidence", "{}");
+    ASSERT_EQ(sealed.status, 201) << sealed.body;
+    std::string bundle = json::parse(sealed.body)["id"];
+    // Asked of the third node too: the fleet's directory says where it is.
+    for (auto* node : {&other(), &nodes_[(owner_ + 2) % kNodes]}) {
+        auto info = node->admin->request("GET", "/v1/evidence/" + bundle + "/info");
+        ASSERT_EQ(info.status, 200) << node->name << ": " << info.body;
+        EXPECT_EQ(json::parse(info.body)["sandbox_id"], sandbox_);
+        std::string bytes;
+        auto got = node->admin->getStreaming("/v1/evidence/" + bundle,
+                                             [&](const char* p, std::size_t n) { bytes.append(p, n); });
+        EXPECT_EQ(got.status, 200);
+        EXPECT_EQ(sha256Hex(bytes), json::parse(info.body)["sha256"]) << node->name;
+    }
+    auto review = through.request("POST", "/v1/evidence/" + bundle + "/review",
+                                  R"({"decision":"approve","reason":"fleet e2e"})");
+    EXPECT_EQ(review.status, 201) << review.body;
+    // The owner's signing key is listed through any node, named by node.
+    auto keys = through.request("GET", "/v1/evidence/keys");
+    ASSERT_EQ(keys.status, 200) << keys.body;
+    auto keysJson = json::parse(keys.body);
+    std::set<std::string> signers;
+    for (const auto& k : keysJson["keys"]) signers.insert(k.value("node", ""));
+    EXPECT_TRUE(signers.count(owner().name)) << keys.body;
+    EXPECT_TRUE(signers.count(other().name)) << keys.body;
+    // Another tenant finds no such bundle through any node.
+    auto minted = nodes_[0].admin->request("POST", "/v1/keys",
+                                           R"({"tenant":"globex","role":"approver","name":"e2e"})");
+    ASSERT_EQ(minted.status, 201) << minted.body;
+    test::ApiClient globex(other().daemon->url(), json::parse(minted.body)["key"]);
+    EXPECT_EQ(globex.request("GET", "/v1/evidence/" + bundle + "/info").status, 404);
+    EXPECT_EQ(globex.request("POST", "/v1/evidence/" + bundle + "/review",
+                             R"({"decision":"reject","reason":"not mine"})")
+                  .status,
+              404);
+}
+
 TEST_F(Fleet, BrokeredCredentialsAreFleetWide) {
     auto made = nodes_[0].admin->request("POST", "/v1/credentials",
                                          json{{"name", "fleet-git"},
