@@ -661,6 +661,8 @@ ApiResponse E2bApi::list(RouteContext& c) {
     }
     std::string tmpl = q("template");
     auto all = sandboxes_.list(c.scope());
+    if (otherNodes_)
+        for (auto& r : otherNodes_(c)) all.push_back(std::move(r));
     // E2B's order: the newest start first, ties by id; "asc" is its exact reverse.
     auto newerFirst = [](const SandboxRecord& a, const SandboxRecord& b) {
         return a.createdAt != b.createdAt ? a.createdAt > b.createdAt : a.id < b.id;

@@ -33,6 +33,10 @@ class E2bApi {
     using Placer =
         std::function<std::optional<ApiResponse>(RouteContext&, const CreateSandboxRequest&)>;
     void setPlacer(Placer placer) { placer_ = std::move(placer); }
+    // In a fleet: the sandboxes other nodes hold for this caller, listed
+    // with this node's (E2B's order, filters and pages over them all).
+    using OtherNodesSandboxes = std::function<std::vector<SandboxRecord>(RouteContext&)>;
+    void setOtherNodesSandboxes(OtherNodesSandboxes other) { otherNodes_ = std::move(other); }
 
   private:
     ApiResponse create(RouteContext& c);
@@ -65,6 +69,7 @@ class E2bApi {
     const e2b::SandboxTokens& tokens_;
     std::string publicDomain_;
     Placer placer_;
+    OtherNodesSandboxes otherNodes_;
 };
 
 }  // namespace airlock::api

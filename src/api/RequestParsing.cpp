@@ -511,6 +511,31 @@ nlohmann::json sandboxJson(const SandboxRecord& r) {
     return j;
 }
 
+std::optional<SandboxRecord> listedSandboxRecord(const nlohmann::json& j) {
+    auto text = [&](const char* k) {
+        auto it = j.find(k);
+        return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    auto number = [&](const char* k) -> std::uint64_t {
+        auto it = j.find(k);
+        return it != j.end() && it->is_number_unsigned() ? it->get<std::uint64_t>() : 0;
+    };
+    if (!j.is_object() || text("id").rfind("sbx-", 0) != 0) return std::nullopt;
+    SandboxRecord r;
+    r.id = text("id");
+    r.templateName = text("template");
+    r.createdAt = text("created_at");
+    r.state = parseSandboxState(text("state"));  // error for "unavailable" and the unknown
+    r.vcpus = static_cast<unsigned>(std::min<std::uint64_t>(number("vcpus"), 1024));
+    r.memoryMib = static_cast<unsigned>(std::min<std::uint64_t>(number("memory_mib"), 1u << 30));
+    r.diskBytes = std::min<std::uint64_t>(number("disk_gib"), 1 << 20) * (1024ull * 1024 * 1024);
+    if (auto at = parseTimestamp(text("expires_at"))) r.expiresAt = *at;
+    auto m = j.find("metadata");
+    r.metadataJson = m != j.end() && m->is_object() ? m->dump() : "{}";
+    r.tenant = text("tenant");
+    return r;
+}
+
 nlohmann::json gatedExecJson(const GatedExec& g) {
     json j{{"exec_id", g.id},
            {"approval_id", g.approvalId},

@@ -1,5 +1,6 @@
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "agentclient/AgentConnection.hpp"
@@ -69,6 +70,10 @@ TenantRecord parseTenantUpdate(const std::string& name, const std::string& body)
 nlohmann::json tenantJson(const TenantRecord& t, const TenantUsage& usage);
 
 nlohmann::json sandboxJson(const SandboxRecord& r);
+// What another node's list says of a sandbox, read back as far as a list
+// shows it (id, template, state, size, times, metadata); nullopt when the
+// item is no sandbox (a node that does not answer lists "unavailable" ones).
+std::optional<SandboxRecord> listedSandboxRecord(const nlohmann::json& j);
 nlohmann::json snapshotJson(const SnapshotRecord& s);
 nlohmann::json gatedExecJson(const GatedExec& g);
 nlohmann::json auditEventJson(const AuditEvent& e);

@@ -78,6 +78,18 @@ void Router::setE2b(E2bApi& control, E2bEnvd& envd, const e2b::SandboxTokens& to
         if (answer.status == 0) return std::nullopt;  // here
         return answer;
     });
+    control.setOtherNodesSandboxes([this](Context& c) {
+        std::vector<SandboxRecord> out;
+        if (!fleet_ || !c.principal.forwardedBy.empty()) return out;
+        try {
+            for (auto& [node, items] : askOtherNodes(c, "/v1/sandboxes", "sandboxes"))
+                for (const auto& item : items)
+                    if (auto r = listedSandboxRecord(item)) out.push_back(std::move(*r));
+        } catch (const Error& e) {
+            logWarn("fleet", std::string("an E2B list has only this node's sandboxes: ") + e.what());
+        }
+        return out;
+    });
 }
 
 Router::Selection Router::select(const ApiRequest& head) const {

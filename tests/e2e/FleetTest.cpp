@@ -562,6 +562,26 @@ TEST_F(Fleet, AnE2bCreateIsPlacedAcrossTheFleetAndItsEnvdAnswersThroughAnyNode) 
     };
     EXPECT_EQ(envd(token), 200) << "envd through node1, forwarded to the sandbox's node";
     EXPECT_EQ(envd(token + "x"), 401) << "the owner checks the token";
+    // E2B's list through node1 is fleet-wide, in E2B's shape, its filters applied.
+    auto list = [&](const std::string& query) {
+        auto answer = test::rawHttp(via.daemon->port(),
+                                    "GET /v2/sandboxes" + query +
+                                        " HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-KEY: e2b_" +
+                                        via.key.substr(3) + "\r\nConnection: close\r\n\r\n",
+                                    60);
+        EXPECT_EQ(statusOf(answer), 200) << answer.substr(0, 300);
+        return json::parse(answer.substr(answer.find("\r\n\r\n") + 4), nullptr, false);
+    };
+    auto listed = list("");
+    ASSERT_TRUE(listed.is_array());
+    bool found = false;
+    for (const auto& s : listed)
+        found = found || (s["sandboxID"] == id && s["state"] == "running" &&
+                          s["templateID"] == "minimal");
+    EXPECT_TRUE(found) << listed.dump().substr(0, 600);
+    auto paused = list("?state=paused");
+    ASSERT_TRUE(paused.is_array());
+    for (const auto& s : paused) EXPECT_NE(s["sandboxID"], id);
     EXPECT_EQ(via.admin->request("DELETE", "/v1/sandboxes/" + id).status, 204);
 }
 

@@ -188,5 +188,42 @@ TEST(RequestParsing, ExecPurposeIsTestOrNothing) {
     EXPECT_FALSE(matchesTestCommand("", {""}));
 }
 
+TEST(RequestParsing, AnotherNodesListedSandboxReadsBackAsARecord) {
+    SandboxRecord r;
+    r.id = "sbx-abc";
+    r.templateName = "minimal";
+    r.state = SandboxState::paused;
+    r.vcpus = 2;
+    r.memoryMib = 512;
+    r.diskBytes = 3ull << 30;
+    r.createdAt = "2026-12-05T10:00:00.000Z";
+    r.expiresAt = 1796464800;
+    r.metadataJson = R"({"team":"x"})";
+    r.tenant = "acme";
+    auto back = listedSandboxRecord(sandboxJson(r));
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(back->id, r.id);
+    EXPECT_EQ(back->templateName, "minimal");
+    EXPECT_EQ(back->state, SandboxState::paused);
+    EXPECT_EQ(back->vcpus, 2u);
+    EXPECT_EQ(back->memoryMib, 512u);
+    EXPECT_EQ(back->diskBytes, 3ull << 30);
+    EXPECT_EQ(back->createdAt, r.createdAt);
+    EXPECT_EQ(back->expiresAt, r.expiresAt);
+    EXPECT_EQ(nlohmann::json::parse(back->metadataJson)["team"], "x");
+    // What a node that did not answer is listed as, and what is no sandbox.
+    auto unavailable = listedSandboxRecord({{"id", "sbx-x"}, {"state", "unavailable"}});
+    ASSERT_TRUE(unavailable.has_value());
+    EXPECT_EQ(unavailable->state, SandboxState::error);
+    EXPECT_FALSE(listedSandboxRecord({{"id", "snap-x"}}).has_value());
+    EXPECT_FALSE(listedSandboxRecord(nlohmann::json::array()).has_value());
+    EXPECT_FALSE(listedSandboxRecord({{"id", 7}}).has_value());
+    auto hostile = listedSandboxRecord(
+        {{"id", "sbx-y"}, {"vcpus", -1}, {"memory_mib", "lots"}, {"metadata", "x"}});
+    ASSERT_TRUE(hostile.has_value());
+    EXPECT_EQ(hostile->vcpus, 0u);
+    EXPECT_EQ(hostile->metadataJson, "{}");
+}
+
 }  // namespace
 }  // namespace airlock::api
