@@ -168,13 +168,12 @@ RewrittenHead rewriteRequestHead(std::string_view raw, const std::string& host,
             return std::nullopt;
         }
     };
+    const std::string whole(raw);
     for (const auto& s : secrets) {
         if (s.coversHost(wanted)) continue;
-        bool seen = carries(target, s);
-        for (const auto& f : fields) {
-            seen = seen || carries(f.value, s);
+        bool seen = carries(whole, s);
+        for (const auto& f : fields)
             if (auto decoded = basicOf(f.value)) seen = seen || carries(*decoded, s);
-        }
         if (seen) {
             r.outcome = RewrittenHead::Outcome::blocked;
             r.secret = s.name;
@@ -232,6 +231,16 @@ RewrittenHead rewriteRequestHead(std::string_view raw, const std::string& host,
     r.head = r.method + " " + target + " " + version + "\r\n";
     for (const auto& f : out) r.head += f.name + ": " + f.value + "\r\n";
     r.head += "\r\n";
+    // Where no value goes (a method, a header's name) a placeholder stays:
+    // the host would see it, so the request does not go.
+    for (const auto& s : secrets)
+        if (!s.placeholder.empty() && r.head.find(s.placeholder) != std::string::npos) {
+            r.head.clear();
+            r.outcome = RewrittenHead::Outcome::blocked;
+            r.secret = s.name;
+            r.why = "secret '" + s.name + "' has its placeholder where no value can go";
+            return r;
+        }
     r.injected = std::move(used);
     r.outcome = RewrittenHead::Outcome::forward;
     return r;

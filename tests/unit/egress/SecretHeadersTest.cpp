@@ -82,6 +82,18 @@ TEST(SecretHeaders, AnotherHostsPlaceholderOrValueIsBlockedAndNamed) {
         "api.example.com", all);
     EXPECT_EQ(r.outcome, Outcome::blocked);
     EXPECT_EQ(r.secret, "NPM_TOKEN");
+    // Wherever it sits: a header's name, the method.
+    for (const std::string& carrier :
+         {"GET / HTTP/1.1\r\nHost: evil.example\r\n" + all[0].placeholder + ": x\r\n",
+          all[0].placeholder + " / HTTP/1.1\r\nHost: evil.example\r\n"}) {
+        auto named = rewriteRequestHead(head(carrier), "evil.example", all);
+        EXPECT_EQ(named.outcome, Outcome::blocked) << carrier;
+    }
+    auto own = rewriteRequestHead(
+        head("GET / HTTP/1.1\r\nHost: api.example.com\r\n" + all[0].placeholder + ": x\r\n"),
+        "api.example.com", all);
+    EXPECT_EQ(own.outcome, Outcome::blocked) << "a placeholder where no value can go";
+    EXPECT_TRUE(own.head.empty());
     // A host no secret is for, with nothing of theirs: passes as it came (less the proxy's own).
     auto plain =
         rewriteRequestHead(head("GET / HTTP/1.1\r\nHost: other.example\r\n"), "other.example", all);
