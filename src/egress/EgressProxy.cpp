@@ -9,6 +9,7 @@
 #include "core/Log.hpp"
 #include "egress/EgressSession.hpp"
 #include "egress/HostLookup.hpp"
+#include "egress/InterceptedConnection.hpp"
 #include "protocol/Messages.hpp"
 
 namespace airlock::egress {
@@ -17,9 +18,10 @@ using Kind = AgentStream::Event::Kind;
 
 EgressProxy::EgressProxy(asio::io_context& ioc, asio::thread_pool& workers, EgressSettings settings,
                          EgressAuditSink audit, EgressResolver resolver)
-    : shared_(std::make_shared<EgressShared>(
-          EgressShared{ioc, workers, settings, AddressPolicy(settings.allowCidrs), std::move(audit),
-                       resolver ? std::move(resolver) : &lookUpHost})),
+    : shared_(std::make_shared<EgressShared>(EgressShared{
+          ioc, workers, settings, AddressPolicy(settings.allowCidrs), std::move(audit),
+          resolver ? std::move(resolver) : &lookUpHost, InterceptedConnection::guestServerTls(),
+          InterceptedConnection::upstreamClientTls(settings.upstreamCaFile)})),
       sandboxes_(std::make_unique<GuestAttachments<SandboxEgress>>()) {}
 
 EgressProxy::~EgressProxy() = default;
@@ -42,9 +44,9 @@ void EgressProxy::attach(const std::string& sandboxId, const std::string& tenant
         if (auto eg = weakEgress.lock())
             logWarn("egress", "proxy listener of " + eg->id + " ended: " + why);
     };
-    egress->addListener(kListener, GuestListener::open(*agent, shared_->settings.guestPort,
-                                                       "egress proxy listener", onAccepted,
-                                                       onEnded));
+    egress->addListener(
+        kListener, GuestListener::open(*agent, shared_->settings.guestPort, "egress proxy listener",
+                                       onAccepted, onEnded));
     sandboxes_->install(std::move(egress));
 }
 
@@ -59,6 +61,14 @@ std::vector<unsigned> EgressProxy::listenerPorts() const {
     // 0: a free port per sandbox (tests with an in-process agent), none fixed.
     if (shared_->settings.guestPort == 0) return {};
     return {shared_->settings.guestPort};
+}
+
+bool EgressProxy::setInjections(const std::string& sandboxId,
+                                std::shared_ptr<const SandboxInjections> injections) {
+    auto egress = sandboxes_->find(sandboxId);
+    if (!egress) return false;
+    egress->setInjections(std::move(injections));
+    return true;
 }
 
 unsigned EgressProxy::guestPort(const std::string& sandboxId) {

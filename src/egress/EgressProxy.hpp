@@ -14,6 +14,8 @@
 #include "agentclient/GuestAttachments.hpp"
 #include "egress/AddressPolicy.hpp"
 #include "egress/EgressGateway.hpp"
+#include "egress/SandboxCa.hpp"
+#include "egress/SecretHeaders.hpp"
 
 namespace airlock::egress {
 
@@ -30,6 +32,21 @@ struct EgressSettings {
     std::vector<std::string> reservedHosts;
     unsigned maxAuditPerMinute =
         600;  // per sandbox; beyond it attempts are counted (egress.suppressed)
+    // --egress-ca-file: a CA the hosts that get injected secrets may chain
+    // to, besides the system's trust store.
+    std::string upstreamCaFile;
+};
+
+// A sandbox's secrets the proxy adds to requests (the guest never holds
+// their values) and the CA its guest trusts for the hosts they go to.
+struct SandboxInjections {
+    std::shared_ptr<SandboxCa> ca;
+    std::vector<InjectedSecret> secrets;
+    bool covers(const std::string& host) const {
+        for (const auto& s : secrets)
+            if (s.coversHost(host)) return true;
+        return false;
+    }
 };
 
 // Where decisions go: the audit log in airlockd. type is egress.allowed,
@@ -64,6 +81,11 @@ class EgressProxy : public EgressGateway {
     bool update(const std::string& sandboxId, const EgressAllowlist& allow) override;
     void detach(const std::string& sandboxId) override;
     std::vector<unsigned> listenerPorts() const override;
+
+    // The secrets added for an attached sandbox from its next connection on
+    // (null: none); false when it is not attached.
+    bool setInjections(const std::string& sandboxId,
+                       std::shared_ptr<const SandboxInjections> injections);
 
     // The guest port of an attached sandbox's listener (0 if none).
     unsigned guestPort(const std::string& sandboxId);

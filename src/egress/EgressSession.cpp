@@ -1,5 +1,8 @@
 #include "egress/EgressSession.hpp"
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -7,8 +10,9 @@
 #include "agentclient/AgentConnection.hpp"
 #include "core/Error.hpp"
 #include "core/Log.hpp"
-#include "protocol/Frame.hpp"
+#include "egress/InterceptedConnection.hpp"
 #include "protocol/ControlFrames.hpp"
+#include "protocol/Frame.hpp"
 
 namespace airlock::egress {
 namespace asio = boost::asio;
@@ -118,7 +122,8 @@ void EgressSession::onGuestEvent(AgentStream::Event&& event) {
         // Guest-made: read as the typed frame it must be, anything else ignored.
         bool eof = false;
         try {
-            eof = std::holds_alternative<protocol::TunnelEof>(protocol::parseControl(event.payload));
+            eof =
+                std::holds_alternative<protocol::TunnelEof>(protocol::parseControl(event.payload));
         } catch (const protocol::MessageError&) {
         }
         if (!eof) return;
@@ -160,7 +165,37 @@ void EgressSession::onHeadBytes() {
     decide();
 }
 
+std::optional<std::string> EgressSession::carriedSecret() const {
+    auto injections = sandbox_->injections();
+    if (!injections) return std::nullopt;
+    auto lower = [](std::string text) {
+        for (auto& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return text;
+    };
+    // A name can carry it too (a DNS lookup is a message), in any case.
+    const std::string host = lower(request_.host);
+    for (const auto& secret : injections->secrets)
+        if ((!secret.placeholder.empty() &&
+             host.find(lower(secret.placeholder)) != std::string::npos) ||
+            (!secret.value.empty() && host.find(lower(secret.value)) != std::string::npos))
+            return secret.name;
+    if (request_.connect) return std::nullopt;
+    // In plain HTTP no secret is added (it would cross the network in
+    // clear): any placeholder or value here is going where it may not.
+    std::vector<InjectedSecret> nowhere = injections->secrets;
+    for (auto& secret : nowhere) secret.hosts.clear();
+    auto r = rewriteRequestHead(request_.upstreamHead, request_.host, nowhere, 64 * 1024);
+    if (r.outcome == RewrittenHead::Outcome::blocked) return r.secret;
+    return std::nullopt;
+}
+
 void EgressSession::decide() {
+    if (auto secret = carriedSecret()) {
+        secretBlocked_ = *secret;
+        return refuse(403, "egress.secret_blocked",
+                      "the request to " + request_.host + " carries secret '" + *secret +
+                          "', which goes only to its own hosts, over HTTPS");
+    }
     auto allow = sandbox_->rules();
     std::string host = request_.host;
     for (auto& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -269,6 +304,9 @@ void EgressSession::onConnected(const tcp::endpoint& endpoint) {
     });
     auto self = shared_from_this();
     if (request_.connect) {
+        if (auto injections = sandbox_->injections();
+            injections && injections->covers(request_.host) && !intercept(*injections))
+            return;
         sendToGuest("HTTP/1.1 200 Connection established\r\n\r\n",
                     false);  // reading starts once it is out
     } else {
@@ -279,6 +317,61 @@ void EgressSession::onConnected(const tcp::endpoint& endpoint) {
         readUpstream();
     }
     pipe_.flush(self);
+}
+
+bool EgressSession::intercept(const SandboxInjections& injections) {
+    std::shared_ptr<const LeafCertificate> leaf;
+    try {
+        leaf = injections.ca->leafFor(request_.host);
+    } catch (const std::exception& e) {
+        refuse(403, "egress.denied", e.what());
+        return false;
+    }
+    // The session relays the guest's TLS to one end of a socket pair as it
+    // would to the host; the interception is the other end.
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+        refuse(502, "egress.failed", "no socket pair for TLS interception");
+        return false;
+    }
+    boost::system::error_code ec;
+    tcp::socket interceptionSide(strand_);
+    interceptionSide.assign(tcp::v4(), fds[1], ec);
+    if (ec) {
+        ::close(fds[0]);
+        ::close(fds[1]);
+        refuse(502, "egress.failed", "no socket pair for TLS interception");
+        return false;
+    }
+    tcp::socket host = std::move(upstream_);
+    upstream_ = tcp::socket(strand_);
+    upstream_.assign(tcp::v4(), fds[0], ec);
+    if (ec) {
+        ::close(fds[0]);
+        refuse(502, "egress.failed", "no socket pair for TLS interception");
+        return false;
+    }
+    InterceptedConnection::Setup setup;
+    setup.host = request_.host;
+    setup.leaf = std::move(leaf);
+    setup.ca = injections.ca->certificate();
+    setup.secrets = injections.secrets;
+    setup.guestTls = shared_->guestTls.get();
+    setup.upstreamTls = shared_->upstreamTls.get();
+    setup.audit = [shared = shared_, sandbox = sandbox_](const std::string& type,
+                                                         const nlohmann::json& data) {
+        try {
+            if (shared->audit && sandbox->admitAudit(shared->settings.maxAuditPerMinute).first)
+                shared->audit(sandbox->id, sandbox->tenant, type, data);
+        } catch (const std::exception& e) {
+            logError("egress", std::string("cannot audit: ") + e.what());
+        }
+    };
+    std::make_shared<InterceptedConnection>(std::move(interceptionSide), std::move(host),
+                                            std::move(setup))
+        ->start();
+    reason_ = "allowlisted; TLS opened to add secrets";
+    return true;
 }
 
 void EgressSession::sendToGuest(std::string bytes, bool closeAfter) {
@@ -406,14 +499,15 @@ void EgressSession::audit(const std::string& type) {
                         {"method", request_.method},
                         {"resolved", resolved_},
                         {"decision", type == "egress.allowed"  ? "allowed"
-                                     : type == "egress.denied" ? "denied"
-                                                               : "failed"},
+                                     : type == "egress.failed" ? "failed"
+                                                               : "denied"},
                         {"reason", reason_},
                         {"bytes_sent", bytesSent_},
                         {"bytes_received", bytesReceived_},
                         {"duration_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
                                             std::chrono::steady_clock::now() - started_)
                                             .count()}};
+    if (!secretBlocked_.empty()) data["secret"] = secretBlocked_;
     if (type == "egress.allowed")
         logInfo("egress", sandbox_->id + " " + request_.method + " " + request_.destination() +
                               " -> " + resolved_ + " (" + std::to_string(bytesSent_) + " B out, " +

@@ -2,12 +2,14 @@
 #include <array>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "agentclient/AgentPipe.hpp"
@@ -16,6 +18,8 @@
 #include "egress/EgressAllowlist.hpp"
 #include "egress/EgressProxy.hpp"
 #include "egress/ProxyRequest.hpp"
+#include "egress/SandboxCa.hpp"
+#include "egress/SecretHeaders.hpp"
 #include "egress/TokenBucket.hpp"
 
 namespace airlock::egress {
@@ -28,6 +32,9 @@ struct EgressShared {
     AddressPolicy addresses;
     EgressAuditSink audit;
     EgressResolver resolver;
+    // Interception (InterceptedConnection): the guest-facing TLS, and what
+    // verifies the hosts it opens its own TLS to.
+    std::shared_ptr<boost::asio::ssl::context> guestTls, upstreamTls;
 };
 
 // One attached sandbox: its allowlist (the rules), listener and caps.
@@ -37,6 +44,16 @@ struct SandboxEgress : GuestAttachment<EgressAllowlist> {
         : GuestAttachment(std::move(id), std::move(tenant), std::move(agent), std::move(allow)),
           bucket(bytesPerSecond) {}
     TokenBucket bucket;
+    std::shared_ptr<const SandboxInjections> injections() const {
+        std::lock_guard lock(injectionsMutex);
+        return injectionsNow;
+    }
+    void setInjections(std::shared_ptr<const SandboxInjections> i) {
+        std::lock_guard lock(injectionsMutex);
+        injectionsNow = std::move(i);
+    }
+    mutable std::mutex injectionsMutex;
+    std::shared_ptr<const SandboxInjections> injectionsNow;
     // Whether one more audit record fits this minute's budget, and how many
     // were suppressed in the minute that just ended (to be recorded once).
     std::pair<bool, std::uint64_t> admitAudit(unsigned perMinute) {
@@ -78,6 +95,11 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
     void decide();
     void onResolved(std::vector<boost::asio::ip::address> addresses, const std::string& error);
     void onConnected(const boost::asio::ip::tcp::endpoint& endpoint);
+    // A secret's placeholder (or value) where no secret may go: in a plain
+    // request, or in the name a CONNECT asks for. The secret's name.
+    std::optional<std::string> carriedSecret() const;
+    // Hands the connection to an InterceptedConnection; false when it was refused.
+    bool intercept(const SandboxInjections& injections);
     // Answers the guest with an HTTP error and ends; `forGuest` (if given)
     // is what the guest reads, without internal addresses.
     void refuse(int status, const std::string& type, const std::string& reason,
@@ -114,6 +136,7 @@ class EgressSession : public std::enable_shared_from_this<EgressSession> {
     std::string resolved_;
     std::string reason_;
     std::string auditType_;
+    std::string secretBlocked_;        // the secret a refused request carried
     bool guestEof_ = false;            // the client shut down its sending side
     std::uint64_t bytesSent_ = 0;      // guest -> destination
     std::uint64_t bytesReceived_ = 0;  // destination -> guest

@@ -20,7 +20,7 @@ namespace ssl = asio::ssl;
 namespace websocket = beast::websocket;
 using namespace std::chrono_literals;
 
-bool makeTestCertificates(const std::string& dir) {
+bool makeTestCertificates(const std::string& dir, const std::string& san) {
     std::string cmd =
         "set -e; cd '" + dir +
         "'; "
@@ -28,7 +28,7 @@ bool makeTestCertificates(const std::string& dir) {
         "-subj /CN=airlock-test-ca -keyout ca.key -out ca.pem 2>/dev/null; "
         "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
         "-subj /CN=127.0.0.1 -keyout server.key -out server.csr 2>/dev/null; "
-        "printf 'subjectAltName=IP:127.0.0.1\\n' > san.ext; "
+        "printf 'subjectAltName=" + san + "\\n' > san.ext; "
         "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
         "-extfile san.ext -out server.pem 2>/dev/null";
     return std::system(cmd.c_str()) == 0;

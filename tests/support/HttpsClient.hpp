@@ -10,10 +10,10 @@
 
 namespace airlock::test {
 
-// A CA (ca.pem, ca.key) and a server certificate it signed for 127.0.0.1
+// A CA (ca.pem, ca.key) and a server certificate it signed for `san`
 // (server.pem, server.key) in dir, EC keys (quick); false when openssl
 // failed. A second call with another dir makes a CA of its own.
-bool makeTestCertificates(const std::string& dir);
+bool makeTestCertificates(const std::string& dir, const std::string& san = "IP:127.0.0.1");
 
 struct TlsOptions {
     std::string caFile;  // empty: the system's roots, which do not know a test CA

@@ -14,7 +14,11 @@
 #include <map>
 #include <thread>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include "egress/EgressProxy.hpp"
+#include "support/HttpsClient.hpp"
 #include "support/InProcessAgent.hpp"
 #include "support/TestEnv.hpp"
 
@@ -500,6 +504,262 @@ TEST_F(EgressProxyTest, DetachClosesTheGuestListener) {
     EXPECT_TRUE(test::waitFor([&] { return !Client(guestPort_).connected; }, 10s))
         << "the guest stopped listening";
     EXPECT_EQ(proxy_->guestPort("sbx-test"), 0u);
+}
+
+
+// ---- Secrets added at the proxy (TLS opened only for their hosts) ----
+
+using SslCtx = std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)>;
+using Ssl = std::unique_ptr<SSL, decltype(&SSL_free)>;
+
+// Reads a request head and its Content-Length body over TLS; "" at the end.
+std::string readTlsRequest(SSL* s, std::string& body) {
+    std::string head;
+    char c;
+    while (head.find("\r\n\r\n") == std::string::npos) {
+        if (SSL_read(s, &c, 1) != 1) return "";
+        head += c;
+    }
+    body.clear();
+    auto at = head.find("Content-Length: ");
+    std::size_t length = at == std::string::npos ? 0 : std::stoul(head.substr(at + 16));
+    std::vector<char> buf(64 * 1024);
+    while (body.size() < length) {
+        int n = SSL_read(s, buf.data(), static_cast<int>(std::min(buf.size(), length - body.size())));
+        if (n <= 0) return "";
+        body.append(buf.data(), static_cast<std::size_t>(n));
+    }
+    return head;
+}
+
+// The "internet" host over TLS (certificate from certDir): answers each
+// request on a connection 200 when it carries `wanted` in a header line,
+// else 401, and keeps every head it saw.
+struct TlsHost {
+    TlsHost(const std::string& certDir, std::string wanted)
+        : ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free), wanted(std::move(wanted)) {
+        SSL_CTX_use_certificate_chain_file(ctx.get(), (certDir + "/server.pem").c_str());
+        SSL_CTX_use_PrivateKey_file(ctx.get(), (certDir + "/server.key").c_str(), SSL_FILETYPE_PEM);
+        server = std::make_unique<LocalServer>([this](int fd) {
+            Ssl s(SSL_new(ctx.get()), SSL_free);
+            SSL_set_fd(s.get(), fd);
+            if (SSL_accept(s.get()) != 1) return;
+            for (;;) {
+                std::string body;
+                std::string head = readTlsRequest(s.get(), body);
+                if (head.empty()) break;
+                {
+                    std::lock_guard lock(mutex);
+                    heads.push_back(head);
+                    bodies.push_back(body);
+                }
+                bool ok = head.find(this->wanted) != std::string::npos;
+                std::string text = ok ? "authorized" : "who are you";
+                std::string answer = std::string(ok ? "HTTP/1.1 200 OK" : "HTTP/1.1 401 No") +
+                                     "\r\nContent-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text;
+                SSL_write(s.get(), answer.data(), static_cast<int>(answer.size()));
+                if (head.find("Connection: close") != std::string::npos) break;
+            }
+            SSL_shutdown(s.get());
+        });
+    }
+    std::vector<std::string> seenHeads() {
+        std::lock_guard lock(mutex);
+        return heads;
+    }
+    SslCtx ctx;
+    std::string wanted;
+    std::mutex mutex;
+    std::vector<std::string> heads, bodies;
+    std::unique_ptr<LocalServer> server;
+};
+
+// The guest's TLS over its CONNECTed socket, trusting `ca` only.
+struct GuestTls {
+    GuestTls(int fd, X509* ca, const std::string& host)
+        : ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free), ssl(nullptr, SSL_free) {
+        X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx.get()), ca);
+        SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
+        ssl.reset(SSL_new(ctx.get()));
+        SSL_set_fd(ssl.get(), fd);
+        SSL_set_tlsext_host_name(ssl.get(), host.c_str());
+        SSL_set1_host(ssl.get(), host.c_str());
+        // Offers h2 first, as curl does: HTTP/1.1 is what it gets.
+        SSL_set_alpn_protos(ssl.get(), reinterpret_cast<const unsigned char*>("\x02h2\x08http/1.1"), 12);
+        ok = SSL_connect(ssl.get()) == 1;
+    }
+    void send(const std::string& bytes) {
+        std::size_t off = 0;
+        while (off < bytes.size()) {
+            int n = SSL_write(ssl.get(), bytes.data() + off, static_cast<int>(std::min<std::size_t>(bytes.size() - off, 1 << 20)));
+            if (n <= 0) return;
+            off += static_cast<std::size_t>(n);
+        }
+    }
+    // One answer with a Content-Length body.
+    std::string readAnswer() {
+        std::string body;
+        std::string head = readTlsRequest(ssl.get(), body);
+        return head + body;
+    }
+    std::string readToEnd() {
+        std::string out;
+        char buf[4096];
+        int n;
+        while ((n = SSL_read(ssl.get(), buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+        return out;
+    }
+    std::string alpn() {
+        const unsigned char* p = nullptr;
+        unsigned int len = 0;
+        SSL_get0_alpn_selected(ssl.get(), &p, &len);
+        return std::string(reinterpret_cast<const char*>(p), len);
+    }
+    SslCtx ctx;
+    Ssl ssl;
+    bool ok = false;
+};
+
+class SecretInjectionTest : public EgressProxyTest {
+  protected:
+    void SetUp() override {
+        ASSERT_TRUE(test::makeTestCertificates(certs_.path(), "DNS:localhost"));
+        injections_ = std::make_shared<SandboxInjections>();
+        injections_->ca = SandboxCa::create("sbx-test", std::chrono::hours(1));
+        InjectedSecret token;
+        token.name = "TOKEN";
+        token.value = "real-token-value";
+        token.placeholder = "airlock-secret-TOKEN-5f2a9c";
+        token.hosts = {"localhost"};
+        token.header = "Authorization";
+        token.format = "Bearer {value}";
+        InjectedSecret key;
+        key.name = "KEY";
+        key.value = "real-key-value";
+        key.placeholder = "airlock-secret-KEY-77e1b0";
+        key.hosts = {"localhost"};
+        injections_->secrets = {token, key};
+    }
+    void startWith(std::vector<std::string> allow, const std::string& caFile) {
+        EgressSettings s;
+        s.allowCidrs = {CidrRange::parse("127.0.0.1/32")};
+        s.upstreamCaFile = caFile;
+        start(std::move(allow), s);
+        ASSERT_TRUE(proxy_->setInjections("sbx-test", injections_));
+    }
+    // CONNECT through the proxy, then the guest's own TLS.
+    std::unique_ptr<GuestTls> connectTls(Client& c, unsigned port) {
+        c.send("CONNECT localhost:" + std::to_string(port) + " HTTP/1.1\r\nHost: localhost:" +
+               std::to_string(port) + "\r\n\r\n");
+        std::string established = "HTTP/1.1 200 Connection established\r\n\r\n";
+        EXPECT_EQ(c.readN(established.size()), established);
+        return std::make_unique<GuestTls>(c.fd, injections_->ca->certificate(), "localhost");
+    }
+    Event eventOfType(const std::string& type) {
+        std::unique_lock lock(mutex_);
+        Event found;
+        bool seen = cv_.wait_for(lock, 20s, [&] {
+            for (const auto& e : events_)
+                if (e.type == type) {
+                    found = e;
+                    return true;
+                }
+            return false;
+        });
+        if (!seen) ADD_FAILURE() << "no " << type << " event";
+        return found;
+    }
+    test::TempDir certs_;
+    std::shared_ptr<SandboxInjections> injections_;
+};
+
+TEST_F(SecretInjectionTest, TheHostGetsTheSecretTheGuestNeverHeld) {
+    TlsHost host(certs_.path(), "Authorization: Bearer real-token-value\r\n");
+    startWith({"localhost"}, certs_.path() + "/ca.pem");
+    Client c(guestPort_);
+    ASSERT_TRUE(c.connected);
+    auto tls = connectTls(c, host.server->port());
+    ASSERT_TRUE(tls->ok) << "the guest trusts its sandbox's CA for this host";
+    EXPECT_EQ(tls->alpn(), "http/1.1");
+    const std::string port = std::to_string(host.server->port());
+    // Keep-alive: every request on the connection gets it, a body streams through.
+    std::string body(1 << 20, 'b');
+    tls->send("POST /v1/upload HTTP/1.1\r\nHost: localhost:" + port +
+              "\r\nAuthorization: Bearer guessed\r\nContent-Length: " + std::to_string(body.size()) +
+              "\r\n\r\n" + body);
+    EXPECT_EQ(tls->readAnswer(), "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nauthorized");
+    tls->send("GET /v1/models?k=airlock-secret-KEY-77e1b0 HTTP/1.1\r\nHost: localhost:" + port +
+              "\r\nX-Key: airlock-secret-KEY-77e1b0\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(tls->readAnswer(), "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nauthorized");
+    auto heads = host.seenHeads();
+    ASSERT_EQ(heads.size(), 2u);
+    EXPECT_EQ(heads[0].find("guessed"), std::string::npos) << "the guest's own header went";
+    EXPECT_EQ(host.bodies[0], body);
+    EXPECT_NE(heads[1].find("GET /v1/models?k=real-key-value HTTP/1.1"), std::string::npos) << heads[1];
+    EXPECT_NE(heads[1].find("X-Key: real-key-value\r\n"), std::string::npos);
+    EXPECT_EQ(heads[1].find("airlock-secret-"), std::string::npos) << "no placeholder reaches the host";
+    auto injected = eventOfType("egress.secret_injected");
+    EXPECT_EQ(injected.data["secret"], "TOKEN");
+    EXPECT_EQ(injected.data["host"], "localhost");
+    EXPECT_EQ(injected.data["method"], "POST");
+    EXPECT_EQ(injected.data["path"], "/v1/upload");
+    std::lock_guard lock(mutex_);
+    for (const auto& e : events_) EXPECT_EQ(e.data.dump().find("real-"), std::string::npos) << e.data.dump();
+}
+
+TEST_F(SecretInjectionTest, APlaceholderSentElsewhereIsRefusedAndAudited) {
+    LocalServer other([](int fd) {
+        readHead(fd);
+        writeAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    });
+    startWith({"localhost", "127.0.0.1"}, certs_.path() + "/ca.pem");
+    std::string response = request("GET http://127.0.0.1:" + std::to_string(other.port()) +
+                                   "/?leak=airlock-secret-TOKEN-5f2a9c HTTP/1.1\r\n\r\n");
+    EXPECT_EQ(statusLine(response), "HTTP/1.1 403 Forbidden") << response;
+    EXPECT_NE(response.find("TOKEN"), std::string::npos) << "the guest is told which secret";
+    auto blocked = eventOfType("egress.secret_blocked");
+    EXPECT_EQ(blocked.data["secret"], "TOKEN");
+    EXPECT_EQ(blocked.data["host"], "127.0.0.1");
+    EXPECT_EQ(other.accepted(), 0) << "nothing reached the other host";
+    // Plain HTTP never carries a secret, not even to its own host.
+    EXPECT_EQ(statusLine(request("GET http://localhost:1/ HTTP/1.1\r\nX: airlock-secret-KEY-77e1b0\r\n\r\n")),
+              "HTTP/1.1 403 Forbidden");
+    // Nor does the name a tunnel asks for.
+    EXPECT_EQ(statusLine(request("CONNECT airlock-secret-key-77e1b0.example:443 HTTP/1.1\r\n\r\n")),
+              "HTTP/1.1 403 Forbidden");
+}
+
+TEST_F(SecretInjectionTest, OtherHostsStayOpaqueTunnels) {
+    LocalServer echo = echoTcpServer();
+    injections_->secrets[0].hosts = {"api.example.com"};
+    injections_->secrets[1].hosts = {"api.example.com"};
+    startWith({"localhost"}, certs_.path() + "/ca.pem");
+    Client c(guestPort_);
+    std::string port = std::to_string(echo.port());
+    c.send("CONNECT localhost:" + port + " HTTP/1.1\r\nHost: localhost:" + port + "\r\n\r\n");
+    std::string established = "HTTP/1.1 200 Connection established\r\n\r\n";
+    EXPECT_EQ(c.readN(established.size()), established);
+    // What the guest sends is what the host gets: a ClientHello would pass as is.
+    const std::string hello = "\x16\x03\x01 not opened by the proxy";
+    c.send(hello);
+    EXPECT_EQ(c.readN(hello.size()), hello);
+}
+
+TEST_F(SecretInjectionTest, AHostWhoseCertificateFailsGets502AndAnAuditNamingWhy) {
+    TlsHost host(certs_.path(), "Authorization");
+    test::TempDir otherCa;
+    ASSERT_TRUE(test::makeTestCertificates(otherCa.path(), "DNS:localhost"));
+    startWith({"localhost"}, otherCa.path() + "/ca.pem");  // not the host's CA
+    Client c(guestPort_);
+    auto tls = connectTls(c, host.server->port());
+    ASSERT_TRUE(tls->ok);
+    tls->send("GET / HTTP/1.1\r\nHost: localhost:" + std::to_string(host.server->port()) + "\r\n\r\n");
+    std::string answer = tls->readToEnd();
+    EXPECT_EQ(statusLine(answer), "HTTP/1.1 502 Bad Gateway") << answer;
+    EXPECT_NE(answer.find("failed verification"), std::string::npos) << answer;
+    auto failed = eventOfType("egress.failed");
+    EXPECT_NE(failed.data["reason"].get<std::string>().find("verification"), std::string::npos);
+    EXPECT_TRUE(host.seenHeads().empty()) << "no request reached an unverified host";
 }
 
 }  // namespace
