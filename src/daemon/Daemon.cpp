@@ -256,6 +256,7 @@ int runDaemon(const DaemonOptions& options) {
         egressSettings.allowCidrs.push_back(egress::CidrRange::parse(cidr));
     egressSettings.maxConnections = options.egressMaxConnections;
     egressSettings.bytesPerSecond = options.egressBytesPerSecond;
+    egressSettings.upstreamCaFile = options.egressCaFile;
     auto packageUpstreams = packages::PackageUpstreams::parse(options.packageUpstreams);
     egressSettings.reservedHosts = packageUpstreams.hosts();
     for (const auto& r : egressSettings.allowCidrs)

@@ -103,6 +103,7 @@ const std::vector<OptionSpec>& optionSpecs() {
              o.egressAllowCidrs.push_back(v);
          }},
         {"--egress-max-connections", "N", false, numberInto(&O::egressMaxConnections, 1, 4096)},
+        {"--egress-ca-file", "PEM", false, [](O& o, S, S v) { o.egressCaFile = v; }},
         {"--egress-bandwidth", "BYTES_PER_SECOND", false,
          numberInto(&O::egressBytesPerSecond, 1024, 1ull << 40)},
         {"--audit-retention-days", "DAYS", false, numberInto(&O::auditRetentionDays, 0, 36500)},

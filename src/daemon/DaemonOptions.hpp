@@ -37,6 +37,7 @@ struct DaemonOptions {
     unsigned packageCacheGib =
         5;  // private ranges egress may reach anyway (tests, on-prem registries)
     unsigned egressMaxConnections = 64;                     // per sandbox, open at once
+    std::string egressCaFile;  // a CA hosts with injected secrets may chain to
     unsigned long long egressBytesPerSecond = 20ull << 20;  // per sandbox, both directions
     unsigned auditRetentionDays = 90;  // audit events older than this are pruned; 0 = keep forever
     unsigned evidenceRetentionDays = 30;  // bundles of deleted sandboxes are kept this long
