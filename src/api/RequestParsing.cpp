@@ -1,5 +1,7 @@
 #include "api/RequestParsing.hpp"
 
+#include "egress/SandboxCa.hpp"
+
 #include <regex>
 
 #include "api/WorkspaceParsing.hpp"
@@ -187,6 +189,57 @@ std::vector<std::string> parseNetworkUpdate(const std::string& body) {
     return parseNetwork(parseJsonBody(body));
 }
 
+SecretInjection parseSecretInjection(const nlohmann::json& j, const std::string& name) {
+    const std::string where = "secret " + name + ": 'inject'";
+    if (!j.is_object())
+        throw Error(ErrorCode::bad_request,
+                    where + " must be {\"hosts\": [...], \"header\"?, \"format\"?}");
+    rejectUnknownFields(j, {"hosts", "header", "format"}, where);
+    SecretInjection inject;
+    if (!j.contains("hosts") || !j["hosts"].is_array() || j["hosts"].empty() ||
+        j["hosts"].size() > 20)
+        throw Error(ErrorCode::bad_request, where + ".hosts must list 1 to 20 hosts");
+    for (const auto& h : j["hosts"]) {
+        std::string host = h.is_string() ? h.get<std::string>() : "";
+        std::string name = host.rfind("*.", 0) == 0 ? host.substr(2) : host;
+        if (egress::SandboxCa::canonicalHost(name).empty() || name.find(':') != std::string::npos)
+            throw Error(ErrorCode::bad_request,
+                        where + ".hosts: '" + host.substr(0, 100) +
+                            "' is not a host name (or *.name) without a port");
+        inject.hosts.push_back(host);
+    }
+    if (j.contains("header")) {
+        if (!j["header"].is_string())
+            throw Error(ErrorCode::bad_request, where + ".header must be a header name");
+        inject.header = j["header"].get<std::string>();
+        std::string lower = inject.header;
+        for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        bool token = !inject.header.empty() && inject.header.size() <= 64 &&
+                     inject.header.find_first_not_of(
+                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~") ==
+                         std::string::npos;
+        // What frames the request or routes it is never the secret's.
+        for (const char* framing : {"host", "content-length", "transfer-encoding", "connection",
+                                    "upgrade", "te", "trailer", "keep-alive", "expect"})
+            if (lower == framing) token = false;
+        if (!token || lower.rfind("proxy-", 0) == 0)
+            throw Error(ErrorCode::bad_request,
+                        where + ".header: '" + inject.header.substr(0, 64) +
+                            "' is not a header a secret may set");
+    }
+    if (j.contains("format")) {
+        if (!j["format"].is_string() || inject.header.empty())
+            throw Error(ErrorCode::bad_request,
+                        where + ".format is a string, and goes with a header");
+        inject.format = j["format"].get<std::string>();
+        if (inject.format.size() > 1024 || inject.format.find("{value}") == std::string::npos ||
+            inject.format.find_first_of(std::string("\r\n\0", 3)) != std::string::npos)
+            throw Error(ErrorCode::bad_request,
+                        where + ".format must hold {value} on one line (1 KiB at most)");
+    }
+    return inject;
+}
+
 std::map<std::string, SecretSpec> parseSecrets(const nlohmann::json& j) {
     // Messages name the secret, never its value.
     if (!j.is_object() || j.size() > 64)
@@ -200,7 +253,8 @@ std::map<std::string, SecretSpec> parseSecrets(const nlohmann::json& j) {
         if (v.is_string()) {
             spec.value = v.get<std::string>();
         } else if (v.is_object()) {
-            rejectUnknownFields(v, {"value", "commands"}, "secret " + name);
+            rejectUnknownFields(v, {"value", "commands", "inject"}, "secret " + name);
+            if (v.contains("inject")) spec.inject = parseSecretInjection(v["inject"], name);
             if (!v.contains("value") || !v["value"].is_string())
                 throw Error(ErrorCode::bad_request, "secret " + name + " needs a string 'value'");
             spec.value = v["value"].get<std::string>();
@@ -216,12 +270,16 @@ std::map<std::string, SecretSpec> parseSecrets(const nlohmann::json& j) {
                 }
             }
         } else {
-            throw Error(ErrorCode::bad_request,
-                        "secret " + name + " must be a string or {\"value\",\"commands\"}");
+            throw Error(ErrorCode::bad_request, "secret " + name +
+                                                    " must be a string or {\"value\",\"commands\","
+                                                    "\"inject\"}");
         }
         if (spec.value.size() > 16 * 1024 || spec.value.find('\0') != std::string::npos)
             throw Error(ErrorCode::bad_request,
                         "secret " + name + " is too long or holds a NUL byte");
+        if (spec.inject && spec.value.find_first_of("\r\n") != std::string::npos)
+            throw Error(ErrorCode::bad_request,
+                        "secret " + name + " holds a line break: it cannot go in a request header");
         // Shorter values would match ordinary text: masked they would edit
         // the record, unmasked they would leak.
         if (spec.value.size() < SecretMasker::kMinLength)

@@ -61,8 +61,10 @@ void SandboxAgents::attachListeners(const SandboxRecord& r,
                                     const std::shared_ptr<AgentConnection>& agent) {
     // Every sandbox has the egress proxy, also with an empty allowlist: it
     // then refuses everything, and the attempts are in the audit log.
-    if (p_.egress)
+    if (p_.egress) {
         p_.egress->attach(r.id, r.tenant, agent, egress::EgressAllowlist::parse(r.network));
+        if (p_.injectionsOf) p_.egress->setInjections(r.id, p_.injectionsOf(r));
+    }
     if (p_.packages)
         p_.packages->attach(r.id, r.tenant, agent,
                             packages::PackageRules::fromStored(r.packagesJson));

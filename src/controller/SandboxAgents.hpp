@@ -36,6 +36,9 @@ class SandboxAgents {
         std::shared_ptr<egress::EgressGateway> egress;       // none: no egress listener
         std::shared_ptr<packages::PackageGateway> packages;  // none: no package listeners
         std::chrono::milliseconds reconnectTimeout{15'000};
+        // The secrets the egress proxy adds for a sandbox (null: none).
+        std::function<std::shared_ptr<const egress::SandboxInjections>(const SandboxRecord&)>
+            injectionsOf;
     };
     explicit SandboxAgents(Parts parts);
 

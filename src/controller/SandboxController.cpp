@@ -42,7 +42,11 @@ SandboxController::SandboxController(ControllerConfig config, Hypervisor& hyperv
       templates_(templates),
       agents_(SandboxAgents::Parts{std::move(connector),
                                    [this](const std::string& id) { return agentEndpoint(id); },
-                                   store_, auditLog_, config_.egress, config_.packages}),
+                                   store_, auditLog_, config_.egress, config_.packages,
+                                   std::chrono::milliseconds(15'000),
+                                   [this](const SandboxRecord& r) {
+                                       return secrets_.injections(r);
+                                   }}),
       uids_(config_.qemuUidBase, ::geteuid() == 0 ? config_.qemuUidCount : 0) {
     // The ports the proxies' listeners take in every guest: never reachable
     // from outside.

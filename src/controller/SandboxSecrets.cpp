@@ -3,24 +3,55 @@
 #include <string_view>
 
 #include "core/Error.hpp"
+#include "core/Hex.hpp"
+#include "core/Ids.hpp"
 #include "core/Log.hpp"
+#include "egress/SandboxCa.hpp"
 #include "policy/CommandPolicy.hpp"
 
 namespace airlock {
 
 namespace {
 constexpr std::string_view kSealedPrefix = "sealed:";
-}
+// The egress CA's entry among the sealed secrets: no variable has a dash.
+const std::string kCaEntry = "egress-ca";
+}  // namespace
 
-std::string SandboxSecrets::seal(const SecretMap& secrets, const std::string& sandboxId) const {
+std::string SandboxSecrets::seal(const SecretMap& secrets, const std::string& sandboxId,
+                                 const std::string& previous) const {
     if (!cipher_) throw Error(ErrorCode::bad_request, "this server keeps no secrets (no key)");
+    nlohmann::json before = previous.empty()
+                                ? nlohmann::json::object()
+                                : nlohmann::json::parse(cipher_->open(previous, sandboxId));
     nlohmann::json sealed = nlohmann::json::object();
+    bool injects = false;
     for (const auto& [name, spec] : secrets) {
         if (spec.value.size() < SecretMasker::kMinLength)
             throw Error(ErrorCode::unprocessable, "secret " + name + " is shorter than " +
                                                       std::to_string(SecretMasker::kMinLength) +
                                                       " bytes (it could not be masked)");
-        sealed[name] = {{"value", spec.value}, {"commands", spec.commands}};
+        nlohmann::json entry{{"value", spec.value}, {"commands", spec.commands}};
+        if (spec.inject) {
+            injects = true;
+            std::string placeholder = spec.inject->placeholder;
+            // Kept across a re-seal: running processes hold it already.
+            if (placeholder.empty() && before.contains(name) && before[name].contains("inject"))
+                placeholder = before[name]["inject"].value("placeholder", "");
+            if (placeholder.empty())
+                placeholder = "airlock-secret-" + name + "-" + hexEncode(randomBytes(16));
+            entry["inject"] = {{"hosts", spec.inject->hosts},
+                               {"header", spec.inject->header},
+                               {"format", spec.inject->format},
+                               {"placeholder", placeholder}};
+        }
+        sealed[name] = std::move(entry);
+    }
+    // The CA the guest trusts for the injected secrets' hosts: made once.
+    if (before.contains(kCaEntry)) {
+        sealed[kCaEntry] = before[kCaEntry];
+    } else if (injects) {
+        auto ca = egress::SandboxCa::create(sandboxId, std::chrono::hours(24 * 365));
+        sealed[kCaEntry] = {{"certificate", ca->certificatePem()}, {"key", ca->keyPem()}};
     }
     return cipher_->seal(sealed.dump(), sandboxId);
 }
@@ -43,8 +74,9 @@ std::string SandboxSecrets::sealFrom(const SecretCipher& journey, const std::str
                                      const std::string& sandboxId) const {
     if (sealed.empty()) return sealed;
     if (!cipher_)
-        throw Error(ErrorCode::unprocessable, "this node keeps no secrets (no key): a sandbox "
-                                              "with secrets cannot move here");
+        throw Error(ErrorCode::unprocessable,
+                    "this node keeps no secrets (no key): a sandbox "
+                    "with secrets cannot move here");
     return cipher_->seal(journey.open(sealed, sandboxId), sandboxId);
 }
 
@@ -52,9 +84,47 @@ SecretMap SandboxSecrets::open(const SandboxRecord& r) const {
     SecretMap out;
     if (r.secretsSealed.empty() || !cipher_) return out;
     auto j = nlohmann::json::parse(cipher_->open(r.secretsSealed, r.id));
-    for (const auto& [name, spec] : j.items())
-        out[name] = SecretSpec{spec.at("value").get<std::string>(),
-                               spec.value("commands", std::vector<std::string>{})};
+    for (const auto& [name, spec] : j.items()) {
+        if (name == kCaEntry) continue;
+        SecretSpec s{spec.at("value").get<std::string>(),
+                     spec.value("commands", std::vector<std::string>{}), std::nullopt};
+        if (spec.contains("inject")) {
+            const auto& i = spec["inject"];
+            s.inject =
+                SecretInjection{i.value("hosts", std::vector<std::string>{}), i.value("header", ""),
+                                i.value("format", "{value}"), i.value("placeholder", "")};
+        }
+        out[name] = std::move(s);
+    }
+    return out;
+}
+
+std::string SandboxSecrets::egressCaCertificate(const SandboxRecord& r) const {
+    if (r.secretsSealed.empty() || !cipher_) return "";
+    auto j = nlohmann::json::parse(cipher_->open(r.secretsSealed, r.id));
+    if (!j.contains(kCaEntry)) return "";
+    return j[kCaEntry].value("certificate", "");
+}
+
+std::shared_ptr<const egress::SandboxInjections> SandboxSecrets::injections(
+    const SandboxRecord& r) const {
+    if (r.secretsSealed.empty() || !cipher_) return nullptr;
+    auto j = nlohmann::json::parse(cipher_->open(r.secretsSealed, r.id));
+    if (!j.contains(kCaEntry)) return nullptr;
+    auto out = std::make_shared<egress::SandboxInjections>();
+    out->ca = egress::SandboxCa::fromPem(j[kCaEntry].value("certificate", ""),
+                                         j[kCaEntry].value("key", ""));
+    for (const auto& [name, spec] : open(r)) {
+        if (!spec.inject) continue;
+        egress::InjectedSecret s;
+        s.name = name;
+        s.value = spec.value;
+        s.placeholder = spec.inject->placeholder;
+        s.hosts = spec.inject->hosts;
+        s.header = spec.inject->header;
+        s.format = spec.inject->format;
+        out->secrets.push_back(std::move(s));
+    }
     return out;
 }
 
@@ -65,21 +135,24 @@ std::map<std::string, std::string> SandboxSecrets::envFor(const SecretMap& secre
         bool scoped = spec.commands.empty();
         for (const auto& glob : spec.commands)
             scoped = scoped || policy::CommandPolicy::globMatch(glob, commandText);
-        if (scoped) env[name] = spec.value;
+        if (scoped) env[name] = spec.inject ? spec.inject->placeholder : spec.value;
     }
     return env;
 }
 
 SecretMasker SandboxSecrets::guestOutputMasker(const SecretMap& secrets) {
     std::vector<std::string> values;
-    for (const auto& [name, spec] : secrets) values.push_back(spec.value);
+    // An injected value never reached the guest: not compared with what it prints.
+    for (const auto& [name, spec] : secrets)
+        if (!spec.inject) values.push_back(spec.value);
     return SecretMasker(values);
 }
 
 SecretMasker SandboxSecrets::streamMasker(const SecretMap& secrets,
                                           const std::string& commandText) {
     std::vector<std::string> values;
-    for (const auto& [name, value] : envFor(secrets, commandText)) values.push_back(value);
+    for (const auto& [name, value] : envFor(secrets, commandText))
+        if (!secrets.at(name).inject) values.push_back(value);
     return SecretMasker(values);
 }
 

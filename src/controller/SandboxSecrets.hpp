@@ -4,21 +4,38 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/SecretCipher.hpp"
 #include "core/SecretMasker.hpp"
+#include "egress/EgressProxy.hpp"
 #include "store/GatedExecStore.hpp"
 #include "store/SandboxStore.hpp"
 
 namespace airlock {
 
-// A secret: injected as an environment variable into the commands it is
-// scoped to (all when `commands` is empty; else command-prefix globs).
+// Where an injected secret goes: added by the egress proxy to requests for
+// `hosts` (exact names or "*.suffix"), as `header` set to `format` with
+// {value} replaced, or (no header) wherever the guest put `placeholder`,
+// the random stand-in its environment holds instead of the value.
+struct SecretInjection {
+    std::vector<std::string> hosts;
+    std::string header, format = "{value}";
+    std::string placeholder;  // made when it is sealed
+};
+
+// A secret: an environment variable of the commands it is scoped to (all
+// when `commands` is empty; else command-prefix globs). An injected one's
+// variable holds its placeholder: the guest never has the value.
 struct SecretSpec {
+    SecretSpec(std::string v = {}, std::vector<std::string> c = {},
+               std::optional<SecretInjection> i = std::nullopt)
+        : value(std::move(v)), commands(std::move(c)), inject(std::move(i)) {}
     std::string value;
     std::vector<std::string> commands;
+    std::optional<SecretInjection> inject;
 };
 using SecretMap = std::map<std::string, SecretSpec>;
 
@@ -34,8 +51,11 @@ class SandboxSecrets {
         : cipher_(std::move(cipher)) {}
 
     // The sealed form of a create's secrets. Error(bad_request) without a key,
-    // or for a value too short to be masked.
-    std::string seal(const SecretMap& secrets, const std::string& sandboxId) const;
+    // or for a value too short to be masked. Injected secrets get their
+    // placeholders, and the sandbox its egress CA, here; `previous` (what
+    // was sealed before, for a secret added later) keeps both.
+    std::string seal(const SecretMap& secrets, const std::string& sandboxId,
+                     const std::string& previous = "") const;
     // What was sealed for one id, sealed again for another (a clone that
     // takes a spare's id).
     std::string reseal(const std::string& sealed, const std::string& fromId,
@@ -49,6 +69,12 @@ class SandboxSecrets {
                          const std::string& sandboxId) const;
     // A sandbox's secrets, opened (none when it has none).
     SecretMap open(const SandboxRecord& r) const;
+    // What the egress proxy adds for the sandbox: its injected secrets and
+    // its CA (made when the first injected secret was sealed, sealed with
+    // them); null when it has none.
+    std::shared_ptr<const egress::SandboxInjections> injections(const SandboxRecord& r) const;
+    // The CA certificate its guest trusts (PEM); "" when it has none.
+    std::string egressCaCertificate(const SandboxRecord& r) const;
     // The variables a command gets: the secrets scoped to its text.
     static std::map<std::string, std::string> envFor(const SecretMap& secrets,
                                                      const std::string& commandText);

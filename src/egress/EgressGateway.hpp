@@ -11,6 +11,8 @@ class AgentConnection;
 
 namespace airlock::egress {
 
+struct SandboxInjections;
+
 // What the controller tells the egress side (the host proxy in airlockd;
 // a recorder in unit tests). Guests have no network interface but lo; every
 // sandbox is attached, and one with an empty allowlist is refused
@@ -28,6 +30,14 @@ class EgressGateway {
     virtual bool update(const std::string& sandboxId, const EgressAllowlist& allow) = 0;
     // The sandbox is going away: stop listening, cut its connections.
     virtual void detach(const std::string& sandboxId) = 0;
+    // The secrets the proxy adds for the sandbox (null: none), from its next
+    // connection on. False when it is not attached (or this gateway adds none).
+    virtual bool setInjections(const std::string& sandboxId,
+                               std::shared_ptr<const SandboxInjections> injections) {
+        (void)sandboxId;
+        (void)injections;
+        return false;
+    }
     // The guest ports its listeners take: Airlock's own, never reachable
     // from outside the guest (preview ports, E2B port routing).
     virtual std::vector<unsigned> listenerPorts() const;

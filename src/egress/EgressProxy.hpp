@@ -85,7 +85,7 @@ class EgressProxy : public EgressGateway {
     // The secrets added for an attached sandbox from its next connection on
     // (null: none); false when it is not attached.
     bool setInjections(const std::string& sandboxId,
-                       std::shared_ptr<const SandboxInjections> injections);
+                       std::shared_ptr<const SandboxInjections> injections) override;
 
     // The guest port of an attached sandbox's listener (0 if none).
     unsigned guestPort(const std::string& sandboxId);

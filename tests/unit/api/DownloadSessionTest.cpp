@@ -183,6 +183,12 @@ class FollowedBodyTest : public DownloadSessionTest {
                   }
               }
           }) {}
+    // The agent's thread may hold the session's last reference (its
+    // stream's handler): it ends here, while the io_context its timers
+    // belong to is still there.
+    ~FollowedBodyTest() override {
+        if (agent) agent->closeAndWait();
+    }
 
     // Connects a client, starts the session and reads until `until`.
     void start(const std::string& until) {

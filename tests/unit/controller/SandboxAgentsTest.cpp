@@ -74,7 +74,7 @@ class SandboxAgentsTest : public ::testing::Test {
             return guests.back().connect();
         },
         [](const std::string& id) { return "/run/" + id + "/agent.sock"; }, sandboxes, audit,
-        nullptr, nullptr, 2s}};
+        nullptr, nullptr, 2s, nullptr}};
 };
 
 TEST_F(SandboxAgentsTest, AFloodInsteadOfAHelloIsAuditedAgainstTheSandboxsTenant) {
