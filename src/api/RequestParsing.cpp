@@ -1,6 +1,7 @@
 #include "api/RequestParsing.hpp"
 
 #include "egress/SandboxCa.hpp"
+#include "egress/SecretHeaders.hpp"
 
 #include <regex>
 
@@ -201,11 +202,14 @@ SecretInjection parseSecretInjection(const nlohmann::json& j, const std::string&
         throw Error(ErrorCode::bad_request, where + ".hosts must list 1 to 20 hosts");
     for (const auto& h : j["hosts"]) {
         std::string host = h.is_string() ? h.get<std::string>() : "";
-        std::string name = host.rfind("*.", 0) == 0 ? host.substr(2) : host;
-        if (egress::SandboxCa::canonicalHost(name).empty() || name.find(':') != std::string::npos)
+        auto pattern = egress::HostPattern::parse(host);
+        std::string name =
+            pattern.host.rfind("*.", 0) == 0 ? pattern.host.substr(2) : pattern.host;
+        if (host.size() > 260 || egress::SandboxCa::canonicalHost(name).empty())
             throw Error(ErrorCode::bad_request,
                         where + ".hosts: '" + host.substr(0, 100) +
-                            "' is not a host name (or *.name) without a port");
+                            "' is not a host as the allowlist writes one (name, *.name or "
+                            "address, optionally :port)");
         inject.hosts.push_back(host);
     }
     if (j.contains("header")) {

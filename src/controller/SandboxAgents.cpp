@@ -1,6 +1,7 @@
 #include "controller/SandboxAgents.hpp"
 
 #include "agentclient/AgentProtocolError.hpp"
+#include "controller/SandboxSecrets.hpp"
 #include "core/Log.hpp"
 #include "egress/EgressAllowlist.hpp"
 #include "packages/PackageRules.hpp"
@@ -34,7 +35,25 @@ std::shared_ptr<AgentConnection> SandboxAgents::connect(const std::string& sandb
 void SandboxAgents::adopt(const SandboxRecord& sandbox, std::shared_ptr<AgentConnection> agent) {
     watch(sandbox.id, agent);
     attachListeners(sandbox, agent);
+    trustEgressCa(sandbox, *agent);
     sessions_.install(sandbox.id, std::move(agent));
+}
+
+void SandboxAgents::trustEgressCa(const SandboxRecord& r, AgentConnection& agent) {
+    auto injections = p_.injectionsOf ? p_.injectionsOf(r) : nullptr;
+    if (!injections) return;
+    // Before any command runs: what it reaches through the proxy is signed
+    // by this CA for the hosts its injected secrets go to.
+    protocol::ExecRequest install;
+    install.argv = {"sh", "-c", SandboxSecrets::guestTrustScript()};
+    install.user = "root";
+    install.stdin_data = injections->ca->certificatePem();
+    auto done = agent.exec(install, 4096, std::chrono::seconds(60));
+    if (done.result.exit_code != 0)
+        throw Error(
+            ErrorCode::agent_error,
+            "sandbox " + r.id + " could not install its egress CA: " +
+                (done.result.error.empty() ? done.stderrData.substr(0, 300) : done.result.error));
 }
 
 void SandboxAgents::retire(const std::string& sandboxId, const std::string& why) {

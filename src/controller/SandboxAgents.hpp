@@ -67,6 +67,8 @@ class SandboxAgents {
     void attachListeners(const SandboxRecord& sandbox,
                          const std::shared_ptr<AgentConnection>& agent);
     void protocolError(const std::string& sandboxId, const std::string& why, bool sessionEnded);
+    // A sandbox with injected secrets: its guest trusts its egress CA.
+    void trustEgressCa(const SandboxRecord& r, AgentConnection& agent);
 
     Parts p_;
     AgentSessions sessions_;

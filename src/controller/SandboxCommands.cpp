@@ -68,6 +68,9 @@ protocol::ExecRequest SandboxCommands::agentRequest(const SandboxRecord& r,
     ExecOptions withSecrets = options;
     for (auto& [name, value] : SandboxSecrets::envFor(secrets, commandText(options)))
         withSecrets.env[name] = std::move(value);
+    // The egress CA is trusted unless the command names its own roots.
+    for (auto& [name, value] : SandboxSecrets::trustEnv(secrets))
+        withSecrets.env.emplace(name, std::move(value));
     return toAgentRequest(withSecrets, p_.baseEnv(r));
 }
 

@@ -140,6 +140,30 @@ std::map<std::string, std::string> SandboxSecrets::envFor(const SecretMap& secre
     return env;
 }
 
+std::map<std::string, std::string> SandboxSecrets::trustEnv(const SecretMap& secrets) {
+    bool injects = false;
+    for (const auto& [name, spec] : secrets) injects = injects || spec.inject.has_value();
+    if (!injects) return {};
+    // NODE_EXTRA_CA_CERTS adds; the others replace the roots, so they
+    // name the bundle of both.
+    std::map<std::string, std::string> env{{"NODE_EXTRA_CA_CERTS", kGuestCaFile}};
+    for (const char* name :
+         {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "PIP_CERT"})
+        env[name] = kGuestCaBundle;
+    return env;
+}
+
+std::string SandboxSecrets::guestTrustScript() {
+    const std::string ca = kGuestCaFile, bundle = kGuestCaBundle;
+    return "set -e; umask 022; mkdir -p /etc/airlock; pem=$(cat); printf '%s\\n' \"$pem\" > " + ca +
+           "; line=$(sed -n 2p " + ca + "); b=/etc/ssl/certs/ca-certificates.crt; " +
+           "if [ -d /usr/local/share/ca-certificates ]; then cp " + ca +
+           " /usr/local/share/ca-certificates/airlock-egress.crt; fi; " +
+           "if [ -f $b ] && ! grep -qF -- \"$line\" $b; then cat " + ca + " >> $b; fi; " +
+           "if [ -f $b ]; then cp $b " + bundle + ".new; else cp " + ca + " " + bundle +
+           ".new; fi; mv " + bundle + ".new " + bundle;
+}
+
 SecretMasker SandboxSecrets::guestOutputMasker(const SecretMap& secrets) {
     std::vector<std::string> values;
     // An injected value never reached the guest: not compared with what it prints.

@@ -75,6 +75,16 @@ class SandboxSecrets {
     std::shared_ptr<const egress::SandboxInjections> injections(const SandboxRecord& r) const;
     // The CA certificate its guest trusts (PEM); "" when it has none.
     std::string egressCaCertificate(const SandboxRecord& r) const;
+    // Where the guest keeps its egress CA (guestTrustScript writes them):
+    // the CA alone, and the system's roots with it.
+    static constexpr const char* kGuestCaFile = "/etc/airlock/egress-ca.pem";
+    static constexpr const char* kGuestCaBundle = "/etc/airlock/ca-bundle.pem";
+    // The variables that make node, python, pip, curl and git trust the
+    // sandbox's egress CA (none without injected secrets).
+    static std::map<std::string, std::string> trustEnv(const SecretMap& secrets);
+    // A root shell script that installs the CA PEM read from its stdin:
+    // the files above, and the system store (idempotent).
+    static std::string guestTrustScript();
     // The variables a command gets: the secrets scoped to its text.
     static std::map<std::string, std::string> envFor(const SecretMap& secrets,
                                                      const std::string& commandText);

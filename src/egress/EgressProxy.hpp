@@ -42,9 +42,9 @@ struct EgressSettings {
 struct SandboxInjections {
     std::shared_ptr<SandboxCa> ca;
     std::vector<InjectedSecret> secrets;
-    bool covers(const std::string& host) const {
+    bool covers(const std::string& host, unsigned port) const {
         for (const auto& s : secrets)
-            if (s.coversHost(host)) return true;
+            if (s.coversHost(host, port)) return true;
         return false;
     }
 };

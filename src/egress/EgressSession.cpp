@@ -184,7 +184,8 @@ std::optional<std::string> EgressSession::carriedSecret() const {
     // clear): any placeholder or value here is going where it may not.
     std::vector<InjectedSecret> nowhere = injections->secrets;
     for (auto& secret : nowhere) secret.hosts.clear();
-    auto r = rewriteRequestHead(request_.upstreamHead, request_.host, nowhere, 64 * 1024);
+    auto r =
+        rewriteRequestHead(request_.upstreamHead, request_.host, request_.port, nowhere, 64 * 1024);
     if (r.outcome == RewrittenHead::Outcome::blocked) return r.secret;
     return std::nullopt;
 }
@@ -305,7 +306,8 @@ void EgressSession::onConnected(const tcp::endpoint& endpoint) {
     auto self = shared_from_this();
     if (request_.connect) {
         if (auto injections = sandbox_->injections();
-            injections && injections->covers(request_.host) && !intercept(*injections))
+            injections && injections->covers(request_.host, request_.port) &&
+            !intercept(*injections))
             return;
         sendToGuest("HTTP/1.1 200 Connection established\r\n\r\n",
                     false);  // reading starts once it is out
@@ -353,6 +355,7 @@ bool EgressSession::intercept(const SandboxInjections& injections) {
     }
     InterceptedConnection::Setup setup;
     setup.host = request_.host;
+    setup.port = request_.port;
     setup.leaf = std::move(leaf);
     setup.ca = injections.ca->certificate();
     setup.secrets = injections.secrets;

@@ -141,7 +141,12 @@ void InterceptedConnection::onGuestHandshake() {
                 if (long v = SSL_get_verify_result(self->upstream_.native_handle()); v != X509_V_OK)
                     why = "the certificate of " + self->setup_.host + " failed verification (" +
                           X509_verify_cert_error_string(v) + ")";
-                self->setup_.audit("egress.failed", {{"host", self->setup_.host}, {"reason", why}});
+                self->setup_.audit(
+                    "egress.failed",
+                    {{"host", self->setup_.host},
+                     {"port", self->setup_.port},
+                     {"destination", self->setup_.host + ":" + std::to_string(self->setup_.port)},
+                     {"reason", why}});
                 return self->refuse(502, why);
             }
             self->pumpDown();
@@ -175,8 +180,12 @@ void InterceptedConnection::readHead() {
 
 void InterceptedConnection::onHead(std::size_t headLength) {
     auto r = rewriteRequestHead(std::string_view(in_).substr(0, headLength), setup_.host,
-                                setup_.secrets, kMaxHead);
-    nlohmann::json what{{"host", setup_.host}, {"method", r.method}, {"path", r.path}};
+                                setup_.port, setup_.secrets, kMaxHead);
+    nlohmann::json what{{"host", setup_.host},
+                        {"port", setup_.port},
+                        {"destination", setup_.host + ":" + std::to_string(setup_.port)},
+                        {"method", r.method},
+                        {"path", r.path}};
     if (r.outcome == RewrittenHead::Outcome::blocked) {
         what["secret"] = r.secret;
         what["reason"] = r.why;

@@ -31,6 +31,7 @@ class InterceptedConnection : public std::enable_shared_from_this<InterceptedCon
     using Audit = std::function<void(const std::string& type, const nlohmann::json& data)>;
     struct Setup {
         std::string host;  // the CONNECT target's host, what the leaf names and TLS verifies
+        unsigned port = 443;
         std::shared_ptr<const LeafCertificate> leaf;
         X509* ca = nullptr;  // sent after the leaf
         std::vector<InjectedSecret> secrets;

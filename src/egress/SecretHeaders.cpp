@@ -61,24 +61,60 @@ RewrittenHead malformed(RewrittenHead r, std::string why) {
 }
 }  // namespace
 
-bool InjectedSecret::coversHost(const std::string& host) const {
-    std::string h = lower(host);
+HostPattern HostPattern::parse(const std::string& entry) {
+    HostPattern p;
+    std::string h = lower(entry);
+    std::string portText;
+    if (!h.empty() && h.front() == '[') {
+        auto close = h.find(']');
+        if (close == std::string::npos) return {};
+        if (close + 1 < h.size()) {
+            if (h[close + 1] != ':') return {};
+            portText = h.substr(close + 2);
+        }
+        h = h.substr(1, close - 1);
+    } else if (auto colon = h.find(':'); colon != std::string::npos) {
+        if (h.find(':', colon + 1) != std::string::npos) {
+            portText.clear();  // a bare IPv6 address: no port
+        } else {
+            portText = h.substr(colon + 1);
+            h = h.substr(0, colon);
+        }
+    }
+    if (!portText.empty()) {
+        if (portText.size() > 5 || portText.find_first_not_of("0123456789") != std::string::npos)
+            return {};
+        unsigned long n = std::stoul(portText);
+        if (n == 0 || n > 65535) return {};
+        p.port = static_cast<unsigned>(n);
+    }
     if (!h.empty() && h.back() == '.') h.pop_back();
-    for (const auto& pattern : hosts) {
-        std::string p = lower(pattern);
-        if (p.rfind("*.", 0) == 0) {
-            std::string suffix = p.substr(1);  // ".example.org"
+    p.host = h;
+    return p;
+}
+
+bool InjectedSecret::coversHost(const std::string& host, unsigned port) const {
+    std::string h = lower(host);
+    if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+    if (!h.empty() && h.back() == '.') h.pop_back();
+    for (const auto& entry : hosts) {
+        auto p = HostPattern::parse(entry);
+        if (p.host.empty()) continue;
+        bool portOk = p.port ? p.port == port : (port == 443 || port == 80);
+        if (!portOk) continue;
+        if (p.host.rfind("*.", 0) == 0) {
+            std::string suffix = p.host.substr(1);  // ".example.org"
             if (h.size() > suffix.size() &&
                 h.compare(h.size() - suffix.size(), suffix.size(), suffix) == 0)
                 return true;
-        } else if (p == h) {
+        } else if (p.host == h) {
             return true;
         }
     }
     return false;
 }
 
-RewrittenHead rewriteRequestHead(std::string_view raw, const std::string& host,
+RewrittenHead rewriteRequestHead(std::string_view raw, const std::string& host, unsigned port,
                                  const std::vector<InjectedSecret>& secrets, std::size_t maxHead) {
     RewrittenHead r;
     if (raw.size() > maxHead)
@@ -170,7 +206,7 @@ RewrittenHead rewriteRequestHead(std::string_view raw, const std::string& host,
     };
     const std::string whole(raw);
     for (const auto& s : secrets) {
-        if (s.coversHost(wanted)) continue;
+        if (s.coversHost(wanted, port)) continue;
         bool seen = carries(whole, s);
         for (const auto& f : fields)
             if (auto decoded = basicOf(f.value)) seen = seen || carries(*decoded, s);
@@ -185,7 +221,7 @@ RewrittenHead rewriteRequestHead(std::string_view raw, const std::string& host,
 
     // A value that could end a header line never goes into one.
     for (const auto& s : secrets)
-        if (s.coversHost(wanted) &&
+        if (s.coversHost(wanted, port) &&
             (s.value.find_first_of(std::string("\r\n\0", 3)) != std::string::npos ||
              s.format.find_first_of(std::string("\r\n\0", 3)) != std::string::npos)) {
             r.outcome = RewrittenHead::Outcome::blocked;
@@ -205,10 +241,11 @@ RewrittenHead rewriteRequestHead(std::string_view raw, const std::string& host,
         if (n == "proxy-authorization" || n == "proxy-connection") continue;
         bool drop = false;
         for (const auto& s : secrets)
-            if (s.coversHost(wanted) && !s.header.empty() && lower(s.header) == n) drop = true;
+            if (s.coversHost(wanted, port) && !s.header.empty() && lower(s.header) == n)
+                drop = true;
         if (drop) continue;
         for (const auto& s : secrets) {
-            if (!s.coversHost(wanted) || s.placeholder.empty()) continue;
+            if (!s.coversHost(wanted, port) || s.placeholder.empty()) continue;
             if (replaceAll(f.value, s.placeholder, s.value)) note(s.name);
             if (auto decoded = basicOf(f.value);
                 decoded && replaceAll(*decoded, s.placeholder, s.value)) {
@@ -219,7 +256,7 @@ RewrittenHead rewriteRequestHead(std::string_view raw, const std::string& host,
         out.push_back(std::move(f));
     }
     for (const auto& s : secrets) {
-        if (!s.coversHost(wanted)) continue;
+        if (!s.coversHost(wanted, port)) continue;
         if (!s.placeholder.empty() && replaceAll(target, s.placeholder, s.value)) note(s.name);
         if (!s.header.empty()) {
             std::string value = s.format;

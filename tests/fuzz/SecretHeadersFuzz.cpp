@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         b.hosts = {"*.example.org"};
         return std::vector<InjectedSecret>{a, b};
     }();
-    auto r = rewriteRequestHead(raw, host, secrets);
+    auto r = rewriteRequestHead(raw, host, 443, secrets);
     if (r.outcome != RewrittenHead::Outcome::forward) {
         if (!r.head.empty() || !r.injected.empty()) std::abort();
         return 0;

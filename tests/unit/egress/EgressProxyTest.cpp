@@ -640,6 +640,10 @@ class SecretInjectionTest : public EgressProxyTest {
         key.hosts = {"localhost"};
         injections_->secrets = {token, key};
     }
+    // The secrets go to this port of localhost only.
+    void secretsFor(unsigned port) {
+        for (auto& secret : injections_->secrets) secret.hosts = {"localhost:" + std::to_string(port)};
+    }
     void startWith(std::vector<std::string> allow, const std::string& caFile) {
         EgressSettings s;
         s.allowCidrs = {CidrRange::parse("127.0.0.1/32")};
@@ -675,6 +679,7 @@ class SecretInjectionTest : public EgressProxyTest {
 
 TEST_F(SecretInjectionTest, TheHostGetsTheSecretTheGuestNeverHeld) {
     TlsHost host(certs_.path(), "Authorization: Bearer real-token-value\r\n");
+    secretsFor(host.server->port());
     startWith({"localhost"}, certs_.path() + "/ca.pem");
     Client c(guestPort_);
     ASSERT_TRUE(c.connected);
@@ -747,6 +752,7 @@ TEST_F(SecretInjectionTest, OtherHostsStayOpaqueTunnels) {
 
 TEST_F(SecretInjectionTest, AHostWhoseCertificateFailsGets502AndAnAuditNamingWhy) {
     TlsHost host(certs_.path(), "Authorization");
+    secretsFor(host.server->port());
     test::TempDir otherCa;
     ASSERT_TRUE(test::makeTestCertificates(otherCa.path(), "DNS:localhost"));
     startWith({"localhost"}, otherCa.path() + "/ca.pem");  // not the host's CA

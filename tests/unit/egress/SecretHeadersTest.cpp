@@ -33,7 +33,7 @@ TEST(SecretHeaders, TheHeaderIsSetForItsHostReplacingWhatTheGuestSent) {
     auto r = rewriteRequestHead(head("GET /v1/models?x=1 HTTP/1.1\r\nHost: api.example.com\r\n"
                                      "authorization: Bearer guest-guess\r\n"
                                      "Proxy-Authorization: Basic eDp5\r\nAccept: */*\r\n"),
-                                "api.example.com", secrets());
+                                "api.example.com", 443, secrets());
     ASSERT_EQ(r.outcome, Outcome::forward) << r.why;
     EXPECT_EQ(r.head,
               "GET /v1/models?x=1 HTTP/1.1\r\nHost: api.example.com\r\nAccept: */*\r\n"
@@ -50,7 +50,7 @@ TEST(SecretHeaders, APlaceholderIsReplacedInHeadersTargetAndBasicCredentials) {
                                      " HTTP/1.1\r\nHost: npm.registry.example.org:443\r\n"
                                      "X-Token: " +
                                      placeholder + "\r\nAuthorization: Basic " + basic + "\r\n"),
-                                "npm.registry.example.org", secrets());
+                                "npm.registry.example.org", 443, secrets());
     ASSERT_EQ(r.outcome, Outcome::forward) << r.why;
     EXPECT_EQ(r.head.find(placeholder), std::string::npos) << r.head;
     EXPECT_NE(r.head.find("GET /pkg?token=real-npm-value-456 "), std::string::npos);
@@ -71,7 +71,7 @@ TEST(SecretHeaders, AnotherHostsPlaceholderOrValueIsBlockedAndNamed) {
           "GET / HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Basic " +
               base64Encode("u:" + all[0].placeholder) + "\r\n",
           "GET / HTTP/1.1\r\nHost: evil.example\r\nCookie: v=" + all[0].value + "\r\n"}) {
-        auto r = rewriteRequestHead(head(carrier), "evil.example", all);
+        auto r = rewriteRequestHead(head(carrier), "evil.example", 443, all);
         EXPECT_EQ(r.outcome, Outcome::blocked) << carrier;
         EXPECT_EQ(r.secret, "API_TOKEN");
         EXPECT_EQ(r.why.find(all[0].value), std::string::npos) << "the reason never holds a value";
@@ -79,24 +79,24 @@ TEST(SecretHeaders, AnotherHostsPlaceholderOrValueIsBlockedAndNamed) {
     // NPM's placeholder to the API host is another secret's: blocked too.
     auto r = rewriteRequestHead(
         head("GET / HTTP/1.1\r\nHost: api.example.com\r\nX: " + all[1].placeholder + "\r\n"),
-        "api.example.com", all);
+        "api.example.com", 443, all);
     EXPECT_EQ(r.outcome, Outcome::blocked);
     EXPECT_EQ(r.secret, "NPM_TOKEN");
     // Wherever it sits: a header's name, the method.
     for (const std::string& carrier :
          {"GET / HTTP/1.1\r\nHost: evil.example\r\n" + all[0].placeholder + ": x\r\n",
           all[0].placeholder + " / HTTP/1.1\r\nHost: evil.example\r\n"}) {
-        auto named = rewriteRequestHead(head(carrier), "evil.example", all);
+        auto named = rewriteRequestHead(head(carrier), "evil.example", 443, all);
         EXPECT_EQ(named.outcome, Outcome::blocked) << carrier;
     }
     auto own = rewriteRequestHead(
         head("GET / HTTP/1.1\r\nHost: api.example.com\r\n" + all[0].placeholder + ": x\r\n"),
-        "api.example.com", all);
+        "api.example.com", 443, all);
     EXPECT_EQ(own.outcome, Outcome::blocked) << "a placeholder where no value can go";
     EXPECT_TRUE(own.head.empty());
     // A host no secret is for, with nothing of theirs: passes as it came (less the proxy's own).
-    auto plain =
-        rewriteRequestHead(head("GET / HTTP/1.1\r\nHost: other.example\r\n"), "other.example", all);
+    auto plain = rewriteRequestHead(head("GET / HTTP/1.1\r\nHost: other.example\r\n"),
+                                    "other.example", 443, all);
     ASSERT_EQ(plain.outcome, Outcome::forward);
     EXPECT_EQ(plain.head, "GET / HTTP/1.1\r\nHost: other.example\r\n\r\n");
     EXPECT_TRUE(plain.injected.empty());
@@ -126,7 +126,7 @@ TEST(SecretHeaders, HostileHeadsAreMalformedNeverRewritten) {
              head("GET / HTTP/1.1\r\nHost: api.example.com\r\nX: " + std::string(20000, 'a') +
                   "\r\n"),
          }) {
-        auto r = rewriteRequestHead(raw, "api.example.com", all);
+        auto r = rewriteRequestHead(raw, "api.example.com", 443, all);
         EXPECT_EQ(r.outcome, Outcome::malformed) << raw.substr(0, 120);
         EXPECT_TRUE(r.head.empty());
         EXPECT_TRUE(r.injected.empty());
@@ -137,9 +137,31 @@ TEST(SecretHeaders, AValueWithALineBreakNeverEntersAHeader) {
     auto all = secrets();
     all[0].value = "x\r\nEvil: 1";
     auto r = rewriteRequestHead(head("GET / HTTP/1.1\r\nHost: api.example.com\r\n"),
-                                "api.example.com", all);
+                                "api.example.com", 443, all);
     EXPECT_EQ(r.outcome, Outcome::blocked);
     EXPECT_EQ(r.head.find("Evil"), std::string::npos);
+}
+
+TEST(SecretHeaders, HostsAreTheAllowlistsSyntaxPortsIncluded) {
+    InjectedSecret s;
+    s.hosts = {"api.example.com", "localhost:8443", "*.example.org:9000", "[::1]:7000", "10.0.0.1"};
+    EXPECT_TRUE(s.coversHost("api.example.com", 443));
+    EXPECT_TRUE(s.coversHost("API.example.com.", 80));
+    EXPECT_FALSE(s.coversHost("api.example.com", 8443)) << "no port given: 443 and 80 only";
+    EXPECT_TRUE(s.coversHost("localhost", 8443));
+    EXPECT_FALSE(s.coversHost("localhost", 443));
+    EXPECT_TRUE(s.coversHost("a.example.org", 9000));
+    EXPECT_FALSE(s.coversHost("a.example.org", 443));
+    EXPECT_TRUE(s.coversHost("::1", 7000));
+    EXPECT_TRUE(s.coversHost("[::1]", 7000));
+    EXPECT_TRUE(s.coversHost("10.0.0.1", 443));
+    EXPECT_FALSE(s.coversHost("10.0.0.2", 443));
+    EXPECT_EQ(HostPattern::parse("Host:99999").host, "");
+    EXPECT_EQ(HostPattern::parse("host:0").host, "");
+    EXPECT_EQ(HostPattern::parse("host:x").host, "");
+    EXPECT_EQ(HostPattern::parse("[::1").host, "");
+    EXPECT_EQ(HostPattern::parse("2001:db8::1").host, "2001:db8::1");
+    EXPECT_EQ(HostPattern::parse("2001:db8::1").port, 0u);
 }
 
 }  // namespace
