@@ -412,6 +412,7 @@ Router::Router(FrontDoorServices services, Authenticator& auth, ApiKeys& keys,
     add("POST", "/v1/sandboxes/{}/resume", kDrivers, &Router::resumeSandbox);
     add("POST", "/v1/sandboxes/{}/timeout", kDrivers, &Router::setSandboxTimeout);
     add("PUT", "/v1/sandboxes/{}/network", kDrivers, &Router::setSandboxNetwork);
+    add("PUT", "/v1/sandboxes/{}/secrets/{}", kDrivers, &Router::setSandboxSecret);
     add("POST", "/v1/sandboxes/{}/snapshots", kDrivers, &Router::snapshotSandbox);
     add("GET", "/v1/snapshots", kAnyRole, &Router::listSnapshots);
     add("GET", "/v1/snapshots/{}", kAnyRole, &Router::getSnapshot);

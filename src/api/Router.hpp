@@ -199,6 +199,7 @@ class Router {
     ApiResponse resumeSandbox(Context& c);
     ApiResponse setSandboxTimeout(Context& c);
     ApiResponse setSandboxNetwork(Context& c);
+    ApiResponse setSandboxSecret(Context& c);
     ApiResponse snapshotSandbox(Context& c);
     ApiResponse listSnapshots(Context& c);
     ApiResponse getSnapshot(Context& c);

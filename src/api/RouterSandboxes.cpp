@@ -170,6 +170,23 @@ ApiResponse Router::setSandboxNetwork(Context& c) {
     return jsonResponse(200, sandboxJson(services_.sandboxes.setNetwork(c.tenant, c.params[0], allow)));
 }
 
+// PUT /v1/sandboxes/{}/secrets/{}
+ApiResponse Router::setSandboxSecret(Context& c) {
+    services_.sandboxes.get(c.tenant, c.params[0]);
+    // The body is what a create's "secrets" holds for this name.
+    auto parsed = parseSecrets(nlohmann::json{{c.params[1], parseJsonBody(c.request.body)}});
+    const auto& [name, secret] = *parsed.begin();
+    bool added = services_.sandboxes.setSecret(c.tenant, c.params[0], name, secret);
+    nlohmann::json inject = nullptr;
+    if (secret.inject)
+        inject = {{"hosts", secret.inject->hosts},
+                  {"header", secret.inject->header.empty() ? nlohmann::json(nullptr)
+                                                           : nlohmann::json(secret.inject->header)},
+                  {"format", secret.inject->header.empty() ? nlohmann::json(nullptr)
+                                                           : nlohmann::json(secret.inject->format)}};
+    return jsonResponse(added ? 201 : 200, {{"name", name}, {"inject", inject}});
+}
+
 // POST /v1/sandboxes/{}/snapshots
 ApiResponse Router::snapshotSandbox(Context& c) {
     services_.sandboxes.get(c.tenant, c.params[0]);

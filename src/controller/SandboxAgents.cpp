@@ -56,6 +56,11 @@ void SandboxAgents::trustEgressCa(const SandboxRecord& r, AgentConnection& agent
                 (done.result.error.empty() ? done.stderrData.substr(0, 300) : done.result.error));
 }
 
+void SandboxAgents::refreshInjections(const SandboxRecord& r, bool trustCa) {
+    if (trustCa) trustEgressCa(r, *sessions_.get(r.id));
+    if (p_.egress && p_.injectionsOf) p_.egress->setInjections(r.id, p_.injectionsOf(r));
+}
+
 void SandboxAgents::retire(const std::string& sandboxId, const std::string& why) {
     if (p_.egress) p_.egress->detach(sandboxId);
     if (p_.packages) p_.packages->detach(sandboxId);

@@ -53,6 +53,9 @@ class SandboxAgents {
     std::shared_ptr<AgentConnection> get(const std::string& sandboxId) {
         return sessions_.get(sandboxId);
     }
+    // Its secrets changed: the proxy gets them, and (trustCa) the guest
+    // installs the egress CA that came with its first injected one.
+    void refreshInjections(const SandboxRecord& sandbox, bool trustCa);
     // The sandbox is going: its listeners are detached and its session
     // retired (AgentSessions::retire); forget() once its VM is gone.
     void retire(const std::string& sandboxId, const std::string& why);

@@ -202,6 +202,8 @@ class SandboxController : private Sandboxes,
     // connections opened from now on are judged by the new list.
     SandboxRecord setNetwork(const std::string& tenant, const std::string& id,
                              const std::vector<std::string>& allow) override;
+    bool setSecret(const std::string& tenant, const std::string& id, const std::string& name,
+                   const SecretSpec& secret) override;
 
     // Lifecycle (SandboxLifecycle.cpp).
     using Sandboxes::pause;

@@ -143,6 +143,37 @@ SandboxRecord SandboxController::setNetwork(const std::string& tenant, const std
     return r;
 }
 
+bool SandboxController::setSecret(const std::string& tenant, const std::string& id,
+                                  const std::string& name, const SecretSpec& secret) {
+    requireOwned(tenant, id);
+    auto lifecycle = lifecycleMutex(id);
+    std::lock_guard op(*lifecycle);
+    auto r = requireOwned(tenant, id);
+    if (r.state != SandboxState::running)
+        throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state) +
+                                             ": a secret is added to a running sandbox");
+    auto secrets = secrets_.open(r);
+    bool added = !secrets.count(name);
+    if (added && secrets.size() >= 64)
+        throw Error(ErrorCode::bad_request, "sandbox " + id + " has 64 secrets already");
+    SecretSpec kept = secret;
+    // A replaced injected secret keeps its placeholder: processes hold it.
+    if (kept.inject && !added && secrets[name].inject)
+        kept.inject->placeholder = secrets[name].inject->placeholder;
+    secrets[name] = kept;
+    bool hadCa = !secrets_.egressCaCertificate(r).empty();
+    r.secretsSealed = secrets_.seal(secrets, r.id, r.secretsSealed);
+    if (added) r.secretNames.push_back(name);
+    store_.updateSecrets(r.id, r.secretsSealed, r.secretNames);
+    // The proxy adds it from the next connection on; a first injected
+    // secret brings the CA the guest must trust first.
+    agents_.refreshInjections(r, !hadCa);
+    nlohmann::json data{{"name", name}, {"replaced", !added}};
+    if (kept.inject) data["inject"] = {{"hosts", kept.inject->hosts}, {"header", kept.inject->header}};
+    record(id, tenant, "secret.set", data);
+    return added;
+}
+
 SandboxRecord SandboxController::setTimeout(const std::string& tenant, const std::string& id,
                                             std::int64_t timeoutS) {
     if (timeoutS < 0 || timeoutS > config_.maxTimeoutS)

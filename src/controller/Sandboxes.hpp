@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "controller/CreateSandboxRequest.hpp"
+#include "controller/SandboxSecrets.hpp"
 #include "store/SandboxStore.hpp"
 #include "store/TenantScope.hpp"
 
@@ -47,6 +48,11 @@ class Sandboxes {
     // judged by the new list.
     virtual SandboxRecord setNetwork(const std::string& tenant, const std::string& id,
                                      const std::vector<std::string>& allow) = 0;
+    // Adds or replaces one secret of a running sandbox (commands started
+    // from now on get it; an injected one goes to the proxy at once).
+    // True when it was new.
+    virtual bool setSecret(const std::string& tenant, const std::string& id,
+                           const std::string& name, const SecretSpec& secret) = 0;
 };
 
 }  // namespace airlock

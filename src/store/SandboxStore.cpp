@@ -79,6 +79,12 @@ void SandboxStore::updateNetwork(const std::string& id, const std::vector<std::s
     db_.run("UPDATE sandboxes SET network = ? WHERE id = ?", stringListColumn(network), id);
 }
 
+void SandboxStore::updateSecrets(const std::string& id, const std::string& sealed,
+                                 const std::vector<std::string>& names) {
+    db_.run("UPDATE sandboxes SET secrets = ?, secret_names = ? WHERE id = ?", sealed,
+            stringListColumn(names), id);
+}
+
 void SandboxStore::updateDisk(const std::string& id, const std::string& disk,
                               const std::vector<std::string>& layers) {
     db_.run("UPDATE sandboxes SET disk = ?, layers = ? WHERE id = ?", disk,

@@ -24,6 +24,8 @@ class SandboxStore {
     void updateDisk(const std::string& id, const std::string& disk,
                     const std::vector<std::string>& layers);
     void updateNetwork(const std::string& id, const std::vector<std::string>& network);
+    void updateSecrets(const std::string& id, const std::string& sealed,
+                       const std::vector<std::string>& names);
     void updateTimeout(const std::string& id, std::int64_t timeoutS, std::int64_t expiresAt);
     std::optional<SandboxRecord> find(const std::string& id);
     std::vector<SandboxRecord> list(const TenantScope& scope);
