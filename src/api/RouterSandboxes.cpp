@@ -3,10 +3,10 @@
 #include "api/ErrorMapping.hpp"
 #include "api/RequestParsing.hpp"
 #include "api/Router.hpp"
-#include "fleet/Fleet.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/JsonFields.hpp"
+#include "fleet/Fleet.hpp"
 
 namespace airlock::api {
 using nlohmann::json;
@@ -68,7 +68,8 @@ ApiResponse Router::createSandbox(Context& c) {
     // The agent never loosens its own package rules (a dry run among them).
     request.packagesTightenOnly = c.principal.role == Role::agent;
     if (request.workspace)
-        return jsonResponse(201, withNode(sandboxJson(workspaces().createSandbox(c.tenant, request))));
+        return jsonResponse(201,
+                            withNode(sandboxJson(workspaces().createSandbox(c.tenant, request))));
     // In a fleet, a create that arrives from a client is placed; one that
     // another node placed here is made here.
     if (fleet_ && c.principal.forwardedBy.empty())
@@ -102,7 +103,8 @@ ApiResponse Router::getSandbox(Context& c) {
     auto j = withNode(sandboxJson(services_.sandboxes.get(c.tenant, c.params[0])));
     if (fleet_) {
         try {
-            if (auto placed = fleet_->directory().find(c.params[0])) j["placement"] = placed->placedWhy;
+            if (auto placed = fleet_->directory().find(c.params[0]))
+                j["placement"] = placed->placedWhy;
         } catch (const Error&) {
             // Display only: without etcd, a sandbox here still answers.
         }
@@ -117,8 +119,9 @@ ApiResponse Router::getSandboxMetrics(Context& c) {
         auto it = c.request.query.find(name);
         if (it == c.request.query.end() || it->second.empty()) return std::nullopt;
         auto s = parseTimestamp(it->second);
-        if (!s) throw Error(ErrorCode::bad_request, std::string("'") + name +
-                                                        "' must be an RFC 3339 time");
+        if (!s)
+            throw Error(ErrorCode::bad_request,
+                        std::string("'") + name + "' must be an RFC 3339 time");
         return *s * 1000;
     };
     auto since = bound("since");
@@ -160,14 +163,16 @@ ApiResponse Router::resumeSandbox(Context& c) {
 ApiResponse Router::setSandboxTimeout(Context& c) {
     services_.sandboxes.get(c.tenant, c.params[0]);
     auto timeout = parseTimeoutUpdate(c.request.body);
-    return jsonResponse(200, sandboxJson(services_.sandboxes.setTimeout(c.tenant, c.params[0], timeout)));
+    return jsonResponse(
+        200, sandboxJson(services_.sandboxes.setTimeout(c.tenant, c.params[0], timeout)));
 }
 
 // PUT /v1/sandboxes/{}/network
 ApiResponse Router::setSandboxNetwork(Context& c) {
     services_.sandboxes.get(c.tenant, c.params[0]);
     auto allow = parseNetworkUpdate(c.request.body);
-    return jsonResponse(200, sandboxJson(services_.sandboxes.setNetwork(c.tenant, c.params[0], allow)));
+    return jsonResponse(200,
+                        sandboxJson(services_.sandboxes.setNetwork(c.tenant, c.params[0], allow)));
 }
 
 // PUT /v1/sandboxes/{}/secrets/{}
@@ -179,11 +184,12 @@ ApiResponse Router::setSandboxSecret(Context& c) {
     bool added = services_.sandboxes.setSecret(c.tenant, c.params[0], name, secret);
     nlohmann::json inject = nullptr;
     if (secret.inject)
-        inject = {{"hosts", secret.inject->hosts},
-                  {"header", secret.inject->header.empty() ? nlohmann::json(nullptr)
-                                                           : nlohmann::json(secret.inject->header)},
-                  {"format", secret.inject->header.empty() ? nlohmann::json(nullptr)
-                                                           : nlohmann::json(secret.inject->format)}};
+        inject = {
+            {"hosts", secret.inject->hosts},
+            {"header", secret.inject->header.empty() ? nlohmann::json(nullptr)
+                                                     : nlohmann::json(secret.inject->header)},
+            {"format", secret.inject->header.empty() ? nlohmann::json(nullptr)
+                                                     : nlohmann::json(secret.inject->format)}};
     return jsonResponse(added ? 201 : 200, {{"name", name}, {"inject", inject}});
 }
 
@@ -204,7 +210,8 @@ ApiResponse Router::listSnapshots(Context& c) {
         list.push_back(withNode(snapshotJson(s)));
         if (c.admin()) list.back()["tenant"] = s.tenant;
     }
-    if (fleet_ && c.principal.forwardedBy.empty()) addFleetList(c, "/v1/snapshots", "snapshots", list);
+    if (fleet_ && c.principal.forwardedBy.empty())
+        addFleetList(c, "/v1/snapshots", "snapshots", list);
     return jsonResponse(200, {{"snapshots", list}});
 }
 

@@ -169,7 +169,8 @@ bool SandboxController::setSecret(const std::string& tenant, const std::string& 
     // secret brings the CA the guest must trust first.
     agents_.refreshInjections(r, !hadCa);
     nlohmann::json data{{"name", name}, {"replaced", !added}};
-    if (kept.inject) data["inject"] = {{"hosts", kept.inject->hosts}, {"header", kept.inject->header}};
+    if (kept.inject)
+        data["inject"] = {{"hosts", kept.inject->hosts}, {"header", kept.inject->header}};
     record(id, tenant, "secret.set", data);
     return added;
 }
@@ -241,8 +242,7 @@ namespace {
 void requireValidName(const SnapshotName& name) {
     if (name.alias.empty() && name.tag.empty()) return;
     if (!isValidSnapshotAlias(name.alias))
-        throw Error(ErrorCode::bad_request,
-                    "a snapshot name is 1 to 64 of a-z, 0-9, '-' and '_'");
+        throw Error(ErrorCode::bad_request, "a snapshot name is 1 to 64 of a-z, 0-9, '-' and '_'");
     if (!isValidSnapshotTag(name.tag))
         throw Error(ErrorCode::bad_request,
                     "a snapshot tag is 1 to 64 of a-z, 0-9, '-', '_' and '.'");

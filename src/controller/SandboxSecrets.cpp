@@ -146,16 +146,49 @@ std::map<std::string, std::string> SandboxSecrets::trustEnv(const SecretMap& sec
     if (!injects) return {};
     // NODE_EXTRA_CA_CERTS adds; the others replace the roots, so they
     // name the bundle of both.
-    std::map<std::string, std::string> env{{"NODE_EXTRA_CA_CERTS", kGuestCaFile}};
+    std::map<std::string, std::string> env{
+        {"NODE_EXTRA_CA_CERTS", kGuestCaFile},
+        {"NODE_OPTIONS", std::string("--require ") + kGuestNodePreload}};
     for (const char* name :
          {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "PIP_CERT"})
         env[name] = kGuestCaBundle;
     return env;
 }
 
+namespace {
+// Node 18's fetch() ignores https_proxy: this preload (NODE_OPTIONS) sends
+// it through the sandbox's egress proxy with Debian's undici, the one the
+// built-in fetch runs on, except for no_proxy's hosts.
+const char* kNodeProxyPreload = R"JS('use strict';
+(() => {
+  const proxy = process.env.https_proxy || process.env.HTTPS_PROXY;
+  if (!proxy || typeof globalThis.fetch !== 'function') return;
+  let undici;
+  try { undici = require('undici'); } catch (e) {
+    try { undici = require('/usr/share/nodejs/undici'); } catch (e2) { return; }
+  }
+  const bypass = (process.env.no_proxy || process.env.NO_PROXY || '')
+    .split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+  const direct = new undici.Agent();
+  const proxied = new undici.ProxyAgent(proxy);
+  class EnvProxy extends undici.Dispatcher {
+    dispatch(options, handler) {
+      let host = '';
+      try { host = new URL(String(options.origin)).hostname.toLowerCase().replace(/^\[|\]$/g, ''); } catch (e) {}
+      return (bypass.includes(host) ? direct : proxied).dispatch(options, handler);
+    }
+    close() { return Promise.all([direct.close(), proxied.close()]); }
+    destroy() { return Promise.all([direct.destroy(), proxied.destroy()]); }
+  }
+  undici.setGlobalDispatcher(new EnvProxy());
+})();
+)JS";
+}  // namespace
+
 std::string SandboxSecrets::guestTrustScript() {
     const std::string ca = kGuestCaFile, bundle = kGuestCaBundle;
-    return "set -e; umask 022; mkdir -p /etc/airlock; pem=$(cat); printf '%s\\n' \"$pem\" > " + ca +
+    return "set -e; umask 022; mkdir -p /etc/airlock; echo " + base64Encode(kNodeProxyPreload) +
+           " | base64 -d > " + kGuestNodePreload + "; pem=$(cat); printf '%s\\n' \"$pem\" > " + ca +
            "; line=$(sed -n 2p " + ca + "); b=/etc/ssl/certs/ca-certificates.crt; " +
            "if [ -d /usr/local/share/ca-certificates ]; then cp " + ca +
            " /usr/local/share/ca-certificates/airlock-egress.crt; fi; " +

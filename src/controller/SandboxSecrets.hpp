@@ -79,6 +79,7 @@ class SandboxSecrets {
     // the CA alone, and the system's roots with it.
     static constexpr const char* kGuestCaFile = "/etc/airlock/egress-ca.pem";
     static constexpr const char* kGuestCaBundle = "/etc/airlock/ca-bundle.pem";
+    static constexpr const char* kGuestNodePreload = "/etc/airlock/node-proxy.js";
     // The variables that make node, python, pip, curl and git trust the
     // sandbox's egress CA (none without injected secrets).
     static std::map<std::string, std::string> trustEnv(const SecretMap& secrets);

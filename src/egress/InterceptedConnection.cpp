@@ -188,6 +188,7 @@ void InterceptedConnection::onHead(std::size_t headLength) {
                         {"path", r.path}};
     if (r.outcome == RewrittenHead::Outcome::blocked) {
         what["secret"] = r.secret;
+        what["decision"] = "denied";
         what["reason"] = r.why;
         setup_.audit("egress.secret_blocked", what);
         return refuse(403, r.why);
@@ -225,6 +226,7 @@ void InterceptedConnection::onHead(std::size_t headLength) {
     for (const auto& name : r.injected) {
         nlohmann::json used = what;
         used["secret"] = name;
+        used["reason"] = "secret " + name + " added to " + r.method + " " + r.path;
         setup_.audit("egress.secret_injected", used);
     }
     in_.erase(0, headLength);

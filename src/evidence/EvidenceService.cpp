@@ -267,6 +267,7 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
         } else if (e.type.rfind("egress.", 0) == 0 && e.type != "egress.suppressed") {
             json rec = d;
             rec["at"] = e.at;
+            rec["event"] = e.type;  // a connection's end, or a secret added or refused in it
             if (!rec.contains("decision")) rec["decision"] = e.type.substr(7);
             m.egress.push_back(rec);
         } else if (e.type.rfind("package.", 0) == 0) {

@@ -102,7 +102,8 @@ void SandboxStore::replace(const SandboxRecord& r) { write(r, true); }
 
 void SandboxStore::write(const SandboxRecord& r, bool replace) {
     db_.run(std::string(replace ? "INSERT OR REPLACE" : "INSERT") + " INTO sandboxes (" +
-                kSandboxColumns + ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                kSandboxColumns +
+                ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             r.id, r.tenant, r.templateName, sandboxStateName(r.state), r.vcpus, r.memoryMib,
             r.createdAt, r.metadataJson, r.envJson, r.error, r.snapshotId, r.disk,
             stringListColumn(r.layers), r.timeoutS, r.onTimeout, r.expiresAt, r.policyJson,
@@ -117,8 +118,7 @@ void SandboxStore::updateState(const std::string& id, SandboxState state,
             error, id);
 }
 
-void SandboxStore::updatePaused(const std::string& id, SandboxState state,
-                                bool withoutMemory) {
+void SandboxStore::updatePaused(const std::string& id, SandboxState state, bool withoutMemory) {
     db_.run("UPDATE sandboxes SET state = ?, error = '', paused_without_memory = ? WHERE id = ?",
             sandboxStateName(state), withoutMemory ? 1 : 0, id);
 }
