@@ -5,6 +5,8 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,13 +16,11 @@
 #include <map>
 #include <thread>
 
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-
 #include "egress/EgressProxy.hpp"
 #include "support/HttpsClient.hpp"
 #include "support/InProcessAgent.hpp"
 #include "support/TestEnv.hpp"
+#include "support/TlsTestServer.hpp"
 
 namespace airlock::egress {
 namespace {
@@ -506,7 +506,6 @@ TEST_F(EgressProxyTest, DetachClosesTheGuestListener) {
     EXPECT_EQ(proxy_->guestPort("sbx-test"), 0u);
 }
 
-
 // ---- Secrets added at the proxy (TLS opened only for their hosts) ----
 
 using SslCtx = std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)>;
@@ -525,54 +524,24 @@ std::string readTlsRequest(SSL* s, std::string& body) {
     std::size_t length = at == std::string::npos ? 0 : std::stoul(head.substr(at + 16));
     std::vector<char> buf(64 * 1024);
     while (body.size() < length) {
-        int n = SSL_read(s, buf.data(), static_cast<int>(std::min(buf.size(), length - body.size())));
+        int n =
+            SSL_read(s, buf.data(), static_cast<int>(std::min(buf.size(), length - body.size())));
         if (n <= 0) return "";
         body.append(buf.data(), static_cast<std::size_t>(n));
     }
     return head;
 }
 
-// The "internet" host over TLS (certificate from certDir): answers each
-// request on a connection 200 when it carries `wanted` in a header line,
-// else 401, and keeps every head it saw.
-struct TlsHost {
-    TlsHost(const std::string& certDir, std::string wanted)
-        : ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free), wanted(std::move(wanted)) {
-        SSL_CTX_use_certificate_chain_file(ctx.get(), (certDir + "/server.pem").c_str());
-        SSL_CTX_use_PrivateKey_file(ctx.get(), (certDir + "/server.key").c_str(), SSL_FILETYPE_PEM);
-        server = std::make_unique<LocalServer>([this](int fd) {
-            Ssl s(SSL_new(ctx.get()), SSL_free);
-            SSL_set_fd(s.get(), fd);
-            if (SSL_accept(s.get()) != 1) return;
-            for (;;) {
-                std::string body;
-                std::string head = readTlsRequest(s.get(), body);
-                if (head.empty()) break;
-                {
-                    std::lock_guard lock(mutex);
-                    heads.push_back(head);
-                    bodies.push_back(body);
-                }
-                bool ok = head.find(this->wanted) != std::string::npos;
-                std::string text = ok ? "authorized" : "who are you";
-                std::string answer = std::string(ok ? "HTTP/1.1 200 OK" : "HTTP/1.1 401 No") +
-                                     "\r\nContent-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text;
-                SSL_write(s.get(), answer.data(), static_cast<int>(answer.size()));
-                if (head.find("Connection: close") != std::string::npos) break;
-            }
-            SSL_shutdown(s.get());
+// The "internet" host over TLS (certificate from certDir): 200 to a
+// request that carries `wanted` in its head, else 401.
+std::unique_ptr<test::TlsTestServer> tlsHost(const std::string& certDir, std::string wanted) {
+    return std::make_unique<test::TlsTestServer>(
+        certDir + "/server.pem", certDir + "/server.key",
+        [wanted](const std::string& head) -> std::pair<std::string, std::string> {
+            if (head.find(wanted) != std::string::npos) return {"200 OK", "authorized"};
+            return {"401 No", "who are you"};
         });
-    }
-    std::vector<std::string> seenHeads() {
-        std::lock_guard lock(mutex);
-        return heads;
-    }
-    SslCtx ctx;
-    std::string wanted;
-    std::mutex mutex;
-    std::vector<std::string> heads, bodies;
-    std::unique_ptr<LocalServer> server;
-};
+}
 
 // The guest's TLS over its CONNECTed socket, trusting `ca` only.
 struct GuestTls {
@@ -585,13 +554,15 @@ struct GuestTls {
         SSL_set_tlsext_host_name(ssl.get(), host.c_str());
         SSL_set1_host(ssl.get(), host.c_str());
         // Offers h2 first, as curl does: HTTP/1.1 is what it gets.
-        SSL_set_alpn_protos(ssl.get(), reinterpret_cast<const unsigned char*>("\x02h2\x08http/1.1"), 12);
+        SSL_set_alpn_protos(ssl.get(), reinterpret_cast<const unsigned char*>("\x02h2\x08http/1.1"),
+                            12);
         ok = SSL_connect(ssl.get()) == 1;
     }
     void send(const std::string& bytes) {
         std::size_t off = 0;
         while (off < bytes.size()) {
-            int n = SSL_write(ssl.get(), bytes.data() + off, static_cast<int>(std::min<std::size_t>(bytes.size() - off, 1 << 20)));
+            int n = SSL_write(ssl.get(), bytes.data() + off,
+                              static_cast<int>(std::min<std::size_t>(bytes.size() - off, 1 << 20)));
             if (n <= 0) return;
             off += static_cast<std::size_t>(n);
         }
@@ -606,7 +577,8 @@ struct GuestTls {
         std::string out;
         char buf[4096];
         int n;
-        while ((n = SSL_read(ssl.get(), buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+        while ((n = SSL_read(ssl.get(), buf, sizeof buf)) > 0)
+            out.append(buf, static_cast<std::size_t>(n));
         return out;
     }
     std::string alpn() {
@@ -642,7 +614,8 @@ class SecretInjectionTest : public EgressProxyTest {
     }
     // The secrets go to this port of localhost only.
     void secretsFor(unsigned port) {
-        for (auto& secret : injections_->secrets) secret.hosts = {"localhost:" + std::to_string(port)};
+        for (auto& secret : injections_->secrets)
+            secret.hosts = {"localhost:" + std::to_string(port)};
     }
     void startWith(std::vector<std::string> allow, const std::string& caFile) {
         EgressSettings s;
@@ -653,8 +626,8 @@ class SecretInjectionTest : public EgressProxyTest {
     }
     // CONNECT through the proxy, then the guest's own TLS.
     std::unique_ptr<GuestTls> connectTls(Client& c, unsigned port) {
-        c.send("CONNECT localhost:" + std::to_string(port) + " HTTP/1.1\r\nHost: localhost:" +
-               std::to_string(port) + "\r\n\r\n");
+        c.send("CONNECT localhost:" + std::to_string(port) +
+               " HTTP/1.1\r\nHost: localhost:" + std::to_string(port) + "\r\n\r\n");
         std::string established = "HTTP/1.1 200 Connection established\r\n\r\n";
         EXPECT_EQ(c.readN(established.size()), established);
         return std::make_unique<GuestTls>(c.fd, injections_->ca->certificate(), "localhost");
@@ -678,38 +651,41 @@ class SecretInjectionTest : public EgressProxyTest {
 };
 
 TEST_F(SecretInjectionTest, TheHostGetsTheSecretTheGuestNeverHeld) {
-    TlsHost host(certs_.path(), "Authorization: Bearer real-token-value\r\n");
-    secretsFor(host.server->port());
+    auto host = tlsHost(certs_.path(), "Authorization: Bearer real-token-value\r\n");
+    secretsFor(host->port());
     startWith({"localhost"}, certs_.path() + "/ca.pem");
     Client c(guestPort_);
     ASSERT_TRUE(c.connected);
-    auto tls = connectTls(c, host.server->port());
+    auto tls = connectTls(c, host->port());
     ASSERT_TRUE(tls->ok) << "the guest trusts its sandbox's CA for this host";
     EXPECT_EQ(tls->alpn(), "http/1.1");
-    const std::string port = std::to_string(host.server->port());
+    const std::string port = std::to_string(host->port());
     // Keep-alive: every request on the connection gets it, a body streams through.
     std::string body(1 << 20, 'b');
     tls->send("POST /v1/upload HTTP/1.1\r\nHost: localhost:" + port +
-              "\r\nAuthorization: Bearer guessed\r\nContent-Length: " + std::to_string(body.size()) +
-              "\r\n\r\n" + body);
+              "\r\nAuthorization: Bearer guessed\r\nContent-Length: " +
+              std::to_string(body.size()) + "\r\n\r\n" + body);
     EXPECT_EQ(tls->readAnswer(), "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nauthorized");
     tls->send("GET /v1/models?k=airlock-secret-KEY-77e1b0 HTTP/1.1\r\nHost: localhost:" + port +
               "\r\nX-Key: airlock-secret-KEY-77e1b0\r\nConnection: close\r\n\r\n");
     EXPECT_EQ(tls->readAnswer(), "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nauthorized");
-    auto heads = host.seenHeads();
+    auto heads = host->heads();
     ASSERT_EQ(heads.size(), 2u);
     EXPECT_EQ(heads[0].find("guessed"), std::string::npos) << "the guest's own header went";
-    EXPECT_EQ(host.bodies[0], body);
-    EXPECT_NE(heads[1].find("GET /v1/models?k=real-key-value HTTP/1.1"), std::string::npos) << heads[1];
+    EXPECT_EQ(host->bodies()[0], body);
+    EXPECT_NE(heads[1].find("GET /v1/models?k=real-key-value HTTP/1.1"), std::string::npos)
+        << heads[1];
     EXPECT_NE(heads[1].find("X-Key: real-key-value\r\n"), std::string::npos);
-    EXPECT_EQ(heads[1].find("airlock-secret-"), std::string::npos) << "no placeholder reaches the host";
+    EXPECT_EQ(heads[1].find("airlock-secret-"), std::string::npos)
+        << "no placeholder reaches the host";
     auto injected = eventOfType("egress.secret_injected");
     EXPECT_EQ(injected.data["secret"], "TOKEN");
     EXPECT_EQ(injected.data["host"], "localhost");
     EXPECT_EQ(injected.data["method"], "POST");
     EXPECT_EQ(injected.data["path"], "/v1/upload");
     std::lock_guard lock(mutex_);
-    for (const auto& e : events_) EXPECT_EQ(e.data.dump().find("real-"), std::string::npos) << e.data.dump();
+    for (const auto& e : events_)
+        EXPECT_EQ(e.data.dump().find("real-"), std::string::npos) << e.data.dump();
 }
 
 TEST_F(SecretInjectionTest, APlaceholderSentElsewhereIsRefusedAndAudited) {
@@ -727,7 +703,8 @@ TEST_F(SecretInjectionTest, APlaceholderSentElsewhereIsRefusedAndAudited) {
     EXPECT_EQ(blocked.data["host"], "127.0.0.1");
     EXPECT_EQ(other.accepted(), 0) << "nothing reached the other host";
     // Plain HTTP never carries a secret, not even to its own host.
-    EXPECT_EQ(statusLine(request("GET http://localhost:1/ HTTP/1.1\r\nX: airlock-secret-KEY-77e1b0\r\n\r\n")),
+    EXPECT_EQ(statusLine(request(
+                  "GET http://localhost:1/ HTTP/1.1\r\nX: airlock-secret-KEY-77e1b0\r\n\r\n")),
               "HTTP/1.1 403 Forbidden");
     // Nor does the name a tunnel asks for.
     EXPECT_EQ(statusLine(request("CONNECT airlock-secret-key-77e1b0.example:443 HTTP/1.1\r\n\r\n")),
@@ -751,21 +728,21 @@ TEST_F(SecretInjectionTest, OtherHostsStayOpaqueTunnels) {
 }
 
 TEST_F(SecretInjectionTest, AHostWhoseCertificateFailsGets502AndAnAuditNamingWhy) {
-    TlsHost host(certs_.path(), "Authorization");
-    secretsFor(host.server->port());
+    auto host = tlsHost(certs_.path(), "Authorization");
+    secretsFor(host->port());
     test::TempDir otherCa;
     ASSERT_TRUE(test::makeTestCertificates(otherCa.path(), "DNS:localhost"));
     startWith({"localhost"}, otherCa.path() + "/ca.pem");  // not the host's CA
     Client c(guestPort_);
-    auto tls = connectTls(c, host.server->port());
+    auto tls = connectTls(c, host->port());
     ASSERT_TRUE(tls->ok);
-    tls->send("GET / HTTP/1.1\r\nHost: localhost:" + std::to_string(host.server->port()) + "\r\n\r\n");
+    tls->send("GET / HTTP/1.1\r\nHost: localhost:" + std::to_string(host->port()) + "\r\n\r\n");
     std::string answer = tls->readToEnd();
     EXPECT_EQ(statusLine(answer), "HTTP/1.1 502 Bad Gateway") << answer;
     EXPECT_NE(answer.find("failed verification"), std::string::npos) << answer;
     auto failed = eventOfType("egress.failed");
     EXPECT_NE(failed.data["reason"].get<std::string>().find("verification"), std::string::npos);
-    EXPECT_TRUE(host.seenHeads().empty()) << "no request reached an unverified host";
+    EXPECT_TRUE(host->heads().empty()) << "no request reached an unverified host";
 }
 
 }  // namespace
