@@ -204,7 +204,8 @@ std::optional<Principal> Router::forwardedCaller(const ApiRequest& head) {
         throw Error(ErrorCode::unauthorized, "node-to-node call refused: this node is in no fleet");
     std::string target = head.path;
     if (!head.target.empty()) target = head.target;
-    auto caller = fleet_->credential().verify(head.headers, head.method, target, nowUnixSeconds());
+    auto caller = fleet_->credential().verify(head.headers, fleet_->self(), head.method, target,
+                                              nowUnixSeconds());
     Principal p;
     p.keyId = caller.keyId;
     p.keyName = caller.keyName;
@@ -259,7 +260,8 @@ std::optional<Router::RemoteSandbox> Router::remoteObject(const std::string& id)
         auto peer = fleet_->peer(n.record.name);
         if (!peer) continue;
         auto headers =
-            fleet_->credential().sign(fleet_->self(), "GET", target, probe, nowUnixSeconds());
+            fleet_->credential().sign(fleet_->self(), n.record.name, "GET", target, probe,
+                                      nowUnixSeconds());
         auto a = fleet::httpExchange(*peer, "GET", target, headers, {},
                                      std::chrono::steady_clock::now() + std::chrono::seconds(3),
                                      1 << 20);
@@ -283,10 +285,8 @@ Router::Admission::Forward Router::forwardTo(const RemoteSandbox& where, const A
     if (caller) {
         std::string target = head.path;
         if (!head.target.empty()) target = head.target;
-        f.headers = fleet_->credential().sign(
-            fleet_->self(), head.method, target,
-            carriedCaller(*caller),
-            nowUnixSeconds());
+        f.headers = fleet_->credential().sign(fleet_->self(), where.node, head.method, target,
+                                              carriedCaller(*caller), nowUnixSeconds());
     }
     return f;
 }

@@ -5,6 +5,7 @@
 
 #include "api/ErrorMapping.hpp"
 #include "api/IncomingMoves.hpp"
+#include "api/RequestParsing.hpp"
 #include "api/Router.hpp"
 #include "fleet/Fleet.hpp"
 
@@ -23,10 +24,14 @@ const std::string& queryField(const ApiRequest& request, const char* key) {
 }  // namespace
 
 IncomingMoves& Router::arrivals(const Context& c) {
-    if (c.principal.forwardedBy.empty())
+    // The sending node itself, never a tenant's call it carried.
+    const auto& from = c.principal.forwardedBy;
+    if (from.empty() || c.principal.tenant != "_fleet" || c.principal.keyId != "node:" + from)
         throw Error(ErrorCode::forbidden, "only another node of the fleet sends sandboxes here");
     if (!incoming_ || !fleet_)
         throw Error(ErrorCode::unavailable, "this node takes no sandboxes from other nodes");
+    if (!fleet_->node(from) || from == fleet_->self())
+        throw Error(ErrorCode::forbidden, "node " + from + " is not another node of this fleet");
     return *incoming_;
 }
 
@@ -39,6 +44,14 @@ ApiResponse Router::beginArrival(Context& c) {
         !j["files"].is_object())
         throw Error(ErrorCode::bad_request, "a move is {\"sandbox\": {...}, \"files\": {...}}");
     auto moved = MovedSandbox::fromJson(j["sandbox"]);
+    // Only what the fleet places on the sending node, as its own tenant's,
+    // moves: a sender cannot re-own or take over another sandbox's id.
+    if (!isValidTenantName(moved.record.tenant))
+        throw Error(ErrorCode::bad_request, "the moving sandbox's tenant is not a tenant name");
+    auto placed = fleet_->directory().find(moved.record.id);
+    if (!placed || placed->node != c.principal.forwardedBy || placed->tenant != moved.record.tenant)
+        throw Error(ErrorCode::forbidden, "the fleet does not place " + moved.record.id + " on node " +
+                                              c.principal.forwardedBy + " for that tenant");
     std::map<std::string, safefs::FileDigest> files;
     for (const auto& [name, f] : j["files"].items()) {
         if (!f.is_object() || f.size() != 2 || !f.contains("bytes") ||

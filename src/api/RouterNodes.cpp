@@ -113,7 +113,7 @@ ApiResponse Router::drainElsewhere(Context& c) {
         throw Error(ErrorCode::node_unavailable,
                     "node " + name + " is unavailable: it cannot move its sandboxes now");
     std::string target = "/v1/nodes/" + name + "/drain";
-    auto headers = fleet_->credential().sign(fleet_->self(), "POST", target,
+    auto headers = fleet_->credential().sign(fleet_->self(), name, "POST", target,
                                              carriedCaller(c.principal), nowUnixSeconds());
     auto answer =
         fleet::httpExchange(*peer, "POST", target, headers, c.request.body,
@@ -173,7 +173,8 @@ std::map<std::string, nlohmann::json> Router::askOtherNodes(Context& c, const st
         auto peer = fleet_->peer(node.name);
         if (!peer) continue;
         auto headers =
-            fleet_->credential().sign(fleet_->self(), "GET", target, caller, nowUnixSeconds());
+            fleet_->credential().sign(fleet_->self(), node.name, "GET", target, caller,
+                                      nowUnixSeconds());
         asked[node.name] =
             std::async(std::launch::async, [peer = *peer, headers, target, deadline] {
                 return fleet::httpExchange(peer, "GET", target, headers, {}, deadline);
@@ -282,7 +283,8 @@ ApiResponse Router::placeCreate(Context& c, const CreateSandboxRequest& request,
         // The same door's create on that node (native or E2B), as this caller.
         const std::string& target = c.request.path;
         auto headers =
-            fleet_->credential().sign(fleet_->self(), "POST", target, caller, nowUnixSeconds());
+            fleet_->credential().sign(fleet_->self(), choice.node, "POST", target, caller,
+                                      nowUnixSeconds());
         headers["x-airlock-placement"] = why;
         fleet_->placement().sent(choice.node, wanted.vcpus);
         auto answer = fleet::httpExchange(

@@ -136,7 +136,8 @@ void SandboxMover::sendTo(const std::string& node, const OutgoingMove& out) {
     auto call = [&](const std::string& method, const std::string& target, const std::string& body,
                     std::chrono::seconds timeout, const char* type) {
         auto headers =
-            fleet_.credential().sign(fleet_.self(), method, target, caller, nowUnixSeconds());
+            fleet_.credential().sign(fleet_.self(), node, method, target, caller,
+                                     nowUnixSeconds());
         headers["content-type"] = type;
         return fleet::httpExchange(*peer, method, target, headers, body, Clock::now() + timeout,
                                    1 << 20);

@@ -34,6 +34,44 @@ std::uint64_t qcow2VirtualSize(const std::string& path) {
     return size;
 }
 
+void requirePlainQcow2(const std::string& path, std::uint64_t maxVirtualBytes) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd) throw Error(ErrorCode::bad_request, "cannot open the disk image that came");
+    std::array<unsigned char, 104> h{};
+    if (::pread(fd.get(), h.data(), h.size(), 0) != static_cast<ssize_t>(h.size()))
+        throw Error(ErrorCode::bad_request, "the disk image that came has no qcow2 v3 header");
+    auto be = [&](std::size_t at, int bytes) {
+        std::uint64_t v = 0;
+        for (int i = 0; i < bytes; ++i) v = (v << 8) | h[at + static_cast<std::size_t>(i)];
+        return v;
+    };
+    auto bad = [](const std::string& why) {
+        throw Error(ErrorCode::bad_request, "the disk image that came is refused: " + why);
+    };
+    if (h[0] != 'Q' || h[1] != 'F' || h[2] != 'I' || h[3] != 0xfb) bad("not qcow2");
+    if (be(4, 4) != 3) bad("not qcow2 version 3");
+    if (be(24, 8) > maxVirtualBytes) bad("its virtual size is over the sandbox's disk");
+    if (be(72, 8) != 0) bad("it needs incompatible features (an external data file?)");
+    if (be(88, 8) & ~std::uint64_t(1)) bad("it sets autoclear features other than bitmaps");
+    std::uint64_t headerLength = be(100, 4);
+    if (headerLength < 104 || headerLength > 4096) bad("its header length is out of range");
+    // Header extensions: type, length, data padded to 8; type 0 ends them.
+    std::uint64_t at = headerLength, cluster = std::uint64_t(1) << std::min<std::uint64_t>(be(20, 4), 21);
+    for (int n = 0; n < 64 && at + 8 <= cluster; ++n) {
+        std::array<unsigned char, 8> ext{};
+        if (::pread(fd.get(), ext.data(), ext.size(), static_cast<off_t>(at)) != 8)
+            bad("its header extensions are cut short");
+        std::uint32_t type = (std::uint32_t(ext[0]) << 24) | (std::uint32_t(ext[1]) << 16) |
+                             (std::uint32_t(ext[2]) << 8) | ext[3];
+        std::uint32_t length = (std::uint32_t(ext[4]) << 24) | (std::uint32_t(ext[5]) << 16) |
+                               (std::uint32_t(ext[6]) << 8) | ext[7];
+        if (type == 0) return;
+        if (type == 0x44415441) bad("it names an external data file");
+        at += 8 + ((std::uint64_t(length) + 7) & ~std::uint64_t(7));
+    }
+    bad("its header extensions do not end");
+}
+
 namespace {
 
 // No shell: the paths are ours, but argv keeps it that way.

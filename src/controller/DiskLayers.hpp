@@ -12,6 +12,13 @@ inline constexpr std::uint64_t kGiB = 1024ull * 1024 * 1024;
 // The virtual size recorded in a qcow2 header; throws if path is no qcow2.
 std::uint64_t qcow2VirtualSize(const std::string& path);
 
+// Refuses (Error bad_request) an image another host sent unless it is a
+// plain qcow2 v3 this build reads as data only: no incompatible feature
+// (an external data file would name a host file), no raw-data-file bit, no
+// data-file extension, a virtual size within maxVirtualBytes. qemu-img and
+// libvirt open what the header names, as root, before any guest runs.
+void requirePlainQcow2(const std::string& path, std::uint64_t maxVirtualBytes);
+
 // Creates a qcow2 overlay `name` in `dir` over `backing` (a template base or
 // a frozen snapshot layer) without opening the backing file: a running QEMU
 // may hold it locked. It is made in `stagingDir` (root's alone), handed to

@@ -228,6 +228,7 @@ SandboxRecord SandboxController::moveIn(const MovedSandbox& moved, const SecretC
         auto started = steadyMillis();
         prepareSandboxDir(r);
         if (!r.disk.empty()) {
+            requirePlainQcow2(diskPath, r.diskBytes);
             rebaseInPlace(diskPath, tmpl->diskPath);
             fs::path staged(diskPath);
             installDisk(staged.parent_path().string(), staged.filename().string(), sandboxDir(id),

@@ -105,9 +105,10 @@ class Fleet : public ::testing::Test {
     // A signed node-to-node request head as a node would send it.
     static std::map<std::string, std::string> signedBy(const std::string& token,
                                                        const std::string& method,
-                                                       const std::string& target) {
+                                                       const std::string& target,
+                                                       const std::string& to = owner().name) {
         fleet::NodeCredential credential(token);
-        return credential.sign("node2", method, target,
+        return credential.sign("node2", to, method, target,
                                fleet::ForwardedCaller{"key-x", "forger", "admin", "admin"},
                                nowUnixSeconds());
     }
@@ -325,6 +326,14 @@ TEST_F(Fleet, NodeCallsWithoutTheFleetsSignatureAreRefused) {
     auto moved =
         test::rawHttp(port, headOf("POST", target + "/exec", signedBy(kToken, "GET", target)));
     EXPECT_EQ(statusOf(moved), 401) << moved.substr(0, 300);
+    // A captured call replayed, or sent to another node than it was signed for.
+    auto signedOnce = signedBy(kToken, "GET", target);
+    EXPECT_EQ(statusOf(test::rawHttp(port, headOf("GET", target, signedOnce))), 200);
+    EXPECT_EQ(statusOf(test::rawHttp(port, headOf("GET", target, signedOnce))), 401)
+        << "a replay is refused";
+    auto forAnother = signedBy(kToken, "GET", target, other().name);
+    EXPECT_EQ(statusOf(test::rawHttp(port, headOf("GET", target, forAnother))), 401)
+        << "a call signed for another node is refused";
     // A caller without any signature.
     auto unsigned_ = test::rawHttp(
         port, headOf("GET", target,
