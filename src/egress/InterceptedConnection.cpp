@@ -17,6 +17,8 @@ using namespace std::chrono_literals;
 
 namespace {
 constexpr std::size_t kMaxHead = 16 * 1024;
+// Guest bytes read ahead of the host taking them (they wait in in_).
+constexpr std::size_t kMaxBuffered = 256 * 1024;
 
 // HTTP/1.1 from what the client offers, or no handshake: a client that
 // speaks only h2 must fail here, not speak h2 into an HTTP/1.1 parser.
@@ -150,32 +152,49 @@ void InterceptedConnection::onGuestHandshake() {
                 return self->refuse(502, why);
             }
             self->pumpDown();
-            self->readHead();
+            self->next();
         });
 }
 
-void InterceptedConnection::readGuest(std::function<void()> then) {
+void InterceptedConnection::readGuest() {
+    // One read at a time, and no more than kMaxBuffered waiting to go out.
+    if (reading_ || closed_ || guestDone_ || in_.size() >= kMaxBuffered) return;
+    reading_ = true;
     guest_.async_read_some(
-        asio::buffer(guestBuffer_), [self = shared_from_this(), then = std::move(then)](
-                                        boost::system::error_code ec, std::size_t n) {
+        asio::buffer(guestBuffer_),
+        [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
+            self->reading_ = false;
             if (self->closed_) return;
-            if (ec) {
-                // The guest is done sending: the host hears it, answers, closes.
-                boost::system::error_code ignored;
-                self->upstream_.lowest_layer().shutdown(asio::socket_base::shutdown_send, ignored);
-                return;
-            }
-            self->in_.append(self->guestBuffer_.data(), n);
-            then();
+            if (ec)
+                self->guestDone_ = true;
+            else
+                self->in_.append(self->guestBuffer_.data(), n);
+            self->next();
         });
+}
+
+void InterceptedConnection::next() {
+    if (closed_) return;
+    if (body_ == Body::none)
+        readHead();
+    else
+        forwardBody();
+    // The guest is done sending and all it sent went: the host hears it,
+    // answers, closes.
+    if (guestDone_ && !writing_ && in_.empty() && !upstreamShut_) {
+        upstreamShut_ = true;
+        boost::system::error_code ignored;
+        upstream_.lowest_layer().shutdown(asio::socket_base::shutdown_send, ignored);
+    }
 }
 
 void InterceptedConnection::readHead() {
+    if (writing_ || !refusal_.empty()) return;  // the write's end comes back through next()
     auto end = in_.find("\r\n\r\n");
     if (end != std::string::npos && end + 4 <= kMaxHead) return onHead(end + 4);
-    if (in_.size() >= kMaxHead)
+    if (std::min(in_.size(), end) >= kMaxHead)
         return refuse(431, "a request head over " + std::to_string(kMaxHead) + " bytes");
-    readGuest([self = shared_from_this()] { self->readHead(); });
+    readGuest();
 }
 
 void InterceptedConnection::onHead(std::size_t headLength) {
@@ -230,54 +249,56 @@ void InterceptedConnection::onHead(std::size_t headLength) {
         setup_.audit("egress.secret_injected", used);
     }
     in_.erase(0, headLength);
-    writeUpstream(std::move(r.head), [self = shared_from_this()] { self->forwardBody(); });
+    writeUpstream(std::move(r.head), [self = shared_from_this()] { self->next(); });
+    readGuest();  // a body's first bytes while the head goes out
 }
 
 void InterceptedConnection::forwardBody() {
-    auto self = shared_from_this();
-    auto next = [self] { self->forwardBody(); };
+    if (writing_) return;  // the write's end comes back through next()
+    std::string part;
     switch (body_) {
         case Body::none:
             return readHead();
         case Body::length: {
-            if (bodyLeft_ == 0) {
-                body_ = Body::none;
-                return readHead();
-            }
-            if (in_.empty()) return readGuest(next);
             auto take = static_cast<std::size_t>(std::min<std::uint64_t>(bodyLeft_, in_.size()));
-            std::string part = in_.substr(0, take);
+            part = in_.substr(0, take);
             in_.erase(0, take);
             bodyLeft_ -= take;
-            return writeUpstream(std::move(part), next);
+            if (bodyLeft_ == 0) body_ = Body::none;
+            break;
         }
         case Body::chunked: {
-            if (in_.empty()) return readGuest(next);
             std::size_t used = 0;
             auto result = chunks_.scan(in_, used);
             if (result == ChunkedScanner::Result::error) {
                 setup_.audit("egress.denied", {{"host", setup_.host}, {"reason", chunks_.error()}});
                 return close();  // part of the body went: no answer fits
             }
-            std::string part = in_.substr(0, used);
+            part = in_.substr(0, used);
             in_.erase(0, used);
             if (result == ChunkedScanner::Result::done) body_ = Body::none;
-            return writeUpstream(std::move(part), next);
+            break;
         }
-        case Body::raw: {
-            if (in_.empty()) return readGuest(next);
-            std::string part = std::move(in_);
+        case Body::raw:
+            part = std::move(in_);
             in_.clear();
-            return writeUpstream(std::move(part), next);
-        }
+            break;
     }
+    if (!part.empty())
+        writeUpstream(std::move(part), [self = shared_from_this()] { self->next(); });
+    else if (body_ == Body::none)
+        return readHead();
+    // The guest's next bytes come in while these go out.
+    readGuest();
 }
 
 void InterceptedConnection::writeUpstream(std::string bytes, std::function<void()> then) {
+    writing_ = true;
     auto held = std::make_shared<std::string>(std::move(bytes));
     asio::async_write(upstream_, asio::buffer(*held),
                       [self = shared_from_this(), held, then = std::move(then)](
                           boost::system::error_code ec, std::size_t) {
+                          self->writing_ = false;
                           if (self->closed_) return;
                           if (ec) return self->close();
                           then();

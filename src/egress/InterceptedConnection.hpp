@@ -53,10 +53,12 @@ class InterceptedConnection : public std::enable_shared_from_this<InterceptedCon
 
   private:
     void onGuestHandshake();
+    // Where the guest's bytes go next: a head to check, or a body to pass.
+    void next();
     void readHead();
     void onHead(std::size_t headLength);
     void forwardBody();
-    void readGuest(std::function<void()> then);
+    void readGuest();
     void writeUpstream(std::string bytes, std::function<void()> then);
     void pumpDown();
     // Answers the guest over its TLS (after any answer bytes already on
@@ -76,7 +78,9 @@ class InterceptedConnection : public std::enable_shared_from_this<InterceptedCon
     Body body_ = Body::none;
     std::uint64_t bodyLeft_ = 0;
     ChunkedScanner chunks_;
-    bool downWriting_ = false;  // one write at a time to the guest
+    bool downWriting_ = false;                // one write at a time to the guest
+    bool reading_ = false, writing_ = false;  // one guest read, one host write at a time
+    bool guestDone_ = false, upstreamShut_ = false;
     std::string refusal_;
     bool closed_ = false;
 };
