@@ -75,8 +75,12 @@ class SecretInjection : public ::testing::Test {
     }
     static void TearDownTestSuite() {
         if (!world) return;
-        if (world->daemon)
-            world->daemon->shutDown(::testing::UnitTest::GetInstance()->failed_test_count() > 0);
+        if (world->daemon) {
+            // Its sandboxes are deleted first: none outlives the suite.
+            test::ApiClient client(world->daemon->url(), world->key);
+            world->daemon->shutDown(::testing::UnitTest::GetInstance()->failed_test_count() > 0,
+                                    {&client});
+        }
         delete world;
         world = nullptr;
     }
