@@ -11,14 +11,14 @@
 #include "api/E2bApi.hpp"
 #include "api/E2bEnvd.hpp"
 #include "api/ErrorMapping.hpp"
+#include "api/IncomingMoves.hpp"
 #include "api/RequestParsing.hpp"
+#include "api/SandboxMover.hpp"
+#include "core/Clock.hpp"
 #include "core/JsonFields.hpp"
 #include "core/Log.hpp"
-#include "core/Clock.hpp"
 #include "evidence/EvidenceService.hpp"
 #include "fleet/Fleet.hpp"
-#include "api/IncomingMoves.hpp"
-#include "api/SandboxMover.hpp"
 #include "fleet/HttpExchange.hpp"
 #include "packages/PackageRules.hpp"
 
@@ -38,7 +38,7 @@ Route& Router::add(std::string method, const std::string& pattern, Roles roles, 
 Route& Router::add(std::string method, const std::string& pattern, Roles roles,
                    ApiResponse (Router::*handler)(Context&)) {
     return add(std::move(method), pattern, roles,
-        Handler([this, handler](Context& c) { return (this->*handler)(c); }));
+               Handler([this, handler](Context& c) { return (this->*handler)(c); }));
 }
 
 void Router::add(std::string method, const std::string& pattern, Roles roles,
@@ -71,13 +71,15 @@ void Router::setE2b(E2bApi& control, E2bEnvd& envd, const e2b::SandboxTokens& to
     envd.addRoutes(table_);
     // E2B's creates are placed across the fleet as native ones are; the
     // node picked answers in E2B's format.
-    control.setPlacer([this](Context& c, const CreateSandboxRequest& request)
-                          -> std::optional<ApiResponse> {
-        if (!fleet_ || !c.principal.forwardedBy.empty()) return std::nullopt;
-        auto answer = placeCreate(c, request, [](const std::string&) { return ApiResponse{0, "", ""}; });
-        if (answer.status == 0) return std::nullopt;  // here
-        return answer;
-    });
+    control.setPlacer(
+        [this](Context& c, const CreateSandboxRequest& request) -> std::optional<ApiResponse> {
+            if (!fleet_ || !c.principal.forwardedBy.empty()) return std::nullopt;
+            auto answer = placeCreate(c, request, [](const std::string&) {
+                return ApiResponse{0, "", ""};
+            });
+            if (answer.status == 0) return std::nullopt;  // here
+            return answer;
+        });
     control.setOtherNodesSandboxes([this](Context& c) {
         std::vector<SandboxRecord> out;
         if (!fleet_ || !c.principal.forwardedBy.empty()) return out;
@@ -86,7 +88,8 @@ void Router::setE2b(E2bApi& control, E2bEnvd& envd, const e2b::SandboxTokens& to
                 for (const auto& item : items)
                     if (auto r = listedSandboxRecord(item)) out.push_back(std::move(*r));
         } catch (const Error& e) {
-            logWarn("fleet", std::string("an E2B list has only this node's sandboxes: ") + e.what());
+            logWarn("fleet",
+                    std::string("an E2B list has only this node's sandboxes: ") + e.what());
         }
         return out;
     });
@@ -148,19 +151,28 @@ Router::Admission Router::admit(const ApiRequest& head, const Selection& selecti
     // A node signs the caller it authenticated into what it forwards; a
     // forged or stale signature is refused here, whatever else is sent.
     std::optional<Principal> forwarded = forwardedCaller(head);
+    // A preview's capability and an E2B access token are the owner's to
+    // check; any other caller is authenticated before the fleet is asked
+    // where its object lives (an anonymous request costs no etcd read).
+    bool ownerChecks = route.roles == kPublic || sandboxDoor;
+    std::optional<Principal> caller;
+    if (!ownerChecks)
+        caller =
+            forwarded ? *forwarded : callerFor(head, selection.door, selection.sandboxId, a.wake);
     std::optional<RemoteSandbox> remote;
     if (!a.params.empty()) remote = remoteSandbox(a.params[0]);
     if (remote && forwarded)  // one hop only: the record moved meanwhile
-        throw Error(ErrorCode::unavailable, a.params[0] + " is not on this node (the fleet places it on " +
+        throw Error(ErrorCode::unavailable, a.params[0] +
+                                                " is not on this node (the fleet places it on " +
                                                 remote->node + "); try again");
-    // A preview's capability and an E2B access token are the owner's to check.
-    if (remote && (route.roles == kPublic || sandboxDoor)) {
+    if (remote && ownerChecks) {
         a.forward = forwardTo(*remote, head, std::nullopt);
         return a;
     }
     if (route.roles == kPublic) return a;
-    Principal who = forwarded ? *forwarded
-                              : callerFor(head, selection.door, selection.sandboxId, a.wake);
+    Principal who = caller      ? *caller
+                    : forwarded ? *forwarded
+                                : callerFor(head, selection.door, selection.sandboxId, a.wake);
     // Another tenant's object does not exist for this key, whatever its
     // role: 404 before 403, so a role check never confirms an id.
     std::optional<std::string> owner;
@@ -210,7 +222,9 @@ std::optional<Principal> Router::forwardedCaller(const ApiRequest& head) {
     p.keyId = caller.keyId;
     p.keyName = caller.keyName;
     p.tenant = caller.tenant;
-    p.role = caller.role == "admin" ? Role::admin : caller.role == "approver" ? Role::approver : Role::agent;
+    p.role = caller.role == "admin"      ? Role::admin
+             : caller.role == "approver" ? Role::approver
+                                         : Role::agent;
     p.forwardedBy = head.header(fleet::NodeCredential::kFrom);
     return p;
 }
@@ -259,9 +273,8 @@ std::optional<Router::RemoteSandbox> Router::remoteObject(const std::string& id)
         if (!n.up || n.record.name == fleet_->self()) continue;
         auto peer = fleet_->peer(n.record.name);
         if (!peer) continue;
-        auto headers =
-            fleet_->credential().sign(fleet_->self(), n.record.name, "GET", target, probe,
-                                      nowUnixSeconds());
+        auto headers = fleet_->credential().sign(fleet_->self(), n.record.name, "GET", target,
+                                                 probe, nowUnixSeconds());
         auto a = fleet::httpExchange(*peer, "GET", target, headers, {},
                                      std::chrono::steady_clock::now() + std::chrono::seconds(3),
                                      1 << 20);
@@ -325,8 +338,8 @@ ErrorShape doorShape(Door door, const ApiRequest& head) {
 
 ApiResponse Router::errorFor(const Selection& selection, const ApiRequest& request,
                              const ErrorStatus& error) const {
-    ErrorShape shape = selection.route() ? selection.route()->errors
-                                         : doorShape(selection.door, request);
+    ErrorShape shape =
+        selection.route() ? selection.route()->errors : doorShape(selection.door, request);
     return renderError(shape, error, selection.sandboxId);
 }
 
@@ -340,9 +353,9 @@ ApiResponse Router::unrouted(const Selection& selection, const ApiRequest& head)
         return errorFor(selection, head,
                         errorStatus(ErrorCode::method_not_allowed,
                                     head.method + " is not allowed on " + head.path));
-    return errorFor(selection, head,
-                    errorStatus(ErrorCode::not_found, "no route for " + head.method + " " +
-                                                          head.path));
+    return errorFor(
+        selection, head,
+        errorStatus(ErrorCode::not_found, "no route for " + head.method + " " + head.path));
 }
 
 void Router::run(const Route& route, Admission admission, const ApiRequest& request,
@@ -383,18 +396,18 @@ ConnectStreamPlan Router::plan(const Route& route, Admission& admission,
 StreamContext Router::streamContext(Admission admission, ApiRequest head,
                                     std::shared_ptr<void> connectionSlot,
                                     boost::asio::thread_pool& workers) {
-    return StreamContext{StreamServices{services_.files, services_.ports, services_.commands,
-                                        services_.gates},
-                         workers,
-                         std::move(head),
-                         std::move(admission.tenant),
-                         std::move(admission.params),
-                         std::move(admission.slot),
-                         std::move(connectionSlot)};
+    return StreamContext{
+        StreamServices{services_.files, services_.ports, services_.commands, services_.gates},
+        workers,
+        std::move(head),
+        std::move(admission.tenant),
+        std::move(admission.params),
+        std::move(admission.slot),
+        std::move(connectionSlot)};
 }
 
-Router::Router(FrontDoorServices services, Authenticator& auth, ApiKeys& keys,
-               std::string version, std::size_t perTenantLimit)
+Router::Router(FrontDoorServices services, Authenticator& auth, ApiKeys& keys, std::string version,
+               std::size_t perTenantLimit)
     : services_(services),
       auth_(auth),
       keys_(keys),
@@ -497,11 +510,11 @@ void Router::handle(const ApiRequest& request, Respond respond) {
         const Route& route = *selection.route();
         // The HTTP session serves streaming rows before a request gets here.
         if (route.kind != RouteKind::unary)
-            return respond(errorFor(
-                selection, request,
-                errorStatus(ErrorCode::bad_request,
-                            request.method + " " + request.path +
-                                " streams: it is served over a connection of its own")));
+            return respond(
+                errorFor(selection, request,
+                         errorStatus(ErrorCode::bad_request,
+                                     request.method + " " + request.path +
+                                         " streams: it is served over a connection of its own")));
         auto admission = admit(request, selection);
         if (admission.wake) admission.wake();
         run(route, std::move(admission), request, std::move(respond));
