@@ -1,14 +1,14 @@
 #include "api/RequestParsing.hpp"
 
-#include "egress/SandboxCa.hpp"
-#include "egress/SecretHeaders.hpp"
-
 #include <regex>
 
 #include "api/WorkspaceParsing.hpp"
+#include "core/AsciiLower.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/SecretMasker.hpp"
+#include "egress/SandboxCa.hpp"
+#include "egress/SecretHeaders.hpp"
 #include "core/JsonFields.hpp"
 #include "egress/EgressAllowlist.hpp"
 #include "packages/PackageRules.hpp"
@@ -216,8 +216,7 @@ SecretInjection parseSecretInjection(const nlohmann::json& j, const std::string&
         if (!j["header"].is_string())
             throw Error(ErrorCode::bad_request, where + ".header must be a header name");
         inject.header = j["header"].get<std::string>();
-        std::string lower = inject.header;
-        for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        std::string lower = asciiLower(inject.header);
         bool token = !inject.header.empty() && inject.header.size() <= 64 &&
                      inject.header.find_first_not_of(
                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~") ==

@@ -34,20 +34,19 @@ std::shared_ptr<AgentConnection> SandboxAgents::connect(const std::string& sandb
 
 void SandboxAgents::adopt(const SandboxRecord& sandbox, std::shared_ptr<AgentConnection> agent) {
     watch(sandbox.id, agent);
-    attachListeners(sandbox, agent);
-    trustEgressCa(sandbox, *agent);
+    auto injections = attachListeners(sandbox, agent);
+    if (injections) trustEgressCa(sandbox, *agent, *injections);
     sessions_.install(sandbox.id, std::move(agent));
 }
 
-void SandboxAgents::trustEgressCa(const SandboxRecord& r, AgentConnection& agent) {
-    auto injections = p_.injectionsOf ? p_.injectionsOf(r) : nullptr;
-    if (!injections) return;
+void SandboxAgents::trustEgressCa(const SandboxRecord& r, AgentConnection& agent,
+                                  const egress::SandboxInjections& injections) {
     // Before any command runs: what it reaches through the proxy is signed
     // by this CA for the hosts its injected secrets go to.
     protocol::ExecRequest install;
     install.argv = {"sh", "-c", SandboxSecrets::guestTrustScript()};
     install.user = "root";
-    install.stdin_data = injections->ca->certificatePem();
+    install.stdin_data = injections.ca->certificatePem();
     auto done = agent.exec(install, 4096, std::chrono::seconds(60));
     if (done.result.exit_code != 0)
         throw Error(
@@ -57,8 +56,9 @@ void SandboxAgents::trustEgressCa(const SandboxRecord& r, AgentConnection& agent
 }
 
 void SandboxAgents::refreshInjections(const SandboxRecord& r, bool trustCa) {
-    if (trustCa) trustEgressCa(r, *sessions_.get(r.id));
-    if (p_.egress && p_.injectionsOf) p_.egress->setInjections(r.id, p_.injectionsOf(r));
+    auto injections = p_.injectionsOf ? p_.injectionsOf(r) : nullptr;
+    if (trustCa && injections) trustEgressCa(r, *sessions_.get(r.id), *injections);
+    if (p_.egress) p_.egress->setInjections(r.id, injections);
 }
 
 void SandboxAgents::retire(const std::string& sandboxId, const std::string& why) {
@@ -81,17 +81,19 @@ void SandboxAgents::protocolError(const std::string& sandboxId, const std::strin
                     {{"reason", why}, {"session_ended", sessionEnded}});
 }
 
-void SandboxAgents::attachListeners(const SandboxRecord& r,
-                                    const std::shared_ptr<AgentConnection>& agent) {
+std::shared_ptr<const egress::SandboxInjections> SandboxAgents::attachListeners(
+    const SandboxRecord& r, const std::shared_ptr<AgentConnection>& agent) {
+    auto injections = p_.injectionsOf ? p_.injectionsOf(r) : nullptr;
     // Every sandbox has the egress proxy, also with an empty allowlist: it
     // then refuses everything, and the attempts are in the audit log.
     if (p_.egress) {
         p_.egress->attach(r.id, r.tenant, agent, egress::EgressAllowlist::parse(r.network));
-        if (p_.injectionsOf) p_.egress->setInjections(r.id, p_.injectionsOf(r));
+        p_.egress->setInjections(r.id, injections);
     }
     if (p_.packages)
         p_.packages->attach(r.id, r.tenant, agent,
                             packages::PackageRules::fromStored(r.packagesJson));
+    return injections;
 }
 
 }  // namespace airlock

@@ -67,11 +67,13 @@ class SandboxAgents {
 
   private:
     void watch(const std::string& sandboxId, const std::shared_ptr<AgentConnection>& agent);
-    void attachListeners(const SandboxRecord& sandbox,
-                         const std::shared_ptr<AgentConnection>& agent);
+    // The sandbox's injected secrets, which the proxy now has (null: none).
+    std::shared_ptr<const egress::SandboxInjections> attachListeners(
+        const SandboxRecord& sandbox, const std::shared_ptr<AgentConnection>& agent);
     void protocolError(const std::string& sandboxId, const std::string& why, bool sessionEnded);
     // A sandbox with injected secrets: its guest trusts its egress CA.
-    void trustEgressCa(const SandboxRecord& r, AgentConnection& agent);
+    void trustEgressCa(const SandboxRecord& r, AgentConnection& agent,
+                       const egress::SandboxInjections& injections);
 
     Parts p_;
     AgentSessions sessions_;

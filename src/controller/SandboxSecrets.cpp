@@ -80,10 +80,13 @@ std::string SandboxSecrets::sealFrom(const SecretCipher& journey, const std::str
     return cipher_->seal(journey.open(sealed, sandboxId), sandboxId);
 }
 
-SecretMap SandboxSecrets::open(const SandboxRecord& r) const {
+nlohmann::json SandboxSecrets::opened(const SandboxRecord& r) const {
+    if (r.secretsSealed.empty() || !cipher_) return nlohmann::json::object();
+    return nlohmann::json::parse(cipher_->open(r.secretsSealed, r.id));
+}
+
+SecretMap SandboxSecrets::secretsIn(const nlohmann::json& j) {
     SecretMap out;
-    if (r.secretsSealed.empty() || !cipher_) return out;
-    auto j = nlohmann::json::parse(cipher_->open(r.secretsSealed, r.id));
     for (const auto& [name, spec] : j.items()) {
         if (name == kCaEntry) continue;
         SecretSpec s{spec.at("value").get<std::string>(),
@@ -99,22 +102,22 @@ SecretMap SandboxSecrets::open(const SandboxRecord& r) const {
     return out;
 }
 
+SecretMap SandboxSecrets::open(const SandboxRecord& r) const { return secretsIn(opened(r)); }
+
 std::string SandboxSecrets::egressCaCertificate(const SandboxRecord& r) const {
-    if (r.secretsSealed.empty() || !cipher_) return "";
-    auto j = nlohmann::json::parse(cipher_->open(r.secretsSealed, r.id));
+    auto j = opened(r);
     if (!j.contains(kCaEntry)) return "";
     return j[kCaEntry].value("certificate", "");
 }
 
 std::shared_ptr<const egress::SandboxInjections> SandboxSecrets::injections(
     const SandboxRecord& r) const {
-    if (r.secretsSealed.empty() || !cipher_) return nullptr;
-    auto j = nlohmann::json::parse(cipher_->open(r.secretsSealed, r.id));
+    auto j = opened(r);  // once: the CA and the secrets
     if (!j.contains(kCaEntry)) return nullptr;
     auto out = std::make_shared<egress::SandboxInjections>();
     out->ca = egress::SandboxCa::fromPem(j[kCaEntry].value("certificate", ""),
                                          j[kCaEntry].value("key", ""));
-    for (const auto& [name, spec] : open(r)) {
+    for (const auto& [name, spec] : secretsIn(j)) {
         if (!spec.inject) continue;
         egress::InjectedSecret s;
         s.name = name;

@@ -123,6 +123,9 @@ class SandboxSecrets {
     nlohmann::json openRequest(const GatedExec& g) const;
 
   private:
+    // The sealed JSON opened (an empty object when there is none).
+    nlohmann::json opened(const SandboxRecord& r) const;
+    static SecretMap secretsIn(const nlohmann::json& sealed);
     std::shared_ptr<const SecretCipher> cipher_;
     mutable std::mutex mutex_;  // guards extra_
     ExtraSource extra_;

@@ -8,6 +8,7 @@
 #include <boost/asio/write.hpp>
 
 #include "agentclient/AgentConnection.hpp"
+#include "core/AsciiLower.hpp"
 #include "core/Error.hpp"
 #include "core/Log.hpp"
 #include "egress/InterceptedConnection.hpp"
@@ -19,29 +20,6 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using Kind = AgentStream::Event::Kind;
 using namespace std::chrono_literals;
-
-namespace {
-std::string statusText(int status) {
-    switch (status) {
-        case 400:
-            return "Bad Request";
-        case 403:
-            return "Forbidden";
-        case 431:
-            return "Request Header Fields Too Large";
-        case 502:
-            return "Bad Gateway";
-        case 503:
-            return "Service Unavailable";
-        case 504:
-            return "Gateway Timeout";
-        case 505:
-            return "HTTP Version Not Supported";
-        default:
-            return "Error";
-    }
-}
-}  // namespace
 
 EgressSession::EgressSession(std::shared_ptr<EgressShared> shared,
                              std::shared_ptr<SandboxEgress> sandbox, std::uint64_t connection)
@@ -168,16 +146,12 @@ void EgressSession::onHeadBytes() {
 std::optional<std::string> EgressSession::carriedSecret() const {
     auto injections = sandbox_->injections();
     if (!injections) return std::nullopt;
-    auto lower = [](std::string text) {
-        for (auto& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        return text;
-    };
     // A name can carry it too (a DNS lookup is a message), in any case.
-    const std::string host = lower(request_.host);
+    const std::string host = asciiLower(request_.host);
     for (const auto& secret : injections->secrets)
         if ((!secret.placeholder.empty() &&
-             host.find(lower(secret.placeholder)) != std::string::npos) ||
-            (!secret.value.empty() && host.find(lower(secret.value)) != std::string::npos))
+             host.find(asciiLower(secret.placeholder)) != std::string::npos) ||
+            (!secret.value.empty() && host.find(asciiLower(secret.value)) != std::string::npos))
             return secret.name;
     if (request_.connect) return std::nullopt;
     // In plain HTTP no secret is added (it would cross the network in
@@ -198,8 +172,7 @@ void EgressSession::decide() {
                           "', which goes only to its own hosts, over HTTPS");
     }
     auto allow = sandbox_->rules();
-    std::string host = request_.host;
-    for (auto& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string host = asciiLower(request_.host);
     while (!host.empty() && host.back() == '.') host.pop_back();
     for (const auto& reserved : shared_->settings.reservedHosts)
         if (host == reserved)
@@ -455,10 +428,7 @@ void EgressSession::refuse(int status, const std::string& type, const std::strin
     reason_ = reason;
     boost::system::error_code ignored;
     upstream_.close(ignored);
-    std::string body = "airlock egress: " + (forGuest.empty() ? reason : forGuest) + "\n";
-    std::string response = "HTTP/1.1 " + std::to_string(status) + " " + statusText(status) +
-                           "\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: " +
-                           std::to_string(body.size()) + "\r\n\r\n" + body;
+    std::string response = proxyRefusal(status, forGuest.empty() ? reason : forGuest);
     // Buffered bytes will never be sent; the guest gets its window back.
     pipe_.discardQueued();
     if (pipe_.stream()) sendToGuest(std::move(response), true);

@@ -6,8 +6,10 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/write.hpp>
 
+#include "core/AsciiLower.hpp"
 #include "core/Error.hpp"
 #include "core/Log.hpp"
+#include "egress/ProxyRequest.hpp"
 
 namespace airlock::egress {
 
@@ -39,23 +41,6 @@ int selectHttp11(SSL*, const unsigned char** out, unsigned char* outlen, const u
     return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
-std::string lowerAscii(std::string s) {
-    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-}
-
-std::string statusText(int status) {
-    switch (status) {
-        case 400:
-            return "Bad Request";
-        case 403:
-            return "Forbidden";
-        case 431:
-            return "Request Header Fields Too Large";
-        default:
-            return "Bad Gateway";
-    }
-}
 }  // namespace
 
 std::shared_ptr<ssl::context> InterceptedConnection::guestServerTls() {
@@ -227,7 +212,7 @@ void InterceptedConnection::onHead(std::size_t headLength) {
         std::string line = r.head.substr(at, eol - at);
         at = eol + 2;
         auto colon = line.find(':');
-        std::string name = lowerAscii(line.substr(0, colon));
+        std::string name = asciiLower(line.substr(0, colon));
         std::string value = line.substr(std::min(line.size(), colon + 2));
         if (name == "content-length") {
             if (++lengths > 1 || value.empty() || value.size() > 15 ||
@@ -334,10 +319,7 @@ void InterceptedConnection::pumpDown() {
 
 void InterceptedConnection::refuse(int status, const std::string& why) {
     if (closed_ || !refusal_.empty()) return;
-    std::string body = "airlock egress: " + why + "\n";
-    refusal_ = "HTTP/1.1 " + std::to_string(status) + " " + statusText(status) +
-               "\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: " +
-               std::to_string(body.size()) + "\r\n\r\n" + body;
+    refusal_ = proxyRefusal(status, why);
     // Nothing more goes to the host, nor comes from it.
     boost::system::error_code ignored;
     upstream_.lowest_layer().close(ignored);

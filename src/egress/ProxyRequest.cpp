@@ -1,5 +1,7 @@
 #include "egress/ProxyRequest.hpp"
 
+#include "core/AsciiLower.hpp"
+
 #include <algorithm>
 #include <vector>
 
@@ -8,12 +10,6 @@
 
 namespace airlock::egress {
 namespace {
-
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
 
 // "host", "host:port", "[v6]", "[v6]:port" -> host as written, port (0: none
 // given). False when malformed.
@@ -73,7 +69,7 @@ ProxyRequestParser::Status ProxyRequestParser::parse(std::string_view buffered, 
             return fail(400, "CONNECT wants host:port");
     } else {
         // Absolute form only: a proxy has no default host to send "/path" to.
-        std::string scheme = lower(target.substr(0, std::min<std::size_t>(target.size(), 8)));
+        std::string scheme = asciiLower(target.substr(0, std::min<std::size_t>(target.size(), 8)));
         if (scheme.rfind("http://", 0) != 0) {
             if (scheme.rfind("https://", 0) == 0)
                 return fail(400, "https:// URLs go through CONNECT (set https_proxy)");
@@ -120,6 +116,36 @@ ProxyRequestParser::Status ProxyRequestParser::parse(std::string_view buffered, 
     upstream += "Connection: close\r\n\r\n";
     out.upstreamHead = std::move(upstream);
     return Status::complete;
+}
+
+namespace {
+std::string statusText(int status) {
+    switch (status) {
+        case 400:
+            return "Bad Request";
+        case 403:
+            return "Forbidden";
+        case 431:
+            return "Request Header Fields Too Large";
+        case 502:
+            return "Bad Gateway";
+        case 503:
+            return "Service Unavailable";
+        case 504:
+            return "Gateway Timeout";
+        case 505:
+            return "HTTP Version Not Supported";
+        default:
+            return "Error";
+    }
+}
+}  // namespace
+
+std::string proxyRefusal(int status, const std::string& message) {
+    std::string body = "airlock egress: " + message + "\n";
+    return "HTTP/1.1 " + std::to_string(status) + " " + statusText(status) +
+           "\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 }  // namespace airlock::egress

@@ -8,7 +8,8 @@
 namespace airlock::egress {
 
 // The head of one request a guest client sent to its proxy: CONNECT
-// host:port (HTTPS and anything else tunnelled, never intercepted) or an
+// host:port (HTTPS and anything else tunnelled; intercepted only for a host
+// an injected secret goes to) or an
 // absolute-form plain HTTP request ("GET http://host/path HTTP/1.1").
 struct ProxyRequest {
     std::string method;
@@ -21,6 +22,10 @@ struct ProxyRequest {
     std::string upstreamHead;
     std::string destination() const;  // host:port, [v6]:port
 };
+
+// What the proxy answers a guest client it refuses: the status, a plain
+// text body "airlock egress: <message>", and the connection's end.
+std::string proxyRefusal(int status, const std::string& message);
 
 // The proxy's reading of a head: the one head parser's checks, then what
 // only a forward proxy asks of a target (its error() and errorStatus() say

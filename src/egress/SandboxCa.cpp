@@ -14,6 +14,7 @@
 #include <ctime>
 #include <functional>
 
+#include "core/AsciiLower.hpp"
 #include "core/Error.hpp"
 
 namespace airlock::egress {
@@ -126,9 +127,7 @@ std::string LeafCertificate::host() const {
 }
 
 std::string SandboxCa::canonicalHost(const std::string& host) {
-    std::string h = host;
-    std::transform(h.begin(), h.end(), h.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::string h = asciiLower(host);
     std::string address;
     if (isAddress(h, address)) return address;
     if (!h.empty() && h.back() == '.') h.pop_back();

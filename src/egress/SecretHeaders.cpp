@@ -4,17 +4,12 @@
 #include <cctype>
 #include <optional>
 
+#include "core/AsciiLower.hpp"
 #include "core/SecretCipher.hpp"
 
 namespace airlock::egress {
 
 namespace {
-std::string lower(std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return s;
-}
-
 bool tokenChar(unsigned char c) {
     return std::isalnum(c) ||
            std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
@@ -45,7 +40,7 @@ std::string hostOf(const std::string& field) {
     } else if (auto colon = h.rfind(':'); colon != std::string::npos) {
         h = h.substr(0, colon);
     }
-    h = lower(h);
+    h = asciiLower(h);
     if (!h.empty() && h.back() == '.') h.pop_back();
     return h;
 }
@@ -63,7 +58,7 @@ RewrittenHead malformed(RewrittenHead r, std::string why) {
 
 HostPattern HostPattern::parse(const std::string& entry) {
     HostPattern p;
-    std::string h = lower(entry);
+    std::string h = asciiLower(entry);
     std::string portText;
     if (!h.empty() && h.front() == '[') {
         auto close = h.find(']');
@@ -94,7 +89,7 @@ HostPattern HostPattern::parse(const std::string& entry) {
 }
 
 bool InjectedSecret::coversHost(const std::string& host, unsigned port) const {
-    std::string h = lower(host);
+    std::string h = asciiLower(host);
     if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
     if (!h.empty() && h.back() == '.') h.pop_back();
     for (const auto& entry : hosts) {
@@ -167,7 +162,7 @@ RewrittenHead rewriteRequestHead(std::string_view raw, const std::string& host, 
     bool length = false, encoding = false;
     std::string lastCoding;
     for (const auto& f : fields) {
-        std::string n = lower(f.name);
+        std::string n = asciiLower(f.name);
         if (n == "host") {
             if (hostField) return malformed(r, "two Host fields");
             hostField = f.value;
@@ -176,12 +171,12 @@ RewrittenHead rewriteRequestHead(std::string_view raw, const std::string& host, 
         } else if (n == "transfer-encoding") {
             encoding = true;
             auto comma = f.value.rfind(',');
-            lastCoding =
-                lower(trimmed(comma == std::string::npos ? f.value : f.value.substr(comma + 1)));
+            lastCoding = asciiLower(
+                trimmed(comma == std::string::npos ? f.value : f.value.substr(comma + 1)));
         }
     }
     if (!hostField) return malformed(r, "no Host field");
-    std::string wanted = lower(host);
+    std::string wanted = asciiLower(host);
     if (!wanted.empty() && wanted.back() == '.') wanted.pop_back();
     if (wanted.size() > 2 && wanted.front() == '[' && wanted.back() == ']')
         wanted = wanted.substr(1, wanted.size() - 2);
@@ -197,7 +192,7 @@ RewrittenHead rewriteRequestHead(std::string_view raw, const std::string& host, 
                (!s.value.empty() && text.find(s.value) != std::string::npos);
     };
     auto basicOf = [](const std::string& value) -> std::optional<std::string> {
-        if (lower(value.substr(0, 6)) != "basic ") return std::nullopt;
+        if (asciiLower(value.substr(0, 6)) != "basic ") return std::nullopt;
         try {
             return base64Decode(trimmed(std::string_view(value).substr(6)));
         } catch (const std::exception&) {
@@ -237,11 +232,11 @@ RewrittenHead rewriteRequestHead(std::string_view raw, const std::string& host, 
     };
     std::vector<Field> out;
     for (auto f : fields) {
-        std::string n = lower(f.name);
+        std::string n = asciiLower(f.name);
         if (n == "proxy-authorization" || n == "proxy-connection") continue;
         bool drop = false;
         for (const auto& s : secrets)
-            if (s.coversHost(wanted, port) && !s.header.empty() && lower(s.header) == n)
+            if (s.coversHost(wanted, port) && !s.header.empty() && asciiLower(s.header) == n)
                 drop = true;
         if (drop) continue;
         for (const auto& s : secrets) {

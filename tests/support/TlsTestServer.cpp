@@ -9,6 +9,8 @@
 #include <csignal>
 #include <stdexcept>
 
+#include "core/AsciiLower.hpp"
+
 namespace airlock::test {
 
 struct TlsTestServer::Context {
@@ -16,9 +18,7 @@ struct TlsTestServer::Context {
     ~Context() { SSL_CTX_free(ctx); }
 };
 
-namespace {
-// A head, then its Content-Length body; "" once the connection ends.
-std::string readRequest(SSL* s, std::string& body) {
+std::string readTlsMessage(SSL* s, std::string& body) {
     std::string head;
     char c;
     while (head.find("\r\n\r\n") == std::string::npos) {
@@ -26,9 +26,7 @@ std::string readRequest(SSL* s, std::string& body) {
         head += c;
     }
     body.clear();
-    std::string lower = head;
-    for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    auto at = lower.find("\r\ncontent-length:");
+    auto at = asciiLower(head).find("\r\ncontent-length:");
     std::size_t length = at == std::string::npos ? 0 : std::stoul(head.substr(at + 17));
     std::vector<char> buf(64 * 1024);
     while (body.size() < length) {
@@ -39,7 +37,6 @@ std::string readRequest(SSL* s, std::string& body) {
     }
     return head;
 }
-}  // namespace
 
 TlsTestServer::TlsTestServer(const std::string& certFile, const std::string& keyFile, Answer answer)
     : ctx_(std::make_unique<Context>()), answer_(std::move(answer)) {
@@ -89,7 +86,7 @@ void TlsTestServer::serve(int fd) {
     SSL_set_fd(s, fd);
     if (SSL_accept(s) == 1) {
         for (;;) {
-            std::string body, head = readRequest(s, body);
+            std::string body, head = readTlsMessage(s, body);
             if (head.empty()) break;
             {
                 std::lock_guard lock(mutex_);

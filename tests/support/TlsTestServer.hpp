@@ -7,7 +7,13 @@
 #include <thread>
 #include <vector>
 
+typedef struct ssl_st SSL;
+
 namespace airlock::test {
+
+// One HTTP message read over TLS: its head, and into `body` its
+// Content-Length body; "" once the connection ends.
+std::string readTlsMessage(SSL* ssl, std::string& body);
 
 // An HTTPS host for tests on 127.0.0.1 (a certificate and key in PEM, e.g.
 // makeTestCertificates'): each connection on its own thread, keep-alive,

@@ -511,27 +511,6 @@ TEST_F(EgressProxyTest, DetachClosesTheGuestListener) {
 using SslCtx = std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)>;
 using Ssl = std::unique_ptr<SSL, decltype(&SSL_free)>;
 
-// Reads a request head and its Content-Length body over TLS; "" at the end.
-std::string readTlsRequest(SSL* s, std::string& body) {
-    std::string head;
-    char c;
-    while (head.find("\r\n\r\n") == std::string::npos) {
-        if (SSL_read(s, &c, 1) != 1) return "";
-        head += c;
-    }
-    body.clear();
-    auto at = head.find("Content-Length: ");
-    std::size_t length = at == std::string::npos ? 0 : std::stoul(head.substr(at + 16));
-    std::vector<char> buf(64 * 1024);
-    while (body.size() < length) {
-        int n =
-            SSL_read(s, buf.data(), static_cast<int>(std::min(buf.size(), length - body.size())));
-        if (n <= 0) return "";
-        body.append(buf.data(), static_cast<std::size_t>(n));
-    }
-    return head;
-}
-
 // The "internet" host over TLS (certificate from certDir): 200 to a
 // request that carries `wanted` in its head, else 401.
 std::unique_ptr<test::TlsTestServer> tlsHost(const std::string& certDir, std::string wanted) {
@@ -570,7 +549,7 @@ struct GuestTls {
     // One answer with a Content-Length body.
     std::string readAnswer() {
         std::string body;
-        std::string head = readTlsRequest(ssl.get(), body);
+        std::string head = test::readTlsMessage(ssl.get(), body);
         return head + body;
     }
     std::string readToEnd() {
