@@ -143,11 +143,29 @@ EtcdClient::EtcdClient(const std::vector<std::string>& urls, const EtcdTls& tls,
 EtcdClient::~EtcdClient() = default;
 
 json EtcdClient::call(const std::string& path, const json& body, bool idempotent) {
-    auto start = Clock::now();
-    if (start - Clock::time_point(Clock::duration(failedAt_.load())) < std::chrono::seconds(1))
-        throw Error(ErrorCode::unavailable, "etcd: no member answered a moment ago");
+    // Half open: within a second of a call that found no member, one caller
+    // at a time probes and the rest fail at once; the probe's success closes
+    // the breaker for everyone.
+    bool cooling = Clock::now() - Clock::time_point(Clock::duration(failedAt_.load())) <
+                   std::chrono::seconds(1);
+    bool probe = false;
+    if (cooling) {
+        bool expected = false;
+        if (!probing_.compare_exchange_strong(expected, true))
+            throw Error(ErrorCode::unavailable, "etcd: no member answered a moment ago");
+        probe = true;
+    }
+    struct ProbeDone {
+        std::atomic<bool>& flag;
+        bool held;
+        ~ProbeDone() {
+            if (held) flag.store(false);
+        }
+    } done{probing_, probe};
     try {
-        return attempt(path, body, idempotent);
+        auto answer = attempt(path, body, idempotent);
+        failedAt_.store(0);
+        return answer;
     } catch (const Error& e) {
         if (e.code() == ErrorCode::unavailable) failedAt_ = Clock::now().time_since_epoch().count();
         throw;

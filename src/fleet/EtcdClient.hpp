@@ -72,9 +72,10 @@ class EtcdClient final : public KeyValueStore {
     std::chrono::milliseconds timeout_;
     std::atomic<std::size_t> current_{0};
     // When a call last found no member answering (steady clock ticks): for
-    // a second after, calls fail at once instead of waiting out their
-    // deadline again (no quorum makes every call 503 quickly).
+    // a second after, calls but one probe fail at once instead of waiting
+    // out their deadline again; a success clears it.
     std::atomic<std::chrono::steady_clock::rep> failedAt_{0};
+    std::atomic<bool> probing_{false};
 };
 
 }  // namespace airlock::fleet

@@ -474,6 +474,14 @@ TEST_F(Fleet, OneEtcdMemberLostChangesNothingQuorumLostRefusesCreatesClearly) {
     etcd_->start(0);
     etcd_->start(1);
     EXPECT_TRUE(test::waitFor([&] { return healthyNodes() == kNodes; }, 45s, 250ms));
+    // Quorum back: the next create is taken, not refused for a past outage.
+    auto again = client.request("POST", "/v1/sandboxes", R"({"template":"minimal"})");
+    ASSERT_EQ(again.status, 201) << again.body;
+    EXPECT_EQ(
+        client
+            .request("DELETE", "/v1/sandboxes/" + json::parse(again.body)["id"].get<std::string>())
+            .status,
+        204);
 }
 
 // Snapshots and approvals live on the node of their sandbox; lists show

@@ -1,12 +1,15 @@
 // etcd's JSON gateway from C++, against real etcd members on loopback.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
 
 #include "core/Error.hpp"
 #include "fleet/EtcdClient.hpp"
 #include "support/EtcdCluster.hpp"
+#include "support/HttpsClient.hpp"
 #include "support/TestEnv.hpp"
+#include "support/TlsTestServer.hpp"
 
 using namespace airlock;
 using namespace airlock::fleet;
@@ -162,6 +165,33 @@ TEST(EtcdClientAlone, PrefixEndIsThePrefixWithItsLastByteIncremented) {
     EXPECT_EQ(prefixEnd("/airlock/nodes/"), "/airlock/nodes0");
     EXPECT_EQ(prefixEnd(std::string("a\xff", 2)), "b");
     EXPECT_EQ(prefixEnd(""), std::string(1, '\0'));
+}
+
+// The fail-fast second after an outage must not outlast the outage: the
+// first call once a member answers again goes through. The member is a
+// stand-in that answers etcd's "no leader" until told otherwise.
+TEST(EtcdClientAlone, AMemberBackIsUsedAtOnceNotAfterTheFailFastSecond) {
+    test::TempDir dir;
+    ASSERT_TRUE(test::makeTestCertificates(dir.path()));
+    std::atomic<bool> leader{false};
+    test::TlsTestServer member(
+        dir.path() + "/server.pem", dir.path() + "/server.key",
+        [&](const std::string&) -> std::pair<std::string, std::string> {
+            if (!leader)
+                return {"503 Service Unavailable", R"({"message":"etcdserver: no leader"})"};
+            return {"200 OK", R"({"header":{"revision":"7"},"kvs":[]})"};
+        });
+    EtcdClient client({"https://127.0.0.1:" + std::to_string(member.port())},
+                      EtcdTls{dir.path() + "/ca.pem", "", ""}, 2000ms);
+    try {
+        client.get("/airlock/x");
+        FAIL() << "a read without a leader returned";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::unavailable);
+        EXPECT_NE(std::string(e.what()).find("no leader"), std::string::npos) << e.what();
+    }
+    leader = true;
+    EXPECT_FALSE(client.get("/airlock/x")) << "the member answered; nothing is stored";
 }
 
 TEST(EtcdClientCluster, OneStoppedMemberOfThreeChangesNothing) {
