@@ -458,6 +458,13 @@ Router::Router(FrontDoorServices services, Authenticator& auth, ApiKeys& keys, s
     add("POST", "/v1/internal/moves/start", kNodes, &Router::startArrival);
     add("DELETE", "/v1/internal/moves", kNodes, &Router::abortArrival);
 
+    // A tenant's injected secrets (RouterSecrets.cpp).
+    add("PUT", "/v1/secrets/{}", kAdmins, &Router::putTenantSecret);
+    add("GET", "/v1/secrets", kAnyRole, &Router::listTenantSecrets);
+    add("GET", "/v1/secrets/{}", kAnyRole, &Router::getTenantSecret);
+    add("DELETE", "/v1/secrets/{}", kAdmins, &Router::deleteTenantSecret);
+    add("POST", "/v1/internal/secrets/{}/apply", kNodes, &Router::applyTenantSecretHere);
+
     // Credentials and repository workspaces (RouterWorkspaces.cpp).
     add("POST", "/v1/credentials", kAdmins, &Router::createCredential);
     add("GET", "/v1/credentials", kAnyRole, &Router::listCredentials);

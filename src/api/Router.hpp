@@ -23,6 +23,7 @@ class context;
 
 namespace airlock {
 class EvidenceService;
+class TenantSecrets;
 namespace e2b {
 class SandboxTokens;
 }
@@ -133,6 +134,8 @@ class Router {
     void setWorkspaces(workspace::WorkspaceService* w) { workspaces_ = w; }
     // Evidence bundles (without: their routes answer 503).
     void setEvidence(EvidenceService* e) { evidence_ = e; }
+    // Tenants' injected secrets (without: their routes answer 503).
+    void setTenantSecrets(TenantSecrets* s) { tenantSecrets_ = s; }
     // The fleet this node belongs to (nullptr: a host on its own, listed as
     // the one node "local") and what this host has room for.
     void setNodes(fleet::NodeMembership* membership,
@@ -200,6 +203,16 @@ class Router {
     ApiResponse setSandboxTimeout(Context& c);
     ApiResponse setSandboxNetwork(Context& c);
     ApiResponse setSandboxSecret(Context& c);
+    // A tenant's injected secrets (RouterSecrets.cpp).
+    TenantSecrets& tenantSecrets();
+    ApiResponse putTenantSecret(Context& c);
+    ApiResponse listTenantSecrets(Context& c);
+    ApiResponse getTenantSecret(Context& c);
+    ApiResponse deleteTenantSecret(Context& c);
+    ApiResponse applyTenantSecretHere(Context& c);
+    // The change of one taken into the tenant's sandboxes here and on every
+    // other node; how many changed here, and the nodes that did not answer.
+    nlohmann::json applyTenantSecret(Context& c, const std::string& name);
     ApiResponse snapshotSandbox(Context& c);
     ApiResponse listSnapshots(Context& c);
     ApiResponse getSnapshot(Context& c);
@@ -316,6 +329,7 @@ class Router {
     RouteTable table_;
     TenantLimiter limiter_;
     workspace::WorkspaceService* workspaces_ = nullptr;
+    TenantSecrets* tenantSecrets_ = nullptr;
     EvidenceService* evidence_ = nullptr;
     fleet::NodeMembership* membership_ = nullptr;
     fleet::Fleet* fleet_ = nullptr;

@@ -175,10 +175,18 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
                                   {"approve", request.policy.approve},
                                   {"allow", request.policy.allow}}
                        .dump();
-    if (!request.secrets.empty()) {
-        r.secretsSealed = secrets_.seal(request.secrets, r.id);
+    // The tenant's secrets as they are now (a fork's copies of them are
+    // taken afresh); a create's own secret of a name comes first.
+    SecretMap secrets;
+    for (const auto& [name, spec] : request.secrets)
+        if (!spec.fromTenant) secrets[name] = spec;
+    if (config_.tenantSecrets)
+        for (auto& [name, spec] : config_.tenantSecrets->secretsOf(tenant))
+            if (!secrets.count(name)) secrets[name] = std::move(spec);
+    if (!secrets.empty()) {
+        r.secretsSealed = secrets_.seal(secrets, r.id);
         r.secretNames.clear();
-        for (const auto& [name, spec] : request.secrets) r.secretNames.push_back(name);
+        for (const auto& [name, spec] : secrets) r.secretNames.push_back(name);
     }
     if (request.task) {
         // Stored masked: a token pasted into a prompt stays out of every

@@ -36,6 +36,7 @@
 #include "controller/SparePool.hpp"
 #include "controller/TemplateCatalog.hpp"
 #include "controller/TenantLimits.hpp"
+#include "controller/TenantSecrets.hpp"
 #include "controller/UidPool.hpp"
 #include "controller/VerifiedFiles.hpp"
 #include "controller/WorkspaceSandboxes.hpp"
@@ -93,6 +94,9 @@ struct ControllerConfig {
     std::int64_t approvalTimeoutS = 900;  // a pending approval expires after this
     // Seals secrets at rest; without one, sandboxes cannot have secrets.
     std::shared_ptr<const SecretCipher> secretCipher;
+    // Injected secrets each tenant defines for all its sandboxes (none:
+    // sandboxes have only their creates').
+    TenantSecrets* tenantSecrets = nullptr;
     // The host side of egress (airlockd's proxy). Without one, sandboxes
     // cannot be given a network allowlist.
     std::shared_ptr<egress::EgressGateway> egress;
@@ -202,6 +206,7 @@ class SandboxController : private Sandboxes,
     // connections opened from now on are judged by the new list.
     SandboxRecord setNetwork(const std::string& tenant, const std::string& id,
                              const std::vector<std::string>& allow) override;
+    std::size_t applyTenantSecret(const std::string& tenant, const std::string& name) override;
     bool setSecret(const std::string& tenant, const std::string& id, const std::string& name,
                    const SecretSpec& secret) override;
 

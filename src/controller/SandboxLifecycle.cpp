@@ -143,6 +143,56 @@ SandboxRecord SandboxController::setNetwork(const std::string& tenant, const std
     return r;
 }
 
+std::size_t SandboxController::applyTenantSecret(const std::string& tenant,
+                                                 const std::string& name) {
+    if (!config_.tenantSecrets) return 0;
+    auto current = config_.tenantSecrets->secretOf(tenant, name);
+    std::size_t changed = 0;
+    for (const auto& listed : store_.list(TenantScope::only(tenant))) {
+        if (listed.state != SandboxState::running && listed.state != SandboxState::paused)
+            continue;
+        try {
+            auto lifecycle = lifecycleMutex(listed.id);
+            std::lock_guard op(*lifecycle);
+            auto r = store_.find(listed.id);
+            if (!r || r->tenant != tenant ||
+                (r->state != SandboxState::running && r->state != SandboxState::paused))
+                continue;
+            auto secrets = secrets_.open(*r);
+            auto it = secrets.find(name);
+            if (it != secrets.end() && !it->second.fromTenant) continue;  // the create's own
+            if (!current && it == secrets.end()) continue;
+            bool hadCa = !secrets_.egressCaCertificate(*r).empty();
+            if (current) {
+                SecretSpec kept = *current;
+                // Processes hold the placeholder they were given.
+                if (it != secrets.end() && it->second.inject)
+                    kept.inject->placeholder = it->second.inject->placeholder;
+                if (it == secrets.end()) r->secretNames.push_back(name);
+                secrets[name] = std::move(kept);
+            } else {
+                secrets.erase(it);
+                std::erase(r->secretNames, name);
+            }
+            r->secretsSealed = secrets_.seal(secrets, r->id, r->secretsSealed);
+            store_.updateSecrets(r->id, r->secretsSealed, r->secretNames);
+            // A paused guest cannot take a first CA now; it is installed
+            // when its agent is adopted again.
+            agents_.refreshInjections(*r, r->state == SandboxState::running && !hadCa);
+            nlohmann::json data{{"name", name}, {"tenant_secret", true}};
+            if (current)
+                data["inject"] = {{"hosts", current->inject->hosts},
+                                  {"header", current->inject->header}};
+            record(r->id, tenant, current ? "secret.set" : "secret.removed", data);
+            ++changed;
+        } catch (const std::exception& e) {
+            logWarn("controller", "tenant secret " + name + " not taken into " + listed.id +
+                                      ": " + e.what());
+        }
+    }
+    return changed;
+}
+
 bool SandboxController::setSecret(const std::string& tenant, const std::string& id,
                                   const std::string& name, const SecretSpec& secret) {
     requireOwned(tenant, id);

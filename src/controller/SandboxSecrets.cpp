@@ -31,6 +31,7 @@ std::string SandboxSecrets::seal(const SecretMap& secrets, const std::string& sa
                                                       std::to_string(SecretMasker::kMinLength) +
                                                       " bytes (it could not be masked)");
         nlohmann::json entry{{"value", spec.value}, {"commands", spec.commands}};
+        if (spec.fromTenant) entry["tenant"] = true;
         if (spec.inject) {
             injects = true;
             std::string placeholder = spec.inject->placeholder;
@@ -97,6 +98,7 @@ SecretMap SandboxSecrets::secretsIn(const nlohmann::json& j) {
                 SecretInjection{i.value("hosts", std::vector<std::string>{}), i.value("header", ""),
                                 i.value("format", "{value}"), i.value("placeholder", "")};
         }
+        s.fromTenant = spec.value("tenant", false);
         out[name] = std::move(s);
     }
     return out;

@@ -36,6 +36,9 @@ struct SecretSpec {
     std::string value;
     std::vector<std::string> commands;
     std::optional<SecretInjection> inject;
+    // The tenant's (TenantSecrets), not the create's: it follows the
+    // tenant's changes, and gives way to a create's secret of its name.
+    bool fromTenant = false;
 };
 using SecretMap = std::map<std::string, SecretSpec>;
 

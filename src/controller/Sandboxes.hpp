@@ -53,6 +53,11 @@ class Sandboxes {
     // True when it was new.
     virtual bool setSecret(const std::string& tenant, const std::string& id,
                            const std::string& name, const SecretSpec& secret) = 0;
+    // The tenant's secret of that name as TenantSecrets holds it now (or
+    // its absence) taken into each of the tenant's sandboxes here that has
+    // it from the tenant or lacks it (a create's own of that name is kept).
+    // How many changed.
+    virtual std::size_t applyTenantSecret(const std::string& tenant, const std::string& name) = 0;
 };
 
 }  // namespace airlock

@@ -39,6 +39,7 @@
 #include "fleet/Fleet.hpp"
 #include "fleet/FleetApiKeys.hpp"
 #include "fleet/FleetCredentials.hpp"
+#include "fleet/FleetTenantSecrets.hpp"
 #include "fleet/FleetTenants.hpp"
 #include "fleet/HostCapacity.hpp"
 #include "fleet/NodeMembership.hpp"
@@ -49,6 +50,7 @@
 #include "store/ApiKeyStore.hpp"
 #include "store/AuditStore.hpp"
 #include "store/CredentialStore.hpp"
+#include "store/TenantSecretStore.hpp"
 #include "store/Database.hpp"
 #include "store/EvidenceStore.hpp"
 #include "store/GatedExecStore.hpp"
@@ -248,6 +250,22 @@ int runDaemon(const DaemonOptions& options) {
     // Secrets at rest: AES-256-GCM with AIRLOCK_SECRET_KEY or DATA_DIR/secret.key (0600).
     config.secretCipher = std::make_shared<const SecretCipher>(
         SecretCipher::fromEnvironmentOrFile(dataDir + "/secret.key"));
+    // What a tenant keeps for all its sandboxes (brokered credentials, its
+    // secrets) is sealed in a fleet with the fleet's key: any node opens it.
+    auto tenantCipher =
+        etcd ? std::make_shared<const SecretCipher>(fleet::NodeCredential(clusterToken).credentialsKey())
+             : config.secretCipher;
+    TenantSecretStore hostTenantSecrets(db);
+    std::unique_ptr<fleet::FleetTenantSecrets> fleetTenantSecrets;
+    if (etcd) fleetTenantSecrets = std::make_unique<fleet::FleetTenantSecrets>(*etcd);
+    TenantSecrets tenantSecrets(
+        fleetTenantSecrets ? static_cast<TenantSecretRecords&>(*fleetTenantSecrets)
+                           : hostTenantSecrets,
+        tenantCipher,
+        [&audit](const std::string& tenant, const std::string& type, const nlohmann::json& data) {
+            audit.append(AuditEvent{0, "", tenant, nowTimestamp(), type, jsonText(data)});
+        });
+    config.tenantSecrets = &tenantSecrets;
     // The I/O context and workers serve the API and the egress proxy alike.
     boost::asio::io_context ioc;
     boost::asio::thread_pool workers(16);
@@ -342,10 +360,7 @@ int runDaemon(const DaemonOptions& options) {
     workspace::WorkspaceConfig workspaceConfig;
     workspaceConfig.dataDir = dataDir;
     workspaceConfig.addressPolicy = egress::AddressPolicy(egressSettings.allowCidrs);
-    // In a fleet, credentials are sealed with the fleet's key: any node opens them.
-    workspaceConfig.cipher =
-        etcd ? std::make_shared<const SecretCipher>(fleet::NodeCredential(clusterToken).credentialsKey())
-             : config.secretCipher;
+    workspaceConfig.cipher = tenantCipher;
     workspaceConfig.pushBranchPrefix = options.pushBranchPrefix;
     workspaceConfig.maxFetchBytes = options.gitFetchMaxMib << 20;
     workspaceConfig.tenantQuotaBytes = options.gitTenantQuotaMib << 20;
@@ -374,6 +389,7 @@ int runDaemon(const DaemonOptions& options) {
     api::Router router(controller.frontDoorServices(), auth, keys, version, options.maxTenantRequests);
     router.setWorkspaces(&workspaces);
     router.setEvidence(&evidence);
+    router.setTenantSecrets(&tenantSecrets);
     // A fleet: this node joins under a lease of its own (docs/deploy.md).
     auto capacity = [services = controller.frontDoorServices(), accel]() mutable {
         return nodeCapacity(services, accel);

@@ -91,6 +91,12 @@ ALTER TABLE snapshots ADD COLUMN tag TEXT NOT NULL DEFAULT '';
 ALTER TABLE sandboxes ADD COLUMN paused_without_memory INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE sandboxes ADD COLUMN auto_resume INTEGER NOT NULL DEFAULT 0;
 )sql"},
+    // Secrets a tenant defines once for all its sandboxes (injected at the
+    // egress proxy), kept as their JSON record.
+    {6, R"sql(
+CREATE TABLE tenant_secrets (tenant TEXT NOT NULL, name TEXT NOT NULL, json TEXT NOT NULL,
+  PRIMARY KEY (tenant, name));
+)sql"},
 };
 
 static_assert(std::size(kSteps) == kLatestSchemaVersion, "one step per schema version");

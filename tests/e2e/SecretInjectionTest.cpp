@@ -5,6 +5,8 @@
 // audited; a secret added later goes to its host at once.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <atomic>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -29,7 +31,11 @@ class SecretInjection : public ::testing::Test {
         test::TempDir tmp;
         std::string secret = "sk-e2e-" + hexEncode(randomBytes(16));
         std::string later = "sk-e2e-" + hexEncode(randomBytes(16));
-        std::unique_ptr<test::TlsTestServer> host, otherHost;
+        // The tenant's secret, before and after its rotation.
+        std::array<std::string, 2> tenantValues{"sk-e2e-" + hexEncode(randomBytes(16)),
+                                                "sk-e2e-" + hexEncode(randomBytes(16))};
+        std::atomic<int> tenantWanted{0};
+        std::unique_ptr<test::TlsTestServer> host, otherHost, tenantHost;
         std::unique_ptr<test::Daemon> daemon;
         std::string key, sandbox;
     };
@@ -51,6 +57,13 @@ class SecretInjection : public ::testing::Test {
             w.tmp.path() + "/server.pem", w.tmp.path() + "/server.key", granting(w.secret));
         w.otherHost = std::make_unique<test::TlsTestServer>(
             w.tmp.path() + "/server.pem", w.tmp.path() + "/server.key", granting(w.later));
+        w.tenantHost = std::make_unique<test::TlsTestServer>(
+            w.tmp.path() + "/server.pem", w.tmp.path() + "/server.key",
+            [&w](const std::string& head) -> std::pair<std::string, std::string> {
+                auto wanted = "Authorization: Bearer " + w.tenantValues[w.tenantWanted] + "\r\n";
+                if (head.find(wanted) != std::string::npos) return {"200 OK", "granted"};
+                return {"401 No", "denied"};
+            });
         std::string data = w.tmp.path() + "/data";
         w.daemon = std::make_unique<test::Daemon>(
             data, test::freePort(),
@@ -103,6 +116,14 @@ class SecretInjection : public ::testing::Test {
         if (!j.is_object()) return "";
         EXPECT_EQ(j.value("exit_code", -1), 0) << script << ": " << j.value("stderr", "");
         return j.value("stdout", "");
+    }
+    // A shell command in another sandbox: its stdout.
+    static std::string shIn(const std::string& sandbox, const std::string& script) {
+        auto r = api("POST", "/v1/sandboxes/" + sandbox + "/exec",
+                     json{{"cmd", {"sh", "-c", script}}, {"timeout_s", 120}}.dump());
+        EXPECT_EQ(r.status, 200) << r.body;
+        auto j = json::parse(r.body, nullptr, false);
+        return j.is_object() ? j.value("stdout", "") : "";
     }
     static std::string url(unsigned port, const std::string& path = "/check") {
         return "https://localhost:" + std::to_string(port) + path;
@@ -200,6 +221,74 @@ TEST_F(SecretInjection, ASecretAddedLaterGoesToItsHostAtOnce) {
     auto bad = api("PUT", "/v1/sandboxes/" + w.sandbox + "/secrets/BAD",
                    R"({"value":"long-enough-value","inject":{"hosts":["*"]}})");
     EXPECT_EQ(bad.status, 400) << bad.body;
+}
+
+// A tenant's admin defines a secret once: running sandboxes take it at
+// once, new ones at create (a create's own of that name wins), a rotation
+// and a removal reach them all, and no answer ever holds the value.
+TEST_F(SecretInjection, ATenantsSecretReachesItsSandboxesAndFollowsItsChanges) {
+    auto& w = *world;
+    auto body = [&](const std::string& value) {
+        return json{{"value", value},
+                    {"inject",
+                     {{"hosts", {"localhost:" + std::to_string(w.tenantHost->port())}},
+                      {"header", "Authorization"},
+                      {"format", "Bearer {value}"}}}}
+            .dump();
+    };
+    auto put = api("PUT", "/v1/secrets/ORG_TOKEN", body(w.tenantValues[0]));
+    ASSERT_EQ(put.status, 201) << put.body;
+    EXPECT_EQ(put.body.find(w.tenantValues[0]), std::string::npos);
+    EXPECT_GE(json::parse(put.body)["sandboxes_updated"].get<int>(), 1) << put.body;
+    EXPECT_EQ(sh("curl -sS --max-time 60 " + url(w.tenantHost->port())), "granted")
+        << "the running sandbox took it at once";
+    EXPECT_EQ(sh("printf %s \"$ORG_TOKEN\" | head -c 25"), "airlock-secret-ORG_TOKEN-");
+    auto listed = api("GET", "/v1/secrets");
+    ASSERT_EQ(listed.status, 200);
+    EXPECT_EQ(json::parse(listed.body)["secrets"][0]["mode"], "header") << listed.body;
+    EXPECT_EQ(listed.body.find(w.tenantValues[0]), std::string::npos);
+    EXPECT_EQ(api("PUT", "/v1/secrets/PLAIN", R"({"value":"long-enough-value"})").status, 400)
+        << "a tenant's secret is always injected";
+
+    // At create: a placeholder of its own; a create's own secret of the name wins.
+    auto fresh = api("POST", "/v1/sandboxes", R"({"template":"minimal","timeout_s":300})");
+    ASSERT_EQ(fresh.status, 201) << fresh.body;
+    std::string freshId = json::parse(fresh.body)["id"];
+    auto own =
+        api("POST", "/v1/sandboxes",
+            R"({"template":"minimal","timeout_s":300,"secrets":{"ORG_TOKEN":"own-value-123456"}})");
+    ASSERT_EQ(own.status, 201) << own.body;
+    std::string ownId = json::parse(own.body)["id"];
+    auto freshPlaceholder = shIn(freshId, "printf %s \"$ORG_TOKEN\"");
+    EXPECT_EQ(freshPlaceholder.rfind("airlock-secret-ORG_TOKEN-", 0), 0u) << freshPlaceholder;
+    EXPECT_NE(freshPlaceholder, sh("printf %s \"$ORG_TOKEN\""))
+        << "each sandbox holds its own placeholder";
+    EXPECT_EQ(shIn(ownId, "[ \"$ORG_TOKEN\" = own-value-123456 ] && echo own"), "own\n");
+
+    // Rotated: the host now wants the new value, and gets it.
+    w.tenantWanted = 1;
+    EXPECT_EQ(sh("curl -sS --max-time 60 " + url(w.tenantHost->port())), "denied");
+    auto rotated = api("PUT", "/v1/secrets/ORG_TOKEN", body(w.tenantValues[1]));
+    ASSERT_EQ(rotated.status, 200) << rotated.body;
+    EXPECT_EQ(sh("curl -sS --max-time 60 " + url(w.tenantHost->port())), "granted");
+
+    // Removed: no longer added, no longer in new commands' environment;
+    // the create's own stays.
+    auto removed = api("DELETE", "/v1/secrets/ORG_TOKEN");
+    ASSERT_EQ(removed.status, 200) << removed.body;
+    // An opaque tunnel again: the guest meets the host's own certificate.
+    EXPECT_EQ(sh("curl -sS -k --max-time 60 " + url(w.tenantHost->port())), "denied");
+    EXPECT_EQ(sh("printf %s \"${ORG_TOKEN:-none}\""), "none");
+    EXPECT_EQ(shIn(ownId, "[ \"$ORG_TOKEN\" = own-value-123456 ] && echo own"), "own\n");
+    EXPECT_EQ(api("GET", "/v1/secrets/ORG_TOKEN").status, 404);
+    EXPECT_EQ(api("DELETE", "/v1/secrets/ORG_TOKEN").status, 404);
+    for (const auto& head : w.tenantHost->heads())
+        EXPECT_EQ(head.find("airlock-secret-"), std::string::npos) << head;
+    auto audit = api("GET", "/v1/sandboxes/" + w.sandbox + "/audit?type=secret.&limit=100");
+    EXPECT_NE(audit.body.find("secret.removed"), std::string::npos) << audit.body.substr(0, 2000);
+    for (const auto& v : w.tenantValues) EXPECT_EQ(audit.body.find(v), std::string::npos);
+    EXPECT_EQ(api("DELETE", "/v1/sandboxes/" + freshId).status, 204);
+    EXPECT_EQ(api("DELETE", "/v1/sandboxes/" + ownId).status, 204);
 }
 
 }  // namespace
