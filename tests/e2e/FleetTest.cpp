@@ -255,8 +255,8 @@ TEST_F(Fleet, EvidenceSealedOnOneNodeIsFetchedReviewedAndVerifiedThroughAnother)
         ASSERT_EQ(info.status, 200) << node->name << ": " << info.body;
         EXPECT_EQ(json::parse(info.body)["sandbox_id"], sandbox_);
         std::string bytes;
-        auto got = node->admin->getStreaming("/v1/evidence/" + bundle,
-                                             [&](const char* p, std::size_t n) { bytes.append(p, n); });
+        auto got = node->admin->getStreaming(
+            "/v1/evidence/" + bundle, [&](const char* p, std::size_t n) { bytes.append(p, n); });
         EXPECT_EQ(got.status, 200);
         EXPECT_EQ(sha256Hex(bytes), json::parse(info.body)["sha256"]) << node->name;
     }
@@ -277,8 +277,9 @@ TEST_F(Fleet, EvidenceSealedOnOneNodeIsFetchedReviewedAndVerifiedThroughAnother)
     ASSERT_EQ(minted.status, 201) << minted.body;
     test::ApiClient globex(other().daemon->url(), json::parse(minted.body)["key"]);
     EXPECT_EQ(globex.request("GET", "/v1/evidence/" + bundle + "/info").status, 404);
-    EXPECT_EQ(globex.request("POST", "/v1/evidence/" + bundle + "/review",
-                             R"({"decision":"reject","reason":"not mine"})")
+    EXPECT_EQ(globex
+                  .request("POST", "/v1/evidence/" + bundle + "/review",
+                           R"({"decision":"reject","reason":"not mine"})")
                   .status,
               404);
 }
@@ -309,6 +310,34 @@ TEST_F(Fleet, BrokeredCredentialsAreFleetWide) {
     EXPECT_EQ(nodes_[2].admin->request("DELETE", "/v1/credentials/fleet-git").status, 204);
     EXPECT_EQ(nodes_[0].admin->request("GET", "/v1/credentials").body.find("fleet-git"),
               std::string::npos);
+}
+
+// A tenant secret set through one node is kept in etcd and taken at once
+// by the tenant's sandbox on another node; its removal too.
+TEST_F(Fleet, ATenantSecretSetThroughOneNodeReachesTheSandboxOnAnother) {
+    auto put = other().admin->request(
+        "PUT", "/v1/secrets/FLEET_TOKEN",
+        R"({"value":"fleet-tenant-canary-27182","inject":{"hosts":["api.example.com"]}})");
+    ASSERT_EQ(put.status, 201) << put.body;
+    auto j = json::parse(put.body);
+    EXPECT_GE(j["sandboxes_updated"].get<int>(), 1) << put.body;
+    EXPECT_TRUE(j["nodes_missed"].empty()) << put.body;
+    EXPECT_EQ(put.body.find("canary"), std::string::npos);
+    auto holds = [&] {
+        auto r = other().admin->request(
+            "POST", "/v1/sandboxes/" + sandbox_ + "/exec",
+            json{{"shell",
+                  "case \"$FLEET_TOKEN\" in airlock-secret-FLEET_TOKEN-*) echo placeholder;; "
+                  "'') echo none;; *) echo other;; esac"}}
+                .dump());
+        return json::parse(r.body, nullptr, false).value("stdout", r.body);
+    };
+    EXPECT_EQ(holds(), "placeholder\n");
+    EXPECT_NE(nodes_[2].admin->request("GET", "/v1/secrets").body.find("FLEET_TOKEN"),
+              std::string::npos);
+    auto removed = owner().admin->request("DELETE", "/v1/secrets/FLEET_TOKEN");
+    ASSERT_EQ(removed.status, 200) << removed.body;
+    EXPECT_EQ(holds(), "none\n");
 }
 
 TEST_F(Fleet, NodeCallsWithoutTheFleetsSignatureAreRefused) {
@@ -593,8 +622,8 @@ TEST_F(Fleet, AnE2bCreateIsPlacedAcrossTheFleetAndItsEnvdAnswersThroughAnyNode) 
     ASSERT_TRUE(listed.is_array());
     bool found = false;
     for (const auto& s : listed)
-        found = found || (s["sandboxID"] == id && s["state"] == "running" &&
-                          s["templateID"] == "minimal");
+        found = found ||
+                (s["sandboxID"] == id && s["state"] == "running" && s["templateID"] == "minimal");
     EXPECT_TRUE(found) << listed.dump().substr(0, 600);
     auto paused = list("?state=paused");
     ASSERT_TRUE(paused.is_array());
