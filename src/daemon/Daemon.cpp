@@ -296,6 +296,7 @@ int runDaemon(const DaemonOptions& options) {
     if (!options.packageUpstreams.empty()) {
         packages::PackageServiceConfig pc;
         pc.upstreams = packageUpstreams;
+        pc.upstreamAuthorization = packageUpstreams.authorization(options.packageUpstreamAuth);
         pc.cacheDir = dataDir + "/packages";
         pc.cacheBytes = std::uint64_t(options.packageCacheGib) << 30;
         pc.allowCidrs = egressSettings.allowCidrs;

@@ -169,6 +169,8 @@ const std::vector<OptionSpec>& optionSpecs() {
              o.packageUpstreams.push_back(v);
              packages::PackageUpstreams::parse(o.packageUpstreams);  // a bad URL fails at start
          }},
+        {"--package-upstream-auth", "npm=FILE|pypi=FILE|apt=FILE", true,
+         [](O& o, S, S v) { o.packageUpstreamAuth.push_back(v); }},
         {"--package-cache-gib", "GIB", false, numberInto(&O::packageCacheGib, 1, 1 << 20)},
         {"--cluster-etcd", "URL,...", false,
          [](O& o, S a, S v) {
@@ -241,6 +243,8 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
         spec->apply(o, a, args[++i]);
     }
     if (o.tlsCertFile.empty() != o.tlsKeyFile.empty()) bad("--tls-cert and --tls-key go together");
+    // Each token file names an upstream that is configured, and reads.
+    packages::PackageUpstreams::parse(o.packageUpstreams).authorization(o.packageUpstreamAuth);
     if (o.clusterEtcd.empty()) {
         if (!o.nodeName.empty() || !o.advertiseUrl.empty() || !o.clusterTokenFile.empty() ||
             !o.clusterEtcdCa.empty() || !o.clusterEtcdCert.empty() || !o.clusterEtcdKey.empty() ||

@@ -34,6 +34,10 @@ struct DaemonOptions {
     // Package registries guests install from (npm=URL, pypi=URL, apt=URL...);
     // none: no package proxy.
     std::vector<std::string> packageUpstreams;
+    // Files holding the Authorization value for an ecosystem's upstreams
+    // (npm=FILE...): an operator's private registry token, added by the
+    // package proxy on the host.
+    std::vector<std::string> packageUpstreamAuth;
     unsigned packageCacheGib =
         5;  // private ranges egress may reach anyway (tests, on-prem registries)
     unsigned egressMaxConnections = 64;                     // per sandbox, open at once

@@ -88,6 +88,47 @@ std::string percentDecode(const std::string& s) {
 
 }  // namespace
 
+std::map<std::string, std::string> PackageUpstreams::authorization(
+    const std::vector<std::string>& specs) const {
+    std::map<std::string, std::string> out;
+    for (const auto& spec : specs) {
+        auto eq = spec.find('=');
+        auto eco = eq == std::string::npos ? std::nullopt : parseEcosystem(spec.substr(0, eq));
+        if (!eco || eq + 1 == spec.size())
+            throw Error(ErrorCode::bad_request,
+                        "--package-upstream-auth takes npm=FILE, pypi=FILE or apt=FILE, not '" +
+                            spec.substr(0, 200) + "'");
+        std::string kind = spec.substr(0, eq), file = spec.substr(eq + 1);
+        std::ifstream in(file);
+        std::string value{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+        if (!in)
+            throw Error(ErrorCode::bad_request,
+                        "--package-upstream-auth " + kind + ": cannot read " + file);
+        if (!value.empty() && value.back() == '\n') value.pop_back();
+        if (!value.empty() && value.back() == '\r') value.pop_back();
+        if (value.empty() || value.size() > 8192 ||
+            value.find_first_of(std::string("\r\n\0", 3)) != std::string::npos)
+            throw Error(ErrorCode::bad_request,
+                        "--package-upstream-auth " + kind + ": " + file +
+                            " must hold one line, the Authorization value (e.g. \"Bearer ...\")");
+        std::vector<HttpUrl> urls;
+        if (*eco == Ecosystem::npm && npm) urls.push_back(*npm);
+        if (*eco == Ecosystem::pypi && pypi) urls.push_back(*pypi);
+        if (*eco == Ecosystem::apt)
+            for (const auto& [name, url] : apt) urls.push_back(url);
+        if (urls.empty())
+            throw Error(ErrorCode::bad_request, "--package-upstream-auth " + kind +
+                                                    ": no --package-upstream " + kind + "= to send it to");
+        for (const auto& url : urls) {
+            if (out.count(url.origin()) && out[url.origin()] != value)
+                throw Error(ErrorCode::bad_request, "--package-upstream-auth: two values for " +
+                                                        url.origin());
+            out[url.origin()] = value;
+        }
+    }
+    return out;
+}
+
 PackageUpstreams PackageUpstreams::parse(const std::vector<std::string>& specs) {
     PackageUpstreams u;
     for (const auto& spec : specs) {
@@ -164,7 +205,9 @@ PackageService::PackageService(PackageServiceConfig config, PackageAuditSink aud
               return addressRefusal(u, a);
           },
           config_.limits),
-      addresses_(config_.allowCidrs) {}
+      addresses_(config_.allowCidrs) {
+    client_.setAuthorization(config_.upstreamAuthorization);
+}
 
 std::string PackageService::addressRefusal(const HttpUrl& url,
                                            const boost::asio::ip::address& a) const {

@@ -28,6 +28,11 @@ struct PackageUpstreams {
     std::vector<std::pair<std::string, HttpUrl>> apt;
     // Parses "npm=URL", "pypi=URL", "apt=URL"; throws Error(bad_request).
     static PackageUpstreams parse(const std::vector<std::string>& specs);
+    // "npm=FILE", "pypi=FILE", "apt=FILE" (--package-upstream-auth): the
+    // Authorization value in FILE for that ecosystem's upstream origins
+    // (every apt upstream's for apt). Throws Error(bad_request) naming the
+    // spec or the file, never the value.
+    std::map<std::string, std::string> authorization(const std::vector<std::string>& specs) const;
     bool serves(Ecosystem e) const;
     std::vector<std::string> hosts() const;  // every upstream's host name
 };
@@ -84,6 +89,8 @@ struct PackageServiceConfig {
     std::uint64_t maxArtifactBytes = 512ull << 20;  // one download
     std::vector<egress::CidrRange> allowCidrs;  // hosts registries point at, opened by the operator
     UpstreamClient::Limits limits;
+    // Origin → Authorization value for the operator's private registries.
+    std::map<std::string, std::string> upstreamAuthorization;
 };
 
 // The package proxy's decisions, independent of how requests arrive: each

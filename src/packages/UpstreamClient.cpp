@@ -126,6 +126,10 @@ UpstreamResponse UpstreamClient::get(const std::string& urlText,
         req.set(http::field::accept_encoding, "identity");
         req.set(http::field::connection, "close");
         for (const auto& [k, v] : headers) req.set(k, v);
+        if (auto auth = authorization_.find(url.origin()); auth != authorization_.end())
+            req.set(http::field::authorization, auth->second);
+        else
+            req.erase(http::field::authorization);
 
         auto io = [&](auto&& op) {
             tcpStream.expires_after(std::min(limits_.idle, remaining()));

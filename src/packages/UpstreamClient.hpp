@@ -62,6 +62,14 @@ class UpstreamClient {
                          const std::function<void(std::string_view)>& onBody,
                          std::string* errorBody = nullptr) const;
 
+    // The Authorization header value sent to each origin ("https://host:port"
+    // as HttpUrl::origin() spells it): an operator's private registry token,
+    // added here, on the host, never by the guest. Never sent to another
+    // origin, a redirect's included. Set before the first get.
+    void setAuthorization(std::map<std::string, std::string> byOrigin) {
+        authorization_ = std::move(byOrigin);
+    }
+
     // A TLS client context that verifies peers against the system's CA store.
     static std::shared_ptr<boost::asio::ssl::context> systemTls();
 
@@ -69,6 +77,7 @@ class UpstreamClient {
     std::shared_ptr<boost::asio::ssl::context> tls_;
     UpstreamAddressCheck check_;
     Limits limits_;
+    std::map<std::string, std::string> authorization_;
 };
 
 }  // namespace airlock::packages
