@@ -181,8 +181,14 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
     for (const auto& [name, spec] : request.secrets)
         if (!spec.fromTenant) secrets[name] = spec;
     if (config_.tenantSecrets)
-        for (auto& [name, spec] : config_.tenantSecrets->secretsOf(tenant))
-            if (!secrets.count(name)) secrets[name] = std::move(spec);
+        for (auto& [name, spec] : config_.tenantSecrets->secretsOf(tenant)) {
+            if (secrets.count(name)) continue;
+            // A fork's processes hold its source's placeholder.
+            if (auto was = request.secrets.find(name); was != request.secrets.end() &&
+                                                      was->second.fromTenant && was->second.inject)
+                spec.inject->placeholder = was->second.inject->placeholder;
+            secrets[name] = std::move(spec);
+        }
     if (!secrets.empty()) {
         r.secretsSealed = secrets_.seal(secrets, r.id);
         r.secretNames.clear();

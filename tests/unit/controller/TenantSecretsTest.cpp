@@ -186,5 +186,22 @@ TEST_F(TenantSecretsInSandboxes, AChangeReachesTheTenantsRunningSandboxesButNotT
     EXPECT_EQ(controller->applyTenantSecret("t1", "ORG_TOKEN"), 0u) << "nothing left to change";
 }
 
+TEST_F(TenantSecretsInSandboxes, AForkKeepsItsSourcesPlaceholderAndTakesTheCurrentValue) {
+    secrets.set("t1", "ORG_TOKEN", injected("tenant-Value-0011"), "k");
+    CreateSandboxRequest bare;
+    auto src = controller->create("t1", bare);
+    auto snap = controller->snapshot("t1", src.id);
+    secrets.set("t1", "ORG_TOKEN", injected("rotated-Value-012"), "k");
+    CreateSandboxRequest fork;
+    fork.snapshot = snap.id;
+    fork.settingsFrom = src.id;
+    auto forked = controller->create("t1", fork);
+    auto was = sealedIn(src.id)["ORG_TOKEN"], now = sealedIn(forked.id)["ORG_TOKEN"];
+    EXPECT_EQ(now.inject->placeholder, was.inject->placeholder)
+        << "the fork's processes came from the source's memory";
+    EXPECT_EQ(now.value, "rotated-Value-012");
+    EXPECT_TRUE(now.fromTenant);
+}
+
 }  // namespace
 }  // namespace airlock
