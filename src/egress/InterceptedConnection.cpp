@@ -1,6 +1,7 @@
 #include "egress/InterceptedConnection.hpp"
 
 #include <openssl/ssl.h>
+#include <sys/ioctl.h>
 
 #include <boost/asio/read.hpp>
 #include <boost/asio/ssl.hpp>
@@ -41,6 +42,13 @@ int selectHttp11(SSL*, const unsigned char** out, unsigned char* outlen, const u
     return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
+// What a host's answer must not show the guest: every injected value.
+std::vector<std::string> valuesOf(const std::vector<InjectedSecret>& secrets) {
+    std::vector<std::string> out;
+    for (const auto& s : secrets) out.push_back(s.value);
+    return out;
+}
+
 }  // namespace
 
 std::shared_ptr<ssl::context> InterceptedConnection::guestServerTls() {
@@ -79,7 +87,8 @@ InterceptedConnection::InterceptedConnection(asio::ip::tcp::socket guestSide,
     : guest_(std::move(guestSide), *setup.guestTls),
       upstream_(std::move(upstream), *setup.upstreamTls),
       setup_(std::move(setup)),
-      handshakeDeadline_(guest_.get_executor()) {}
+      handshakeDeadline_(guest_.get_executor()),
+      answers_(valuesOf(setup_.secrets)) {}
 
 void InterceptedConnection::start() {
     SSL* s = guest_.native_handle();
@@ -296,25 +305,46 @@ void InterceptedConnection::pumpDown() {
         [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
             if (self->closed_ || !self->refusal_.empty()) return;
             if (ec) {
-                // The host is done: the guest gets a proper TLS end, in bounded time.
-                self->handshakeDeadline_.expires_after(2s);
-                self->handshakeDeadline_.async_wait([self](boost::system::error_code e) {
-                    if (!e) self->close();
+                // The host is done: what was held back, then a proper TLS
+                // end for the guest, in bounded time.
+                return self->writeDown(self->answers_.flush(), [self] {
+                    self->handshakeDeadline_.expires_after(2s);
+                    self->handshakeDeadline_.async_wait([self](boost::system::error_code e) {
+                        if (!e) self->close();
+                    });
+                    self->downWriting_ = true;
+                    self->guest_.async_shutdown(
+                        [self](boost::system::error_code) { self->close(); });
                 });
-                self->downWriting_ = true;
-                return self->guest_.async_shutdown(
-                    [self](boost::system::error_code) { self->close(); });
             }
-            self->downWriting_ = true;
-            asio::async_write(self->guest_, asio::buffer(self->downBuffer_.data(), n),
-                              [self](boost::system::error_code e, std::size_t) {
-                                  self->downWriting_ = false;
-                                  if (self->closed_) return;
-                                  if (e) return self->close();
-                                  if (!self->refusal_.empty()) return self->sendRefusal();
-                                  self->pumpDown();
-                              });
+            std::string out = self->answers_.feed({self->downBuffer_.data(), n});
+            // Nothing more from the host for now (whatever the bytes): the
+            // held-back tail goes too, so an answer is never kept waiting.
+            if (self->answers_.holding() && self->upstreamIdle()) out += self->answers_.flush();
+            self->writeDown(std::move(out), [self] { self->pumpDown(); });
         });
+}
+
+bool InterceptedConnection::upstreamIdle() {
+    if (SSL_pending(upstream_.native_handle()) > 0) return false;
+    int waiting = 0;
+    if (::ioctl(upstream_.lowest_layer().native_handle(), FIONREAD, &waiting) != 0) return true;
+    return waiting == 0;
+}
+
+void InterceptedConnection::writeDown(std::string bytes, std::function<void()> then) {
+    if (bytes.empty()) return then();
+    downWriting_ = true;
+    downOut_ = std::move(bytes);
+    asio::async_write(guest_, asio::buffer(downOut_),
+                      [self = shared_from_this(), then = std::move(then)](
+                          boost::system::error_code e, std::size_t) {
+                          self->downWriting_ = false;
+                          if (self->closed_) return;
+                          if (e) return self->close();
+                          if (!self->refusal_.empty()) return self->sendRefusal();
+                          then();
+                      });
 }
 
 void InterceptedConnection::refuse(int status, const std::string& why) {

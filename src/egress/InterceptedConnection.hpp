@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "egress/AnswerMasker.hpp"
 #include "egress/ChunkedScanner.hpp"
 #include "egress/SandboxCa.hpp"
 #include "egress/SecretHeaders.hpp"
@@ -61,6 +62,10 @@ class InterceptedConnection : public std::enable_shared_from_this<InterceptedCon
     void readGuest();
     void writeUpstream(std::string bytes, std::function<void()> then);
     void pumpDown();
+    // One write to the guest at a time: `then` after it (at once for none).
+    void writeDown(std::string bytes, std::function<void()> then);
+    // No answer bytes wait, decrypted or on the socket.
+    bool upstreamIdle();
     // Answers the guest over its TLS (after any answer bytes already on
     // their way) and ends.
     void refuse(int status, const std::string& why);
@@ -74,6 +79,8 @@ class InterceptedConnection : public std::enable_shared_from_this<InterceptedCon
     std::string in_;  // guest bytes read and not yet forwarded (a head, a body's start)
     std::array<char, 16 * 1024> guestBuffer_{};
     std::array<char, 16 * 1024> downBuffer_{};
+    AnswerMasker answers_;
+    std::string downOut_;  // the write to the guest under way
     enum class Body { none, length, chunked, raw };
     Body body_ = Body::none;
     std::uint64_t bodyLeft_ = 0;

@@ -231,9 +231,13 @@ RewrittenHead rewriteRequestHead(std::string_view raw, const std::string& host, 
         if (std::find(used.begin(), used.end(), name) == used.end()) used.push_back(name);
     };
     std::vector<Field> out;
+    bool covered = std::any_of(secrets.begin(), secrets.end(), [&](const InjectedSecret& s) {
+        return s.coversHost(wanted, port);
+    });
     for (auto f : fields) {
         std::string n = asciiLower(f.name);
         if (n == "proxy-authorization" || n == "proxy-connection") continue;
+        if (n == "accept-encoding" && covered) continue;
         bool drop = false;
         for (const auto& s : secrets)
             if (s.coversHost(wanted, port) && !s.header.empty() && asciiLower(s.header) == n)
@@ -260,6 +264,9 @@ RewrittenHead rewriteRequestHead(std::string_view raw, const std::string& host, 
             note(s.name);
         }
     }
+    // A host a secret goes to answers uncompressed, so that a value it
+    // echoes is seen and masked (AnswerMasker) before the guest gets it.
+    if (covered) out.push_back({"Accept-Encoding", "identity"});
     r.head = r.method + " " + target + " " + version + "\r\n";
     for (const auto& f : out) r.head += f.name + ": " + f.value + "\r\n";
     r.head += "\r\n";

@@ -667,6 +667,35 @@ TEST_F(SecretInjectionTest, TheHostGetsTheSecretTheGuestNeverHeld) {
         EXPECT_EQ(e.data.dump().find("real-"), std::string::npos) << e.data.dump();
 }
 
+// A host that echoes what it got shows the guest no value: the answer
+// comes uncompressed and the value, split across reads or not, is masked.
+TEST_F(SecretInjectionTest, AHostThatEchoesTheSecretShowsTheGuestAsterisks) {
+    test::TlsTestServer echo(certs_.path() + "/server.pem", certs_.path() + "/server.key",
+                             [](const std::string& head) -> std::pair<std::string, std::string> {
+                                 return {"200 OK", head};
+                             });
+    secretsFor(echo.port());
+    startWith({"localhost"}, certs_.path() + "/ca.pem");
+    Client c(guestPort_);
+    ASSERT_TRUE(c.connected);
+    auto tls = connectTls(c, echo.port());
+    ASSERT_TRUE(tls->ok);
+    const std::string port = std::to_string(echo.port());
+    tls->send("GET /echo HTTP/1.1\r\nHost: localhost:" + port +
+              "\r\nAccept-Encoding: gzip, br\r\nX-Key: airlock-secret-KEY-77e1b0\r\n\r\n");
+    auto answer = tls->readAnswer();
+    EXPECT_EQ(answer.find("real-"), std::string::npos) << answer;
+    EXPECT_NE(answer.find("Authorization: Bearer " + std::string(16, '*') + "\r\n"),
+              std::string::npos)
+        << answer;
+    EXPECT_NE(answer.find("X-Key: " + std::string(14, '*') + "\r\n"), std::string::npos);
+    EXPECT_NE(answer.find("Accept-Encoding: identity\r\n"), std::string::npos) << answer;
+    EXPECT_EQ(answer.find("gzip"), std::string::npos);
+    ASSERT_EQ(echo.heads().size(), 1u);
+    EXPECT_NE(echo.heads()[0].find("Bearer real-token-value"), std::string::npos)
+        << "the host itself got the value";
+}
+
 TEST_F(SecretInjectionTest, APlaceholderSentElsewhereIsRefusedAndAudited) {
     LocalServer other([](int fd) {
         readHead(fd);

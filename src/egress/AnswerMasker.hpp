@@ -1,0 +1,32 @@
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace airlock::egress {
+
+// An intercepted host's answer on its way to the guest, with every injected
+// value in it (a host that echoes the header it got) replaced by as many
+// '*': lengths, and so the answer's framing, stay as they were. A value may
+// arrive split across reads, so the last (longest value - 1) bytes are held
+// back whatever they are, until more bytes come or flush() (the caller's
+// when the host has nothing more for now): a hold-back that depended on the
+// bytes would tell the guest which prefix of a value the host had sent.
+class AnswerMasker {
+  public:
+    explicit AnswerMasker(std::vector<std::string> values);
+    // What may go to the guest now of what came so far.
+    std::string feed(std::string_view bytes);
+    // The bytes held back (the answer paused or ended), masked as far as
+    // they go.
+    std::string flush();
+    bool holding() const { return !held_.empty(); }
+
+  private:
+    void mask();
+    std::vector<std::string> values_;
+    std::size_t keep_ = 0;
+    std::string held_;
+};
+
+}  // namespace airlock::egress

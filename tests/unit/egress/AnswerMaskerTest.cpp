@@ -1,0 +1,48 @@
+#include <gtest/gtest.h>
+
+#include "egress/AnswerMasker.hpp"
+
+namespace airlock::egress {
+namespace {
+
+std::string fedInPieces(AnswerMasker& m, const std::string& text, std::size_t piece) {
+    std::string out;
+    for (std::size_t at = 0; at < text.size(); at += piece) out += m.feed(text.substr(at, piece));
+    return out + m.flush();
+}
+
+TEST(AnswerMasker, AValueSplitAcrossReadsIsMaskedAndLengthsStay) {
+    std::string text =
+        "{\"headers\":{\"Authorization\":\"Bearer sk-live-123456\"},\"k\":\"key-abcdefgh\"}";
+    for (std::size_t piece = 1; piece <= text.size(); ++piece) {
+        AnswerMasker m({"sk-live-123456", "key-abcdefgh"});
+        std::string masked = fedInPieces(m, text, piece);
+        EXPECT_EQ(masked.size(), text.size()) << piece;
+        EXPECT_EQ(masked.find("sk-live"), std::string::npos) << piece;
+        EXPECT_EQ(masked.find("key-abc"), std::string::npos) << piece;
+        EXPECT_EQ(
+            masked,
+            "{\"headers\":{\"Authorization\":\"Bearer **************\"},\"k\":\"************\"}")
+            << piece;
+    }
+}
+
+// What is held back depends on how much came, never on what: a prefix of a
+// value is held exactly as long as any other bytes.
+TEST(AnswerMasker, TheHoldBackIsTheSameWhateverTheBytes) {
+    AnswerMasker prefix({"secret-Value-01"}), other({"secret-Value-01"});
+    EXPECT_EQ(prefix.feed("xxxxxxxxxxxxxxxxxxxxsecret-Val").size(),
+              other.feed("xxxxxxxxxxxxxxxxxxxxyyyyyyyyyy").size());
+    EXPECT_EQ(prefix.flush().size(), other.flush().size());
+    EXPECT_FALSE(prefix.holding());
+}
+
+TEST(AnswerMasker, WithoutValuesBytesPassAtOnce) {
+    AnswerMasker none({});
+    EXPECT_EQ(none.feed("abc"), "abc");
+    EXPECT_FALSE(none.holding());
+    EXPECT_EQ(none.flush(), "");
+}
+
+}  // namespace
+}  // namespace airlock::egress
