@@ -11,24 +11,38 @@ AnswerMasker::AnswerMasker(std::vector<std::string> values) {
 }
 
 void AnswerMasker::mask() {
+    // A value that began in bytes already sent still has the rest of it
+    // masked: the guest gets a part, never the whole.
     for (const auto& v : values_)
-        for (auto at = held_.find(v); at != std::string::npos; at = held_.find(v, at + v.size()))
-            std::fill_n(held_.begin() + static_cast<std::ptrdiff_t>(at), v.size(), '*');
+        for (auto at = window_.find(v); at != std::string::npos; at = window_.find(v, at + 1)) {
+            std::size_t from = std::max(at, sent_);
+            std::fill(window_.begin() + static_cast<std::ptrdiff_t>(from),
+                      window_.begin() + static_cast<std::ptrdiff_t>(at + v.size()), '*');
+        }
+}
+
+std::string AnswerMasker::release(std::size_t upTo) {
+    std::string out = window_.substr(sent_, upTo - sent_);
+    sent_ = upTo;
+    // Of what went, only what a value could still straddle is kept.
+    if (sent_ > keep_) {
+        window_.erase(0, sent_ - keep_);
+        sent_ = keep_;
+    }
+    return out;
 }
 
 std::string AnswerMasker::feed(std::string_view bytes) {
-    held_.append(bytes);
+    window_.append(bytes);
     mask();
     // A value not yet whole begins within the last keep_ bytes.
-    if (held_.size() <= keep_) return {};
-    std::string out = held_.substr(0, held_.size() - keep_);
-    held_.erase(0, held_.size() - keep_);
-    return out;
+    if (window_.size() - sent_ <= keep_) return {};
+    return release(window_.size() - keep_);
 }
 
 std::string AnswerMasker::flush() {
     mask();
-    return std::exchange(held_, {});
+    return release(window_.size());
 }
 
 }  // namespace airlock::egress

@@ -11,7 +11,8 @@ namespace airlock::egress {
 // arrive split across reads, so the last (longest value - 1) bytes are held
 // back whatever they are, until more bytes come or flush() (the caller's
 // when the host has nothing more for now): a hold-back that depended on the
-// bytes would tell the guest which prefix of a value the host had sent.
+// bytes would tell the guest which prefix of a value the host had sent. A
+// value whose start was flushed has its rest masked when it comes.
 class AnswerMasker {
   public:
     explicit AnswerMasker(std::vector<std::string> values);
@@ -20,13 +21,17 @@ class AnswerMasker {
     // The bytes held back (the answer paused or ended), masked as far as
     // they go.
     std::string flush();
-    bool holding() const { return !held_.empty(); }
+    bool holding() const { return window_.size() > sent_; }
 
   private:
     void mask();
+    // window_[sent_, upTo) goes out.
+    std::string release(std::size_t upTo);
     std::vector<std::string> values_;
     std::size_t keep_ = 0;
-    std::string held_;
+    // The last bytes sent (at most keep_), then those held back.
+    std::string window_;
+    std::size_t sent_ = 0;
 };
 
 }  // namespace airlock::egress

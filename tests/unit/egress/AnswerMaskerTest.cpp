@@ -37,6 +37,18 @@ TEST(AnswerMasker, TheHoldBackIsTheSameWhateverTheBytes) {
     EXPECT_FALSE(prefix.holding());
 }
 
+// A flush in the middle of a value (the host paused there) lets its start
+// go; the rest is masked when it comes: the guest never has the whole.
+TEST(AnswerMasker, AValueWhoseStartWentHasItsRestMasked) {
+    AnswerMasker m({"secret-Value-01"});
+    std::string out = m.feed("echo: secret-Va");
+    out += m.flush();
+    EXPECT_EQ(out, "echo: secret-Va");
+    out += m.feed("lue-01 and more text after it");
+    out += m.flush();
+    EXPECT_EQ(out, "echo: secret-Va****** and more text after it");
+}
+
 TEST(AnswerMasker, WithoutValuesBytesPassAtOnce) {
     AnswerMasker none({});
     EXPECT_EQ(none.feed("abc"), "abc");
