@@ -326,7 +326,10 @@ void InterceptedConnection::pumpDown() {
 }
 
 bool InterceptedConnection::upstreamIdle() {
-    if (SSL_pending(upstream_.native_handle()) > 0) return false;
+    // Decrypted and not read, read from the socket and not yet decrypted,
+    // or still on the socket.
+    SSL* ssl = upstream_.native_handle();
+    if (SSL_pending(ssl) > 0 || BIO_ctrl_pending(SSL_get_rbio(ssl)) > 0) return false;
     int waiting = 0;
     if (::ioctl(upstream_.lowest_layer().native_handle(), FIONREAD, &waiting) != 0) return true;
     return waiting == 0;
