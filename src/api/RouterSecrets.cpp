@@ -108,8 +108,15 @@ ApiResponse Router::getTenantSecret(Context& c) {
 
 // DELETE /v1/secrets/{}
 ApiResponse Router::deleteTenantSecret(Context& c) {
-    tenantSecrets().remove(c.tenant, c.params[0], c.principal.keyId);
-    return jsonResponse(200, applyTenantSecret(c, c.params[0]));
+    const std::string& name = c.params[0];
+    parseSecrets(json{{name, "placeholder-for-name-check"}});  // a bad name is a 400
+    bool removed = tenantSecrets().remove(c.tenant, name, c.principal.keyId);
+    // Pushed even when it was gone already: a DELETE retried after a push
+    // that failed halfway still takes it out of every sandbox.
+    auto applied = applyTenantSecret(c, name);
+    if (!removed && applied["sandboxes_updated"] == 0)
+        throw Error(ErrorCode::not_found, "no secret " + name);
+    return jsonResponse(200, applied);
 }
 
 // POST /v1/internal/secrets/{}/apply: another node changed it.

@@ -146,7 +146,6 @@ SandboxRecord SandboxController::setNetwork(const std::string& tenant, const std
 std::size_t SandboxController::applyTenantSecret(const std::string& tenant,
                                                  const std::string& name) {
     if (!config_.tenantSecrets) return 0;
-    auto current = config_.tenantSecrets->secretOf(tenant, name);
     std::size_t changed = 0;
     for (const auto& listed : store_.list(TenantScope::only(tenant))) {
         if (listed.state != SandboxState::running && listed.state != SandboxState::paused)
@@ -158,6 +157,9 @@ std::size_t SandboxController::applyTenantSecret(const std::string& tenant,
             if (!r || r->tenant != tenant ||
                 (r->state != SandboxState::running && r->state != SandboxState::paused))
                 continue;
+            // Read under the sandbox's lock: of two changes racing, the one
+            // applied last is what the store holds, never an older read.
+            auto current = config_.tenantSecrets->secretOf(tenant, name);
             auto secrets = secrets_.open(*r);
             auto it = secrets.find(name);
             if (it != secrets.end() && !it->second.fromTenant) continue;  // the create's own

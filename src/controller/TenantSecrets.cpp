@@ -52,10 +52,11 @@ TenantSecretRecord TenantSecrets::get(const std::string& tenant, const std::stri
     return *r;
 }
 
-void TenantSecrets::remove(const std::string& tenant, const std::string& name,
+bool TenantSecrets::remove(const std::string& tenant, const std::string& name,
                            const std::string& by) {
-    if (!store_.remove(tenant, name)) throw Error(ErrorCode::not_found, "no secret " + name);
+    if (!store_.remove(tenant, name)) return false;
     if (record_) record_(tenant, "tenant_secret.removed", {{"name", name}, {"by", by}});
+    return true;
 }
 
 SecretSpec TenantSecrets::opened(const TenantSecretRecord& r) const {

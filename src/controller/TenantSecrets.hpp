@@ -37,7 +37,9 @@ class TenantSecrets {
     std::vector<TenantSecretRecord> list(const std::string& tenant);
     // Error(not_found) when the tenant has none of that name.
     TenantSecretRecord get(const std::string& tenant, const std::string& name);
-    void remove(const std::string& tenant, const std::string& name, const std::string& by);
+    // False when the tenant has none of that name (any sandbox that still
+    // holds it is then to be brought in line all the same).
+    bool remove(const std::string& tenant, const std::string& name, const std::string& by);
     // What a sandbox of the tenant gets: each opened, marked as the
     // tenant's, without a placeholder yet (its sandbox makes one).
     SecretMap secretsOf(const std::string& tenant);

@@ -162,12 +162,21 @@ json EtcdClient::call(const std::string& path, const json& body, bool idempotent
             if (held) flag.store(false);
         }
     } done{probing_, probe};
+    auto began = Clock::now().time_since_epoch().count();
     try {
         auto answer = attempt(path, body, idempotent);
+        answeredAt_.store(Clock::now().time_since_epoch().count());
         failedAt_.store(0);
         return answer;
     } catch (const Error& e) {
-        if (e.code() == ErrorCode::unavailable) failedAt_ = Clock::now().time_since_epoch().count();
+        if (e.code() != ErrorCode::unavailable) {
+            // etcd answered (a refusal): it is there.
+            answeredAt_.store(Clock::now().time_since_epoch().count());
+            failedAt_.store(0);
+        } else if (began >= answeredAt_.load()) {
+            // Only a call begun after the last answer says etcd is gone.
+            failedAt_ = Clock::now().time_since_epoch().count();
+        }
         throw;
     }
 }

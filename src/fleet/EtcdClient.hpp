@@ -76,6 +76,7 @@ class EtcdClient final : public KeyValueStore {
     // out their deadline again; a success clears it.
     std::atomic<std::chrono::steady_clock::rep> failedAt_{0};
     std::atomic<bool> probing_{false};
+    std::atomic<std::chrono::steady_clock::rep> answeredAt_{0};  // the last answer's time
 };
 
 }  // namespace airlock::fleet

@@ -120,6 +120,10 @@ std::map<std::string, std::string> PackageUpstreams::authorization(
             throw Error(ErrorCode::bad_request, "--package-upstream-auth " + kind +
                                                     ": no --package-upstream " + kind + "= to send it to");
         for (const auto& url : urls) {
+            if (url.scheme != "https")
+                throw Error(ErrorCode::bad_request,
+                            "--package-upstream-auth " + kind + ": " + url.origin() +
+                                " is not https (a token would cross the network in clear)");
             if (out.count(url.origin()) && out[url.origin()] != value)
                 throw Error(ErrorCode::bad_request, "--package-upstream-auth: two values for " +
                                                         url.origin());

@@ -73,6 +73,9 @@ TEST(PackageUpstreams, AuthorizationFilesNameAConfiguredUpstreamAndHoldOneLine) 
     EXPECT_EQ(auth.at(upstreams.apt[1].second.origin()), "Basic YTpi");
     EXPECT_EQ(auth.size(), 3u);
 
+    auto clear = PackageUpstreams::parse({"pypi=http://pypi.internal/simple/"});
+    EXPECT_THROW(clear.authorization({"pypi=" + token}), Error)
+        << "a token never crosses the network in clear";
     for (const auto& bad : std::vector<std::string>{
              "pypi=" + token,                                  // no pypi upstream
              "npm=" + dir.path() + "/missing",                 // unreadable
