@@ -17,6 +17,8 @@ namespace airlock::api {
 namespace {
 constexpr auto kIdle = std::chrono::minutes(10);
 constexpr std::uint64_t kMiB = 1024 * 1024;
+// The host's commits: trees it built from the guest's files, which a diff bounds.
+constexpr std::uint64_t kMaxWorkspacePack = 4096 * kMiB;
 }  // namespace
 
 IncomingMoves::IncomingMoves(SandboxMoves& moves) : moves_(moves) {
@@ -46,14 +48,17 @@ IncomingMoves::~IncomingMoves() {
 void IncomingMoves::begin(const std::string& from, MovedSandbox moved,
                           const std::map<std::string, safefs::FileDigest>& files) {
     const auto& r = moved.record;
-    if (!files.count(kState) || files.size() != (r.disk.empty() ? 1u : 2u) ||
-        (!r.disk.empty() && !files.count(kDisk)))
+    bool pack = files.count(kWorkspace) > 0;
+    if (!files.count(kState) || files.size() != 1u + !r.disk.empty() + pack ||
+        (!r.disk.empty() && !files.count(kDisk)) || (pack && moved.workspace.empty()))
         throw Error(ErrorCode::bad_request,
-                    "a moving sandbox brings its state, and its disk when it has one");
+                    "a moving sandbox brings its state, its disk when it has one, and its "
+                    "workspace's commits when it has a workspace");
     // Bounds from the record: memory state no larger than its memory and
     // QEMU's devices; a disk no larger than its virtual size and qcow2's tables.
     if (files.at(kState).size > (std::uint64_t{r.memoryMib} + 512) * kMiB ||
-        (files.count(kDisk) && files.at(kDisk).size > r.diskBytes + 512 * kMiB))
+        (files.count(kDisk) && files.at(kDisk).size > r.diskBytes + 512 * kMiB) ||
+        (pack && files.at(kWorkspace).size > kMaxWorkspacePack))
         throw Error(ErrorCode::bad_request, "a moving sandbox's files are larger than it can be");
     for (const auto& [name, d] : files)
         if (d.sha256.size() != 64)
@@ -151,7 +156,9 @@ SandboxRecord IncomingMoves::commit(const std::string& from, const std::string& 
                             "file " + name + " of " + id + " arrived altered (SHA-256 differs)");
         }
         auto r = moves_.moveIn(moved, journey, dir + "/" + kState,
-                               expected.count(kDisk) ? dir + "/" + kDisk : std::string(), from);
+                               expected.count(kDisk) ? dir + "/" + kDisk : std::string(),
+                               expected.count(kWorkspace) ? dir + "/" + kWorkspace : std::string(),
+                               from);
         try {
             placed(r);
         } catch (const std::exception& e) {

@@ -23,6 +23,8 @@ class IncomingMoves {
     static constexpr std::size_t kPieceBytes = 8u << 20;
     static constexpr const char* kState = "state";
     static constexpr const char* kDisk = "disk";
+    // The host's commits of its repository workspace (a git pack), when it has any.
+    static constexpr const char* kWorkspace = "workspace";
 
     // What a crash left of moves in or out goes.
     explicit IncomingMoves(SandboxMoves& moves);

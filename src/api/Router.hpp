@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -299,6 +300,11 @@ class Router {
     std::map<std::string, nlohmann::json> askOtherNodes(Context& c, const std::string& target,
                                                         const char* key);
     // The other nodes' items appended (none when etcd is unreachable).
+    // A moved sandbox's bundles sealed on the nodes it was on before.
+    // Those whose node does not answer go in `unavailable` ({id, node}).
+    void addEvidenceSealedElsewhere(Context& c, const std::string& sandboxId,
+                                    const std::set<std::string>& here, nlohmann::json& list,
+                                    nlohmann::json& unavailable);
     void addFleetList(Context& c, const std::string& target, const char* key,
                       nlohmann::json& list);
     // A create placed on a node of the fleet (RouterNodes.cpp).

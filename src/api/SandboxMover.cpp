@@ -144,6 +144,7 @@ void SandboxMover::sendTo(const std::string& node, const OutgoingMove& out) {
     };
     std::map<std::string, std::string> paths{{IncomingMoves::kState, out.statePath()}};
     if (!out.diskPath().empty()) paths[IncomingMoves::kDisk] = out.diskPath();
+    if (!out.workspacePath().empty()) paths[IncomingMoves::kWorkspace] = out.workspacePath();
     json files = json::object();
     for (const auto& [name, path] : paths) {
         auto d = safefs::digest(path);

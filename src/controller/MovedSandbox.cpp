@@ -114,20 +114,27 @@ json MovedSandbox::toJson() const {
     json exposed = json::array();
     for (const auto& p : ports)
         exposed.push_back({{"port", p.port}, {"token", p.token}, {"created_at", p.createdAt}});
-    return {{"record", recordJson(record)},
-            {"template_digest", templateDigest},
-            {"paused", paused},
-            {"audit", events},
-            {"ports", exposed}};
+    json j{{"record", recordJson(record)},
+           {"template_digest", templateDigest},
+           {"paused", paused},
+           {"audit", events},
+           {"ports", exposed}};
+    if (!workspace.empty()) j["workspace"] = workspace;
+    return j;
 }
 
 MovedSandbox MovedSandbox::fromJson(const json& j) {
     const char* what = "moved sandbox";
-    onlyKeys(j, {"record", "template_digest", "paused", "audit", "ports"}, what);
+    onlyKeys(j, {"record", "template_digest", "paused", "audit", "ports", "workspace"}, what);
     MovedSandbox m;
     m.record = recordFrom(j.contains("record") ? j["record"] : json());
     m.templateDigest = field<std::string>(j, "template_digest", what);
     m.paused = field<bool>(j, "paused", what);
+    if (j.contains("workspace")) {
+        m.workspace = field<std::string>(j, "workspace", what);
+        if (m.workspace.empty() || !json::accept(m.workspace))
+            throw Error(ErrorCode::bad_request, what + std::string(": its workspace is not JSON"));
+    }
     if (!j.contains("audit") || !j["audit"].is_array() || !j.contains("ports") ||
         !j["ports"].is_array())
         throw Error(ErrorCode::bad_request, what + std::string(": audit and ports are lists"));

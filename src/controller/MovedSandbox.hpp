@@ -20,6 +20,9 @@ struct MovedSandbox {
     bool paused = false;         // paused (with its memory) when it left
     std::vector<AuditEvent> audit;
     std::vector<ExposedPort> ports;
+    // Its repository workspace's record as the host keeps it ("": none);
+    // the host's commits travel as a file beside its state.
+    std::string workspace;
 
     nlohmann::json toJson() const;
     // Error(bad_request) for anything but what toJson wrote.

@@ -292,6 +292,9 @@ class SandboxController : private Sandboxes,
     void setExtraSecrets(ExtraSecrets source) override {
         secrets_.setExtraSource(std::move(source));
     }
+    void setWorkspaceTravel(PackWorkspace pack, ArriveWorkspace arrive) override {
+        hooks_.setWorkspaceTravel(std::move(pack), std::move(arrive));
+    }
     // Guest output (and what the agent chose): the sandbox's secrets only.
     SecretMasker guestOutputMasker(const SandboxRecord& r) const override;
     SecretMasker streamMasker(const SandboxRecord& r,
@@ -413,7 +416,7 @@ class SandboxController : private Sandboxes,
     std::set<std::string> leaving_;
     SandboxRecord moveIn(const MovedSandbox& moved, const SecretCipher& journey,
                          const std::string& statePath, const std::string& diskPath,
-                         const std::string& from) override;
+                         const std::string& workspacePath, const std::string& from) override;
     void dropLocalCopy(const std::string& id, const std::string& why) override;
     // The uid:gid a sandbox's QEMU and its files belong to; none when not root.
     std::optional<std::pair<unsigned, unsigned>> qemuOwner(const SandboxRecord& r) const;

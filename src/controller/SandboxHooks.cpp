@@ -1,5 +1,6 @@
 #include "controller/SandboxHooks.hpp"
 
+#include "core/Error.hpp"
 #include "core/Log.hpp"
 
 namespace airlock {
@@ -19,6 +20,12 @@ void SandboxHooks::setPlacementHooks(Placed placed, AfterDelete gone) {
     std::lock_guard lock(mutex_);
     placed_ = std::move(placed);
     gone_ = std::move(gone);
+}
+
+void SandboxHooks::setWorkspaceTravel(PackWorkspace pack, ArriveWorkspace arrive) {
+    std::lock_guard lock(mutex_);
+    pack_ = std::move(pack);
+    arrive_ = std::move(arrive);
 }
 
 namespace {
@@ -55,6 +62,25 @@ void SandboxHooks::afterDelete(const std::string& sandboxId) const {
 void SandboxHooks::placed(const SandboxRecord& r) const {
     auto hook = copyOf(placed_);
     if (hook) hook(r);
+}
+
+bool SandboxHooks::packWorkspace(const SandboxRecord& r, const std::string& packPath) const {
+    auto hook = copyOf(pack_);
+    if (!hook)
+        throw Error(ErrorCode::conflict, "sandbox " + r.id +
+                                             " has a repository workspace and no workspace "
+                                             "service runs on this node");
+    return hook(r, packPath);
+}
+
+void SandboxHooks::arriveWorkspace(const SandboxRecord& r, const std::string& recordJson,
+                                   const std::string& packPath) const {
+    auto hook = copyOf(arrive_);
+    if (!hook)
+        throw Error(ErrorCode::conflict, "sandbox " + r.id +
+                                             " brings a repository workspace and no workspace "
+                                             "service runs on this node");
+    hook(r, recordJson, packPath);
 }
 
 }  // namespace airlock

@@ -57,13 +57,14 @@ class SandboxController::LeavingSandbox final : public OutgoingMove {
   public:
     LeavingSandbox(SandboxController& c, std::shared_ptr<std::mutex> mutex,
                    std::unique_lock<std::mutex> held, MovedSandbox moved, std::string state,
-                   std::string disk)
+                   std::string disk, std::string workspace)
         : c_(c),
           mutex_(std::move(mutex)),
           held_(std::move(held)),
           moved_(std::move(moved)),
           state_(std::move(state)),
-          disk_(std::move(disk)) {
+          disk_(std::move(disk)),
+          workspace_(std::move(workspace)) {
         std::lock_guard lock(c_.leavingMutex_);
         c_.leaving_.insert(moved_.record.id);
     }
@@ -86,6 +87,7 @@ class SandboxController::LeavingSandbox final : public OutgoingMove {
     const MovedSandbox& sandbox() const override { return moved_; }
     const std::string& statePath() const override { return state_; }
     const std::string& diskPath() const override { return disk_; }
+    const std::string& workspacePath() const override { return workspace_; }
     void finish(const std::string& node) override {
         const auto& id = moved_.record.id;
         finished_ = true;
@@ -100,6 +102,7 @@ class SandboxController::LeavingSandbox final : public OutgoingMove {
         c_.agents_.forget(id);
         safefs::removeTree(c_.sandboxDir(id));
         c_.ports_.removeAll(id);
+        if (c_.workspaces_) c_.workspaces_->remove(id);
         c_.snapshotLibrary_.collect();
         c_.gates_.cancelOf(id, "the sandbox moved to node " + node);
         c_.spares_->trim();
@@ -111,7 +114,7 @@ class SandboxController::LeavingSandbox final : public OutgoingMove {
     std::shared_ptr<std::mutex> mutex_;
     std::unique_lock<std::mutex> held_;
     MovedSandbox moved_;
-    std::string state_, disk_;
+    std::string state_, disk_, workspace_;
     bool finished_ = false;
 };
 
@@ -143,10 +146,6 @@ std::unique_ptr<OutgoingMove> SandboxController::moveOut(const std::string& id,
         throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r->state) +
                                              (r->pausedWithoutMemory ? " without its memory" : "") +
                                              ": only a running or paused one moves");
-    if (workspaces_ && workspaces_->find(id))
-        throw Error(ErrorCode::conflict, "sandbox " + id +
-                                             " has a repository workspace, which does not move "
-                                             "between nodes yet");
     auto tmpl = templates_.find(r->templateName);
     if (!tmpl) throw Error(ErrorCode::conflict, "template '" + r->templateName + "' is gone");
     MovedSandbox moved;
@@ -163,6 +162,11 @@ std::unique_ptr<OutgoingMove> SandboxController::moveOut(const std::string& id,
         for (auto& e : events) moved.audit.push_back(std::move(e));
     }
     moved.ports = ports_.list(id);
+    // Its workspace: the record, and the host's commits as a pack.
+    std::string workspacePack;
+    if (workspaces_) moved.workspace = workspaces_->find(id).value_or("");
+    if (!moved.workspace.empty() && hooks_.packWorkspace(*r, workDir + "/workspace.pack"))
+        workspacePack = workDir + "/workspace.pack";
 
     std::string domain = domainName(id);
     std::string state = workDir + "/state", disk;
@@ -190,11 +194,12 @@ std::unique_ptr<OutgoingMove> SandboxController::moveOut(const std::string& id,
                               std::to_string(steadyMillis() - started) + " ms");
     // Held until it has moved, or did not.
     return std::make_unique<LeavingSandbox>(*this, std::move(lifecycle), std::move(op),
-                                            std::move(moved), state, disk);
+                                            std::move(moved), state, disk, workspacePack);
 }
 
 SandboxRecord SandboxController::moveIn(const MovedSandbox& moved, const SecretCipher& journey,
                                         const std::string& statePath, const std::string& diskPath,
+                                        const std::string& workspacePath,
                                         const std::string& from) {
     const std::string& id = moved.record.id;
     auto tmpl = templates_.find(moved.record.templateName);
@@ -227,6 +232,10 @@ SandboxRecord SandboxController::moveIn(const MovedSandbox& moved, const SecretC
     try {
         auto started = steadyMillis();
         prepareSandboxDir(r);
+        // Its workspace first: a remote that lost the base fails the move
+        // before the guest runs here.
+        if (!moved.workspace.empty())
+            hooks_.arriveWorkspace(r, moved.workspace, workspacePath);
         if (!r.disk.empty()) {
             requirePlainQcow2(diskPath, r.diskBytes);
             rebaseInPlace(diskPath, tmpl->diskPath);
@@ -259,6 +268,7 @@ SandboxRecord SandboxController::moveIn(const MovedSandbox& moved, const SecretC
         try {
             // Its usage and its place in the fleet are the sending node's still.
             teardown(id, "its move here failed", /*releaseUsage=*/false);
+            if (workspaces_) workspaces_->remove(id);
         } catch (const std::exception& cleanup) {
             logError("controller", "cleanup of " + id + " failed: " + cleanup.what());
         }
@@ -270,6 +280,7 @@ void SandboxController::dropLocalCopy(const std::string& id, const std::string& 
     auto lifecycle = lifecycleMutex(id);
     std::lock_guard op(*lifecycle);
     teardown(id, why, /*releaseUsage=*/false);
+    if (workspaces_) workspaces_->remove(id);
     logWarn("controller", "the copy of sandbox " + id + " here is gone: " + why);
 }
 

@@ -19,6 +19,8 @@ class OutgoingMove {
     // template's ("" without a disk).
     virtual const std::string& statePath() const = 0;
     virtual const std::string& diskPath() const = 0;
+    // The host's commits of its repository workspace, a git pack ("": none).
+    virtual const std::string& workspacePath() const = 0;
     // It runs on `node` now: its VM and record here go; what the fleet
     // keeps (its usage, where it lives) is the new host's to update.
     virtual void finish(const std::string& node) = 0;
@@ -33,7 +35,7 @@ class SandboxMoves {
     // paused with their memory.
     virtual std::vector<SandboxRecord> movable() = 0;
     // Error(conflict) when it cannot move (gone, mid-change, paused without
-    // its memory, with a repository workspace). Its secrets are sealed
+    // its memory). Its secrets are sealed
     // with `journey` for the way; its files go into workDir.
     virtual std::unique_ptr<OutgoingMove> moveOut(const std::string& id,
                                                   const SecretCipher& journey,
@@ -45,11 +47,12 @@ class SandboxMoves {
     virtual std::string arrivalsDir() const = 0;
     // Runs what arrived from node `from` here, under its id, in the state
     // it left in. Error(conflict) when this host has the id already or
-    // lacks the template build its memory image needs. The files are
+    // lacks the template build its memory image needs; a repository
+    // workspace's errors (its remote no longer has the base). The files are
     // consumed; on failure nothing of it stays here.
     virtual SandboxRecord moveIn(const MovedSandbox& moved, const SecretCipher& journey,
                                  const std::string& statePath, const std::string& diskPath,
-                                 const std::string& from) = 0;
+                                 const std::string& workspacePath, const std::string& from) = 0;
     // A copy here the fleet does not place here: one that arrived and
     // could not be recorded, or one a crash mid-move left behind after it
     // started on its new node. It goes; its usage stays (it lives elsewhere).

@@ -27,6 +27,11 @@ class WorkspaceSandboxes {
     using WriteGuard = std::function<void(const SandboxRecord&, const std::string& path)>;
     using PublishHandler = std::function<void(const GatedExec&, bool approved)>;
     using ExtraSecrets = SandboxSecrets::ExtraSource;
+    // A workspace moving with its sandbox between nodes: the host's commits
+    // packed (false: none), and the workspace made whole on the new node.
+    using PackWorkspace = std::function<bool(const SandboxRecord&, const std::string& packPath)>;
+    using ArriveWorkspace = std::function<void(const SandboxRecord&, const std::string& recordJson,
+                                               const std::string& packPath)>;
 
     virtual ~WorkspaceSandboxes() = default;
     virtual SandboxRecord create(const std::string& tenant, const CreateSandboxRequest& request) = 0;
@@ -51,6 +56,7 @@ class WorkspaceSandboxes {
     virtual ApprovalGates& gates() = 0;
     virtual void setWorkspaceHooks(WriteGuard guard, PublishHandler publish) = 0;
     virtual void setExtraSecrets(ExtraSecrets source) = 0;
+    virtual void setWorkspaceTravel(PackWorkspace pack, ArriveWorkspace arrive) = 0;
 };
 
 }  // namespace airlock

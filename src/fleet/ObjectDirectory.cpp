@@ -54,4 +54,16 @@ void ObjectDirectory::forgetSandbox(const std::string& sandboxId) {
     }
 }
 
+std::vector<std::pair<std::string, ObjectDirectory::Entry>> ObjectDirectory::ofSandbox(
+    const std::string& sandboxId) {
+    std::vector<std::pair<std::string, Entry>> out;
+    if (!plainId(sandboxId)) return out;
+    std::string prefix = bySandbox_ + sandboxId + "/";
+    for (const auto& kv : store_.list(prefix)) {
+        std::string id = kv.key.substr(prefix.size());
+        if (auto entry = find(id)) out.emplace_back(id, std::move(*entry));
+    }
+    return out;
+}
+
 }  // namespace airlock::fleet

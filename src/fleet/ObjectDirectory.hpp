@@ -1,6 +1,8 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "fleet/KeyValueStore.hpp"
 
@@ -30,6 +32,8 @@ class ObjectDirectory {
     void forget(const std::string& id);
     // Every object of a sandbox.
     void forgetSandbox(const std::string& sandboxId);
+    // Every object of a sandbox by id, wherever it was made.
+    std::vector<std::pair<std::string, Entry>> ofSandbox(const std::string& sandboxId);
 
   private:
     KeyValueStore& store_;

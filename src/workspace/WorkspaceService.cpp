@@ -22,7 +22,8 @@ WorkspaceService::WorkspaceService(WorkspaceConfig config, WorkspaceSandboxes& s
       guest_(config_.guestUser),
       checkouts_(config_, sandboxes, credentials_, mirrors_, records_, guest_),
       changes_(config_, sandboxes, mirrors_, records_, guest_),
-      pushes_(config_, sandboxes, credentials_, mirrors_, records_) {
+      pushes_(config_, sandboxes, credentials_, mirrors_, records_),
+      moves_(config_, credentials_, mirrors_, records_) {
     initGit();
     installGitSocket(config_.addressPolicy, std::chrono::seconds(30), std::chrono::seconds(120));
     sandboxes_.setWorkspaceHooks(
@@ -30,11 +31,19 @@ WorkspaceService::WorkspaceService(WorkspaceConfig config, WorkspaceSandboxes& s
         [this](const GatedExec& g, bool approved) { pushes_.decided(g, approved); });
     sandboxes_.setExtraSecrets(
         [this](const SandboxRecord& r) { return credentials_.secretsOf(r.tenant); });
+    sandboxes_.setWorkspaceTravel(
+        [this](const SandboxRecord& r, const std::string& pack) {
+            return moves_.packOut(r.tenant, r.id, pack);
+        },
+        [this](const SandboxRecord& r, const std::string& record, const std::string& pack) {
+            moves_.arrive(r.tenant, r.id, record, pack);
+        });
 }
 
 WorkspaceService::~WorkspaceService() {
     sandboxes_.setWorkspaceHooks(nullptr, nullptr);
     sandboxes_.setExtraSecrets(nullptr);
+    sandboxes_.setWorkspaceTravel(nullptr, nullptr);
 }
 
 }  // namespace airlock::workspace

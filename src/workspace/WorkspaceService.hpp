@@ -13,6 +13,7 @@
 #include "workspace/WorkspaceCredentials.hpp"
 #include "workspace/WorkspaceEvidence.hpp"
 #include "workspace/WorkspaceGuest.hpp"
+#include "workspace/WorkspaceMoves.hpp"
 #include "workspace/WorkspacePushes.hpp"
 #include "workspace/WorkspaceRecords.hpp"
 #include "workspace/WorkspaceResults.hpp"
@@ -94,6 +95,7 @@ class WorkspaceService : public WorkspaceEvidenceSource {
     WorkspaceCheckouts checkouts_;
     WorkspaceChanges changes_;
     WorkspacePushes pushes_;
+    WorkspaceMoves moves_;
 };
 
 }  // namespace airlock::workspace

@@ -611,7 +611,8 @@ TEST_F(E2bFrontDoor, RecordIntegrityPortRoutingNeverReachesTheGuestsProxies) {
         auto a = api.request("GET", "/v1/sandboxes/" + id + "/audit?limit=1000");
         EXPECT_EQ(a.status, 200) << a.body;
         int n = 0;
-        for (const auto& e : json::parse(a.body)["events"]) {
+        auto audit = json::parse(a.body);  // held: a range over a temporary's member dangles
+        for (const auto& e : audit["events"]) {
             std::string type = e["type"];
             n += type.rfind("egress.", 0) == 0 || type.rfind("package.", 0) == 0;
         }

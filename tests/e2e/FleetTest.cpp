@@ -23,6 +23,7 @@
 #include "support/ApiClient.hpp"
 #include "support/DaemonProcess.hpp"
 #include "support/EtcdCluster.hpp"
+#include "support/GitServer.hpp"
 #include "support/TestEnv.hpp"
 
 namespace airlock {
@@ -57,6 +58,7 @@ class Fleet : public ::testing::Test {
             out << kToken << "\n";
         }
         ::chmod(tokenFile.c_str(), 0600);
+        git_ = std::make_unique<test::GitServer>();
         for (int i = 0; i < kNodes; ++i) {
             auto& n = nodes_[i];
             n.name = "node" + std::to_string(i + 1);
@@ -67,7 +69,9 @@ class Fleet : public ::testing::Test {
                 std::vector<std::string>{
                     "--cluster-etcd", members, "--node-name", n.name, "--advertise-url",
                     "http://127.0.0.1:" + std::to_string(port), "--cluster-token-file", tokenFile,
-                    "--qemu-uid-range", std::to_string(230000 + 8192 * i) + ":4096"});
+                    "--qemu-uid-range", std::to_string(230000 + 8192 * i) + ":4096",
+                    // The fixture git server is on this host's loopback.
+                    "--egress-allow-cidr", "127.0.0.1/32"});
             // The first node mints the fleet's first admin key; it works on every node.
             if (i == 0) {
                 std::ifstream keyFile(n.dataDir + "/admin.key");
@@ -95,6 +99,7 @@ class Fleet : public ::testing::Test {
             n.admin.reset();
         }
         etcd_.reset();
+        git_.reset();
         dir_.reset();
     }
     void SetUp() override {
@@ -125,6 +130,7 @@ class Fleet : public ::testing::Test {
     }
     static std::unique_ptr<test::TempDir> dir_;
     static std::unique_ptr<test::EtcdCluster> etcd_;
+    static std::unique_ptr<test::GitServer> git_;
     static Node nodes_[kNodes];
     static std::string sandbox_;
     static int owner_;  // the index of the node that holds sandbox_
@@ -134,6 +140,7 @@ class Fleet : public ::testing::Test {
 int Fleet::owner_ = 0;
 std::unique_ptr<test::TempDir> Fleet::dir_;
 std::unique_ptr<test::EtcdCluster> Fleet::etcd_;
+std::unique_ptr<test::GitServer> Fleet::git_;
 Fleet::Node Fleet::nodes_[Fleet::kNodes];
 std::string Fleet::sandbox_;
 
@@ -752,6 +759,93 @@ TEST_F(Fleet, ADrainWithMoveTakesADiskThatReadsASnapshotLayer) {
     ASSERT_EQ(client.request("DELETE", "/v1/nodes/" + from + "/drain").status, 200);
     EXPECT_EQ(client.request("DELETE", "/v1/sandboxes/" + id).status, 204);
     EXPECT_EQ(client.request("DELETE", "/v1/snapshots/" + snapId).status, 204);
+    auto suite = client.request("GET", "/v1/sandboxes/" + sandbox_);
+    ASSERT_EQ(suite.status, 200) << suite.body;
+    owner_ = indexOf(json::parse(suite.body).value("node", ""));
+}
+
+// A sandbox with a repository workspace moves whole: the host's commit on
+// its task branch, the agent's uncommitted files, and the bundles sealed on
+// the node it left, listed through its new one.
+TEST_F(Fleet, ADrainWithMoveTakesAWorkspaceWithItsCommitsAndItsEvidenceList) {
+    ASSERT_TRUE(git_ && git_->up) << "the git server did not start";
+    auto& client = *nodes_[0].admin;
+    auto cred = client.request("POST", "/v1/credentials",
+                               json{{"name", "fleet-fx"},
+                                    {"kind", "https-basic"},
+                                    {"host", git_->hostPort()},
+                                    {"username", "git"},
+                                    {"secret", git_->password}}
+                                   .dump());
+    ASSERT_EQ(cred.status, 201) << cred.body;
+    auto created = client.request(
+        "POST", "/v1/sandboxes",
+        json{{"template", "minimal"},
+             {"timeout_s", 900},
+             {"workspace",
+              {{"repo", git_->url("demo.git")}, {"branch", "agent/moved"}, {"credential", "fleet-fx"}}}}
+            .dump());
+    ASSERT_EQ(created.status, 201) << created.body;
+    auto id = json::parse(created.body)["id"].get<std::string>();
+    auto from = json::parse(created.body)["node"].get<std::string>();
+    auto exec = [&](const std::string& shell) {
+        auto r = client.request("POST", "/v1/sandboxes/" + id + "/exec",
+                                json{{"shell", shell}}.dump());
+        EXPECT_EQ(r.status, 200) << r.body;
+        return json::parse(r.body, nullptr, false);
+    };
+    exec("echo committed-before-the-move >> /workspace/README.md");
+    auto committed = client.request("POST", "/v1/sandboxes/" + id + "/workspace/commit",
+                                    R"({"message":"before","author":{"name":"A","email":"a@example.invalid"}})");
+    ASSERT_EQ(committed.status, 201) << committed.body;
+    auto head = json::parse(committed.body)["commit"].get<std::string>();
+    exec("echo not-yet-committed > /workspace/LATER.md");
+    auto sealed = client.request("POST", "/v1/sandboxes/" + id + "/evidence");
+    ASSERT_EQ(sealed.status, 201) << sealed.body;
+    auto bundle = json::parse(sealed.body)["id"].get<std::string>();
+
+    auto drained = client.request("POST", "/v1/nodes/" + from + "/drain", R"({"move":true})");
+    ASSERT_EQ(drained.status, 202) << drained.body;
+    auto moving = json::parse(drained.body)["moving"];
+    EXPECT_NE(std::find(moving.begin(), moving.end(), id), moving.end()) << drained.body;
+    cli::HttpResult got;
+    EXPECT_TRUE(test::waitFor(
+        [&] {
+            got = client.request("GET", "/v1/sandboxes/" + id);
+            auto j = json::parse(got.body, nullptr, false);
+            return got.status == 200 && j.is_object() && j.value("node", "") != from &&
+                   j.value("state", "") == "running";
+        },
+        180s, 500ms))
+        << got.status << " " << got.body;
+
+    auto ws = client.request("GET", "/v1/sandboxes/" + id + "/workspace");
+    ASSERT_EQ(ws.status, 200) << ws.body;
+    EXPECT_EQ(json::parse(ws.body)["head"], head) << ws.body;
+    EXPECT_EQ(json::parse(ws.body)["base_commit"], git_->revParse("demo.git", "main"));
+    auto diff = client.request("GET", "/v1/sandboxes/" + id + "/workspace/diff?format=json");
+    ASSERT_EQ(diff.status, 200) << diff.body;
+    std::set<std::string> changed;
+    auto diffJson = json::parse(diff.body);
+    for (const auto& f : diffJson["files"]) changed.insert(f.value("path", ""));
+    EXPECT_EQ(changed, (std::set<std::string>{"LATER.md", "README.md"})) << diff.body;
+    auto again = client.request("POST", "/v1/sandboxes/" + id + "/workspace/commit",
+                                R"({"message":"after","author":{"name":"A","email":"a@example.invalid"}})");
+    ASSERT_EQ(again.status, 201) << again.body;
+    EXPECT_EQ(json::parse(again.body)["parent"], head)
+        << "the commit made on the old node is the new one's parent";
+
+    // Listed through any node: the bundle stays with the node that sealed it.
+    auto listed = nodes_[indexOf(from)].admin->request("GET", "/v1/sandboxes/" + id + "/evidence");
+    ASSERT_EQ(listed.status, 200) << listed.body;
+    std::string sealedOn;
+    auto listedJson = json::parse(listed.body);
+    for (const auto& e : listedJson["evidence"])
+        if (e.value("id", "") == bundle) sealedOn = e.value("node", "");
+    EXPECT_EQ(sealedOn, from) << listed.body;
+
+    ASSERT_EQ(client.request("DELETE", "/v1/nodes/" + from + "/drain").status, 200);
+    EXPECT_EQ(client.request("DELETE", "/v1/sandboxes/" + id).status, 204);
     auto suite = client.request("GET", "/v1/sandboxes/" + sandbox_);
     ASSERT_EQ(suite.status, 200) << suite.body;
     owner_ = indexOf(json::parse(suite.body).value("node", ""));

@@ -54,6 +54,7 @@ class FakeWorkspaceSandboxes : public WorkspaceSandboxes {
     ApprovalGates& gates() override { return gates_; }
     void setWorkspaceHooks(WriteGuard guard, PublishHandler publish) override;
     void setExtraSecrets(ExtraSecrets) override {}
+    void setWorkspaceTravel(PackWorkspace, ArriveWorkspace) override {}
 
     // Stops a sandbox without removing it (runningAgent: Error(conflict)).
     void pause(const std::string& id);

@@ -24,16 +24,21 @@ class FakeMoves : public SandboxMoves {
     bool leaving(const std::string&) override { return false; }
     std::string arrivalsDir() const override { return dir_; }
     SandboxRecord moveIn(const MovedSandbox& moved, const SecretCipher&, const std::string& state,
-                         const std::string&, const std::string& from) override {
+                         const std::string&, const std::string& workspace,
+                         const std::string& from) override {
         std::ifstream in(state);
         stateText = std::string(std::istreambuf_iterator<char>(in), {});
+        if (!workspace.empty()) {
+            std::ifstream pack(workspace);
+            workspaceText = std::string(std::istreambuf_iterator<char>(pack), {});
+        }
         movedFrom = from;
         if (failStart) throw Error(ErrorCode::hypervisor_error, "no room");
         return moved.record;
     }
     void dropLocalCopy(const std::string& id, const std::string&) override { dropped = id; }
 
-    std::string stateText, movedFrom, dropped;
+    std::string stateText, workspaceText, movedFrom, dropped;
     bool failStart = false;
 
   private:
@@ -115,6 +120,22 @@ TEST_F(IncomingMovesTest, FilesLargerThanTheSandboxCouldHaveAreRefusedBeforeAnyB
               ErrorCode::bad_request)
         << "a disk the record does not have";
     EXPECT_EQ(test::codeOf([&] { incoming_.begin("node1", m, {}); }), ErrorCode::bad_request);
+}
+
+TEST_F(IncomingMovesTest, AWorkspacesCommitsComeOnlyWithAWorkspaceRecord) {
+    const std::string id = "sbx-abcdefghijklmnopqrst";
+    auto files = stateOf("x");
+    files["workspace"] = safefs::FileDigest{4, sha256Hex("PACK")};
+    EXPECT_EQ(test::codeOf([&] { incoming_.begin("node1", moved(), files); }),
+              ErrorCode::bad_request)
+        << "a pack without a workspace";
+    auto m = moved();
+    m.workspace = R"({"repo":"https://git.example/demo.git"})";
+    incoming_.begin("node1", m, files);
+    incoming_.write("node1", id, "state", 0, "x");
+    incoming_.write("node1", id, "workspace", 0, "PACK");
+    incoming_.commit("node1", id, journey_, placed_);
+    EXPECT_EQ(moves_.workspaceText, "PACK");
 }
 
 TEST_F(IncomingMovesTest, OnlyAFewArriveAtOnceAndAnAbortFreesASlot) {

@@ -62,6 +62,19 @@ TEST(MovedSandbox, RoundTripsWhatTravelsAndNothingHostBound) {
     ASSERT_EQ(back.ports.size(), 1u);
     EXPECT_EQ(back.ports[0].sandboxId, back.record.id);
     EXPECT_EQ(back.ports[0].port, 8080u);
+    EXPECT_TRUE(back.workspace.empty());
+    EXPECT_FALSE(movedSample().toJson().contains("workspace")) << "none: not sent";
+}
+
+TEST(MovedSandbox, AWorkspaceRecordTravelsAsTheHostKeepsIt) {
+    auto m = movedSample();
+    m.workspace = R"({"repo":"https://git.example/demo.git","head":""})";
+    EXPECT_EQ(MovedSandbox::fromJson(json::parse(m.toJson().dump())).workspace, m.workspace);
+    auto j = m.toJson();
+    j["workspace"] = "{not json";
+    EXPECT_EQ(test::codeOf([&] { MovedSandbox::fromJson(j); }), ErrorCode::bad_request);
+    j["workspace"] = json::object();
+    EXPECT_EQ(test::codeOf([&] { MovedSandbox::fromJson(j); }), ErrorCode::bad_request);
 }
 
 TEST(MovedSandbox, RefusesUnknownFieldsAndValuesAHostWouldTrust) {
