@@ -410,7 +410,7 @@ int runDaemon(const DaemonOptions& options) {
                                                              dataDir + "/fleet-lease", capacity);
         membership->join();
         fleet = std::make_unique<fleet::Fleet>(*etcd, *membership, std::move(credential),
-                                               std::move(peerTls));
+                                               std::move(peerTls), options.clusterPlainHttp);
         // Where each sandbox of this node lives, for every other node.
         controller.setPlacementHooks(
             [&fleet = *fleet](const SandboxRecord& r) {

@@ -6,6 +6,7 @@
 
 #include "core/Error.hpp"
 #include "egress/AddressPolicy.hpp"
+#include "fleet/HttpExchange.hpp"
 #include "packages/PackageService.hpp"
 
 namespace airlock {
@@ -201,6 +202,7 @@ const std::vector<OptionSpec>& optionSpecs() {
                  o.advertiseUrl.pop_back();
          }},
         {"--cluster-token-file", "FILE", false, [](O& o, S, S v) { o.clusterTokenFile = v; }},
+        {"--cluster-plain-http", nullptr, false, [](O& o, S, S) { o.clusterPlainHttp = true; }},
         {"--log-level", "debug|info|warn|error", false, [](O& o, S, S v) { o.logLevel = v; }},
     };
     return specs;
@@ -264,6 +266,19 @@ DaemonOptions parseDaemonOptions(const std::vector<std::string>& args) {
             bad("--advertise-url https://... needs --tls-cert and --tls-key (this node serves it)");
         if (!advertisesTls && !o.tlsCertFile.empty())
             bad("--tls-cert makes this node serve HTTPS: its --advertise-url must be https://...");
+        // Node calls carry callers' identities and sandboxes' memory; etcd
+        // holds keys' hashes and sealed secrets.
+        if (!o.clusterPlainHttp) {
+            if (fleet::plainHttpBeyondLoopback(o.advertiseUrl))
+                bad("--advertise-url " + o.advertiseUrl +
+                    ": plain http beyond loopback; give https:// (with --tls-cert and --tls-key) "
+                    "or, on a network you trust, --cluster-plain-http");
+            for (const auto& url : o.clusterEtcd)
+                if (fleet::plainHttpBeyondLoopback(url))
+                    bad("--cluster-etcd " + url +
+                        ": plain http beyond loopback; give https:// (with --cluster-etcd-ca) "
+                        "or, on a network you trust, --cluster-plain-http");
+        }
     }
     return o;
 }

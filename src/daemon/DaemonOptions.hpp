@@ -73,6 +73,9 @@ struct DaemonOptions {
     std::string nodeName;          // this node's name in the fleet
     std::string advertiseUrl;      // where the other nodes reach this one's API
     std::string clusterTokenFile;  // the node-to-node credential (a shared secret)
+    // Node-to-node and etcd calls in clear text beyond loopback (a network
+    // the operator trusts); refused without it.
+    bool clusterPlainHttp = false;
     bool help = false;
 };
 

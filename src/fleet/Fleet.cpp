@@ -2,18 +2,20 @@
 
 #include <boost/asio/ssl/context.hpp>
 
+#include "core/Log.hpp"
 #include "fleet/ClientTls.hpp"
 
 namespace airlock::fleet {
 
 Fleet::Fleet(KeyValueStore& store, NodeMembership& membership, NodeCredential credential,
-             std::shared_ptr<boost::asio::ssl::context> peerTls)
+             std::shared_ptr<boost::asio::ssl::context> peerTls, bool plainHttpPeers)
     : membership_(membership),
       directory_(store),
       approvals_(store, "approvals"),
       evidence_(store, "evidence"),
       credential_(std::move(credential)),
-      peerTls_(std::move(peerTls)) {}
+      peerTls_(std::move(peerTls)),
+      plainHttpPeers_(plainHttpPeers) {}
 
 void Fleet::refreshLocked() {
     auto now = std::chrono::steady_clock::now();
@@ -48,6 +50,14 @@ std::optional<HttpPeer> Fleet::peerAt(const std::string& url) {
     HttpPeer p;
     bool tls = false;
     if (!parseOrigin(url, tls, p.host, p.port)) return std::nullopt;
+    if (!plainHttpPeers_ && plainHttpBeyondLoopback(url)) {
+        std::lock_guard lock(mutex_);
+        if (refusedUrls_.size() < 1000 && refusedUrls_.insert(url).second)
+            logWarn("fleet", "node at " + url +
+                                 " is not called: plain http beyond loopback (give it https, or "
+                                 "start every node with --cluster-plain-http)");
+        return std::nullopt;
+    }
     if (tls) {
         std::lock_guard lock(mutex_);
         // The system's trust store, read once, when no --cluster-ca names one.

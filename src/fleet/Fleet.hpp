@@ -3,6 +3,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,9 +21,11 @@ namespace airlock::fleet {
 class Fleet {
   public:
     // peerTls verifies nodes whose advertise URL is https (--cluster-ca);
-    // null: the system's trust store.
+    // null: the system's trust store. Without plainHttpPeers a node that
+    // advertises http:// beyond loopback is not called.
     Fleet(KeyValueStore& store, NodeMembership& membership, NodeCredential credential,
-          std::shared_ptr<boost::asio::ssl::context> peerTls = nullptr);
+          std::shared_ptr<boost::asio::ssl::context> peerTls = nullptr,
+          bool plainHttpPeers = false);
 
     const std::string& self() const { return membership_.name(); }
     NodeMembership& membership() { return membership_; }
@@ -54,6 +57,8 @@ class Fleet {
     ObjectDirectory evidence_;
     NodeCredential credential_;
     std::shared_ptr<boost::asio::ssl::context> peerTls_;
+    bool plainHttpPeers_;
+    std::set<std::string> refusedUrls_;  // logged once each
     Placement placement_;
     std::mutex mutex_;
     std::vector<Node> nodes_;

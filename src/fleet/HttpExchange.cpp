@@ -144,4 +144,20 @@ bool parseOrigin(const std::string& url, bool& tls, std::string& host, std::stri
            port.find_first_not_of("0123456789") == std::string::npos;
 }
 
+bool plainHttpBeyondLoopback(const std::string& url) {
+    if (url.rfind("http://", 0) != 0) return false;
+    bool tls = false;
+    std::string host, port;
+    if (!parseOrigin(url, tls, host, port)) return true;
+    if (host == "localhost" || host == "::1") return false;
+    // 127.0.0.0/8 as a dotted quad.
+    if (host.rfind("127.", 0) != 0) return true;
+    int dots = 0;
+    for (char ch : host) {
+        if (ch == '.') ++dots;
+        else if (ch < '0' || ch > '9') return true;
+    }
+    return dots != 3;
+}
+
 }  // namespace airlock::fleet

@@ -39,5 +39,8 @@ HttpAnswer httpExchange(const HttpPeer& peer, const std::string& method, const s
 // host and port of an http(s)://HOST:PORT URL (no path, no user info);
 // false when it is not one.
 bool parseOrigin(const std::string& url, bool& tls, std::string& host, std::string& port);
+// An http:// URL whose host is not a loopback address: what goes to it
+// (callers' identities, sandboxes' memory) crosses a network in clear text.
+bool plainHttpBeyondLoopback(const std::string& url);
 
 }  // namespace airlock::fleet

@@ -80,7 +80,9 @@ TEST(DaemonOptions, RejectsBadFlags) {
 TEST(DaemonOptions, ClusterModeNeedsItsNameAddressAndCredential) {
     auto o = parseDaemonOptions({"--cluster-etcd", "http://127.0.0.1:2379,https://10.0.0.2:2379",
                                  "--node-name", "node1", "--advertise-url",
-                                 "http://10.0.0.1:8080/", "--cluster-token-file", "/etc/t"});
+                                 "http://10.0.0.1:8080/", "--cluster-token-file", "/etc/t",
+                                 "--cluster-plain-http"});
+    EXPECT_TRUE(o.clusterPlainHttp);
     EXPECT_EQ(o.clusterEtcd,
               (std::vector<std::string>{"http://127.0.0.1:2379", "https://10.0.0.2:2379"}));
     EXPECT_EQ(o.nodeName, "node1");
@@ -111,7 +113,7 @@ TEST(DaemonOptions, ClusterModeNeedsItsNameAddressAndCredential) {
     EXPECT_NE(message({"--cluster-etcd", "etcd:2379"}).find("http"), std::string::npos);
     EXPECT_NE(message({"--advertise-url", "10.0.0.1:8080"}).find("http"), std::string::npos);
     // A node serves what it advertises: https with a certificate, http without.
-    const std::vector<std::string> base{"--cluster-etcd", "http://e:1", "--node-name", "n",
+    const std::vector<std::string> base{"--cluster-etcd", "https://e:1", "--node-name", "n",
                                         "--cluster-token-file", "t"};
     auto with = [&](std::vector<std::string> more) {
         auto args = base;
@@ -127,6 +129,33 @@ TEST(DaemonOptions, ClusterModeNeedsItsNameAddressAndCredential) {
                                         "--tls-key", "k", "--cluster-ca", "/etc/fleet-ca.pem"}));
     EXPECT_EQ(tls.clusterCa, "/etc/fleet-ca.pem");
     EXPECT_NE(message({"--cluster-ca", "ca.pem"}).find("need --cluster-etcd"), std::string::npos);
+}
+
+TEST(DaemonOptions, PlainHttpBetweenNodesStaysOnLoopbackUnlessTheOperatorSaysOtherwise) {
+    auto message = [](const std::vector<std::string>& args) {
+        try {
+            parseDaemonOptions(args);
+        } catch (const std::exception& e) {
+            return std::string(e.what());
+        }
+        return std::string("taken");
+    };
+    auto node = [](const std::string& etcd, const std::string& advertise) {
+        return std::vector<std::string>{"--cluster-etcd", etcd,      "--node-name",         "n",
+                                        "--advertise-url", advertise, "--cluster-token-file", "t"};
+    };
+    EXPECT_EQ(message(node("http://127.0.0.1:2379", "http://127.0.0.3:8080")), "taken");
+    EXPECT_EQ(message(node("http://[::1]:2379", "http://localhost:8080")), "taken");
+    EXPECT_NE(message(node("http://127.0.0.1:2379", "http://10.0.0.1:8080")).find("--cluster-plain-http"),
+              std::string::npos);
+    EXPECT_NE(message(node("http://10.0.0.9:2379", "http://127.0.0.1:8080")).find("--cluster-etcd"),
+              std::string::npos);
+    EXPECT_NE(message(node("http://127.0.0.1:2379", "http://127.evil.example:8080"))
+                  .find("plain http"),
+              std::string::npos);
+    auto trusted = node("http://10.0.0.9:2379", "http://10.0.0.1:8080");
+    trusted.push_back("--cluster-plain-http");
+    EXPECT_EQ(message(trusted), "taken");
 }
 
 TEST(DaemonOptions, TheUsageNamesEveryOptionTheParserKnows) {

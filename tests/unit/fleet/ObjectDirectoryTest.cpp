@@ -2,6 +2,8 @@
 // with their sandbox or on their own.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "fleet/ObjectDirectory.hpp"
 #include "support/FakeKeyValueStore.hpp"
 
@@ -50,4 +52,19 @@ TEST(ObjectDirectory, KindsKeepApartAndOneObjectIsForgottenAlone) {
     EXPECT_TRUE(evidence.find("evd-two").has_value());
     EXPECT_TRUE(etcd.get(evidence.bySandbox() + "sbx-a/evd-two").has_value());
     EXPECT_FALSE(etcd.get(evidence.bySandbox() + "sbx-a/evd-one").has_value());
+}
+
+TEST(ObjectDirectory, ASandboxsBundlesAreFoundWhereverTheyWereSealed) {
+    test::FakeKeyValueStore etcd;
+    ObjectDirectory evidence(etcd, "evidence");
+    evidence.record("evd-before", {"acme", "node1", "sbx-a"});
+    evidence.record("evd-after", {"acme", "node2", "sbx-a"});
+    evidence.record("evd-other", {"acme", "node1", "sbx-b"});
+    auto sealed = evidence.ofSandbox("sbx-a");
+    ASSERT_EQ(sealed.size(), 2u);
+    std::map<std::string, std::string> nodes;
+    for (const auto& [id, entry] : sealed) nodes[id] = entry.node;
+    EXPECT_EQ(nodes, (std::map<std::string, std::string>{{"evd-after", "node2"},
+                                                         {"evd-before", "node1"}}));
+    EXPECT_TRUE(evidence.ofSandbox("sbx-a/../sbx-b").empty());
 }
