@@ -85,6 +85,7 @@ void IncomingMoves::begin(const std::string& from, MovedSandbox moved,
     a.expected = files;
     a.moved = std::move(moved);
     a.touched = std::chrono::steady_clock::now();
+    a.serial = ++serials_;
     std::string id = a.moved.record.id;
     arrivals_.emplace(id, std::move(a));
     logInfo("fleet", "sandbox " + id + " is arriving from node " + from);
@@ -99,33 +100,57 @@ IncomingMoves::Arrival& IncomingMoves::find(const std::string& from, const std::
 
 void IncomingMoves::write(const std::string& from, const std::string& id, const std::string& file,
                           std::uint64_t offset, std::string_view bytes) {
-    std::lock_guard lock(mutex_);
-    auto& a = find(from, id);
-    if (a.starting) throw Error(ErrorCode::conflict, "sandbox " + id + " is starting already");
-    auto expected = a.expected.find(file);
-    if (expected == a.expected.end())
-        throw Error(ErrorCode::bad_request, "sandbox " + id + " brings no file '" + file + "'");
-    auto& got = a.received[file];
-    if (offset != got)
-        throw Error(ErrorCode::conflict, "file " + file + " of " + id + " is at byte " +
-                                             std::to_string(got) + ", not " +
-                                             std::to_string(offset));
-    if (bytes.size() > kPieceBytes || got + bytes.size() > expected->second.size)
-        throw Error(ErrorCode::bad_request,
-                    "file " + file + " of " + id + " goes past the size it was announced with");
-    UniqueFd fd(::open((a.dir + "/" + file).c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
-    if (!fd) throw Error(ErrorCode::internal, "cannot open " + file + " of " + id);
-    for (std::size_t done = 0; done < bytes.size();) {
-        ssize_t n = ::pwrite(fd.get(), bytes.data() + done, bytes.size() - done,
-                             static_cast<off_t>(offset + done));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0)
-            throw Error(ErrorCode::insufficient_storage,
-                        "cannot write " + file + " of " + id + ": " + std::strerror(errno));
-        done += static_cast<std::size_t>(n);
+    std::string path;
+    std::uint64_t serial = 0;
+    {
+        std::lock_guard lock(mutex_);
+        auto& a = find(from, id);
+        if (a.starting) throw Error(ErrorCode::conflict, "sandbox " + id + " is starting already");
+        if (a.writing)
+            throw Error(ErrorCode::conflict, "a piece of " + id + " is being written already");
+        auto expected = a.expected.find(file);
+        if (expected == a.expected.end())
+            throw Error(ErrorCode::bad_request, "sandbox " + id + " brings no file '" + file + "'");
+        auto got = a.received[file];
+        if (offset != got)
+            throw Error(ErrorCode::conflict, "file " + file + " of " + id + " is at byte " +
+                                                 std::to_string(got) + ", not " +
+                                                 std::to_string(offset));
+        if (bytes.size() > kPieceBytes || got + bytes.size() > expected->second.size)
+            throw Error(ErrorCode::bad_request,
+                        "file " + file + " of " + id + " goes past the size it was announced with");
+        a.writing = true;
+        serial = a.serial;
+        path = a.dir + "/" + file;
     }
-    got += bytes.size();
-    a.touched = std::chrono::steady_clock::now();
+    // Written outside the lock: other arrivals' pieces go on meanwhile.
+    auto finish = [&](bool wrote) {
+        std::lock_guard lock(mutex_);
+        auto it = arrivals_.find(id);
+        if (it == arrivals_.end() || it->second.serial != serial) return false;
+        it->second.writing = false;
+        if (wrote) it->second.received[file] += bytes.size();
+        it->second.touched = std::chrono::steady_clock::now();
+        return true;
+    };
+    try {
+        UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+        if (!fd) throw Error(ErrorCode::internal, "cannot open " + file + " of " + id);
+        for (std::size_t done = 0; done < bytes.size();) {
+            ssize_t n = ::pwrite(fd.get(), bytes.data() + done, bytes.size() - done,
+                                 static_cast<off_t>(offset + done));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0)
+                throw Error(ErrorCode::insufficient_storage,
+                            "cannot write " + file + " of " + id + ": " + std::strerror(errno));
+            done += static_cast<std::size_t>(n);
+        }
+    } catch (...) {
+        finish(false);
+        throw;
+    }
+    if (!finish(true))
+        throw Error(ErrorCode::not_found, "sandbox " + id + " stopped arriving from node " + from);
 }
 
 SandboxRecord IncomingMoves::commit(const std::string& from, const std::string& id,
@@ -138,6 +163,8 @@ SandboxRecord IncomingMoves::commit(const std::string& from, const std::string& 
         std::lock_guard lock(mutex_);
         auto& a = find(from, id);
         if (a.starting) throw Error(ErrorCode::conflict, "sandbox " + id + " is starting already");
+        if (a.writing)
+            throw Error(ErrorCode::conflict, "a piece of " + id + " is still being written");
         for (const auto& [name, d] : a.expected)
             if (a.received[name] != d.size)
                 throw Error(ErrorCode::conflict, "file " + name + " of " + id + " has " +

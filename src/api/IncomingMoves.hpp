@@ -53,6 +53,8 @@ class IncomingMoves {
         std::string dir;
         std::chrono::steady_clock::time_point touched;
         bool starting = false;
+        bool writing = false;  // a piece is being written, outside the lock
+        std::uint64_t serial = 0;  // tells this arrival from a later one of the same id
     };
     Arrival& find(const std::string& from, const std::string& id);
     void dropExpired();
@@ -60,6 +62,7 @@ class IncomingMoves {
 
     SandboxMoves& moves_;
     std::mutex mutex_;
+    std::uint64_t serials_ = 0;
     std::map<std::string, Arrival> arrivals_;
 };
 
