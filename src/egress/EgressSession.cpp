@@ -332,6 +332,11 @@ bool EgressSession::intercept(const SandboxInjections& injections) {
     setup.leaf = std::move(leaf);
     setup.ca = injections.ca->certificate();
     setup.secrets = injections.secrets;
+    setup.secretsNow = [sandbox = std::weak_ptr<SandboxEgress>(sandbox_)] {
+        auto s = sandbox.lock();
+        auto now = s ? s->injections() : nullptr;
+        return now ? now->secrets : std::vector<InjectedSecret>{};
+    };
     setup.guestTls = shared_->guestTls.get();
     setup.upstreamTls = shared_->upstreamTls.get();
     setup.audit = [shared = shared_, sandbox = sandbox_](const std::string& type,

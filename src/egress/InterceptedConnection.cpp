@@ -3,6 +3,8 @@
 #include <openssl/ssl.h>
 #include <sys/ioctl.h>
 
+#include <algorithm>
+
 #include <boost/asio/read.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/write.hpp>
@@ -88,7 +90,8 @@ InterceptedConnection::InterceptedConnection(asio::ip::tcp::socket guestSide,
       upstream_(std::move(upstream), *setup.upstreamTls),
       setup_(std::move(setup)),
       handshakeDeadline_(guest_.get_executor()),
-      answers_(valuesOf(setup_.secrets)) {}
+      answers_(valuesOf(setup_.secrets)),
+      maskedValues_(valuesOf(setup_.secrets)) {}
 
 void InterceptedConnection::start() {
     SSL* s = guest_.native_handle();
@@ -192,6 +195,19 @@ void InterceptedConnection::readHead() {
 }
 
 void InterceptedConnection::onHead(std::size_t headLength) {
+    if (setup_.secretsNow) {
+        setup_.secrets = setup_.secretsNow();
+        // A rotated value is masked in answers from now on too (the old one
+        // still is); swapped between answers only, never mid-hold.
+        bool added = false;
+        for (auto& v : valuesOf(setup_.secrets))
+            if (std::find(maskedValues_.begin(), maskedValues_.end(), v) == maskedValues_.end()) {
+                maskedValues_.push_back(std::move(v));
+                added = true;
+            }
+        if (added && !answers_.holding() && maskedValues_.size() <= 256)
+            answers_ = AnswerMasker(maskedValues_);
+    }
     auto r = rewriteRequestHead(std::string_view(in_).substr(0, headLength), setup_.host,
                                 setup_.port, setup_.secrets, kMaxHead);
     nlohmann::json what{{"host", setup_.host},

@@ -36,6 +36,10 @@ class InterceptedConnection : public std::enable_shared_from_this<InterceptedCon
         std::shared_ptr<const LeafCertificate> leaf;
         X509* ca = nullptr;  // sent after the leaf
         std::vector<InjectedSecret> secrets;
+        // The sandbox's secrets now, read at each request head: a change or a
+        // removal reaches the next request of a kept-alive connection too
+        // (null: `secrets` for the connection's life).
+        std::function<std::vector<InjectedSecret>()> secretsNow;
         boost::asio::ssl::context* guestTls = nullptr;     // guestServerTls()
         boost::asio::ssl::context* upstreamTls = nullptr;  // verifies the host
         Audit audit;
@@ -80,6 +84,7 @@ class InterceptedConnection : public std::enable_shared_from_this<InterceptedCon
     std::array<char, 16 * 1024> guestBuffer_{};
     std::array<char, 16 * 1024> downBuffer_{};
     AnswerMasker answers_;
+    std::vector<std::string> maskedValues_;  // every value this connection's answers are masked of
     std::string downOut_;  // the write to the guest under way
     enum class Body { none, length, chunked, raw };
     Body body_ = Body::none;

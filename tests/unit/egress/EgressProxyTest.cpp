@@ -696,6 +696,48 @@ TEST_F(SecretInjectionTest, AHostThatEchoesTheSecretShowsTheGuestAsterisks) {
         << "the host itself got the value";
 }
 
+// A tenant's rotation or removal reaches a connection the guest keeps
+// open: each request head takes the sandbox's secrets as they are then,
+// and answers mask the new value as well as the old.
+TEST_F(SecretInjectionTest, AKeptAliveConnectionTakesARotationAndARemovalAtItsNextRequest) {
+    test::TlsTestServer echo(certs_.path() + "/server.pem", certs_.path() + "/server.key",
+                             [](const std::string& head) -> std::pair<std::string, std::string> {
+                                 return {"200 OK", head};
+                             });
+    secretsFor(echo.port());
+    startWith({"localhost"}, certs_.path() + "/ca.pem");
+    Client c(guestPort_);
+    ASSERT_TRUE(c.connected);
+    auto tls = connectTls(c, echo.port());
+    ASSERT_TRUE(tls->ok);
+    const std::string request = "GET /echo HTTP/1.1\r\nHost: localhost:" +
+                                std::to_string(echo.port()) + "\r\n\r\n";
+    tls->send(request);
+    EXPECT_EQ(tls->readAnswer().find("real-"), std::string::npos);
+
+    auto rotated = std::make_shared<SandboxInjections>(*injections_);
+    rotated->secrets[0].value = "rotated-token-value-2";
+    ASSERT_TRUE(proxy_->setInjections("sbx-test", rotated));
+    tls->send(request);
+    auto answer = tls->readAnswer();
+    EXPECT_EQ(answer.find("rotated-"), std::string::npos) << "the new value is masked too";
+    EXPECT_NE(answer.find("Authorization: Bearer " + std::string(21, '*')), std::string::npos)
+        << answer;
+
+    auto removed = std::make_shared<SandboxInjections>(*rotated);
+    removed->secrets.erase(removed->secrets.begin());  // TOKEN goes, KEY stays
+    ASSERT_TRUE(proxy_->setInjections("sbx-test", removed));
+    tls->send(request);
+    EXPECT_EQ(tls->readAnswer().find("rotated-"), std::string::npos);
+
+    auto heads = echo.heads();
+    ASSERT_EQ(heads.size(), 3u);
+    EXPECT_NE(heads[0].find("Bearer real-token-value"), std::string::npos) << heads[0];
+    EXPECT_NE(heads[1].find("Bearer rotated-token-value-2"), std::string::npos) << heads[1];
+    EXPECT_EQ(heads[2].find("Authorization"), std::string::npos)
+        << "removed: the same connection's next request goes without it";
+}
+
 TEST_F(SecretInjectionTest, APlaceholderSentElsewhereIsRefusedAndAudited) {
     LocalServer other([](int fd) {
         readHead(fd);
