@@ -23,10 +23,13 @@ std::string chunk(const std::string& data) {
 ConnectStreamSession::ConnectStreamSession(beast::tcp_stream&& stream,
                                            std::chrono::seconds keepalive,
                                            std::string keepaliveJson, std::shared_ptr<void> slots,
-                                           asio::thread_pool& workers)
+                                           asio::thread_pool& workers, Framing framing,
+                                           std::string extraHeaders)
     : stream_(std::move(stream)),
       keepalive_(keepalive),
       keepaliveJson_(std::move(keepaliveJson)),
+      framing_(framing),
+      extraHeaders_(std::move(extraHeaders)),
       slots_(std::move(slots)),
       keepaliveTimer_(stream_.get_executor()),
       deadlineTimer_(stream_.get_executor()),
@@ -57,9 +60,13 @@ void ConnectStreamSession::start() {
                     }));
         });
         self->pipe_.onEnd([raw = self.get()] { raw->finish(true); });
-        self->enqueue(
-            "HTTP/1.1 200 OK\r\nServer: airlockd\r\nContent-Type: application/connect+json\r\n"
-            "Cache-Control: no-store\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+        self->enqueue(std::string("HTTP/1.1 200 OK\r\nServer: airlockd\r\nContent-Type: ") +
+                      (self->framing_ == Framing::sse
+                           ? "text/event-stream\r\nCache-Control: no-cache, no-transform\r\n"
+                             "X-Accel-Buffering: no\r\n"
+                           : "application/connect+json\r\nCache-Control: no-store\r\n") +
+                      self->extraHeaders_ +
+                      "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
         self->lastWrite_ = std::chrono::steady_clock::now();
         self->armKeepalive();
         if (self->deadline_) {
@@ -80,8 +87,13 @@ void ConnectStreamSession::onGone(std::function<void()> f) {
     });
 }
 
+std::string ConnectStreamSession::frame(const std::string& messageJson) const {
+    if (framing_ == Framing::sse) return chunk("data: " + messageJson + "\n\n");
+    return chunk(e2b::encodeEnvelope(e2b::kEnvelopeMessage, messageJson));
+}
+
 bool ConnectStreamSession::push(std::string messageJson, std::shared_ptr<void> hold) {
-    std::string bytes = chunk(e2b::encodeEnvelope(e2b::kEnvelopeMessage, messageJson));
+    std::string bytes = frame(messageJson);
     // Counted before the post: a burst from the source cannot outrun the cap.
     if (pendingBytes_.fetch_add(bytes.size()) + bytes.size() > kMaxQueuedBytes) {
         pendingBytes_.fetch_sub(bytes.size());
@@ -100,10 +112,14 @@ bool ConnectStreamSession::push(std::string messageJson, std::shared_ptr<void> h
 void ConnectStreamSession::end(std::optional<Error> error) {
     asio::post(stream_.get_executor(), [self = shared_from_this(), error] {
         if (self->over_ || self->ending_) return;
-        nlohmann::json j = nlohmann::json::object();
-        if (error) j["error"] = {{"code", error->first}, {"message", error->second}};
-        self->enqueue(chunk(e2b::encodeEnvelope(e2b::kEnvelopeEndStream, jsonText(j))) +
-                      "0\r\n\r\n");
+        if (self->framing_ == Framing::sse) {
+            self->enqueue("0\r\n\r\n");
+        } else {
+            nlohmann::json j = nlohmann::json::object();
+            if (error) j["error"] = {{"code", error->first}, {"message", error->second}};
+            self->enqueue(chunk(e2b::encodeEnvelope(e2b::kEnvelopeEndStream, jsonText(j))) +
+                          "0\r\n\r\n");
+        }
         if (self->over_) return;
         AgentPipe::Chunk last;
         last.end = true;  // written up to here: the session ends cleanly
@@ -146,7 +162,8 @@ void ConnectStreamSession::armKeepalive() {
         if (ec || self->over_ || self->ending_) return;
         if (std::chrono::steady_clock::now() - self->lastWrite_ >= self->keepalive_ &&
             !self->pipe_.writing() && !self->pipe_.queued())
-            self->enqueue(chunk(e2b::encodeEnvelope(e2b::kEnvelopeMessage, self->keepaliveJson_)));
+            self->enqueue(self->framing_ == Framing::sse ? chunk(": keepalive\n\n")
+                                                         : self->frame(self->keepaliveJson_));
         self->armKeepalive();
     });
 }

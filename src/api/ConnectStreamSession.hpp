@@ -23,14 +23,20 @@ namespace airlock::api {
 // once it was written, so a client that reads slowly slows the guest. The
 // queue is bounded as well: a client that stops reading is cut, never
 // buffered for. push/end/cut may be called from any thread.
+//
+// The same session frames Server-Sent Events (MCP's Streamable HTTP): each
+// message a `data:` event, keepalives `: keepalive` comments, and the end
+// the end of the body (an error there is the caller's to send first).
 class ConnectStreamSession : public std::enable_shared_from_this<ConnectStreamSession> {
   public:
     static constexpr std::size_t kMaxQueuedBytes = 4 * 1024 * 1024;
     using Error = std::pair<std::string, std::string>;  // Connect code, message
+    enum class Framing { connect, sse };
 
     ConnectStreamSession(boost::beast::tcp_stream&& stream, std::chrono::seconds keepalive,
                          std::string keepaliveJson, std::shared_ptr<void> slots,
-                         boost::asio::thread_pool& workers);
+                         boost::asio::thread_pool& workers, Framing framing = Framing::connect,
+                         std::string extraHeaders = {});
     // Called once on the session's strand when it is over for any reason
     // (ended, cut, client gone), at once if it is over already: the source
     // stops feeding it. Any thread.
@@ -55,6 +61,9 @@ class ConnectStreamSession : public std::enable_shared_from_this<ConnectStreamSe
     boost::beast::tcp_stream stream_;
     std::chrono::seconds keepalive_;
     std::string keepaliveJson_;
+    Framing framing_;
+    std::string extraHeaders_;  // "Name: value\r\n" lines of the head
+    std::string frame(const std::string& messageJson) const;
     std::shared_ptr<void> slots_;
     std::optional<std::chrono::milliseconds> deadline_;
     boost::asio::steady_timer keepaliveTimer_, deadlineTimer_;

@@ -11,6 +11,7 @@
 #include "api/E2bApi.hpp"
 #include "api/E2bEnvd.hpp"
 #include "api/ErrorMapping.hpp"
+#include "api/McpExchange.hpp"
 #include "api/IncomingMoves.hpp"
 #include "api/RequestParsing.hpp"
 #include "api/SandboxMover.hpp"
@@ -62,6 +63,31 @@ void Router::addStream(std::string method, const std::string& pattern, Roles rol
     r.kind = RouteKind::stream;
     r.stream = [this, factory](StreamHandover& h) { return (this->*factory)(h); };
     table_.add(std::move(r));
+}
+
+void Router::setMcp(McpServer& server) {
+    mcp_ = &server;
+    Route post;
+    post.method = "POST";
+    RouteTable::setPattern(post, "/mcp");
+    post.roles = kAnyRole;
+    post.kind = RouteKind::stream;
+    post.stream = [this](StreamHandover& h) -> std::optional<ApiResponse> {
+        std::make_shared<McpExchange>(std::move(h.stream), std::move(h.buffer), std::move(h.header),
+                                      std::move(h.context), *mcp_)
+            ->start();
+        return std::nullopt;
+    };
+    table_.add(std::move(post));
+    add("DELETE", "/mcp", kAnyRole,
+        [this](Context& c) { return mcp_->remove(c.principal, c.request); });
+    // No stream of the server's own: the client goes on without one.
+    add("GET", "/mcp", kAnyRole, [](Context&) {
+        ApiResponse r = errorResponse(405, "method_not_allowed",
+                                      "/mcp takes POST and DELETE; this server opens no GET stream");
+        r.headers["Allow"] = "POST, DELETE";
+        return r;
+    });
 }
 
 void Router::setE2b(E2bApi& control, E2bEnvd& envd, const e2b::SandboxTokens& tokens) {
@@ -403,7 +429,8 @@ StreamContext Router::streamContext(Admission admission, ApiRequest head,
         std::move(admission.tenant),
         std::move(admission.params),
         std::move(admission.slot),
-        std::move(connectionSlot)};
+        std::move(connectionSlot),
+        std::move(admission.principal)};
 }
 
 Router::Router(FrontDoorServices services, Authenticator& auth, ApiKeys& keys, std::string version,

@@ -40,6 +40,7 @@ namespace airlock::api {
 
 class E2bApi;
 class E2bEnvd;
+class McpServer;
 class IncomingMoves;
 class SandboxMover;
 
@@ -156,6 +157,8 @@ class Router {
     // The E2B front door: its rows join the table; its access tokens are a
     // credential admit() checks.
     void setE2b(E2bApi& control, E2bEnvd& envd, const e2b::SandboxTokens& tokens);
+    // MCP's Streamable HTTP transport at /mcp (rows added once, before serving).
+    void setMcp(McpServer& server);
     // --public-domain: previews get their own origin (<token>.<port>-<id>.D)
     // and the /preview/ path form on the API's origin is closed.
     // listenPort: the URL's port when a request's Host names none.
@@ -343,6 +346,7 @@ class Router {
     SandboxMover* mover_ = nullptr;
     std::function<fleet::NodeCapacity()> localCapacity_;
     E2bEnvd* e2bEnvd_ = nullptr;
+    McpServer* mcp_ = nullptr;
     const e2b::SandboxTokens* e2bTokens_ = nullptr;
     std::string publicDomain_;
     unsigned listenPort_ = 0;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "api/Authenticator.hpp"
 #include "api/HttpTypes.hpp"
 #include "controller/ApprovalGates.hpp"
 #include "controller/GuestFiles.hpp"
@@ -35,6 +36,7 @@ struct StreamContext {
     // connection's place under the server's cap.
     std::shared_ptr<void> tenantSlot;
     std::shared_ptr<void> connectionSlot;
+    Principal principal;  // who calls
 };
 
 // A connection handed to a streaming route once its caller was authorized:

@@ -1,6 +1,7 @@
 #include "cli/CliApp.hpp"
 
 #include <cstdio>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -8,6 +9,7 @@
 #include "cli/EvidenceCommand.hpp"
 #include "cli/ExecStreamClient.hpp"
 #include "cli/HttpClient.hpp"
+#include "cli/McpBridge.hpp"
 
 namespace airlock::cli {
 namespace {
@@ -44,6 +46,7 @@ const char* kUsage =
     "  evidence seal ID | ls ID | get EVD [-o FILE]   seal, list, download evidence bundles\n"
     "  evidence review EVD approve|reject [REASON]   a human's decision (approver key)\n"
     "  evidence verify FILE [--key PEM] [--repo DIR]   check a bundle offline (exit 0: it holds)\n"
+    "  mcp                                MCP over stdin/stdout for clients that spawn a process\n"
     "environment: AIRLOCK_URL (default http://127.0.0.1:8080), AIRLOCK_API_KEY\n";
 
 struct CliError {
@@ -522,6 +525,14 @@ int cmdRun(Invocation& in) {
     return code;
 }
 
+// airlock mcp: MCP over stdio, forwarded to the daemon's /mcp.
+int cmdMcp(Invocation& in) {
+    if (!in.args.empty()) throw CliError{"usage: airlock mcp (MCP over stdin/stdout)", 2};
+    // Lives until exit: its threads may outlast this call.
+    auto* bridge = new McpBridge(HttpClient(in.url, in.apiKey), std::cin, in.out, in.err);
+    return bridge->run();
+}
+
 // The commands, as `airlock <name> ...` names them.
 struct Command {
     const char* name;
@@ -547,6 +558,7 @@ constexpr Command kCommands[] = {
     {"evidence", &cmdEvidence},
     {"rm", &cmdRm},
     {"run", &cmdRun},
+    {"mcp", &cmdMcp},
 };
 
 }  // namespace

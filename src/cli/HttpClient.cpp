@@ -112,4 +112,52 @@ HttpResult HttpClient::getStreaming(const std::string& target, const std::functi
     return HttpResult{status, errorBody};
 }
 
+void HttpClient::exchange(const std::string& method, const std::string& target,
+                          const std::string& body, const Headers& headers,
+                          const std::function<void(int, const Headers&)>& onHead,
+                          const std::function<void(const char*, std::size_t)>& sink,
+                          std::chrono::seconds timeout) {
+    asio::io_context ioc;
+    asio::ip::tcp::resolver resolver(ioc);
+    beast::tcp_stream stream(ioc);
+    beast::error_code ec;
+    auto endpoints = resolver.resolve(host_, port_, ec);
+    if (ec) throw std::runtime_error("cannot resolve " + host_ + ": " + ec.message());
+    stream.expires_after(std::chrono::seconds(10));
+    stream.connect(endpoints, ec);
+    if (ec) throw std::runtime_error("cannot connect to " + host_ + ":" + port_ + ": " + ec.message());
+    http::request<http::string_body> req(http::string_to_verb(method), target, 11);
+    req.set(http::field::host, host_ + ":" + port_);
+    req.set(http::field::user_agent, "airlock-cli");
+    for (const auto& [name, value] : headers) req.set(name, value);
+    req.body() = body;
+    req.prepare_payload();
+    stream.expires_after(timeout);
+    http::write(stream, req, ec);
+    if (ec) throw std::runtime_error("sending the request failed: " + ec.message());
+    beast::flat_buffer buffer;
+    http::response_parser<http::buffer_body> parser;
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+    http::read_header(stream, buffer, parser, ec);
+    if (ec) throw std::runtime_error("reading the response failed: " + ec.message());
+    Headers got;
+    for (const auto& field : parser.get()) {
+        std::string name(field.name_string());
+        for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        got[name] = std::string(field.value());
+    }
+    onHead(static_cast<int>(parser.get().result_int()), got);
+    char chunk[65536];
+    while (!parser.is_done()) {
+        parser.get().body().data = chunk;
+        parser.get().body().size = sizeof chunk;
+        http::read(stream, buffer, parser, ec);
+        if (ec == http::error::need_buffer) ec = {};
+        std::size_t n = sizeof chunk - parser.get().body().size;
+        if (n) sink(chunk, n);
+        if (ec == http::error::end_of_stream || ec == asio::error::eof) break;
+        if (ec) throw std::runtime_error("the answer broke off: " + ec.message());
+    }
+}
+
 }  // namespace airlock::cli

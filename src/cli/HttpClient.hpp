@@ -1,6 +1,7 @@
 #pragma once
 #include <chrono>
 #include <functional>
+#include <map>
 #include <string>
 
 namespace airlock::cli {
@@ -24,6 +25,15 @@ public:
     // Streams a 200 response body to `sink` as it arrives; other statuses
     // come back with their (small) body.
     HttpResult getStreaming(const std::string& target, const std::function<void(const char*, std::size_t)>& sink);
+    // Any request with its own headers; the answer's head goes to onHead
+    // (status, headers by lower-case name) and its body to `sink` as it
+    // arrives, whatever the status (chunked or close-delimited bodies too).
+    using Headers = std::map<std::string, std::string>;
+    void exchange(const std::string& method, const std::string& target, const std::string& body,
+                  const Headers& headers, const std::function<void(int, const Headers&)>& onHead,
+                  const std::function<void(const char*, std::size_t)>& sink,
+                  std::chrono::seconds timeout);
+    const std::string& apiKey() const { return apiKey_; }
     const std::string& host() const { return host_; }
     const std::string& port() const { return port_; }
 

@@ -96,7 +96,8 @@ ExecSubmission SandboxCommands::submit(const std::string& tenant, const std::str
 std::optional<GatedExec> SandboxCommands::submitAsync(const std::string& tenant,
                                                       const std::string& id,
                                                       const ExecOptions& requested,
-                                                      ExecCompletion done) {
+                                                      ExecCompletion done,
+                                                      std::shared_ptr<ExecCancel> cancel) {
     ExecOptions options = requested;
     options.trace = newId("ex-");
     auto r = p_.sandboxes.requireRunning(tenant, id);
@@ -129,7 +130,8 @@ std::optional<GatedExec> SandboxCommands::submitAsync(const std::string& tenant,
                      p_.sandboxes.record(id, tenant, "exec.failed", data, masker.get());
                  }
                  done(std::move(out), error);
-             });
+             },
+             cancel);
     return std::nullopt;
 }
 
@@ -175,8 +177,36 @@ void SandboxCommands::runApproved(GatedExec g) {
     }
 }
 
+void ExecCancel::attach(const std::shared_ptr<PendingExec>& pending, Audit audit) {
+    std::optional<std::string> why;
+    {
+        std::lock_guard lock(mutex_);
+        pending_ = pending;
+        audit_ = std::move(audit);
+        why = cancelled_;
+    }
+    if (why) cancel(*why);  // it came before the command started
+}
+
+void ExecCancel::cancel(const std::string& why) {
+    std::shared_ptr<PendingExec> pending;
+    Audit audit;
+    {
+        std::lock_guard lock(mutex_);
+        if (stopped_) return;
+        cancelled_ = why;
+        pending = pending_.lock();
+        if (!pending) return;  // not started yet: attach stops it
+        stopped_ = true;
+        audit = audit_;
+    }
+    if (pending->ended()) return;
+    if (audit) audit(why);
+    pending->cancel(Error(ErrorCode::conflict, "the command was cancelled: " + why));
+}
+
 void SandboxCommands::runAsync(const SandboxRecord& r, const ExecOptions& options,
-                               ExecCompletion done) {
+                               ExecCompletion done, const std::shared_ptr<ExecCancel>& cancel) {
     requireRunningState(r);
     auto agent = p_.sandboxes.agentFor(r.id);
     // Secrets scoped to this command join its environment; whatever comes
@@ -210,6 +240,11 @@ void SandboxCommands::runAsync(const SandboxRecord& r, const ExecOptions& option
     }
     // The agent enforces the command's own timeout; the extra margin covers
     // the channel and a loaded machine.
+    if (cancel)
+        cancel->attach(pending, [this, r, masker, command = commandText(options)](
+                                    const std::string& why) {
+            record(r, "exec.cancelled", {{"command", command}, {"reason", why}}, masker.get());
+        });
     auto wait = std::chrono::milliseconds(request.timeout_ms) + std::chrono::seconds(15);
     std::weak_ptr<PendingExec> weak = pending;
     auto id = p_.timers.schedule(TimerQueue::Clock::now() + wait, [weak] {

@@ -41,6 +41,26 @@ struct TerminalOptions {
 // environment and the secrets scoped to it, its output masked, its
 // deadline on the timer queue (no thread waits for a command), and is
 // known as running in its sandbox while it runs (RunningCommands).
+// A REST exec's stop switch (an MCP client's notifications/cancelled):
+// cancel() kills the command in the guest (its stream reset), audits
+// exec.cancelled with the reason, and the exec's completion gets
+// Error(conflict). Any thread, before the command started or after it
+// ended (then it does nothing).
+class ExecCancel {
+  public:
+    void cancel(const std::string& why);
+
+  private:
+    friend class SandboxCommands;
+    using Audit = std::function<void(const std::string& why)>;
+    void attach(const std::shared_ptr<PendingExec>& pending, Audit audit);
+    std::mutex mutex_;
+    std::weak_ptr<PendingExec> pending_;
+    Audit audit_;
+    std::optional<std::string> cancelled_;
+    bool stopped_ = false;
+};
+
 class SandboxCommands {
   public:
     // Every command's environment before its own: the sandbox's, plus the
@@ -70,7 +90,8 @@ class SandboxCommands {
     // error) arrives on `done`, called once from another thread.
     using ExecCompletion = std::function<void(std::optional<ExecOutput>, std::exception_ptr)>;
     std::optional<GatedExec> submitAsync(const std::string& tenant, const std::string& id,
-                                         const ExecOptions& options, ExecCompletion done);
+                                         const ExecOptions& options, ExecCompletion done,
+                                         std::shared_ptr<ExecCancel> cancel = nullptr);
     // Runs an approved REST exec (its gate was decided): started here,
     // finished and audited on the agent's thread.
     void runApproved(GatedExec g);
@@ -119,7 +140,8 @@ class SandboxCommands {
     void requireAllowed(const SandboxRecord& r, const ExecOptions& options, const char* path);
     // Starts the command; `done` gets its masked output or error. The
     // command's timeout plus a margin is enforced by the timer queue.
-    void runAsync(const SandboxRecord& r, const ExecOptions& options, ExecCompletion done);
+    void runAsync(const SandboxRecord& r, const ExecOptions& options, ExecCompletion done,
+                  const std::shared_ptr<ExecCancel>& cancel = nullptr);
     // The request the agent gets: the sandbox's environment, then the
     // command's, then the secrets scoped to it.
     protocol::ExecRequest agentRequest(const SandboxRecord& r, const ExecOptions& options,

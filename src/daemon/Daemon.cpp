@@ -16,6 +16,7 @@
 #include "agentclient/AgentTransport.hpp"
 #include "api/Authenticator.hpp"
 #include "api/E2bApi.hpp"
+#include "api/McpServer.hpp"
 #include "api/E2bEnvd.hpp"
 #include "api/HttpServer.hpp"
 #include "api/MetricsServer.hpp"
@@ -470,11 +471,34 @@ int runDaemon(const DaemonOptions& options) {
                          e2bTokens, auth, router.limiter(), workers,
                          options.publicDomain);
     router.setE2b(e2bApi, e2bEnvd, e2bTokens);
+    // The MCP door: each tool is a REST call to this very listener, made as
+    // the caller (their key), so it is what the route does.
+    std::atomic<unsigned> selfPort{0};
+    std::shared_ptr<boost::asio::ssl::context> selfTls;
+    if (tls) {
+        selfTls = std::make_shared<boost::asio::ssl::context>(boost::asio::ssl::context::tls_client);
+        selfTls->set_verify_mode(boost::asio::ssl::verify_none);  // our own socket, on loopback
+    }
+    std::string selfHost = options.listenHost == "0.0.0.0" || options.listenHost.empty() ? "127.0.0.1"
+                           : options.listenHost == "::" ? "::1"
+                                                       : options.listenHost;
+    api::McpTools mcpTools(
+        controller.frontDoorServices(),
+        [&selfPort, selfTls, selfHost](const std::string& method, const std::string& target,
+                                       const std::map<std::string, std::string>& headers,
+                                       const std::string& body,
+                                       std::chrono::steady_clock::time_point deadline) {
+            fleet::HttpPeer peer{selfHost, std::to_string(selfPort.load()), selfTls.get()};
+            return fleet::httpExchange(peer, method, target, headers, body, deadline, 8u << 20);
+        });
+    api::McpServer mcpServer(mcpTools, version);
+    router.setMcp(mcpServer);
     api::HttpLimits limits;
     limits.maxConnections = options.maxConnections;
     api::HttpServer server(ioc, options.listenHost, options.listenPort, router, controller.sandboxes(), workers,
                            limits, tls);
     router.setPublicDomain(options.publicDomain, server.port());
+    selfPort = server.port();
     logInfo("airlockd", std::string("listening on ") + (tls ? "https://" : "http://") +
                             options.listenHost + ":" + std::to_string(server.port()));
     std::unique_ptr<api::MetricsServer> metricsServer;

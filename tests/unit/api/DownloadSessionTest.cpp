@@ -60,7 +60,7 @@ class DownloadSessionTest : public test::ControllerFixture {
         asio::ip::tcp::socket client(io);
         client.connect(acceptor.local_endpoint());
         beast::tcp_stream served(acceptor.accept());
-        StreamContext context{StreamServices{controller->files(), controller->ports(), controller->commands(), controller->gates()}, workers, ApiRequest{}, "t1", {}, nullptr, nullptr};
+        StreamContext context{StreamServices{controller->files(), controller->ports(), controller->commands(), controller->gates()}, workers, ApiRequest{}, "t1", {}, nullptr, nullptr, {}};
         std::make_shared<DownloadSession>(
             std::move(served), std::move(context),
             [agent](AgentStream::Handler handler) {
@@ -196,7 +196,7 @@ class FollowedBodyTest : public DownloadSessionTest {
         acceptor.emplace(io, asio::ip::tcp::endpoint{asio::ip::make_address("127.0.0.1"), 0});
         client = std::make_unique<asio::ip::tcp::socket>(io);
         client->connect(acceptor->local_endpoint());
-        StreamContext context{StreamServices{controller->files(), controller->ports(), controller->commands(), controller->gates()}, workers, ApiRequest{}, "t1", {}, nullptr, nullptr};
+        StreamContext context{StreamServices{controller->files(), controller->ports(), controller->commands(), controller->gates()}, workers, ApiRequest{}, "t1", {}, nullptr, nullptr, {}};
         auto opened = agent;
         std::make_shared<DownloadSession>(
             beast::tcp_stream(acceptor->accept()), std::move(context),
