@@ -4,6 +4,7 @@
 #include "../controller/ControllerFixture.hpp"
 #include "api/E2bApi.hpp"
 #include "api/E2bEnvd.hpp"
+#include "api/McpServer.hpp"
 #include "api/Router.hpp"
 #include "store/ApiKeyStore.hpp"
 
@@ -21,8 +22,14 @@ class FrontDoorsFixture : public test::ControllerFixture {
           e2b(controller->frontDoorServices(), tokens, "sbx.test"),
           envd(EnvdSandboxes{controller->sandboxes(), controller->files(), controller->ports(),
                              controller->commands()},
-               tokens, auth, router.limiter(), workers, "sbx.test") {
+               tokens, auth, router.limiter(), workers, "sbx.test"),
+          mcpTools(controller->frontDoorServices(),
+                   [](const std::string&, const std::string&,
+                      const std::map<std::string, std::string>&, const std::string&,
+                      std::chrono::steady_clock::time_point) { return fleet::HttpAnswer{}; }),
+          mcp(mcpTools, "test") {
         router.setE2b(e2b, envd, tokens);
+        router.setMcp(mcp);
     }
     ~FrontDoorsFixture() override { workers.join(); }
 
@@ -33,6 +40,8 @@ class FrontDoorsFixture : public test::ControllerFixture {
     E2bApi e2b;
     boost::asio::thread_pool workers{1};
     E2bEnvd envd;
+    McpTools mcpTools;
+    McpServer mcp;
 };
 
 }  // namespace airlock::api
