@@ -42,7 +42,11 @@ bool mediaIs(const std::string& value, const char* type) {
 McpServer::McpServer(McpTools& tools, std::string version, mcp::McpSessions::Limits limits)
     : tools_(tools), version_(std::move(version)), sessions_(limits) {}
 
-McpServer::~McpServer() { calls_.join(); }
+McpServer::~McpServer() {
+    // Calls that wait (for a human, a command) stop now, not at their timeout.
+    sessions_.closeAll();
+    calls_.join();
+}
 
 bool McpServer::supportedVersion(const std::string& v) {
     return v == "2025-11-25" || v == "2025-06-18" || v == "2025-03-26";

@@ -151,7 +151,8 @@ void HttpClient::exchange(const std::string& method, const std::string& target,
     while (!parser.is_done()) {
         parser.get().body().data = chunk;
         parser.get().body().size = sizeof chunk;
-        http::read(stream, buffer, parser, ec);
+        // Whatever arrived, as it arrives: an event stream's events one by one.
+        http::read_some(stream, buffer, parser, ec);
         if (ec == http::error::need_buffer) ec = {};
         std::size_t n = sizeof chunk - parser.get().body().size;
         if (n) sink(chunk, n);

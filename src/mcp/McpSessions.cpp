@@ -86,6 +86,16 @@ bool McpSessions::close(const std::string& id, const std::string& keyId) {
     return true;
 }
 
+void McpSessions::closeAll() {
+    std::vector<std::function<void()>> cancels;
+    {
+        std::lock_guard lock(mutex_);
+        while (!sessions_.empty())
+            for (auto& c : eraseLocked(sessions_.begin())) cancels.push_back(std::move(c));
+    }
+    for (auto& c : cancels) c();
+}
+
 std::size_t McpSessions::size() {
     std::lock_guard lock(mutex_);
     return sessions_.size();

@@ -41,6 +41,8 @@ class McpSessions {
     // Ends it, cancelling its calls in flight; false when find would not find it.
     bool close(const std::string& id, const std::string& keyId);
     std::size_t size();
+    // Every session ends, its calls cancelled (the server is stopping).
+    void closeAll();
 
     // A call in flight under `requestId` (its JSON text). False (and nothing
     // registered) when that id was cancelled already or the session has too

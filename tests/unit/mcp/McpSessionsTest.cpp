@@ -62,6 +62,18 @@ TEST(McpSessions, ACancelStopsTheCallInFlightOrOneThatStartsAfterIt) {
     EXPECT_EQ(stopped, 2) << "a session that ends stops its calls";
 }
 
+TEST(McpSessions, ClosingAllStopsEveryCallInFlight) {
+    McpSessions sessions;
+    int stopped = 0;
+    auto a = sessions.open("k1", "v");
+    auto b = sessions.open("k2", "v");
+    ASSERT_TRUE(sessions.begin(a, "1", [&] { ++stopped; }));
+    ASSERT_TRUE(sessions.begin(b, "1", [&] { ++stopped; }));
+    sessions.closeAll();
+    EXPECT_EQ(stopped, 2);
+    EXPECT_EQ(sessions.size(), 0u);
+}
+
 TEST(McpSessions, ASessionWithACallRunningDoesNotIdleOut) {
     McpSessions::Limits limits;
     limits.idle = 1s;
