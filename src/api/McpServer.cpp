@@ -46,6 +46,7 @@ McpServer::~McpServer() {
     // Calls that wait (for a human, a command) stop now, not at their timeout.
     sessions_.closeAll();
     calls_.join();
+    requests_.join();
 }
 
 bool McpServer::supportedVersion(const std::string& v) {
@@ -121,18 +122,21 @@ void McpServer::post(const Principal& caller, const ApiRequest& request,
         return reply->answer(ApiResponse{202, "", ""});
     }
     if (m.method == "tools/call") return callTool(caller, *session, m.id, m.params, request, reply);
-    McpCall call;
-    call.principal = caller;
-    call.authorization = request.authorization;
-    json answer;
-    try {
-        answer = JsonRpc::result(m.id, handleRequest(caller, *session, m.method, m.params, call));
-    } catch (const RpcError& e) {
-        answer = JsonRpc::error(m.id, e.code(), e.what(), e.data());
-    } catch (const std::exception& e) {
-        answer = JsonRpc::error(m.id, rpc::kInternalError, e.what());
-    }
-    reply->answer(jsonRpcAnswer(200, answer.get<std::string>()));
+    boost::asio::post(requests_, [this, caller, session = *session, m, reply,
+                                  authorization = request.authorization] {
+        McpCall call;
+        call.principal = caller;
+        call.authorization = authorization;
+        std::string answer;
+        try {
+            answer = JsonRpc::result(m.id, handleRequest(caller, session, m.method, m.params, call));
+        } catch (const RpcError& e) {
+            answer = JsonRpc::error(m.id, e.code(), e.what(), e.data());
+        } catch (const std::exception& e) {
+            answer = JsonRpc::error(m.id, rpc::kInternalError, e.what());
+        }
+        reply->answer(jsonRpcAnswer(200, std::move(answer)));
+    });
 }
 
 json McpServer::handleRequest(const Principal& caller, const mcp::McpSessions::Session&,

@@ -53,7 +53,12 @@ class McpServer {
     McpTools& tools_;
     std::string version_;
     mcp::McpSessions sessions_;
+    // Pools of the MCP door's own: its requests make REST calls to this
+    // listener, which the daemon's workers serve, so none of them waits on
+    // a daemon worker. Tool calls (which may wait on a human) apart from
+    // other requests; notifications never wait on either.
     boost::asio::thread_pool calls_{16};
+    boost::asio::thread_pool requests_{4};
 };
 
 }  // namespace airlock::api

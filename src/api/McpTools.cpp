@@ -1,5 +1,7 @@
 #include "api/McpTools.hpp"
 
+#include <condition_variable>
+#include <future>
 #include <thread>
 
 #include "api/ErrorMapping.hpp"
@@ -333,6 +335,7 @@ McpToolResult McpTools::runCommand(const json& a, McpCall& call) {
     } catch (const Error& e) {
         throw RpcError(mcp::rpc::kInvalidParams, e.what());
     }
+    if (!services_.sandboxes.ownerOf(id)) return runElsewhere(id, body, call);
     std::string tenant = tenantOf(call, id);
     services_.sandboxes.get(tenant, id);  // another tenant's is not found
     struct Outcome {
@@ -375,6 +378,31 @@ McpToolResult McpTools::runCommand(const json& a, McpCall& call) {
     McpToolResult r;
     r.structured = execOutputJson(*outcome->out);
     return r;
+}
+
+McpToolResult McpTools::runElsewhere(const std::string& id, const json& body, McpCall& call) {
+    // Not on this node (a fleet's other node, or nowhere): the REST exec,
+    // which the route table forwards to the sandbox's node. A cancel cannot
+    // reach the command there: it runs to its end (or its timeout).
+    auto started = std::chrono::steady_clock::now();
+    auto answer = std::async(std::launch::async, [this, &call, id, body] {
+        return rest(call, "POST", "/v1/sandboxes/" + id + "/exec", body,
+                    std::chrono::seconds(body.value("timeout_s", 60) + 60));
+    });
+    while (answer.wait_for(std::chrono::seconds(1)) != std::future_status::ready) {
+        if (call.cancelled->load()) continue;  // no progress after a cancel
+        auto s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started).count();
+        if (call.progress) call.progress(static_cast<double>(s), "running for " + std::to_string(s) + " s");
+    }
+    auto a = answer.get();
+    if (a.status == 202 && a.body.is_object()) {
+        McpToolResult r;
+        r.structured = {{"state", "pending_approval"}};
+        for (const char* k : {"approval_id", "exec_id", "class", "reason"})
+            if (a.body.contains(k)) r.structured[k] = a.body[k];
+        return r;
+    }
+    return fromAnswer(a, nullptr);
 }
 
 McpToolResult McpTools::waitForApproval(const json& a, McpCall& call) {

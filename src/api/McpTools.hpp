@@ -86,6 +86,7 @@ class McpTools {
     // 2xx: the body as the result; else a tool error naming the REST error.
     static McpToolResult fromAnswer(const Answer& a, std::function<nlohmann::json(const nlohmann::json&)> shape);
     McpToolResult runCommand(const nlohmann::json& args, McpCall& call);
+    McpToolResult runElsewhere(const std::string& id, const nlohmann::json& body, McpCall& call);
     McpToolResult waitForApproval(const nlohmann::json& args, McpCall& call);
     std::string tenantOf(const McpCall& call, const std::string& sandboxId);
 
