@@ -101,7 +101,7 @@ HttpResult HttpClient::getStreaming(const std::string& target, const std::functi
     while (!parser.is_done()) {
         parser.get().body().data = chunk;
         parser.get().body().size = sizeof chunk;
-        http::read(stream, buffer, parser, ec);
+        http::read_some(stream, buffer, parser, ec);  // as it arrives (logs -f)
         if (ec == http::error::need_buffer) ec = {};
         std::size_t n = sizeof chunk - parser.get().body().size;
         if (status == 200) sink(chunk, n);
