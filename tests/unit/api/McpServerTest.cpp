@@ -111,7 +111,8 @@ TEST_F(McpServerTest, EachMessageGetsWhatTheTransportSays) {
     EXPECT_EQ(unknown->body()["error"]["code"], -32601);
     EXPECT_EQ(unknown->body()["id"], 3);
     auto listed = post(R"({"jsonrpc":"2.0","id":4,"method":"tools/list"})", in);
-    for (const auto& t : listed->body()["result"]["tools"])
+    auto listedBody = listed->body();  // held: a range over a temporary's member dangles
+    for (const auto& t : listedBody["result"]["tools"])
         EXPECT_NE(t["name"], "decide_approval") << "an agent key is not offered it";
     auto badTool = post(R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"nope"}})", in);
     ASSERT_TRUE(badTool->streaming);
