@@ -1,13 +1,14 @@
 #include "api/McpTools.hpp"
 
-#include <condition_variable>
 #include <future>
 #include <thread>
 
 #include "api/ErrorMapping.hpp"
 #include "api/RequestParsing.hpp"
 #include "api/RouteTable.hpp"
+#include "core/AwaitedResult.hpp"
 #include "core/Error.hpp"
+#include "core/UrlEncode.hpp"
 #include "mcp/JsonRpc.hpp"
 #include "mcp/ToolArguments.hpp"
 
@@ -41,21 +42,6 @@ json hints(bool readOnly, bool destructive, bool idempotent, bool openWorld) {
             {"openWorldHint", openWorld}};
 }
 const json kSandboxId = {{"type", "string"}, {"maxLength", 64}, {"description", "the sandbox's id (sbx-...)"}};
-
-std::string encode(const std::string& s) {
-    static const char* hex = "0123456789ABCDEF";
-    std::string out;
-    for (unsigned char c : s) {
-        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
-            out += static_cast<char>(c);
-        } else {
-            out += '%';
-            out += hex[c >> 4];
-            out += hex[c & 15];
-        }
-    }
-    return out;
-}
 
 // A sandbox id as it may go into a path.
 std::string idArg(const json& args, const char* key = "sandbox_id") {
@@ -304,7 +290,7 @@ void McpTools::addCommandTools() {
          output({{"state", {{"type", "string"}}}}), hints(true, false, true, false), kDrive,
          [this](const json& a, McpCall& call) {
              return fromAnswer(rest(call, "GET", "/v1/sandboxes/" + idArg(a) + "/processes/" +
-                                                     encode(a["process_id"].get<std::string>())),
+                                                     urlEncode(a["process_id"].get<std::string>())),
                                nullptr);
          }});
     add({"stop_process", "Stop a process", "Sends a signal (TERM by default) to a background process.",
@@ -315,7 +301,7 @@ void McpTools::addCommandTools() {
              return fromAnswer(
                  rest(call, "POST",
                       "/v1/sandboxes/" + idArg(a) + "/processes/" +
-                          encode(a["process_id"].get<std::string>()) + "/signal",
+                          urlEncode(a["process_id"].get<std::string>()) + "/signal",
                       json{{"signal", a.value("signal", "TERM")}}),
                  nullptr);
          }});
@@ -338,24 +324,8 @@ McpToolResult McpTools::runCommand(const json& a, McpCall& call) {
     if (!services_.sandboxes.ownerOf(id)) return runElsewhere(id, body, call);
     std::string tenant = tenantOf(call, id);
     services_.sandboxes.get(tenant, id);  // another tenant's is not found
-    struct Outcome {
-        std::mutex m;
-        std::condition_variable cv;
-        bool done = false;
-        std::optional<ExecOutput> out;
-        std::exception_ptr error;
-    };
-    auto outcome = std::make_shared<Outcome>();
-    auto pending = services_.commands.submitAsync(
-        tenant, id, options,
-        [outcome](std::optional<ExecOutput> out, std::exception_ptr error) {
-            std::lock_guard lock(outcome->m);
-            outcome->out = std::move(out);
-            outcome->error = error;
-            outcome->done = true;
-            outcome->cv.notify_all();
-        },
-        call.cancel);
+    AwaitedResult<ExecOutput> outcome;
+    auto pending = services_.commands.submitAsync(tenant, id, options, outcome.callback(), call.cancel);
     if (pending) {
         McpToolResult r;
         r.structured = {{"state", "pending_approval"},
@@ -366,17 +336,13 @@ McpToolResult McpTools::runCommand(const json& a, McpCall& call) {
         return r;
     }
     auto started = std::chrono::steady_clock::now();
-    std::unique_lock lock(outcome->m);
-    while (!outcome->cv.wait_for(lock, std::chrono::seconds(1), [&] { return outcome->done; })) {
+    while (!outcome.waitFor(std::chrono::seconds(1))) {
         if (!call.progress) continue;
         auto s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started).count();
-        lock.unlock();
         call.progress(static_cast<double>(s), "running for " + std::to_string(s) + " s");
-        lock.lock();
     }
-    if (outcome->error) std::rethrow_exception(outcome->error);
     McpToolResult r;
-    r.structured = execOutputJson(*outcome->out);
+    r.structured = execOutputJson(outcome.get());
     return r;
 }
 
@@ -448,7 +414,7 @@ void McpTools::addFileTools() {
          hints(true, false, true, false), kDrive,
          [this](const json& a, McpCall& call) {
              std::string path = a["path"].get<std::string>();
-             auto answer = rest(call, "GET", "/v1/sandboxes/" + idArg(a) + "/files?path=" + encode(path));
+             auto answer = rest(call, "GET", "/v1/sandboxes/" + idArg(a) + "/files?path=" + urlEncode(path));
              if (answer.status != 200) return fromAnswer(answer, nullptr);
              if (answer.raw.size() > (4u << 20)) return toolError("payload_too_large", path + " is larger than 4 MiB");
              McpToolResult r;
@@ -462,7 +428,7 @@ void McpTools::addFileTools() {
          hints(false, true, true, false), kDrive,
          [this](const json& a, McpCall& call) {
              std::string path = a["path"].get<std::string>();
-             return fromAnswer(rest(call, "PUT", "/v1/sandboxes/" + idArg(a) + "/files?path=" + encode(path),
+             return fromAnswer(rest(call, "PUT", "/v1/sandboxes/" + idArg(a) + "/files?path=" + urlEncode(path),
                                     json(a["content"].get<std::string>()), std::chrono::seconds(120),
                                     "application/octet-stream"),
                                [path](const json& b) {
@@ -477,7 +443,7 @@ void McpTools::addFileTools() {
          hints(true, false, true, false), kDrive,
          [this](const json& a, McpCall& call) {
              return fromAnswer(rest(call, "GET", "/v1/sandboxes/" + idArg(a) + "/fs?path=" +
-                                                     encode(a["path"].get<std::string>())),
+                                                     urlEncode(a["path"].get<std::string>())),
                                nullptr);
          }});
 }

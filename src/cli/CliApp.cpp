@@ -10,6 +10,7 @@
 #include "cli/ExecStreamClient.hpp"
 #include "cli/HttpClient.hpp"
 #include "cli/McpBridge.hpp"
+#include "core/UrlEncode.hpp"
 
 namespace airlock::cli {
 namespace {
@@ -116,20 +117,6 @@ bool takeFlag(std::vector<std::string>& args, const std::string& name) {
 std::string createSandbox(HttpClient& c, const std::string& tmpl) {
     return expectJson(c.request("POST", "/v1/sandboxes", json{{"template", tmpl}}.dump()),
                       201)["id"];
-}
-
-std::string urlEncode(const std::string& s) {
-    std::string out;
-    for (unsigned char c : s) {
-        if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~')
-            out.push_back(static_cast<char>(c));
-        else {
-            char buf[4];
-            std::snprintf(buf, sizeof buf, "%%%02X", c);
-            out += buf;
-        }
-    }
-    return out;
 }
 
 // "ID:/path" -> {ID, /path}; empty id when it is a local path.

@@ -12,6 +12,19 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace asio = boost::asio;
 
+namespace {
+// Resolved and connected within 10 s, or runtime_error naming what failed.
+void connectTo(beast::tcp_stream& stream, const std::string& host, const std::string& port) {
+    asio::ip::tcp::resolver resolver(stream.get_executor());
+    beast::error_code ec;
+    auto endpoints = resolver.resolve(host, port, ec);
+    if (ec) throw std::runtime_error("cannot resolve " + host + ": " + ec.message());
+    stream.expires_after(std::chrono::seconds(10));
+    stream.connect(endpoints, ec);
+    if (ec) throw std::runtime_error("cannot connect to " + host + ":" + port + ": " + ec.message());
+}
+}  // namespace
+
 HttpClient::HttpClient(std::string baseUrl, std::string apiKey) : apiKey_(std::move(apiKey)) {
     const std::string scheme = "http://";
     if (baseUrl.rfind(scheme, 0) != 0) throw std::runtime_error("AIRLOCK_URL must start with http://");
@@ -25,14 +38,9 @@ HttpClient::HttpClient(std::string baseUrl, std::string apiKey) : apiKey_(std::m
 HttpResult HttpClient::request(const std::string& method, const std::string& target, const std::string& body,
                                const std::string& contentType, std::chrono::seconds timeout) {
     asio::io_context ioc;
-    asio::ip::tcp::resolver resolver(ioc);
     beast::tcp_stream stream(ioc);
+    connectTo(stream, host_, port_);
     beast::error_code ec;
-    auto endpoints = resolver.resolve(host_, port_, ec);
-    if (ec) throw std::runtime_error("cannot resolve " + host_ + ": " + ec.message());
-    stream.expires_after(std::chrono::seconds(10));
-    stream.connect(endpoints, ec);
-    if (ec) throw std::runtime_error("cannot connect to " + host_ + ":" + port_ + ": " + ec.message());
 
     http::request<http::string_body> req(http::string_to_verb(method), target, 11);
     req.set(http::field::host, host_);
@@ -118,14 +126,9 @@ void HttpClient::exchange(const std::string& method, const std::string& target,
                           const std::function<void(const char*, std::size_t)>& sink,
                           std::chrono::seconds timeout) {
     asio::io_context ioc;
-    asio::ip::tcp::resolver resolver(ioc);
     beast::tcp_stream stream(ioc);
+    connectTo(stream, host_, port_);
     beast::error_code ec;
-    auto endpoints = resolver.resolve(host_, port_, ec);
-    if (ec) throw std::runtime_error("cannot resolve " + host_ + ": " + ec.message());
-    stream.expires_after(std::chrono::seconds(10));
-    stream.connect(endpoints, ec);
-    if (ec) throw std::runtime_error("cannot connect to " + host_ + ":" + port_ + ": " + ec.message());
     http::request<http::string_body> req(http::string_to_verb(method), target, 11);
     req.set(http::field::host, host_ + ":" + port_);
     req.set(http::field::user_agent, "airlock-cli");
