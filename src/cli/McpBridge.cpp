@@ -5,6 +5,7 @@
 #include <istream>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <stdexcept>
 #include <thread>
 
 namespace airlock::cli {
@@ -63,6 +64,8 @@ McpBridge::Posted McpBridge::post(const std::string& line, const std::string& id
             }
             // Server-Sent Events: each event's data lines are one message.
             pending.append(data, n);
+            if (pending.size() > (16u << 20))
+                throw std::runtime_error("an event of the answer is larger than 16 MiB");
             for (std::size_t end; (end = pending.find("\n\n")) != std::string::npos;) {
                 std::string event = pending.substr(0, end);
                 pending.erase(0, end + 2);
