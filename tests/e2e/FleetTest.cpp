@@ -124,6 +124,21 @@ class Fleet : public ::testing::Test {
         return head + "\r\n";
     }
 
+    // Waits until `id` runs on a node other than `from`; its last answer.
+    static cli::HttpResult waitMovedOff(test::ApiClient& client, const std::string& id,
+                                        const std::string& from, std::chrono::seconds within) {
+        cli::HttpResult got;
+        EXPECT_TRUE(test::waitFor(
+            [&] {
+                got = client.request("GET", "/v1/sandboxes/" + id);
+                auto j = json::parse(got.body, nullptr, false);
+                return got.status == 200 && j.is_object() && j.value("node", "") != from &&
+                       j.value("state", "") == "running";
+            },
+            within, 500ms))
+            << got.status << " " << got.body;
+        return got;
+    }
     static constexpr int kNodes = 3;
     static int indexOf(const std::string& name) {
         return name.size() == 5 && name[4] >= '1' && name[4] <= '3' ? name[4] - '1' : 0;
@@ -668,16 +683,7 @@ TEST_F(Fleet, ADrainWithMoveTakesARunningSandboxToTheOtherNodeWhole) {
     auto moving = json::parse(drained.body)["moving"];
     EXPECT_NE(std::find(moving.begin(), moving.end(), id), moving.end()) << drained.body;
 
-    cli::HttpResult got;
-    EXPECT_TRUE(test::waitFor(
-        [&] {
-            got = client.request("GET", "/v1/sandboxes/" + id);
-            auto j = json::parse(got.body, nullptr, false);
-            return got.status == 200 && j.is_object() && j.value("node", "") != from &&
-                   j.value("state", "") == "running";
-        },
-        180s, 500ms))
-        << got.status << " " << got.body;
+    auto got = waitMovedOff(client, id, from, 180s);
     EXPECT_NE(json::parse(got.body).value("placement", "").find("moved here from " + from),
               std::string::npos)
         << got.body;
@@ -740,16 +746,7 @@ TEST_F(Fleet, ADrainWithMoveTakesADiskThatReadsASnapshotLayer) {
     ASSERT_EQ(exec("echo after > ~/after && sync").status, 200);
     auto drained = client.request("POST", "/v1/nodes/" + from + "/drain", R"({"move":true})");
     ASSERT_EQ(drained.status, 202) << drained.body;
-    cli::HttpResult got;
-    EXPECT_TRUE(test::waitFor(
-        [&] {
-            got = client.request("GET", "/v1/sandboxes/" + id);
-            auto j = json::parse(got.body, nullptr, false);
-            return got.status == 200 && j.is_object() && j.value("node", "") != from &&
-                   j.value("state", "") == "running";
-        },
-        300s, 500ms))
-        << got.status << " " << got.body;
+    waitMovedOff(client, id, from, 300s);
     auto both = exec("cat ~/before ~/after");
     ASSERT_EQ(both.status, 200) << both.body;
     EXPECT_EQ(json::parse(both.body)["stdout"], "before\nafter\n") << both.body;
@@ -808,16 +805,7 @@ TEST_F(Fleet, ADrainWithMoveTakesAWorkspaceWithItsCommitsAndItsEvidenceList) {
     ASSERT_EQ(drained.status, 202) << drained.body;
     auto moving = json::parse(drained.body)["moving"];
     EXPECT_NE(std::find(moving.begin(), moving.end(), id), moving.end()) << drained.body;
-    cli::HttpResult got;
-    EXPECT_TRUE(test::waitFor(
-        [&] {
-            got = client.request("GET", "/v1/sandboxes/" + id);
-            auto j = json::parse(got.body, nullptr, false);
-            return got.status == 200 && j.is_object() && j.value("node", "") != from &&
-                   j.value("state", "") == "running";
-        },
-        180s, 500ms))
-        << got.status << " " << got.body;
+    waitMovedOff(client, id, from, 180s);
 
     auto ws = client.request("GET", "/v1/sandboxes/" + id + "/workspace");
     ASSERT_EQ(ws.status, 200) << ws.body;

@@ -77,6 +77,16 @@ TEST(DaemonOptions, RejectsBadFlags) {
     EXPECT_EQ(parseDaemonOptions({"--exec-output-cap", "65536"}).execOutputCap, 65536u);
 }
 
+// What the options say to `args`: their refusal, or "taken".
+std::string refusalOf(const std::vector<std::string>& args) {
+    try {
+        parseDaemonOptions(args);
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return "taken";
+}
+
 TEST(DaemonOptions, ClusterModeNeedsItsNameAddressAndCredential) {
     auto o = parseDaemonOptions({"--cluster-etcd", "http://127.0.0.1:2379,https://10.0.0.2:2379",
                                  "--node-name", "node1", "--advertise-url",
@@ -89,29 +99,21 @@ TEST(DaemonOptions, ClusterModeNeedsItsNameAddressAndCredential) {
     EXPECT_EQ(o.advertiseUrl, "http://10.0.0.1:8080");
     EXPECT_EQ(o.clusterTokenFile, "/etc/t");
     EXPECT_TRUE(parseDaemonOptions({}).clusterEtcd.empty());
-    auto message = [](const std::vector<std::string>& args) {
-        try {
-            parseDaemonOptions(args);
-        } catch (const std::exception& e) {
-            return std::string(e.what());
-        }
-        return std::string("taken");
-    };
-    EXPECT_NE(message({"--cluster-etcd", "http://e:1", "--advertise-url", "http://a:1",
+    EXPECT_NE(refusalOf({"--cluster-etcd", "http://e:1", "--advertise-url", "http://a:1",
                        "--cluster-token-file", "t"})
                   .find("--node-name"),
               std::string::npos);
-    EXPECT_NE(message({"--cluster-etcd", "http://e:1", "--node-name", "n",
+    EXPECT_NE(refusalOf({"--cluster-etcd", "http://e:1", "--node-name", "n",
                        "--cluster-token-file", "t"})
                   .find("--advertise-url"),
               std::string::npos);
-    EXPECT_NE(message({"--cluster-etcd", "http://e:1", "--node-name", "n", "--advertise-url",
+    EXPECT_NE(refusalOf({"--cluster-etcd", "http://e:1", "--node-name", "n", "--advertise-url",
                        "http://a:1"})
                   .find("--cluster-token-file"),
               std::string::npos);
-    EXPECT_NE(message({"--node-name", "n"}).find("need --cluster-etcd"), std::string::npos);
-    EXPECT_NE(message({"--cluster-etcd", "etcd:2379"}).find("http"), std::string::npos);
-    EXPECT_NE(message({"--advertise-url", "10.0.0.1:8080"}).find("http"), std::string::npos);
+    EXPECT_NE(refusalOf({"--node-name", "n"}).find("need --cluster-etcd"), std::string::npos);
+    EXPECT_NE(refusalOf({"--cluster-etcd", "etcd:2379"}).find("http"), std::string::npos);
+    EXPECT_NE(refusalOf({"--advertise-url", "10.0.0.1:8080"}).find("http"), std::string::npos);
     // A node serves what it advertises: https with a certificate, http without.
     const std::vector<std::string> base{"--cluster-etcd", "https://e:1", "--node-name", "n",
                                         "--cluster-token-file", "t"};
@@ -120,42 +122,34 @@ TEST(DaemonOptions, ClusterModeNeedsItsNameAddressAndCredential) {
         args.insert(args.end(), more.begin(), more.end());
         return args;
     };
-    EXPECT_NE(message(with({"--advertise-url", "https://a:1"})).find("--tls-cert"),
+    EXPECT_NE(refusalOf(with({"--advertise-url", "https://a:1"})).find("--tls-cert"),
               std::string::npos);
-    EXPECT_NE(message(with({"--advertise-url", "http://a:1", "--tls-cert", "c", "--tls-key", "k"}))
+    EXPECT_NE(refusalOf(with({"--advertise-url", "http://a:1", "--tls-cert", "c", "--tls-key", "k"}))
                   .find("https://"),
               std::string::npos);
     auto tls = parseDaemonOptions(with({"--advertise-url", "https://a:1", "--tls-cert", "c",
                                         "--tls-key", "k", "--cluster-ca", "/etc/fleet-ca.pem"}));
     EXPECT_EQ(tls.clusterCa, "/etc/fleet-ca.pem");
-    EXPECT_NE(message({"--cluster-ca", "ca.pem"}).find("need --cluster-etcd"), std::string::npos);
+    EXPECT_NE(refusalOf({"--cluster-ca", "ca.pem"}).find("need --cluster-etcd"), std::string::npos);
 }
 
 TEST(DaemonOptions, PlainHttpBetweenNodesStaysOnLoopbackUnlessTheOperatorSaysOtherwise) {
-    auto message = [](const std::vector<std::string>& args) {
-        try {
-            parseDaemonOptions(args);
-        } catch (const std::exception& e) {
-            return std::string(e.what());
-        }
-        return std::string("taken");
-    };
     auto node = [](const std::string& etcd, const std::string& advertise) {
         return std::vector<std::string>{"--cluster-etcd", etcd,      "--node-name",         "n",
                                         "--advertise-url", advertise, "--cluster-token-file", "t"};
     };
-    EXPECT_EQ(message(node("http://127.0.0.1:2379", "http://127.0.0.3:8080")), "taken");
-    EXPECT_EQ(message(node("http://[::1]:2379", "http://localhost:8080")), "taken");
-    EXPECT_NE(message(node("http://127.0.0.1:2379", "http://10.0.0.1:8080")).find("--cluster-plain-http"),
+    EXPECT_EQ(refusalOf(node("http://127.0.0.1:2379", "http://127.0.0.3:8080")), "taken");
+    EXPECT_EQ(refusalOf(node("http://[::1]:2379", "http://localhost:8080")), "taken");
+    EXPECT_NE(refusalOf(node("http://127.0.0.1:2379", "http://10.0.0.1:8080")).find("--cluster-plain-http"),
               std::string::npos);
-    EXPECT_NE(message(node("http://10.0.0.9:2379", "http://127.0.0.1:8080")).find("--cluster-etcd"),
+    EXPECT_NE(refusalOf(node("http://10.0.0.9:2379", "http://127.0.0.1:8080")).find("--cluster-etcd"),
               std::string::npos);
-    EXPECT_NE(message(node("http://127.0.0.1:2379", "http://127.evil.example:8080"))
+    EXPECT_NE(refusalOf(node("http://127.0.0.1:2379", "http://127.evil.example:8080"))
                   .find("plain http"),
               std::string::npos);
     auto trusted = node("http://10.0.0.9:2379", "http://10.0.0.1:8080");
     trusted.push_back("--cluster-plain-http");
-    EXPECT_EQ(message(trusted), "taken");
+    EXPECT_EQ(refusalOf(trusted), "taken");
 }
 
 TEST(DaemonOptions, TheUsageNamesEveryOptionTheParserKnows) {

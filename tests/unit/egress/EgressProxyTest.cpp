@@ -513,6 +513,15 @@ using Ssl = std::unique_ptr<SSL, decltype(&SSL_free)>;
 
 // The "internet" host over TLS (certificate from certDir): 200 to a
 // request that carries `wanted` in its head, else 401.
+// A TLS host that answers each request with the head it got.
+std::unique_ptr<test::TlsTestServer> echoHost(const std::string& certDir) {
+    return std::make_unique<test::TlsTestServer>(
+        certDir + "/server.pem", certDir + "/server.key",
+        [](const std::string& head) -> std::pair<std::string, std::string> {
+            return {"200 OK", head};
+        });
+}
+
 std::unique_ptr<test::TlsTestServer> tlsHost(const std::string& certDir, std::string wanted) {
     return std::make_unique<test::TlsTestServer>(
         certDir + "/server.pem", certDir + "/server.key",
@@ -670,10 +679,8 @@ TEST_F(SecretInjectionTest, TheHostGetsTheSecretTheGuestNeverHeld) {
 // A host that echoes what it got shows the guest no value: the answer
 // comes uncompressed and the value, split across reads or not, is masked.
 TEST_F(SecretInjectionTest, AHostThatEchoesTheSecretShowsTheGuestAsterisks) {
-    test::TlsTestServer echo(certs_.path() + "/server.pem", certs_.path() + "/server.key",
-                             [](const std::string& head) -> std::pair<std::string, std::string> {
-                                 return {"200 OK", head};
-                             });
+    auto echoed = echoHost(certs_.path());
+    auto& echo = *echoed;
     secretsFor(echo.port());
     startWith({"localhost"}, certs_.path() + "/ca.pem");
     Client c(guestPort_);
@@ -700,10 +707,8 @@ TEST_F(SecretInjectionTest, AHostThatEchoesTheSecretShowsTheGuestAsterisks) {
 // open: each request head takes the sandbox's secrets as they are then,
 // and answers mask the new value as well as the old.
 TEST_F(SecretInjectionTest, AKeptAliveConnectionTakesARotationAndARemovalAtItsNextRequest) {
-    test::TlsTestServer echo(certs_.path() + "/server.pem", certs_.path() + "/server.key",
-                             [](const std::string& head) -> std::pair<std::string, std::string> {
-                                 return {"200 OK", head};
-                             });
+    auto echoed = echoHost(certs_.path());
+    auto& echo = *echoed;
     secretsFor(echo.port());
     startWith({"localhost"}, certs_.path() + "/ca.pem");
     Client c(guestPort_);
