@@ -64,6 +64,9 @@ void ConnectStreamSession::start() {
                       (self->framing_ == Framing::sse
                            ? "text/event-stream\r\nCache-Control: no-cache, no-transform\r\n"
                              "X-Accel-Buffering: no\r\n"
+                       : self->framing_ == Framing::text
+                           ? "text/plain; charset=utf-8\r\nCache-Control: no-store\r\n"
+                             "X-Accel-Buffering: no\r\n"
                            : "application/connect+json\r\nCache-Control: no-store\r\n") +
                       self->extraHeaders_ +
                       "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
@@ -89,6 +92,7 @@ void ConnectStreamSession::onGone(std::function<void()> f) {
 
 std::string ConnectStreamSession::frame(const std::string& messageJson) const {
     if (framing_ == Framing::sse) return chunk("data: " + messageJson + "\n\n");
+    if (framing_ == Framing::text) return messageJson.empty() ? std::string() : chunk(messageJson);
     return chunk(e2b::encodeEnvelope(e2b::kEnvelopeMessage, messageJson));
 }
 
@@ -112,7 +116,7 @@ bool ConnectStreamSession::push(std::string messageJson, std::shared_ptr<void> h
 void ConnectStreamSession::end(std::optional<Error> error) {
     asio::post(stream_.get_executor(), [self = shared_from_this(), error] {
         if (self->over_ || self->ending_) return;
-        if (self->framing_ == Framing::sse) {
+        if (self->framing_ != Framing::connect) {
             self->enqueue("0\r\n\r\n");
         } else {
             nlohmann::json j = nlohmann::json::object();

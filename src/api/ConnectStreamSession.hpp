@@ -31,7 +31,8 @@ class ConnectStreamSession : public std::enable_shared_from_this<ConnectStreamSe
   public:
     static constexpr std::size_t kMaxQueuedBytes = 4 * 1024 * 1024;
     using Error = std::pair<std::string, std::string>;  // Connect code, message
-    enum class Framing { connect, sse };
+    // text: each message as it is, in its own chunk (a followed build log).
+    enum class Framing { connect, sse, text };
 
     ConnectStreamSession(boost::beast::tcp_stream&& stream, std::chrono::seconds keepalive,
                          std::string keepaliveJson, std::shared_ptr<void> slots,

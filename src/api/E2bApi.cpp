@@ -1,4 +1,5 @@
 #include "api/E2bApi.hpp"
+#include "api/E2bTemplates.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -167,14 +168,16 @@ bool E2bApi::owns(const std::string& path) {
 void E2bApi::addRoutes(RouteTable& table) {
     // Approvers decide; they never drive sandboxes (the agent never approves
     // its own commands, and an approver key never runs them).
-    constexpr Roles kDrivers = kAgentRole | kAdminRole;
+    // (kAgentRole | kAdminRole: the default of every row below)
     auto add = [&](const char* method, const char* pattern,
-                   std::function<ApiResponse(RouteContext&)> handler) {
+                   std::function<ApiResponse(RouteContext&)> handler, Roles roles = kAgentRole | kAdminRole,
+                   std::size_t bodyLimit = 0) {
         Route r;
         r.door = Door::e2b_control;
         r.method = method;
         RouteTable::setPattern(r, pattern);
-        r.roles = kDrivers;
+        r.roles = roles;
+        r.bodyLimit = bodyLimit;
         r.errors = ErrorShape::e2b;
         r.handler = [handler = std::move(handler)](RouteContext& c, Respond respond) {
             respond(handler(c));
@@ -204,6 +207,24 @@ void E2bApi::addRoutes(RouteTable& table) {
     add("GET", "/snapshots", [this](RouteContext& c) { return listSnapshots(c); });
     add("DELETE", "/templates/{}", [this](RouteContext& c) { return deleteSnapshot(c); });
     add("POST", "/sandboxes/{}/fork", [this](RouteContext& c) { return fork(c); });
+    // The SDK's Template builder (E2bTemplates): who may build a native
+    // template may build one here.
+    constexpr Roles kBuilders = kApproverRole | kAdminRole;
+    add("POST", "/v3/templates", [this](RouteContext& c) { return templates().requestBuild(c); }, kBuilders);
+    add("GET", "/templates/aliases/{}", [this](RouteContext& c) { return templates().alias(c); }, kBuilders);
+    add("GET", "/templates/{}/files/{}", [this](RouteContext& c) { return templates().fileLink(c); }, kBuilders);
+    // The SDK sends no key with the archive: the link's token is its authorization.
+    add("PUT", "/templates/{}/files/{}/upload", [this](RouteContext& c) { return templates().upload(c); },
+        kPublicRoute, E2bTemplates::kMaxArchive);
+    add("POST", "/v2/templates/{}/builds/{}", [this](RouteContext& c) { return templates().startBuild(c); },
+        kBuilders);
+    add("GET", "/templates/{}/builds/{}/status", [this](RouteContext& c) { return templates().status(c); },
+        kBuilders);
+}
+
+E2bTemplates& E2bApi::templates() {
+    if (!templates_) throw Error(ErrorCode::unavailable, "template builds are not enabled on this server");
+    return *templates_;
 }
 
 ApiResponse E2bApi::get(RouteContext& c) {

@@ -18,6 +18,8 @@ namespace airlock::api {
 // X-API-KEY (an Airlock key, or the same key with e2b_ in place of ak_),
 // errors rendered as {"code": status, "message"} (the SDK reads the code
 // from the body).
+class E2bTemplates;
+
 class E2bApi {
   public:
     E2bApi(const FrontDoorServices& services, const e2b::SandboxTokens& tokens,
@@ -37,8 +39,12 @@ class E2bApi {
     // with this node's (E2B's order, filters and pages over them all).
     using OtherNodesSandboxes = std::function<std::vector<SandboxRecord>(RouteContext&)>;
     void setOtherNodesSandboxes(OtherNodesSandboxes other) { otherNodes_ = std::move(other); }
+    // The SDK's Template builder (without: its rows answer 503).
+    void setTemplates(E2bTemplates* templates) { templates_ = templates; }
 
   private:
+    E2bTemplates& templates();
+    E2bTemplates* templates_ = nullptr;
     ApiResponse create(RouteContext& c);
     ApiResponse list(RouteContext& c);
     ApiResponse get(RouteContext& c);

@@ -273,7 +273,7 @@ void HttpSession::startStream(const Router::Selection& selection, Router::Admiss
     try {
         // Every keyed stream is a sandbox's: another tenant's (or a missing)
         // sandbox answers 404 here, before any upgrade.
-        if (route.roles != Router::kPublic && !admission.params.empty())
+        if (route.roles != Router::kPublic && route.sandboxStream && !admission.params.empty())
             sandboxes_.get(admission.tenant, admission.params[0]);
         StreamContext ctx =
             router_.streamContext(std::move(admission), std::move(head), connectionSlot_, workers_);

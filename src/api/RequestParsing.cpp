@@ -165,6 +165,16 @@ CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     return r;
 }
 
+void applyBuildSandboxSettings(const nlohmann::json& settings, CreateSandboxRequest& into) {
+    json create = json::object();
+    for (const char* k : {"policy", "packages", "network"})
+        if (settings.contains(k)) create[k] = settings[k];
+    auto parsed = parseCreateSandbox(create.dump());
+    into.policy = parsed.policy;
+    into.packages = parsed.packages;
+    into.networkAllow = parsed.networkAllow;
+}
+
 std::vector<std::string> parseNetwork(const nlohmann::json& j) {
     if (!j.is_object())
         throw Error(ErrorCode::bad_request,

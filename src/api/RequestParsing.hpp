@@ -22,6 +22,9 @@ namespace airlock::api {
 // Turns request bodies into controller commands. Unknown fields, wrong types
 // and out-of-range values throw Error(bad_request) with a readable message.
 CreateSandboxRequest parseCreateSandbox(const std::string& body);
+// A template build's sandbox settings ({policy, packages, network}, as a
+// create takes them) into the build sandbox's request.
+void applyBuildSandboxSettings(const nlohmann::json& settings, CreateSandboxRequest& into);
 ExecOptions parseExec(const std::string& body);
 // The first message of a WebSocket exec: exec fields plus tty, rows, cols.
 ExecOptions parseExecStart(const std::string& body, TerminalOptions& terminal);

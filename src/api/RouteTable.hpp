@@ -107,6 +107,8 @@ struct Route {
     bool prefix = false;               // the pattern matches the start of the path
     Roles roles = kPublicRoute;
     std::size_t bodyLimit = 0;  // unary and connect_stream bodies; 0: the server's default
+    // A stream whose first param names a sandbox (found before the handover).
+    bool sandboxStream = true;
     ErrorShape errors = ErrorShape::native;
     RouteKind kind = RouteKind::unary;
     AsyncHandler handler;

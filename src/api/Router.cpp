@@ -55,8 +55,10 @@ void Router::add(std::string method, const std::string& pattern, Roles roles,
 }
 
 void Router::addStream(std::string method, const std::string& pattern, Roles roles,
-                       std::optional<ApiResponse> (Router::*factory)(StreamHandover&)) {
+                       std::optional<ApiResponse> (Router::*factory)(StreamHandover&),
+                       bool sandboxStream) {
     Route r;
+    r.sandboxStream = sandboxStream;
     r.method = std::move(method);
     RouteTable::setPattern(r, pattern);
     r.roles = roles;
@@ -443,6 +445,12 @@ Router::Router(FrontDoorServices services, Authenticator& auth, ApiKeys& keys, s
     // Service, templates, sandboxes and snapshots (RouterSandboxes.cpp).
     add("GET", "/healthz", kPublic, &Router::health);
     add("GET", "/v1/templates", kAnyRole, &Router::listTemplates);
+    // Templates tenants build (RouterTemplates.cpp).
+    add("POST", "/v1/templates", kReviewers, &Router::buildTemplate).bodyLimit = kMaxTemplateBody;
+    add("GET", "/v1/templates/{}", kAnyRole, &Router::getTemplate);
+    add("DELETE", "/v1/templates/{}", kReviewers, &Router::deleteTemplate);
+    add("GET", "/v1/templates/{}/builds/{}", kAnyRole, &Router::getTemplateBuild);
+    addStream("GET", "/v1/templates/{}/builds/{}/logs", kAnyRole, &Router::templateBuildLogs, false);
     add("POST", "/v1/sandboxes", kDrivers, &Router::createSandbox);
     add("GET", "/v1/sandboxes", kAnyRole, &Router::listSandboxes);
     add("GET", "/v1/sandboxes/{}", kAnyRole, &Router::getSandbox);

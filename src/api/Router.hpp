@@ -34,6 +34,9 @@ class NodeMembership;
 struct NodeCapacity;
 struct ForwardedCaller;
 }  // namespace fleet
+namespace templates {
+class TemplateBuilder;
+}
 }  // namespace airlock
 
 namespace airlock::api {
@@ -62,6 +65,8 @@ class Router {
     static constexpr Roles kAnyRole = kAgent | kApprover | kAdmin;
     static constexpr Roles kAdmins = kAdmin;
     static constexpr Roles kNodes = kNodeRoute;
+    // A template build's request: its spec, Dockerfile and build context.
+    static constexpr std::size_t kMaxTemplateBody = 256u << 20;
 
     using Context = RouteContext;
     using Handler = std::function<ApiResponse(Context&)>;
@@ -157,6 +162,12 @@ class Router {
     // The E2B front door: its rows join the table; its access tokens are a
     // credential admit() checks.
     void setE2b(E2bApi& control, E2bEnvd& envd, const e2b::SandboxTokens& tokens);
+    // Template builds (without: their routes answer 503); `buildsDir` holds
+    // uploaded build contexts until the builder takes them.
+    void setTemplates(templates::TemplateBuilder* builder, std::string buildsDir) {
+        templates_ = builder;
+        templateBuildsDir_ = std::move(buildsDir);
+    }
     // MCP's Streamable HTTP transport at /mcp (rows added once, before serving).
     void setMcp(McpServer& server);
     // --public-domain: previews get their own origin (<token>.<port>-<id>.D)
@@ -188,7 +199,8 @@ class Router {
              void (Router::*handler)(Context&, Respond));
     // A pattern ending in "/**" matches every path below it.
     void addStream(std::string method, const std::string& pattern, Roles roles,
-                   std::optional<ApiResponse> (Router::*factory)(StreamHandover&));
+                   std::optional<ApiResponse> (Router::*factory)(StreamHandover&),
+                   bool sandboxStream = true);
     // The credential a door's requests carry, resolved to its key.
     Principal callerFor(const ApiRequest& head, Door door, const std::string& sandboxId,
                         std::function<void()>& wake);
@@ -292,6 +304,12 @@ class Router {
 
     workspace::WorkspaceService& workspaces();
     EvidenceService& evidence();
+    templates::TemplateBuilder& templateBuilder();
+    ApiResponse buildTemplate(Context& c);
+    ApiResponse getTemplate(Context& c);
+    ApiResponse deleteTemplate(Context& c);
+    ApiResponse getTemplateBuild(Context& c);
+    std::optional<ApiResponse> templateBuildLogs(StreamHandover& h);
     std::optional<std::string> ownerOf(const std::string& id);
     // A sandbox's JSON naming this node, in a fleet (RouterNodes.cpp).
     nlohmann::json withNode(nlohmann::json sandbox) const;
@@ -347,6 +365,8 @@ class Router {
     std::function<fleet::NodeCapacity()> localCapacity_;
     E2bEnvd* e2bEnvd_ = nullptr;
     McpServer* mcp_ = nullptr;
+    templates::TemplateBuilder* templates_ = nullptr;
+    std::string templateBuildsDir_;
     const e2b::SandboxTokens* e2bTokens_ = nullptr;
     std::string publicDomain_;
     unsigned listenPort_ = 0;

@@ -48,20 +48,6 @@ ApiResponse Router::health(Context&) {
               {"limits", limitsJson(services_.host.enforcedLimits())}});
 }
 
-// GET /v1/templates
-ApiResponse Router::listTemplates(Context&) {
-    json list = json::array();
-    for (const auto& t : services_.host.templates().list())
-        list.push_back({{"name", t.name},
-                        {"vcpus", t.vcpus},
-                        {"memory_mib", t.memoryMib},
-                        {"digest", t.digest},
-                        {"kernel_version", t.kernelVersion},
-                        {"has_disk", !t.diskPath.empty()},
-                        {"warm", services_.host.hasWarmSnapshot(t.name)}});
-    return jsonResponse(200, {{"templates", list}});
-}
-
 // POST /v1/sandboxes
 ApiResponse Router::createSandbox(Context& c) {
     auto request = parseCreateSandbox(c.request.body);

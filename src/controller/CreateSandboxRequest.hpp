@@ -69,6 +69,9 @@ struct CreateSandboxRequest {
     PortAccess portAccess = PortAccess::exposed;
     // Traffic to it while paused resumes it (needs on_timeout pause).
     bool autoResume = false;
+    // The template builder's own: `snapshot` may be a build's snapshot (a
+    // cached layer). No front door sets it.
+    bool fromBuildSnapshot = false;
 };
 
 }  // namespace airlock

@@ -298,11 +298,27 @@ SandboxRecord SandboxController::launch(const std::string& tenant,
             throw Error(ErrorCode::bad_request, "a clone of a snapshot cannot boot cold");
         auto snap =
             isValidId(request.snapshot, "snap-") ? snapshots_.find(request.snapshot) : std::nullopt;
-        if (!snap || snap->tenant != tenant || snap->state != SnapshotState::ready)
+        if (!snap || snap->tenant != tenant || snap->state != SnapshotState::ready ||
+            (isBuildKind(snap->kind) && !request.fromBuildSnapshot))
             throw Error(ErrorCode::not_found, "no snapshot " + request.snapshot);
         return createFromSnapshot(tenant, request, *snap);
     }
     auto tmpl = templates_.find(request.templateName);
+    if (!tmpl && userTemplates_) {
+        // A template the tenant built: a clone of its ready snapshot, with its env.
+        if (auto built = userTemplates_(tenant, request.templateName)) {
+            auto snap = snapshots_.find(built->snapshotId);
+            if (!snap || snap->tenant != tenant || snap->state != SnapshotState::ready)
+                throw Error(ErrorCode::not_found,
+                            "template '" + request.templateName + "' has no ready snapshot");
+            if (request.boot == BootMode::cold)
+                throw Error(ErrorCode::bad_request,
+                            "a built template starts from its ready snapshot; it cannot boot cold");
+            CreateSandboxRequest withEnv = request;
+            for (const auto& [k, v] : built->env) withEnv.env.try_emplace(k, v);
+            return createFromSnapshot(tenant, withEnv, *snap);
+        }
+    }
     if (!tmpl)
         throw Error(ErrorCode::not_found, "no template named '" + request.templateName + "'");
     if (request.boot != BootMode::cold) {

@@ -224,6 +224,17 @@ class SandboxController : private Sandboxes,
     using SandboxSnapshots::snapshot;
     SnapshotRecord snapshot(const std::string& tenant, const std::string& id,
                             const SnapshotName& name) override;
+    SnapshotRecord buildSnapshot(const std::string& tenant, const std::string& id,
+                                 const std::string& kind) override;
+    // A tenant's own template (a built one): the snapshot its sandboxes
+    // clone and the env they get. Set once, before serving.
+    struct UserTemplate {
+        std::string snapshotId;
+        std::map<std::string, std::string> env;
+    };
+    using UserTemplateLookup =
+        std::function<std::optional<UserTemplate>(const std::string& tenant, const std::string& ref)>;
+    void setUserTemplates(UserTemplateLookup lookup) { userTemplates_ = std::move(lookup); }
     // Snapshots as files and records: get, list, and their files' paths.
     SnapshotLibrary& snapshots() { return snapshotLibrary_; }
     // Hidden at once (SnapshotLibrary::remove); spares kept for its clones go.
@@ -255,6 +266,7 @@ class SandboxController : private Sandboxes,
     SandboxMetrics& metrics() { return metrics_; }
     // The lifecycle as the E2B doors use it, and no more.
     Sandboxes& sandboxes() { return *this; }
+    SandboxAccess& access() { return *this; }
     // What the native API (and any front door) reaches, part by part.
     FrontDoorServices frontDoorServices() {
         return FrontDoorServices{*this,     *this,          snapshotLibrary_, commands_,
@@ -331,6 +343,9 @@ class SandboxController : private Sandboxes,
     static constexpr const char* kSpareTenant = "_spare";
 
   private:
+    SnapshotRecord takeSnapshot(const std::string& tenant, const std::string& id,
+                                const SnapshotName& name, const std::string& kind);
+    UserTemplateLookup userTemplates_;
     // create's work, before the fleet records where the sandbox lives.
     SandboxRecord launch(const std::string& tenant, const CreateSandboxRequest& request);
     SandboxRecord createFromSnapshot(const std::string& tenant, const CreateSandboxRequest& request,

@@ -305,9 +305,22 @@ void requireValidName(const SnapshotName& name) {
 SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std::string& id,
                                            const SnapshotName& name) {
     requireValidName(name);
+    return takeSnapshot(tenant, id, name, tenant == kWarmTenant ? "warm" : "user");
+}
+
+SnapshotRecord SandboxController::buildSnapshot(const std::string& tenant, const std::string& id,
+                                                const std::string& kind) {
+    if (kind != "layer" && kind != "template")
+        throw Error(ErrorCode::internal, "no build snapshot of kind " + kind);
+    return takeSnapshot(tenant, id, SnapshotName{}, kind);
+}
+
+SnapshotRecord SandboxController::takeSnapshot(const std::string& tenant, const std::string& id,
+                                               const SnapshotName& name, const std::string& kind) {
+    bool inQuota = kind == "user";
     requireOwned(tenant, id);
     requireFreeSpace("snapshot");
-    tenantLimits_.requireSnapshotQuota(tenant);  // early, cheap; checked again where it is counted
+    if (inQuota) tenantLimits_.requireSnapshotQuota(tenant);  // early, cheap; checked again below
     auto lifecycle = lifecycleMutex(id);
     std::lock_guard op(*lifecycle);
     auto r = requireOwned(tenant, id);
@@ -327,7 +340,7 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
     SnapshotRecord s;
     s.id = newId("snap-");
     s.tenant = tenant;
-    s.kind = tenant == kWarmTenant ? "warm" : "user";
+    s.kind = kind;
     s.sourceSandbox = id;
     s.templateName = tmpl->name;
     s.templateDigest = tmpl->digest;
@@ -343,7 +356,7 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
         // take the tenant's last one.
         auto quota = tenantLimits_.quotaLock(tenant);
         std::lock_guard counted(*quota);
-        tenantLimits_.requireSnapshotQuota(tenant);
+        if (inQuota) tenantLimits_.requireSnapshotQuota(tenant);
         snapshots_.insert(s);  // written first: recover() removes a half-taken snapshot
     }
     if (workspaces_) workspaces_->copy(id, s.id);  // its clones get the sandbox's workspace
@@ -409,7 +422,7 @@ SnapshotRecord SandboxController::snapshot(const std::string& tenant, const std:
     std::int64_t total = snapshotLibrary_.seal(s);
     record(id, tenant, "snapshot.created",
            {{"snapshot", s.id}, {"size_bytes", total}, {"held_ms", pausedMs}});
-    spares_->want(spareShapeOf(s), std::chrono::milliseconds(0), s.id);
+    if (kind != "layer") spares_->want(spareShapeOf(s), std::chrono::milliseconds(0), s.id);
     logInfo("controller", "snapshot " + s.id + " of " + id + ": " + std::to_string(total) +
                               " bytes, sandbox held for " + std::to_string(pausedMs) + " ms");
     return *snapshots_.find(s.id);

@@ -19,6 +19,12 @@ class SandboxSnapshots {
     SnapshotRecord snapshot(const std::string& tenant, const std::string& sandboxId) {
         return snapshot(tenant, sandboxId, SnapshotName{});
     }
+    // A template build's snapshot: kind "layer" (a cached step, no spares
+    // made for it) or "template" (what the template's sandboxes clone).
+    // Neither is listed, counted against the snapshot quota or reachable
+    // through the snapshot routes.
+    virtual SnapshotRecord buildSnapshot(const std::string& tenant, const std::string& sandboxId,
+                                         const std::string& kind) = 0;
     // Hidden at once; spares kept for its clones go.
     virtual void deleteSnapshot(const std::string& tenant, const std::string& snapshotId) = 0;
 };

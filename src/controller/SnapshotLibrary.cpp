@@ -16,6 +16,8 @@
 namespace airlock {
 namespace fs = std::filesystem;
 
+bool isBuildKind(const std::string& kind) { return kind == "layer" || kind == "template"; }
+
 SnapshotLibrary::SnapshotLibrary(std::string dataDir, SnapshotStore& snapshots,
                                  SandboxStore& sandboxes, WorkspaceStore* workspaces)
     : dataDir_(std::move(dataDir)),
@@ -82,7 +84,7 @@ void SnapshotLibrary::abandon(const SnapshotRecord& s, bool layerRead) {
 
 SnapshotRecord SnapshotLibrary::get(const std::string& tenant, const std::string& id) {
     auto s = isValidId(id, "snap-") ? snapshots_.find(id) : std::nullopt;
-    if (!s || s->tenant != tenant || s->state == SnapshotState::deleted)
+    if (!s || s->tenant != tenant || s->state == SnapshotState::deleted || isBuildKind(s->kind))
         throw Error(ErrorCode::not_found, "no snapshot " + id);
     return *s;
 }
@@ -90,14 +92,24 @@ SnapshotRecord SnapshotLibrary::get(const std::string& tenant, const std::string
 std::vector<SnapshotRecord> SnapshotLibrary::list(const TenantScope& scope) {
     auto all = snapshots_.list(scope);
     std::erase_if(all, [](const SnapshotRecord& s) {
-        return s.state == SnapshotState::deleted ||
+        return s.state == SnapshotState::deleted || isBuildKind(s.kind) ||
                s.tenant.rfind('_', 0) == 0;  // internal: warm snapshots
     });
     return all;
 }
 
 void SnapshotLibrary::remove(const std::string& tenant, const std::string& id) {
-    auto s = get(tenant, id);
+    hide(get(tenant, id));
+}
+
+void SnapshotLibrary::removeBuildSnapshot(const std::string& id) {
+    auto s = snapshots_.find(id);
+    if (!s || !isBuildKind(s->kind) || s->state == SnapshotState::deleted) return;
+    hide(*s);
+}
+
+void SnapshotLibrary::hide(const SnapshotRecord& s) {
+    const auto& id = s.id;
     if (s.state == SnapshotState::creating)
         throw Error(ErrorCode::conflict, "snapshot " + id + " is still being taken");
     abandon(s, true);  // hidden, its state gone; the layer waits for its last reader

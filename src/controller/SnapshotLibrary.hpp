@@ -13,6 +13,9 @@
 
 namespace airlock {
 
+// A template build's snapshots (SandboxSnapshots::buildSnapshot): never a tenant's to list or touch.
+bool isBuildKind(const std::string& kind);
+
 // Snapshots as files and records, apart from the VMs they came from and go
 // into: where a snapshot's memory state and frozen disk layer live, the
 // manifest that vouches for them (written when the snapshot is sealed,
@@ -54,6 +57,9 @@ class SnapshotLibrary {
     // Hidden at once (Error(conflict) while still being taken); its disk
     // layer stays while a clone or a later snapshot still reads it.
     void remove(const std::string& tenant, const std::string& id);
+    // A build snapshot (a cached layer, a template's), hidden like remove();
+    // nothing when it is not one or is gone.
+    void removeBuildSnapshot(const std::string& id);
     // Removes deleted snapshots whose layers nothing reads any more.
     void collect();
     // At start-up: abandons interrupted snapshots, collects, and removes
@@ -75,6 +81,7 @@ class SnapshotLibrary {
     void retireOldWarm(const TemplateInfo& tmpl, const std::string& warmTenant);
 
   private:
+    void hide(const SnapshotRecord& s);
     // Removes a snapshot's files and record now.
     void discard(const SnapshotRecord& s);
 

@@ -82,7 +82,7 @@ TenantUsage TenantLimits::usageOf(const std::string& tenant) {
         }
     }
     for (const auto& s : snapshots_.list(TenantScope::only(tenant)))
-        if (s.state != SnapshotState::deleted) ++u.snapshots;
+        if (s.state != SnapshotState::deleted && s.kind == "user") ++u.snapshots;
     u.concurrentExecs = execSlots_.inFlight(tenant);
     return u;
 }

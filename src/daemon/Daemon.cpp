@@ -58,6 +58,9 @@
 #include "store/PortStore.hpp"
 #include "store/SandboxStore.hpp"
 #include "store/SnapshotStore.hpp"
+#include "store/TemplateStore.hpp"
+#include "templates/TemplateBuilder.hpp"
+#include "api/E2bTemplates.hpp"
 #include "store/TenantStore.hpp"
 #include "store/WorkspaceStore.hpp"
 #include "workspace/WorkspaceService.hpp"
@@ -386,12 +389,36 @@ int runDaemon(const DaemonOptions& options) {
     controller.setDeleteHooks([&evidence](const SandboxRecord& r) { evidence.beforeDelete(r); },
                               [&evidence](const std::string& id) { evidence.afterDelete(id); });
 
+    // Templates tenants build: each build in a sandbox of its own.
+    TemplateStore templateRecords(db);
+    templates::TemplateBuilderConfig builderConfig;
+    builderConfig.dataDir = dataDir + "/template-builds";
+    builderConfig.layerCacheBytes = options.templateCacheGib << 30;
+    auto services = controller.frontDoorServices();
+    templates::TemplateBuilder builder(
+        templates::TemplateBuilder::Parts{controller.sandboxes(), services.snapshotting, controller.snapshots(),
+                                          snapshots, controller.access(), controller.commands(),
+                                          controller.files(), controller.processes(), evidence,
+                                          templateRecords, templates, &api::applyBuildSandboxSettings},
+        builderConfig);
+    builder.recover();
+    controller.setUserTemplates([&builder](const std::string& tenant, const std::string& ref)
+                                    -> std::optional<SandboxController::UserTemplate> {
+        auto t = builder.lookup(tenant, ref);
+        if (!t) return std::nullopt;
+        SandboxController::UserTemplate out{t->snapshotId, {}};
+        for (const auto& [k, v] : t->env.items())
+            if (v.is_string()) out.env[k] = v.get<std::string>();
+        return out;
+    });
+
     api::Authenticator auth(keys);
     const std::string version = "0.1.0";
     api::Router router(controller.frontDoorServices(), auth, keys, version, options.maxTenantRequests);
     router.setWorkspaces(&workspaces);
     router.setEvidence(&evidence);
     router.setTenantSecrets(&tenantSecrets);
+    router.setTemplates(&builder, builderConfig.dataDir);
     // A fleet: this node joins under a lease of its own (docs/deploy.md).
     auto capacity = [services = controller.frontDoorServices(), accel]() mutable {
         return nodeCapacity(services, accel);
@@ -470,6 +497,8 @@ int runDaemon(const DaemonOptions& options) {
                                             controller.ports(), controller.commands()},
                          e2bTokens, auth, router.limiter(), workers,
                          options.publicDomain);
+    api::E2bTemplates e2bTemplates(builder, templates, builderConfig.dataDir + "/e2b-files", tls != nullptr);
+    e2bApi.setTemplates(&e2bTemplates);
     router.setE2b(e2bApi, e2bEnvd, e2bTokens);
     // The MCP door: each tool is a REST call to this very listener, made as
     // the caller (their key), so it is what the route does.
@@ -535,6 +564,7 @@ int runDaemon(const DaemonOptions& options) {
     housekeeping.stop();
     evidenceSweeper.stop();
     gitSweeper.stop();
+    builder.shutdown();  // a build in flight ends with its step; a restart fails it
     controller.shutdown();
     workers.stop();
     workers.join();

@@ -165,6 +165,7 @@ const std::vector<OptionSpec>& optionSpecs() {
         {"--git-tenant-quota-mib", "MIB", false, numberInto(&O::gitTenantQuotaMib, 0, 1ull << 30)},
         {"--git-mirror-retention-hours", "HOURS", false,
          numberInto(&O::gitMirrorRetentionHours, 0, 24 * 36500)},
+        {"--template-cache-gib", "GIB", false, numberInto(&O::templateCacheGib, 0, 1ull << 20)},
         {"--package-upstream", "npm=URL|pypi=URL|apt=URL", true,
          [](O& o, S, S v) {
              o.packageUpstreams.push_back(v);

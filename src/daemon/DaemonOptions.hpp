@@ -31,6 +31,9 @@ struct DaemonOptions {
     unsigned long long gitFetchMaxMib = 2048;
     unsigned long long gitTenantQuotaMib = 20480;
     unsigned gitMirrorRetentionHours = 168;
+    // Cached template-build layers past this go, least recently used first
+    // (never one a template or a sandbox reads).
+    unsigned long long templateCacheGib = 20;
     // Package registries guests install from (npm=URL, pypi=URL, apt=URL...);
     // none: no package proxy.
     std::vector<std::string> packageUpstreams;

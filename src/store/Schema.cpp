@@ -97,6 +97,16 @@ ALTER TABLE sandboxes ADD COLUMN auto_resume INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE tenant_secrets (tenant TEXT NOT NULL, name TEXT NOT NULL, json TEXT NOT NULL,
   PRIMARY KEY (tenant, name));
 )sql"},
+    // Templates tenants build: the templates, their builds and the layer
+    // cache (each a JSON record; the layer's last use as a column to order by).
+    {7, R"sql(
+CREATE TABLE user_templates (tenant TEXT NOT NULL, name TEXT NOT NULL, tag TEXT NOT NULL,
+  json TEXT NOT NULL, PRIMARY KEY (tenant, name, tag));
+CREATE TABLE template_builds (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, name TEXT NOT NULL,
+  json TEXT NOT NULL);
+CREATE TABLE template_layers (tenant TEXT NOT NULL, key TEXT NOT NULL, json TEXT NOT NULL,
+  last_used INTEGER NOT NULL, PRIMARY KEY (tenant, key));
+)sql"},
 };
 
 static_assert(std::size(kSteps) == kLatestSchemaVersion, "one step per schema version");

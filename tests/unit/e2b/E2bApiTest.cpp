@@ -103,7 +103,7 @@ TEST_F(E2bApiTest, BadRequestsGetANumericCodeAndAMessage) {
     EXPECT_TRUE(controller->list("t1").empty());
     // Routes E2B has and Airlock does not serve (or not yet) answer in E2B's
     // shape too, so the SDK prints the message, not "[object Object]".
-    for (const char* path : {"/v3/templates", "/templates", "/volumes", "/sandboxes/x/y/z",
+    for (const char* path : {"/v4/templates", "/templates", "/volumes", "/sandboxes/x/y/z",
                              "/v2/nothing"}) {
         auto unknown = call("GET", path);
         EXPECT_EQ(unknown.status, 404) << path;

@@ -1,0 +1,668 @@
+#include "templates/TemplateBuilder.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <fstream>
+
+#include "agentclient/AgentConnection.hpp"
+#include "core/Clock.hpp"
+#include "core/Error.hpp"
+#include "core/Ids.hpp"
+#include "core/Log.hpp"
+#include "core/Sha256.hpp"
+#include "templates/BuildContext.hpp"
+#include "templates/TemplateSpecJson.hpp"
+
+namespace airlock::templates {
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr const char* kBuildMetadata = "airlock.template_build";
+
+std::string sq(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+std::string absoluteIn(const std::string& workdir, const std::string& path) {
+    if (!path.empty() && path[0] == '/') return path;
+    std::string base = workdir.empty() ? "/" : workdir;
+    if (base.back() != '/') base += '/';
+    return base + path;
+}
+
+std::int64_t unixNow() {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// What a build carries from step to step besides the disk.
+struct StepState {
+    std::vector<std::pair<std::string, std::string>> env;
+    std::string user;     // "": root
+    std::string workdir;  // "": /
+
+    std::map<std::string, std::string> envMap() const {
+        std::map<std::string, std::string> m;
+        for (const auto& [k, v] : env) m[k] = v;
+        return m;
+    }
+    void setEnv(const std::string& k, const std::string& v) {
+        for (auto& [ek, ev] : env)
+            if (ek == k) {
+                ev = v;
+                return;
+            }
+        env.emplace_back(k, v);
+    }
+};
+
+struct StepFailed {
+    std::string message;
+    std::optional<int> exitCode;
+};
+
+void uploadFile(GuestFiles& files, const std::string& tenant, const std::string& sandbox,
+                const std::string& guestPath, const std::string& hostPath,
+                Clock::time_point deadline) {
+    auto stream = files.openUpload(tenant, sandbox, guestPath, 0600, nullptr, "", {}, true);
+    std::ifstream in(hostPath, std::ios::binary);
+    if (!in) throw Error(ErrorCode::internal, "cannot read " + hostPath);
+    std::string buf(256 * 1024, '\0');
+    while (in) {
+        in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+        auto n = static_cast<std::size_t>(in.gcount());
+        if (n) stream->write(0, std::string_view(buf.data(), n), deadline);
+    }
+    stream->closeWrite();
+    while (auto e = stream->next(deadline)) {
+        if (e->kind == AgentStream::Event::Kind::reset) {
+            auto info = protocol::parseResetInfo(e->payload);
+            throw agentError(info.code, info.message);
+        }
+        if (e->kind == AgentStream::Event::Kind::close) return;
+    }
+    throw Error(ErrorCode::agent_timeout, "the guest did not confirm the copy's upload");
+}
+
+}  // namespace
+
+TemplateBuilder::TemplateBuilder(Parts parts, TemplateBuilderConfig config)
+    : p_(std::move(parts)), config_(std::move(config)) {
+    fs::create_directories(config_.dataDir);
+    for (unsigned i = 0; i < std::max(1u, config_.workers); ++i)
+        threads_.emplace_back([this] { work(); });
+}
+
+TemplateBuilder::~TemplateBuilder() { shutdown(); }
+
+void TemplateBuilder::shutdown() {
+    std::map<std::string, std::pair<std::string, std::string>> inFlight;
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_ && threads_.empty()) return;
+        stopping_ = true;
+        inFlight = sandboxes_;
+    }
+    wake_.notify_all();
+    // A build in flight ends now, not with its step: its sandbox goes (a
+    // restart would fail the build anyway).
+    for (const auto& [build, where] : inFlight) {
+        try {
+            p_.sandboxes.destroy(where.first, where.second, "airlockd is stopping");
+        } catch (const std::exception& e) {
+            logWarn("templates", "build " + build + ": " + e.what());
+        }
+    }
+    for (auto& t : threads_)
+        if (t.joinable()) t.join();
+    threads_.clear();
+}
+
+std::string TemplateBuilder::logPath(const std::string& buildId) const {
+    return config_.dataDir + "/" + buildId + ".log";
+}
+
+std::vector<std::string> TemplateBuilder::baseTemplateNames() const {
+    std::vector<std::string> out;
+    for (const auto& t : p_.catalog.list()) out.push_back(t.name);
+    return out;
+}
+
+std::optional<UserTemplateRecord> TemplateBuilder::lookup(const std::string& tenant,
+                                                          const std::string& ref) {
+    TemplateRef r;
+    try {
+        r = parseTemplateRef(ref);
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+    return p_.store.findTemplate(tenant, r.name, r.tag);
+}
+
+TemplateBuildRecord TemplateBuilder::submit(const std::string& tenant, TemplateSpec spec,
+                                            const std::string& contextTar,
+                                            const std::string& buildId) {
+    auto job = std::make_unique<Job>();
+    bool needsContext = false;
+    for (const auto& s : spec.steps) needsContext |= std::holds_alternative<CopyStep>(s);
+    if (needsContext && contextTar.empty())
+        throw Error(ErrorCode::bad_request,
+                    "a copy step needs a build context: send a 'context' part (a tar)");
+    // `from` must name something now: a build that could never start is refused at once.
+    if (!p_.catalog.find(spec.from) && !lookup(tenant, spec.from)) {
+        auto snap = isValidId(spec.from, "snap-") ? p_.snapshotRecords.find(spec.from) : std::nullopt;
+        if (!snap || snap->tenant != tenant || snap->state != SnapshotState::ready ||
+            isBuildKind(snap->kind)) {
+            std::string names;
+            for (const auto& n : baseTemplateNames()) names += (names.empty() ? "" : ", ") + n;
+            for (const auto& t : p_.store.listTemplates(tenant)) names += ", " + t.name + ":" + t.tag;
+            throw Error(ErrorCode::not_found, "no template or snapshot named '" + spec.from +
+                                                  "' to build from; there are: " + names);
+        }
+    }
+    p_.access.requireFreeSpace("template build", 0);
+    job->record.id = buildId.empty() ? newId("bld-") : buildId;
+    job->record.tenant = tenant;
+    job->record.name = spec.name;
+    job->record.tag = spec.tag;
+    job->record.state = BuildState::queued;
+    job->record.spec = specJson(spec);
+    job->record.createdAt = nowTimestamp();
+    if (!contextTar.empty()) {
+        job->contextTar = config_.dataDir + "/" + job->record.id + ".context.tar";
+        fs::rename(contextTar, job->contextTar);
+        BuildContext::open(job->contextTar);  // a malformed context is refused now
+    }
+    job->spec = std::move(spec);
+    job->log = std::make_shared<BuildLog>(logPath(job->record.id));
+    p_.store.putBuild(job->record);
+    auto record = job->record;
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_) throw Error(ErrorCode::unavailable, "the server is shutting down");
+        active_[record.id] = job->log;
+        queue_.push_back(std::move(job));
+    }
+    wake_.notify_one();
+    return record;
+}
+
+void TemplateBuilder::work() {
+    for (;;) {
+        std::unique_ptr<Job> job;
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+            if (stopping_) return;
+            job = std::move(queue_.front());
+            queue_.pop_front();
+        }
+        try {
+            auto named = names_.of(job->record.tenant + "/" + job->record.name);
+            std::lock_guard serial(*named);
+            run(*job);
+        } catch (const std::exception& e) {
+            logError("templates", "build " + job->record.id + ": " + e.what());
+        }
+        job->log->close();
+        std::error_code ec;
+        if (!job->contextTar.empty()) fs::remove(job->contextTar, ec);
+        {
+            std::lock_guard lock(mutex_);
+            active_.erase(job->record.id);
+        }
+        try {
+            evictLayers();
+        } catch (const std::exception& e) {
+            logWarn("templates", std::string("layer eviction: ") + e.what());
+        }
+    }
+}
+
+void TemplateBuilder::run(Job& job) {
+    auto& rec = job.record;
+    auto& log = *job.log;
+    const auto& spec = job.spec;
+    const std::string tenant = rec.tenant;
+    auto deadline = Clock::now() + std::chrono::seconds(spec.timeoutS);
+    auto remainingS = [&]() -> unsigned {
+        auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline - Clock::now()).count();
+        if (left <= 0) throw StepFailed{"the build passed its timeout (" + std::to_string(spec.timeoutS) + " s)", std::nullopt};
+        return static_cast<unsigned>(std::min<long long>(left, kMaxExecTimeoutS));
+    };
+    rec.state = BuildState::building;
+    p_.store.putBuild(rec);
+    log.append("info", "build " + rec.id + " of " + rec.name + ":" + rec.tag + " from " + spec.from);
+
+    std::optional<BuildContext> context;
+    if (!job.contextTar.empty()) context = BuildContext::open(job.contextTar);
+
+    // The base and every step's layer key.
+    std::string baseKey;
+    CreateSandboxRequest req;
+    std::optional<UserTemplateRecord> fromTemplate;
+    if (auto t = p_.catalog.find(spec.from)) {
+        baseKey = "template:" + t->name + "@" + t->digest;
+        req.templateName = t->name;
+    } else if ((fromTemplate = lookup(tenant, spec.from))) {
+        baseKey = "built:" + fromTemplate->digest;
+        req.snapshot = fromTemplate->snapshotId;
+    } else {
+        baseKey = "snapshot:" + spec.from;
+        req.snapshot = spec.from;
+    }
+    baseKey += "|" + std::to_string(spec.vcpus.value_or(0)) + "|" +
+               std::to_string(spec.memoryMib.value_or(0)) + "|" + std::to_string(spec.diskGib.value_or(0)) +
+               "|" + json(spec.sandbox).dump();
+    std::vector<std::string> keys;
+    std::string key = sha256Hex(baseKey);
+    for (const auto& step : spec.steps) {
+        std::string content = stepJson(step).dump();
+        if (const auto* c = std::get_if<CopyStep>(&step)) content += "\n" + context->digestOf(c->src);
+        key = sha256Hex(key + "\n" + content);
+        keys.push_back(key);
+    }
+    // The longest prefix whose last disk-changing step has a layer.
+    std::size_t resumeAfter = 0;  // steps [0, resumeAfter) are cached
+    std::string resumeSnapshot;
+    for (std::size_t i = spec.steps.size(); i-- > 0;) {
+        if (!changesDisk(spec.steps[i])) continue;
+        auto layer = p_.store.findLayer(tenant, keys[i]);
+        if (!layer) continue;
+        auto snap = p_.snapshotRecords.find(layer->snapshotId);
+        if (!snap || snap->state != SnapshotState::ready) {
+            p_.store.removeLayer(tenant, keys[i]);
+            continue;
+        }
+        resumeAfter = i + 1;
+        resumeSnapshot = snap->id;
+        layer->lastUsed = unixNow();
+        p_.store.putLayer(*layer);
+        break;
+    }
+    StepState state;
+    for (std::size_t i = 0; i < resumeAfter; ++i) {
+        const auto& step = spec.steps[i];
+        if (const auto* e = std::get_if<EnvStep>(&step))
+            for (const auto& [k, v] : e->vars) state.setEnv(k, v);
+        if (const auto* w = std::get_if<WorkdirStep>(&step)) state.workdir = absoluteIn(state.workdir, w->path);
+        if (const auto* u = std::get_if<UserStep>(&step)) state.user = u->user;
+        log.append("info", "step " + std::to_string(i + 1) + "/" + std::to_string(spec.steps.size()) +
+                               ": " + stepText(step) + " (cached)");
+    }
+    rec.stepsCached = resumeAfter;
+
+    if (!resumeSnapshot.empty()) {
+        req = CreateSandboxRequest{};
+        req.snapshot = resumeSnapshot;
+    }
+    req.fromBuildSnapshot = true;
+    if (req.snapshot.empty()) {
+        req.vcpus = spec.vcpus;
+        req.memoryMib = spec.memoryMib;
+        req.diskGib = spec.diskGib;
+    }
+    req.timeoutS = static_cast<std::int64_t>(spec.timeoutS) + 600;
+    req.metadata[kBuildMetadata] = rec.id;
+    if (fromTemplate && resumeSnapshot.empty())
+        for (const auto& [k, v] : fromTemplate->env.items())
+            if (v.is_string()) state.setEnv(k, v.get<std::string>());
+    if (p_.sandboxSettings) p_.sandboxSettings(spec.sandbox, req);
+
+    std::string sandbox;
+    std::string templateSnapshot;
+    Failure failure;
+    bool failed = false;
+    auto exec = [&](const std::string& shell, const std::string& user, const std::string& cwd,
+                    const std::map<std::string, std::string>& env) {
+        ExecOptions o;
+        o.shell = shell;
+        o.user = user.empty() ? "root" : user;
+        o.cwd = cwd.empty() ? "/" : cwd;
+        o.env = env;
+        o.timeoutS = remainingS();
+        auto out = p_.commands.exec(tenant, sandbox, o);
+        if (!out.stdoutData.empty()) log.appendOutput("info", out.stdoutData);
+        if (!out.stderrData.empty()) log.appendOutput("warn", out.stderrData);
+        if (out.result.timed_out)
+            throw StepFailed{"the command passed the build's timeout", out.result.exit_code};
+        if (!out.result.error.empty()) throw StepFailed{out.result.error, std::nullopt};
+        if (out.result.exit_code != 0)
+            throw StepFailed{"the command exited with " + std::to_string(out.result.exit_code),
+                             out.result.exit_code};
+    };
+    std::size_t current = 0;
+    bool inStart = false;
+    try {
+        log.append("info", resumeSnapshot.empty() ? "starting the build sandbox"
+                                                  : "starting the build sandbox from the cached layer of step " +
+                                                        std::to_string(resumeAfter));
+        auto r = p_.sandboxes.create(tenant, req);
+        sandbox = r.id;
+        {
+            std::lock_guard lock(mutex_);
+            sandboxes_[rec.id] = {tenant, sandbox};
+            if (stopping_) throw Error(ErrorCode::unavailable, "airlockd is stopping");
+        }
+        rec.sandboxId = sandbox;
+        p_.store.putBuild(rec);
+        log.append("info", "build sandbox " + sandbox + " is running");
+
+        for (current = resumeAfter; current < spec.steps.size(); ++current) {
+            const auto& step = spec.steps[current];
+            log.append("info", "step " + std::to_string(current + 1) + "/" +
+                                   std::to_string(spec.steps.size()) + ": " + stepText(step));
+            if (const auto* e = std::get_if<EnvStep>(&step)) {
+                for (const auto& [k, v] : e->vars) state.setEnv(k, v);
+                continue;
+            }
+            if (const auto* u = std::get_if<UserStep>(&step)) {
+                state.user = u->user;
+                continue;
+            }
+            if (const auto* w = std::get_if<WorkdirStep>(&step)) {
+                state.workdir = absoluteIn(state.workdir, w->path);
+                // As Docker's WORKDIR: the directory exists from here on.
+                exec("mkdir -p " + sq(state.workdir), "root", "/", {});
+                continue;
+            }
+            if (const auto* s = std::get_if<RunStep>(&step)) {
+                auto env = state.envMap();
+                for (const auto& [k, v] : s->env) env[k] = v;
+                exec(s->shell, s->user.value_or(state.user),
+                     s->cwd ? absoluteIn(state.workdir, *s->cwd) : state.workdir, env);
+            } else if (const auto* c = std::get_if<CopyStep>(&step)) {
+                auto selection = config_.dataDir + "/" + rec.id + ".copy.tar";
+                auto entries = context->select(c->src);  // not_found/unprocessable: says which
+                bool singleFile = entries.size() == 1 && entries[0].type == '0' &&
+                                  !c->src.empty() && c->src.back() != '/';
+                context->writeSelection(c->src, selection);
+                std::string guestTar = "/tmp/.airlock-copy-" + std::to_string(current) + ".tar";
+                uploadFile(p_.files, tenant, sandbox, guestTar, selection, Clock::now() + std::chrono::seconds(remainingS()));
+                std::error_code ec;
+                fs::remove(selection, ec);
+                std::string dest = absoluteIn(state.workdir, c->dest);
+                std::string sh = "set -e; T=" + sq(guestTar) + "; ";
+                std::string targets;
+                if (singleFile && dest.back() != '/') {
+                    auto base = fs::path(entries[0].path).filename().string();
+                    sh += "X=$(mktemp -d); tar -xof \"$T\" -C \"$X\"; mkdir -p \"$(dirname " + sq(dest) +
+                          ")\"; mv -f \"$X\"/" + sq(base) + " " + sq(dest) + "; rm -rf \"$X\"; ";
+                    targets = sq(dest);
+                } else {
+                    sh += "mkdir -p " + sq(dest) + "; tar -xof \"$T\" -C " + sq(dest) + "; ";
+                    targets = "$(tar -tf \"$T\" | sed 's|^|" + dest + (dest.back() == '/' ? "" : "/") + "|')";
+                }
+                if (c->owner) sh += "chown " + sq(*c->owner) + " " + targets + "; ";
+                if (c->mode) sh += "chmod " + sq(*c->mode) + " " + targets + "; ";
+                sh += "rm -f \"$T\"";
+                exec(sh, "root", "/", {});
+            } else if (const auto* pk = std::get_if<PackagesStep>(&step)) {
+                std::string names;
+                for (const auto& n : pk->packages) names += " " + sq(n);
+                std::string cmd = pk->manager == PackageManager::apt
+                                      ? "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends" + names
+                                  : pk->manager == PackageManager::npm ? "npm install -g" + names
+                                                                       : "pip install --break-system-packages" + names;
+                exec(cmd, "root", state.workdir, state.envMap());
+            } else if (const auto* g = std::get_if<GitStep>(&step)) {
+                std::string dest = absoluteIn(state.workdir, g->dest);
+                exec("git clone " + sq(g->repo) + " " + sq(dest) + " && cd " + sq(dest) +
+                         " && git checkout " + sq(g->ref),
+                     state.user, "/", state.envMap());
+            }
+            // The disk after this step: a cached layer for the next build.
+            auto layer = p_.snapshotting.buildSnapshot(tenant, sandbox, "layer");
+            p_.store.putLayer(TemplateLayerRecord{tenant, keys[current], layer.id, layer.sizeBytes, unixNow()});
+        }
+        current = spec.steps.size();
+
+        if (spec.start) {
+            inStart = true;
+            const auto& start = *spec.start;
+            log.append("info", "start: " + start.cmd);
+            std::string cmd = start.cmd;
+            if (start.ready.kind == ReadyCheck::Kind::log)
+                cmd = "exec > /tmp/.airlock-start.log 2>&1; " + cmd;
+            ExecOptions o;
+            o.argv = {"/bin/sh", "-c", cmd};
+            o.user = state.user.empty() ? "root" : state.user;
+            o.cwd = state.workdir.empty() ? "/" : state.workdir;
+            o.env = state.envMap();
+            o.timeoutS = kMaxExecTimeoutS;
+            p_.processes.start(tenant, sandbox, o, false);
+            const auto& ready = start.ready;
+            std::string check;
+            switch (ready.kind) {
+                case ReadyCheck::Kind::none: break;
+                case ReadyCheck::Kind::command: check = ready.command; break;
+                case ReadyCheck::Kind::port:
+                    check = "(ss -Htln 2>/dev/null || netstat -tln 2>/dev/null) | grep -Eq '[:.]" +
+                            std::to_string(ready.port) + "[[:space:]]'";
+                    break;
+                case ReadyCheck::Kind::file: check = "test -e " + sq(ready.path); break;
+                case ReadyCheck::Kind::log: check = "grep -qF -- " + sq(ready.pattern) + " /tmp/.airlock-start.log"; break;
+                case ReadyCheck::Kind::delay: check = "sleep " + std::to_string(ready.delayS); break;
+            }
+            if (!check.empty()) {
+                log.append("info", "waiting up to " + std::to_string(ready.timeoutS) + " s for the start command to be ready");
+                std::string loop = ready.kind == ReadyCheck::Kind::delay
+                                       ? check
+                                       : "i=0; while [ $i -lt " + std::to_string(ready.timeoutS * 4) + " ]; do if " + check +
+                                             "; then exit 0; fi; sleep 0.25; i=$((i+1)); done; echo 'the start command was not ready within " +
+                                             std::to_string(ready.timeoutS) + " s' >&2; exit 1";
+                exec(loop, state.user, state.workdir, state.envMap());
+            }
+            log.append("info", "the start command is ready");
+        }
+        log.append("info", "taking the template's snapshot");
+        auto snap = p_.snapshotting.buildSnapshot(tenant, sandbox, "template");
+        templateSnapshot = snap.id;
+        std::string digest = "sha256:" + sha256Hex(snap.manifestJson);
+        json env = json::object();
+        for (const auto& [k, v] : state.env) env[k] = v;
+        p_.access.record(sandbox, tenant, "template.built",
+                         {{"build", rec.id}, {"template", rec.name + ":" + rec.tag},
+                          {"digest", digest}, {"snapshot", snap.id}, {"layers", snap.layers},
+                          {"manifest", json::parse(snap.manifestJson, nullptr, false)},
+                          {"steps_cached", rec.stepsCached}},
+                         nullptr);
+        auto evidence = p_.evidence.seal(tenant, sandbox, "manual");
+        rec.evidenceId = evidence.id;
+        log.append("info", "sealed the build's evidence bundle " + evidence.id);
+
+        UserTemplateRecord t;
+        t.tenant = tenant;
+        t.name = rec.name;
+        t.tag = rec.tag;
+        t.snapshotId = snap.id;
+        t.buildId = rec.id;
+        t.evidenceId = evidence.id;
+        t.digest = digest;
+        t.from = spec.from;
+        t.env = env;
+        t.startCmd = spec.start ? spec.start->cmd : "";
+        t.user = state.user;
+        t.workdir = state.workdir;
+        t.vcpus = snap.vcpus;
+        t.memoryMib = snap.memoryMib;
+        t.labels = spec.labels;
+        t.exposedPorts = spec.exposedPorts;
+        t.createdAt = nowTimestamp();
+        auto before = p_.store.findTemplate(tenant, t.name, t.tag);
+        p_.store.putTemplate(t);
+        templateSnapshot.clear();  // the template's now
+        // The older build's snapshot goes; sandboxes on it keep its layers.
+        if (before && before->snapshotId != t.snapshotId) p_.library.removeBuildSnapshot(before->snapshotId);
+        rec.state = BuildState::ready;
+        log.append("info", "template " + t.name + ":" + t.tag + " is ready (" + digest + ")");
+    } catch (const StepFailed& f) {
+        failed = true;
+        failure = Failure{current, "", f.exitCode, f.message};
+    } catch (const std::exception& e) {
+        failed = true;
+        failure = Failure{current, "", std::nullopt, e.what()};
+    }
+    if (failed) {
+        rec.state = BuildState::failed;
+        if (inStart) {
+            failure.step.reset();
+            failure.command = spec.start->cmd;
+            rec.error = "the start command: " + failure.message;
+        } else if (failure.step && *failure.step < spec.steps.size()) {
+            failure.command = stepText(spec.steps[*failure.step]);
+            rec.error = "step " + std::to_string(*failure.step + 1) + " (" + failure.command + "): " + failure.message;
+        } else {
+            failure.step.reset();
+            rec.error = failure.message;
+        }
+        rec.failedStep = failure.step;
+        rec.failedCommand = failure.command;
+        rec.exitCode = failure.exitCode;
+        log.append("error", "the build failed: " + rec.error);
+        if (!templateSnapshot.empty()) p_.library.removeBuildSnapshot(templateSnapshot);
+    }
+    if (!sandbox.empty()) {
+        {
+            std::lock_guard lock(mutex_);
+            sandboxes_.erase(rec.id);
+        }
+        try {
+            p_.sandboxes.destroy(tenant, sandbox, "its template build ended");
+        } catch (const std::exception& e) {
+            logWarn("templates", "build sandbox " + sandbox + " of " + rec.id + ": " + e.what());
+        }
+    }
+    rec.finishedAt = nowTimestamp();
+    p_.store.putBuild(rec);
+}
+
+std::shared_ptr<BuildLog> TemplateBuilder::activeLog(const std::string& buildId) {
+    std::lock_guard lock(mutex_);
+    auto it = active_.find(buildId);
+    return it == active_.end() ? nullptr : it->second;
+}
+
+TemplateBuildRecord TemplateBuilder::owned(const std::string& tenant, const std::string& name,
+                                           const std::string& buildId) {
+    auto b = isValidId(buildId, "bld-") ? p_.store.findBuild(buildId) : std::nullopt;
+    if (!b || b->tenant != tenant || b->name != name)
+        throw Error(ErrorCode::not_found, "no build " + buildId + " of template " + name);
+    return *b;
+}
+
+TemplateBuildRecord TemplateBuilder::build(const std::string& tenant, const std::string& name,
+                                           const std::string& buildId) {
+    return owned(tenant, name, buildId);
+}
+
+std::vector<BuildLog::Line> TemplateBuilder::logLines(const std::string& tenant,
+                                                      const std::string& name,
+                                                      const std::string& buildId,
+                                                      std::size_t from) {
+    owned(tenant, name, buildId);
+    if (auto log = activeLog(buildId)) return log->lines(from);
+    auto all = BuildLog::readFile(logPath(buildId));
+    if (from >= all.size()) return {};
+    return {all.begin() + static_cast<std::ptrdiff_t>(from), all.end()};
+}
+
+std::uint64_t TemplateBuilder::followLog(const std::string& tenant, const std::string& name,
+                                         const std::string& buildId, BuildLog::Follower follower) {
+    owned(tenant, name, buildId);
+    if (auto log = activeLog(buildId)) return log->follow(std::move(follower));
+    for (const auto& l : BuildLog::readFile(logPath(buildId)))
+        if (!follower.line(l)) break;
+    follower.end();
+    return 0;
+}
+
+void TemplateBuilder::unfollowLog(const std::string& buildId, std::uint64_t handle) {
+    if (auto log = activeLog(buildId)) log->unfollow(handle);
+}
+
+std::vector<UserTemplateRecord> TemplateBuilder::list(const std::string& tenant) {
+    return p_.store.listTemplates(tenant);
+}
+
+UserTemplateRecord TemplateBuilder::get(const std::string& tenant, const std::string& ref) {
+    auto r = parseTemplateRef(ref);
+    auto t = p_.store.findTemplate(tenant, r.name, r.tag);
+    if (!t) throw Error(ErrorCode::not_found, "no template named '" + ref + "'");
+    return *t;
+}
+
+void TemplateBuilder::remove(const std::string& tenant, const std::string& ref) {
+    auto t = get(tenant, ref);
+    p_.store.removeTemplate(tenant, t.name, t.tag);
+    p_.library.removeBuildSnapshot(t.snapshotId);
+}
+
+void TemplateBuilder::recover() {
+    for (auto b : p_.store.unfinishedBuilds()) {
+        b.state = BuildState::failed;
+        b.error = "airlockd restarted during the build";
+        b.finishedAt = nowTimestamp();
+        if (!b.sandboxId.empty()) {
+            try {
+                p_.sandboxes.destroy(b.tenant, b.sandboxId, "its template build was interrupted");
+            } catch (const std::exception&) {
+                // gone already
+            }
+        }
+        p_.store.putBuild(b);
+    }
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(config_.dataDir, ec))
+        if (e.path().extension() == ".tar") fs::remove(e.path(), ec);
+}
+
+void TemplateBuilder::evictLayers() {
+    std::lock_guard lock(evictMutex_);
+    auto layers = p_.store.listLayers();  // oldest use first
+    std::int64_t total = 0;
+    for (const auto& l : layers) total += l.sizeBytes;
+    if (total <= static_cast<std::int64_t>(config_.layerCacheBytes)) return;
+    // What reads a layer: a template's chain, a live sandbox's disk.
+    std::set<std::string> used;
+    for (const auto& t : p_.store.allTemplates())
+        if (auto s = p_.snapshotRecords.find(t.snapshotId))
+            used.insert(s->layers.begin(), s->layers.end());
+    for (const auto& r : p_.sandboxes.list(TenantScope::all()))
+        used.insert(r.layers.begin(), r.layers.end());
+    std::map<std::string, std::vector<std::string>> chainOf;  // layer snapshot -> its chain
+    for (const auto& l : layers)
+        if (auto s = p_.snapshotRecords.find(l.snapshotId)) chainOf[l.snapshotId] = s->layers;
+    std::set<std::string> gone;
+    for (const auto& l : layers) {
+        if (total <= static_cast<std::int64_t>(config_.layerCacheBytes)) break;
+        if (gone.count(l.snapshotId)) continue;
+        // A layer goes with every cached layer above it (they read it).
+        std::vector<const TemplateLayerRecord*> with;
+        bool inUse = false;
+        for (const auto& other : layers) {
+            const auto& chain = chainOf[other.snapshotId];
+            if (other.snapshotId == l.snapshotId ||
+                std::find(chain.begin(), chain.end(), l.snapshotId) != chain.end()) {
+                with.push_back(&other);
+                inUse |= used.count(other.snapshotId) > 0;
+            }
+        }
+        if (inUse) continue;
+        for (const auto* w : with) {
+            if (!gone.insert(w->snapshotId).second) continue;
+            p_.store.removeLayer(w->tenant, w->key);
+            p_.library.removeBuildSnapshot(w->snapshotId);
+            total -= w->sizeBytes;
+        }
+    }
+}
+
+}  // namespace airlock::templates
