@@ -21,6 +21,24 @@ using templates::TemplateBuilder;
 
 namespace {
 
+// The guests' PATH (what a Dockerfile's $PATH means before an ENV sets it).
+constexpr const char* kGuestPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// The line FROM is on (comments and parser directives may come first).
+unsigned fromLine(const std::string& dockerfile) {
+    unsigned line = 1;
+    for (std::size_t at = 0; at < dockerfile.size(); ++line) {
+        auto end = dockerfile.find('\n', at);
+        auto text = dockerfile.substr(at, end == std::string::npos ? std::string::npos : end - at);
+        auto first = text.find_first_not_of(" \t");
+        if (first != std::string::npos && (text.compare(first, 4, "FROM") == 0 || text.compare(first, 4, "from") == 0))
+            return line;
+        if (end == std::string::npos) break;
+        at = end + 1;
+    }
+    return 1;
+}
+
 json buildJson(const TemplateBuildRecord& b) {
     json j{{"build_id", b.id},         {"id", b.id},
            {"name", b.name},           {"tag", b.tag},
@@ -121,18 +139,32 @@ ApiResponse Router::buildTemplate(Context& c) {
         recipe.erase("ready");
         recipe["from"] = "minimal";  // replaced by the Dockerfile's FROM below
         spec = templates::parseTemplateSpec(recipe);
-        auto parsed = templates::parseDockerfile(*dockerfile);
-        bool known = services_.host.templates().find(parsed.from) || builder.lookup(c.tenant, parsed.from);
-        if (!known) {
-            std::string names;
-            for (const auto& n : builder.baseTemplateNames()) names += (names.empty() ? "" : ", ") + n;
-            for (const auto& t : builder.list(c.tenant)) names += ", " + t.name + (t.tag == "latest" ? "" : ":" + t.tag);
+        std::string names;
+        for (const auto& n : builder.baseTemplateNames()) names += (names.empty() ? "" : ", ") + n;
+        for (const auto& t : builder.list(c.tenant)) names += ", " + t.name + (t.tag == "latest" ? "" : ":" + t.tag);
+        templates::ParsedDockerfile parsed;
+        try {
+            parsed = templates::parseDockerfile(*dockerfile);
+        } catch (const templates::DockerfileError& e) {
+            if (e.instruction() != "FROM") throw;
+            throw templates::DockerfileError(e.line(), "FROM",
+                                             std::string(e.what()).substr(std::string(e.what()).find("): ") + 3) +
+                                                 " (the templates here: " + names + ")");
+        }
+        auto built = builder.lookup(c.tenant, parsed.from);
+        bool known = services_.host.templates().find(parsed.from) || built;
+        if (!known)
             throw templates::DockerfileError(
-                1, "FROM",
+                fromLine(*dockerfile), "FROM",
                 "'" + parsed.from.substr(0, 128) +
                     "' is not an Airlock template. There is no image registry here: images cannot be "
                     "pulled, a build starts FROM a template (" + names + ")");
-        }
+        // Again with the base's environment: ENV PATH=/x:$PATH extends the real PATH.
+        std::map<std::string, std::string> baseEnv{{"PATH", kGuestPath}};
+        if (built)
+            for (const auto& [k, v] : built->env.items())
+                if (v.is_string()) baseEnv[k] = v.get<std::string>();
+        parsed = templates::parseDockerfile(*dockerfile, {}, baseEnv);
         spec.from = parsed.from;
         spec.steps = std::move(parsed.steps);
         spec.labels = std::move(parsed.labels);

@@ -627,6 +627,13 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
                   {"secrets_in_changes", secretInChanges},
                   {"file_activity", activityNote}};
     if (!artifactNote.is_null()) m.manifest["artifacts_note"] = artifactNote;
+    // A template build's sandbox: what it built (the template's digest over
+    // its disk layers and memory state, and the layers themselves).
+    for (const auto& e : events)
+        if (e.type == "template.built") {
+            auto d = json::parse(e.dataJson, nullptr, false);
+            if (d.is_object()) m.manifest["template_build"] = d;
+        }
     if (!degraded.empty()) m.manifest["degraded"] = degraded;
     json artifactList = json::array();
     for (const auto& a : m.artifacts) {

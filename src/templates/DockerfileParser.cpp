@@ -542,8 +542,8 @@ class Parser {
         if (!isTemplateReference(name)) {
             if (looksLikeImageReference(name))
                 fail("'" + shownText(name) +
-                     "' is a container image reference; FROM names an Airlock template "
-                     "(name[:tag])");
+                     "' is a container image reference. There is no image registry here: "
+                     "images cannot be pulled; FROM names an Airlock template (name[:tag])");
             fail("'" + shownText(name) + "' is not a template name (name[:tag])");
         }
         out_.from = name;

@@ -12,6 +12,7 @@
 #include "core/Log.hpp"
 #include "core/Sha256.hpp"
 #include "templates/BuildContext.hpp"
+#include "templates/DockerIgnore.hpp"
 #include "templates/TemplateSpecJson.hpp"
 
 namespace airlock::templates {
@@ -62,6 +63,18 @@ struct StepState {
         env.emplace_back(k, v);
     }
 };
+
+// A package step's command (its packages were checked to be names only).
+std::string packageCommand(const PackagesStep& step) {
+    std::string names;
+    for (const auto& n : step.packages) names += " " + n;
+    switch (step.manager) {
+        case PackageManager::apt: return "apt-get update && apt-get install -y --no-install-recommends" + names;
+        case PackageManager::npm: return "npm install -g --no-audit --no-fund" + names;
+        case PackageManager::pip: return "pip install --break-system-packages" + names;
+    }
+    return "";
+}
 
 struct StepFailed {
     std::string message;
@@ -242,7 +255,19 @@ void TemplateBuilder::run(Job& job) {
     log.append("info", "build " + rec.id + " of " + rec.name + ":" + rec.tag + " from " + spec.from);
 
     std::optional<BuildContext> context;
-    if (!job.contextTar.empty()) context = BuildContext::open(job.contextTar);
+    std::optional<DockerIgnore> ignore;
+    if (!job.contextTar.empty()) {
+        context = BuildContext::open(job.contextTar);
+        // The context's .dockerignore: what a copy leaves out (as Docker's build does).
+        for (const auto& e : context->entries())
+            if (e.path == ".dockerignore" && e.type == '0' && e.size <= (1u << 20)) {
+                std::ifstream in(job.contextTar, std::ios::binary);
+                std::string text(e.size, '\0');
+                in.seekg(static_cast<std::streamoff>(e.dataOffset));
+                in.read(text.data(), static_cast<std::streamsize>(text.size()));
+                ignore.emplace(text);
+            }
+    }
 
     // The base and every step's layer key.
     std::string baseKey;
@@ -315,6 +340,20 @@ void TemplateBuilder::run(Job& job) {
         for (const auto& [k, v] : fromTemplate->env.items())
             if (v.is_string()) state.setEnv(k, v.get<std::string>());
     if (p_.sandboxSettings) p_.sandboxSettings(spec.sandbox, req);
+    // The package steps the builder runs are the recipe's own: the command
+    // policy lets exactly them through (the tenant's deny rules still win);
+    // the package proxy still judges every package under the build's rules.
+    for (const auto& step : spec.steps)
+        if (const auto* pk = std::get_if<PackagesStep>(&step)) {
+            // The policy judges each part of a command on its own.
+            std::string cmd = packageCommand(*pk);
+            for (std::size_t at = 0; at <= cmd.size();) {
+                auto end = cmd.find(" && ", at);
+                req.policy.allow.push_back(cmd.substr(at, end == std::string::npos ? std::string::npos : end - at));
+                if (end == std::string::npos) break;
+                at = end + 4;
+            }
+        }
 
     std::string sandbox;
     std::string templateSnapshot;
@@ -383,7 +422,10 @@ void TemplateBuilder::run(Job& job) {
                 auto entries = context->select(c->src);  // not_found/unprocessable: says which
                 bool singleFile = entries.size() == 1 && entries[0].type == '0' &&
                                   !c->src.empty() && c->src.back() != '/';
-                context->writeSelection(c->src, selection);
+                std::size_t written = context->writeSelection(
+                    c->src, selection, [&](std::string_view path) { return ignore && ignore->ignored(path); });
+                if (written == 0)
+                    throw StepFailed{"nothing to copy: '" + c->src + "' holds only what .dockerignore leaves out", std::nullopt};
                 std::string guestTar = "/tmp/.airlock-copy-" + std::to_string(current) + ".tar";
                 uploadFile(p_.files, tenant, sandbox, guestTar, selection, Clock::now() + std::chrono::seconds(remainingS()));
                 std::error_code ec;
@@ -405,13 +447,9 @@ void TemplateBuilder::run(Job& job) {
                 sh += "rm -f \"$T\"";
                 exec(sh, "root", "/", {});
             } else if (const auto* pk = std::get_if<PackagesStep>(&step)) {
-                std::string names;
-                for (const auto& n : pk->packages) names += " " + sq(n);
-                std::string cmd = pk->manager == PackageManager::apt
-                                      ? "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends" + names
-                                  : pk->manager == PackageManager::npm ? "npm install -g" + names
-                                                                       : "pip install --break-system-packages" + names;
-                exec(cmd, "root", state.workdir, state.envMap());
+                auto env = state.envMap();
+                env["DEBIAN_FRONTEND"] = "noninteractive";
+                exec(packageCommand(*pk), "root", state.workdir, env);
             } else if (const auto* g = std::get_if<GitStep>(&step)) {
                 std::string dest = absoluteIn(state.workdir, g->dest);
                 exec("git clone " + sq(g->repo) + " " + sq(dest) + " && cd " + sq(dest) +
