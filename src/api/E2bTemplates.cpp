@@ -76,6 +76,18 @@ std::string plainTar(const std::string& bytes) {
     return out;
 }
 
+// Written whole or not at all (a full disk is a 507, never half a file).
+void writeWhole(const std::string& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) {
+        std::error_code ec;
+        fs::remove(path, ec);
+        throw Error(ErrorCode::insufficient_storage, "cannot keep the template's files on this server's disk");
+    }
+}
+
 std::string stringArg(const json& args, std::size_t i, const std::string& what) {
     if (!args.is_array() || i >= args.size() || !args[i].is_string())
         throw Error(ErrorCode::bad_request, what + ": argument " + std::to_string(i + 1) + " must be a string");
@@ -199,7 +211,7 @@ ApiResponse E2bTemplates::upload(RouteContext& c) {
     tarEntries(tar);  // a tar, or refused now
     auto path = archivePath(grant.tenant, grant.hash);
     auto tmp = path + ".part";
-    std::ofstream(tmp, std::ios::binary).write(tar.data(), static_cast<std::streamsize>(tar.size()));
+    writeWhole(tmp, tar);
     fs::rename(tmp, path);
     return ApiResponse(200, "application/json", "{}");
 }
@@ -296,7 +308,7 @@ ApiResponse E2bTemplates::startBuild(RouteContext& c) {
     if (!context.empty()) {
         contextFile = filesDir_ + "/ctx-" + buildId + ".tar";
         context.append(1024, '\0');
-        std::ofstream(contextFile, std::ios::binary).write(context.data(), static_cast<std::streamsize>(context.size()));
+        writeWhole(contextFile, context);
     }
     try {
         builder_.submit(c.tenant, std::move(spec), contextFile, buildId);

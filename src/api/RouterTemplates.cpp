@@ -183,7 +183,14 @@ ApiResponse Router::buildTemplate(Context& c) {
     std::string contextFile;
     if (context) {
         contextFile = templateBuildsDir_ + "/upload-" + newId("ctx-") + ".tar";
-        std::ofstream(contextFile, std::ios::binary).write(context->data(), static_cast<std::streamsize>(context->size()));
+        std::ofstream out(contextFile, std::ios::binary);
+        out.write(context->data(), static_cast<std::streamsize>(context->size()));
+        out.close();
+        if (!out) {
+            std::error_code ec;
+            std::filesystem::remove(contextFile, ec);
+            throw Error(ErrorCode::insufficient_storage, "cannot keep the build context on this server's disk");
+        }
     }
     try {
         auto b = builder.submit(c.tenant, std::move(spec), contextFile);

@@ -40,7 +40,8 @@ std::map<std::string, SandboxController::SpareShape> SandboxController::spareSha
     std::map<std::string, const SnapshotRecord*> latestWithDisk;  // by template shape
     auto snapshots = snapshots_.list(TenantScope::all());
     for (const auto& s : snapshots) {
-        if (s.state != SnapshotState::ready) continue;
+        // A template build's cached layers are for the builder alone: no spare.
+        if (s.state != SnapshotState::ready || s.kind == "layer") continue;
         if (!s.hasDisk) {
             wanted.emplace(spareShapeOf(s),
                            SpareShape{s.templateName, s.templateDigest, s.vcpus, s.memoryMib, ""});

@@ -163,6 +163,8 @@ TemplateBuildRecord TemplateBuilder::submit(const std::string& tenant, TemplateS
                                             const std::string& contextTar,
                                             const std::string& buildId) {
     auto job = std::make_unique<Job>();
+    if (p_.catalog.find(spec.name))
+        throw Error(ErrorCode::conflict, "'" + spec.name + "' is one of the server's own templates: pick another name");
     bool needsContext = false;
     for (const auto& s : spec.steps) needsContext |= std::holds_alternative<CopyStep>(s);
     if (needsContext && contextTar.empty())
@@ -191,7 +193,13 @@ TemplateBuildRecord TemplateBuilder::submit(const std::string& tenant, TemplateS
     if (!contextTar.empty()) {
         job->contextTar = config_.dataDir + "/" + job->record.id + ".context.tar";
         fs::rename(contextTar, job->contextTar);
-        BuildContext::open(job->contextTar);  // a malformed context is refused now
+        try {
+            BuildContext::open(job->contextTar);  // a malformed context is refused now
+        } catch (...) {
+            std::error_code ec;
+            fs::remove(job->contextTar, ec);
+            throw;
+        }
     }
     job->spec = std::move(spec);
     job->log = std::make_shared<BuildLog>(logPath(job->record.id));
@@ -200,6 +208,16 @@ TemplateBuildRecord TemplateBuilder::submit(const std::string& tenant, TemplateS
     {
         std::lock_guard lock(mutex_);
         if (stopping_) throw Error(ErrorCode::unavailable, "the server is shutting down");
+        std::size_t mine = 0;
+        for (const auto& [id, where] : owners_) mine += where == tenant;
+        if (mine >= kMaxBuildsPerTenant) {
+            std::error_code ec;
+            if (!job->contextTar.empty()) fs::remove(job->contextTar, ec);
+            throw Error(ErrorCode::too_many_requests,
+                        "the tenant has " + std::to_string(mine) + " template builds queued or running; at most " +
+                            std::to_string(kMaxBuildsPerTenant));
+        }
+        owners_[record.id] = tenant;
         active_[record.id] = job->log;
         queue_.push_back(std::move(job));
     }
@@ -230,6 +248,7 @@ void TemplateBuilder::work() {
         {
             std::lock_guard lock(mutex_);
             active_.erase(job->record.id);
+            owners_.erase(job->record.id);
         }
         try {
             evictLayers();
@@ -296,6 +315,7 @@ void TemplateBuilder::run(Job& job) {
     }
     // The longest prefix whose last disk-changing step has a layer.
     std::size_t resumeAfter = 0;  // steps [0, resumeAfter) are cached
+    std::size_t layerStep = 0;    // the step whose layer the build starts from (1-based)
     std::string resumeSnapshot;
     for (std::size_t i = spec.steps.size(); i-- > 0;) {
         if (!changesDisk(spec.steps[i])) continue;
@@ -307,11 +327,17 @@ void TemplateBuilder::run(Job& job) {
             continue;
         }
         resumeAfter = i + 1;
+        layerStep = i + 1;
         resumeSnapshot = snap->id;
         layer->lastUsed = unixNow();
         p_.store.putLayer(*layer);
         break;
     }
+    // Env and user steps right after it are state only: cached as well.
+    if (!resumeSnapshot.empty())
+        while (resumeAfter < spec.steps.size() && (std::holds_alternative<EnvStep>(spec.steps[resumeAfter]) ||
+                                                   std::holds_alternative<UserStep>(spec.steps[resumeAfter])))
+            ++resumeAfter;
     StepState state;
     for (std::size_t i = 0; i < resumeAfter; ++i) {
         const auto& step = spec.steps[i];
@@ -382,7 +408,7 @@ void TemplateBuilder::run(Job& job) {
     try {
         log.append("info", resumeSnapshot.empty() ? "starting the build sandbox"
                                                   : "starting the build sandbox from the cached layer of step " +
-                                                        std::to_string(resumeAfter));
+                                                        std::to_string(layerStep));
         auto r = p_.sandboxes.create(tenant, req);
         sandbox = r.id;
         {
@@ -503,13 +529,27 @@ void TemplateBuilder::run(Job& job) {
         log.append("info", "taking the template's snapshot");
         auto snap = p_.snapshotting.buildSnapshot(tenant, sandbox, "template");
         templateSnapshot = snap.id;
-        std::string digest = "sha256:" + sha256Hex(snap.manifestJson);
+        // Its identity: the base template, every disk layer of its chain and
+        // its memory state, each as its manifest hashed it.
+        json identity{{"base", {{"name", snap.templateName}, {"digest", snap.templateDigest}}},
+                      {"layers", json::array()}};
+        for (const auto& layerId : snap.layers) {
+            auto layer = layerId == snap.id ? std::optional(snap) : p_.snapshotRecords.find(layerId);
+            auto m = layer ? json::parse(layer->manifestJson, nullptr, false) : json();
+            if (!m.is_object() || !m.contains("files"))
+                throw Error(ErrorCode::internal, "layer " + layerId + " of the template has no manifest");
+            for (const auto& f : m["files"])
+                if (f.value("name", "") == SnapshotLibrary::kLayerFile)
+                    identity["layers"].push_back({{"layer", layerId}, {"sha256", f.value("sha256", "")}});
+        }
+        for (const auto& f : json::parse(snap.manifestJson, nullptr, false).value("files", json::array()))
+            if (f.value("name", "") == SnapshotLibrary::kMemoryFile) identity["memory"] = f.value("sha256", "");
+        std::string digest = "sha256:" + sha256Hex(identity.dump());
         json env = json::object();
         for (const auto& [k, v] : state.env) env[k] = v;
         p_.access.record(sandbox, tenant, "template.built",
                          {{"build", rec.id}, {"template", rec.name + ":" + rec.tag},
-                          {"digest", digest}, {"snapshot", snap.id}, {"layers", snap.layers},
-                          {"manifest", json::parse(snap.manifestJson, nullptr, false)},
+                          {"digest", digest}, {"snapshot", snap.id}, {"identity", identity},
                           {"steps_cached", rec.stepsCached}},
                          nullptr);
         auto evidence = p_.evidence.seal(tenant, sandbox, "manual");

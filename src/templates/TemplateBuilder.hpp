@@ -117,7 +117,9 @@ class TemplateBuilder {
     std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<std::unique_ptr<Job>> queue_;
+    static constexpr std::size_t kMaxBuildsPerTenant = 16;  // queued or running
     std::map<std::string, std::shared_ptr<BuildLog>> active_;  // by build id
+    std::map<std::string, std::string> owners_;                // build id -> tenant, while queued or running
     std::map<std::string, std::pair<std::string, std::string>> sandboxes_;  // build id -> tenant, sandbox
     bool stopping_ = false;
     std::mutex evictMutex_;

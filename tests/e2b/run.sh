@@ -25,8 +25,10 @@ until warm; do
   sleep 0.5
 done
 export E2B_API_KEY=e2b_${key#ak_} E2B_API_URL=$url E2B_SANDBOX_URL=$url AIRLOCK_URL=$url AIRLOCK_ADMIN_KEY=$key
-cp "$root/tests/e2b/sdk-test.mjs" "$sdk/sdk-test.mjs"
+cp "$root/tests/e2b/sdk-test.mjs" "$root/tests/e2b/template-test.mjs" "$sdk/"
 for p in e2b e2b-v1routes; do
   echo "== $p@$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$sdk/node_modules/$p/package.json")"
   (cd "$sdk" && E2B_SDK=$p timeout 900 node --test --test-reporter=spec sdk-test.mjs)
 done
+# The Template builder (the newest SDK's API): a build, then a sandbox from it.
+(cd "$sdk" && timeout 900 node --test --test-reporter=spec template-test.mjs)

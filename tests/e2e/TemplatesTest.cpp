@@ -323,5 +323,46 @@ TEST_F(Templates, DeletingATemplateInUseKeepsItsSandboxesWorking) {
     api("DELETE", "/v1/sandboxes/" + sbx);
 }
 
+TEST_F(Templates, BuildSandboxesCountInTheQuotaBuildsEndAtTheirTimeoutAndOneNameBuildsAtATime) {
+    // A tenant at its sandbox quota cannot build: the build sandbox counts.
+    ASSERT_EQ(api("PUT", "/v1/tenants/tq", R"({"quota":{"sandboxes":1}})").status, 200);
+    auto minted = api("POST", "/v1/keys", R"({"tenant":"tq","role":"admin","name":"e2e"})");
+    ASSERT_EQ(minted.status, 201) << minted.body;
+    test::ApiClient tq(world->daemon->url(), json::parse(minted.body)["key"].get<std::string>());
+    auto held = tq.request("POST", "/v1/sandboxes", R"({"template":"minimal"})");
+    ASSERT_EQ(held.status, 201) << held.body;
+    auto submitted = tq.request("POST", "/v1/templates", R"({"name":"over","from":"minimal"})");
+    ASSERT_EQ(submitted.status, 202) << submitted.body;
+    auto id = json::parse(submitted.body)["build_id"].get<std::string>();
+    json b;
+    ASSERT_TRUE(test::waitFor(
+        [&] {
+            b = json::parse(tq.request("GET", "/v1/templates/over/builds/" + id).body);
+            return b.value("state", "") == "failed" || b.value("state", "") == "ready";
+        },
+        120s));
+    EXPECT_EQ(b.value("state", ""), "failed") << b.dump();
+    EXPECT_NE(b["error"].value("message", "").find("quota"), std::string::npos) << b.dump();
+    tq.request("DELETE", "/v1/sandboxes/" + json::parse(held.body)["id"].get<std::string>());
+
+    // A build that passes its timeout fails, its step killed.
+    auto slow = waitBuild("slow", api("POST", "/v1/templates",
+                                      R"({"name":"slow","from":"minimal","timeout_s":15,"steps":[{"run":"sleep 600"}]})"));
+    EXPECT_EQ(slow.value("state", ""), "failed") << slow.dump();
+    EXPECT_NE(slow["error"].value("message", "").find("timeout"), std::string::npos) << slow.dump();
+
+    // Two builds of one name: the second starts when the first has ended.
+    auto spec = R"({"name":"serial","from":"minimal","steps":[{"run":"sleep 2"}]})";
+    auto first = api("POST", "/v1/templates", spec);
+    auto second = api("POST", "/v1/templates", spec);
+    auto b1 = waitBuild("serial", first);
+    auto b2 = waitBuild("serial", second);
+    ASSERT_EQ(b1.value("state", ""), "ready") << b1.dump();
+    ASSERT_EQ(b2.value("state", ""), "ready") << b2.dump();
+    auto log2 = logOf("serial", b2["id"]);
+    auto started = log2.substr(0, log2.find(' '));
+    EXPECT_GE(started, b1.value("finished_at", "")) << "the second build began before the first ended\n" << log2;
+}
+
 }  // namespace
 }  // namespace airlock
