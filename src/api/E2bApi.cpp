@@ -171,8 +171,9 @@ void E2bApi::addRoutes(RouteTable& table) {
     // (kAgentRole | kAdminRole: the default of every row below)
     auto add = [&](const char* method, const char* pattern,
                    std::function<ApiResponse(RouteContext&)> handler, Roles roles = kAgentRole | kAdminRole,
-                   std::size_t bodyLimit = 0) {
+                   std::size_t bodyLimit = 0, decltype(Route::headCheck) headCheck = {}) {
         Route r;
+        r.headCheck = std::move(headCheck);
         r.door = Door::e2b_control;
         r.method = method;
         RouteTable::setPattern(r, pattern);
@@ -214,8 +215,12 @@ void E2bApi::addRoutes(RouteTable& table) {
     add("GET", "/templates/aliases/{}", [this](RouteContext& c) { return templates().alias(c); }, kBuilders);
     add("GET", "/templates/{}/files/{}", [this](RouteContext& c) { return templates().fileLink(c); }, kBuilders);
     // The SDK sends no key with the archive: the link's token is its authorization.
+    // Its token is checked before a byte of the archive is read.
     add("PUT", "/templates/{}/files/{}/upload", [this](RouteContext& c) { return templates().upload(c); },
-        kPublicRoute, E2bTemplates::kMaxArchive);
+        kPublicRoute, E2bTemplates::kMaxArchive,
+        [this](const ApiRequest& head, const std::vector<std::string>& params) {
+            templates().checkUpload(head, params);
+        });
     add("POST", "/v2/templates/{}/builds/{}", [this](RouteContext& c) { return templates().startBuild(c); },
         kBuilders);
     add("GET", "/templates/{}/builds/{}/status", [this](RouteContext& c) { return templates().status(c); },
@@ -477,6 +482,13 @@ ApiResponse E2bApi::deleteSnapshot(RouteContext& c) {
     // are the operator's, never deleted through the API. The SDK sends a name
     // percent-encoded ("t1%2Fmine%3Av2").
     const std::string id = e2b::percentDecode(c.params[0]);
+    // A template the tenant built (by its name): a builder's to delete.
+    if (!namesSnapshot(id) && id.rfind("snap-", 0) != 0 && templates_ && templates_->isBuilt(c.tenant, id)) {
+        if (c.principal.role == Role::agent)
+            throw Error(ErrorCode::forbidden, "deleting a built template needs an approver or admin key");
+        templates_->removeBuilt(c.tenant, id);
+        return ApiResponse{204, "", ""};
+    }
     if (!namesSnapshot(id)) {
         snapshotting_.deleteSnapshot(c.tenant, id);
         return ApiResponse{204, "", ""};

@@ -88,6 +88,41 @@ void writeWhole(const std::string& path, const std::string& bytes) {
     }
 }
 
+// The SDK's package helpers as it writes them, run as root: a package step.
+std::optional<templates::PackagesStep> packageStepOf(const templates::RunStep& run) {
+    if (run.user != "root") return std::nullopt;
+    std::vector<std::string> words;
+    std::istringstream in(run.shell);
+    for (std::string w; in >> w;) words.push_back(w);
+    auto rest = [&](std::size_t from, templates::PackageManager m) -> std::optional<templates::PackagesStep> {
+        templates::PackagesStep step{m, {}};
+        for (std::size_t i = from; i < words.size(); ++i) {
+            const auto& w = words[i];
+            if (w == "--no-install-recommends" || w == "--fix-missing") continue;
+            if (w.empty() || w[0] == '-' ||
+                w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@/._-=:+~<>^") !=
+                    std::string::npos)
+                return std::nullopt;
+            step.packages.push_back(w);
+        }
+        if (step.packages.empty()) return std::nullopt;
+        return step;
+    };
+    auto starts = [&](std::initializer_list<const char*> prefix) {
+        if (words.size() < prefix.size()) return false;
+        std::size_t i = 0;
+        for (const char* p : prefix)
+            if (words[i++] != p) return false;
+        return true;
+    };
+    if (starts({"apt-get", "update", "&&", "DEBIAN_FRONTEND=noninteractive", "DEBCONF_NOWARNINGS=yes", "apt-get",
+                "install", "-y"}))
+        return rest(8, templates::PackageManager::apt);
+    if (starts({"pip", "install"})) return rest(2, templates::PackageManager::pip);
+    if (starts({"npm", "install", "-g"})) return rest(3, templates::PackageManager::npm);
+    return std::nullopt;
+}
+
 std::string stringArg(const json& args, std::size_t i, const std::string& what) {
     if (!args.is_array() || i >= args.size() || !args[i].is_string())
         throw Error(ErrorCode::bad_request, what + ": argument " + std::to_string(i + 1) + " must be a string");
@@ -110,6 +145,41 @@ void E2bTemplates::prune() {
 
 std::string E2bTemplates::archivePath(const std::string& tenant, const std::string& hash) const {
     return filesDir_ + "/" + sha256Hex(tenant).substr(0, 32) + "-" + hash + ".tar";
+}
+
+std::uint64_t E2bTemplates::archivedBytes(const std::string& tenant) {
+    // Archives unused for a day go (a build that wants one asks for it again).
+    auto prefix = sha256Hex(tenant).substr(0, 32) + "-";
+    auto dayAgo = fs::file_time_type::clock::now() - std::chrono::hours(24);
+    std::uint64_t total = 0;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(filesDir_, ec)) {
+        std::error_code fe;
+        auto when = e.last_write_time(fe);
+        if (!fe && when < dayAgo) {
+            fs::remove(e.path(), fe);
+            continue;
+        }
+        if (e.path().filename().string().rfind(prefix, 0) == 0) total += e.file_size(fe);
+    }
+    return total;
+}
+
+void E2bTemplates::checkUpload(const ApiRequest& head, const std::vector<std::string>& params) {
+    auto it = head.query.find("token");
+    std::lock_guard lock(mutex_);
+    prune();
+    auto g = it == head.query.end() ? grants_.end() : grants_.find(it->second);
+    if (g == grants_.end() || params.size() < 2 || g->second.hash != params[1])
+        throw Error(ErrorCode::forbidden, "this upload link is not valid (or has expired)");
+}
+
+bool E2bTemplates::isBuilt(const std::string& tenant, const std::string& name) {
+    return builder_.lookup(tenant, name).has_value();
+}
+
+void E2bTemplates::removeBuilt(const std::string& tenant, const std::string& name) {
+    builder_.remove(tenant, name);
 }
 
 std::string E2bTemplates::usableTemplates(const std::string& tenant) const {
@@ -154,7 +224,9 @@ ApiResponse E2bTemplates::requestBuild(RouteContext& c) {
     {
         std::lock_guard lock(mutex_);
         prune();
-        if (requested_.size() >= kMaxPending)
+        std::size_t mine = 0;
+        for (const auto& [id, req] : requested_) mine += req.tenant == c.tenant;
+        if (requested_.size() >= kMaxPending || mine >= kMaxRequestedPerTenant)
             throw Error(ErrorCode::too_many_requests, "too many template builds requested and not started");
         requested_[buildId] = r;
     }
@@ -179,12 +251,21 @@ ApiResponse E2bTemplates::fileLink(RouteContext& c) {
     const auto& hash = c.params[1];
     if (hash.size() != 64 || hash.find_first_not_of("0123456789abcdef") != std::string::npos)
         throw Error(ErrorCode::bad_request, "a files hash is 64 lower-case hex digits");
-    if (fs::exists(archivePath(c.tenant, hash))) return jsonResponse(201, {{"present", true}});
+    if (fs::exists(archivePath(c.tenant, hash))) {
+        std::error_code ec;
+        fs::last_write_time(archivePath(c.tenant, hash), fs::file_time_type::clock::now(), ec);  // used again
+        return jsonResponse(201, {{"present", true}});
+    }
+    if (archivedBytes(c.tenant) >= kMaxTenantArchives)
+        throw Error(ErrorCode::quota_exceeded,
+                    "quota exceeded: template files (the tenant's uploads for builds hold 2 GiB; unused ones go after a day)");
     std::string token = newId("upl-");
     {
         std::lock_guard lock(mutex_);
         prune();
-        if (grants_.size() >= kMaxPending)
+        std::size_t mine = 0;
+        for (const auto& [token, g] : grants_) mine += g.tenant == c.tenant;
+        if (grants_.size() >= kMaxPending || mine >= kMaxGrantsPerTenant)
             throw Error(ErrorCode::too_many_requests, "too many uploads granted and not made");
         grants_[token] = UploadGrant{c.tenant, hash, std::chrono::steady_clock::now() + kUploadLife};
     }
@@ -253,7 +334,7 @@ ApiResponse E2bTemplates::startBuild(RouteContext& c) {
     spec.steps.push_back(templates::UserStep{"user"});
     spec.steps.push_back(templates::WorkdirStep{"/home/user"});
     std::string user = "user";
-    std::string context;
+    std::vector<std::string> archives;  // each COPY's, once
     const auto& steps = body.contains("steps") ? body["steps"] : json::array();
     if (!steps.is_array() || steps.size() > 500) throw Error(ErrorCode::bad_request, "'steps' must be a list of at most 500");
     for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -266,18 +347,23 @@ ApiResponse E2bTemplates::startBuild(RouteContext& c) {
         if (type == "RUN") {
             templates::RunStep run{stringArg(args, 0, where), std::nullopt, std::nullopt, {}};
             if (args.size() > 1) run.user = stringArg(args, 1, where);
-            spec.steps.push_back(run);
+            // The SDK's aptInstall/pipInstall/npmInstall: package steps (the proxy and its rules).
+            if (auto packages = packageStepOf(run)) spec.steps.push_back(*packages);
+            else spec.steps.push_back(run);
         } else if (type == "COPY") {
             templates::CopyStep copy{stringArg(args, 0, where), stringArg(args, 1, where), std::nullopt, std::nullopt};
             auto owner = args.size() > 2 ? stringArg(args, 2, where) : "";
             if (owner.empty()) owner = user;
             copy.owner = owner.find(':') == std::string::npos ? owner + ":" + owner : owner;
             if (args.size() > 3 && !stringArg(args, 3, where).empty()) copy.mode = stringArg(args, 3, where);
-            auto hash = s.value("filesHash", std::string());
+            auto h = s.find("filesHash");
+            std::string hash = h != s.end() && h->is_string() ? h->get<std::string>() : "";
+            if (hash.size() != 64 || hash.find_first_not_of("0123456789abcdef") != std::string::npos)
+                throw Error(ErrorCode::bad_request, where + ": filesHash must be 64 lower-case hex digits");
             auto archive = archivePath(c.tenant, hash);
-            if (hash.empty() || !fs::exists(archive))
-                throw Error(ErrorCode::bad_request, where + ": its files (" + hash.substr(0, 64) + ") were not uploaded");
-            context += tarEntries(readFile(archive));
+            if (!fs::exists(archive))
+                throw Error(ErrorCode::bad_request, where + ": its files (" + hash + ") were not uploaded");
+            if (std::find(archives.begin(), archives.end(), archive) == archives.end()) archives.push_back(archive);
             spec.steps.push_back(copy);
         } else if (type == "ENV") {
             templates::EnvStep env;
@@ -304,17 +390,31 @@ ApiResponse E2bTemplates::startBuild(RouteContext& c) {
         }
         spec.start = start;
     }
+    // The archives, one after another, make the build's context (one in memory at a time).
     std::string contextFile;
-    if (!context.empty()) {
-        contextFile = filesDir_ + "/ctx-" + buildId + ".tar";
-        context.append(1024, '\0');
-        writeWhole(contextFile, context);
-    }
     try {
+        if (!archives.empty()) {
+            contextFile = filesDir_ + "/ctx-" + buildId + ".tar";
+            std::ofstream out(contextFile, std::ios::binary);
+            std::uint64_t total = 0;
+            for (const auto& archive : archives) {
+                auto entries = tarEntries(readFile(archive));
+                total += entries.size();
+                if (total > kMaxContext)
+                    throw Error(ErrorCode::payload_too_large, "a build's files hold more than 1 GiB together");
+                out.write(entries.data(), static_cast<std::streamsize>(entries.size()));
+            }
+            out << std::string(1024, '\0');
+            out.close();
+            if (!out) throw Error(ErrorCode::insufficient_storage, "cannot keep the build's files on this server's disk");
+        }
         builder_.submit(c.tenant, std::move(spec), contextFile, buildId);
     } catch (...) {
         std::error_code ec;
         if (!contextFile.empty()) fs::remove(contextFile, ec);
+        // The request stands: the SDK (or its user) may send the build again.
+        std::lock_guard lock(mutex_);
+        requested_.emplace(buildId, r);
         throw;
     }
     return ApiResponse(202, "application/json", "{}");

@@ -33,7 +33,15 @@ class E2bTemplates {
     ApiResponse startBuild(RouteContext& c);
     ApiResponse status(RouteContext& c);
     ApiResponse alias(RouteContext& c);
+    // The upload's token (query `token`) names a grant for this hash: before its body is read.
+    void checkUpload(const ApiRequest& head, const std::vector<std::string>& params);
+    bool isBuilt(const std::string& tenant, const std::string& name);
+    void removeBuilt(const std::string& tenant, const std::string& name);
     static constexpr std::uint64_t kMaxArchive = 256u << 20;
+    static constexpr std::uint64_t kMaxTenantArchives = 2ull << 30;  // kept per tenant
+    static constexpr std::uint64_t kMaxContext = 1ull << 30;         // one build's archives together
+    static constexpr std::size_t kMaxRequestedPerTenant = 64;
+    static constexpr std::size_t kMaxGrantsPerTenant = 256;
 
   private:
     struct Requested {
@@ -46,6 +54,8 @@ class E2bTemplates {
         std::chrono::steady_clock::time_point expires;
     };
     std::string archivePath(const std::string& tenant, const std::string& hash) const;
+    // What the tenant's archives hold (archives unused for a day go first).
+    std::uint64_t archivedBytes(const std::string& tenant);
     std::string usableTemplates(const std::string& tenant) const;
     void prune();
 

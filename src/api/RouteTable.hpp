@@ -109,6 +109,9 @@ struct Route {
     std::size_t bodyLimit = 0;  // unary and connect_stream bodies; 0: the server's default
     // A stream whose first param names a sandbox (found before the handover).
     bool sandboxStream = true;
+    // A public row's own check of the request head (its capability), before
+    // any of its body is read; it throws to refuse.
+    std::function<void(const ApiRequest& head, const std::vector<std::string>& params)> headCheck;
     ErrorShape errors = ErrorShape::native;
     RouteKind kind = RouteKind::unary;
     AsyncHandler handler;

@@ -173,6 +173,7 @@ Router::Admission Router::admit(const ApiRequest& head, const Selection& selecti
     const Route& route = *selection.route();
     Admission a;
     a.params = selection.match.params;
+    if (route.headCheck) route.headCheck(head, a.params);
     // The sandbox doors name their sandbox in a header or the Host: it is the first param.
     bool sandboxDoor = selection.door == Door::e2b_envd || selection.door == Door::e2b_port;
     if (sandboxDoor) a.params.insert(a.params.begin(), selection.sandboxId);

@@ -226,6 +226,7 @@ class SandboxController : private Sandboxes,
                             const SnapshotName& name) override;
     SnapshotRecord buildSnapshot(const std::string& tenant, const std::string& id,
                                  const std::string& kind) override;
+    void deleteBuildSnapshot(const std::string& snapshotId) override;
     // A tenant's own template (a built one): the snapshot its sandboxes
     // clone and the env they get. Set once, before serving.
     struct UserTemplate {

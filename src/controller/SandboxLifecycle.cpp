@@ -428,6 +428,11 @@ SnapshotRecord SandboxController::takeSnapshot(const std::string& tenant, const 
     return *snapshots_.find(s.id);
 }
 
+void SandboxController::deleteBuildSnapshot(const std::string& id) {
+    snapshotLibrary_.removeBuildSnapshot(id);
+    spares_->trim();
+}
+
 void SandboxController::deleteSnapshot(const std::string& tenant, const std::string& id) {
     snapshotLibrary_.remove(tenant, id);
     spares_->trim();

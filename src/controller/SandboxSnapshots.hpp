@@ -25,6 +25,9 @@ class SandboxSnapshots {
     // through the snapshot routes.
     virtual SnapshotRecord buildSnapshot(const std::string& tenant, const std::string& sandboxId,
                                          const std::string& kind) = 0;
+    // A build snapshot hidden like deleteSnapshot (nothing when it is not
+    // one or is gone); spares kept for its clones go.
+    virtual void deleteBuildSnapshot(const std::string& snapshotId) = 0;
     // Hidden at once; spares kept for its clones go.
     virtual void deleteSnapshot(const std::string& tenant, const std::string& snapshotId) = 0;
 };

@@ -396,8 +396,7 @@ int runDaemon(const DaemonOptions& options) {
     builderConfig.layerCacheBytes = options.templateCacheGib << 30;
     auto services = controller.frontDoorServices();
     templates::TemplateBuilder builder(
-        templates::TemplateBuilder::Parts{controller.sandboxes(), services.snapshotting, controller.snapshots(),
-                                          snapshots, controller.access(), controller.commands(),
+        templates::TemplateBuilder::Parts{controller.sandboxes(), services.snapshotting, snapshots, controller.access(), controller.commands(),
                                           controller.files(), controller.processes(), evidence,
                                           templateRecords, templates, &api::applyBuildSandboxSettings},
         builderConfig);

@@ -181,6 +181,17 @@ std::vector<TemplateBuildRecord> TemplateStore::unfinishedBuilds() {
     return all;
 }
 
+std::vector<std::string> TemplateStore::buildsPast(const std::string& tenant, std::size_t keep) {
+    return db_.all(
+        "SELECT id FROM template_builds WHERE tenant = ? AND rowid NOT IN (SELECT rowid FROM "
+        "template_builds WHERE tenant = ? ORDER BY rowid DESC LIMIT ?) ORDER BY rowid",
+        textColumn, tenant, tenant, static_cast<std::int64_t>(keep));
+}
+
+void TemplateStore::removeBuild(const std::string& id) {
+    db_.run("DELETE FROM template_builds WHERE id = ?", id);
+}
+
 void TemplateStore::putLayer(const TemplateLayerRecord& l) {
     db_.run(
         "INSERT OR REPLACE INTO template_layers (tenant, key, json, last_used) VALUES (?,?,?,?)",

@@ -80,6 +80,9 @@ class TemplateStore {
     std::optional<TemplateBuildRecord> findBuild(const std::string& id);
     std::vector<TemplateBuildRecord> listBuilds(const std::string& tenant, const std::string& name);
     std::vector<TemplateBuildRecord> unfinishedBuilds();
+    // A tenant's finished builds past its newest `keep` (by last write), oldest first.
+    std::vector<std::string> buildsPast(const std::string& tenant, std::size_t keep);
+    void removeBuild(const std::string& id);
 
     void putLayer(const TemplateLayerRecord& l);
     std::optional<TemplateLayerRecord> findLayer(const std::string& tenant, const std::string& key);

@@ -15,7 +15,8 @@ namespace airlock::templates {
 // memory and every follower alike).
 class BuildLog {
   public:
-    static constexpr std::size_t kMaxBytes = 16u << 20;
+    // Under a followed stream's queue bound: a follower gets every line at once.
+    static constexpr std::size_t kMaxBytes = 3u << 20;
     static constexpr std::size_t kMaxLine = 8192;
     struct Line {
         std::string time;   // RFC 3339

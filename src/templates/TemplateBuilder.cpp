@@ -203,11 +203,9 @@ TemplateBuildRecord TemplateBuilder::submit(const std::string& tenant, TemplateS
     }
     job->spec = std::move(spec);
     job->log = std::make_shared<BuildLog>(logPath(job->record.id));
-    p_.store.putBuild(job->record);
     auto record = job->record;
     {
         std::lock_guard lock(mutex_);
-        if (stopping_) throw Error(ErrorCode::unavailable, "the server is shutting down");
         std::size_t mine = 0;
         for (const auto& [id, where] : owners_) mine += where == tenant;
         if (mine >= kMaxBuildsPerTenant) {
@@ -217,6 +215,12 @@ TemplateBuildRecord TemplateBuilder::submit(const std::string& tenant, TemplateS
                         "the tenant has " + std::to_string(mine) + " template builds queued or running; at most " +
                             std::to_string(kMaxBuildsPerTenant));
         }
+        if (stopping_) {
+            std::error_code ec;
+            if (!job->contextTar.empty()) fs::remove(job->contextTar, ec);
+            throw Error(ErrorCode::unavailable, "the server is shutting down");
+        }
+        p_.store.putBuild(job->record);
         owners_[record.id] = tenant;
         active_[record.id] = job->log;
         queue_.push_back(std::move(job));
@@ -230,18 +234,62 @@ void TemplateBuilder::work() {
         std::unique_ptr<Job> job;
         {
             std::unique_lock lock(mutex_);
-            wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+            // The next job: one whose name has no build running (builds of a
+            // name run one at a time), preferring a tenant with none running
+            // (one tenant's long builds never hold every worker for others).
+            auto next = [this]() -> std::deque<std::unique_ptr<Job>>::iterator {
+                auto fallback = queue_.end();
+                for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+                    if (busyNames_.count((*it)->record.tenant + "/" + (*it)->record.name)) continue;
+                    if (!running_.count((*it)->record.tenant)) return it;
+                    if (fallback == queue_.end()) fallback = it;
+                }
+                return fallback;
+            };
+            wake_.wait(lock, [&] { return stopping_ || next() != queue_.end(); });
             if (stopping_) return;
-            job = std::move(queue_.front());
-            queue_.pop_front();
+            auto it = next();
+            job = std::move(*it);
+            queue_.erase(it);
+            busyNames_.insert(job->record.tenant + "/" + job->record.name);
+            ++running_[job->record.tenant];
         }
         try {
-            auto named = names_.of(job->record.tenant + "/" + job->record.name);
-            std::lock_guard serial(*named);
             run(*job);
         } catch (const std::exception& e) {
+            // What run() could not place (a bad context, a store error): the
+            // build ends failed, with why, never stays "building".
             logError("templates", "build " + job->record.id + ": " + e.what());
+            std::optional<std::pair<std::string, std::string>> left;
+            {
+                std::lock_guard lock(mutex_);
+                if (auto it = sandboxes_.find(job->record.id); it != sandboxes_.end()) {
+                    left = it->second;
+                    sandboxes_.erase(it);
+                }
+            }
+            try {
+                if (left) p_.sandboxes.destroy(left->first, left->second, "its template build failed");
+            } catch (const std::exception&) {
+                // gone already
+            }
+            job->record.state = BuildState::failed;
+            job->record.error = e.what();
+            job->record.finishedAt = nowTimestamp();
+            job->log->append("error", std::string("the build failed: ") + e.what());
+            try {
+                p_.store.putBuild(job->record);
+            } catch (const std::exception& again) {
+                logError("templates", "build " + job->record.id + " not recorded: " + again.what());
+            }
         }
+        {
+            std::lock_guard lock(mutex_);
+            busyNames_.erase(job->record.tenant + "/" + job->record.name);
+            running_[job->record.tenant]--;
+            if (running_[job->record.tenant] == 0) running_.erase(job->record.tenant);
+        }
+        wake_.notify_all();
         job->log->close();
         std::error_code ec;
         if (!job->contextTar.empty()) fs::remove(job->contextTar, ec);
@@ -252,6 +300,18 @@ void TemplateBuilder::work() {
         }
         try {
             evictLayers();
+            // A tenant's older builds (records and logs) go past its newest kKeptBuilds.
+            std::set<std::string> live;
+            {
+                std::lock_guard lock(mutex_);
+                for (const auto& [id, owner] : owners_) live.insert(id);
+            }
+            for (const auto& id : p_.store.buildsPast(job->record.tenant, kKeptBuilds)) {
+                if (live.count(id)) continue;
+                p_.store.removeBuild(id);
+                std::error_code ec;
+                fs::remove(logPath(id), ec);
+            }
         } catch (const std::exception& e) {
             logWarn("templates", std::string("layer eviction: ") + e.what());
         }
@@ -275,6 +335,7 @@ void TemplateBuilder::run(Job& job) {
 
     std::optional<BuildContext> context;
     std::optional<DockerIgnore> ignore;
+    std::string ignoreDigest;  // what leaves files out of a copy keys it as well
     if (!job.contextTar.empty()) {
         context = BuildContext::open(job.contextTar);
         // The context's .dockerignore: what a copy leaves out (as Docker's build does).
@@ -285,6 +346,7 @@ void TemplateBuilder::run(Job& job) {
                 in.seekg(static_cast<std::streamoff>(e.dataOffset));
                 in.read(text.data(), static_cast<std::streamsize>(text.size()));
                 ignore.emplace(text);
+                ignoreDigest = sha256Hex(text);
             }
     }
 
@@ -309,7 +371,8 @@ void TemplateBuilder::run(Job& job) {
     std::string key = sha256Hex(baseKey);
     for (const auto& step : spec.steps) {
         std::string content = stepJson(step).dump();
-        if (const auto* c = std::get_if<CopyStep>(&step)) content += "\n" + context->digestOf(c->src);
+        if (const auto* c = std::get_if<CopyStep>(&step))
+            content += "\n" + context->digestOf(c->src) + "\n" + ignoreDigest;
         key = sha256Hex(key + "\n" + content);
         keys.push_back(key);
     }
@@ -339,6 +402,9 @@ void TemplateBuilder::run(Job& job) {
                                                    std::holds_alternative<UserStep>(spec.steps[resumeAfter])))
             ++resumeAfter;
     StepState state;
+    if (fromTemplate)
+        for (const auto& [k, v] : fromTemplate->env.items())
+            if (v.is_string()) state.setEnv(k, v.get<std::string>());
     for (std::size_t i = 0; i < resumeAfter; ++i) {
         const auto& step = spec.steps[i];
         if (const auto* e = std::get_if<EnvStep>(&step))
@@ -362,9 +428,6 @@ void TemplateBuilder::run(Job& job) {
     }
     req.timeoutS = static_cast<std::int64_t>(spec.timeoutS) + 600;
     req.metadata[kBuildMetadata] = rec.id;
-    if (fromTemplate && resumeSnapshot.empty())
-        for (const auto& [k, v] : fromTemplate->env.items())
-            if (v.is_string()) state.setEnv(k, v.get<std::string>());
     if (p_.sandboxSettings) p_.sandboxSettings(spec.sandbox, req);
     // The package steps the builder runs are the recipe's own: the command
     // policy lets exactly them through (the tenant's deny rules still win);
@@ -434,8 +497,10 @@ void TemplateBuilder::run(Job& job) {
             }
             if (const auto* w = std::get_if<WorkdirStep>(&step)) {
                 state.workdir = absoluteIn(state.workdir, w->path);
-                // As Docker's WORKDIR: the directory exists from here on.
-                exec("mkdir -p " + sq(state.workdir), "root", "/", {});
+                // The directory exists from here on, its user's when this made it.
+                std::string made = "[ -d " + sq(state.workdir) + " ] || { mkdir -p " + sq(state.workdir);
+                if (!state.user.empty() && state.user != "root") made += " && chown " + sq(state.user) + " " + sq(state.workdir);
+                exec(made + "; }", "root", "/", {});
                 continue;
             }
             if (const auto* s = std::get_if<RunStep>(&step)) {
@@ -448,29 +513,35 @@ void TemplateBuilder::run(Job& job) {
                 auto entries = context->select(c->src);  // not_found/unprocessable: says which
                 bool singleFile = entries.size() == 1 && entries[0].type == '0' &&
                                   !c->src.empty() && c->src.back() != '/';
+                std::string guestTar = "/tmp/.airlock-copy-" + std::to_string(current) + ".tar";
+                struct Removed {
+                    std::string path;
+                    ~Removed() {
+                        std::error_code ec;
+                        fs::remove(path, ec);
+                    }
+                } selectionFile{selection};
                 std::size_t written = context->writeSelection(
                     c->src, selection, [&](std::string_view path) { return ignore && ignore->ignored(path); });
                 if (written == 0)
                     throw StepFailed{"nothing to copy: '" + c->src + "' holds only what .dockerignore leaves out", std::nullopt};
-                std::string guestTar = "/tmp/.airlock-copy-" + std::to_string(current) + ".tar";
                 uploadFile(p_.files, tenant, sandbox, guestTar, selection, Clock::now() + std::chrono::seconds(remainingS()));
-                std::error_code ec;
-                fs::remove(selection, ec);
                 std::string dest = absoluteIn(state.workdir, c->dest);
-                std::string sh = "set -e; T=" + sq(guestTar) + "; ";
-                std::string targets;
+                // Unpacked apart, owner and mode set there (every name quoted
+                // by the shell, none expanded), then moved into place.
+                std::string sh = "set -e; T=" + sq(guestTar) + "; X=$(mktemp -d); tar -xof \"$T\" -C \"$X\"; rm -f \"$T\"; ";
+                if (c->owner) sh += "chown -R " + sq(*c->owner) + " \"$X\"/.; ";
+                if (c->mode) sh += "find \"$X\" -mindepth 1 -exec chmod " + sq(*c->mode) + " {} +; ";
                 if (singleFile && dest.back() != '/') {
                     auto base = fs::path(entries[0].path).filename().string();
-                    sh += "X=$(mktemp -d); tar -xof \"$T\" -C \"$X\"; mkdir -p \"$(dirname " + sq(dest) +
-                          ")\"; mv -f \"$X\"/" + sq(base) + " " + sq(dest) + "; rm -rf \"$X\"; ";
-                    targets = sq(dest);
+                    sh += "mkdir -p \"$(dirname " + sq(dest) + ")\"; mv -f \"$X\"/" + sq(base) + " " + sq(dest) + "; ";
                 } else {
-                    sh += "mkdir -p " + sq(dest) + "; tar -xof \"$T\" -C " + sq(dest) + "; ";
-                    targets = "$(tar -tf \"$T\" | sed 's|^|" + dest + (dest.back() == '/' ? "" : "/") + "|')";
+                    // Entry by entry (hidden ones too): the destination directory
+                    // itself keeps its owner and mode, as with Docker's COPY.
+                    sh += "mkdir -p " + sq(dest) + "; for f in \"$X\"/* \"$X\"/.[!.]* \"$X\"/..?*; do "
+                          "if [ -e \"$f\" ] || [ -L \"$f\" ]; then cp -a \"$f\" " + sq(dest) + "/; fi; done; ";
                 }
-                if (c->owner) sh += "chown " + sq(*c->owner) + " " + targets + "; ";
-                if (c->mode) sh += "chmod " + sq(*c->mode) + " " + targets + "; ";
-                sh += "rm -f \"$T\"";
+                sh += "rm -rf \"$X\"";
                 exec(sh, "root", "/", {});
             } else if (const auto* pk = std::get_if<PackagesStep>(&step)) {
                 auto env = state.envMap();
@@ -478,13 +549,17 @@ void TemplateBuilder::run(Job& job) {
                 exec(packageCommand(*pk), "root", state.workdir, env);
             } else if (const auto* g = std::get_if<GitStep>(&step)) {
                 std::string dest = absoluteIn(state.workdir, g->dest);
-                exec("git clone " + sq(g->repo) + " " + sq(dest) + " && cd " + sq(dest) +
-                         " && git checkout " + sq(g->ref),
+                exec("git clone -- " + sq(g->repo) + " " + sq(dest) + " && cd " + sq(dest) +
+                         " && git checkout " + sq(g->ref) + " --",
                      state.user, "/", state.envMap());
             }
             // The disk after this step: a cached layer for the next build.
             auto layer = p_.snapshotting.buildSnapshot(tenant, sandbox, "layer");
-            p_.store.putLayer(TemplateLayerRecord{tenant, keys[current], layer.id, layer.sizeBytes, unixNow()});
+            // A parallel build may have cached this step first: that one stays
+            // the cached layer; this one is only this build's chain (recover()
+            // removes it once nothing reads it).
+            if (!p_.store.findLayer(tenant, keys[current]))
+                p_.store.putLayer(TemplateLayerRecord{tenant, keys[current], layer.id, layer.sizeBytes, unixNow()});
         }
         current = spec.steps.size();
 
@@ -578,7 +653,7 @@ void TemplateBuilder::run(Job& job) {
         p_.store.putTemplate(t);
         templateSnapshot.clear();  // the template's now
         // The older build's snapshot goes; sandboxes on it keep its layers.
-        if (before && before->snapshotId != t.snapshotId) p_.library.removeBuildSnapshot(before->snapshotId);
+        if (before && before->snapshotId != t.snapshotId) p_.snapshotting.deleteBuildSnapshot(before->snapshotId);
         rec.state = BuildState::ready;
         log.append("info", "template " + t.name + ":" + t.tag + " is ready (" + digest + ")");
     } catch (const StepFailed& f) {
@@ -605,7 +680,7 @@ void TemplateBuilder::run(Job& job) {
         rec.failedCommand = failure.command;
         rec.exitCode = failure.exitCode;
         log.append("error", "the build failed: " + rec.error);
-        if (!templateSnapshot.empty()) p_.library.removeBuildSnapshot(templateSnapshot);
+        if (!templateSnapshot.empty()) p_.snapshotting.deleteBuildSnapshot(templateSnapshot);
     }
     if (!sandbox.empty()) {
         {
@@ -680,7 +755,7 @@ UserTemplateRecord TemplateBuilder::get(const std::string& tenant, const std::st
 void TemplateBuilder::remove(const std::string& tenant, const std::string& ref) {
     auto t = get(tenant, ref);
     p_.store.removeTemplate(tenant, t.name, t.tag);
-    p_.library.removeBuildSnapshot(t.snapshotId);
+    p_.snapshotting.deleteBuildSnapshot(t.snapshotId);
 }
 
 void TemplateBuilder::recover() {
@@ -700,6 +775,23 @@ void TemplateBuilder::recover() {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(config_.dataDir, ec))
         if (e.path().extension() == ".tar") fs::remove(e.path(), ec);
+    // Build snapshots nothing names any more (a crash between a snapshot and
+    // its record, a layer a parallel build cached first): what a template,
+    // a cached layer or a live sandbox reads stays.
+    std::set<std::string> kept;
+    for (const auto& l : p_.store.listLayers()) kept.insert(l.snapshotId);
+    for (const auto& t : p_.store.allTemplates()) {
+        kept.insert(t.snapshotId);
+        if (auto s = p_.snapshotRecords.find(t.snapshotId)) kept.insert(s->layers.begin(), s->layers.end());
+    }
+    for (const auto& l : p_.store.listLayers())
+        if (auto s = p_.snapshotRecords.find(l.snapshotId)) kept.insert(s->layers.begin(), s->layers.end());
+    for (const auto& r : p_.sandboxes.list(TenantScope::all())) kept.insert(r.layers.begin(), r.layers.end());
+    for (const auto& s : p_.snapshotRecords.list(TenantScope::all()))
+        if (isBuildKind(s.kind) && s.state == SnapshotState::ready && !kept.count(s.id)) {
+            logInfo("templates", "removing build snapshot " + s.id + ": nothing names it");
+            p_.snapshotting.deleteBuildSnapshot(s.id);
+        }
 }
 
 void TemplateBuilder::evictLayers() {
@@ -737,7 +829,7 @@ void TemplateBuilder::evictLayers() {
         for (const auto* w : with) {
             if (!gone.insert(w->snapshotId).second) continue;
             p_.store.removeLayer(w->tenant, w->key);
-            p_.library.removeBuildSnapshot(w->snapshotId);
+            p_.snapshotting.deleteBuildSnapshot(w->snapshotId);
             total -= w->sizeBytes;
         }
     }

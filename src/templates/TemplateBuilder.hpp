@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -20,7 +21,6 @@
 #include "controller/Sandboxes.hpp"
 #include "controller/SnapshotLibrary.hpp"
 #include "controller/TemplateCatalog.hpp"
-#include "core/KeyedMutexes.hpp"
 #include "evidence/EvidenceService.hpp"
 #include "store/SnapshotStore.hpp"
 #include "store/TemplateStore.hpp"
@@ -46,7 +46,6 @@ class TemplateBuilder {
     struct Parts {
         Sandboxes& sandboxes;
         SandboxSnapshots& snapshotting;
-        SnapshotLibrary& library;
         SnapshotStore& snapshotRecords;
         SandboxAccess& access;
         SandboxCommands& commands;
@@ -113,11 +112,13 @@ class TemplateBuilder {
 
     Parts p_;
     TemplateBuilderConfig config_;
-    KeyedMutexes names_;
+    std::set<std::string> busyNames_;                 // tenant/name with a build running
+    std::map<std::string, std::size_t> running_;      // builds running per tenant
     std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<std::unique_ptr<Job>> queue_;
     static constexpr std::size_t kMaxBuildsPerTenant = 16;  // queued or running
+    static constexpr std::size_t kKeptBuilds = 100;         // finished builds kept per tenant
     std::map<std::string, std::shared_ptr<BuildLog>> active_;  // by build id
     std::map<std::string, std::string> owners_;                // build id -> tenant, while queued or running
     std::map<std::string, std::pair<std::string, std::string>> sandboxes_;  // build id -> tenant, sandbox

@@ -96,8 +96,14 @@ TEST_F(FrontDoorsTest, EveryRowOfEveryDoorIsAdmittedByRoleAndTenantAlone) {
         ++walked[row.door];
         if (row.roles == kPublicRoute) {
             // No credential at all: the row checks its own (a preview's
-            // capability, a port's rule) or has nothing to guard (health).
-            EXPECT_FALSE(admit(row, requestFor(row, path, sbx, nullptr)).error) << what;
+            // capability, a port's rule) or has nothing to guard (health);
+            // a row that checks its capability in the head (an upload
+            // link's token) refuses one without it before reading a byte.
+            auto verdict = admit(row, requestFor(row, path, sbx, nullptr));
+            if (row.headCheck)
+                EXPECT_TRUE(verdict.error) << what << ": no token";
+            else
+                EXPECT_FALSE(verdict.error) << what;
             continue;
         }
         EXPECT_EQ(admit(row, requestFor(row, path, sbx, nullptr)).error, ErrorCode::unauthorized)
