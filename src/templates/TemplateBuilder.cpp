@@ -106,6 +106,93 @@ void uploadFile(GuestFiles& files, const std::string& tenant, const std::string&
 
 }  // namespace
 
+protocol::ExecResult TemplateBuilder::runStreamed(const std::string& tenant, const std::string& sandbox,
+                                                  const ExecOptions& options,
+                                                  const std::shared_ptr<BuildLog>& log,
+                                                  Clock::time_point deadline) {
+    // The command's output reaches the log line by line as it runs (masked
+    // by the stream); the window it takes is given back as it is logged.
+    struct Live {
+        std::mutex mutex;
+        std::condition_variable done;
+        std::shared_ptr<AgentStream> stream;
+        std::size_t owed = 0;  // consumed before the stream was known
+        bool ended = false;
+        protocol::ExecResult result;
+        std::string partial[3];
+    };
+    auto live = std::make_shared<Live>();
+    auto emit = [log](std::uint8_t channel, std::string& partial, bool all) {
+        std::size_t start = 0;
+        for (;;) {
+            auto nl = partial.find('\n', start);
+            if (nl == std::string::npos) break;
+            log->append(channel == 2 ? "warn" : "info", "  | " + partial.substr(start, nl - start));
+            start = nl + 1;
+        }
+        partial.erase(0, start);
+        if ((all && !partial.empty()) || partial.size() > BuildLog::kMaxLine) {
+            log->append(channel == 2 ? "warn" : "info", "  | " + partial);
+            partial.clear();
+        }
+    };
+    auto handler = [live, emit](AgentStream::Event&& e) {
+        using Kind = AgentStream::Event::Kind;
+        if (e.kind == Kind::data) {
+            auto& partial = live->partial[e.channel == 2 ? 2 : 1];  // the agent's thread only
+            partial += e.payload;
+            emit(e.channel, partial, false);
+            std::shared_ptr<AgentStream> stream;
+            {
+                std::lock_guard lock(live->mutex);
+                stream = live->stream;
+                if (!stream) live->owed += e.payload.size();
+            }
+            if (stream) stream->grant(e.payload.size());
+            return;
+        }
+        if (e.kind != Kind::close && e.kind != Kind::reset) return;
+        emit(1, live->partial[1], true);
+        emit(2, live->partial[2], true);
+        protocol::ExecResult r;
+        try {
+            if (e.kind == Kind::reset) {
+                r.error = "the command's stream ended: " + protocol::parseResetInfo(e.payload).message;
+            } else {
+                r = protocol::parseExecResult(e.payload);
+            }
+        } catch (const std::exception& bad) {
+            r.exit_code = -1;
+            r.error = std::string("the guest's answer was malformed: ") + bad.what();
+        }
+        {
+            std::lock_guard lock(live->mutex);
+            live->result = r;
+            live->ended = true;
+        }
+        live->done.notify_all();
+    };
+    TerminalOptions terminal;
+    terminal.stdinStream = false;
+    auto opened = p_.commands.openStreamed(tenant, sandbox, options, terminal, handler);
+    if (!opened.stream) throw StepFailed{"the command needs approval; a build runs unattended: allow it in the build's policy", std::nullopt};
+    std::size_t owed = 0;
+    {
+        std::lock_guard lock(live->mutex);
+        live->stream = opened.stream;
+        owed = live->owed;
+        live->owed = 0;
+    }
+    if (owed) opened.stream->grant(owed);
+    std::unique_lock lock(live->mutex);
+    if (!live->done.wait_until(lock, deadline, [&] { return live->ended; })) {
+        lock.unlock();
+        opened.stream->reset("cancelled", "the template build's timeout passed");
+        throw StepFailed{"the command passed the build's timeout", std::nullopt};
+    }
+    return live->result;
+}
+
 TemplateBuilder::TemplateBuilder(Parts parts, TemplateBuilderConfig config)
     : p_(std::move(parts)), config_(std::move(config)) {
     fs::create_directories(config_.dataDir);
@@ -456,15 +543,12 @@ void TemplateBuilder::run(Job& job) {
         o.cwd = cwd.empty() ? "/" : cwd;
         o.env = env;
         o.timeoutS = remainingS();
-        auto out = p_.commands.exec(tenant, sandbox, o);
-        if (!out.stdoutData.empty()) log.appendOutput("info", out.stdoutData);
-        if (!out.stderrData.empty()) log.appendOutput("warn", out.stderrData);
-        if (out.result.timed_out)
-            throw StepFailed{"the command passed the build's timeout", out.result.exit_code};
-        if (!out.result.error.empty()) throw StepFailed{out.result.error, std::nullopt};
-        if (out.result.exit_code != 0)
-            throw StepFailed{"the command exited with " + std::to_string(out.result.exit_code),
-                             out.result.exit_code};
+        auto result = runStreamed(tenant, sandbox, o, job.log, Clock::now() + std::chrono::seconds(o.timeoutS + 30));
+        if (result.timed_out)
+            throw StepFailed{"the command passed the build's timeout", result.exit_code};
+        if (!result.error.empty()) throw StepFailed{result.error, std::nullopt};
+        if (result.exit_code != 0)
+            throw StepFailed{"the command exited with " + std::to_string(result.exit_code), result.exit_code};
     };
     std::size_t current = 0;
     bool inStart = false;

@@ -104,6 +104,10 @@ class TemplateBuilder {
     };
     void work();
     void run(Job& job);
+    // A command run to its end with its output logged as it comes.
+    protocol::ExecResult runStreamed(const std::string& tenant, const std::string& sandbox,
+                                     const ExecOptions& options, const std::shared_ptr<BuildLog>& log,
+                                     std::chrono::steady_clock::time_point deadline);
     void evictLayers();
     std::string logPath(const std::string& buildId) const;
     std::shared_ptr<BuildLog> activeLog(const std::string& buildId);

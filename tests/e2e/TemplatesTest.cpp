@@ -160,7 +160,9 @@ class Templates : public ::testing::Test {
 };
 Templates::World* Templates::world = nullptr;
 
-TEST_F(Templates, ARecipeWithRunCopyEnvUserAptAndNpmStepsIsWhatItsSandboxesStartFrom) {
+// One debian build covers every kind of step, a start command with a port
+// check (serving at a clone's first exec) and the build's evidence bundle.
+TEST_F(Templates, ARecipeWithRunCopyEnvUserAptNpmStepsAndAReadyServerIsWhatItsSandboxesStartFrom) {
     json spec{{"name", "full"},
               {"from", "debian"},
               {"packages", {{"apt", {{"mode", "allow"}}}}},
@@ -173,7 +175,10 @@ TEST_F(Templates, ARecipeWithRunCopyEnvUserAptAndNpmStepsIsWhatItsSandboxesStart
                 {{"user", "user"}},
                 {{"run", "whoami > /srv/built-by"}},
                 {{"apt", {"airlock-fixture-hello"}}},
-                {{"npm", {"is-number@7.0.0"}}}}}};
+                {{"npm", {"is-number@7.0.0"}}}}},
+              {"start",
+               {{"cmd", "cd /srv/plain && exec python3 -m http.server 8000"},
+                {"ready", {{"port", 8000}, {"timeout_s", 60}}}}}};
     auto b = waitBuild("full", postForm(spec, "", contextOf({{"app/hello.txt", "from the context\n"}})));
     ASSERT_EQ(b.value("state", ""), "ready") << b.dump() << logOf("full", b.value("id", ""));
     auto log = logOf("full", b["id"]);
@@ -183,10 +188,30 @@ TEST_F(Templates, ARecipeWithRunCopyEnvUserAptAndNpmStepsIsWhatItsSandboxesStart
     // Without an owner: root's files in a directory as mkdir makes it, readable by the user.
     EXPECT_EQ(out(sbx, "stat -c '%a %U' /srv/plain /srv/plain/hello.txt"), "755 root\n644 root");
     EXPECT_EQ(out(sbx, "cat /srv/plain/hello.txt"), "from the context");
+    // Nothing was started in this sandbox: the server runs from the snapshot.
+    EXPECT_EQ(out(sbx, "curl -s -m 10 localhost:8000/hello.txt"), "from the context");
     auto t = json::parse(api("GET", "/v1/templates/full").body);
     EXPECT_EQ(t.value("kind", ""), "built");
     EXPECT_EQ(t["env"].value("GREETING", ""), "hello");
     EXPECT_EQ(t.value("digest", "").rfind("sha256:", 0), 0u);
+
+    // The build's bundle verifies offline and records its commands and the template's digest.
+    std::string evidence = t.value("evidence_id", "");
+    ASSERT_EQ(evidence.rfind("evd-", 0), 0u) << t.dump();
+    auto dir = world->tmp.path();
+    auto bundle = api("GET", "/v1/evidence/" + evidence);
+    ASSERT_EQ(bundle.status, 200);
+    std::ofstream(dir + "/full.tar.gz", std::ios::binary) << bundle.body;
+    auto keys = json::parse(api("GET", "/v1/evidence/keys").body);
+    std::ofstream(dir + "/pub.pem") << keys["keys"][0]["public_key_pem"].get<std::string>();
+    EXPECT_EQ(test::commandLine(test::binDir() + "/airlock evidence verify " + dir + "/full.tar.gz --key " +
+                                dir + "/pub.pem >/dev/null 2>&1 && echo verified"),
+              "verified");
+    EXPECT_NE(test::commandLine("zcat " + dir + "/full.tar.gz | grep -acF -- 'whoami > /srv/built-by'"), "0")
+        << "the bundle records the build's commands";
+    EXPECT_NE(test::commandLine("zcat " + dir + "/full.tar.gz | grep -acF -- '" + t.value("digest", "").substr(7) + "'"),
+              "0")
+        << "the bundle records the template's digest";
     api("DELETE", "/v1/sandboxes/" + sbx);
 }
 
@@ -247,39 +272,6 @@ TEST_F(Templates, ARebuildAfterChangingOnlyTheLastStepReusesTheOtherLayers) {
     api("DELETE", "/v1/sandboxes/" + sbx);
 }
 
-TEST_F(Templates, AStartCommandWithAPortCheckServesAtTheFirstExecAndTheBuildsBundleVerifiesOffline) {
-    json spec{{"name", "web"},
-              {"from", "debian"},
-              {"steps", {{{"run", "mkdir -p /srv/www && echo served-from-template > /srv/www/index.html"}}}},
-              {"start",
-               {{"cmd", "cd /srv/www && exec python3 -m http.server 8000"},
-                {"ready", {{"port", 8000}, {"timeout_s", 60}}}}}};
-    auto b = waitBuild("web", api("POST", "/v1/templates", spec.dump()));
-    ASSERT_EQ(b.value("state", ""), "ready") << b.dump() << logOf("web", b.value("id", ""));
-    auto sbx = sandboxFrom("web");
-    // Nothing was started in this sandbox: the server runs from the snapshot.
-    EXPECT_EQ(out(sbx, "curl -s -m 10 localhost:8000/"), "served-from-template");
-
-    auto t = json::parse(api("GET", "/v1/templates/web").body);
-    std::string evidence = t.value("evidence_id", "");
-    ASSERT_EQ(evidence.rfind("evd-", 0), 0u) << t.dump();
-    auto dir = world->tmp.path();
-    auto bundle = api("GET", "/v1/evidence/" + evidence);
-    ASSERT_EQ(bundle.status, 200);
-    std::ofstream(dir + "/web.tar.gz", std::ios::binary) << bundle.body;
-    auto keys = json::parse(api("GET", "/v1/evidence/keys").body);
-    std::ofstream(dir + "/pub.pem") << keys["keys"][0]["public_key_pem"].get<std::string>();
-    EXPECT_EQ(test::commandLine(test::binDir() + "/airlock evidence verify " + dir + "/web.tar.gz --key " +
-                                dir + "/pub.pem >/dev/null 2>&1 && echo verified"),
-              "verified");
-    auto inBundle = test::commandLine("zcat " + dir + "/web.tar.gz | grep -acF -- 'served-from-template'");
-    EXPECT_NE(inBundle, "0") << "the bundle records the build's commands";
-    auto digest = t.value("digest", "");
-    EXPECT_NE(test::commandLine("zcat " + dir + "/web.tar.gz | grep -acF -- '" + digest.substr(7) + "'"), "0")
-        << "the bundle records the template's digest";
-    api("DELETE", "/v1/sandboxes/" + sbx);
-}
-
 TEST_F(Templates, AFailingStepFailsTheBuildWithItsExitCodeAndLeavesNoSandboxOrTemplate) {
     auto before = sandboxIds();
     auto b = waitBuild("broken", api("POST", "/v1/templates",
@@ -292,6 +284,30 @@ TEST_F(Templates, AFailingStepFailsTheBuildWithItsExitCodeAndLeavesNoSandboxOrTe
     EXPECT_EQ(sandboxIds(), before) << "the build sandbox is gone";
     EXPECT_EQ(api("GET", "/v1/templates/broken").status, 404);
     EXPECT_EQ(api("POST", "/v1/sandboxes", R"({"template":"broken"})").status, 404);
+}
+
+TEST_F(Templates, AFollowedLogShowsAStepsOutputWhileTheStepRuns) {
+    auto submitted = api("POST", "/v1/templates",
+                         R"J({"name":"live","from":"minimal","steps":[{"run":"echo early-$((20+1)); sleep 4; echo late-$((20+2))"}]})J");
+    ASSERT_EQ(submitted.status, 202) << submitted.body;
+    auto id = json::parse(submitted.body)["build_id"].get<std::string>();
+    auto file = world->tmp.path() + "/live.log";
+    test::HelperProcess follow({"curl", "-sN", "-o", file, "-H", "Authorization: Bearer " + world->key,
+                                world->daemon->url() + "/v1/templates/live/builds/" + id + "/logs?follow=1"});
+    auto followed = [&] {
+        std::ifstream in(file);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    ASSERT_TRUE(test::waitFor([&] { return followed().find("| early-21") != std::string::npos; }, 120s))
+        << followed();
+    auto state = json::parse(api("GET", "/v1/templates/live/builds/" + id).body);
+    EXPECT_EQ(state.value("state", ""), "building") << "the line came while its step ran";
+    EXPECT_EQ(followed().find("| late-22"), std::string::npos) << followed();
+    auto b = waitBuild("live", submitted);
+    EXPECT_LT(logOf("live", id).find("| early-21"), logOf("live", id).find("| late-22"));
+    EXPECT_EQ(b.value("state", ""), "ready") << b.dump();
+    EXPECT_TRUE(test::waitFor([&] { return followed().find("is ready") != std::string::npos; }, 30s))
+        << "the followed log ends with the build: " << followed();
 }
 
 TEST_F(Templates, DockerfilesThatCannotBeBuiltAreRefusedNamingTheirLine) {
@@ -354,12 +370,12 @@ TEST_F(Templates, BuildSandboxesCountInTheQuotaBuildsEndAtTheirTimeoutAndOneName
 
     // A build that passes its timeout fails, its step killed.
     auto slow = waitBuild("slow", api("POST", "/v1/templates",
-                                      R"({"name":"slow","from":"minimal","timeout_s":15,"steps":[{"run":"sleep 600"}]})"));
+                                      R"({"name":"slow","from":"minimal","timeout_s":10,"steps":[{"run":"sleep 600"}]})"));
     EXPECT_EQ(slow.value("state", ""), "failed") << slow.dump();
     EXPECT_NE(slow["error"].value("message", "").find("timeout"), std::string::npos) << slow.dump();
 
     // Two builds of one name: the second starts when the first has ended.
-    auto spec = R"({"name":"serial","from":"minimal","steps":[{"run":"sleep 2"}]})";
+    auto spec = R"({"name":"serial","from":"minimal","steps":[{"run":"sleep 1"}]})";
     auto first = api("POST", "/v1/templates", spec);
     auto second = api("POST", "/v1/templates", spec);
     auto b1 = waitBuild("serial", first);
