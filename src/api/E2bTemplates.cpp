@@ -316,6 +316,11 @@ ApiResponse E2bTemplates::startBuild(RouteContext& c) {
     templates::TemplateSpec spec;
     spec.name = r.name;
     spec.tag = r.tag;
+    // The SDK's skipCache: the whole build, or (per step) from that step on.
+    if (body.contains("force") && body["force"].is_boolean() && body["force"].get<bool>()) spec.noCache = true;
+    if (body.contains("steps") && body["steps"].is_array())
+        for (const auto& s : body["steps"])
+            if (s.is_object() && s.value("force", false) == true) spec.noCache = true;
     spec.vcpus = r.vcpus;
     spec.memoryMib = r.memoryMib;
     if (body.contains("fromTemplate")) {

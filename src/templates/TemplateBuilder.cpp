@@ -467,7 +467,7 @@ void TemplateBuilder::run(Job& job) {
     std::size_t resumeAfter = 0;  // steps [0, resumeAfter) are cached
     std::size_t layerStep = 0;    // the step whose layer the build starts from (1-based)
     std::string resumeSnapshot;
-    for (std::size_t i = spec.steps.size(); i-- > 0;) {
+    for (std::size_t i = spec.noCache ? 0 : spec.steps.size(); i-- > 0;) {
         if (!changesDisk(spec.steps[i])) continue;
         auto layer = p_.store.findLayer(tenant, keys[i]);
         if (!layer) continue;
@@ -642,8 +642,12 @@ void TemplateBuilder::run(Job& job) {
             // A parallel build may have cached this step first: that one stays
             // the cached layer; this one is only this build's chain (recover()
             // removes it once nothing reads it).
-            if (!p_.store.findLayer(tenant, keys[current]))
+            auto cached = p_.store.findLayer(tenant, keys[current]);
+            if (!cached || spec.noCache) {
                 p_.store.putLayer(TemplateLayerRecord{tenant, keys[current], layer.id, layer.sizeBytes, unixNow()});
+                // The layer it replaces: kept while a template or a sandbox reads it.
+                if (cached && cached->snapshotId != layer.id) p_.snapshotting.deleteBuildSnapshot(cached->snapshotId);
+            }
         }
         current = spec.steps.size();
 

@@ -84,6 +84,7 @@ struct TemplateSpec {
     std::map<std::string, std::string> labels;  // Dockerfile LABEL
     std::vector<unsigned> exposedPorts;         // Dockerfile EXPOSE (recorded)
     unsigned timeoutS = 1800;                   // the whole build
+    bool noCache = false;                       // every step runs (its layers replace the cached ones)
 };
 
 }  // namespace airlock::templates

@@ -215,6 +215,10 @@ void parseCommon(const json& j, TemplateSpec& s) {
     s.memoryMib = optUnsigned(j, "memory_mib", 64, 1 << 20);
     s.diskGib = optUnsigned(j, "disk_gib", 1, 4096);
     if (auto t = optUnsigned(j, "timeout_s", 10, 24 * 3600)) s.timeoutS = *t;
+    if (j.contains("no_cache")) {
+        if (!j["no_cache"].is_boolean()) throw bad("'no_cache' must be a boolean");
+        s.noCache = j["no_cache"].get<bool>();
+    }
     for (const char* k : {"policy", "packages", "network"})
         if (j.contains(k) && !j[k].is_null()) s.sandbox[k] = j[k];
 }
@@ -222,7 +226,7 @@ void parseCommon(const json& j, TemplateSpec& s) {
 
 void requireDockerfileCompanion(const json& j) {
     if (!j.is_object()) throw bad("the spec must be a JSON object");
-    rejectUnknownFields(j, {"name", "tag", "vcpus", "memory_mib", "disk_gib", "timeout_s", "policy",
+    rejectUnknownFields(j, {"name", "tag", "vcpus", "memory_mib", "disk_gib", "timeout_s", "no_cache", "policy",
                             "packages", "network", "ready"},
                         "a spec beside a Dockerfile (the Dockerfile gives from, steps and start)");
 }
@@ -230,7 +234,7 @@ void requireDockerfileCompanion(const json& j) {
 TemplateSpec parseTemplateSpec(const json& j) {
     if (!j.is_object()) throw bad("the spec must be a JSON object");
     rejectUnknownFields(j, {"name", "tag", "from", "steps", "start", "vcpus", "memory_mib", "disk_gib",
-                            "timeout_s", "policy", "packages", "network"},
+                            "timeout_s", "no_cache", "policy", "packages", "network"},
                         "template spec");
     TemplateSpec s;
     parseCommon(j, s);
@@ -293,6 +297,7 @@ json specJson(const TemplateSpec& s) {
     json steps = json::array();
     for (const auto& st : s.steps) steps.push_back(stepJson(st));
     json j{{"name", s.name}, {"tag", s.tag}, {"from", s.from}, {"steps", steps}, {"timeout_s", s.timeoutS}};
+    if (s.noCache) j["no_cache"] = true;
     if (s.start) j["start"] = {{"cmd", s.start->cmd}};
     if (s.vcpus) j["vcpus"] = *s.vcpus;
     if (s.memoryMib) j["memory_mib"] = *s.memoryMib;

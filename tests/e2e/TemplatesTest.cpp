@@ -269,6 +269,11 @@ TEST_F(Templates, ARebuildAfterChangingOnlyTheLastStepReusesTheOtherLayers) {
     EXPECT_NE(log.find("step 4/4: RUN echo v2 > /srv-c\n"), std::string::npos) << log;
     auto sbx = sandboxFrom("layers");
     EXPECT_EQ(out(sbx, "cat /srv-a /srv-b /srv-c; echo $K"), "a\nb\nv2\nv");
+    auto forced = recipe("v2");
+    forced["no_cache"] = true;
+    auto third = waitBuild("layers", api("POST", "/v1/templates", forced.dump()));
+    ASSERT_EQ(third.value("state", ""), "ready") << third.dump();
+    EXPECT_EQ(third.value("steps_cached", 99), 0) << "no_cache runs every step";
     api("DELETE", "/v1/sandboxes/" + sbx);
 }
 
