@@ -99,10 +99,7 @@ std::optional<templates::PackagesStep> packageStepOf(const templates::RunStep& r
         for (std::size_t i = from; i < words.size(); ++i) {
             const auto& w = words[i];
             if (w == "--no-install-recommends" || w == "--fix-missing") continue;
-            if (w.empty() || w[0] == '-' ||
-                w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@/._-=:+~<>^") !=
-                    std::string::npos)
-                return std::nullopt;
+            if (!templates::isPackageName(w)) return std::nullopt;
             step.packages.push_back(w);
         }
         if (step.packages.empty()) return std::nullopt;
@@ -183,10 +180,7 @@ void E2bTemplates::removeBuilt(const std::string& tenant, const std::string& nam
 }
 
 std::string E2bTemplates::usableTemplates(const std::string& tenant) const {
-    std::string names = "base";
-    for (const auto& t : catalog_.list()) names += ", " + t.name;
-    for (const auto& t : builder_.list(tenant)) names += ", " + t.name + (t.tag == "latest" ? "" : ":" + t.tag);
-    return names;
+    return "base, " + builder_.usableTemplates(tenant);
 }
 
 // POST /v3/templates {name, tags?, cpuCount?, memoryMB?}

@@ -139,9 +139,7 @@ ApiResponse Router::buildTemplate(Context& c) {
         recipe.erase("ready");
         recipe["from"] = "minimal";  // replaced by the Dockerfile's FROM below
         spec = templates::parseTemplateSpec(recipe);
-        std::string names;
-        for (const auto& n : builder.baseTemplateNames()) names += (names.empty() ? "" : ", ") + n;
-        for (const auto& t : builder.list(c.tenant)) names += ", " + t.name + (t.tag == "latest" ? "" : ":" + t.tag);
+        std::string names = builder.usableTemplates(c.tenant);
         templates::ParsedDockerfile parsed;
         try {
             parsed = templates::parseDockerfile(*dockerfile);

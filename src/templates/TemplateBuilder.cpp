@@ -122,17 +122,17 @@ protocol::ExecResult TemplateBuilder::runStreamed(const std::string& tenant, con
         std::string partial[3];
     };
     auto live = std::make_shared<Live>();
+    // Whole lines as they complete; a partial one at the end, or once it
+    // outgrows a log line.
     auto emit = [log](std::uint8_t channel, std::string& partial, bool all) {
-        std::size_t start = 0;
-        for (;;) {
-            auto nl = partial.find('\n', start);
-            if (nl == std::string::npos) break;
-            log->append(channel == 2 ? "warn" : "info", "  | " + partial.substr(start, nl - start));
-            start = nl + 1;
+        const char* level = channel == 2 ? "warn" : "info";
+        auto nl = partial.rfind('\n');
+        if (nl != std::string::npos) {
+            log->appendOutput(level, partial.substr(0, nl + 1));
+            partial.erase(0, nl + 1);
         }
-        partial.erase(0, start);
         if ((all && !partial.empty()) || partial.size() > BuildLog::kMaxLine) {
-            log->append(channel == 2 ? "warn" : "info", "  | " + partial);
+            log->appendOutput(level, partial);
             partial.clear();
         }
     };
@@ -229,10 +229,12 @@ std::string TemplateBuilder::logPath(const std::string& buildId) const {
     return config_.dataDir + "/" + buildId + ".log";
 }
 
-std::vector<std::string> TemplateBuilder::baseTemplateNames() const {
-    std::vector<std::string> out;
-    for (const auto& t : p_.catalog.list()) out.push_back(t.name);
-    return out;
+std::string TemplateBuilder::usableTemplates(const std::string& tenant) {
+    std::string names;
+    for (const auto& t : p_.catalog.list()) names += (names.empty() ? "" : ", ") + t.name;
+    for (const auto& t : p_.store.listTemplates(tenant))
+        names += ", " + t.name + (t.tag == "latest" ? "" : ":" + t.tag);
+    return names;
 }
 
 std::optional<UserTemplateRecord> TemplateBuilder::lookup(const std::string& tenant,
@@ -262,11 +264,8 @@ TemplateBuildRecord TemplateBuilder::submit(const std::string& tenant, TemplateS
         auto snap = isValidId(spec.from, "snap-") ? p_.snapshotRecords.find(spec.from) : std::nullopt;
         if (!snap || snap->tenant != tenant || snap->state != SnapshotState::ready ||
             isBuildKind(snap->kind)) {
-            std::string names;
-            for (const auto& n : baseTemplateNames()) names += (names.empty() ? "" : ", ") + n;
-            for (const auto& t : p_.store.listTemplates(tenant)) names += ", " + t.name + ":" + t.tag;
             throw Error(ErrorCode::not_found, "no template or snapshot named '" + spec.from +
-                                                  "' to build from; there are: " + names);
+                                                  "' to build from; there are: " + usableTemplates(tenant));
         }
     }
     p_.access.requireFreeSpace("template build", 0);
@@ -866,20 +865,25 @@ void TemplateBuilder::recover() {
     // Build snapshots nothing names any more (a crash between a snapshot and
     // its record, a layer a parallel build cached first): what a template,
     // a cached layer or a live sandbox reads stays.
-    std::set<std::string> kept;
-    for (const auto& l : p_.store.listLayers()) kept.insert(l.snapshotId);
-    for (const auto& t : p_.store.allTemplates()) {
-        kept.insert(t.snapshotId);
-        if (auto s = p_.snapshotRecords.find(t.snapshotId)) kept.insert(s->layers.begin(), s->layers.end());
-    }
-    for (const auto& l : p_.store.listLayers())
+    auto kept = layersInUse();
+    for (const auto& t : p_.store.allTemplates()) kept.insert(t.snapshotId);
+    for (const auto& l : p_.store.listLayers()) {
+        kept.insert(l.snapshotId);
         if (auto s = p_.snapshotRecords.find(l.snapshotId)) kept.insert(s->layers.begin(), s->layers.end());
-    for (const auto& r : p_.sandboxes.list(TenantScope::all())) kept.insert(r.layers.begin(), r.layers.end());
+    }
     for (const auto& s : p_.snapshotRecords.list(TenantScope::all()))
         if (isBuildKind(s.kind) && s.state == SnapshotState::ready && !kept.count(s.id)) {
             logInfo("templates", "removing build snapshot " + s.id + ": nothing names it");
             p_.snapshotting.deleteBuildSnapshot(s.id);
         }
+}
+
+std::set<std::string> TemplateBuilder::layersInUse() {
+    std::set<std::string> used;
+    for (const auto& t : p_.store.allTemplates())
+        if (auto s = p_.snapshotRecords.find(t.snapshotId)) used.insert(s->layers.begin(), s->layers.end());
+    for (const auto& r : p_.sandboxes.list(TenantScope::all())) used.insert(r.layers.begin(), r.layers.end());
+    return used;
 }
 
 void TemplateBuilder::evictLayers() {
@@ -888,13 +892,7 @@ void TemplateBuilder::evictLayers() {
     std::int64_t total = 0;
     for (const auto& l : layers) total += l.sizeBytes;
     if (total <= static_cast<std::int64_t>(config_.layerCacheBytes)) return;
-    // What reads a layer: a template's chain, a live sandbox's disk.
-    std::set<std::string> used;
-    for (const auto& t : p_.store.allTemplates())
-        if (auto s = p_.snapshotRecords.find(t.snapshotId))
-            used.insert(s->layers.begin(), s->layers.end());
-    for (const auto& r : p_.sandboxes.list(TenantScope::all()))
-        used.insert(r.layers.begin(), r.layers.end());
+    auto used = layersInUse();
     std::map<std::string, std::vector<std::string>> chainOf;  // layer snapshot -> its chain
     for (const auto& l : layers)
         if (auto s = p_.snapshotRecords.find(l.snapshotId)) chainOf[l.snapshotId] = s->layers;

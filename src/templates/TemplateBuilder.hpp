@@ -82,8 +82,9 @@ class TemplateBuilder {
     void remove(const std::string& tenant, const std::string& ref);
     // What the controller's creates clone (SandboxController::setUserTemplates).
     std::optional<UserTemplateRecord> lookup(const std::string& tenant, const std::string& ref);
-    // The base templates a build may start from (for error messages).
-    std::vector<std::string> baseTemplateNames() const;
+    // The templates a build of the tenant may start from, for messages:
+    // "debian, minimal, web, web:v2".
+    std::string usableTemplates(const std::string& tenant);
 
     // At start-up: builds a restart interrupted fail, their sandboxes go.
     void recover();
@@ -109,6 +110,8 @@ class TemplateBuilder {
                                      const ExecOptions& options, const std::shared_ptr<BuildLog>& log,
                                      std::chrono::steady_clock::time_point deadline);
     void evictLayers();
+    // The layers a template's chain or a live sandbox's disk reads.
+    std::set<std::string> layersInUse();
     std::string logPath(const std::string& buildId) const;
     std::shared_ptr<BuildLog> activeLog(const std::string& buildId);
     TemplateBuildRecord owned(const std::string& tenant, const std::string& name,

@@ -2,6 +2,7 @@
 
 #include "core/Error.hpp"
 #include "core/JsonFields.hpp"
+#include "store/SnapshotStore.hpp"
 
 #include <cctype>
 
@@ -55,11 +56,7 @@ std::vector<std::string> packageList(const json& j, const std::string& where) {
         if (!v.is_string() || v.get<std::string>().empty())
             throw bad(where + ": every package must be a non-empty string");
         auto s = v.get<std::string>();
-        // Names and versions only: never an option or a shell word.
-        for (char c : s)
-            if (!(std::isalnum(static_cast<unsigned char>(c)) || std::string_view("@/._-=:+~<>^").find(c) != std::string_view::npos))
-                throw bad(where + ": '" + s + "' is not a package name");
-        if (s[0] == '-') throw bad(where + ": '" + s + "' is not a package name");
+        if (!isPackageName(s)) throw bad(where + ": '" + s + "' is not a package name");
         out.push_back(s);
     };
     if (j.is_string()) {
@@ -149,19 +146,9 @@ std::optional<unsigned> optUnsigned(const json& j, const char* key, unsigned lo,
 
 }  // namespace
 
-namespace {
-bool namePart(const std::string& s, std::string_view extra) {
-    if (s.empty() || s.size() > 64) return false;
-    for (char c : s)
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-              extra.find(c) != std::string_view::npos))
-            return false;
-    return true;
-}
-}  // namespace
-
-bool isValidTemplateName(const std::string& name) { return namePart(name, ""); }
-bool isValidTemplateTag(const std::string& tag) { return namePart(tag, "."); }
+// The same characters and bounds as a snapshot's name and tag.
+bool isValidTemplateName(const std::string& name) { return isValidSnapshotAlias(name); }
+bool isValidTemplateTag(const std::string& tag) { return isValidSnapshotTag(tag); }
 
 TemplateRef parseTemplateRef(const std::string& ref) {
     TemplateRef r;
@@ -173,6 +160,15 @@ TemplateRef parseTemplateRef(const std::string& ref) {
     if (!isValidTemplateTag(r.tag))
         throw bad("a template tag is 1 to 64 of a-z, 0-9, '-', '_' and '.'");
     return r;
+}
+
+bool isPackageName(std::string_view s) {
+    if (s.empty() || s[0] == '-') return false;
+    for (char c : s)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) ||
+              std::string_view("@/._-=:+~<>^").find(c) != std::string_view::npos))
+            return false;
+    return true;
 }
 
 ReadyCheck parseReadyCheck(const json& j) {

@@ -21,6 +21,9 @@ struct TemplateRef {
 TemplateRef parseTemplateRef(const std::string& ref);  // Error(bad_request)
 bool isValidTemplateName(const std::string& name);
 bool isValidTemplateTag(const std::string& tag);
+// A package as a package step names it: a name and a version, never an
+// option or a shell word.
+bool isPackageName(std::string_view s);
 
 // A step in one canonical JSON form: what the layer cache keys it by, what
 // the build record and the log show.

@@ -34,15 +34,7 @@ class Packages : public ::testing::Test {
         world = new World();
         World& w = *world;
         // The host's npm registry, as scripts/run derives it.
-        for (std::string line;
-             const auto& l :
-             {test::commandOutput(test::sourceDir() + "/scripts/package-upstreams")})
-            for (std::size_t at = 0; at < l.size();) {
-                auto nl = l.find('\n', at);
-                line = l.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
-                at = nl == std::string::npos ? l.size() : nl + 1;
-                if (line.rfind("npm=", 0) == 0) w.npmUpstream = line;
-            }
+        w.npmUpstream = test::hostNpmUpstream();
         ASSERT_FALSE(w.npmUpstream.empty()) << "the host has no npm registry configured";
         w.npmHost = w.npmUpstream.substr(w.npmUpstream.find("://") + 3);
         w.npmHost = w.npmHost.substr(0, w.npmHost.find_first_of(":/"));

@@ -29,14 +29,7 @@ class Templates : public ::testing::Test {
     static void SetUpTestSuite() {
         world = new World();
         World& w = *world;
-        std::string npmUpstream;
-        std::string upstreams = test::commandOutput(test::sourceDir() + "/scripts/package-upstreams");
-        for (std::size_t at = 0; at < upstreams.size();) {
-            auto nl = upstreams.find('\n', at);
-            auto line = upstreams.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
-            at = nl == std::string::npos ? upstreams.size() : nl + 1;
-            if (line.rfind("npm=", 0) == 0) npmUpstream = line;
-        }
+        std::string npmUpstream = test::hostNpmUpstream();
         ASSERT_FALSE(npmUpstream.empty()) << "the host has no npm registry configured";
         int npmPort = test::freePort(), pypiPort = test::freePort(), aptPort = test::freePort();
         w.registry = test::HelperProcess(

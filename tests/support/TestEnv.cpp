@@ -147,4 +147,15 @@ bool loopbackPortOpen(int port) {
     return ok;
 }
 
+std::string hostNpmUpstream() {
+    std::string all = commandOutput(sourceDir() + "/scripts/package-upstreams");
+    for (std::size_t at = 0; at < all.size();) {
+        auto nl = all.find('\n', at);
+        auto line = all.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+        at = nl == std::string::npos ? all.size() : nl + 1;
+        if (line.rfind("npm=", 0) == 0) return line;
+    }
+    return "";
+}
+
 }  // namespace airlock::test

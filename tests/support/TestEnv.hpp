@@ -34,6 +34,9 @@ bool templatesBuilt();
 // What a shell command printed on its standard output ("" when it could not
 // start), whole or without its trailing line breaks.
 std::string commandOutput(const std::string& command);
+// The host's npm registry as scripts/package-upstreams derives it
+// ("npm=URL", a --package-upstream value); "" when the host has none.
+std::string hostNpmUpstream();
 std::string commandLine(const std::string& command);
 
 // libvirt probes QEMU's capabilities into each new driver root, over a
