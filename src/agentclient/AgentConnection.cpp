@@ -87,6 +87,7 @@ void PendingExec::cancel(const Error& error) {
 
 AgentConnection::AgentConnection(UniqueFd fd, AgentChannelLimits limits)
     : fd_(std::move(fd)), limits_(limits) {
+    touch();
     wakeFd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     // Never block on the guest: frames wait in our bounded queue instead.
     int flags = ::fcntl(fd_.get(), F_GETFL);
@@ -421,6 +422,7 @@ void AgentConnection::failAll(const std::string& why) {
         if (!closeReason_.empty()) reset = {kSandboxGone, closeReason_};
         if (failure_.empty()) failure_ = reset.message;
         streams.swap(streams_);
+        serviceStreams_.clear();
     }
     for (auto& [id, weak] : streams)
         if (auto s = weak.lock())
@@ -432,6 +434,7 @@ void AgentConnection::failAll(const std::string& why) {
 void AgentConnection::forget(std::uint32_t stream) {
     std::lock_guard lock(streamsMutex_);
     streams_.erase(stream);
+    serviceStreams_.erase(stream);
 }
 
 void AgentConnection::dispatch(const protocol::Frame& frame) {
@@ -479,8 +482,13 @@ void AgentConnection::dispatch(const protocol::Frame& frame) {
         } else {
             auto it = streams_.find(frame.stream);
             if (it != streams_.end()) stream = it->second.lock();
-            if (stream && (frame.type == FrameType::close || frame.type == FrameType::reset))
+            if (stream && (frame.type == FrameType::close || frame.type == FrameType::reset)) {
                 streams_.erase(it);
+                serviceStreams_.erase(frame.stream);
+            } else if (stream && frame.type == FrameType::data &&
+                       !serviceStreams_.count(frame.stream)) {
+                touch();
+            }
             if (!stream) return;  // an ended stream's stragglers
         }
     }
@@ -555,6 +563,27 @@ std::shared_ptr<AgentStream> AgentConnection::open(const nlohmann::json& request
     return openPayload(jsonText(request), std::move(handler), autoGrant);
 }
 
+namespace {
+// The channel's own streams, which are not a caller's activity.
+bool isServiceOpen(const std::string& payload) {
+    auto j = nlohmann::json::parse(payload, nullptr, false);
+    if (!j.is_object()) return false;
+    auto op = j.value("op", std::string());
+    return op == "egress_listen" || op == "usage" || op == "file_watch" || op == "file_activity";
+}
+}  // namespace
+
+AgentConnection::Activity AgentConnection::activity() const {
+    Activity a;
+    a.lastTrafficMs = lastTrafficMs_.load();
+    std::lock_guard lock(streamsMutex_);
+    for (const auto& [id, weak] : streams_)
+        if (!serviceStreams_.count(id) && !weak.expired()) ++a.openStreams;
+    return a;
+}
+
+void AgentConnection::touch() { lastTrafficMs_.store(steadyMillis()); }
+
 std::shared_ptr<AgentStream> AgentConnection::openPayload(const std::string& payload,
                                                           AgentStream::Handler handler,
                                                           bool autoGrant) {
@@ -570,6 +599,10 @@ std::shared_ptr<AgentStream> AgentConnection::openPayload(const std::string& pay
         std::uint32_t id = nextStream_++;
         stream = std::make_shared<AgentStream>(id, weak_from_this(), std::move(handler), autoGrant);
         streams_[id] = stream;
+        if (isServiceOpen(payload))
+            serviceStreams_.insert(id);
+        else
+            touch();
     }
     try {
         sendFrame(FrameType::open, stream->id(), payload);

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -144,6 +145,17 @@ class AgentConnection : public std::enable_shared_from_this<AgentConnection> {
     void closeAndWait();
 
     bool alive() const { return alive_.load(); }
+    // What sleep-when-idle reads: when a caller's traffic last crossed the
+    // channel (an open, data either way; steady ms), and how many callers'
+    // streams are open now. The channel's own services (the egress
+    // listener, usage samples, file watchers) are not callers.
+    struct Activity {
+        std::int64_t lastTrafficMs = 0;
+        std::size_t openStreams = 0;
+    };
+    Activity activity() const;
+    // Traffic now (a resume: the time paused is not idle time).
+    void touch();
     std::uint64_t epoch() const { return epoch_; }
     const std::string& agentVersion() const { return agentVersion_; }
     std::string failure() const;
@@ -188,6 +200,8 @@ class AgentConnection : public std::enable_shared_from_this<AgentConnection> {
     std::thread thread_;
     std::mutex joinMutex_;
     std::atomic<bool> alive_{true};
+    std::atomic<std::int64_t> lastTrafficMs_{0};
+    std::set<std::uint32_t> serviceStreams_;  // under streamsMutex_
     AgentChannelLimits limits_;
 
     mutable std::mutex queueMutex_;

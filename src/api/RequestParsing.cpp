@@ -3,6 +3,7 @@
 #include <regex>
 
 #include "api/WorkspaceParsing.hpp"
+#include "controller/SandboxVolumes.hpp"
 #include "core/AsciiLower.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
@@ -131,7 +132,8 @@ CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     rejectUnknownFields(j,
                         {"template", "snapshot", "boot", "vcpus", "memory_mib", "disk_gib",
                          "timeout_s", "on_timeout", "metadata", "env", "policy", "secrets",
-                         "network", "workspace", "packages", "task", "artifacts", "auto_resume"},
+                         "network", "workspace", "packages", "task", "artifacts", "auto_resume",
+                         "volumes", "idle"},
                         "sandbox request");
     CreateSandboxRequest r;
     if (j.contains("template") && j.contains("snapshot"))
@@ -151,6 +153,39 @@ CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     if (auto it = j.find("auto_resume"); it != j.end()) {
         if (!it->is_boolean()) throw Error(ErrorCode::bad_request, "'auto_resume' must be a boolean");
         r.autoResume = it->get<bool>();
+    }
+    if (auto it = j.find("volumes"); it != j.end() && !it->is_null()) {
+        if (!it->is_array()) throw Error(ErrorCode::bad_request, "'volumes' must be an array");
+        if (it->size() > SandboxVolumes::kMaxPerSandbox)
+            throw Error(ErrorCode::bad_request, "a sandbox mounts at most " +
+                                                    std::to_string(SandboxVolumes::kMaxPerSandbox) +
+                                                    " volumes");
+        std::vector<VolumeRequest> volumes;
+        for (const auto& v : *it) {
+            if (!v.is_object())
+                throw Error(ErrorCode::bad_request, "each of 'volumes' is an object");
+            rejectUnknownFields(v, {"name", "path", "read_only"}, "volume mount");
+            VolumeRequest q;
+            if (v.contains("name")) q.name = readString(v, "name", 64);
+            if (v.contains("path")) q.path = readString(v, "path", 512);
+            if (q.name.empty() || q.path.empty())
+                throw Error(ErrorCode::bad_request, "a volume mount needs 'name' and 'path'");
+            if (auto ro = v.find("read_only"); ro != v.end() && !ro->is_null()) {
+                if (!ro->is_boolean())
+                    throw Error(ErrorCode::bad_request, "'read_only' must be a boolean");
+                q.readOnly = ro->get<bool>();
+            }
+            volumes.push_back(std::move(q));
+        }
+        r.volumes = std::move(volumes);
+    }
+    if (auto it = j.find("idle"); it != j.end() && !it->is_null()) {
+        if (!it->is_object()) throw Error(ErrorCode::bad_request, "'idle' must be an object");
+        rejectUnknownFields(*it, {"after_s", "action"}, "idle rule");
+        IdleRule rule;
+        if (it->contains("after_s")) rule.afterS = readUnsigned(*it, "after_s", 1, 7 * 24 * 3600);
+        if (it->contains("action")) rule.action = idleActionFrom(readString(*it, "action", 16));
+        r.idle = rule;
     }
     if (j.contains("metadata")) r.metadata = readStringMap(j, "metadata", false);
     if (j.contains("env")) r.env = readStringMap(j, "env", true);
@@ -360,11 +395,21 @@ void parseEmptyBody(const std::string& body, const char* what) {
 PauseKind parsePause(const std::string& body) {
     if (body.find_first_not_of(" \t\r\n") == std::string::npos) return PauseKind::memory;
     json j = parseJsonBody(body);
-    rejectUnknownFields(j, {"memory"}, "pause request");
+    rejectUnknownFields(j, {"memory", "hibernate"}, "pause request");
+    bool hibernate = false;
+    if (auto h = j.find("hibernate"); h != j.end() && !h->is_null()) {
+        if (!h->is_boolean()) throw Error(ErrorCode::bad_request, "'hibernate' must be a boolean");
+        hibernate = h->get<bool>();
+    }
     auto it = j.find("memory");
-    if (it == j.end() || it->is_null()) return PauseKind::memory;
-    if (!it->is_boolean()) throw Error(ErrorCode::bad_request, "'memory' must be a boolean");
-    return it->get<bool>() ? PauseKind::memory : PauseKind::disk_only;
+    if (it != j.end() && !it->is_null() && !it->is_boolean())
+        throw Error(ErrorCode::bad_request, "'memory' must be a boolean");
+    bool memory = it == j.end() || it->is_null() || it->get<bool>();
+    if (hibernate && !memory)
+        throw Error(ErrorCode::bad_request,
+                    "'hibernate' keeps the memory (on disk): it cannot go with 'memory': false");
+    if (hibernate) return PauseKind::hibernate;
+    return memory ? PauseKind::memory : PauseKind::disk_only;
 }
 
 namespace {
@@ -558,7 +603,8 @@ nlohmann::json sandboxJson(const SandboxRecord& r) {
     json j{
         {"id", r.id},
         {"template", r.templateName},
-        {"state", sandboxStateName(r.state)},
+        {"state", r.state == SandboxState::paused && r.hibernated ? std::string("hibernated")
+                                                                   : sandboxStateName(r.state)},
         {"vcpus", r.vcpus},
         {"memory_mib", r.memoryMib},
         {"disk_gib", r.diskBytes > 0 ? json(r.diskBytes / (1024ull * 1024 * 1024)) : json(nullptr)},
@@ -570,6 +616,17 @@ nlohmann::json sandboxJson(const SandboxRecord& r) {
     j["on_timeout"] = r.onTimeout;
     j["paused_without_memory"] = r.pausedWithoutMemory;
     j["auto_resume"] = r.autoResume;
+    // Why it sleeps: asked ("requested"), its idle rule ("idle") or its timeout.
+    j["pause_reason"] = r.state == SandboxState::paused && !r.pauseReason.empty()
+                            ? json(r.pauseReason)
+                            : json(nullptr);
+    auto idle = idleRuleFrom(r.idleJson);
+    j["idle"] = idle ? json{{"after_s", idle->afterS}, {"action", idleActionName(idle->action)}}
+                     : json(nullptr);
+    json volumes = json::array();
+    for (const auto& m : volumeMountsFrom(r.volumesJson))
+        volumes.push_back({{"name", m.name}, {"path", m.path}, {"read_only", m.readOnly}});
+    j["volumes"] = volumes;
     j["expires_at"] = r.expiresAt > 0 ? json(formatUnixSeconds(r.expiresAt)) : json(nullptr);
     j["snapshot"] = r.snapshotId.empty() ? json(nullptr) : json(r.snapshotId);
     // Names only: values never leave the server.

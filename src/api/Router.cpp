@@ -232,8 +232,37 @@ Router::Admission Router::admit(const ApiRequest& head, const Selection& selecti
             throw Error(ErrorCode::not_found, "no " + a.params[0]);
     }
     if (remote) a.forward = forwardTo(*remote, head, who);
+    if (!remote && selection.door == Door::native && !a.params.empty() &&
+        a.params[0].rfind("sbx-", 0) == 0 && wakesSandbox(route))
+        prepareWake(a);
     a.principal = std::move(who);
     return a;
+}
+
+bool Router::wakesSandbox(const Route& route) {
+    // The rows that need the guest: they resume a sandbox asleep with
+    // auto_resume (its state, deletes, pauses and records never do).
+    static const char* kGuestRows[] = {"/exec", "/files", "/fs", "/processes", "/ports"};
+    auto label = route.label();
+    for (const char* row : kGuestRows)
+        if (label.find(std::string("/v1/sandboxes/{}") + row) != std::string::npos) return true;
+    return false;
+}
+
+void Router::prepareWake(Admission& a) {
+    SandboxRecord r;
+    try {
+        r = services_.sandboxes.get(a.tenant, a.params[0]);
+    } catch (const Error&) {
+        return;  // the row answers for it
+    }
+    if (r.state != SandboxState::paused || !r.autoResume) return;
+    // On a worker, before the row: the time it took is the answer's header.
+    auto resumed = std::make_shared<std::int64_t>(0);
+    a.resumedMs = resumed;
+    a.wake = [&sandboxes = services_.sandboxes, tenant = a.tenant, id = a.params[0], resumed] {
+        *resumed = sandboxes.wake(tenant, id);
+    };
 }
 
 std::optional<Principal> Router::forwardedCaller(const ApiRequest& head) {
@@ -400,6 +429,11 @@ void Router::run(const Route& route, Admission admission, const ApiRequest& requ
         } catch (...) {
         }
     };
+    if (admission.resumedMs && *admission.resumedMs > 0)
+        once = [once = std::move(once), ms = *admission.resumedMs](ApiResponse r) {
+            r.headers["Airlock-Resumed-Ms"] = std::to_string(ms);
+            once(std::move(r));
+        };
     Context ctx(request, route.door);
     ctx.tenant = std::move(admission.tenant);
     ctx.params = std::move(admission.params);
@@ -464,6 +498,16 @@ Router::Router(FrontDoorServices services, Authenticator& auth, ApiKeys& keys, s
     add("PUT", "/v1/sandboxes/{}/secrets/{}", kDrivers, &Router::setSandboxSecret);
     add("POST", "/v1/sandboxes/{}/snapshots", kDrivers, &Router::snapshotSandbox);
     add("GET", "/v1/snapshots", kAnyRole, &Router::listSnapshots);
+    // Volumes (RouterVolumes.cpp).
+    add("POST", "/v1/volumes", kDrivers, &Router::createVolume);
+    add("GET", "/v1/volumes", kAnyRole, &Router::listVolumes);
+    add("GET", "/v1/volumes/{}", kAnyRole, &Router::getVolume);
+    add("PATCH", "/v1/volumes/{}", kDrivers, &Router::updateVolume);
+    add("DELETE", "/v1/volumes/{}", kDrivers, &Router::deleteVolume);
+    add("GET", "/v1/volumes/{}/files", kDrivers, &Router::getVolumeFile);
+    add("PUT", "/v1/volumes/{}/files", kDrivers, &Router::putVolumeFile).bodyLimit =
+        kMaxVolumeFileBytes;
+    add("DELETE", "/v1/volumes/{}/files", kDrivers, &Router::deleteVolumeFile);
     add("GET", "/v1/snapshots/{}", kAnyRole, &Router::getSnapshot);
     add("DELETE", "/v1/snapshots/{}", kDrivers, &Router::deleteSnapshot);
 

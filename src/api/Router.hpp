@@ -98,6 +98,8 @@ class Router {
         // caller's access checked): a resume waits on the sandbox's lock and
         // on libvirt, so the caller runs it on a worker, before the row.
         std::function<void()> wake;
+        // A native row's auto-resume: how long it took (for Airlock-Resumed-Ms).
+        std::shared_ptr<std::int64_t> resumedMs;
         // The sandbox lives on another node of the fleet: the request goes
         // there whole (ForwardSession), the caller signed into it.
         struct Forward {
@@ -310,6 +312,19 @@ class Router {
     ApiResponse deleteTemplate(Context& c);
     ApiResponse getTemplateBuild(Context& c);
     std::optional<ApiResponse> templateBuildLogs(StreamHandover& h);
+    // Volumes (RouterVolumes.cpp). A file's bytes go whole, up to this.
+    static constexpr std::uint64_t kMaxVolumeFileBytes = 64ull << 20;
+    SandboxVolumes& volumes();
+    static bool wakesSandbox(const Route& route);
+    void prepareWake(Admission& a);
+    ApiResponse createVolume(Context& c);
+    ApiResponse listVolumes(Context& c);
+    ApiResponse getVolume(Context& c);
+    ApiResponse updateVolume(Context& c);
+    ApiResponse deleteVolume(Context& c);
+    ApiResponse getVolumeFile(Context& c);
+    ApiResponse putVolumeFile(Context& c);
+    ApiResponse deleteVolumeFile(Context& c);
     std::optional<std::string> ownerOf(const std::string& id);
     // A sandbox's JSON naming this node, in a fleet (RouterNodes.cpp).
     nlohmann::json withNode(nlohmann::json sandbox) const;

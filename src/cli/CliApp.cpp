@@ -1,7 +1,10 @@
 #include "cli/CliApp.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -31,6 +34,15 @@ const char* kUsage =
     "                                     (-t: terminal, raw mode; -i: forward stdin)\n"
     "  rm ID                              delete a sandbox\n"
     "  run [--template T] -- CMD...       create, exec, delete\n"
+    "  pause [--hibernate|--disk-only] ID   pause, print the state (--hibernate: memory saved\n"
+    "                                     to disk; --disk-only: memory dropped, the disk kept)\n"
+    "  resume ID                          resume a paused sandbox, print the state\n"
+    "  snapshot ID [--name NAME] [--tag TAG]   snapshot a sandbox, print the snapshot id\n"
+    "  clone SNAP                         a new sandbox from a snapshot, print its id\n"
+    "  timeout ID SECONDS                 expire SECONDS from now (0: never), print the expiry\n"
+    "  volume create NAME SIZE_GIB | volume ls | volume rm NAME   persistent volumes\n"
+    "  volume cp LOCAL NAME:/abs/path | NAME:/abs/path LOCAL   upload or download a volume's file\n"
+    "                                     (LOCAL '-': stdin or stdout)\n"
     "  cp LOCAL ID:/abs/path | ID:/abs/path LOCAL   upload or download a file (streamed)\n"
     "  ps ID                              list background processes\n"
     "  start ID -- CMD...                 start a background process, print its id\n"
@@ -112,6 +124,53 @@ bool takeFlag(std::vector<std::string>& args, const std::string& name) {
             return true;
         }
     return false;
+}
+
+// A non-negative decimal integer (at most 18 digits), or nullopt.
+std::optional<long long> parseCount(const std::string& s) {
+    if (s.empty() || s.size() > 18 ||
+        !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return std::nullopt;
+    return std::stoll(s);
+}
+
+// The one sandbox id a command takes (nothing else left, not an option).
+const std::string& soleId(const std::vector<std::string>& args, const char* usage) {
+    if (args.size() != 1 || args[0].empty() || args[0][0] == '-') throw CliError{usage, 2};
+    return args[0];
+}
+
+// "NAME:/abs/path" (a volume name: 1-64 of a-z 0-9 - _) -> {NAME, /abs/path};
+// empty name when it is a local path (or '-').
+std::pair<std::string, std::string> splitVolumeRemote(const std::string& arg) {
+    auto colon = arg.find(':');
+    if (colon == std::string::npos || colon == 0 || colon > 64 || colon + 1 >= arg.size() ||
+        arg[colon + 1] != '/')
+        return {"", arg};
+    for (std::size_t i = 0; i < colon; ++i) {
+        char c = arg[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_'))
+            return {"", arg};
+    }
+    return {arg.substr(0, colon), arg.substr(colon + 1)};
+}
+
+// Rows printed in columns two spaces apart (the last one unpadded).
+void printColumns(std::ostream& out, const std::vector<std::vector<std::string>>& rows) {
+    std::vector<std::size_t> widths;
+    for (const auto& row : rows)
+        for (std::size_t i = 0; i < row.size(); ++i) {
+            if (widths.size() <= i) widths.push_back(0);
+            widths[i] = std::max(widths[i], row[i].size());
+        }
+    for (const auto& row : rows) {
+        std::string line;
+        for (std::size_t i = 0; i < row.size(); ++i) {
+            line += row[i];
+            if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
+        }
+        out << line << "\n";
+    }
 }
 
 std::string createSandbox(HttpClient& c, const std::string& tmpl) {
@@ -512,6 +571,194 @@ int cmdRun(Invocation& in) {
     return code;
 }
 
+int cmdPause(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    const char* usage = "usage: airlock pause [--hibernate|--disk-only] ID";
+    bool hibernate = takeFlag(args, "--hibernate");
+    bool diskOnly = takeFlag(args, "--disk-only");
+    if (hibernate && diskOnly) throw CliError{usage, 2};
+    const std::string& id = soleId(args, usage);
+    json body = json::object();
+    if (hibernate) body["hibernate"] = true;
+    if (diskOnly) body["memory"] = false;
+    json res = expectJson(
+        client.request("POST", "/v1/sandboxes/" + urlEncode(id) + "/pause", body.dump()), 200);
+    out << res.value("state", "") << "\n";
+    return 0;
+}
+
+int cmdResume(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    const std::string& id = soleId(args, "usage: airlock resume ID");
+    json res =
+        expectJson(client.request("POST", "/v1/sandboxes/" + urlEncode(id) + "/resume"), 200);
+    out << res.value("state", "") << "\n";
+    return 0;
+}
+
+int cmdSnapshot(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    const char* usage = "usage: airlock snapshot ID [--name NAME] [--tag TAG]";
+    json body = json::object();
+    try {
+        if (auto v = takeOption(args, "--name")) body["name"] = *v;
+        if (auto v = takeOption(args, "--tag")) body["tag"] = *v;
+    } catch (const CliError& e) {
+        throw CliError{e.message + "\n" + usage, 2};
+    }
+    const std::string& id = soleId(args, usage);
+    json res = expectJson(
+        client.request("POST", "/v1/sandboxes/" + urlEncode(id) + "/snapshots", body.dump()), 201);
+    out << res.value("id", "") << "\n";
+    return 0;
+}
+
+int cmdClone(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    const std::string& snap = soleId(args, "usage: airlock clone SNAP");
+    json res =
+        expectJson(client.request("POST", "/v1/sandboxes", json{{"snapshot", snap}}.dump()), 201);
+    out << res.value("id", "") << "\n";
+    return 0;
+}
+
+int cmdTimeout(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    const char* usage = "usage: airlock timeout ID SECONDS (a whole number; 0: no timeout)";
+    if (args.size() != 2 || args[0].empty() || args[0][0] == '-') throw CliError{usage, 2};
+    auto seconds = parseCount(args[1]);
+    if (!seconds) throw CliError{usage, 2};
+    json res = expectJson(client.request("POST", "/v1/sandboxes/" + urlEncode(args[0]) + "/timeout",
+                                         json{{"timeout_s", *seconds}}.dump()),
+                          200);
+    if (res.is_object() && res.contains("expires_at") && res["expires_at"].is_string())
+        out << res["expires_at"].get<std::string>() << "\n";
+    return 0;
+}
+
+// Downloads a volume's file to `local` ('-': out). A directory (its listing
+// comes back as JSON) is refused; nothing local is touched unless the
+// answer is 200 with the file's bytes.
+void downloadVolumeFile(HttpClient& client, const std::string& target, const std::string& remote,
+                        const std::string& local, std::ostream& out) {
+    const bool toStdout = local == "-";
+    int status = 0;
+    bool listing = false;
+    std::string errorBody;
+    std::FILE* f = nullptr;
+    auto openLocal = [&] {
+        if (f || toStdout) return;
+        f = std::fopen(local.c_str(), "wb");
+        if (!f) throw CliError{"cannot write " + local, 1};
+    };
+    HttpClient::Headers headers;
+    if (!client.apiKey().empty()) headers["authorization"] = "Bearer " + client.apiKey();
+    try {
+        client.exchange(
+            "GET", target, "", headers,
+            [&](int s, const HttpClient::Headers& got) {
+                status = s;
+                auto type = got.find("content-type");
+                listing = type != got.end() && type->second.find("json") != std::string::npos;
+            },
+            [&](const char* d, std::size_t n) {
+                if (status != 200 || listing) {
+                    if (errorBody.size() < 65536) errorBody.append(d, n);
+                    return;
+                }
+                if (toStdout) {
+                    out.write(d, static_cast<std::streamsize>(n));
+                    if (!out) throw CliError{"writing to stdout failed", 1};
+                    return;
+                }
+                openLocal();
+                if (std::fwrite(d, 1, n, f) != n) throw CliError{"cannot write " + local, 1};
+            },
+            std::chrono::hours(24));
+        if (status == 200 && !listing) openLocal();  // an empty file
+    } catch (...) {
+        if (f) {
+            std::fclose(f);
+            std::remove(local.c_str());
+        }
+        throw;
+    }
+    if (f && std::fclose(f) != 0) {
+        std::remove(local.c_str());
+        throw CliError{"cannot write " + local, 1};
+    }
+    if (toStdout) out.flush();
+    if (status != 200) expectJson(HttpResult{status, errorBody}, 200);
+    if (listing) throw CliError{remote + " is a directory", 1};
+}
+
+int cmdVolume(Invocation& in) {
+    auto& [args, client, url, apiKey, out, err] = in;
+    const std::string sub = args.empty() ? "" : args[0];
+    if (sub == "create" && args.size() == 3) {
+        auto size = parseCount(args[2]);
+        if (!size) throw CliError{"usage: airlock volume create NAME SIZE_GIB (a whole number)", 2};
+        json res = expectJson(client.request("POST", "/v1/volumes",
+                                             json{{"name", args[1]}, {"size_gib", *size}}.dump()),
+                              201);
+        out << res.value("name", args[1]) << "\n";
+        return 0;
+    }
+    if (sub == "ls" && args.size() == 1) {
+        json res = expectJson(client.request("GET", "/v1/volumes"), 200);
+        std::vector<std::vector<std::string>> rows{{"NAME", "SIZE_GIB", "USED", "ATTACHED"}};
+        for (const auto& v : res.value("volumes", json::array())) {
+            std::string attached;
+            for (const auto& a : v.value("attachments", json::array())) {
+                if (!attached.empty()) attached += ",";
+                attached += a.value("sandbox", "");
+                if (a.value("read_only", false)) attached += ":ro";
+            }
+            rows.push_back({v.value("name", ""), std::to_string(v.value("size_gib", 0LL)),
+                            std::to_string(v.value("used_bytes", 0LL)),
+                            attached.empty() ? "-" : attached});
+        }
+        printColumns(out, rows);
+        return 0;
+    }
+    if (sub == "rm" && args.size() == 2) {
+        expectJson(client.request("DELETE", "/v1/volumes/" + urlEncode(args[1])), 204);
+        return 0;
+    }
+    if (sub == "cp" && args.size() == 3) {
+        auto [srcName, srcPath] = splitVolumeRemote(args[1]);
+        auto [dstName, dstPath] = splitVolumeRemote(args[2]);
+        if (srcName.empty() == dstName.empty())
+            throw CliError{
+                "usage: airlock volume cp LOCAL NAME:/abs/path | NAME:/abs/path LOCAL "
+                "(exactly one side NAME:/abs/path)",
+                2};
+        const std::string& name = dstName.empty() ? srcName : dstName;
+        const std::string& remotePath = dstName.empty() ? srcPath : dstPath;
+        std::string target =
+            "/v1/volumes/" + urlEncode(name) + "/files?path=" + urlEncode(remotePath);
+        if (dstName.empty()) {
+            downloadVolumeFile(client, target, args[1], dstPath, out);
+            return 0;
+        }
+        if (srcPath == "-") {  // stdin, whole
+            std::string body((std::istreambuf_iterator<char>(std::cin)),
+                             std::istreambuf_iterator<char>());
+            expectJson(client.request("PUT", target, body, "application/octet-stream"), 201);
+            return 0;
+        }
+        std::error_code ec;
+        if (std::filesystem::is_directory(srcPath, ec))
+            throw CliError{srcPath + " is a directory (volume cp copies one file)", 1};
+        expectJson(client.putFile(target, srcPath), 201);
+        return 0;
+    }
+    throw CliError{
+        "usage: airlock volume create NAME SIZE_GIB | volume ls | volume rm NAME | "
+        "volume cp LOCAL NAME:/abs/path | volume cp NAME:/abs/path LOCAL",
+        2};
+}
+
 // airlock mcp: MCP over stdio, forwarded to the daemon's /mcp.
 int cmdMcp(Invocation& in) {
     if (!in.args.empty()) throw CliError{"usage: airlock mcp (MCP over stdin/stdout)", 2};
@@ -545,6 +792,12 @@ constexpr Command kCommands[] = {
     {"evidence", &cmdEvidence},
     {"rm", &cmdRm},
     {"run", &cmdRun},
+    {"pause", &cmdPause},
+    {"resume", &cmdResume},
+    {"snapshot", &cmdSnapshot},
+    {"clone", &cmdClone},
+    {"timeout", &cmdTimeout},
+    {"volume", &cmdVolume},
     {"mcp", &cmdMcp},
 };
 

@@ -53,3 +53,33 @@ std::string_view portAccessName(PortAccess access) {
 }
 
 }  // namespace airlock
+
+namespace airlock {
+
+IdleAction idleActionFrom(std::string_view name) {
+    if (name == "pause") return IdleAction::pause;
+    if (name == "hibernate") return IdleAction::hibernate;
+    throw Error(ErrorCode::bad_request, "idle action must be 'pause' or 'hibernate'");
+}
+
+std::string_view idleActionName(IdleAction action) {
+    return action == IdleAction::hibernate ? "hibernate" : "pause";
+}
+
+std::string idleRuleJson(const std::optional<IdleRule>& rule) {
+    if (!rule) return "";
+    return nlohmann::json{{"after_s", rule->afterS}, {"action", idleActionName(rule->action)}}
+        .dump();
+}
+
+std::optional<IdleRule> idleRuleFrom(const std::string& text) {
+    if (text.empty()) return std::nullopt;
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (!j.is_object()) return std::nullopt;
+    IdleRule r;
+    r.afterS = j.value("after_s", std::int64_t{300});
+    r.action = j.value("action", "pause") == "hibernate" ? IdleAction::hibernate : IdleAction::pause;
+    return r;
+}
+
+}  // namespace airlock

@@ -35,6 +35,27 @@ std::string_view bootModeName(BootMode mode);
 std::string_view timeoutActionName(TimeoutAction action);
 std::string_view portAccessName(PortAccess access);
 
+// A volume a create mounts: the tenant's volume by name, where in the
+// guest, and whether it may write there.
+struct VolumeRequest {
+    std::string name;
+    std::string path;
+    bool readOnly = false;
+};
+
+// Sleep when idle: after this long with no exec, stream, process output or
+// port traffic, the sandbox is paused (memory kept) or hibernated (memory
+// written to disk, its VM gone).
+enum class IdleAction { pause, hibernate };
+struct IdleRule {
+    std::int64_t afterS = 300;
+    IdleAction action = IdleAction::pause;
+};
+IdleAction idleActionFrom(std::string_view name);
+std::string_view idleActionName(IdleAction action);
+std::string idleRuleJson(const std::optional<IdleRule>& rule);  // "" for none
+std::optional<IdleRule> idleRuleFrom(const std::string& json);
+
 // What a create asks for, as the front doors parsed it.
 struct CreateSandboxRequest {
     std::string templateName = "minimal";
@@ -67,8 +88,12 @@ struct CreateSandboxRequest {
     std::optional<TaskSpec> task;
     std::vector<std::string> artifacts;
     PortAccess portAccess = PortAccess::exposed;
-    // Traffic to it while paused resumes it (needs on_timeout pause).
+    // A call that needs it running resumes it when it is paused (needs
+    // on_timeout pause or an idle rule).
     bool autoResume = false;
+    // Volumes it mounts (cold boots only; a clone mounts its snapshot's).
+    std::optional<std::vector<VolumeRequest>> volumes;
+    std::optional<IdleRule> idle;
     // The template builder's own: `snapshot` may be a build's snapshot (a
     // cached layer). No front door sets it.
     bool fromBuildSnapshot = false;

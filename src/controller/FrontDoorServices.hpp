@@ -9,6 +9,7 @@
 #include "controller/SandboxCommands.hpp"
 #include "controller/SandboxMetrics.hpp"
 #include "controller/SandboxSnapshots.hpp"
+#include "controller/SandboxVolumes.hpp"
 #include "controller/Sandboxes.hpp"
 #include "controller/SnapshotLibrary.hpp"
 #include "controller/TenantLimits.hpp"
@@ -31,6 +32,7 @@ struct FrontDoorServices {
     TenantLimits& tenants;
     HostStatus& host;
     SandboxMetrics& metrics;
+    SandboxVolumes* volumes = nullptr;  // none: the server keeps no volumes
 };
 
 }  // namespace airlock

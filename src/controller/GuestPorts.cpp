@@ -37,6 +37,9 @@ std::shared_ptr<AgentStream> GuestPorts::openPreview(const std::string& sandboxI
     if (!previews_.admits(sandboxId, port, token))
         throw Error(ErrorCode::not_found, "no such preview");
     auto r = sandboxes_.find(sandboxId);
+    // A capability holder's request wakes a sandbox asleep with auto_resume.
+    if (r && r->state == SandboxState::paused && r->autoResume)
+        r = sandboxes_.requireRunning(r->tenant, sandboxId);
     if (!r || r->state != SandboxState::running)
         throw Error(ErrorCode::conflict, "the sandbox is not running");
     return sandboxes_.agentFor(sandboxId)->open(protocol::PortRequest{protocol::Op::tunnel, port},
@@ -49,6 +52,7 @@ std::shared_ptr<AgentStream> GuestPorts::openTunnel(const std::string& tenant,
     if (port == 0 || port > 65535) throw Error(ErrorCode::bad_request, "port must be 1-65535");
     requireReachable(port);
     auto r = sandboxes_.requireOwned(tenant, id);
+    if (r.state == SandboxState::paused && r.autoResume) r = sandboxes_.requireRunning(tenant, id);
     if (r.state != SandboxState::running)
         throw Error(ErrorCode::conflict, "the sandbox is not running");
     return sandboxes_.agentFor(id)->open(protocol::PortRequest{protocol::Op::tunnel, port},

@@ -80,6 +80,8 @@ ExecOutput SandboxCommands::exec(const std::string& tenant, const std::string& i
                                  const ExecOptions& options) {
     auto r = p_.sandboxes.requireOwned(tenant, id);
     requireAllowed(r, options, "exec");
+    // Asleep with auto_resume: it wakes for a command the policy lets run.
+    if (r.state == SandboxState::paused && r.autoResume) r = p_.sandboxes.requireRunning(tenant, id);
     AwaitedResult<ExecOutput> result;
     runAsync(r, options, result.callback());
     return result.get();  // the timer queue bounds it
@@ -297,6 +299,7 @@ std::shared_ptr<AgentStream> SandboxCommands::openApproved(
         !p_.gates.sameStreamedRequest(*g, options))
         throw Error(ErrorCode::conflict,
                     "exec " + execId + " is not an approved command of this sandbox");
+    if (r.state == SandboxState::paused && r.autoResume) r = p_.sandboxes.requireRunning(tenant, id);
     requireRunningState(r);
     p_.gates.waiters().start(execId);
     auto masker = p_.sandboxes.guestOutputMasker(r);

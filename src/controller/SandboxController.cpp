@@ -65,6 +65,16 @@ SandboxController::SandboxController(ControllerConfig config, Hypervisor& hyperv
         fs::create_directories(config_.dataDir + d);
         fs::permissions(config_.dataDir + d, fs::perms(0711));
     }
+    // Hibernated sandboxes' memory: root's alone (airlockd streams it to QEMU).
+    fs::create_directories(config_.dataDir + "/hibernated");
+    fs::permissions(config_.dataDir + "/hibernated", fs::perms(0700));
+    if (stores.volumes) {
+        volumes_ = std::make_unique<SandboxVolumes>(config_.dataDir, *stores.volumes, store_,
+                                                    tenantLimits_, uids_, config_.maxVolumeGib,
+                                                    config_.qemuUser);
+        tenantLimits_.setVolumeUsage(
+            [this](const std::string& tenant) { return volumes_->usageOf(tenant); });
+    }
     startSpares();
 }
 
@@ -126,6 +136,7 @@ CreateSandboxRequest SandboxController::withSettingsOf(const SandboxRecord& sour
     request.onTimeout = timeoutActionFrom(source.onTimeout);
     request.portAccess = portAccessFrom(source.portAccess);
     request.autoResume = source.autoResume;
+    request.idle = idleRuleFrom(source.idleJson);
     return request;
 }
 
@@ -203,11 +214,12 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
     }
     r.artifacts = request.artifacts;
     r.portAccess = portAccessName(request.portAccess);
-    if (request.autoResume && request.onTimeout != TimeoutAction::pause)
-        throw Error(ErrorCode::bad_request,
-                    "auto-resume needs on_timeout 'pause' (a pause without memory boots only "
-                    "on a resume asked for)");
     r.autoResume = request.autoResume;
+    if (request.idle) {
+        if (request.idle->afterS < 1 || request.idle->afterS > 7 * 24 * 3600)
+            throw Error(ErrorCode::bad_request, "idle after_s must be between 1 and 604800");
+        r.idleJson = idleRuleJson(request.idle);
+    }
     r.state = SandboxState::creating;
     if (tmpl.diskPath.empty()) {
         if (request.diskGib)
@@ -258,6 +270,8 @@ DomainSpec SandboxController::domainSpec(const SandboxRecord& r, const TemplateI
     spec.diskOpsPerSecond = config_.diskOpsPerSecond;
     spec.tcgCacheMib = tmpl.tcgCacheMib ? tmpl.tcgCacheMib : config_.tcgCacheMib;
     spec.freePageReporting = config_.freePageReporting;
+    if (volumes_ && !r.volumesJson.empty())
+        spec.volumes = volumes_->domainVolumes(r, r.qemuUid > 0 ? static_cast<unsigned>(r.qemuUid) : 0);
     return spec;
 }
 
@@ -321,7 +335,13 @@ SandboxRecord SandboxController::launch(const std::string& tenant,
     }
     if (!tmpl)
         throw Error(ErrorCode::not_found, "no template named '" + request.templateName + "'");
-    if (request.boot != BootMode::cold) {
+    bool withVolumes = request.volumes && !request.volumes->empty();
+    if (withVolumes && !volumes_)
+        throw Error(ErrorCode::bad_request, "this server keeps no volumes");
+    if (withVolumes && request.boot == BootMode::warm)
+        throw Error(ErrorCode::bad_request,
+                    "a sandbox with volumes boots cold (a warm snapshot has no disks for them)");
+    if (request.boot != BootMode::cold && !withVolumes) {
         auto warm = snapshotLibrary_.warmFor(*tmpl, kWarmTenant);
         if (warm && (!request.vcpus || *request.vcpus == warm->vcpus) &&
             (!request.memoryMib || *request.memoryMib == warm->memoryMib) &&
@@ -338,8 +358,14 @@ SandboxRecord SandboxController::launch(const std::string& tenant,
         // cannot both take the last unit of its quota.
         auto quota = tenantLimits_.quotaLock(tenant);
         std::lock_guard counted(*quota);
+        std::unique_lock<std::mutex> attached;
         try {
             tenantLimits_.requireSandboxQuota(r);
+            if (withVolumes) {
+                // Checked and recorded in one step: one writer per volume.
+                attached = volumes_->attachLock();
+                r.volumesJson = volumeMountsJson(volumes_->resolve(tenant, *request.volumes));
+            }
         } catch (...) {
             if (r.qemuUid > 0) uids_.release(static_cast<std::uint32_t>(r.qemuUid));
             throw;
@@ -352,7 +378,11 @@ SandboxRecord SandboxController::launch(const std::string& tenant,
             createOverlay(stagingDir(), dir, r.disk, tmpl->diskPath, r.diskBytes, qemuOwner(r));
         auto started = steadyMillis();
         hypervisor_.startDomain(domainSpec(r, *tmpl));
-        agents_.adopt(r, agents_.connect(r.id, config_.bootTimeout));
+        {
+            auto agent = agents_.connect(r.id, config_.bootTimeout);
+            if (withVolumes) mountVolumes(r, *agent);
+            agents_.adopt(r, std::move(agent));
+        }
         store_.updateState(r.id, SandboxState::running);
         r.state = SandboxState::running;
         createLatency_.observe(static_cast<double>(steadyMillis() - started) / 1000.0);
@@ -425,9 +455,13 @@ void SandboxController::teardown(const std::string& id, const std::string& why,
     hypervisor_.destroyDomain(domainName(id));
     agents_.forget(id);
     safefs::removeTree(sandboxDir(id));
+    std::error_code ec;
+    fs::remove(hibernationPath(id), ec);
     ports_.removeAll(id);
     auto gone = store_.find(id);
     store_.remove(id);
+    if (gone && volumes_ && !gone->volumesJson.empty())
+        volumes_->released(volumeMountsFrom(gone->volumesJson));
     if (gone && releaseUsage) tenantLimits_.released(*gone);
     if (gone && gone->qemuUid > 0) uids_.release(static_cast<std::uint32_t>(gone->qemuUid));
     // Its disk chain may have been the last reader of a deleted snapshot's layer.
@@ -441,7 +475,16 @@ void SandboxController::destroy(const std::string& tenant, const std::string& id
     {
         auto lifecycle = lifecycleMutex(id);
         std::lock_guard op(*lifecycle);  // waits for a pause, resume or snapshot in flight
-        requireOwned(tenant, id);
+        auto current = requireOwned(tenant, id);
+        if (!current.volumesJson.empty() && current.state == SandboxState::running) {
+            // What the guest's page cache holds reaches its volumes first.
+            try {
+                unmountVolumes(current, *agents_.get(id));
+            } catch (const std::exception& e) {
+                logWarn("controller", "sandbox " + id + ": volumes not unmounted before the delete (" +
+                                          e.what() + ")");
+            }
+        }
         store_.updateState(id, SandboxState::deleting);
         teardown(id, why);
     }
@@ -456,6 +499,10 @@ void SandboxController::destroy(const std::string& tenant, const std::string& id
 
 SandboxRecord SandboxController::requireRunning(const std::string& tenant, const std::string& id) {
     auto r = requireOwned(tenant, id);
+    if (r.state == SandboxState::paused && r.autoResume) {
+        wake(tenant, id);
+        r = requireOwned(tenant, id);
+    }
     requireRunningState(r);
     return r;
 }
@@ -528,6 +575,13 @@ void SandboxController::recover() {
                 logWarn("recover",
                         "finishing interrupted " + sandboxStateName(r.state) + " of " + r.id);
                 teardown(r.id);
+                continue;
+            }
+            if (r.state == SandboxState::paused && r.hibernated) {
+                // Its state was whole before this was written: a VM a crash
+                // left behind goes, as the hibernation would have done.
+                hypervisor_.destroyDomain(domainName(r.id));
+                logInfo("recover", "adopted sandbox " + r.id + ", hibernated");
                 continue;
             }
             if (r.state == SandboxState::paused && r.pausedWithoutMemory) {

@@ -32,6 +32,7 @@
 #include "controller/SandboxNetwork.hpp"
 #include "controller/Sandboxes.hpp"
 #include "controller/SandboxSecrets.hpp"
+#include "controller/SandboxVolumes.hpp"
 #include "controller/SnapshotLibrary.hpp"
 #include "controller/SparePool.hpp"
 #include "controller/TemplateCatalog.hpp"
@@ -119,6 +120,7 @@ struct ControllerConfig {
     unsigned tcgCacheMib = 16;
     bool freePageReporting = true;
     std::string memorySharing = "off";  // KSM as the daemon set it up (HostMemorySharing)
+    unsigned maxVolumeGib = 1024;       // one volume's size
 };
 
 
@@ -132,6 +134,8 @@ struct ControllerStores {
     AuditStore& audit;
     // Workspace records follow their sandbox into snapshots and clones.
     WorkspaceStore* workspaces = nullptr;
+    // Volumes (none: this server has no volumes).
+    VolumeStore* volumes = nullptr;
 };
 
 
@@ -217,6 +221,12 @@ class SandboxController : private Sandboxes,
     SandboxRecord pause(const std::string& tenant, const std::string& id,
                         PauseKind kind) override;
     SandboxRecord resume(const std::string& tenant, const std::string& id) override;
+    std::int64_t wake(const std::string& tenant, const std::string& id) override;
+    // Pauses (or hibernates) running sandboxes idle past their idle rule;
+    // enforceTimeouts calls it.
+    void enforceIdle();
+    // Tenants' volumes (nullptr: the server keeps none).
+    SandboxVolumes* volumes() { return volumes_.get(); }
     SandboxRecord setTimeout(const std::string& tenant, const std::string& id,
                              std::int64_t timeoutS) override;
     // Memory + device state, and the disk overlay frozen as a read-only
@@ -273,7 +283,7 @@ class SandboxController : private Sandboxes,
         return FrontDoorServices{*this,     *this,          snapshotLibrary_, commands_,
                                  gates_,    approvals_,     *this,            files_,
                                  processes_, guestPorts_,   tenantLimits_,    *this,
-                                 metrics_};
+                                 metrics_,   volumes_.get()};
     }
     // What the evidence service reads of a sandbox, and no more.
     SandboxEvidenceSource& evidenceSource() { return *this; }
@@ -366,8 +376,22 @@ class SandboxController : private Sandboxes,
     void shutOff(const SandboxRecord& r);
     void bootPaused(const SandboxRecord& r);
     // pause/resume: running <-> paused, written before the VM is touched.
+    // `stillIdle` (an idle pause): checked again under the sandbox's lock.
     SandboxRecord transition(const std::string& tenant, const std::string& id, SandboxState from,
-                             SandboxState to, PauseKind kind = PauseKind::memory);
+                             SandboxState to, PauseKind kind = PauseKind::memory,
+                             const std::string& reason = "requested",
+                             const std::function<bool()>& stillIdle = nullptr);
+    // Hibernate: the memory state to a root-owned file, the VM gone; and
+    // the restore that resumes it.
+    void hibernate(const SandboxRecord& r, const std::string& reason);
+    void restoreHibernated(const SandboxRecord& r);
+    std::string hibernationPath(const std::string& id) const {
+        return config_.dataDir + "/hibernated/" + id + ".state";
+    }
+    // The guest mounts its volumes (after a boot or a restore of a VM that
+    // had them unmounted); and unmounts them (a snapshot, a delete).
+    void mountVolumes(const SandboxRecord& r, AgentConnection& agent);
+    bool unmountVolumes(const SandboxRecord& r, AgentConnection& agent);
 
     LatencyHistogram createLatency_;
 
@@ -469,6 +493,7 @@ class SandboxController : private Sandboxes,
     UidPool uids_;
     SnapshotLibrary snapshotLibrary_{config_.dataDir, snapshots_, store_, workspaces_};
     TenantLimits tenantLimits_{config_.tenants, config_.operatorRules, store_, snapshots_};
+    std::unique_ptr<SandboxVolumes> volumes_;
     // Its waits are timers (the queue is only stored here, and stops first).
     ApprovalGates gates_{gated_, auditLog_, secrets_, timers_, config_.approvalTimeoutS};
     SandboxCommands commands_{SandboxCommands::Parts{

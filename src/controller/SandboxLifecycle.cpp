@@ -38,7 +38,9 @@ std::string nextOverlayName(const std::string& current) {
 // ---------------------------------------------------------------- pause / resume / timeout
 
 SandboxRecord SandboxController::transition(const std::string& tenant, const std::string& id,
-                                            SandboxState from, SandboxState to, PauseKind kind) {
+                                            SandboxState from, SandboxState to, PauseKind kind,
+                                            const std::string& reason,
+                                            const std::function<bool()>& stillIdle) {
     const bool pausing = to == SandboxState::paused;
     requireOwned(tenant, id);
     auto lifecycle = lifecycleMutex(id);
@@ -49,30 +51,97 @@ SandboxRecord SandboxController::transition(const std::string& tenant, const std
         throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state) +
                                              "; only a " + sandboxStateName(from) +
                                              " sandbox can be " + (pausing ? "paused" : "resumed"));
+    if (stillIdle && !stillIdle()) return r;  // traffic came while it waited for the lock
     const bool withoutMemory = pausing ? kind == PauseKind::disk_only : r.pausedWithoutMemory;
+    const bool hibernated = pausing ? kind == PauseKind::hibernate : r.hibernated;
     if (pausing && withoutMemory) {
         shutOff(r);
+        store_.updatePaused(id, SandboxState::paused, true, false, reason);
     } else if (withoutMemory) {
         bootPaused(r);
+    } else if (pausing && hibernated) {
+        hibernate(r, reason);
+    } else if (hibernated) {
+        restoreHibernated(r);
     } else {
-        store_.updateState(id, to);  // written first; recover() reconciles a crash in between
+        // Written first; recover() reconciles a crash in between.
+        store_.updatePaused(id, to, false, false, pausing ? reason : "");
         try {
             if (pausing)
                 hypervisor_.suspendDomain(domainName(id));
             else
                 hypervisor_.resumeDomain(domainName(id));
         } catch (...) {
-            store_.updateState(id, from);
+            store_.updatePaused(id, from, false, false, pausing ? "" : r.pauseReason);
             throw;
         }
+        // The time it slept is not idle time.
+        if (!pausing)
+            if (auto agent = agents_.get(id)) agent->touch();
     }
-    r.state = to;
-    r.pausedWithoutMemory = pausing && withoutMemory;
+    // The timeout clock stops while it sleeps and starts again, whole, when
+    // it wakes (as E2B's auto-pause and resume do).
+    if (r.timeoutS > 0)
+        store_.updateTimeout(id, r.timeoutS, pausing ? 0 : nowUnixSeconds() + r.timeoutS);
+    r = requireOwned(tenant, id);
     logInfo("controller", "sandbox " + id + (pausing ? " paused" : " resumed") +
-                              (withoutMemory ? " (without its memory)" : ""));
-    record(id, tenant, pausing ? "sandbox.paused" : "sandbox.resumed",
-           {{"memory", !withoutMemory}});
+                              (withoutMemory ? " (without its memory)"
+                               : hibernated  ? " (hibernated)"
+                                             : "") +
+                              (pausing ? " (" + reason + ")" : ""));
+    nlohmann::json data{{"memory", !withoutMemory}, {"hibernated", hibernated}};
+    if (pausing) data["reason"] = reason;
+    record(id, tenant, pausing ? "sandbox.paused" : "sandbox.resumed", data);
     return r;
+}
+
+void SandboxController::hibernate(const SandboxRecord& r, const std::string& reason) {
+    std::string domain = domainName(r.id);
+    std::string state = hibernationPath(r.id);
+    std::error_code ec;
+    fs::remove(state, ec);
+    bool wasRunning = r.state == SandboxState::running;
+    hypervisor_.suspendDomain(domain);
+    try {
+        hypervisor_.saveState(domain, state, sandboxDir(r.id));
+    } catch (...) {
+        fs::remove(state, ec);
+        if (wasRunning) hypervisor_.resumeDomain(domain);
+        throw;
+    }
+    // Written once the state is whole: recover() destroys a VM a crash left
+    // behind after this, and resumes one it left before.
+    store_.updatePaused(r.id, SandboxState::paused, false, true, reason);
+    agents_.retire(r.id, "sandbox " + r.id + " was hibernated; its calls end (its processes go on "
+                                             "when it resumes)");
+    hypervisor_.destroyDomain(domain);
+    agents_.forget(r.id);
+}
+
+void SandboxController::restoreHibernated(const SandboxRecord& r) {
+    auto tmpl = templates_.find(r.templateName);
+    if (!tmpl)
+        throw Error(ErrorCode::conflict, "sandbox " + r.id + " was made from template '" +
+                                             r.templateName +
+                                             "', which this server no longer has to restore it");
+    DomainSpec spec = domainSpec(r, *tmpl);
+    spec.incoming = true;
+    try {
+        hypervisor_.restoreDomain(spec, hibernationPath(r.id), sandboxDir(r.id));
+        hypervisor_.resumeDomain(domainName(r.id));
+        auto agent = agents_.connect(r.id, std::chrono::seconds(30));
+        reseed(*agent);  // its clock is behind by the time it slept
+        agents_.adopt(r, std::move(agent));
+    } catch (...) {
+        // Still hibernated (its state file kept): a later resume tries again.
+        agents_.retire(r.id, "sandbox " + r.id + " did not restore");
+        hypervisor_.destroyDomain(domainName(r.id));
+        agents_.forget(r.id);
+        throw;
+    }
+    store_.updatePaused(r.id, SandboxState::running, false, false, "");
+    std::error_code ec;
+    fs::remove(hibernationPath(r.id), ec);
 }
 
 void SandboxController::shutOff(const SandboxRecord& r) {
@@ -92,7 +161,7 @@ void SandboxController::shutOff(const SandboxRecord& r) {
                     "sandbox " + r.id + " could not sync its disk: " +
                         (synced.result.error.empty() ? "sync failed" : synced.result.error));
     // Written first: recover() shuts off a VM a crash left behind.
-    store_.updatePaused(r.id, SandboxState::paused, true);
+    store_.updatePaused(r.id, SandboxState::paused, true, false, r.pauseReason);
     agents_.retire(r.id, "sandbox " + r.id + " was paused without its memory: its processes ended");
     hypervisor_.destroyDomain(domainName(r.id));
     agents_.forget(r.id);
@@ -106,7 +175,9 @@ void SandboxController::bootPaused(const SandboxRecord& r) {
                                              "', which this server no longer has to boot it");
     try {
         hypervisor_.startDomain(domainSpec(r, *tmpl));
-        agents_.adopt(r, agents_.connect(r.id, config_.bootTimeout));
+        auto agent = agents_.connect(r.id, config_.bootTimeout);
+        if (!r.volumesJson.empty()) mountVolumes(r, *agent);
+        agents_.adopt(r, std::move(agent));
     } catch (...) {
         // Still paused without memory: a later resume boots it again.
         agents_.retire(r.id, "sandbox " + r.id + " did not boot");
@@ -124,6 +195,50 @@ SandboxRecord SandboxController::pause(const std::string& tenant, const std::str
 
 SandboxRecord SandboxController::resume(const std::string& tenant, const std::string& id) {
     return transition(tenant, id, SandboxState::paused, SandboxState::running);
+}
+
+std::int64_t SandboxController::wake(const std::string& tenant, const std::string& id) {
+    auto r = requireOwned(tenant, id);
+    if (r.state != SandboxState::paused || !r.autoResume) return 0;
+    auto started = steadyMillis();
+    transition(tenant, id, SandboxState::paused, SandboxState::running);
+    auto took = std::max<std::int64_t>(1, steadyMillis() - started);
+    record(id, tenant, "sandbox.woken", {{"resume_ms", took}, {"was", r.hibernated ? "hibernated" : r.pausedWithoutMemory ? "paused_without_memory" : "paused"}});
+    return took;
+}
+
+void SandboxController::enforceIdle() {
+    std::set<std::string> awaitingDecision;  // an approved command must find it running
+    bool any = false;
+    auto all = store_.list(TenantScope::all());
+    for (const auto& r : all) any = any || (!r.idleJson.empty() && r.state == SandboxState::running);
+    if (!any) return;
+    for (const auto& g : gates_.pending(TenantScope::all())) awaitingDecision.insert(g.sandboxId);
+    for (const auto& listed : all) {
+        if (listed.state != SandboxState::running || listed.idleJson.empty()) continue;
+        if (awaitingDecision.count(listed.id)) continue;
+        auto rule = idleRuleFrom(listed.idleJson);
+        if (!rule) continue;
+        std::shared_ptr<AgentConnection> agent;
+        try {
+            agent = agents_.get(listed.id);
+        } catch (const std::exception&) {
+            continue;  // no session now: nothing to judge it by
+        }
+        auto idleFor = [&agent, rule] {
+            auto a = agent->activity();
+            return a.openStreams == 0 && steadyMillis() - a.lastTrafficMs >= rule->afterS * 1000;
+        };
+        if (!agent || !idleFor()) continue;
+        bool hib = rule->action == IdleAction::hibernate;
+        try {
+            transition(listed.tenant, listed.id, SandboxState::running, SandboxState::paused,
+                       hib ? PauseKind::hibernate : PauseKind::memory, "idle", idleFor);
+        } catch (const std::exception& e) {
+            logWarn("controller", "idle " + std::string(hib ? "hibernate" : "pause") + " of " +
+                                      listed.id + " failed: " + e.what());
+        }
+    }
 }
 
 SandboxRecord SandboxController::setNetwork(const std::string& tenant, const std::string& id,
@@ -239,6 +354,7 @@ SandboxRecord SandboxController::setTimeout(const std::string& tenant, const std
 
 void SandboxController::enforceTimeouts() {
     gates_.expire();
+    enforceIdle();
     auto now = nowUnixSeconds();
     for (const auto& listed : store_.list(TenantScope::all())) {
         if (listed.expiresAt == 0 || listed.expiresAt > now) continue;
@@ -254,10 +370,12 @@ void SandboxController::enforceTimeouts() {
                 std::string how = "pause";
                 if (r.state == SandboxState::running) {
                     if (action == TimeoutAction::pause) {
-                        pause(r.tenant, r.id, PauseKind::memory);
+                        transition(r.tenant, r.id, SandboxState::running, SandboxState::paused,
+                                   PauseKind::memory, "timeout");
                     } else {
                         try {
-                            pause(r.tenant, r.id, PauseKind::disk_only);
+                            transition(r.tenant, r.id, SandboxState::running,
+                                       SandboxState::paused, PauseKind::disk_only, "timeout");
                         } catch (const Error& e) {
                             // The guest's sync failed or hung (it is root
                             // there): it is paused with its memory instead,
@@ -265,7 +383,8 @@ void SandboxController::enforceTimeouts() {
                             logWarn("controller", "sandbox " + r.id +
                                                       ": a pause without memory failed (" +
                                                       e.what() + "): paused with it");
-                            pause(r.tenant, r.id, PauseKind::memory);
+                            transition(r.tenant, r.id, SandboxState::running,
+                                       SandboxState::paused, PauseKind::memory, "timeout");
                             how = "pause (with memory: the pause without it failed)";
                         }
                     }
@@ -332,6 +451,9 @@ SnapshotRecord SandboxController::takeSnapshot(const std::string& tenant, const 
         throw Error(ErrorCode::conflict, "sandbox " + id +
                                              " is paused without its memory (no VM to capture): "
                                              "resume it first");
+    if (r.hibernated)
+        throw Error(ErrorCode::conflict,
+                    "sandbox " + id + " is hibernated (no VM to capture): resume it first");
     auto tmpl = templates_.find(r.templateName);
     if (!tmpl)
         throw Error(ErrorCode::conflict,
@@ -351,6 +473,7 @@ SnapshotRecord SandboxController::takeSnapshot(const std::string& tenant, const 
     if (s.hasDisk) s.layers.push_back(s.id);
     s.createdAt = nowTimestamp();
     s.name = name;
+    s.volumesJson = r.volumesJson;
     {
         // Checked and counted in one step: two snapshots at once cannot both
         // take the tenant's last one.
@@ -365,12 +488,27 @@ SnapshotRecord SandboxController::takeSnapshot(const std::string& tenant, const 
     std::string domain = domainName(id);
     bool wasRunning = r.state == SandboxState::running;
     bool diskSwitched = false;
+    bool volumesUnmounted = false;
     std::string nextOverlay;
     auto started = steadyMillis();
     try {
         fs::create_directories(dir);
         // QEMU opens the frozen layer (as a backing file) by path.
         fs::permissions(dir, fs::perms(0711));
+        // Its volumes are unmounted for the capture: a clone mounts them
+        // afresh, never with another guest's cached view of them.
+        if (!r.volumesJson.empty()) {
+            if (!wasRunning)
+                throw Error(ErrorCode::conflict, "sandbox " + id +
+                                                     " has volumes: snapshot it while it runs "
+                                                     "(they are unmounted for the capture)");
+            if (!unmountVolumes(r, *agents_.get(id)))
+                throw Error(ErrorCode::conflict,
+                            "sandbox " + id +
+                                " could not unmount its volumes for the snapshot (a process "
+                                "has files open there?)");
+            volumesUnmounted = true;
+        }
         if (wasRunning) hypervisor_.suspendDomain(domain);
         if (s.hasDisk) {
             // The current overlay becomes the frozen layer: linked under the
@@ -395,6 +533,7 @@ SnapshotRecord SandboxController::takeSnapshot(const std::string& tenant, const 
         }
         hypervisor_.saveState(domain, snapshotLibrary_.statePath(s), sandboxDir(id));
         if (wasRunning) hypervisor_.resumeDomain(domain);
+        if (volumesUnmounted) mountVolumes(r, *agents_.get(id));
     } catch (const std::exception& e) {
         logError("controller", "snapshot of " + id + " failed: " + e.what());
         if (wasRunning) {
@@ -403,6 +542,14 @@ SnapshotRecord SandboxController::takeSnapshot(const std::string& tenant, const 
             } catch (const std::exception& again) {
                 logError("controller",
                          "cannot resume " + id + " after a failed snapshot: " + again.what());
+            }
+        }
+        if (volumesUnmounted) {
+            try {
+                mountVolumes(r, *agents_.get(id));
+            } catch (const std::exception& again) {
+                logError("controller", "cannot mount the volumes of " + id +
+                                           " again after a failed snapshot: " + again.what());
             }
         }
         // Once switched, the sandbox's disk reads the frozen layer: it stays
@@ -479,15 +626,38 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
     r.disk = snap.hasDisk ? "disk-0.qcow2" : "";
     r.layers = snap.hasDisk ? snap.layers : std::vector<std::string>{};
     std::string shape = spareShapeOf(snap);
+    // Its snapshot's volumes (the disks its memory state knows), or as many
+    // of the request's own in their place.
+    auto mounts = volumeMountsFrom(snap.volumesJson);
+    if (request.volumes && request.volumes->size() != mounts.size())
+        throw Error(ErrorCode::bad_request,
+                    mounts.empty()
+                        ? "snapshot " + snap.id +
+                              " was taken without volumes: its clones cannot mount any (a "
+                              "sandbox with volumes boots cold from a template)"
+                        : "a clone of snapshot " + snap.id + " mounts " +
+                              std::to_string(mounts.size()) + " volume(s), as its sandbox did: ask " +
+                              std::to_string(mounts.size()) + " or none");
+    if (!mounts.empty() && !volumes_)
+        throw Error(ErrorCode::conflict, "snapshot " + snap.id + " has volumes and this server keeps none");
     auto quota = tenantLimits_.quotaLock(tenant);
     std::unique_lock counted(*quota);  // checked and counted in one step
+    std::unique_lock<std::mutex> attached;
     try {
         tenantLimits_.requireSandboxQuota(r);
+        if (!mounts.empty()) {
+            attached = volumes_->attachLock();
+            mounts = request.volumes ? volumes_->resolve(tenant, *request.volumes)
+                                     : volumes_->recheck(tenant, mounts);
+            r.volumesJson = volumeMountsJson(mounts);
+        }
     } catch (...) {
         if (r.qemuUid > 0) uids_.release(static_cast<std::uint32_t>(r.qemuUid));
         throw;
     }
-    std::optional<SparePool::Taken> taken = spares_->take(shape, snap.id);
+    // A spare has no volume disks: a clone with volumes starts its own VM.
+    std::optional<SparePool::Taken> taken =
+        mounts.empty() ? spares_->take(shape, snap.id) : std::nullopt;
     std::optional<std::string> spare;
     if (taken) spare = taken->id;
     if (spare) {
@@ -504,6 +674,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
     } else {
         store_.insert(r);  // written first (with the layers it reads: the GC keeps them)
     }
+    if (attached.owns_lock()) attached.unlock();
     counted.unlock();
     std::string dir = sandboxDir(r.id);
     try {
@@ -528,6 +699,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
         // entropy before anyone can run a command in it.
         std::shared_ptr<AgentConnection> agent = agents_.connect(r.id, std::chrono::seconds(30));
         reseed(*agent);
+        if (!mounts.empty()) mountVolumes(r, *agent);
         agents_.adopt(r, std::move(agent));
         store_.updateState(r.id, SandboxState::running);
         r.state = SandboxState::running;
@@ -587,6 +759,28 @@ void SandboxController::warmTemplate(const std::string& templateName) {
         throw;
     }
     destroy(kWarmTenant, sandbox.id);
+}
+
+// ---------------------------------------------------------------- volumes in the guest
+
+void SandboxController::mountVolumes(const SandboxRecord& r, AgentConnection& agent) {
+    protocol::ExecRequest mount;
+    mount.argv = {"sh", "-c", SandboxVolumes::mountScript(volumeMountsFrom(r.volumesJson))};
+    mount.user = "root";
+    auto done = agent.exec(mount, 4096, std::chrono::seconds(60));
+    if (done.result.exit_code != 0)
+        throw Error(ErrorCode::agent_error,
+                    "sandbox " + r.id + " could not mount its volumes: " +
+                        (done.result.error.empty() ? done.stderrData.substr(0, 300)
+                                                   : done.result.error));
+}
+
+bool SandboxController::unmountVolumes(const SandboxRecord& r, AgentConnection& agent) {
+    protocol::ExecRequest unmount;
+    unmount.argv = {"sh", "-c", SandboxVolumes::unmountScript(volumeMountsFrom(r.volumesJson))};
+    unmount.user = "root";
+    auto done = agent.exec(unmount, 4096, std::chrono::seconds(20));
+    return done.result.exit_code == 0;
 }
 
 }  // namespace airlock

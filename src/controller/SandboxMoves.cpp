@@ -120,9 +120,11 @@ class SandboxController::LeavingSandbox final : public OutgoingMove {
 
 std::vector<SandboxRecord> SandboxController::movable() {
     auto all = list(TenantScope::all());
+    // Hibernated ones and ones with volumes (this host's disks) stay.
     std::erase_if(all, [](const SandboxRecord& r) {
-        return r.state != SandboxState::running &&
-               (r.state != SandboxState::paused || r.pausedWithoutMemory);
+        return (r.state != SandboxState::running &&
+                (r.state != SandboxState::paused || r.pausedWithoutMemory)) ||
+               r.hibernated || !r.volumesJson.empty();
     });
     return all;
 }
@@ -146,6 +148,11 @@ std::unique_ptr<OutgoingMove> SandboxController::moveOut(const std::string& id,
         throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r->state) +
                                              (r->pausedWithoutMemory ? " without its memory" : "") +
                                              ": only a running or paused one moves");
+    if (r->hibernated)
+        throw Error(ErrorCode::conflict, "sandbox " + id + " is hibernated: resume it to move it");
+    if (!r->volumesJson.empty())
+        throw Error(ErrorCode::conflict,
+                    "sandbox " + id + " mounts volumes, which live on this node: it stays");
     auto tmpl = templates_.find(r->templateName);
     if (!tmpl) throw Error(ErrorCode::conflict, "template '" + r->templateName + "' is gone");
     MovedSandbox moved;

@@ -13,8 +13,9 @@ namespace airlock {
 
 // What a pause keeps: the VM's memory (its processes go on after the
 // resume), or only its disk (the VM is shut off; the resume boots it, as
-// E2B's filesystem-only pause does).
-enum class PauseKind { memory, disk_only };
+// E2B's filesystem-only pause does), or its memory written to disk and the
+// VM gone (hibernate: no QEMU, no RAM; the resume restores it whole).
+enum class PauseKind { memory, disk_only, hibernate };
 
 // The sandbox lifecycle as a front door sees it, and no more: made, found,
 // listed, paused, resumed, given a deadline and removed, each call scoped
@@ -41,6 +42,10 @@ class Sandboxes {
         return pause(tenant, id, PauseKind::memory);
     }
     virtual SandboxRecord resume(const std::string& tenant, const std::string& id) = 0;
+    // A call that needs the sandbox running found it paused with
+    // auto_resume: it resumes, its timeout starts again. The milliseconds
+    // the resume took (0: it was running already).
+    virtual std::int64_t wake(const std::string& tenant, const std::string& id) = 0;
     // Seconds from now (0: none).
     virtual SandboxRecord setTimeout(const std::string& tenant, const std::string& id,
                                      std::int64_t timeoutS) = 0;

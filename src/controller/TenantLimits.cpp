@@ -1,5 +1,7 @@
 #include "controller/TenantLimits.hpp"
 
+#include <tuple>
+
 #include "controller/DiskLayers.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
@@ -84,7 +86,22 @@ TenantUsage TenantLimits::usageOf(const std::string& tenant) {
     for (const auto& s : snapshots_.list(TenantScope::only(tenant)))
         if (s.state != SnapshotState::deleted && s.kind == "user") ++u.snapshots;
     u.concurrentExecs = execSlots_.inFlight(tenant);
+    if (volumeUsage_) std::tie(u.volumes, u.volumeGib) = volumeUsage_(tenant);
     return u;
+}
+
+void TenantLimits::requireVolumeQuota(const std::string& tenant, std::uint64_t count,
+                                      std::uint64_t sizeGib) {
+    auto t = bindingOf(tenant);
+    if (!t) return;
+    TenantQuota volumesOnly;  // the sandbox figures are not this call's to check
+    volumesOnly.volumes = t->quota.volumes;
+    volumesOnly.volumeGib = t->quota.volumeGib;
+    TenantUsage adding;
+    adding.sandboxes = 0;
+    adding.volumes = count;
+    adding.volumeGib = sizeGib;
+    requireRoomFor(volumesOnly, usageOf(tenant), adding, "");
 }
 
 void TenantLimits::requireSandboxQuota(const SandboxRecord& r) {

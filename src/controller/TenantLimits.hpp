@@ -1,4 +1,5 @@
 #pragma once
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -58,6 +59,12 @@ class TenantLimits {
     void released(const SandboxRecord& r);
     void renamed(const SandboxRecord& r, const std::string& from);
     void requireSnapshotQuota(const std::string& tenant);
+    // Volumes are counted where they live (this host): set once, before serving.
+    using VolumeUsage = std::function<std::pair<std::uint64_t, std::uint64_t>(const std::string&)>;
+    void setVolumeUsage(VolumeUsage usage) { volumeUsage_ = std::move(usage); }
+    // Error(quota_exceeded) when one more volume of sizeGib (or sizeGib more
+    // of an existing one: count 0) passes the tenant's volumes or volume_gib.
+    void requireVolumeQuota(const std::string& tenant, std::uint64_t count, std::uint64_t sizeGib);
     // One of the tenant's concurrent_execs, released when the last copy goes
     // (Error(quota_exceeded) when none is free).
     using ExecSlot = TenantExecSlots::Slot;
@@ -71,6 +78,7 @@ class TenantLimits {
     SnapshotStore& snapshots_;
     KeyedMutexes quotaLocks_;
     TenantExecSlots execSlots_;
+    VolumeUsage volumeUsage_;
 };
 
 }  // namespace airlock

@@ -62,6 +62,7 @@
 #include "templates/TemplateBuilder.hpp"
 #include "api/E2bTemplates.hpp"
 #include "store/TenantStore.hpp"
+#include "store/VolumeStore.hpp"
 #include "store/WorkspaceStore.hpp"
 #include "workspace/WorkspaceService.hpp"
 
@@ -193,6 +194,7 @@ int runDaemon(const DaemonOptions& options) {
     Credentials& credentials =
         fleetCredentials ? static_cast<Credentials&>(*fleetCredentials) : hostCredentials;
     WorkspaceStore workspaceRecords(db);
+    VolumeStore volumeRecords(db);
     EvidenceStore evidenceRecords(db);
     if (auto first = keys.createFirstAdmin()) {
         writeAdminKey(dataDir + "/admin.key", first->key);
@@ -331,7 +333,8 @@ int runDaemon(const DaemonOptions& options) {
     }
     SandboxController controller(
         config, hypervisor,
-        ControllerStores{sandboxes, ports, snapshots, gatedExecs, audit, &workspaceRecords},
+        ControllerStores{sandboxes, ports, snapshots, gatedExecs, audit, &workspaceRecords,
+                         &volumeRecords},
         templates, [](const std::string& endpoint, std::chrono::milliseconds timeout) {
             return connectAgent(endpoint, timeout);
         });

@@ -114,6 +114,18 @@ std::string buildDomainXml(const DomainSpec& s) {
         x
           << "    </disk>\n";
     }
+    char dev = s.diskPath.empty() ? 'a' : 'b';
+    for (const auto& v : s.volumes) {
+        x << "    <disk type='file' device='disk'>\n"
+          << "      <driver name='qemu' type='raw' discard='unmap'/>\n"
+          << "      <source file='" << xmlEscape(v.path) << "'>\n";
+        if (!s.runAs) x << "        <seclabel model='dac' relabel='no'/>\n";
+        x << "      </source>\n"
+          << "      <target dev='vd" << dev++ << "' bus='virtio'/>\n"
+          << "      <serial>" << xmlEscape(v.serial) << "</serial>\n";
+        if (v.readOnly) x << "      <readonly/>\n";
+        x << "    </disk>\n";
+    }
     if (!s.consoleLogPath.empty())
         x << "    <serial type='file'>\n"
           << "      <source path='" << xmlEscape(s.consoleLogPath) << "'/>\n"

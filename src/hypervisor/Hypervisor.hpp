@@ -28,6 +28,15 @@ struct DomainSpec {
     // Optional root disk: a qcow2 overlay owned by the QEMU user whose backing
     // chain (template base, snapshot layers) stays root-owned and read-only.
     std::string diskPath;
+    // Volumes: raw images after the root disk (vdb, vdc, ...), each with the
+    // serial the guest finds it by. Access to the image is the caller's to
+    // give the QEMU user (an ACL), never libvirt's relabelling.
+    struct Volume {
+        std::string path;
+        std::string serial;  // at most 20 characters
+        bool readOnly = false;
+    };
+    std::vector<Volume> volumes;
     // Start paused and wait for a migration stream (restore from a snapshot).
     bool incoming = false;
     // The QEMU process's own uid and gid (libvirt's static DAC label, no

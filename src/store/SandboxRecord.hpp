@@ -53,6 +53,15 @@ struct SandboxRecord {
     // Traffic to a paused sandbox (its envd, its ports) resumes it (a pause
     // with memory only; on_timeout must be pause).
     bool autoResume = false;
+    // Paused with its memory written to disk and its VM gone (no QEMU, no
+    // RAM); resuming restores it, processes and all.
+    bool hibernated = false;
+    // Why it is paused: "requested", "idle" or "timeout" ("" when running).
+    std::string pauseReason;
+    // Its idle rule ({"after_s": N, "action": "pause"|"hibernate"}; "": none)
+    // and the volumes it mounts ([{"volume","name","path","read_only"}]; "": none).
+    std::string idleJson;
+    std::string volumesJson;
 };
 
 }  // namespace airlock

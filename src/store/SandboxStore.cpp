@@ -29,6 +29,7 @@ SandboxState parseSandboxState(const std::string& s) {
     if (s == "paused") return SandboxState::paused;
     if (s == "stopped") return SandboxState::stopped;
     if (s == "deleting") return SandboxState::deleting;
+    if (s == "hibernated") return SandboxState::paused;  // as the API shows a hibernated pause
     return SandboxState::error;
 }
 
@@ -37,7 +38,8 @@ constexpr const char* kSandboxColumns =
     "id, tenant, template, state, vcpus, memory_mib, created_at, metadata, env, error, snapshot, "
     "disk, layers,"
     " timeout_s, on_timeout, expires_at, policy, secrets, secret_names, network, qemu_uid, "
-    "disk_bytes, packages, task, artifacts, port_access, paused_without_memory, auto_resume";
+    "disk_bytes, packages, task, artifacts, port_access, paused_without_memory, auto_resume,"
+    " volumes, idle, hibernated, pause_reason";
 
 SandboxRecord readSandboxRow(const Database::Statement& st) {
     SandboxRecord r;
@@ -69,6 +71,10 @@ SandboxRecord readSandboxRow(const Database::Statement& st) {
     r.portAccess = st.text(25);
     r.pausedWithoutMemory = st.integer(26) != 0;
     r.autoResume = st.integer(27) != 0;
+    r.volumesJson = st.text(28);
+    r.idleJson = st.text(29);
+    r.hibernated = st.integer(30) != 0;
+    r.pauseReason = st.text(31);
     return r;
 }
 }  // namespace
@@ -103,13 +109,14 @@ void SandboxStore::replace(const SandboxRecord& r) { write(r, true); }
 void SandboxStore::write(const SandboxRecord& r, bool replace) {
     db_.run(std::string(replace ? "INSERT OR REPLACE" : "INSERT") + " INTO sandboxes (" +
                 kSandboxColumns +
-                ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             r.id, r.tenant, r.templateName, sandboxStateName(r.state), r.vcpus, r.memoryMib,
             r.createdAt, r.metadataJson, r.envJson, r.error, r.snapshotId, r.disk,
             stringListColumn(r.layers), r.timeoutS, r.onTimeout, r.expiresAt, r.policyJson,
             r.secretsSealed, stringListColumn(r.secretNames), stringListColumn(r.network),
             r.qemuUid, r.diskBytes, r.packagesJson, r.taskJson, stringListColumn(r.artifacts),
-            r.portAccess, r.pausedWithoutMemory ? 1 : 0, r.autoResume ? 1 : 0);
+            r.portAccess, r.pausedWithoutMemory ? 1 : 0, r.autoResume ? 1 : 0, r.volumesJson,
+            r.idleJson, r.hibernated ? 1 : 0, r.pauseReason);
 }
 
 void SandboxStore::updateState(const std::string& id, SandboxState state,
@@ -118,9 +125,12 @@ void SandboxStore::updateState(const std::string& id, SandboxState state,
             error, id);
 }
 
-void SandboxStore::updatePaused(const std::string& id, SandboxState state, bool withoutMemory) {
-    db_.run("UPDATE sandboxes SET state = ?, error = '', paused_without_memory = ? WHERE id = ?",
-            sandboxStateName(state), withoutMemory ? 1 : 0, id);
+void SandboxStore::updatePaused(const std::string& id, SandboxState state, bool withoutMemory,
+                                bool hibernated, const std::string& reason) {
+    db_.run(
+        "UPDATE sandboxes SET state = ?, error = '', paused_without_memory = ?, hibernated = ?, "
+        "pause_reason = ? WHERE id = ?",
+        sandboxStateName(state), withoutMemory ? 1 : 0, hibernated ? 1 : 0, reason, id);
 }
 
 void SandboxStore::remove(const std::string& id) {

@@ -19,7 +19,10 @@ class SandboxStore {
     void replace(const SandboxRecord& r);
     void updateState(const std::string& id, SandboxState state, const std::string& error = {});
     // The state and whether the pause dropped the memory, in one write.
-    void updatePaused(const std::string& id, SandboxState state, bool withoutMemory);
+    // A pause's or resume's state with how it keeps the sandbox (without its
+    // memory, hibernated) and why it was paused ("" when it runs).
+    void updatePaused(const std::string& id, SandboxState state, bool withoutMemory,
+                      bool hibernated = false, const std::string& reason = {});
     void remove(const std::string& id);
     void updateDisk(const std::string& id, const std::string& disk,
                     const std::vector<std::string>& layers);

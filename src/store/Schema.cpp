@@ -107,6 +107,18 @@ CREATE TABLE template_builds (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, name TE
 CREATE TABLE template_layers (tenant TEXT NOT NULL, key TEXT NOT NULL, json TEXT NOT NULL,
   last_used INTEGER NOT NULL, PRIMARY KEY (tenant, key));
 )sql"},
+    // Volumes (a JSON record each) and what sleeps: a sandbox's volumes and
+    // idle rule, a hibernated pause (memory on disk, no VM) and why it was
+    // paused; a snapshot's volumes, which its clones attach.
+    {8, R"sql(
+CREATE TABLE volumes (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, name TEXT NOT NULL,
+  json TEXT NOT NULL, UNIQUE (tenant, name));
+ALTER TABLE sandboxes ADD COLUMN volumes TEXT NOT NULL DEFAULT '';
+ALTER TABLE sandboxes ADD COLUMN idle TEXT NOT NULL DEFAULT '';
+ALTER TABLE sandboxes ADD COLUMN hibernated INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sandboxes ADD COLUMN pause_reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE snapshots ADD COLUMN volumes TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 
 static_assert(std::size(kSteps) == kLatestSchemaVersion, "one step per schema version");

@@ -22,7 +22,7 @@ namespace {
 constexpr const char* kSnapshotColumns =
     "id, tenant, kind, source, template, template_digest, state, vcpus, memory_mib, has_disk, "
     "layers, created_at,"
-    " size_bytes, manifest, name, tag";
+    " size_bytes, manifest, name, tag, volumes";
 
 SnapshotState parseState(const std::string& s) {
     if (s == "creating") return SnapshotState::creating;
@@ -47,6 +47,7 @@ SnapshotRecord readSnapshotRow(const Database::Statement& st) {
     r.sizeBytes = st.integer(12);
     r.manifestJson = st.text(13);
     r.name = SnapshotName{st.text(14), st.text(15)};
+    r.volumesJson = st.text(16);
     return r;
 }
 }  // namespace
@@ -55,11 +56,11 @@ SnapshotStore::SnapshotStore(Database& db) : db_(db) {}
 
 void SnapshotStore::insert(const SnapshotRecord& r) {
     db_.run(std::string("INSERT INTO snapshots (") + kSnapshotColumns +
-                ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             r.id, r.tenant, r.kind, r.sourceSandbox, r.templateName, r.templateDigest,
             snapshotStateName(r.state), r.vcpus, r.memoryMib, r.hasDisk ? 1 : 0,
             stringListColumn(r.layers), r.createdAt, r.sizeBytes, r.manifestJson, r.name.alias,
-            r.name.tag);
+            r.name.tag, r.volumesJson);
 }
 
 void SnapshotStore::markReady(const std::string& id, std::int64_t sizeBytes,

@@ -55,6 +55,9 @@ struct SnapshotRecord {
     std::int64_t sizeBytes = 0;
     std::string manifestJson = "{}";
     SnapshotName name;
+    // The volumes its sandbox had attached (SandboxRecord::volumesJson):
+    // a clone attaches them again.
+    std::string volumesJson;
 };
 
 class SnapshotStore {

@@ -15,12 +15,13 @@ struct TenantQuota {
     std::optional<std::uint64_t> vcpus, memoryMib, diskGib;
     std::optional<std::uint64_t> snapshots;
     std::optional<std::uint64_t> concurrentExecs;
+    std::optional<std::uint64_t> volumes, volumeGib;
 };
 
 // What a tenant holds now, figure for figure against its quota.
 struct TenantUsage {
     std::uint64_t sandboxes = 0, vcpus = 0, memoryMib = 0, diskGib = 0, snapshots = 0,
-                  concurrentExecs = 0;
+                  concurrentExecs = 0, volumes = 0, volumeGib = 0;
 };
 
 // The quota's figures by their JSON names: the one list the store, the
@@ -30,13 +31,15 @@ struct TenantQuotaField {
     std::optional<std::uint64_t> TenantQuota::*limit;
     std::uint64_t TenantUsage::*used;
 };
-inline constexpr std::array<TenantQuotaField, 6> kTenantQuotaFields{{
+inline constexpr std::array<TenantQuotaField, 8> kTenantQuotaFields{{
     {"sandboxes", &TenantQuota::sandboxes, &TenantUsage::sandboxes},
     {"vcpus", &TenantQuota::vcpus, &TenantUsage::vcpus},
     {"memory_mib", &TenantQuota::memoryMib, &TenantUsage::memoryMib},
     {"disk_gib", &TenantQuota::diskGib, &TenantUsage::diskGib},
     {"snapshots", &TenantQuota::snapshots, &TenantUsage::snapshots},
     {"concurrent_execs", &TenantQuota::concurrentExecs, &TenantUsage::concurrentExecs},
+    {"volumes", &TenantQuota::volumes, &TenantUsage::volumes},
+    {"volume_gib", &TenantQuota::volumeGib, &TenantUsage::volumeGib},
 }};
 
 // Error(quota_exceeded) naming the first figure that `adding` (one more

@@ -432,6 +432,22 @@ test('lifecycle: the timeout pauses, and traffic wakes it again with autoResume'
   } finally { await waking.kill(); await sleeping.kill() }
 })
 
+test('sleep when idle: a hibernated sandbox (native idle rule) wakes on an SDK call', { skip: !newest && 'the same request in every SDK version' }, async () => {
+  const admin = { Authorization: 'Bearer ' + process.env.AIRLOCK_ADMIN_KEY, 'Content-Type': 'application/json' }
+  const made = await (await fetch(process.env.AIRLOCK_URL + '/v1/sandboxes', { method: 'POST', headers: admin,
+    body: JSON.stringify({ template: 'debian', idle: { after_s: 3, action: 'hibernate' }, auto_resume: true }) })).json()
+  const stateOf = async () => (await (await fetch(process.env.AIRLOCK_URL + '/v1/sandboxes/' + made.id, { headers: admin })).json()).state
+  const s = await Sandbox.connect(made.id)
+  try {
+    await s.files.write('/home/user/slept.txt', 'kept across hibernation')
+    await s.commands.run('echo $$ > /dev/shm/pid')
+    await until('the idle rule hibernates ' + made.id, async () => (await stateOf()) === 'hibernated', 60_000)
+    const r = await s.commands.run('cat /home/user/slept.txt; cat /dev/shm/pid > /dev/null && echo mem-ok')
+    assert.equal(r.stdout, 'kept across hibernation\nmem-ok\n')
+    assert.equal(await stateOf(), 'running')
+  } finally { await s.kill() }
+})
+
 test('a sandbox killed during a command ends the command with an error', async () => {
   const other = await Sandbox.create('base', { timeoutMs: 120_000 })
   const h = await other.commands.run('sleep 60', { background: true, timeoutMs: 0 })

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "ControllerFixture.hpp"
 #include "controller/DiskLayers.hpp"
@@ -383,6 +384,83 @@ TEST_F(SandboxLifecycleTest, TimeoutsKillOrPauseAndCanBeExtended) {
     EXPECT_EQ(codeOf([&] { controller->setTimeout("t1", p.id, -1); }), ErrorCode::bad_request);
     // An action the request cannot name is refused where it is parsed.
     EXPECT_EQ(codeOf([&] { timeoutActionFrom("explode"); }), ErrorCode::bad_request);
+}
+
+// Hibernate: the memory state goes to a root-owned file and the VM goes;
+// the state survives a restart; a resume restores it (a new session) and
+// the file goes.
+TEST_F(SandboxLifecycleTest, HibernateWritesTheMemoryAwayAndTheResumeRestoresIt) {
+    auto r = controller->create("t1", CreateSandboxRequest{});
+    auto domain = SandboxController::domainName(r.id);
+    const int loadsBefore = hypervisor.loads.load();
+    auto h = controller->pause("t1", r.id, PauseKind::hibernate);
+    EXPECT_EQ(h.state, SandboxState::paused);
+    EXPECT_TRUE(h.hibernated);
+    EXPECT_EQ(h.pauseReason, "requested");
+    EXPECT_EQ(hypervisor.domainState(domain), DomainState::missing) << "no VM while hibernated";
+    std::string state = dir.path() + "/hibernated/" + r.id + ".state";
+    EXPECT_TRUE(fs::exists(state));
+    EXPECT_EQ(codeOf([&] { controller->snapshot("t1", r.id); }), ErrorCode::conflict);
+
+    ControllerConfig config;
+    config.dataDir = dir.path();
+    auto restarted = makeController(config);
+    restarted->recover();
+    EXPECT_EQ(store->find(r.id)->state, SandboxState::paused) << "hibernated is not a VM lost";
+    EXPECT_TRUE(store->find(r.id)->hibernated);
+
+    auto resumed = controller->resume("t1", r.id);
+    EXPECT_EQ(resumed.state, SandboxState::running);
+    EXPECT_FALSE(resumed.hibernated);
+    EXPECT_EQ(hypervisor.domainState(domain), DomainState::running);
+    EXPECT_EQ(hypervisor.loads.load(), loadsBefore + 1) << "its state was loaded back";
+    EXPECT_FALSE(fs::exists(state));
+    ExecOptions o;
+    o.argv = {"true"};
+    o.user = "root";
+    EXPECT_EQ(controller->commands().exec("t1", r.id, o).result.exit_code, 0);
+    controller->destroy("t1", r.id);
+}
+
+// Sleep when idle: a sandbox with no traffic past its idle rule is paused
+// (saying why); a call that needs it running wakes it when it has
+// auto_resume, and says how long that took.
+TEST_F(SandboxLifecycleTest, AnIdleSandboxSleepsAndACallWakesIt) {
+    CreateSandboxRequest q;
+    q.idle = IdleRule{1, IdleAction::pause};
+    q.autoResume = true;
+    q.timeoutS = 600;
+    auto r = controller->create("t1", q);
+    CreateSandboxRequest busy;
+    busy.idle = IdleRule{3600, IdleAction::pause};
+    auto b = controller->create("t1", busy);
+    auto deadline = steadyMillis() + 15'000;
+    while (store->find(r.id)->state != SandboxState::paused && steadyMillis() < deadline) {
+        controller->enforceTimeouts();
+        std::this_thread::sleep_for(100ms);
+    }
+    auto slept = store->find(r.id);
+    ASSERT_EQ(slept->state, SandboxState::paused);
+    EXPECT_EQ(slept->pauseReason, "idle");
+    EXPECT_EQ(slept->expiresAt, 0) << "the timeout clock stops while it sleeps";
+    EXPECT_EQ(store->find(b.id)->state, SandboxState::running) << "not idle for an hour yet";
+
+    ExecOptions o;
+    o.argv = {"echo", "awake"};
+    o.user = "root";
+    auto out = controller->commands().exec("t1", r.id, o);
+    EXPECT_EQ(out.stdoutData, "awake\n");
+    auto woken = store->find(r.id);
+    EXPECT_EQ(woken->state, SandboxState::running);
+    EXPECT_GE(woken->expiresAt, nowUnixSeconds() + 590) << "and starts again whole on the wake";
+    auto events = controller->audit("t1", r.id, AuditQuery{});
+    EXPECT_TRUE(std::any_of(events.begin(), events.end(),
+                            [](const AuditEvent& e) { return e.type == "sandbox.woken"; }));
+    EXPECT_EQ(controller->wake("t1", r.id), 0) << "a running sandbox has nothing to wake";
+
+    // Without auto_resume a sleeping sandbox stays asleep for a call.
+    controller->pause("t1", b.id);
+    EXPECT_EQ(codeOf([&] { controller->commands().exec("t1", b.id, o); }), ErrorCode::conflict);
 }
 
 // A command still running when its sandbox goes (its timeout, a delete)

@@ -62,7 +62,7 @@ TEST(SchemaTest, AFileFromBeforeVersioningGainsColumnsAndKeepsRows) {
     }
     Database db(path);
     EXPECT_EQ(db.schemaVersion(), kLatestSchemaVersion);
-    EXPECT_EQ(columnsOf(db, "sandboxes").back(), "auto_resume");
+    EXPECT_EQ(columnsOf(db, "sandboxes").back(), "pause_reason");
 
     auto sandbox = SandboxStore(db).find("sbx-old");
     ASSERT_TRUE(sandbox);
