@@ -244,8 +244,11 @@ bool Router::wakesSandbox(const Route& route) {
     // auto_resume (its state, deletes, pauses and records never do).
     static const char* kGuestRows[] = {"/exec", "/files", "/fs", "/processes", "/ports"};
     auto label = route.label();
-    for (const char* row : kGuestRows)
-        if (label.find(std::string("/v1/sandboxes/{}") + row) != std::string::npos) return true;
+    auto path = label.substr(label.find(' ') + 1);
+    for (const char* row : kGuestRows) {
+        std::string base = std::string("/v1/sandboxes/{}") + row;
+        if (path == base || path.rfind(base + "/", 0) == 0) return true;
+    }
     return false;
 }
 

@@ -128,6 +128,14 @@ SandboxVolumes::SandboxVolumes(std::string dataDir, VolumeStore& store, SandboxS
     // QEMU reaches an image by its path: it may pass through, never list.
     ::chmod((dataDir_ + "/volumes").c_str(), 0711);
     ::chmod(stagingDir().c_str(), 0711);
+    // A tool run cut short by a crash left its image with a pool uid.
+    if (::geteuid() == 0)
+        for (const auto& v : store_.all())
+            if (::chown(imagePath(v.id).c_str(), 0, 0) != 0 && errno != ENOENT)
+                logWarn("volumes", "cannot hand " + imagePath(v.id) + " back to root");
+    // Uploads staged before a crash.
+    std::error_code ignored;
+    for (const auto& e : fs::directory_iterator(stagingDir(), ignored)) fs::remove(e.path(), ignored);
 }
 
 std::string SandboxVolumes::imagePath(const std::string& volumeId) const {
@@ -215,7 +223,16 @@ auto SandboxVolumes::withImage(const std::string& tenant, const std::string& nam
                                                      a.sandbox +
                                                      ": it is written here only while detached");
         }
+        busy_.insert(v.id);  // no create attaches it while the tool has it
     }
+    struct Unbusy {
+        SandboxVolumes& self;
+        std::string id;
+        ~Unbusy() {
+            auto attach = self.attachLock();
+            self.busy_.erase(id);
+        }
+    } unbusy{*this, v.id};
     // The tool runs as a uid of the pool that owns the image meanwhile:
     // e2fsprogs reads what a guest's root wrote, with no rights beyond it.
     std::string path = imagePath(v.id);
@@ -305,36 +322,32 @@ std::vector<VolumeInfo> SandboxVolumes::list(const std::string& tenant) {
 
 VolumeInfo SandboxVolumes::grow(const std::string& tenant, const std::string& name,
                                 unsigned sizeGib) {
-    auto v = require(tenant, name);
-    auto lock = volumeLocks_.of(v.id);
-    std::lock_guard held(*lock);
-    auto attach = attachLock();
-    if (auto a = attachmentsOf(v.id); !a.empty())
-        throw Error(ErrorCode::conflict, "volume '" + name + "' is attached to " + a[0].sandbox +
-                                             ": a volume grows while detached");
-    std::uint64_t bytes = static_cast<std::uint64_t>(sizeGib) * kGiB;
     if (sizeGib > maxSizeGib_)
         throw Error(ErrorCode::bad_request,
                     "'size_gib' must be at most " + std::to_string(maxSizeGib_));
-    if (bytes < v.sizeBytes)
-        throw Error(ErrorCode::bad_request, "a volume only grows (it has " +
-                                                std::to_string(v.sizeBytes / kGiB) + " GiB)");
-    if (bytes == v.sizeBytes) return info(v);
-    {
-        auto quota = limits_.quotaLock(tenant);
-        std::lock_guard counted(*quota);
-        limits_.requireVolumeQuota(tenant, 0, sizeGib - v.sizeBytes / kGiB);
-        store_.updateSize(v.id, bytes);
-    }
-    try {
-        withImage(tenant, name, true, [&](VolumeImage& image) { image.grow(bytes); });
-    } catch (...) {
-        store_.updateSize(v.id, v.sizeBytes);
-        throw;
-    }
-    v.sizeBytes = bytes;
-    logInfo("volumes", "volume " + v.id + " grown to " + std::to_string(sizeGib) + " GiB");
-    return info(v);
+    std::uint64_t bytes = static_cast<std::uint64_t>(sizeGib) * kGiB;
+    // Under the volume's lock, with no sandbox holding it (withImage).
+    withImage(tenant, name, true, [&](VolumeImage& image) {
+        auto v = require(tenant, name);
+        if (bytes < v.sizeBytes)
+            throw Error(ErrorCode::bad_request, "a volume only grows (it has " +
+                                                    std::to_string(v.sizeBytes / kGiB) + " GiB)");
+        if (bytes == v.sizeBytes) return;
+        {
+            auto quota = limits_.quotaLock(tenant);
+            std::lock_guard counted(*quota);
+            limits_.requireVolumeQuota(tenant, 0, sizeGib - v.sizeBytes / kGiB);
+            store_.updateSize(v.id, bytes);
+        }
+        try {
+            image.grow(bytes);
+        } catch (...) {
+            store_.updateSize(v.id, v.sizeBytes);
+            throw;
+        }
+        logInfo("volumes", "volume " + v.id + " grown to " + std::to_string(sizeGib) + " GiB");
+    });
+    return info(require(tenant, name));
 }
 
 void SandboxVolumes::remove(const std::string& tenant, const std::string& name) {
@@ -413,6 +426,10 @@ std::vector<VolumeMount> SandboxVolumes::recheck(const std::string& tenant,
         auto v = store_.findById(m.volume);
         if (!v || v->tenant != tenant)
             throw Error(ErrorCode::conflict, "volume '" + m.name + "' no longer exists");
+        if (busy_.count(m.volume))
+            throw Error(ErrorCode::conflict, "volume '" + m.name +
+                                                 "' is being read or written through the API; try "
+                                                 "again when that ends");
         for (const auto& a : attachmentsOf(m.volume)) {
             if (!a.readOnly)
                 throw Error(ErrorCode::conflict, "volume '" + m.name +

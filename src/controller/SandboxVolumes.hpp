@@ -3,6 +3,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -124,6 +125,7 @@ class SandboxVolumes {
     unsigned maxSizeGib_;
     std::string qemuUser_;  // QEMU's user where a sandbox has no uid of its own
     std::mutex attachMutex_;
+    std::set<std::string> busy_;  // volumes a host tool has now (under attachMutex_)
     KeyedMutexes volumeLocks_;
 };
 

@@ -23,7 +23,8 @@ std::vector<std::string_view> debugfsLines(std::string_view text) {
 
 std::string_view trimSpaces(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+        s.remove_suffix(1);
     return s;
 }
 
@@ -76,7 +77,9 @@ std::string typeOfStatName(std::string_view name) {
 
 DebugfsScript::DebugfsScript() : nonce_(newId("airlock-")) {}
 
-std::string DebugfsScript::marker(std::size_t index) const { return "# " + nonce_ + " " + std::to_string(index); }
+std::string DebugfsScript::marker(std::size_t index) const {
+    return "# " + nonce_ + " " + std::to_string(index);
+}
 
 std::size_t DebugfsScript::add(const std::string& command) {
     text_ += marker(count_) + "\n" + command + "\n";
@@ -125,7 +128,8 @@ std::optional<DebugfsInode> DebugfsScript::parseStat(const std::string& output) 
     DebugfsInode inode;
     auto ino = wholeNumber<std::uint32_t>(fieldAfter(head, "Inode: "));
     auto typeAt = head.find("Type: "), modeAt = head.find("Mode: ");
-    if (!ino || typeAt == std::string_view::npos || modeAt == std::string_view::npos || modeAt < typeAt)
+    if (!ino || typeAt == std::string_view::npos || modeAt == std::string_view::npos ||
+        modeAt < typeAt)
         return std::nullopt;
     auto mode = wholeNumber<unsigned>(fieldAfter(head, "Mode: "), 8);
     if (!mode) return std::nullopt;
@@ -173,7 +177,8 @@ std::vector<VolumeEntry> DebugfsScript::parseListing(const std::string& output) 
         auto uid = ownerId(fields[2]);
         auto gid = ownerId(fields[3]);
         if (!wholeNumber<std::uint32_t>(fields[0]) || !mode || !uid || !gid) continue;
-        if (name.empty() || name == "." || name == ".." || name.find('/') != std::string_view::npos) continue;
+        if (name.empty() || name == "." || name == ".." || name.find('/') != std::string_view::npos)
+            continue;
         VolumeEntry entry;
         entry.name = std::string(name);
         entry.type = typeOfMode(*mode);
@@ -211,7 +216,8 @@ std::vector<std::string> DebugfsScript::errorLines(const std::string& errors) {
         line = trimSpaces(line);
         if (line.empty()) continue;
         // "debugfs 1.47.0 (5-Feb-2023)"
-        if (line.substr(0, 8) == "debugfs " && line.size() > 8 && line[8] >= '0' && line[8] <= '9') continue;
+        if (line.substr(0, 8) == "debugfs " && line.size() > 8 && line[8] >= '0' && line[8] <= '9')
+            continue;
         messages.emplace_back(line);
     }
     return messages;

@@ -28,9 +28,12 @@ using ToolClock = std::chrono::steady_clock;
 
 // The environment every tool gets: messages in English (they are parsed),
 // no pager, and no libmagic guessing at file contents (debugfs stat).
-const std::array<const char*, 6> kToolEnvironment = {
-    "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", "LANG=C",
-    "DEBUGFS_PAGER=__none__",             "PAGER=__none__", "E2FSPROGS_LIBMAGIC_SUPPRESS=1"};
+const std::array<const char*, 6> kToolEnvironment = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+                                                     "LC_ALL=C",
+                                                     "LANG=C",
+                                                     "DEBUGFS_PAGER=__none__",
+                                                     "PAGER=__none__",
+                                                     "E2FSPROGS_LIBMAGIC_SUPPRESS=1"};
 
 // What the child writes to its status pipe when it fails before exec; a
 // successful exec closes the pipe with nothing written.
@@ -75,7 +78,8 @@ struct ToolChildPlan {
     int count = static_cast<int>(plan.fds.size());
     int status = plan.fds.back();
     for (int i = 0; i < count; ++i) {
-        plan.moved[static_cast<std::size_t>(i)] = ::fcntl(plan.fds[static_cast<std::size_t>(i)], F_DUPFD_CLOEXEC, count);
+        plan.moved[static_cast<std::size_t>(i)] =
+            ::fcntl(plan.fds[static_cast<std::size_t>(i)], F_DUPFD_CLOEXEC, count);
         if (plan.moved[static_cast<std::size_t>(i)] < 0) toolChildFails(status, 0);
     }
     status = plan.moved.back();
@@ -173,7 +177,8 @@ void setNonBlocking(int fd) {
 
 }  // namespace
 
-ToolRunner::ToolRunner(ToolUser user, std::chrono::milliseconds timeout, std::uint64_t maxMemoryBytes)
+ToolRunner::ToolRunner(ToolUser user, std::chrono::milliseconds timeout,
+                       std::uint64_t maxMemoryBytes)
     : user_(user), timeout_(timeout), maxMemoryBytes_(maxMemoryBytes) {}
 
 std::string ToolRunner::locate(const std::string& name) {
@@ -199,7 +204,8 @@ ToolResult ToolRunner::run(const ToolCommand& command) const {
         if (!inChild) toolFails("open /dev/null");
     } else {
         int pair[2];
-        if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) toolFails("socketpair");
+        if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+            toolFails("socketpair");
         inParent.reset(pair[0]);
         inChild.reset(pair[1]);
         ::shutdown(inChild.get(), SHUT_WR);
@@ -265,10 +271,11 @@ ToolResult ToolRunner::run(const ToolCommand& command) const {
     } while (got < 0 && errno == EINTR);
     if (got == static_cast<ssize_t>(sizeof failure)) {
         child.reap();
-        std::size_t stage = std::min<std::size_t>(static_cast<std::size_t>(std::max(failure.stage, 0)),
-                                                  kToolStartStages.size() - 1);
-        throw Error(ErrorCode::internal, "cannot start " + name + ": it could not " + kToolStartStages[stage] +
-                                             ": " + std::strerror(failure.error));
+        std::size_t stage = std::min<std::size_t>(
+            static_cast<std::size_t>(std::max(failure.stage, 0)), kToolStartStages.size() - 1);
+        throw Error(ErrorCode::internal, "cannot start " + name + ": it could not " +
+                                             kToolStartStages[stage] + ": " +
+                                             std::strerror(failure.error));
     }
     statusRead.reset();
     if (command.onStart) command.onStart(pid);
@@ -278,7 +285,8 @@ ToolResult ToolRunner::run(const ToolCommand& command) const {
     auto timedOut = [&]() -> Error {
         child.kill();
         child.reap();
-        logWarn("volumes", name + " was killed: it ran past its " + std::to_string(timeout_.count()) + " ms");
+        logWarn("volumes",
+                name + " was killed: it ran past its " + std::to_string(timeout_.count()) + " ms");
         return Error(ErrorCode::unavailable,
                      name + " did not finish within " + std::to_string(timeout_.count()) + " ms");
     };
@@ -303,7 +311,8 @@ ToolResult ToolRunner::run(const ToolCommand& command) const {
             errAt = static_cast<int>(count);
             polled[count++] = {errRead.get(), POLLIN, 0};
         }
-        int ready = ::poll(polled.data(), count, static_cast<int>(std::min<long long>(left.count(), 60000)));
+        int ready = ::poll(polled.data(), count,
+                           static_cast<int>(std::min<long long>(left.count(), 60000)));
         if (ready < 0) {
             if (errno == EINTR) continue;
             toolFails("poll");
@@ -311,7 +320,8 @@ ToolResult ToolRunner::run(const ToolCommand& command) const {
         if (ready == 0) continue;
         if (inAt >= 0 && polled[static_cast<std::size_t>(inAt)].revents != 0) {
             std::size_t chunk = std::min<std::size_t>(command.input.size() - inputAt, 64 * 1024);
-            ssize_t sent = ::send(inParent.get(), command.input.data() + inputAt, chunk, MSG_NOSIGNAL | MSG_DONTWAIT);
+            ssize_t sent = ::send(inParent.get(), command.input.data() + inputAt, chunk,
+                                  MSG_NOSIGNAL | MSG_DONTWAIT);
             if (sent > 0) inputAt += static_cast<std::size_t>(sent);
             // All sent: the end of its input. Refused: it stopped reading.
             if (inputAt == command.input.size() || (sent < 0 && errno != EAGAIN && errno != EINTR))
@@ -337,8 +347,9 @@ ToolResult ToolRunner::run(const ToolCommand& command) const {
             if (n > 0) {
                 // Past the bound it is drained and dropped: a tool spewing
                 // errors about a hostile image must not block on its pipe.
-                std::size_t keep = std::min<std::size_t>(static_cast<std::size_t>(n),
-                                                         kMaxErrorBytes - std::min(kMaxErrorBytes, result.errors.size()));
+                std::size_t keep = std::min<std::size_t>(
+                    static_cast<std::size_t>(n),
+                    kMaxErrorBytes - std::min(kMaxErrorBytes, result.errors.size()));
                 result.errors.append(buffer.data(), keep);
             } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
                 errOpen = false;

@@ -18,9 +18,9 @@ struct ToolUser {
 };
 
 struct ToolCommand {
-    std::vector<std::string> argv;  // argv[0]: the program's absolute path
-    std::string input;              // written to the tool's stdin; "" gives it /dev/null
-    std::vector<int> fds;           // become fds 3, 4, ... in the child (the rest are closed)
+    std::vector<std::string> argv;   // argv[0]: the program's absolute path
+    std::string input;               // written to the tool's stdin; "" gives it /dev/null
+    std::vector<int> fds;            // become fds 3, 4, ... in the child (the rest are closed)
     std::uint64_t maxFileBytes = 0;  // RLIMIT_FSIZE: the furthest the tool may write into a file
     std::size_t maxOutputBytes = 1 << 20;  // stdout kept; more stops the tool (ToolResult::stopped)
     // Streams stdout instead of keeping it; returning false stops the tool.
@@ -47,7 +47,8 @@ class ToolRunner {
   public:
     static constexpr std::size_t kMaxErrorBytes = 64 * 1024;
 
-    explicit ToolRunner(ToolUser user = {}, std::chrono::milliseconds timeout = std::chrono::seconds(60),
+    explicit ToolRunner(ToolUser user = {},
+                        std::chrono::milliseconds timeout = std::chrono::seconds(60),
                         std::uint64_t maxMemoryBytes = std::uint64_t(4) << 30);
 
     // Throws Error(internal) when the program cannot start, Error(unavailable)

@@ -12,7 +12,6 @@
 
 namespace airlock {
 
-struct DebugfsInode;
 class DebugfsScript;
 
 // Host-side access to the files of a detached ext4 volume image (a raw
@@ -43,7 +42,8 @@ class VolumeImage {
     // no reserved blocks. mkfs runs as this process: the file is new. Throws
     // Error(already_exists) when the path exists; removes the file on failure.
     static void format(const std::string& imagePath, std::uint64_t sizeBytes, unsigned ownerUid,
-                       unsigned ownerGid, std::chrono::milliseconds timeout = std::chrono::seconds(60));
+                       unsigned ownerGid,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
     // Whether the journal holds changes not yet in the filesystem.
     bool needsRecovery();

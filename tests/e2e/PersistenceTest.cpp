@@ -81,16 +81,19 @@ class Persistence : public ::testing::Test {
         return test::waitFor([&] { return state(id) == want; }, within);
     }
     static void remove(const std::string& id) {
-        if (!id.empty()) EXPECT_EQ(api("DELETE", "/v1/sandboxes/" + id).status, 204);
+        if (!id.empty()) {
+            EXPECT_EQ(api("DELETE", "/v1/sandboxes/" + id).status, 204);
+        }
     }
     static cli::HttpResult volumeFile(const std::string& method, const std::string& volume,
                                       const std::string& path, const std::string& data = {}) {
         return api(method, "/v1/volumes/" + volume + "/files?path=" + urlEncode(path), data,
                    "application/octet-stream");
     }
-    // How many QEMU processes name this sandbox.
+    // How many QEMU processes name this sandbox ("[q]emu": not the shell
+    // that runs pgrep, whose command line names it too).
     static int qemusOf(const std::string& id) {
-        return std::stoi("0" + test::commandLine("pgrep -fc 'qemu.*" + id + "' || true"));
+        return std::stoi("0" + test::commandLine("pgrep -fc '[q]emu.*" + id + "' || true"));
     }
 };
 Persistence::World* Persistence::world = nullptr;

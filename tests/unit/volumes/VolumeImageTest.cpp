@@ -1,8 +1,6 @@
 // A detached volume's files, read and written on the host through
 // e2fsprogs' tools: links in the image are never followed (not to the host,
 // not inside the volume), every tool is bounded, killed on time and reaped.
-#include "volumes/VolumeImage.hpp"
-
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -18,6 +16,7 @@
 #include "core/SafeFs.hpp"
 #include "support/TestEnv.hpp"
 #include "volumes/ToolRunner.hpp"
+#include "volumes/VolumeImage.hpp"
 
 namespace airlock {
 namespace volume_image_test {
@@ -48,7 +47,8 @@ std::string readAll(VolumeImage& volume, const std::string& path) {
 }
 
 const VolumeEntry* entryNamed(const std::vector<VolumeEntry>& entries, const std::string& name) {
-    auto it = std::find_if(entries.begin(), entries.end(), [&](const VolumeEntry& e) { return e.name == name; });
+    auto it = std::find_if(entries.begin(), entries.end(),
+                           [&](const VolumeEntry& e) { return e.name == name; });
     return it == entries.end() ? nullptr : &*it;
 }
 
@@ -66,7 +66,8 @@ struct VolumeWorld {
         fs::create_symlink("/etc/passwd", stage + "/evil");
         fs::create_symlink("/etc", stage + "/etcdir");
         // A link whose target prints lines that look like debugfs's own.
-        fs::create_symlink("x\nInode: 12   Type: regular    Mode:  0644   Flags: 0x0", stage + "/trick");
+        fs::create_symlink("x\nInode: 12   Type: regular    Mode:  0644   Flags: 0x0",
+                           stage + "/trick");
         putFile(stage + "/two\nlines", "odd name\n");
         VolumeImage::format(empty, 64 * kMiB, 0, 0);
         test::commandOutput("mkfs.ext4 -q -m 0 -d " + stage + " " + content + " 64M 2>&1");
@@ -101,8 +102,10 @@ TEST(VolumeImage, FormatMakesAnEmptySparseVolumeOwnedAsAsked) {
     auto entries = volume.list("/");
     ASSERT_EQ(entries.size(), 1u);
     EXPECT_EQ(entries[0].name, "lost+found");
-    EXPECT_EQ(test::codeOf([&] { VolumeImage::format(path, 64 * kMiB, 0, 0); }), ErrorCode::already_exists);
-    EXPECT_EQ(test::codeOf([&] { VolumeImage::usedBytes(w.dir.path() + "/none.img"); }), ErrorCode::not_found);
+    EXPECT_EQ(test::codeOf([&] { VolumeImage::format(path, 64 * kMiB, 0, 0); }),
+              ErrorCode::already_exists);
+    EXPECT_EQ(test::codeOf([&] { VolumeImage::usedBytes(w.dir.path() + "/none.img"); }),
+              ErrorCode::not_found);
 }
 
 TEST(VolumeImage, ListsAndStatsWhatTheImageHolds) {
@@ -121,7 +124,8 @@ TEST(VolumeImage, ListsAndStatsWhatTheImageHolds) {
     EXPECT_EQ(entryNamed(entries, "etcdir")->type, "symlink");
     EXPECT_EQ(entryNamed(entries, "."), nullptr);
     EXPECT_EQ(entryNamed(entries, ".."), nullptr);
-    for (const auto& e : entries) EXPECT_EQ(e.name.find('\n'), std::string::npos) << "a name with a line break is left out";
+    for (const auto& e : entries)
+        EXPECT_EQ(e.name.find('\n'), std::string::npos) << "a name with a line break is left out";
 
     auto st = volume.stat("/file.txt");
     EXPECT_EQ(st.type, "file");
@@ -134,7 +138,8 @@ TEST(VolumeImage, ListsAndStatsWhatTheImageHolds) {
     EXPECT_EQ(test::codeOf([&] { volume.stat("/sub/nope/deeper"); }), ErrorCode::not_found);
     EXPECT_EQ(test::codeOf([&] { volume.stat("/file.txt/below"); }), ErrorCode::not_found);
     EXPECT_EQ(test::codeOf([&] { volume.list("/file.txt"); }), ErrorCode::bad_request);
-    EXPECT_EQ(test::codeOf([&] { VolumeImage(w.dir.path() + "/none.img").stat("/"); }), ErrorCode::not_found);
+    EXPECT_EQ(test::codeOf([&] { VolumeImage(w.dir.path() + "/none.img").stat("/"); }),
+              ErrorCode::not_found);
 }
 
 TEST(VolumeImage, ReadsAFileAndNeverFollowsALink) {
@@ -167,16 +172,18 @@ TEST(VolumeImage, NormalizePathKeepsToPlainAbsolutePaths) {
     EXPECT_EQ(VolumeImage::normalizePath("/with space/<2>/-x"), "/with space/<2>/-x");
     std::string longest(255, 'n');
     EXPECT_EQ(VolumeImage::normalizePath("/" + longest), "/" + longest);
-    for (const std::string& bad : {std::string(""), std::string("a/b"), std::string("/a/../b"), std::string("/.."),
-                                   std::string("/a/\"b"), std::string("/a\\b"), std::string("/a\nb"),
-                                   std::string("/a\x7f"), std::string("/a\0b", 4), "/" + longest + "n",
-                                   "/" + std::string(4096, 'a')}) {
-        EXPECT_EQ(test::codeOf([&] { VolumeImage::normalizePath(bad); }), ErrorCode::bad_request) << bad;
+    for (const std::string& bad :
+         {std::string(""), std::string("a/b"), std::string("/a/../b"), std::string("/.."),
+          std::string("/a/\"b"), std::string("/a\\b"), std::string("/a\nb"), std::string("/a\x7f"),
+          std::string("/a\0b", 4), "/" + longest + "n", "/" + std::string(4096, 'a')}) {
+        EXPECT_EQ(test::codeOf([&] { VolumeImage::normalizePath(bad); }), ErrorCode::bad_request)
+            << bad;
     }
     try {
         VolumeImage::normalizePath("/a/../b");
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find(".."), std::string::npos) << "a readable message: " << e.what();
+        EXPECT_NE(std::string(e.what()).find(".."), std::string::npos)
+            << "a readable message: " << e.what();
     }
 }
 
@@ -214,8 +221,10 @@ TEST(VolumeImage, WritesAndReadsBackTheSameBytes) {
     std::string empty = w.hostFile("nothing", "");
     volume.write("/empty", empty, 0, 0);
     EXPECT_EQ(readAll(volume, "/empty"), "");
-    EXPECT_EQ(test::codeOf([&] { volume.write("/x", w.dir.path() + "/missing", 0, 0); }), ErrorCode::bad_request);
-    EXPECT_EQ(test::codeOf([&] { volume.write("/x", small, 0, 0, 010644); }), ErrorCode::bad_request);
+    EXPECT_EQ(test::codeOf([&] { volume.write("/x", w.dir.path() + "/missing", 0, 0); }),
+              ErrorCode::bad_request);
+    EXPECT_EQ(test::codeOf([&] { volume.write("/x", small, 0, 0, 010644); }),
+              ErrorCode::bad_request);
 }
 
 TEST(VolumeImage, WriteMakesMissingParentsWithOwnerAndMode) {
@@ -260,9 +269,12 @@ TEST(VolumeImage, WriteRefusesDirectoriesAndLinks) {
     std::string host = w.hostFile("f", "no\n");
     EXPECT_EQ(test::codeOf([&] { volume.write("/sub", host, 0, 0); }), ErrorCode::conflict);
     EXPECT_EQ(test::codeOf([&] { volume.write("/evil", host, 0, 0); }), ErrorCode::bad_request);
-    EXPECT_EQ(test::codeOf([&] { volume.write("/etcdir/passwd", host, 0, 0); }), ErrorCode::bad_request);
-    EXPECT_EQ(test::codeOf([&] { volume.write("/etcdir/new/file", host, 0, 0); }), ErrorCode::bad_request);
-    EXPECT_EQ(test::codeOf([&] { volume.write("/file.txt/below", host, 0, 0); }), ErrorCode::conflict);
+    EXPECT_EQ(test::codeOf([&] { volume.write("/etcdir/passwd", host, 0, 0); }),
+              ErrorCode::bad_request);
+    EXPECT_EQ(test::codeOf([&] { volume.write("/etcdir/new/file", host, 0, 0); }),
+              ErrorCode::bad_request);
+    EXPECT_EQ(test::codeOf([&] { volume.write("/file.txt/below", host, 0, 0); }),
+              ErrorCode::conflict);
     EXPECT_EQ(test::codeOf([&] { volume.write("/", host, 0, 0); }), ErrorCode::bad_request);
     EXPECT_EQ(test::codeOf([&] { volume.write("/a/../b", host, 0, 0); }), ErrorCode::bad_request);
     EXPECT_EQ(safefs::identity("/etc/passwd"), w.hostPasswd);
@@ -339,7 +351,8 @@ TEST(VolumeImage, AFullVolumeSaysSoAndKeepsNoPartialFile) {
     VolumeImage::format(path, 4 * kMiB, 0, 0);
     VolumeImage volume(path);
     std::string host = w.hostFile("big", randomBytes(8 * kMiB, 5));
-    EXPECT_EQ(test::codeOf([&] { volume.write("/big", host, 0, 0); }), ErrorCode::insufficient_storage);
+    EXPECT_EQ(test::codeOf([&] { volume.write("/big", host, 0, 0); }),
+              ErrorCode::insufficient_storage);
     EXPECT_EQ(test::codeOf([&] { volume.stat("/big"); }), ErrorCode::not_found);
     volume.write("/small", w.hostFile("small", "fits\n"), 0, 0);
     EXPECT_EQ(readAll(volume, "/small"), "fits\n");
@@ -360,7 +373,8 @@ TEST(VolumeImage, RecoverJournalReplaysWhatTheJournalHolds) {
     VolumeWorld w;
     // A committed transaction that rewrites file.txt's block, as a guest
     // stopped before its checkpoint leaves it.
-    std::string block = test::commandLine("debugfs -c -R 'blocks /file.txt' " + w.content + " 2>/dev/null");
+    std::string block =
+        test::commandLine("debugfs -c -R 'blocks /file.txt' " + w.content + " 2>/dev/null");
     std::string stats = test::commandOutput("debugfs -c -R stats " + w.content + " 2>/dev/null");
     auto at = stats.find("Block size:");
     ASSERT_NE(at, std::string::npos);
@@ -368,8 +382,9 @@ TEST(VolumeImage, RecoverJournalReplaysWhatTheJournalHolds) {
     std::string data = "HELLO VOLUME\n";
     data.resize(blockSize, '\0');
     std::string blockFile = w.hostFile("block", data);
-    test::commandOutput("printf 'jo\\njw -b " + std::to_string(std::stoull(block)) + " " + blockFile +
-                        "\\njc\\n' | debugfs -w -f - " + w.content + " >/dev/null 2>&1");
+    test::commandOutput("printf 'jo\\njw -b " + std::to_string(std::stoull(block)) + " " +
+                        blockFile + "\\njc\\n' | debugfs -w -f - " + w.content +
+                        " >/dev/null 2>&1");
 
     VolumeImage volume(w.content);
     ASSERT_TRUE(volume.needsRecovery());
@@ -379,9 +394,10 @@ TEST(VolumeImage, RecoverJournalReplaysWhatTheJournalHolds) {
     EXPECT_EQ(readAll(volume, "/file.txt"), "HELLO VOLUME\n");
 
     // A change replays it first, by itself.
-    test::commandOutput("printf 'jo\\njw -b " + std::to_string(std::stoull(block)) + " " +
-                        w.hostFile("block2", std::string("SECOND TIME!\n") + std::string(blockSize - 13, '\0')) +
-                        "\\njc\\n' | debugfs -w -f - " + w.content + " >/dev/null 2>&1");
+    test::commandOutput(
+        "printf 'jo\\njw -b " + std::to_string(std::stoull(block)) + " " +
+        w.hostFile("block2", std::string("SECOND TIME!\n") + std::string(blockSize - 13, '\0')) +
+        "\\njc\\n' | debugfs -w -f - " + w.content + " >/dev/null 2>&1");
     ASSERT_TRUE(volume.needsRecovery());
     volume.write("/after", w.hostFile("after", "after\n"), 0, 0);
     EXPECT_FALSE(volume.needsRecovery());
@@ -407,9 +423,40 @@ TEST(VolumeImage, ATimeoutKillsTheToolAndReapsIt) {
     EXPECT_EQ(test::codeOf([&] { readAll(hurried, "/file.txt"); }), ErrorCode::unavailable);
 }
 
+TEST(VolumeImage, NoDescriptorOutlivesAnOperation) {
+    VolumeWorld w;
+    auto openFds = [] {
+        return std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator{});
+    };
+    auto before = openFds();
+    VolumeImage volume(w.content);
+    VolumeImage hurried(w.content, {}, std::chrono::milliseconds(1));
+    std::string host = w.hostFile("f", randomBytes(kMiB, 9));
+    for (int round = 0; round < 3; ++round) {
+        volume.list("/");
+        volume.write("/f", host, 0, 0);
+        volume.read("/f", [](std::string_view) { return false; });
+        EXPECT_EQ(test::codeOf([&] { volume.stat("/nope"); }), ErrorCode::not_found);
+        EXPECT_EQ(test::codeOf([&] {
+                      volume.read("/etcdir/passwd", [](std::string_view) { return true; });
+                  }),
+                  ErrorCode::bad_request);
+        EXPECT_EQ(test::codeOf([&] { hurried.list("/"); }), ErrorCode::unavailable);
+        EXPECT_EQ(test::codeOf([&] {
+                      volume.read("/f", [](std::string_view) -> bool {
+                          throw Error(ErrorCode::conflict, "sink");
+                      });
+                  }),
+                  ErrorCode::conflict);
+        volume.remove("/f");
+    }
+    EXPECT_EQ(openFds(), before);
+}
+
 TEST(VolumeImage, ToolsGetOnlyTheirDescriptorsAndAFixedEnvironment) {
     test::TempDir dir;
-    UniqueFd stray(::open("/dev/null", O_RDONLY));  // no O_CLOEXEC: it would leak through a bare exec
+    UniqueFd stray(
+        ::open("/dev/null", O_RDONLY));  // no O_CLOEXEC: it would leak through a bare exec
     UniqueFd passed(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     ToolCommand listing;
     listing.argv = {ToolRunner::locate("ls"), "/proc/self/fd"};
@@ -471,7 +518,8 @@ TEST(VolumeImage, ToolsRunAsTheToolUser) {
     for (std::string flag : {"-u", "-g", "-G"}) {
         ToolCommand id;
         id.argv = {ToolRunner::locate("id"), flag};
-        EXPECT_EQ(asNobody.run(id).output, "65534\n") << "id " << flag << ": no supplementary group left";
+        EXPECT_EQ(asNobody.run(id).output, "65534\n")
+            << "id " << flag << ": no supplementary group left";
     }
 
     ASSERT_EQ(::chown(w.content.c_str(), 65534, 65534), 0);
