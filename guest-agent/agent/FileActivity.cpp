@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <vector>
@@ -41,6 +43,35 @@ std::string collapse(const std::string& rel) {
     }
     return rel;
 }
+// Mount points strictly below `root` (/proc/self/mounts; octal escapes as the
+// kernel writes them).
+std::vector<std::string> mountsBelow(const std::string& root) {
+    std::vector<std::string> out;
+    if (root == "/") return out;
+    FILE* f = ::fopen("/proc/self/mounts", "re");
+    if (!f) return out;
+    char line[4096];
+    while (::fgets(line, sizeof line, f) && out.size() < 64) {
+        char* first = std::strchr(line, ' ');
+        if (!first) continue;
+        char* second = std::strchr(first + 1, ' ');
+        if (!second) continue;
+        std::string raw(first + 1, second), point;
+        for (std::size_t i = 0; i < raw.size(); ++i) {
+            if (raw[i] == '\\' && i + 3 < raw.size()) {
+                point += static_cast<char>(std::strtol(raw.substr(i + 1, 3).c_str(), nullptr, 8));
+                i += 3;
+            } else {
+                point += raw[i];
+            }
+        }
+        if (point.size() > root.size() + 1 && point.compare(0, root.size(), root) == 0 &&
+            point[root.size()] == '/')
+            out.push_back(point);
+    }
+    ::fclose(f);
+    return out;
+}
 }  // namespace
 
 std::string FileActivity::watch(const std::string& root, bool forceInotify) {
@@ -66,6 +97,11 @@ std::string FileActivity::watch(const std::string& root, bool forceInotify) {
                                 resolved) == 0 ||
                 ::fanotify_mark(fan.get(), FAN_MARK_ADD | FAN_MARK_MOUNT, mask, AT_FDCWD,
                                 resolved) == 0) {
+                // Filesystems mounted below the root (the sandbox's volumes)
+                // are its files too.
+                for (const auto& mountPoint : mountsBelow(root_))
+                    ::fanotify_mark(fan.get(), FAN_MARK_ADD | FAN_MARK_FILESYSTEM, mask, AT_FDCWD,
+                                    mountPoint.c_str());
                 fd_ = std::move(fan);
                 mechanism_ = "fanotify";
                 return {};

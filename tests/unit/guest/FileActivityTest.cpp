@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -104,6 +105,26 @@ TEST_F(FileActivityTest, FanotifySeesReadsAndWritesOfOtherProcessesWithTheirComm
         EXPECT_EQ(p["path"].get<std::string>().find("outside"), std::string::npos);
     // A drain empties the summary.
     EXPECT_TRUE(activity.drain().paths.empty());
+}
+
+// A filesystem mounted below the root (a sandbox's volume) is watched too.
+TEST_F(FileActivityTest, FanotifySeesWritesOnAFilesystemMountedBelowTheRoot) {
+    if (::geteuid() != 0) GTEST_SKIP() << "fanotify and mount need root (the guest agent is root)";
+    std::filesystem::create_directories(root + "/vol");
+    if (test::commandLine("mount -t tmpfs -o size=4m airlock-test " + root + "/vol && echo ok") != "ok")
+        GTEST_SKIP() << "cannot mount a tmpfs here";
+    struct Unmount {
+        std::string dir;
+        ~Unmount() { test::commandLine("umount " + dir); }
+    } unmount{root + "/vol"};
+    FileActivity activity;
+    ASSERT_EQ(activity.watch(root), "");
+    runShell(root, "echo cached > vol/dep.txt");
+    auto traceOf = [](pid_t) { return std::string("ex-test"); };
+    json all = collectUntil(activity, [](const json& s) { return pathIn(s, "vol/dep.txt"); }, traceOf);
+    const json* dep = pathIn(all, "vol/dep.txt");
+    ASSERT_NE(dep, nullptr) << all.dump();
+    EXPECT_GE((*dep)["writes"].get<int>(), 1);
 }
 
 TEST_F(FileActivityTest, InotifyFallbackSeesWritesIncludingNewDirectories) {
