@@ -397,7 +397,8 @@ SandboxRecord SandboxController::launch(const std::string& tenant,
                 {"digest", tmpl->digest},
                 {"boot", "cold"},
                 {"policy", nlohmann::json::parse(r.policyJson)},
-                {"network", r.network}});
+                {"network", r.network},
+                {"volumes", nlohmann::json::parse(r.volumesJson.empty() ? "[]" : r.volumesJson)}});
         return r;
     } catch (const std::exception& e) {
         failCreate(r.id, e);

@@ -46,8 +46,11 @@ SandboxRecord SandboxController::transition(const std::string& tenant, const std
     auto lifecycle = lifecycleMutex(id);
     std::lock_guard op(*lifecycle);
     auto r = requireOwned(tenant, id);
-    if (r.state == to) return r;  // pausing (resuming) twice is harmless
-    if (r.state != from)
+    // A sandbox paused with its memory may still give that memory up.
+    bool deepen = pausing && kind == PauseKind::hibernate && r.state == SandboxState::paused &&
+                  !r.hibernated && !r.pausedWithoutMemory;
+    if (r.state == to && !deepen) return r;  // pausing (resuming) twice is harmless
+    if (r.state != from && !deepen)
         throw Error(ErrorCode::conflict, "sandbox " + id + " is " + sandboxStateName(r.state) +
                                              "; only a " + sandboxStateName(from) +
                                              " sandbox can be " + (pausing ? "paused" : "resumed"));
@@ -101,7 +104,7 @@ void SandboxController::hibernate(const SandboxRecord& r, const std::string& rea
     std::error_code ec;
     fs::remove(state, ec);
     bool wasRunning = r.state == SandboxState::running;
-    hypervisor_.suspendDomain(domain);
+    if (wasRunning) hypervisor_.suspendDomain(domain);
     try {
         hypervisor_.saveState(domain, state, sandboxDir(r.id));
     } catch (...) {
@@ -721,6 +724,7 @@ SandboxRecord SandboxController::createFromSnapshot(const std::string& tenant,
                                {"policy", nlohmann::json::parse(r.policyJson)},
                                {"network", r.network}};
         if (!request.settingsFrom.empty()) created["settings_from"] = request.settingsFrom;
+        if (!r.volumesJson.empty()) created["volumes"] = nlohmann::json::parse(r.volumesJson);
         record(r.id, r.tenant, "sandbox.created", created);
         return r;
     } catch (const std::exception& e) {

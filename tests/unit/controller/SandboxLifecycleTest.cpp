@@ -419,7 +419,13 @@ TEST_F(SandboxLifecycleTest, HibernateWritesTheMemoryAwayAndTheResumeRestoresIt)
     o.argv = {"true"};
     o.user = "root";
     EXPECT_EQ(controller->commands().exec("t1", r.id, o).result.exit_code, 0);
+    // Paused with its memory, it may still give the memory up.
+    controller->pause("t1", r.id);
+    auto deeper = controller->pause("t1", r.id, PauseKind::hibernate);
+    EXPECT_TRUE(deeper.hibernated);
+    EXPECT_EQ(hypervisor.domainState(domain), DomainState::missing);
     controller->destroy("t1", r.id);
+    EXPECT_FALSE(fs::exists(state)) << "a delete takes its memory state with it";
 }
 
 // Sleep when idle: a sandbox with no traffic past its idle rule is paused
