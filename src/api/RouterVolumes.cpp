@@ -121,11 +121,15 @@ ApiResponse Router::getVolumeFile(Context& c) {
                         " MiB: read it from a sandbox that mounts the volume");
     std::string body;
     body.reserve(st.size);
-    vols.readFile(c.tenant, c.params[0], path, [&body](std::string_view chunk) {
-        if (body.size() + chunk.size() > kMaxVolumeFileBytes) return false;
+    bool cut = false;
+    vols.readFile(c.tenant, c.params[0], path, [&body, &cut](std::string_view chunk) {
+        cut = body.size() + chunk.size() > kMaxVolumeFileBytes;
+        if (cut) return false;
         body.append(chunk);
         return true;
     });
+    if (cut || body.size() != st.size)
+        throw Error(ErrorCode::conflict, path + " changed while it was read; read it again");
     return ApiResponse{200, "application/octet-stream", std::move(body)};
 }
 

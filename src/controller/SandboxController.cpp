@@ -71,7 +71,10 @@ SandboxController::SandboxController(ControllerConfig config, Hypervisor& hyperv
     if (stores.volumes) {
         volumes_ = std::make_unique<SandboxVolumes>(config_.dataDir, *stores.volumes, store_,
                                                     tenantLimits_, uids_, config_.maxVolumeGib,
-                                                    config_.qemuUser);
+                                                    config_.qemuUser,
+                                                    [this](const std::string& what, std::uint64_t bytes) {
+                                                        requireFreeSpace(what, bytes);
+                                                    });
         tenantLimits_.setVolumeUsage(
             [this](const std::string& tenant) { return volumes_->usageOf(tenant); });
     }
@@ -505,6 +508,12 @@ SandboxRecord SandboxController::requireRunning(const std::string& tenant, const
         r = requireOwned(tenant, id);
     }
     requireRunningState(r);
+    // A call on its way is traffic: no idle pause lands before its stream opens.
+    try {
+        agents_.get(id)->touch();
+    } catch (const std::exception&) {
+        // No session now: the call itself says so.
+    }
     return r;
 }
 

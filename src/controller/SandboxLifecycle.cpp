@@ -99,6 +99,8 @@ SandboxRecord SandboxController::transition(const std::string& tenant, const std
 }
 
 void SandboxController::hibernate(const SandboxRecord& r, const std::string& reason) {
+    // Its memory goes to the data dir: at most its RAM (Error(insufficient_storage)).
+    requireFreeSpace("a hibernation", static_cast<std::uint64_t>(r.memoryMib) << 20);
     std::string domain = domainName(r.id);
     std::string state = hibernationPath(r.id);
     std::error_code ec;
@@ -131,20 +133,31 @@ void SandboxController::restoreHibernated(const SandboxRecord& r) {
     spec.incoming = true;
     try {
         hypervisor_.restoreDomain(spec, hibernationPath(r.id), sandboxDir(r.id));
+    } catch (...) {
+        // Still hibernated (its state file kept, the guest never ran): a
+        // later resume tries again.
+        hypervisor_.destroyDomain(domainName(r.id));
+        throw;
+    }
+    // Once the guest runs, its disk moves past the saved memory: that state
+    // is never loaded again (recover() adopts a VM a crash leaves from here).
+    store_.updatePaused(r.id, SandboxState::running, false, false, "");
+    std::error_code ec;
+    try {
         hypervisor_.resumeDomain(domainName(r.id));
+        fs::remove(hibernationPath(r.id), ec);
         auto agent = agents_.connect(r.id, std::chrono::seconds(30));
         reseed(*agent);  // its clock is behind by the time it slept
         agents_.adopt(r, std::move(agent));
-    } catch (...) {
-        // Still hibernated (its state file kept): a later resume tries again.
+    } catch (const std::exception& e) {
         agents_.retire(r.id, "sandbox " + r.id + " did not restore");
         hypervisor_.destroyDomain(domainName(r.id));
         agents_.forget(r.id);
+        fs::remove(hibernationPath(r.id), ec);
+        store_.updateState(r.id, SandboxState::error,
+                           std::string("the restore from hibernation failed: ") + e.what());
         throw;
     }
-    store_.updatePaused(r.id, SandboxState::running, false, false, "");
-    std::error_code ec;
-    fs::remove(hibernationPath(r.id), ec);
 }
 
 void SandboxController::shutOff(const SandboxRecord& r) {
@@ -228,9 +241,15 @@ void SandboxController::enforceIdle() {
         } catch (const std::exception&) {
             continue;  // no session now: nothing to judge it by
         }
-        auto idleFor = [&agent, rule] {
-            auto a = agent->activity();
-            return a.openStreams == 0 && steadyMillis() - a.lastTrafficMs >= rule->afterS * 1000;
+        // Read from the session it has when asked (a wake may have made a new one).
+        auto idleFor = [this, id = listed.id, rule] {
+            try {
+                auto a = agents_.get(id)->activity();
+                return a.openStreams == 0 &&
+                       steadyMillis() - a.lastTrafficMs >= rule->afterS * 1000;
+            } catch (const std::exception&) {
+                return false;
+            }
         };
         if (!agent || !idleFor()) continue;
         bool hib = rule->action == IdleAction::hibernate;
@@ -240,6 +259,15 @@ void SandboxController::enforceIdle() {
         } catch (const std::exception& e) {
             logWarn("controller", "idle " + std::string(hib ? "hibernate" : "pause") + " of " +
                                       listed.id + " failed: " + e.what());
+            // No room for its memory on disk: it keeps it, paused all the same.
+            if (hib) {
+                try {
+                    transition(listed.tenant, listed.id, SandboxState::running,
+                               SandboxState::paused, PauseKind::memory, "idle", idleFor);
+                } catch (const std::exception& again) {
+                    logWarn("controller", "idle pause of " + listed.id + " failed: " + again.what());
+                }
+            }
         }
     }
 }
@@ -350,8 +378,10 @@ SandboxRecord SandboxController::setTimeout(const std::string& tenant, const std
     if (timeoutS < 0 || timeoutS > config_.maxTimeoutS)
         throw Error(ErrorCode::bad_request, "timeout_s must be between 0 (none) and " +
                                                 std::to_string(config_.maxTimeoutS));
-    requireOwned(tenant, id);
-    store_.updateTimeout(id, timeoutS, timeoutS > 0 ? nowUnixSeconds() + timeoutS : 0);
+    auto r = requireOwned(tenant, id);
+    // A sleeping sandbox's clock starts when it wakes.
+    bool running = r.state == SandboxState::running;
+    store_.updateTimeout(id, timeoutS, timeoutS > 0 && running ? nowUnixSeconds() + timeoutS : 0);
     return requireOwned(tenant, id);
 }
 
@@ -505,12 +535,12 @@ SnapshotRecord SandboxController::takeSnapshot(const std::string& tenant, const 
                 throw Error(ErrorCode::conflict, "sandbox " + id +
                                                      " has volumes: snapshot it while it runs "
                                                      "(they are unmounted for the capture)");
+            volumesUnmounted = true;  // some may be: the mount script skips mounted ones
             if (!unmountVolumes(r, *agents_.get(id)))
                 throw Error(ErrorCode::conflict,
                             "sandbox " + id +
                                 " could not unmount its volumes for the snapshot (a process "
                                 "has files open there?)");
-            volumesUnmounted = true;
         }
         if (wasRunning) hypervisor_.suspendDomain(domain);
         if (s.hasDisk) {

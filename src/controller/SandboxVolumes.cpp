@@ -3,11 +3,13 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -115,14 +117,16 @@ std::string volumeMountsJson(const std::vector<VolumeMount>& mounts) {
 
 SandboxVolumes::SandboxVolumes(std::string dataDir, VolumeStore& store, SandboxStore& sandboxes,
                                TenantLimits& limits, UidPool& uids, unsigned maxSizeGib,
-                               std::string qemuUser)
+                               std::string qemuUser, FreeSpaceCheck requireFreeSpace)
     : dataDir_(std::move(dataDir)),
       store_(store),
       sandboxes_(sandboxes),
       limits_(limits),
       uids_(uids),
       maxSizeGib_(maxSizeGib),
-      qemuUser_(std::move(qemuUser)) {
+      qemuUser_(std::move(qemuUser)),
+      requireFreeSpace_(std::move(requireFreeSpace)) {
+    if (!requireFreeSpace_) requireFreeSpace_ = [](const std::string&, std::uint64_t) {};
     std::error_code ec;
     fs::create_directories(dataDir_ + "/volumes/.staging", ec);
     // QEMU reaches an image by its path: it may pass through, never list.
@@ -200,7 +204,11 @@ std::vector<VolumeAttachment> SandboxVolumes::attachmentsOf(const std::string& v
 VolumeInfo SandboxVolumes::info(const VolumeRecord& v) {
     VolumeInfo i;
     i.record = v;
-    i.usedBytes = VolumeImage::usedBytes(imagePath(v.id));
+    try {
+        i.usedBytes = VolumeImage::usedBytes(imagePath(v.id));
+    } catch (const Error&) {
+        i.usedBytes = 0;  // still being made, or being removed
+    }
     i.attachments = attachmentsOf(v.id);
     return i;
 }
@@ -208,11 +216,15 @@ VolumeInfo SandboxVolumes::info(const VolumeRecord& v) {
 template <typename F>
 auto SandboxVolumes::withImage(const std::string& tenant, const std::string& name, bool writes,
                                F fn) {
-    auto v = require(tenant, name);
-    auto lock = volumeLocks_.of(v.id);
+    auto lock = volumeLocks_.of(require(tenant, name).id);
     std::lock_guard held(*lock);
+    auto v = require(tenant, name);  // again, under its lock: a delete may have won
+    bool attached = false;
     {
         auto attach = attachLock();
+        if (busy_.count(v.id))
+            throw Error(ErrorCode::conflict,
+                        "volume '" + name + "' is being made or used; try again shortly");
         for (const auto& a : attachmentsOf(v.id)) {
             if (!a.readOnly)
                 throw Error(ErrorCode::conflict, "volume '" + name + "' is attached read-write to " +
@@ -222,6 +234,7 @@ auto SandboxVolumes::withImage(const std::string& tenant, const std::string& nam
                 throw Error(ErrorCode::conflict, "volume '" + name + "' is attached to " +
                                                      a.sandbox +
                                                      ": it is written here only while detached");
+            attached = true;
         }
         busy_.insert(v.id);  // no create attaches it while the tool has it
     }
@@ -233,29 +246,37 @@ auto SandboxVolumes::withImage(const std::string& tenant, const std::string& nam
             self.busy_.erase(id);
         }
     } unbusy{*this, v.id};
-    // The tool runs as a uid of the pool that owns the image meanwhile:
+    // The tool runs as a uid of its own that owns the image meanwhile:
     // e2fsprogs reads what a guest's root wrote, with no rights beyond it.
     std::string path = imagePath(v.id);
-    ToolUser user;
-    std::optional<std::uint32_t> uid;
-    if (::geteuid() == 0 && uids_.enabled()) {
-        uid = uids_.acquire();
-        user = ToolUser{*uid, *uid, true};
-        if (::chown(path.c_str(), *uid, *uid) != 0)
-            throw Error(ErrorCode::internal, "cannot hand " + path + " to the volume tool");
-    }
-    struct Restore {
-        std::string path;
-        std::optional<std::uint32_t> uid;
+    struct Lease {
         UidPool& pool;
-        ~Restore() {
+        std::optional<std::uint32_t> uid;
+        std::string path;
+        ~Lease() {
             if (!uid) return;
-            if (::chown(path.c_str(), 0, 0) != 0) logWarn("volumes", "cannot hand " + path + " back to root");
-            pool.release(*uid);
+            if (::chown(path.c_str(), 0, 0) != 0 && errno != ENOENT)
+                logWarn("volumes", "cannot hand " + path + " back to root");
+            if (pool.enabled()) {
+                // Whatever a hijacked tool left running under the uid goes
+                // before another sandbox's QEMU may get it.
+                killProcessesOf(*uid);
+                pool.release(*uid);
+            }
         }
-    } restore{path, uid, uids_};
+    } lease{uids_, std::nullopt, path};
+    ToolUser user;
+    if (::geteuid() == 0) {
+        // Without a pool: nobody, never root.
+        lease.uid = uids_.enabled() ? uids_.acquire() : kNobody;
+        user = ToolUser{*lease.uid, *lease.uid, true};
+        if (::chown(path.c_str(), *lease.uid, *lease.uid) != 0)
+            throw Error(ErrorCode::internal, "cannot hand volume '" + name + "' to the volume tool");
+    }
     VolumeImage image(path, user);
-    image.recoverJournal();  // a guest killed with the volume mounted left its journal
+    // A guest killed with the volume mounted left its journal; never replayed
+    // under a reader's mount.
+    if (!attached) image.recoverJournal();
     return fn(image);
 }
 
@@ -291,11 +312,22 @@ VolumeInfo SandboxVolumes::create(const std::string& tenant, const std::string& 
         limits_.requireVolumeQuota(tenant, 1, sizeGib);
         if (store_.find(tenant, name))
             throw Error(ErrorCode::conflict, "a volume named '" + name + "' exists");
+        auto attach = attachLock();
         if (!store_.insert(v))
             throw Error(ErrorCode::conflict, "a volume named '" + name + "' exists");
+        busy_.insert(v.id);  // nothing attaches it before its filesystem is made
     }
+    struct Unbusy {
+        SandboxVolumes& self;
+        std::string id;
+        ~Unbusy() {
+            auto attach = self.attachLock();
+            self.busy_.erase(id);
+        }
+    } madeOrGone{*this, v.id};
     std::string dir = dataDir_ + "/volumes/" + v.id;
     try {
+        requireFreeSpace_("a volume", v.sizeBytes);
         if (::mkdir(dir.c_str(), 0711) != 0)
             throw Error(ErrorCode::internal, "cannot create " + dir + ": " + std::strerror(errno));
         VolumeImage::format(imagePath(v.id), v.sizeBytes, kGuestUid, kGuestUid);
@@ -333,6 +365,7 @@ VolumeInfo SandboxVolumes::grow(const std::string& tenant, const std::string& na
             throw Error(ErrorCode::bad_request, "a volume only grows (it has " +
                                                     std::to_string(v.sizeBytes / kGiB) + " GiB)");
         if (bytes == v.sizeBytes) return;
+        requireFreeSpace_("a volume's growth", bytes - v.sizeBytes);
         {
             auto quota = limits_.quotaLock(tenant);
             std::lock_guard counted(*quota);
@@ -367,6 +400,21 @@ void SandboxVolumes::remove(const std::string& tenant, const std::string& name) 
     if (ec) logWarn("volumes", "volume " + v.id + " left files behind: " + ec.message());
     volumeLocks_.forget(v.id);
     logInfo("volumes", "volume " + v.id + " (" + tenant + "/" + name + ") deleted");
+}
+
+void SandboxVolumes::killProcessesOf(std::uint32_t uid) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        // kill(-1) signals every process this uid may signal, never itself.
+        if (::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0) ::_exit(1);
+        ::kill(-1, SIGKILL);
+        ::_exit(0);
+    }
+    if (pid > 0) {
+        int status = 0;
+        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+    }
 }
 
 VolumeStat SandboxVolumes::statFile(const std::string& tenant, const std::string& name,
@@ -447,6 +495,7 @@ std::vector<VolumeMount> SandboxVolumes::recheck(const std::string& tenant,
 
 void SandboxVolumes::grantAccess(const std::string& volumeId) {
     if (::geteuid() != 0) return;  // unprivileged: QEMU runs as this user
+    std::lock_guard one(aclMutex_);  // read and written as one: never an older list last
     std::map<unsigned, bool> uids;
     for (const auto& r : sandboxes_.list(TenantScope::all())) {
         if (r.volumesJson.empty() || !holds(r)) continue;

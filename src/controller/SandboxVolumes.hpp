@@ -52,9 +52,12 @@ class SandboxVolumes {
     static constexpr std::size_t kMaxPerSandbox = 8;
     static constexpr unsigned kGuestUid = 1000;  // the templates' sandbox user
 
+    // requireFreeSpace(what, bytes): throws when the data dir cannot take
+    // `bytes` more above its floor (none: no floor).
+    using FreeSpaceCheck = std::function<void(const std::string& what, std::uint64_t bytes)>;
     SandboxVolumes(std::string dataDir, VolumeStore& store, SandboxStore& sandboxes,
                    TenantLimits& limits, UidPool& uids, unsigned maxSizeGib,
-                   std::string qemuUser);
+                   std::string qemuUser, FreeSpaceCheck requireFreeSpace = nullptr);
 
     VolumeInfo create(const std::string& tenant, const std::string& name, unsigned sizeGib,
                       const std::string& filesystem);
@@ -124,6 +127,11 @@ class SandboxVolumes {
     UidPool& uids_;
     unsigned maxSizeGib_;
     std::string qemuUser_;  // QEMU's user where a sandbox has no uid of its own
+    FreeSpaceCheck requireFreeSpace_;
+    std::mutex aclMutex_;
+    static constexpr std::uint32_t kNobody = 65534;
+    // SIGKILLs every process running as `uid` (a forked child that takes it).
+    static void killProcessesOf(std::uint32_t uid);
     std::mutex attachMutex_;
     std::set<std::string> busy_;  // volumes a host tool has now (under attachMutex_)
     KeyedMutexes volumeLocks_;

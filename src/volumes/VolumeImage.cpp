@@ -260,14 +260,15 @@ void VolumeImage::grow(std::uint64_t newSizeBytes) {
     if (newSizeBytes < size)
         throw Error(ErrorCode::bad_request, "a volume only grows: " + std::to_string(newSizeBytes) +
                                                 " bytes is less than its " + std::to_string(size));
-    if (newSizeBytes == size) return;
+    // Equal: a grow cut short after the file grew still gets its filesystem
+    // grown (resize2fs changes nothing on one that fills the file).
     // resize2fs wants a filesystem e2fsck -f just passed (it replays the journal too).
     ToolResult check = runTool("e2fsck", {"-f", "-p"}, true);
     if (check.signal != 0 || check.exitCode < 0 || (check.exitCode & ~3) != 0)
         throw Error(
             ErrorCode::unprocessable,
             "the volume's filesystem has errors e2fsck -p cannot repair: " + toolMessages(check));
-    {
+    if (newSizeBytes > size) {
         UniqueFd image = openImage(true);
         if (::ftruncate(image.get(), static_cast<off_t>(newSizeBytes)) != 0) {
             if (errno == ENOSPC || errno == EFBIG)

@@ -380,7 +380,10 @@ TEST_F(SandboxLifecycleTest, TimeoutsKillOrPauseAndCanBeExtended) {
     EXPECT_EQ(store->find(f.id)->state, SandboxState::running);
 
     auto extended = controller->setTimeout("t1", p.id, 600);
-    EXPECT_GE(extended.expiresAt, nowUnixSeconds() + 599);
+    EXPECT_EQ(extended.timeoutS, 600);
+    EXPECT_EQ(extended.expiresAt, 0) << "a paused sandbox's clock starts when it wakes";
+    EXPECT_GE(controller->resume("t1", p.id).expiresAt, nowUnixSeconds() + 599);
+    EXPECT_GE(controller->setTimeout("t1", p.id, 900).expiresAt, nowUnixSeconds() + 899);
     EXPECT_EQ(codeOf([&] { controller->setTimeout("t1", p.id, -1); }), ErrorCode::bad_request);
     // An action the request cannot name is refused where it is parsed.
     EXPECT_EQ(codeOf([&] { timeoutActionFrom("explode"); }), ErrorCode::bad_request);
