@@ -127,6 +127,15 @@ TaskSpec parseTask(const json& j) {
 }
 }  // namespace
 
+IdleRule parseIdleRule(const json& j) {
+    if (!j.is_object()) throw Error(ErrorCode::bad_request, "'idle' must be an object");
+    rejectUnknownFields(j, {"after_s", "action"}, "idle rule");
+    IdleRule rule;
+    if (j.contains("after_s")) rule.afterS = readUnsigned(j, "after_s", 1, 7 * 24 * 3600);
+    if (j.contains("action")) rule.action = idleActionFrom(readString(j, "action", 16));
+    return rule;
+}
+
 CreateSandboxRequest parseCreateSandbox(const std::string& body) {
     json j = parseJsonBody(body);
     rejectUnknownFields(j,
@@ -179,14 +188,7 @@ CreateSandboxRequest parseCreateSandbox(const std::string& body) {
         }
         r.volumes = std::move(volumes);
     }
-    if (auto it = j.find("idle"); it != j.end() && !it->is_null()) {
-        if (!it->is_object()) throw Error(ErrorCode::bad_request, "'idle' must be an object");
-        rejectUnknownFields(*it, {"after_s", "action"}, "idle rule");
-        IdleRule rule;
-        if (it->contains("after_s")) rule.afterS = readUnsigned(*it, "after_s", 1, 7 * 24 * 3600);
-        if (it->contains("action")) rule.action = idleActionFrom(readString(*it, "action", 16));
-        r.idle = rule;
-    }
+    if (auto it = j.find("idle"); it != j.end() && !it->is_null()) r.idle = parseIdleRule(*it);
     if (j.contains("metadata")) r.metadata = readStringMap(j, "metadata", false);
     if (j.contains("env")) r.env = readStringMap(j, "env", true);
     if (j.contains("policy")) r.policy = parsePolicyRules(j["policy"]);
@@ -544,7 +546,7 @@ TenantRecord parseTenantUpdate(const std::string& name, const std::string& body)
     if (!isValidTenantName(name))
         throw Error(ErrorCode::bad_request, "bad tenant name '" + name + "'");
     json j = parseJsonBody(body);
-    rejectUnknownFields(j, {"quota", "policy", "network", "packages"}, "tenant");
+    rejectUnknownFields(j, {"quota", "policy", "network", "packages", "idle"}, "tenant");
     TenantRecord t;
     t.name = name;
     if (j.contains("quota")) {
@@ -570,6 +572,7 @@ TenantRecord parseTenantUpdate(const std::string& name, const std::string& body)
     }
     if (j.contains("packages") && !j["packages"].is_null())
         t.packagesJson = packages::PackageRules::parse(j["packages"]).toJson().dump();
+    if (j.contains("idle") && !j["idle"].is_null()) t.idleJson = idleRuleJson(parseIdleRule(j["idle"]));
     return t;
 }
 
@@ -587,6 +590,9 @@ nlohmann::json tenantJson(const TenantRecord& t, const TenantUsage& usage) {
     j["network"] = t.networkSet ? json{{"allow", t.networkAllow}} : json(nullptr);
     j["packages"] =
         t.packagesJson.empty() ? json(nullptr) : json::parse(t.packagesJson, nullptr, false);
+    auto idle = idleRuleFrom(t.idleJson);
+    j["idle"] = idle ? json{{"after_s", idle->afterS}, {"action", idleActionName(idle->action)}}
+                     : json(nullptr);
     return j;
 }
 

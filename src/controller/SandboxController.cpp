@@ -218,6 +218,9 @@ SandboxRecord SandboxController::newRecord(const std::string& tenant,
     r.artifacts = request.artifacts;
     r.portAccess = portAccessName(request.portAccess);
     r.autoResume = request.autoResume;
+    if (!request.idle)  // the tenant's default, when it has one
+        if (auto t = tenantLimits_.bindingOf(tenant); t && !t->idleJson.empty())
+            r.idleJson = t->idleJson;
     if (request.idle) {
         if (request.idle->afterS < 1 || request.idle->afterS > 7 * 24 * 3600)
             throw Error(ErrorCode::bad_request, "idle after_s must be between 1 and 604800");

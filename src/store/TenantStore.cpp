@@ -33,7 +33,7 @@ std::vector<std::string> strings(const json& j, const char* k) {
 }
 
 constexpr const char* kTenantSelect =
-    "SELECT name, quota, policy, network, updated_at, packages FROM tenants";
+    "SELECT name, quota, policy, network, updated_at, packages, idle FROM tenants";
 
 TenantRecord readTenantRow(const Database::Statement& st) {
     TenantRecord t;
@@ -48,6 +48,7 @@ TenantRecord readTenantRow(const Database::Statement& st) {
     t.networkAllow = strings(network, "allow");
     t.updatedAt = st.text(4);
     t.packagesJson = st.text(5);
+    t.idleJson = st.text(6);
     return t;
 }
 }  // namespace
@@ -72,6 +73,7 @@ std::string tenantJson(const TenantRecord& t) {
                 {"policy", policy},
                 {"network", network},
                 {"packages", t.packagesJson},
+                {"idle", t.idleJson},
                 {"updated_at", t.updatedAt}}
         .dump();
 }
@@ -90,6 +92,7 @@ TenantRecord tenantFromJson(const std::string& name, const std::string& text) {
     t.networkSet = network.is_object() && network.contains("allow");
     t.networkAllow = strings(network, "allow");
     t.packagesJson = j.value("packages", "");
+    t.idleJson = j.value("idle", "");
     t.updatedAt = j.value("updated_at", "");
     return t;
 }
@@ -100,10 +103,10 @@ void TenantStore::put(const TenantRecord& t) {
     json policy{{"deny", t.deny}, {"approve", t.approve}, {"allow", t.allow}};
     json network = t.networkSet ? json{{"allow", t.networkAllow}} : json::object();
     db_.run(
-        "INSERT OR REPLACE INTO tenants (name, quota, policy, network, updated_at, packages)"
-        " VALUES (?,?,?,?,?,?)",
+        "INSERT OR REPLACE INTO tenants (name, quota, policy, network, updated_at, packages, idle)"
+        " VALUES (?,?,?,?,?,?,?)",
         t.name, quotaToJson(t.quota).dump(), policy.dump(), network.dump(), t.updatedAt,
-        t.packagesJson);
+        t.packagesJson, t.idleJson);
 }
 
 std::optional<TenantRecord> TenantStore::find(const std::string& name) {

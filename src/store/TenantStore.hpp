@@ -60,6 +60,9 @@ struct TenantRecord {
     // Package rules every sandbox of the tenant starts from (and an agent
     // key may only tighten); "": the built-in defaults.
     std::string packagesJson;
+    // The idle rule its sandboxes get when a create names none
+    // ({"after_s","action"}; "": none).
+    std::string idleJson;
     std::string updatedAt;
 };
 

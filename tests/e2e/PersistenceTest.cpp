@@ -191,8 +191,10 @@ TEST_F(Persistence, VolumeQuotasBindATenant) {
     auto key = api("POST", "/v1/keys", R"({"tenant":"vq","role":"agent","name":"vq-bot"})");
     ASSERT_EQ(key.status, 201) << key.body;
     std::string agent = body(key).value("key", "");
-    auto set = api("PUT", "/v1/tenants/vq", R"({"quota":{"volumes":1,"volume_gib":2}})");
+    auto set = api("PUT", "/v1/tenants/vq",
+                   R"({"quota":{"volumes":1,"volume_gib":2},"idle":{"after_s":900,"action":"hibernate"}})");
     ASSERT_TRUE(set.status == 200 || set.status == 204) << set.body;
+    EXPECT_EQ(api("PUT", "/v1/tenants/vq", R"({"idle":{"after_s":900,"action":"nap"}})").status, 400);
     EXPECT_EQ(api("POST", "/v1/volumes", R"({"name":"big","size_gib":3})", "application/json", agent)
                   .status,
               429);
@@ -204,6 +206,13 @@ TEST_F(Persistence, VolumeQuotasBindATenant) {
     EXPECT_NE(second.body.find("quota_exceeded"), std::string::npos) << second.body;
     EXPECT_EQ(api("GET", "/v1/volumes/one").status, 404) << "another tenant's volume is not found";
     EXPECT_EQ(api("DELETE", "/v1/volumes/one", "", "application/json", agent).status, 204);
+    // The tenant's idle rule is its sandboxes' unless a create names one.
+    auto made = api("POST", "/v1/sandboxes", R"({"template":"minimal"})", "application/json", agent);
+    ASSERT_EQ(made.status, 201) << made.body;
+    EXPECT_EQ(body(made)["idle"], json({{"after_s", 900}, {"action", "hibernate"}}));
+    EXPECT_EQ(api("DELETE", "/v1/sandboxes/" + body(made).value("id", ""), "", "application/json", agent)
+                  .status,
+              204);
 }
 
 TEST_F(Persistence, AnIdleSandboxSleepsAndAnExecOrAPreviewWakesIt) {

@@ -141,7 +141,7 @@ TEST_F(TenantLimitsTest, PutChecksNetworkEntriesAndNeedsAStore) {
     bad.networkSet = true;
     EXPECT_EQ(codeOf([&] { limits.put(bad); }), ErrorCode::bad_request);
     EXPECT_FALSE(limits.find("gamma"));
-    auto put = limits.put(TenantRecord{"gamma", {}, {}, {}, {}, {}, false, "", ""});
+    auto put = limits.put(TenantRecord{"gamma", {}, {}, {}, {}, {}, false, "", "", ""});
     EXPECT_FALSE(put.updatedAt.empty());
     EXPECT_EQ(limits.list().size(), 2u);
     TenantLimits none(nullptr, operatorRules, sandboxes, snapshots);
