@@ -545,9 +545,25 @@ void AgentConnection::dispatch(const protocol::Frame& frame) {
     }
 }
 
+namespace {
+// The channel's own streams (the egress listener, usage samples, file
+// watchers), which are not a caller's activity.
+bool isServiceOp(std::string_view op) {
+    return op == "egress_listen" || op == "usage" || op == "file_watch" || op == "file_activity";
+}
+bool isServiceRequest(const protocol::GuestRequest& request) {
+    if (std::holds_alternative<protocol::UsageRequest>(request) ||
+        std::holds_alternative<protocol::FileWatchRequest>(request))
+        return true;
+    auto port = std::get_if<protocol::PortRequest>(&request);
+    return port && port->op == protocol::Op::egress_listen;
+}
+}  // namespace
+
 std::shared_ptr<AgentStream> AgentConnection::open(const protocol::GuestRequest& request,
                                                    AgentStream::Handler handler, bool autoGrant) {
-    return openPayload(protocol::toJson(request), std::move(handler), autoGrant);
+    return openPayload(protocol::toJson(request), std::move(handler), autoGrant,
+                       isServiceRequest(request));
 }
 
 std::shared_ptr<AgentStream> AgentConnection::open(const nlohmann::json& request,
@@ -560,18 +576,9 @@ std::shared_ptr<AgentStream> AgentConnection::open(const nlohmann::json& request
                     "not an agent operation: " + (op != request.end() && op->is_string()
                                                       ? op->get<std::string>().substr(0, 64)
                                                       : std::string("(none)")));
-    return openPayload(jsonText(request), std::move(handler), autoGrant);
+    return openPayload(jsonText(request), std::move(handler), autoGrant,
+                       isServiceOp(op->get_ref<const std::string&>()));
 }
-
-namespace {
-// The channel's own streams, which are not a caller's activity.
-bool isServiceOpen(const std::string& payload) {
-    auto j = nlohmann::json::parse(payload, nullptr, false);
-    if (!j.is_object()) return false;
-    auto op = j.value("op", std::string());
-    return op == "egress_listen" || op == "usage" || op == "file_watch" || op == "file_activity";
-}
-}  // namespace
 
 AgentConnection::Activity AgentConnection::activity() const {
     Activity a;
@@ -586,7 +593,7 @@ void AgentConnection::touch() { lastTrafficMs_.store(steadyMillis()); }
 
 std::shared_ptr<AgentStream> AgentConnection::openPayload(const std::string& payload,
                                                           AgentStream::Handler handler,
-                                                          bool autoGrant) {
+                                                          bool autoGrant, bool service) {
     std::shared_ptr<AgentStream> stream;
     {
         std::lock_guard lock(streamsMutex_);
@@ -599,7 +606,7 @@ std::shared_ptr<AgentStream> AgentConnection::openPayload(const std::string& pay
         std::uint32_t id = nextStream_++;
         stream = std::make_shared<AgentStream>(id, weak_from_this(), std::move(handler), autoGrant);
         streams_[id] = stream;
-        if (isServiceOpen(payload))
+        if (service)
             serviceStreams_.insert(id);
         else
             touch();

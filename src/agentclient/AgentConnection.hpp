@@ -176,8 +176,10 @@ class AgentConnection : public std::enable_shared_from_this<AgentConnection> {
     void forget(std::uint32_t stream);
 
   private:
+    // service: one of the channel's own streams (not a caller's activity).
     std::shared_ptr<AgentStream> openPayload(const std::string& payload,
-                                             AgentStream::Handler handler, bool autoGrant);
+                                             AgentStream::Handler handler, bool autoGrant,
+                                             bool service);
     nlohmann::json awaitClose(const std::shared_ptr<AgentStream>& stream,
                               std::chrono::milliseconds wait);
     AgentConnection(UniqueFd fd, AgentChannelLimits limits);

@@ -501,6 +501,8 @@ Router::Router(FrontDoorServices services, Authenticator& auth, ApiKeys& keys, s
     add("PUT", "/v1/sandboxes/{}/secrets/{}", kDrivers, &Router::setSandboxSecret);
     add("POST", "/v1/sandboxes/{}/snapshots", kDrivers, &Router::snapshotSandbox);
     add("GET", "/v1/snapshots", kAnyRole, &Router::listSnapshots);
+    add("GET", "/v1/snapshots/{}", kAnyRole, &Router::getSnapshot);
+    add("DELETE", "/v1/snapshots/{}", kDrivers, &Router::deleteSnapshot);
     // Volumes (RouterVolumes.cpp).
     add("POST", "/v1/volumes", kDrivers, &Router::createVolume);
     add("GET", "/v1/volumes", kAnyRole, &Router::listVolumes);
@@ -511,8 +513,6 @@ Router::Router(FrontDoorServices services, Authenticator& auth, ApiKeys& keys, s
     add("PUT", "/v1/volumes/{}/files", kDrivers, &Router::putVolumeFile).bodyLimit =
         kMaxVolumeFileBytes;
     add("DELETE", "/v1/volumes/{}/files", kDrivers, &Router::deleteVolumeFile);
-    add("GET", "/v1/snapshots/{}", kAnyRole, &Router::getSnapshot);
-    add("DELETE", "/v1/snapshots/{}", kDrivers, &Router::deleteSnapshot);
 
     // Commands, approvals, package and audit records (RouterExecs.cpp).
     add("POST", "/v1/sandboxes/{}/exec", kDrivers, &Router::execInSandbox);

@@ -223,8 +223,8 @@ class SandboxController : private Sandboxes,
     SandboxRecord resume(const std::string& tenant, const std::string& id) override;
     std::int64_t wake(const std::string& tenant, const std::string& id) override;
     // Pauses (or hibernates) running sandboxes idle past their idle rule;
-    // enforceTimeouts calls it.
-    void enforceIdle();
+    // enforceTimeouts calls it with the sandboxes its sweep listed.
+    void enforceIdle(const std::vector<SandboxRecord>& all);
     // Tenants' volumes (nullptr: the server keeps none).
     SandboxVolumes* volumes() { return volumes_.get(); }
     SandboxRecord setTimeout(const std::string& tenant, const std::string& id,
@@ -372,6 +372,9 @@ class SandboxController : private Sandboxes,
     std::shared_ptr<std::mutex> lifecycleMutex(const std::string& id) {
         return lifecycleMutexes_.of(id);
     }
+    // The template a paused sandbox's VM starts from again (Error(conflict)
+    // when the server no longer has it; `how`: "boot", "restore").
+    TemplateInfo templateToStart(const SandboxRecord& r, const char* how) const;
     // A pause without memory, and the boot that resumes it.
     void shutOff(const SandboxRecord& r);
     void bootPaused(const SandboxRecord& r);

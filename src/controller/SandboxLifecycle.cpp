@@ -124,12 +124,7 @@ void SandboxController::hibernate(const SandboxRecord& r, const std::string& rea
 }
 
 void SandboxController::restoreHibernated(const SandboxRecord& r) {
-    auto tmpl = templates_.find(r.templateName);
-    if (!tmpl)
-        throw Error(ErrorCode::conflict, "sandbox " + r.id + " was made from template '" +
-                                             r.templateName +
-                                             "', which this server no longer has to restore it");
-    DomainSpec spec = domainSpec(r, *tmpl);
+    DomainSpec spec = domainSpec(r, templateToStart(r, "restore"));
     spec.incoming = true;
     try {
         hypervisor_.restoreDomain(spec, hibernationPath(r.id), sandboxDir(r.id));
@@ -183,14 +178,20 @@ void SandboxController::shutOff(const SandboxRecord& r) {
     agents_.forget(r.id);
 }
 
-void SandboxController::bootPaused(const SandboxRecord& r) {
+TemplateInfo SandboxController::templateToStart(const SandboxRecord& r, const char* how) const {
     auto tmpl = templates_.find(r.templateName);
     if (!tmpl)
         throw Error(ErrorCode::conflict, "sandbox " + r.id + " was made from template '" +
                                              r.templateName +
-                                             "', which this server no longer has to boot it");
+                                             "', which this server no longer has to " + how +
+                                             " it");
+    return *tmpl;
+}
+
+void SandboxController::bootPaused(const SandboxRecord& r) {
+    auto tmpl = templateToStart(r, "boot");
     try {
-        hypervisor_.startDomain(domainSpec(r, *tmpl));
+        hypervisor_.startDomain(domainSpec(r, tmpl));
         auto agent = agents_.connect(r.id, config_.bootTimeout);
         if (!r.volumesJson.empty()) mountVolumes(r, *agent);
         agents_.adopt(r, std::move(agent));
@@ -223,10 +224,9 @@ std::int64_t SandboxController::wake(const std::string& tenant, const std::strin
     return took;
 }
 
-void SandboxController::enforceIdle() {
+void SandboxController::enforceIdle(const std::vector<SandboxRecord>& all) {
     std::set<std::string> awaitingDecision;  // an approved command must find it running
     bool any = false;
-    auto all = store_.list(TenantScope::all());
     for (const auto& r : all) any = any || (!r.idleJson.empty() && r.state == SandboxState::running);
     if (!any) return;
     for (const auto& g : gates_.pending(TenantScope::all())) awaitingDecision.insert(g.sandboxId);
@@ -387,9 +387,10 @@ SandboxRecord SandboxController::setTimeout(const std::string& tenant, const std
 
 void SandboxController::enforceTimeouts() {
     gates_.expire();
-    enforceIdle();
+    auto all = store_.list(TenantScope::all());
+    enforceIdle(all);
     auto now = nowUnixSeconds();
-    for (const auto& listed : store_.list(TenantScope::all())) {
+    for (const auto& listed : all) {
         if (listed.expiresAt == 0 || listed.expiresAt > now) continue;
         // Read again: one sweep can take a while (a guest's sync), and a
         // sandbox given a new life meanwhile (a connect, traffic that woke

@@ -21,6 +21,7 @@
 #include "core/Error.hpp"
 #include "core/Ids.hpp"
 #include "core/Log.hpp"
+#include "core/ShellQuote.hpp"
 #include "core/SafeFs.hpp"
 #include "store/SnapshotStore.hpp"
 
@@ -76,17 +77,6 @@ void writeAcl(const std::string& path, const std::map<unsigned, bool>& uids) {
         throw Error(ErrorCode::internal, "cannot give QEMU access to " + path +
                                              " (ACLs on the data dir's filesystem?): " +
                                              std::strerror(errno));
-}
-
-std::string quoted(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) {
-        if (c == '\'')
-            out += "'\\''";
-        else
-            out += c;
-    }
-    return out + "'";
 }
 
 }  // namespace
@@ -191,17 +181,23 @@ VolumeRecord SandboxVolumes::require(const std::string& tenant, const std::strin
     return *v;
 }
 
-std::vector<VolumeAttachment> SandboxVolumes::attachmentsOf(const std::string& volumeId) {
-    std::vector<VolumeAttachment> out;
+std::map<std::string, std::vector<VolumeAttachment>> SandboxVolumes::attachments() {
+    std::map<std::string, std::vector<VolumeAttachment>> out;
     for (const auto& r : sandboxes_.list(TenantScope::all())) {
         if (r.volumesJson.empty() || !holds(r)) continue;
         for (const auto& m : volumeMountsFrom(r.volumesJson))
-            if (m.volume == volumeId) out.push_back({r.id, m.path, m.readOnly});
+            out[m.volume].push_back({r.id, m.path, m.readOnly});
     }
     return out;
 }
 
-VolumeInfo SandboxVolumes::info(const VolumeRecord& v) {
+std::vector<VolumeAttachment> SandboxVolumes::attachmentsOf(const std::string& volumeId) {
+    auto all = attachments();
+    auto it = all.find(volumeId);
+    return it == all.end() ? std::vector<VolumeAttachment>{} : std::move(it->second);
+}
+
+VolumeInfo SandboxVolumes::info(const VolumeRecord& v, std::vector<VolumeAttachment> attached) {
     VolumeInfo i;
     i.record = v;
     try {
@@ -209,9 +205,11 @@ VolumeInfo SandboxVolumes::info(const VolumeRecord& v) {
     } catch (const Error&) {
         i.usedBytes = 0;  // still being made, or being removed
     }
-    i.attachments = attachmentsOf(v.id);
+    i.attachments = std::move(attached);
     return i;
 }
+
+VolumeInfo SandboxVolumes::info(const VolumeRecord& v) { return info(v, attachmentsOf(v.id)); }
 
 template <typename F>
 auto SandboxVolumes::withImage(const std::string& tenant, const std::string& name, bool writes,
@@ -220,6 +218,7 @@ auto SandboxVolumes::withImage(const std::string& tenant, const std::string& nam
     std::lock_guard held(*lock);
     auto v = require(tenant, name);  // again, under its lock: a delete may have won
     bool attached = false;
+    std::shared_ptr<void> busy;
     {
         auto attach = attachLock();
         if (busy_.count(v.id))
@@ -236,16 +235,8 @@ auto SandboxVolumes::withImage(const std::string& tenant, const std::string& nam
                                                      ": it is written here only while detached");
             attached = true;
         }
-        busy_.insert(v.id);  // no create attaches it while the tool has it
+        busy = markBusy(v.id);  // no create attaches it while the tool has it
     }
-    struct Unbusy {
-        SandboxVolumes& self;
-        std::string id;
-        ~Unbusy() {
-            auto attach = self.attachLock();
-            self.busy_.erase(id);
-        }
-    } unbusy{*this, v.id};
     // The tool runs as a uid of its own that owns the image meanwhile:
     // e2fsprogs reads what a guest's root wrote, with no rights beyond it.
     std::string path = imagePath(v.id);
@@ -300,6 +291,7 @@ VolumeInfo SandboxVolumes::create(const std::string& tenant, const std::string& 
         throw Error(ErrorCode::bad_request,
                     "'size_gib' must be between 1 and " + std::to_string(maxSizeGib_));
     VolumeRecord v;
+    std::shared_ptr<void> beingMade;
     v.id = newId("vol-");
     v.tenant = tenant;
     v.name = name;
@@ -315,16 +307,8 @@ VolumeInfo SandboxVolumes::create(const std::string& tenant, const std::string& 
         auto attach = attachLock();
         if (!store_.insert(v))
             throw Error(ErrorCode::conflict, "a volume named '" + name + "' exists");
-        busy_.insert(v.id);  // nothing attaches it before its filesystem is made
+        beingMade = markBusy(v.id);  // nothing attaches it before its filesystem is made
     }
-    struct Unbusy {
-        SandboxVolumes& self;
-        std::string id;
-        ~Unbusy() {
-            auto attach = self.attachLock();
-            self.busy_.erase(id);
-        }
-    } madeOrGone{*this, v.id};
     std::string dir = dataDir_ + "/volumes/" + v.id;
     try {
         requireFreeSpace_("a volume", v.sizeBytes);
@@ -348,7 +332,8 @@ VolumeInfo SandboxVolumes::get(const std::string& tenant, const std::string& nam
 
 std::vector<VolumeInfo> SandboxVolumes::list(const std::string& tenant) {
     std::vector<VolumeInfo> out;
-    for (const auto& v : store_.list(tenant)) out.push_back(info(v));
+    auto attached = attachments();  // one read of the sandboxes for the whole list
+    for (const auto& v : store_.list(tenant)) out.push_back(info(v, std::move(attached[v.id])));
     return out;
 }
 
@@ -400,6 +385,14 @@ void SandboxVolumes::remove(const std::string& tenant, const std::string& name) 
     if (ec) logWarn("volumes", "volume " + v.id + " left files behind: " + ec.message());
     volumeLocks_.forget(v.id);
     logInfo("volumes", "volume " + v.id + " (" + tenant + "/" + name + ") deleted");
+}
+
+std::shared_ptr<void> SandboxVolumes::markBusy(const std::string& volumeId) {
+    busy_.insert(volumeId);
+    return std::shared_ptr<void>(nullptr, [this, volumeId](void*) {
+        auto attach = attachLock();
+        busy_.erase(volumeId);
+    });
 }
 
 void SandboxVolumes::killProcessesOf(std::uint32_t uid) {
@@ -543,7 +536,7 @@ std::string SandboxVolumes::mountScript(const std::vector<VolumeMount>& mounts) 
         "  if grep -q \" $2 \" /proc/mounts; then return 0; fi\n"
         "  mount -t ext4 -o \"$3\" \"$dev\" \"$2\"; }\n";
     for (const auto& m : mounts)
-        s += "vol " + quoted(m.volume.substr(0, 20)) + " " + quoted(m.path) + " " +
+        s += "vol " + shellQuote(m.volume.substr(0, 20)) + " " + shellQuote(m.path) + " " +
              (m.readOnly ? "ro,noload,nosuid,nodev" : "rw,nosuid,nodev") + "\n";
     return s;
 }
@@ -551,7 +544,7 @@ std::string SandboxVolumes::mountScript(const std::vector<VolumeMount>& mounts) 
 std::string SandboxVolumes::unmountScript(const std::vector<VolumeMount>& mounts) {
     std::string s = "sync\nrc=0\n";
     for (const auto& m : mounts)
-        s += "if grep -q \" " + m.path + " \" /proc/mounts; then umount " + quoted(m.path) +
+        s += "if grep -q \" " + m.path + " \" /proc/mounts; then umount " + shellQuote(m.path) +
              " || rc=1; fi\n";
     return s + "exit $rc\n";
 }

@@ -1,6 +1,8 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -111,7 +113,10 @@ class SandboxVolumes {
   private:
     VolumeRecord require(const std::string& tenant, const std::string& name);
     std::vector<VolumeAttachment> attachmentsOf(const std::string& volumeId);
+    // Every held volume's attachments, from one read of the sandboxes.
+    std::map<std::string, std::vector<VolumeAttachment>> attachments();
     VolumeInfo info(const VolumeRecord& v);
+    VolumeInfo info(const VolumeRecord& v, std::vector<VolumeAttachment> attached);
     // Gives every QEMU uid that holds the volume access (read, or read and
     // write) through the image's ACL, and nobody else.
     void grantAccess(const std::string& volumeId);
@@ -134,6 +139,8 @@ class SandboxVolumes {
     static void killProcessesOf(std::uint32_t uid);
     std::mutex attachMutex_;
     std::set<std::string> busy_;  // volumes a host tool has now (under attachMutex_)
+    // Marks a volume busy (attachMutex_ held) until the token goes.
+    std::shared_ptr<void> markBusy(const std::string& volumeId);
     KeyedMutexes volumeLocks_;
 };
 

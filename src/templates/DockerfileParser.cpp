@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "core/ShellQuote.hpp"
 #include "core/AsciiLower.hpp"
 #include "core/JsonFields.hpp"
 
@@ -48,16 +49,6 @@ std::string shownText(std::string_view s) {
     return out;
 }
 
-std::string shellQuote(std::string_view s) {
-    std::string out = "'";
-    for (char c : s) {
-        if (c == '\'')
-            out += "'\\''";
-        else
-            out += c;
-    }
-    return out + "'";
-}
 std::string shellJoin(const std::vector<std::string>& args) {
     std::string out;
     for (const auto& a : args) {

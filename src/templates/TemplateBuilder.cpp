@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "agentclient/AgentConnection.hpp"
+#include "core/ShellQuote.hpp"
 #include "core/Clock.hpp"
 #include "core/Error.hpp"
 #include "core/Ids.hpp"
@@ -23,12 +24,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr const char* kBuildMetadata = "airlock.template_build";
-
-std::string sq(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
 
 std::string absoluteIn(const std::string& workdir, const std::string& path) {
     if (!path.empty() && path[0] == '/') return path;
@@ -581,8 +576,8 @@ void TemplateBuilder::run(Job& job) {
             if (const auto* w = std::get_if<WorkdirStep>(&step)) {
                 state.workdir = absoluteIn(state.workdir, w->path);
                 // The directory exists from here on, its user's when this made it.
-                std::string made = "[ -d " + sq(state.workdir) + " ] || { mkdir -p " + sq(state.workdir);
-                if (!state.user.empty() && state.user != "root") made += " && chown " + sq(state.user) + " " + sq(state.workdir);
+                std::string made = "[ -d " + shellQuote(state.workdir) + " ] || { mkdir -p " + shellQuote(state.workdir);
+                if (!state.user.empty() && state.user != "root") made += " && chown " + shellQuote(state.user) + " " + shellQuote(state.workdir);
                 exec(made + "; }", "root", "/", {});
                 continue;
             }
@@ -612,17 +607,17 @@ void TemplateBuilder::run(Job& job) {
                 std::string dest = absoluteIn(state.workdir, c->dest);
                 // Unpacked apart, owner and mode set there (every name quoted
                 // by the shell, none expanded), then moved into place.
-                std::string sh = "set -e; T=" + sq(guestTar) + "; X=$(mktemp -d); tar -xof \"$T\" -C \"$X\"; rm -f \"$T\"; ";
-                if (c->owner) sh += "chown -R " + sq(*c->owner) + " \"$X\"/.; ";
-                if (c->mode) sh += "find \"$X\" -mindepth 1 -exec chmod " + sq(*c->mode) + " {} +; ";
+                std::string sh = "set -e; T=" + shellQuote(guestTar) + "; X=$(mktemp -d); tar -xof \"$T\" -C \"$X\"; rm -f \"$T\"; ";
+                if (c->owner) sh += "chown -R " + shellQuote(*c->owner) + " \"$X\"/.; ";
+                if (c->mode) sh += "find \"$X\" -mindepth 1 -exec chmod " + shellQuote(*c->mode) + " {} +; ";
                 if (singleFile && dest.back() != '/') {
                     auto base = fs::path(entries[0].path).filename().string();
-                    sh += "mkdir -p \"$(dirname " + sq(dest) + ")\"; mv -f \"$X\"/" + sq(base) + " " + sq(dest) + "; ";
+                    sh += "mkdir -p \"$(dirname " + shellQuote(dest) + ")\"; mv -f \"$X\"/" + shellQuote(base) + " " + shellQuote(dest) + "; ";
                 } else {
                     // Entry by entry (hidden ones too): the destination directory
                     // itself keeps its owner and mode, as with Docker's COPY.
-                    sh += "mkdir -p " + sq(dest) + "; for f in \"$X\"/* \"$X\"/.[!.]* \"$X\"/..?*; do "
-                          "if [ -e \"$f\" ] || [ -L \"$f\" ]; then cp -a \"$f\" " + sq(dest) + "/; fi; done; ";
+                    sh += "mkdir -p " + shellQuote(dest) + "; for f in \"$X\"/* \"$X\"/.[!.]* \"$X\"/..?*; do "
+                          "if [ -e \"$f\" ] || [ -L \"$f\" ]; then cp -a \"$f\" " + shellQuote(dest) + "/; fi; done; ";
                 }
                 sh += "rm -rf \"$X\"";
                 exec(sh, "root", "/", {});
@@ -632,8 +627,8 @@ void TemplateBuilder::run(Job& job) {
                 exec(packageCommand(*pk), "root", state.workdir, env);
             } else if (const auto* g = std::get_if<GitStep>(&step)) {
                 std::string dest = absoluteIn(state.workdir, g->dest);
-                exec("git clone -- " + sq(g->repo) + " " + sq(dest) + " && cd " + sq(dest) +
-                         " && git checkout " + sq(g->ref) + " --",
+                exec("git clone -- " + shellQuote(g->repo) + " " + shellQuote(dest) + " && cd " + shellQuote(dest) +
+                         " && git checkout " + shellQuote(g->ref) + " --",
                      state.user, "/", state.envMap());
             }
             // The disk after this step: a cached layer for the next build.
@@ -673,8 +668,8 @@ void TemplateBuilder::run(Job& job) {
                     check = "(ss -Htln 2>/dev/null || netstat -tln 2>/dev/null) | grep -Eq '[:.]" +
                             std::to_string(ready.port) + "[[:space:]]'";
                     break;
-                case ReadyCheck::Kind::file: check = "test -e " + sq(ready.path); break;
-                case ReadyCheck::Kind::log: check = "grep -qF -- " + sq(ready.pattern) + " /tmp/.airlock-start.log"; break;
+                case ReadyCheck::Kind::file: check = "test -e " + shellQuote(ready.path); break;
+                case ReadyCheck::Kind::log: check = "grep -qF -- " + shellQuote(ready.pattern) + " /tmp/.airlock-start.log"; break;
                 case ReadyCheck::Kind::delay: check = "sleep " + std::to_string(ready.delayS); break;
             }
             if (!check.empty()) {
