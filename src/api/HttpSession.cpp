@@ -94,7 +94,8 @@ ApiRequest requestHead(const http::request<http::empty_body>& req) {
          {"x-api-key", "e2b-sandbox-id", "e2b-sandbox-port", "x-access-token", "connect-timeout-ms",
           "keepalive-ping-interval", "e2b-traffic-access-token", "content-encoding", "accept-encoding",
           "x-airlock-forwarded-by", "x-airlock-caller", "x-airlock-node-auth",
-          "x-airlock-placement", "origin", "accept", "mcp-session-id", "mcp-protocol-version"})
+          "x-airlock-placement", "origin", "accept", "mcp-session-id", "mcp-protocol-version",
+          "cookie", "x-csrf-token", "last-event-id"})
         if (auto it = req.find(name); it != req.end())
             request.headers[name] = std::string(it->value());
     // E2B's file metadata rides in X-Metadata-<key> headers, keys taken

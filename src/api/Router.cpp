@@ -141,6 +141,9 @@ Principal Router::callerFor(const ApiRequest& head, Door door, const std::string
                             std::function<void()>& wake) {
     switch (door) {
         case Door::native:
+            // A browser's console session, when no key is sent.
+            if (head.authorization.empty())
+                if (auto who = sessionCaller(head)) return *who;
             return auth_.principalFor(head.authorization);
         case Door::e2b_control:
             return auth_.principalForE2bKey(head.header("x-api-key"));
@@ -482,6 +485,11 @@ Router::Router(FrontDoorServices services, Authenticator& auth, ApiKeys& keys, s
       limiter_(perTenantLimit) {
     // Service, templates, sandboxes and snapshots (RouterSandboxes.cpp).
     add("GET", "/healthz", kPublic, &Router::health);
+    add("GET", "/console/**", kPublic, &Router::consoleFile);
+    add("POST", "/v1/sessions", kPublic, &Router::createSession).bodyLimit = 4096;
+    add("GET", "/v1/sessions/current", kAnyRole, &Router::getSession);
+    add("DELETE", "/v1/sessions/current", kAnyRole, &Router::deleteSession);
+    addStream("GET", "/v1/events", kAnyRole, &Router::events, false);
     add("GET", "/v1/templates", kAnyRole, &Router::listTemplates);
     // Templates tenants build (RouterTemplates.cpp).
     add("POST", "/v1/templates", kReviewers, &Router::buildTemplate).bodyLimit = kMaxTemplateBody;
@@ -509,9 +517,8 @@ Router::Router(FrontDoorServices services, Authenticator& auth, ApiKeys& keys, s
     add("GET", "/v1/volumes/{}", kAnyRole, &Router::getVolume);
     add("PATCH", "/v1/volumes/{}", kDrivers, &Router::updateVolume);
     add("DELETE", "/v1/volumes/{}", kDrivers, &Router::deleteVolume);
-    add("GET", "/v1/volumes/{}/files", kDrivers, &Router::getVolumeFile);
-    add("PUT", "/v1/volumes/{}/files", kDrivers, &Router::putVolumeFile).bodyLimit =
-        kMaxVolumeFileBytes;
+    addStream("GET", "/v1/volumes/{}/files", kDrivers, &Router::getVolumeFile, false);
+    addStream("PUT", "/v1/volumes/{}/files", kDrivers, &Router::putVolumeFile, false);
     add("DELETE", "/v1/volumes/{}/files", kDrivers, &Router::deleteVolumeFile);
 
     // Commands, approvals, package and audit records (RouterExecs.cpp).
@@ -570,7 +577,9 @@ Router::Router(FrontDoorServices services, Authenticator& auth, ApiKeys& keys, s
 
     // Streaming routes: the connection goes to a session of its own
     // (StreamRoutes.cpp).
-    addStream("GET", "/v1/sandboxes/{}/exec/ws", kDrivers, &Router::execWebSocket);
+    // Approvers too: a human stepping into the terminal, judged by the same
+    // policy and audited under the key that typed.
+    addStream("GET", "/v1/sandboxes/{}/exec/ws", kAnyRole, &Router::execWebSocket);
     addStream("PUT", "/v1/sandboxes/{}/files", kDrivers, &Router::uploadFile);
     addStream("GET", "/v1/sandboxes/{}/files", kDrivers, &Router::downloadFile);
     addStream("GET", "/v1/sandboxes/{}/processes/{}/logs", kDrivers, &Router::processLogs);

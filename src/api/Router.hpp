@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "api/ConsoleAssets.hpp"
+#include "api/EventFeed.hpp"
+#include "api/WebSessions.hpp"
 #include "api/Authenticator.hpp"
 #include "api/ErrorMapping.hpp"
 #include "api/HttpTypes.hpp"
@@ -180,6 +183,17 @@ class Router {
         listenPort_ = listenPort;
     }
     const std::string& publicDomain() const { return publicDomain_; }
+    // The console's files (a directory without them: /console/ answers 404),
+    // and whether the listener is TLS (session cookies are then Secure, and
+    // a session's own origin is https).
+    void setConsole(const std::string& assetsDir, bool tls) {
+        console_ = std::make_unique<ConsoleAssets>(assetsDir);
+        secureCookies_ = tls;
+    }
+    bool consoleInstalled() const { return console_ && console_->installed(); }
+    // What wakes GET /v1/events streams (none: the route answers 404).
+    void setEventFeed(EventFeed* feed) { eventFeed_ = feed; }
+    WebSessions& sessions() { return sessions_; }
 
     // Every row with the roles it accepts ("GET /v1/sandboxes/{}": kAnyRole),
     // for docs and the route-walking tests.
@@ -312,8 +326,22 @@ class Router {
     ApiResponse deleteTemplate(Context& c);
     ApiResponse getTemplateBuild(Context& c);
     std::optional<ApiResponse> templateBuildLogs(StreamHandover& h);
-    // Volumes (RouterVolumes.cpp). A file's bytes go whole, up to this.
-    static constexpr std::uint64_t kMaxVolumeFileBytes = 64ull << 20;
+    // The console (RouterConsole.cpp): sessions, events, its files.
+    std::string ownOrigin(const ApiRequest& head) const;
+    // Forbidden when an Origin names another origin (or, required, is missing).
+    void requireOwnOrigin(const ApiRequest& head, bool required) const;
+    std::string sessionCookie(const std::string& token, std::chrono::seconds maxAge) const;
+    // The caller a console session cookie names (none without the cookie);
+    // a mutating call must come from this origin with the session's token.
+    std::optional<Principal> sessionCaller(const ApiRequest& head);
+    nlohmann::json sessionJson(const Principal& who, const WebSession& s) const;
+    std::optional<WebSession> currentSession(Context& c);
+    ApiResponse createSession(Context& c);
+    ApiResponse getSession(Context& c);
+    ApiResponse deleteSession(Context& c);
+    ApiResponse consoleFile(Context& c);
+    std::optional<ApiResponse> events(StreamHandover& h);
+    // Volumes (RouterVolumes.cpp); their files are streamed.
     SandboxVolumes& volumes();
     static bool wakesSandbox(const Route& route);
     void prepareWake(Admission& a);
@@ -322,8 +350,8 @@ class Router {
     ApiResponse getVolume(Context& c);
     ApiResponse updateVolume(Context& c);
     ApiResponse deleteVolume(Context& c);
-    ApiResponse getVolumeFile(Context& c);
-    ApiResponse putVolumeFile(Context& c);
+    std::optional<ApiResponse> getVolumeFile(StreamHandover& h);
+    std::optional<ApiResponse> putVolumeFile(StreamHandover& h);
     ApiResponse deleteVolumeFile(Context& c);
     std::optional<std::string> ownerOf(const std::string& id);
     // A sandbox's JSON naming this node, in a fleet (RouterNodes.cpp).
@@ -385,6 +413,10 @@ class Router {
     const e2b::SandboxTokens* e2bTokens_ = nullptr;
     std::string publicDomain_;
     unsigned listenPort_ = 0;
+    WebSessions sessions_;
+    std::unique_ptr<ConsoleAssets> console_;
+    EventFeed* eventFeed_ = nullptr;
+    bool secureCookies_ = false;
 };
 
 }  // namespace airlock::api

@@ -1,16 +1,20 @@
 // The volume routes: a tenant's volumes made, listed, grown and deleted, and
 // the files of a detached one read and written on the host.
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <fstream>
+#include <boost/asio/post.hpp>
 
 #include "api/ErrorMapping.hpp"
 #include "api/RequestParsing.hpp"
 #include "api/Router.hpp"
+#include "api/StagedDownloadSession.hpp"
+#include "api/StagedUploadSession.hpp"
 #include "core/Error.hpp"
 #include "core/Ids.hpp"
 #include "core/JsonFields.hpp"
+#include "core/UniqueFd.hpp"
 
 namespace airlock::api {
 using nlohmann::json;
@@ -97,60 +101,100 @@ ApiResponse Router::deleteVolume(Context& c) {
     return ApiResponse{204, "", ""};
 }
 
-// GET /v1/volumes/{}/files?path=: a file's bytes, or a directory's entries
-ApiResponse Router::getVolumeFile(Context& c) {
-    auto path = pathParam(c.request);
-    auto& vols = volumes();
-    auto st = vols.statFile(c.tenant, c.params[0], path);
-    if (st.type == "dir") {
-        json entries = json::array();
-        for (const auto& e : vols.listFiles(c.tenant, c.params[0], path))
-            entries.push_back({{"name", e.name},
-                               {"type", fileTypeName(e.type)},
-                               {"size", e.size},
-                               {"mode", e.mode & 07777},
-                               {"uid", e.uid},
-                               {"gid", e.gid}});
-        return jsonResponse(200, json{{"path", path}, {"entries", entries}});
+namespace {
+
+// A connection taken over by a volume file route while its tool runs on a
+// worker: its socket and context, back on its strand for the answer.
+struct VolumeFileCall {
+    boost::beast::tcp_stream stream;
+    StreamContext context;
+    void answer(const ApiResponse& response) {
+        writeSimpleResponse(stream, response, [] {});
     }
-    if (st.type != "file")
-        throw Error(ErrorCode::bad_request, path + " is not a regular file or a directory");
-    if (st.size > kMaxVolumeFileBytes)
-        throw Error(ErrorCode::payload_too_large,
-                    path + " is larger than " + std::to_string(kMaxVolumeFileBytes >> 20) +
-                        " MiB: read it from a sandbox that mounts the volume");
-    std::string body;
-    body.reserve(st.size);
-    bool cut = false;
-    vols.readFile(c.tenant, c.params[0], path, [&body, &cut](std::string_view chunk) {
-        cut = body.size() + chunk.size() > kMaxVolumeFileBytes;
-        if (cut) return false;
-        body.append(chunk);
-        return true;
+    void fail(std::exception_ptr error) {
+        answer(renderError(ErrorShape::native, errorStatusFor(error, context.request)));
+    }
+};
+
+}  // namespace
+
+// GET /v1/volumes/{}/files?path=: a directory's entries, or a file's bytes
+// streamed (copied out by the tool to a staged host file first, so that no
+// lock or tool waits on a slow client).
+std::optional<ApiResponse> Router::getVolumeFile(StreamHandover& h) {
+    auto path = pathParam(h.context.request);
+    auto& vols = volumes();
+    auto call = std::make_shared<VolumeFileCall>(
+        VolumeFileCall{std::move(h.stream), std::move(h.context)});
+    boost::asio::post(call->context.workers, [call, path, &vols] {
+        std::exception_ptr error;
+        std::optional<ApiResponse> listing;
+        UniqueFd staged;
+        std::uint64_t size = 0;
+        try {
+            std::string name = vols.stagingDir() + "/" + newId("down-");
+            staged.reset(::open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                                0600));
+            if (!staged)
+                throw Error(ErrorCode::insufficient_storage, "cannot stage " + path);
+            ::unlink(name.c_str());  // the descriptor is all that is left of it
+            auto read = vols.readPath(call->context.tenant, call->context.params[0], path,
+                                      staged.get());
+            if (read.stat.type == "dir") {
+                json entries = json::array();
+                for (const auto& e : read.entries)
+                    entries.push_back({{"name", e.name},
+                                       {"type", fileTypeName(e.type)},
+                                       {"size", e.size},
+                                       {"mode", e.mode & 07777},
+                                       {"uid", e.uid},
+                                       {"gid", e.gid}});
+                listing = jsonResponse(200, json{{"path", path}, {"entries", entries}});
+            }
+            size = read.stat.size;
+        } catch (...) {
+            error = std::current_exception();
+        }
+        auto executor = call->stream.get_executor();
+        boost::asio::post(executor, [call, error, listing = std::move(listing),
+                                     staged = std::make_shared<UniqueFd>(std::move(staged)),
+                                     size]() mutable {
+            if (error) return call->fail(error);
+            if (listing) return call->answer(*listing);
+            std::make_shared<StagedDownloadSession>(std::move(call->stream),
+                                                    std::move(call->context),
+                                                    std::move(*staged), size,
+                                                    "application/octet-stream")
+                ->start();
+        });
     });
-    if (cut || body.size() != st.size)
-        throw Error(ErrorCode::conflict, path + " changed while it was read; read it again");
-    return ApiResponse{200, "application/octet-stream", std::move(body)};
+    return std::nullopt;
 }
 
-// PUT /v1/volumes/{}/files?path=
-ApiResponse Router::putVolumeFile(Context& c) {
-    auto path = pathParam(c.request);
+// PUT /v1/volumes/{}/files?path=: the body streamed to a staged host file
+// (no bigger than the volume), then written into the image by the tool.
+std::optional<ApiResponse> Router::putVolumeFile(StreamHandover& h) {
+    auto path = pathParam(h.context.request);
     auto& vols = volumes();
-    std::string staged = vols.stagingDir() + "/" + newId("up-");
-    {
-        std::ofstream out(staged, std::ios::binary | std::ios::trunc);
-        out.write(c.request.body.data(), static_cast<std::streamsize>(c.request.body.size()));
-        if (!out) throw Error(ErrorCode::insufficient_storage, "cannot stage the upload");
-    }
-    struct Unlink {
-        std::string path;
-        ~Unlink() { ::unlink(path.c_str()); }
-    } unlinkLater{staged};
-    // The tool's uid reads it: readable by all, in a directory only root lists.
-    ::chmod(staged.c_str(), 0644);
-    vols.writeFile(c.tenant, c.params[0], path, staged);
-    return jsonResponse(201, json{{"path", path}, {"size", c.request.body.size()}});
+    auto tenant = h.context.tenant;
+    auto name = h.context.params[0];
+    // Refused before a byte of the body is read: no such volume, attached.
+    std::uint64_t capacity = vols.prepareUpload(tenant, name);
+    StagedUploadPlan plan;
+    plan.stagedPath = vols.stagingDir() + "/" + newId("up-");
+    plan.maxBytes = capacity;
+    plan.reserve = [&vols](std::uint64_t bytes) { vols.requireStagingSpace(bytes); };
+    plan.finish = [&vols, tenant, name, path](const std::string& staged, std::uint64_t bytes) {
+        // The tool's uid reads it: readable by all, in a directory only root lists.
+        ::chmod(staged.c_str(), 0644);
+        vols.writeFile(tenant, name, path, staged);
+        return jsonResponse(201, json{{"path", path}, {"size", bytes}});
+    };
+    std::make_shared<StagedUploadSession>(std::move(h.stream), std::move(h.buffer),
+                                          std::move(h.header), std::move(h.context),
+                                          std::move(plan))
+        ->start();
+    return std::nullopt;
 }
 
 // DELETE /v1/volumes/{}/files?path=

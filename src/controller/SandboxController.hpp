@@ -203,6 +203,11 @@ class SandboxController : private Sandboxes,
     ApprovalGates& gates() override { return gates_; }
     std::vector<AuditEvent> audit(const std::string& tenant, const std::string& sandboxId,
                                   const AuditQuery& query) override;
+    std::vector<AuditEvent> auditFeed(const TenantScope& scope, std::int64_t after,
+                                      int limit) override {
+        return audit_.feed(scope, after, limit);
+    }
+    std::int64_t auditHead() override { return audit_.head(); }
     // The command policy as it applies to a sandbox's commands.
     const CommandJudge& commandJudge() const { return judge_; }
 

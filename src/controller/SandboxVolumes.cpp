@@ -248,12 +248,9 @@ auto SandboxVolumes::withImage(const std::string& tenant, const std::string& nam
             if (!uid) return;
             if (::chown(path.c_str(), 0, 0) != 0 && errno != ENOENT)
                 logWarn("volumes", "cannot hand " + path + " back to root");
-            if (pool.enabled()) {
-                // Whatever a hijacked tool left running under the uid goes
-                // before another sandbox's QEMU may get it.
-                killProcessesOf(*uid);
-                pool.release(*uid);
-            }
+            // Nothing a hijacked tool started outlives it (ToolRunner: a PID
+            // namespace of its own), so the uid is free for another QEMU.
+            if (pool.enabled()) pool.release(*uid);
         }
     } lease{uids_, std::nullopt, path};
     ToolUser user;
@@ -395,36 +392,50 @@ std::shared_ptr<void> SandboxVolumes::markBusy(const std::string& volumeId) {
     });
 }
 
-void SandboxVolumes::killProcessesOf(std::uint32_t uid) {
-    pid_t pid = ::fork();
-    if (pid == 0) {
-        // kill(-1) signals every process this uid may signal, never itself.
-        if (::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0) ::_exit(1);
-        ::kill(-1, SIGKILL);
-        ::_exit(0);
-    }
-    if (pid > 0) {
-        int status = 0;
-        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+SandboxVolumes::PathRead SandboxVolumes::readPath(const std::string& tenant,
+                                                  const std::string& name,
+                                                  const std::string& path, int out) {
+    return withImage(tenant, name, false, [&](VolumeImage& image) {
+        PathRead r;
+        r.stat = image.stat(path);
+        if (r.stat.type == "dir") {
+            r.entries = image.list(path);
+            return r;
         }
-    }
+        if (r.stat.type != "file")
+            throw Error(ErrorCode::bad_request, path + " is not a regular file or a directory");
+        requireFreeSpace_("a volume file", r.stat.size);
+        std::uint64_t copied = 0;
+        bool failed = false;
+        image.read(path, [&](std::string_view chunk) {
+            // The size read first bounds the copy: a file that grew is cut.
+            if (copied + chunk.size() > r.stat.size) return false;
+            copied += chunk.size();
+            while (!chunk.empty()) {
+                ssize_t n = ::write(out, chunk.data(), chunk.size());
+                if (n < 0 && errno == EINTR) continue;
+                if (n <= 0) {
+                    failed = true;
+                    return false;
+                }
+                chunk.remove_prefix(static_cast<std::size_t>(n));
+            }
+            return true;
+        });
+        if (failed) throw Error(ErrorCode::insufficient_storage, "cannot stage " + path);
+        if (copied != r.stat.size)
+            throw Error(ErrorCode::conflict, path + " changed while it was read; read it again");
+        return r;
+    });
 }
 
-VolumeStat SandboxVolumes::statFile(const std::string& tenant, const std::string& name,
-                                    const std::string& path) {
-    return withImage(tenant, name, false, [&](VolumeImage& image) { return image.stat(path); });
-}
-
-std::vector<VolumeEntry> SandboxVolumes::listFiles(const std::string& tenant,
-                                                   const std::string& name,
-                                                   const std::string& path) {
-    return withImage(tenant, name, false, [&](VolumeImage& image) { return image.list(path); });
-}
-
-void SandboxVolumes::readFile(const std::string& tenant, const std::string& name,
-                              const std::string& path,
-                              const std::function<bool(std::string_view)>& sink) {
-    withImage(tenant, name, false, [&](VolumeImage& image) { image.read(path, sink); });
+std::uint64_t SandboxVolumes::prepareUpload(const std::string& tenant, const std::string& name) {
+    auto v = require(tenant, name);
+    auto attach = attachLock();
+    for (const auto& a : attachmentsOf(v.id))
+        throw Error(ErrorCode::conflict, "volume '" + name + "' is attached to " + a.sandbox +
+                                             ": it is written here only while detached");
+    return v.sizeBytes;
 }
 
 void SandboxVolumes::writeFile(const std::string& tenant, const std::string& name,

@@ -70,15 +70,22 @@ class SandboxVolumes {
     // How many volumes and GiB a tenant holds (its quota's figures).
     std::pair<std::uint64_t, std::uint64_t> usageOf(const std::string& tenant);
 
-    // Files of a volume no guest writes (409 while one does): what is at a
-    // path, a directory's entries, a file's bytes streamed, a file written
-    // from a host file (made the sandbox user's), a path removed.
-    VolumeStat statFile(const std::string& tenant, const std::string& name,
-                        const std::string& path);
-    std::vector<VolumeEntry> listFiles(const std::string& tenant, const std::string& name,
-                                       const std::string& path);
-    void readFile(const std::string& tenant, const std::string& name, const std::string& path,
-                  const std::function<bool(std::string_view)>& sink);
+    // Files of a volume no guest writes (409 while one does). readPath: what
+    // is at a path, in one look under the volume's lock: a directory's
+    // entries, or a file whose bytes are copied to `out` (a host descriptor:
+    // the caller streams them from there, with no lock held).
+    struct PathRead {
+        VolumeStat stat;
+        std::vector<VolumeEntry> entries;  // a directory's
+    };
+    PathRead readPath(const std::string& tenant, const std::string& name, const std::string& path,
+                      int out);
+    // Before an upload is staged: the volume exists, nothing holds it that
+    // would refuse the write, and its capacity (what a file may not pass).
+    std::uint64_t prepareUpload(const std::string& tenant, const std::string& name);
+    // Throws insufficient_storage when staging `bytes` more would pass the floor.
+    void requireStagingSpace(std::uint64_t bytes) { requireFreeSpace_("a volume file", bytes); }
+    // A file written from a host file (made the sandbox user's); a path removed.
     void writeFile(const std::string& tenant, const std::string& name, const std::string& path,
                    const std::string& hostFile);
     void removeFile(const std::string& tenant, const std::string& name, const std::string& path);
@@ -135,8 +142,6 @@ class SandboxVolumes {
     FreeSpaceCheck requireFreeSpace_;
     std::mutex aclMutex_;
     static constexpr std::uint32_t kNobody = 65534;
-    // SIGKILLs every process running as `uid` (a forked child that takes it).
-    static void killProcessesOf(std::uint32_t uid);
     std::mutex attachMutex_;
     std::set<std::string> busy_;  // volumes a host tool has now (under attachMutex_)
     // Marks a volume busy (attachMutex_ held) until the token goes.

@@ -15,6 +15,7 @@
 #include "agentclient/AgentConnection.hpp"
 #include "agentclient/AgentTransport.hpp"
 #include "api/Authenticator.hpp"
+#include "api/EventFeed.hpp"
 #include "api/E2bApi.hpp"
 #include "api/McpServer.hpp"
 #include "api/E2bEnvd.hpp"
@@ -75,11 +76,11 @@ namespace {
 // The build's templates beside the binary's folder (build/bin/airlockd ->
 // build/templates): no checkout path is compiled in, so a compiler cache
 // serves this file to every clone.
-std::string defaultTemplatesDir() {
+std::string besideTheBinaries(const char* name) {
     std::error_code ec;
     auto exe = fs::read_symlink("/proc/self/exe", ec);
-    if (ec) return "build/templates";
-    return (exe.parent_path().parent_path() / "templates").string();
+    if (ec) return std::string("build/") + name;
+    return (exe.parent_path().parent_path() / name).string();
 }
 void writeAdminKey(const std::string& path, const std::string& key) {
     // Created 0600 from the start: the key never exists world-readable.
@@ -188,6 +189,8 @@ int runDaemon(const DaemonOptions& options) {
     SnapshotStore snapshots(db);
     GatedExecStore gatedExecs(db);
     AuditStore audit(db);
+    api::EventFeed eventFeed;  // GET /v1/events streams wake as the log grows
+    audit.onAppend([&eventFeed] { eventFeed.notify(); });
     CredentialStore hostCredentials(db);
     std::unique_ptr<fleet::FleetCredentials> fleetCredentials;
     if (etcd) fleetCredentials = std::make_unique<fleet::FleetCredentials>(*etcd);
@@ -203,7 +206,7 @@ int runDaemon(const DaemonOptions& options) {
     }
 
     std::string templatesDir =
-        options.templatesDir.empty() ? defaultTemplatesDir() : options.templatesDir;
+        options.templatesDir.empty() ? besideTheBinaries("templates") : options.templatesDir;
     TemplateCatalog templates(templatesDir);
     if (templates.list().empty()) logWarn("airlockd", "no templates found in " + templatesDir);
 
@@ -529,6 +532,16 @@ int runDaemon(const DaemonOptions& options) {
     api::HttpServer server(ioc, options.listenHost, options.listenPort, router, controller.sandboxes(), workers,
                            limits, tls);
     router.setPublicDomain(options.publicDomain, server.port());
+    router.setEventFeed(&eventFeed);
+    std::string consoleDir =
+        options.consoleDir.empty() ? besideTheBinaries("console") : options.consoleDir;
+    router.setConsole(consoleDir, tls != nullptr);
+    if (router.consoleInstalled())
+        logInfo("airlockd", std::string("console on ") + (tls ? "https://" : "http://") +
+                                options.listenHost + ":" + std::to_string(server.port()) +
+                                "/console/");
+    else
+        logWarn("airlockd", "no console in " + consoleDir + " (scripts/setup builds it)");
     selfPort = server.port();
     logInfo("airlockd", std::string("listening on ") + (tls ? "https://" : "http://") +
                             options.listenHost + ":" + std::to_string(server.port()));

@@ -70,6 +70,7 @@ const std::vector<OptionSpec>& optionSpecs() {
          [](O& o, S a, S v) { hostPort(a, v, o.listenHost, o.listenPort); }},
         {"--data-dir", "DIR", false, [](O& o, S, S v) { o.dataDir = v; }},
         {"--templates-dir", "DIR", false, [](O& o, S, S v) { o.templatesDir = v; }},
+        {"--console-dir", "DIR", false, [](O& o, S, S v) { o.consoleDir = v; }},
         {"--accel", "auto|kvm|tcg", false,
          [](O& o, S a, S v) {
              o.accel = oneOf(a, v, {"auto", "kvm", "tcg"}, "must be auto, kvm or tcg");

@@ -12,6 +12,7 @@ struct DaemonOptions {
     unsigned short metricsListenPort = 0;
     std::string dataDir = "data";
     std::string templatesDir;  // empty: the build's template output
+    std::string consoleDir;    // empty: the console built beside the binaries
     std::string accel = "auto";
     std::string libvirtUri;  // empty: the embedded driver under dataDir
     std::string logLevel = "info";

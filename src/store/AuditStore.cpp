@@ -7,6 +7,24 @@ AuditStore::AuditStore(Database& db) : db_(db) {}
 void AuditStore::append(const AuditEvent& e) {
     db_.run("INSERT INTO audit (sandbox, tenant, at, type, data) VALUES (?,?,?,?,?)", e.sandboxId,
             e.tenant, e.at, e.type, e.dataJson);
+    if (appended_) appended_();
+}
+
+std::vector<AuditEvent> AuditStore::feed(const TenantScope& scope, std::int64_t after, int limit) {
+    return db_.all(
+        "SELECT seq, sandbox, tenant, at, type, data FROM audit WHERE seq > ?" +
+            scope.whereTenant(" AND") + " ORDER BY seq LIMIT ?",
+        [](const Database::Statement& st) {
+            return AuditEvent{st.integer(0), st.text(1), st.text(2),
+                              st.text(3),    st.text(4), st.text(5)};
+        },
+        after, scope.tenantParam(), limit);
+}
+
+std::int64_t AuditStore::head() {
+    return db_.one("SELECT COALESCE(MAX(seq), 0) FROM audit",
+                   [](const Database::Statement& st) { return st.integer(0); })
+        .value_or(0);
 }
 
 std::vector<AuditEvent> AuditStore::query(const std::string& sandboxId, const AuditQuery& q) {

@@ -1,9 +1,11 @@
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "store/Database.hpp"
+#include "store/TenantScope.hpp"
 
 namespace airlock {
 
@@ -30,6 +32,13 @@ class AuditStore {
     explicit AuditStore(Database& db);
     void append(const AuditEvent& e);
     std::vector<AuditEvent> query(const std::string& sandboxId, const AuditQuery& q);
+    // Every sandbox's events of the scope after `after`, in order: the live
+    // feed (GET /v1/events) and its resumption.
+    std::vector<AuditEvent> feed(const TenantScope& scope, std::int64_t after, int limit);
+    // The newest event's seq (0 when none): where a feed with no cursor starts.
+    std::int64_t head();
+    // Called after every append (set once, before any append): wakes the feed.
+    void onAppend(std::function<void()> listener) { appended_ = std::move(listener); }
     // The tenant that owns a sandbox's events (also after its deletion); empty if none.
     std::string tenantOf(const std::string& sandboxId);
     // Retention: drops the events of deleted sandboxes whose last event is
@@ -38,6 +47,7 @@ class AuditStore {
 
   private:
     Database& db_;
+    std::function<void()> appended_;
 };
 
 }  // namespace airlock

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -53,6 +54,7 @@ struct ToolChildPlan {
     int maxFd = 1024;        // for closing by loop when close_range is missing
     rlimit memory{}, cpu{}, fileSize{}, core{};
     bool drop = false;
+    bool ownPidNamespace = false;
     uid_t uid = 0;
     gid_t gid = 0;
     pid_t parent = 0;
@@ -103,9 +105,10 @@ struct ToolChildPlan {
             ::syscall(SYS_setresuid, plan.uid, plan.uid, plan.uid) != 0)
             toolChildFails(status, 2);
     }
-    // After the uid change, which clears it; a parent gone already means no one reaps.
+    // After the uid change, which clears it; a parent gone already means no one
+    // reaps. In a PID namespace of its own the parent is outside it (ppid 0).
     ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-    if (::getppid() != plan.parent) ::_exit(127);
+    if (::getppid() != (plan.ownPidNamespace ? 0 : plan.parent)) ::_exit(127);
     ::execve(plan.argv[0], plan.argv.data(), plan.envp.data());
     toolChildFails(status, 3);
 }
@@ -250,7 +253,14 @@ ToolResult ToolRunner::run(const ToolCommand& command) const {
     sigset_t all, previous;
     ::sigfillset(&all);
     ::pthread_sigmask(SIG_SETMASK, &all, &previous);
-    pid_t pid = ::fork();
+    // A dropped tool is pid 1 of a PID namespace of its own: whatever a
+    // hijacked tool starts dies with it, and it sees (and signals) no process
+    // outside, such as a QEMU another airlockd runs under the same uid.
+    plan.ownPidNamespace = plan.drop;
+    pid_t pid = plan.ownPidNamespace
+                    ? static_cast<pid_t>(::syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, nullptr,
+                                                   nullptr, nullptr, nullptr))
+                    : ::fork();
     if (pid == 0) runToolChild(plan);
     int forkError = errno;
     ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);

@@ -43,6 +43,8 @@ struct ToolResult {
 // directory as its working directory, no core dumps, no new privileges, and
 // RLIMIT_AS / RLIMIT_CPU / RLIMIT_FSIZE bounds: what it reads may be hostile.
 // Its environment is fixed (C locale, no pager), so its messages can be parsed.
+// A tool that drops to a user runs as pid 1 of a PID namespace of its own:
+// whatever it starts ends with it, and it cannot see or signal the host's.
 class ToolRunner {
   public:
     static constexpr std::size_t kMaxErrorBytes = 64 * 1024;

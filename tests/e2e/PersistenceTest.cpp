@@ -159,6 +159,17 @@ TEST_F(Persistence, AVolumeOutlivesItsSandboxesWithOneWriterAndManyReaders) {
     auto back = volumeFile("GET", "cache", "/dir/sub/blob.bin");
     EXPECT_EQ(back.status, 200);
     EXPECT_TRUE(back.body == blob) << "the same bytes back";
+    // Past what any request body may hold whole (64 MiB): streamed both ways.
+    std::string big(70 << 20, '\0');
+    for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 17 % 253);
+    auto bigPut = volumeFile("PUT", "cache", "/big.bin", big);
+    EXPECT_EQ(bigPut.status, 201) << bigPut.body.substr(0, 300);
+    auto bigBack = volumeFile("GET", "cache", "/big.bin");
+    EXPECT_EQ(bigBack.status, 200);
+    EXPECT_EQ(bigBack.body.size(), big.size());
+    EXPECT_TRUE(bigBack.body == big) << "the same 70 MiB back";
+    EXPECT_EQ(volumeFile("DELETE", "cache", "/big.bin").status, 204);
+    EXPECT_TRUE(fs::is_empty(world->dataDir + "/volumes/.staging")) << "nothing staged is left";
     auto listing = body(volumeFile("GET", "cache", "/"));
     std::set<std::string> names;
     for (const auto& e : listing["entries"]) names.insert(e.value("name", ""));

@@ -114,12 +114,16 @@ TEST_F(RouterRolesTest, EveryRouteAnswersByRoleAndTenant) {
     for (const auto& route : router.routeTable())
         if (route.stream && route.roles != Router::kPublic) {
             ++streams;
-            // A build's log is for anyone of the tenant to read; the rest drive sandboxes.
-            EXPECT_EQ(route.roles, route.pattern.rfind("/v1/templates/", 0) == 0 ? Router::kAnyRole
-                                                                                 : Router::kDrivers)
+            // A build's log and the live events are for anyone of the tenant to
+            // read, and the terminal for a human of any role to step into; the
+            // rest drive sandboxes.
+            bool anyRole = route.pattern.rfind("/v1/templates/", 0) == 0 ||
+                           route.pattern == "/v1/events" ||
+                           route.pattern == "/v1/sandboxes/{}/exec/ws";
+            EXPECT_EQ(route.roles, anyRole ? Router::kAnyRole : Router::kDrivers)
                 << route.method << " " << route.pattern;
         }
-    EXPECT_EQ(streams, 5u);
+    EXPECT_EQ(streams, 8u);
 }
 
 TEST_F(RouterRolesTest, TheAgentCannotApproveItsOwnCommandItsApproverCan) {

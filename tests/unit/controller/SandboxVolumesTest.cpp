@@ -3,12 +3,14 @@
 // readers); the guest path rule; quotas.
 #include "controller/SandboxVolumes.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "controller/TenantLimits.hpp"
+#include "core/UniqueFd.hpp"
 #include "store/Database.hpp"
 #include "store/SnapshotStore.hpp"
 #include "store/TenantStore.hpp"
@@ -80,14 +82,18 @@ TEST_F(SandboxVolumesTest, OneWriterOrManyReaders) {
     EXPECT_NE(refused(true).find("sbx-w"), std::string::npos) << "no reader beside a writer";
     EXPECT_EQ(codeOf([&] { volumes.remove("acme", "cache"); }), ErrorCode::conflict);
     EXPECT_EQ(codeOf([&] { volumes.grow("acme", "cache", 2); }), ErrorCode::conflict);
-    EXPECT_EQ(codeOf([&] { volumes.statFile("acme", "cache", "/"); }), ErrorCode::conflict);
+    EXPECT_EQ(codeOf([&] { volumes.readPath("acme", "cache", "/", -1); }), ErrorCode::conflict);
+    EXPECT_EQ(codeOf([&] { volumes.prepareUpload("acme", "cache"); }), ErrorCode::conflict)
+        << "an upload is refused before its body";
 
     sandboxes.remove("sbx-w");
     holder("sbx-r1", volumes.resolve("acme", {VolumeRequest{"cache", "/data", true}}));
     holder("sbx-r2", volumes.resolve("acme", {VolumeRequest{"cache", "/data", true}}));
     EXPECT_EQ(volumes.get("acme", "cache").attachments.size(), 2u);
     EXPECT_NE(refused(false).find("read-only"), std::string::npos);
-    EXPECT_EQ(volumes.statFile("acme", "cache", "/").type, "dir") << "readers only: readable";
+    EXPECT_EQ(volumes.readPath("acme", "cache", "/", -1).stat.type, "dir")
+        << "readers only: readable";
+    EXPECT_EQ(codeOf([&] { volumes.prepareUpload("acme", "cache"); }), ErrorCode::conflict);
     EXPECT_EQ(codeOf([&] { volumes.removeFile("acme", "cache", "/x"); }), ErrorCode::conflict)
         << "written only while detached";
     sandboxes.updateState("sbx-r1", SandboxState::stopped);
@@ -107,13 +113,17 @@ TEST_F(SandboxVolumesTest, FilesOfADetachedVolumeAndOtherTenants) {
     std::string staged = dir.path() + "/up.txt";
     std::ofstream(staged) << "hello";
     volumes.writeFile("acme", "data", "/a/b.txt", staged);
-    std::string got;
-    volumes.readFile("acme", "data", "/a/b.txt", [&](std::string_view c) {
-        got.append(c);
-        return true;
-    });
-    EXPECT_EQ(got, "hello");
-    auto entries = volumes.listFiles("acme", "data", "/a");
+    EXPECT_EQ(volumes.prepareUpload("acme", "data"), 1ull << 30) << "a file may be as big as its volume";
+    std::string out = dir.path() + "/out";
+    {
+        UniqueFd fd(::open(out.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+        auto file = volumes.readPath("acme", "data", "/a/b.txt", fd.get());
+        EXPECT_EQ(file.stat.type, "file");
+        EXPECT_EQ(file.stat.size, 5u);
+    }
+    std::ifstream in(out);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "hello") << "copied out whole";
+    auto entries = volumes.readPath("acme", "data", "/a", -1).entries;
     ASSERT_EQ(entries.size(), 1u);
     EXPECT_EQ(entries[0].uid, SandboxVolumes::kGuestUid);
     EXPECT_EQ(codeOf([&] { volumes.get("other", "data"); }), ErrorCode::not_found);

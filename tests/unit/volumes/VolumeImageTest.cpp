@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -509,6 +510,42 @@ TEST(VolumeImage, ToolOutputAndFilesAreBounded) {
     ToolResult d = ToolRunner().run(dd);
     EXPECT_TRUE(d.signal == SIGXFSZ || d.exitCode != 0);
     EXPECT_LE(fs::file_size(out), kMiB / 4);
+}
+
+// A hijacked tool's leftovers: what it starts in the background dies with
+// it, and it cannot signal a process of the same uid outside (a QEMU another
+// airlockd runs under that uid).
+TEST(VolumeImage, WhatADroppedToolStartsEndsWithIt) {
+    if (::geteuid() != 0) GTEST_SKIP() << "dropping to another uid needs root";
+    // The background sleep keeps the tool's stdout open: the run ends before
+    // its deadline only if the sleep dies with the tool.
+    ToolCommand spawn;
+    spawn.argv = {ToolRunner::locate("sh"), "-c", "sleep 30 & echo $$"};
+    ToolResult r = ToolRunner({65534, 65534, true}, std::chrono::seconds(10)).run(spawn);
+    EXPECT_EQ(r.output, "1\n") << "the tool is pid 1 of a namespace of its own";
+
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    pid_t neighbour = ::fork();
+    ASSERT_GE(neighbour, 0);
+    if (neighbour == 0) {
+        if (::setresgid(65534, 65534, 65534) == 0 && ::setresuid(65534, 65534, 65534) == 0 &&
+            ::write(ready[1], "u", 1) == 1)
+            ::pause();
+        ::_exit(1);
+    }
+    ::close(ready[1]);
+    char dropped = 0;
+    ASSERT_EQ(::read(ready[0], &dropped, 1), 1) << "the neighbour runs as nobody";
+    ::close(ready[0]);
+    ToolCommand signal;
+    signal.argv = {ToolRunner::locate("sh"), "-c",
+                   "kill -TERM " + std::to_string(neighbour) + " 2>/dev/null; echo done"};
+    EXPECT_EQ(ToolRunner({65534, 65534, true}).run(signal).output, "done\n");
+    int status = 0;
+    EXPECT_EQ(::waitpid(neighbour, &status, WNOHANG), 0) << "the tool signalled a host process";
+    ::kill(neighbour, SIGKILL);
+    ::waitpid(neighbour, &status, 0);
 }
 
 TEST(VolumeImage, ToolsRunAsTheToolUser) {
