@@ -5,6 +5,10 @@
 
 namespace airlock::api {
 
+std::string callerName(const Principal& who) {
+    return "key:" + who.keyId + " (" + who.keyName + ", " + roleName(who.role) + ")";
+}
+
 Principal Authenticator::principalFor(const std::string& header) {
     static const std::string kBearer = "Bearer ";
     if (header.empty())

@@ -14,6 +14,9 @@ struct Principal {
     std::string forwardedBy;  // the fleet node that authenticated it ("": this one)
 };
 
+// How the audit names a caller: "key:<id> (<name>, <role>)".
+std::string callerName(const Principal& who);
+
 // Resolves "Authorization: Bearer KEY" to a principal; throws
 // Error(unauthorized) for a missing, unknown, revoked or expired key. Every
 // call reads the store: a revoked key stops working at once.

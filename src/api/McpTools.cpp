@@ -321,6 +321,7 @@ McpToolResult McpTools::runCommand(const json& a, McpCall& call) {
     } catch (const Error& e) {
         throw RpcError(mcp::rpc::kInvalidParams, e.what());
     }
+    options.caller = callerName(call.principal);
     if (!services_.sandboxes.ownerOf(id)) return runElsewhere(id, body, call);
     std::string tenant = tenantOf(call, id);
     services_.sandboxes.get(tenant, id);  // another tenant's is not found

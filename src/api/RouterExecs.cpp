@@ -15,6 +15,7 @@ void Router::execInSandbox(Context& c, Respond respond) {
     // Existence first: a missing sandbox is 404 whatever the body says.
     services_.sandboxes.get(c.tenant, c.params[0]);
     auto options = parseExec(c.request.body);
+    options.caller = callerName(c.principal);
     // No thread waits for the command: its end answers the request.
     ApiRequest label{c.request.method, c.request.path, {}, {}, {}, {}, {}, {}, {}};
     auto pending = services_.commands.submitAsync(
@@ -103,8 +104,7 @@ void Router::decideApproval(Context& c, Respond respond) {
     auto decision = parseApprovalDecision(c.request.body);
     // The deciding key by id and name, not just its tenant.
     auto g = services_.approvals.decideApproval(c.tenant, c.params[0], decision.approve, decision.reason,
-                                        "key:" + c.principal.keyId + " (" + c.principal.keyName +
-                                            ", " + roleName(c.principal.role) + ")",
+                                        callerName(c.principal),
                                         decision.requestDigest);
     if (g.state != "running") return respond(jsonResponse(200, gatedExecJson(g)));
     // An approved command is answered with its outcome when it ends

@@ -69,6 +69,7 @@ void WsExecSession::onStartMessage(beast::error_code ec) {
         std::string code, message;
         try {
             self->options_ = parseExecStart(body, self->terminal_);
+            self->options_.caller = callerName(self->ctx_.principal);
             std::weak_ptr<WsExecSession> weak = self;
             started = self->ctx_.sandboxes.commands.openStreamed(
                 self->ctx_.tenant, self->ctx_.params[0], self->options_, self->terminal_,

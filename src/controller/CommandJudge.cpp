@@ -50,6 +50,7 @@ nlohmann::json CommandJudge::auditData(const SandboxRecord& r, const ExecOptions
     if (door) data["path"] = door;
     if (isTestRun(r, options)) data["purpose"] = "test";
     if (!options.trace.empty()) data["exec_id"] = options.trace;
+    if (!options.caller.empty()) data["by"] = options.caller;
     return data;
 }
 

@@ -24,6 +24,9 @@ struct ExecOptions {
     // The exec id the audit records carry; the guest tags the command's file
     // activity with it. Set by the controller, never by a client.
     std::string trace;
+    // Who asked: the key ("key:<id> (<name>, <role>)") the audit names. Set
+    // by the front door from the authenticated caller, never by a client.
+    std::string caller;
 };
 
 inline constexpr unsigned kMaxExecTimeoutS = 24 * 3600;
