@@ -31,6 +31,7 @@ gitpid=$!
 chromepid=
 stop_helpers() {
   local code=$?
+  set +e  # a failed run's status must reach airlockd_cleanup, not end this trap
   kill "$gitpid" 2>/dev/null || true
   # puppeteer starts Chromium in a process group of its own: that group ends.
   if [[ $chromepid =~ ^[0-9]+$ ]] && kill -0 "$chromepid" 2>/dev/null; then kill -- "-$chromepid" 2>/dev/null || true; fi
