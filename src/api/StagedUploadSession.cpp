@@ -135,14 +135,7 @@ void StagedUploadSession::answer(const ApiResponse& response) {
     file_.reset();
     if (created_) ::unlink(plan_.stagedPath.c_str());
     created_ = false;
-    auto res = std::make_shared<http::response<http::string_body>>(
-        static_cast<http::status>(response.status), 11);
-    res->set(http::field::server, "airlockd");
-    if (!response.contentType.empty()) res->set(http::field::content_type, response.contentType);
-    for (const auto& [name, value] : response.headers) res->set(name, value);
-    res->body() = response.body;
-    res->keep_alive(false);
-    res->prepare_payload();
+    auto res = closingResponse(response);
     stream_.expires_after(std::chrono::seconds(30));
     http::async_write(stream_, *res,
                       [self = shared_from_this(), res](beast::error_code ec, std::size_t) {

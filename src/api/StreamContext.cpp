@@ -3,8 +3,7 @@
 namespace airlock::api {
 namespace http = boost::beast::http;
 
-void writeSimpleResponse(boost::beast::tcp_stream& stream, const ApiResponse& response,
-                         std::function<void()> done) {
+std::shared_ptr<http::response<http::string_body>> closingResponse(const ApiResponse& response) {
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(response.status), 11);
     res->set(http::field::server, "airlockd");
@@ -13,6 +12,12 @@ void writeSimpleResponse(boost::beast::tcp_stream& stream, const ApiResponse& re
     res->body() = response.body;
     res->keep_alive(false);
     res->prepare_payload();
+    return res;
+}
+
+void writeSimpleResponse(boost::beast::tcp_stream& stream, const ApiResponse& response,
+                         std::function<void()> done) {
+    auto res = closingResponse(response);
     stream.expires_after(std::chrono::seconds(30));
     http::async_write(
         stream, *res,

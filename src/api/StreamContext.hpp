@@ -3,6 +3,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -51,8 +52,11 @@ struct StreamHandover {
 };
 using StreamFactory = std::function<std::optional<ApiResponse>(StreamHandover& handover)>;
 
-// Writes a complete small response and closes: used by streaming sessions
-// for errors before their stream started.
+// A complete small response that closes the connection (Connection: close).
+std::shared_ptr<boost::beast::http::response<boost::beast::http::string_body>> closingResponse(
+    const ApiResponse& response);
+// Writes one and closes: used by streaming sessions for errors before their
+// stream started.
 void writeSimpleResponse(boost::beast::tcp_stream& stream, const ApiResponse& response,
                          std::function<void()> done);
 
