@@ -74,6 +74,18 @@ void BackgroundProcess::reap() {
     int status = 0;
     if (::waitpid(spawned_.pid, &status, WNOHANG) != spawned_.pid) return;
     exited_ = true;
+    // What the process wrote before it exited is already in its pipes: take it now, so a
+    // follower that sees "exited" has every byte (bounded: a child left behind may keep writing).
+    for (int fd : {spawned_.stdoutFd.get(), spawned_.stderrFd.get()}) {
+        char buf[64 * 1024];
+        for (std::size_t taken = 0; fd >= 0 && taken < kDrainOnExitBytes;) {
+            ssize_t n = ::read(fd, buf, sizeof buf);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            output_.append(std::string_view(buf, static_cast<std::size_t>(n)));
+            taken += static_cast<std::size_t>(n);
+        }
+    }
     if (WIFEXITED(status)) exitCode_ = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) {
         signal_ = WTERMSIG(status);

@@ -37,6 +37,7 @@ private:
 class BackgroundProcess {
 public:
     static constexpr std::size_t kRingBytes = 1024 * 1024;
+    static constexpr std::size_t kDrainOnExitBytes = 4 * kRingBytes;
     BackgroundProcess(const protocol::ExecRequest& request, Spawned spawned);
     ~BackgroundProcess();
 
