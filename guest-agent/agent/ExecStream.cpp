@@ -26,7 +26,17 @@ std::int64_t monotonicMs() {
 
 ExecStream::ExecStream(std::uint32_t id, FrameSink& sink, const protocol::ExecRequest& request)
     : StreamHandler(id, sink), tty_(request.tty), outputCap_(request.output_cap), trace_(request.trace) {
-    child_ = spawnProcess(request);
+    protocol::ExecRequest judged = request;
+    bool judging = request.judge_lines && request.tty && protocol::isJudgeableShell(request.argv);
+    if (judging) {
+        std::string why;
+        judge_ = TerminalJudge::prepare(judged, why);
+        if (!judge_) {  // never an unjudged shell where a judged one was asked for
+            child_.exitCode = 126;
+            child_.error = "the terminal could not be judged line by line: " + why;
+        }
+    }
+    if (!judging || judge_) child_ = spawnProcess(judged);
     if (child_.pid < 0) {
         result_.exit_code = child_.exitCode;
         result_.error = child_.error;
@@ -57,6 +67,7 @@ void ExecStream::killGroup() {
 
 void ExecStream::collectFds(PollSet& set) {
     if (done()) return;
+    if (judge_ && !exited_) judge_->collectFds(set, this);
     bool canSend = sendable() > 0;
     if (child_.stdoutFd && (canSend || (outputCap_ && sentOut_ >= outputCap_))) set.add(child_.stdoutFd.get(), POLLIN, this);
     if (child_.stderrFd && (canSend || (outputCap_ && sentErr_ >= outputCap_))) set.add(child_.stderrFd.get(), POLLIN, this);
@@ -64,6 +75,10 @@ void ExecStream::collectFds(PollSet& set) {
 }
 
 void ExecStream::onFdReady(int fd, short) {
+    if (judge_ && judge_->owns(fd)) {
+        if (auto line = judge_->onFdReady(fd)) sendControl(*line);
+        return;
+    }
     if (fd == child_.stdoutFd.get()) pumpOutput(child_.stdoutFd, 1, sentOut_);
     else if (fd == child_.stderrFd.get()) pumpOutput(child_.stderrFd, 2, sentErr_);
     else if (fd == child_.stdinFd.get()) writeStdin();
@@ -134,6 +149,7 @@ void ExecStream::onControl(const protocol::ControlFrame& frame) {
         int s = signalFromName(sig->signal);
         if (s) ::kill(-child_.pid, s);
     }
+    if (auto* v = std::get_if<protocol::LineVerdict>(&frame); v && judge_) judge_->onVerdict(*v);
     if (auto* rs = std::get_if<protocol::ResizeRequest>(&frame); rs && tty_ && child_.stdinFd) {
         winsize ws{static_cast<unsigned short>(rs->rows), static_cast<unsigned short>(rs->cols), 0, 0};
         ::ioctl(child_.stdinFd.get(), TIOCSWINSZ, &ws);

@@ -1,9 +1,11 @@
 #pragma once
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 
 #include "agent/Spawn.hpp"
+#include "agent/TerminalJudge.hpp"
 #include "agent/StreamHandler.hpp"
 #include "protocol/Messages.hpp"
 
@@ -48,6 +50,7 @@ private:
     bool groupKilled_ = false;
     protocol::ExecResult result_;
     std::string trace_;
+    std::unique_ptr<TerminalJudge> judge_;  // a judged terminal's socket (judge_lines)
 };
 
 std::int64_t monotonicMs();

@@ -70,6 +70,7 @@ void WsExecSession::onStartMessage(beast::error_code ec) {
         try {
             self->options_ = parseExecStart(body, self->terminal_);
             self->options_.caller = callerName(self->ctx_.principal);
+            self->terminal_.judgeLines = true;  // this door answers the shell's lines
             std::weak_ptr<WsExecSession> weak = self;
             started = self->ctx_.sandboxes.commands.openStreamed(
                 self->ctx_.tenant, self->ctx_.params[0], self->options_, self->terminal_,
@@ -101,6 +102,7 @@ void WsExecSession::onStartMessage(beast::error_code ec) {
                 return self->readClient();
             }
             if (!started.stream) return self->sendErrorAndClose(code, message);
+            self->commandExecId_ = started.execId;
             self->attachStream(started.stream);
             self->readClient();
         });
@@ -145,6 +147,7 @@ void WsExecSession::onDecision(const GatedExec& g) {
         }
         asio::post(self->ws_.get_executor(), [self, agent, code, message] {
             if (!agent) return self->sendErrorAndClose(code, message);
+            self->commandExecId_ = self->execId_;
             self->attachStream(agent);
             // What the client typed while it waited goes first, in order;
             // what it types meanwhile queues behind it.
@@ -267,17 +270,24 @@ void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
             return queue(false, std::move(frame), n);
         }
         case Kind::control: {
-            // Once, and only a well-formed start: a guest repeating it cannot
-            // grow the client's queue, nor put its own shape in the message.
-            if (startedSent_) return;
-            std::uint32_t pid = 0;
+            protocol::ControlFrame frame;
             try {
-                pid = protocol::parseExecStarted(e.payload).pid;
+                frame = protocol::parseControl(e.payload);
             } catch (const protocol::MessageError&) {
                 return;
             }
+            if (auto* line = std::get_if<protocol::LineToJudge>(&frame))
+                return onLineToJudge(std::move(*line));
+            // Once, and only a well-formed start: a guest repeating it cannot
+            // grow the client's queue, nor put its own shape in the message.
+            auto* started = std::get_if<protocol::ExecStarted>(&frame);
+            if (startedSent_ || !started) return;
             startedSent_ = true;
-            queue(true, json{{"type", "started"}, {"pid", pid}}.dump());
+            queue(true, json{{"type", "started"},
+                             {"pid", started->pid},
+                             {"lines_judged", terminal_.tty && protocol::isJudgeableShell(
+                                                                   options_.argv)}}
+                            .dump());
             return;
         }
         case Kind::close: {
@@ -322,6 +332,76 @@ void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
     }
 }
 
+void WsExecSession::onLineToJudge(protocol::LineToJudge line) {
+    auto* agent = pipe_.stream();
+    if (!agent || !terminal_.tty || !protocol::isJudgeableShell(options_.argv)) return;
+    if (lineJudged_ != 0) {
+        // The guest's shell waits for one verdict at a time: a second line is its own doing.
+        agent->control(protocol::controlPayload(
+            protocol::LineVerdict{line.id, "deny", "one line at a time"}));
+        return;
+    }
+    lineJudged_ = line.id;
+    auto now = std::chrono::steady_clock::now();
+    lineTokens_ = std::min(kLineBurst, lineTokens_ + kLinesPerSecond * std::chrono::duration<double>(
+                                                                         now - lineRefilled_)
+                                                                         .count());
+    lineRefilled_ = now;
+    lineTokens_ -= 1;
+    if (lineTokens_ < 0) {
+        if (!lineTimer_) lineTimer_ = std::make_unique<asio::steady_timer>(ws_.get_executor());
+        lineTimer_->expires_after(std::chrono::milliseconds(
+            static_cast<long>(-lineTokens_ / kLinesPerSecond * 1000) + 1));
+        lineTimer_->async_wait([self = shared_from_this(), line = std::move(line)](
+                                   beast::error_code ec) mutable {
+            if (!ec && !self->over()) self->judgeLine(std::move(line));
+        });
+        return;
+    }
+    judgeLine(std::move(line));
+}
+
+void WsExecSession::judgeLine(protocol::LineToJudge line) {
+    asio::post(ctx_.workers, [self = shared_from_this(), line = std::move(line)] {
+        LineDecision now;
+        try {
+            std::weak_ptr<WsExecSession> weak = self;
+            now = self->ctx_.sandboxes.commands.judgeLine(
+                self->ctx_.tenant, self->ctx_.params[0], self->options_, self->commandExecId_,
+                line.line, [weak, id = line.id](const LineDecision& later) {
+                    if (auto s = weak.lock())
+                        asio::post(s->ws_.get_executor(), [s, id, later] { s->answerLine(id, later); });
+                });
+        } catch (const Error& e) {
+            now = {"deny", e.what(), "", ""};
+        } catch (const std::exception& e) {
+            now = {"deny", std::string("the line could not be judged: ") + e.what(), "", ""};
+        }
+        asio::post(self->ws_.get_executor(), [self, id = line.id, now] { self->answerLine(id, now); });
+    });
+}
+
+void WsExecSession::answerLine(std::uint32_t id, const LineDecision& decision) {
+    if (id != lineJudged_ || id == lineAnswered_) return;  // decided before its "pending" got here
+    auto* agent = pipe_.stream();
+    if (decision.state == "pending") {
+        lineGate_ = decision.lineId;
+        queue(true, json{{"type", "line_pending_approval"},
+                         {"exec_id", decision.lineId},
+                         {"approval_id", decision.approvalId},
+                         {"message", decision.message}}
+                        .dump());
+    } else {
+        lineAnswered_ = id;
+        lineJudged_ = 0;
+        lineGate_.clear();
+    }
+    if (agent && !over())
+        agent->control(protocol::controlPayload(protocol::LineVerdict{
+            id, decision.state,
+            decision.message.substr(0, protocol::kMaxVerdictMessage - 24)}));
+}
+
 void WsExecSession::sendErrorAndClose(const std::string& code, const std::string& message) {
     queue(true, jsonText(json{{"type", "error"}, {"code", code}, {"message", message}}));
     closeAfterQueued();
@@ -344,6 +424,11 @@ void WsExecSession::closeAfterQueued() {
 }
 
 void WsExecSession::releaseExec() {
+    if (!lineGate_.empty()) {  // a line held for approval: nobody waits for it now
+        asio::post(ctx_.workers, [self = shared_from_this(), gate = std::exchange(lineGate_, "")] {
+            self->ctx_.sandboxes.gates.abandonStreamed(gate);
+        });
+    }
     if (execId_.empty() || execRecorded_) return;
     // Gated and undecided: the approval is withdrawn. Approved and running:
     // the command dies with the stream, and is recorded so.
@@ -363,6 +448,7 @@ void WsExecSession::finish() {
     phase_ = Phase::ended;
     releaseExec();
     pipe_.finish();  // cancels the command if it still runs
+    if (lineTimer_) lineTimer_->cancel();
     beast::error_code ec;
     beast::get_lowest_layer(ws_).socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
     beast::get_lowest_layer(ws_).close();

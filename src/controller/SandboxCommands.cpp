@@ -275,7 +275,8 @@ SandboxCommands::StreamedExec SandboxCommands::openStreamed(
             p_.gates.waiters().add(execId, std::move(onDecision));
             data["exec_id"] = execId;
             try {
-                return StreamedExec{nullptr, p_.gates.parkExec(r, options, v, data, masker, true)};
+                return StreamedExec{nullptr, p_.gates.parkExec(r, options, v, data, masker, true),
+                                    execId};
             } catch (...) {
                 p_.gates.waiters().remove(execId);
                 throw;
@@ -285,7 +286,57 @@ SandboxCommands::StreamedExec SandboxCommands::openStreamed(
     ExecOptions traced = options;
     traced.trace = newId("ex-");
     requireAllowed(r, traced, "exec/ws");
-    return StreamedExec{openStream(r, traced, terminal, std::move(handler)), std::nullopt};
+    return StreamedExec{openStream(r, traced, terminal, std::move(handler)), std::nullopt,
+                        traced.trace};
+}
+
+LineDecision SandboxCommands::judgeLine(const std::string& tenant, const std::string& id,
+                                        const ExecOptions& terminal,
+                                        const std::string& terminalExecId, const std::string& line,
+                                        LineDecided decided) {
+    auto r = p_.sandboxes.requireOwned(tenant, id);
+    ExecOptions o = terminal;
+    o.argv.clear();
+    o.shell = line;
+    o.stdinData.clear();
+    o.purpose.clear();
+    o.trace = newId("ex-");
+    auto masker = p_.sandboxes.guestOutputMasker(r);
+    auto v = p_.judge.judge(r, o);
+    if (line.find_first_not_of(" \t") == std::string::npos) {
+        v.decision = policy::Decision::deny;
+        v.reason = "an empty line";
+    }
+    auto data = CommandJudge::auditData(r, o, "exec/ws");
+    data["terminal"] = terminalExecId;
+    data["reported_by"] = "guest shell";  // the guest's word: what its shell said it would run
+    data["policy"] = CommandJudge::verdictJson(v);
+    if (v.decision != policy::Decision::approve) {
+        record(r, "exec.line", data, &masker);
+        if (v.decision == policy::Decision::allow) return {"allow", "", "", o.trace};
+        return {"deny", CommandJudge::denied(v, masker).what(), "", o.trace};
+    }
+    // Registered before anyone can decide: no decision is missed.
+    p_.gates.waiters().add(o.trace, [this, decided](const GatedExec& g) {
+        std::string by = g.decidedBy.empty() ? "" : " by " + g.decidedBy;
+        std::string why = g.decisionReason.empty() ? "" : ": " + g.decisionReason;
+        if (g.state != "running")
+            return decided({"deny", "approval " + g.approvalId + " " + g.state + by + why,
+                            g.approvalId, g.id});
+        // The shell runs it now: the host never learns its exit code.
+        p_.gates.waiters().start(g.id);
+        p_.gates.finishStreamed(g.id, -1, "");
+        decided({"allow", "approved" + by + why, g.approvalId, g.id});
+    });
+    try {
+        auto g = p_.gates.parkExec(r, o, v, data, masker, true);
+        return {"pending",
+                "held for approval " + g.approvalId + " (" + masker.mask(v.reason) + ")",
+                g.approvalId, o.trace};
+    } catch (...) {
+        p_.gates.waiters().remove(o.trace);
+        throw;
+    }
 }
 
 std::shared_ptr<AgentStream> SandboxCommands::openApproved(
@@ -325,6 +376,8 @@ std::shared_ptr<AgentStream> SandboxCommands::openStream(const SandboxRecord& r,
     request.rows = terminal.rows;
     request.cols = terminal.cols;
     request.stdin_stream = terminal.stdinStream;
+    request.judge_lines =
+        terminal.judgeLines && terminal.tty && protocol::isJudgeableShell(request.argv);
     // What this command was given only: a host-only value (a brokered git
     // credential) or a secret scoped to other commands in a streaming masker
     // makes its hold-back a prefix oracle.

@@ -31,6 +31,18 @@ struct TerminalOptions {
     bool tty = false;
     unsigned rows = 24, cols = 80;
     bool stdinStream = true;  // stdin comes from the client until it sends EOF
+    // Set by a door that answers the guest's LineToJudge frames (judgeLine),
+    // never by a client: an interactive bash then asks before each line.
+    bool judgeLines = false;
+};
+
+// What the command policy said of a terminal's line: "allow", "deny" (with
+// why), or "pending" (held for approval `approvalId`; the decision follows).
+struct LineDecision {
+    std::string state;
+    std::string message;
+    std::string approvalId;
+    std::string lineId;  // the line's exec id in the audit log
 };
 
 // Commands in a sandbox, every path shaped like Kata's rpc.rs handlers:
@@ -105,6 +117,7 @@ class SandboxCommands {
     struct StreamedExec {
         std::shared_ptr<AgentStream> stream;
         std::optional<GatedExec> pending;
+        std::string execId;  // the running command's (its audit records' exec_id)
     };
     StreamedExec openStreamed(const std::string& tenant, const std::string& id,
                               const ExecOptions& options, const TerminalOptions& terminal,
@@ -115,6 +128,17 @@ class SandboxCommands {
                                               const std::string& execId, const ExecOptions& options,
                                               const TerminalOptions& terminal,
                                               AgentStream::Handler handler);
+
+    // A line the shell of a judged terminal (`terminalExecId`, run with
+    // `terminal`'s options by the same caller) is about to run, as its guest
+    // reported it: judged by the command policy like an exec, recorded
+    // (exec.line, reported_by "guest shell"), and when it needs approval
+    // parked as a gate: then "pending" now and the decision on `decided`
+    // later, once, from another thread.
+    using LineDecided = std::function<void(const LineDecision&)>;
+    LineDecision judgeLine(const std::string& tenant, const std::string& id,
+                           const ExecOptions& terminal, const std::string& terminalExecId,
+                           const std::string& line, LineDecided decided);
 
     // A command judged (anything but allow is refused, and audited; `door`
     // names the route) and made ready for the agent: what SandboxAccess's

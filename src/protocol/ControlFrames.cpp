@@ -32,6 +32,11 @@ json controlJson(const ControlFrame& frame) {
             [](const ResizeRequest& f) {
                 return json{{"resize", {{"rows", f.rows}, {"cols", f.cols}}}};
             },
+            [](const LineToJudge& f) { return json{{"judge", {{"id", f.id}, {"line", f.line}}}}; },
+            [](const LineVerdict& f) {
+                return json{
+                    {"verdict", {{"id", f.id}, {"state", f.state}, {"message", f.message}}}};
+            },
         },
         frame);
 }
@@ -99,6 +104,26 @@ ControlFrame parseControl(const std::string& payload) {
         auto rows = r.requiredNumber("rows", kMaxPtySide), cols = r.requiredNumber("cols", kMaxPtySide);
         if (rows == 0 || cols == 0) r.fail("rows and cols must be at least 1");
         return ResizeRequest{static_cast<unsigned>(rows), static_cast<unsigned>(cols)};
+    }
+    if (f.has("judge")) {
+        only(1);
+        const json& body = j["judge"];
+        FieldReader r(body, "judge");
+        if (body.size() != 2) r.fail("a line to judge has id and line");
+        auto id = r.requiredNumber("id", UINT32_MAX);
+        return LineToJudge{static_cast<std::uint32_t>(id), r.string("line", true, kMaxJudgedLine)};
+    }
+    if (f.has("verdict")) {
+        only(1);
+        const json& body = j["verdict"];
+        FieldReader r(body, "verdict");
+        if (body.size() != 3) r.fail("a verdict has id, state and message");
+        auto id = r.requiredNumber("id", UINT32_MAX);
+        auto state = r.string("state", true, 16);
+        if (state != "allow" && state != "deny" && state != "pending")
+            r.fail("'state' is allow, deny or pending");
+        return LineVerdict{static_cast<std::uint32_t>(id), state,
+                           r.string("message", true, kMaxVerdictMessage)};
     }
     f.fail("not a control frame this protocol has");
 }

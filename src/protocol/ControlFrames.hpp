@@ -40,14 +40,32 @@ struct SignalRequest {  // {"signal": "TERM"}
 struct ResizeRequest {  // {"resize": {"rows": r, "cols": c}}
     unsigned rows = 24, cols = 80;
 };
+// A judged terminal (ExecRequest.judge_lines): the guest's shell is about to
+// run a line; it waits for the host's verdict.   {"judge": {"id": n, "line": "..."}}
+struct LineToJudge {
+    std::uint32_t id = 0;
+    std::string line;
+};
+// Host to guest: what the policy said of that line. "pending" (held for an
+// approval) comes before the final "allow" or "deny".
+// {"verdict": {"id": n, "state": "allow"|"deny"|"pending", "message": "..."}}
+struct LineVerdict {
+    std::uint32_t id = 0;
+    std::string state;
+    std::string message;
+};
 
 // The closed set (ExecStarted {"pid"} and FileSize {"size"} are
 // GuestResults'): a new control message is a new alternative here.
 using ControlFrame = std::variant<ExecStarted, FileSize, OutputSkipped, ManifestSize,
                                   ListenerReady, ListenerAccepted, TunnelConnected, TunnelEof,
-                                  SignalRequest, ResizeRequest>;
+                                  SignalRequest, ResizeRequest, LineToJudge, LineVerdict>;
 
 inline constexpr std::size_t kMaxSignalName = 16;
+// A longer line is refused by the guest without asking (a pasted script is
+// judged as what it is: too long to read in an approval).
+inline constexpr std::size_t kMaxJudgedLine = 4096;
+inline constexpr std::size_t kMaxVerdictMessage = 1024;
 inline constexpr unsigned kMaxPtySide = 4096;
 
 // The payload of a control frame.

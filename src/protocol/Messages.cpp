@@ -60,7 +60,17 @@ std::string toJson(const ExecRequest& m) {
               {"cols", m.cols},
               {"output_cap", m.output_cap}};
     if (!m.trace.empty()) j["trace"] = m.trace;
+    if (m.judge_lines) j["judge_lines"] = true;
     return jsonText(j);
+}
+
+bool isJudgeableShell(const std::vector<std::string>& argv) {
+    if (argv.empty()) return false;
+    const std::string& program = argv[0];
+    if (program != "bash" && program != "/bin/bash" && program != "/usr/bin/bash") return false;
+    for (std::size_t i = 1; i < argv.size(); ++i)
+        if (argv[i] != "-l" && argv[i] != "--login" && argv[i] != "-i") return false;
+    return true;
 }
 
 std::optional<std::string> openOp(const std::string& payload) {
@@ -146,6 +156,7 @@ ExecRequest parseExecRequest(const std::string& payload) {
     };
     r.stdin_stream = flag("stdin_stream");
     r.tty = flag("tty");
+    r.judge_lines = flag("judge_lines");
     std::int64_t rows = getInt(j, "rows", what, 24), cols = getInt(j, "cols", what, 80);
     if (rows < 1 || rows > 1000 || cols < 1 || cols > 1000)
         throw MessageError{"exec: bad terminal size"};

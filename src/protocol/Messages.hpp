@@ -51,7 +51,15 @@ struct ExecRequest {
     // The host's name for this command (its exec id): the guest tags the
     // file activity of the command's session with it. At most 64 of [A-Za-z0-9_-].
     std::string trace;
+    // Set by the host, never by a client: an interactive bash on a tty asks
+    // the host's command policy about each line before it runs it.
+    bool judge_lines = false;
 };
+
+// Whether a terminal's command is a shell whose lines can be judged one by
+// one: bash, interactive, with no arguments but -l, --login or -i (host and
+// guest ask the same question).
+bool isJudgeableShell(const std::vector<std::string>& argv);
 
 struct ExecResult {
     int exit_code = -1;

@@ -128,10 +128,12 @@ test("in a sandbox's terminal, a typed command's output shows", async () => {
   await page.keyboard.type('echo hi-$((6*7))')
   await page.keyboard.press('Enter')
   await until('hi-42 in the terminal', async () => (await terminalText()).includes('hi-42'), 20_000)
-  // Typed by the approver's key, and audited under it.
-  await until('the command in the audit', async () => {
-    const a = await rest(AGENT_KEY, 'GET', `/v1/sandboxes/${id}/audit`)
-    return (a.json?.events ?? []).some((e) => e.type === 'exec.allowed' && /console-approver, approver/.test(e.data?.by ?? ''))
+  // Typed by the approver's key, and audited under it: the shell, and each line judged by the policy.
+  await until('the shell and the line in the audit', async () => {
+    const events = (await rest(AGENT_KEY, 'GET', `/v1/sandboxes/${id}/audit`)).json?.events ?? []
+    const byApprover = (e) => /console-approver, approver/.test(e.data?.by ?? '')
+    return events.some((e) => e.type === 'exec.allowed' && byApprover(e)) &&
+      events.some((e) => e.type === 'exec.line' && byApprover(e) && e.data?.command === 'echo hi-$((6*7))' && e.data?.policy?.decision === 'allow')
   })
   await axe('sandbox')
   await shot('sandbox')

@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,9 +17,11 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -754,6 +757,155 @@ TEST_F(DaemonHttp, WebSocketExecWaitsForApprovalThenStreams) {
                                                       pending["exec_id"].get<std::string>())
                                  .body);
     EXPECT_EQ(state["state"], "exited");
+    EXPECT_EQ(client->request("DELETE", "/v1/sandboxes/" + id).status, 204);
+}
+
+// A human (or an agent) at a terminal is judged line by line: the shell asks
+// the command policy before each line, as a REST exec of it would be judged,
+// and each line is recorded under the key that opened the terminal.
+TEST_F(DaemonHttp, ATerminalJudgesEachLineItRuns) {
+    auto created = client->request(
+        "POST", "/v1/sandboxes",
+        R"({"template":"minimal","policy":{"deny":["touch /tmp/forbidden*"],"approve":["echo gated*"]}})");
+    ASSERT_EQ(created.status, 201) << created.body;
+    std::string id = json::parse(created.body)["id"];
+    int port = std::stoi(daemon->url().substr(daemon->url().rfind(':') + 1));
+    namespace beast = boost::beast;
+    boost::asio::io_context ioc;
+    auto wsOwner = openWsExec(ioc, port, key, id, R"({"cmd":["bash","-l"],"tty":true})");
+    auto& ws = *wsOwner;
+    std::string screen;
+    std::vector<json> messages;
+    // Reads until `enough`, the end of the command or a minute without a message.
+    auto readUntil = [&](const std::function<bool()>& enough) {
+        while (!enough()) {
+            beast::flat_buffer b;
+            std::optional<beast::error_code> read;
+            ws.async_read(b, [&](beast::error_code ec, std::size_t) { read = ec; });
+            ioc.restart();
+            ioc.run_for(60s);
+            if (!read) {
+                beast::get_lowest_layer(ws).cancel();
+                ioc.restart();
+                ioc.run();
+                ADD_FAILURE() << "nothing for a minute; the screen:\n" << screen;
+                return false;
+            }
+            if (*read) {
+                ADD_FAILURE() << read->message() << "; the screen:\n" << screen;
+                return false;
+            }
+            std::string m = beast::buffers_to_string(b.data());
+            if (ws.got_binary())
+                screen += m.substr(1);
+            else
+                messages.push_back(json::parse(m));
+            if (!messages.empty() && messages.back()["type"] == "exit") return enough();
+        }
+        return true;
+    };
+    auto type = [&](const std::string& line) {
+        ws.binary(true);
+        ws.write(boost::asio::buffer(line + "\r"));
+    };
+    auto has = [&](const std::string& text) {
+        return [&, text] { return screen.find(text) != std::string::npos; };
+    };
+    ASSERT_TRUE(readUntil([&] { return !messages.empty(); }));
+    ASSERT_EQ(messages[0]["type"], "started") << messages[0].dump();
+    EXPECT_EQ(messages[0]["lines_judged"], true);
+
+    type("echo hi-$((6*7))");
+    ASSERT_TRUE(readUntil(has("hi-42"))) << screen;
+
+    type("touch /tmp/forbidden-ran; echo after-$((1+1))");
+    ASSERT_TRUE(readUntil(has("airlock: not run: denied by the command policy"))) << screen;
+    type("echo next-$((3*3))");
+    ASSERT_TRUE(readUntil(has("next-9"))) << screen;
+    EXPECT_EQ(screen.find("after-2"), std::string::npos) << "the whole denied line was skipped";
+    auto probe = client->request("POST", "/v1/sandboxes/" + id + "/exec",
+                                 R"({"shell":"test -e /tmp/forbidden-ran"})");
+    EXPECT_EQ(json::parse(probe.body)["exit_code"], 1) << "the denied line never ran";
+
+    type("echo gated-$((2+3))");
+    ASSERT_TRUE(readUntil([&] {
+        return !messages.empty() && messages.back()["type"] == "line_pending_approval";
+    })) << screen;
+    std::string approval = messages.back()["approval_id"];
+    ASSERT_TRUE(readUntil(has("held for approval " + approval))) << screen;
+    EXPECT_EQ(screen.find("gated-5"), std::string::npos) << "nothing runs before the decision";
+    auto decided = client->request("POST", "/v1/approvals/" + approval,
+                                   R"({"decision":"approve","reason":"fine"})");
+    ASSERT_EQ(decided.status, 200) << decided.body;
+    ASSERT_TRUE(readUntil(has("gated-5"))) << screen;
+
+    // The record: each line, its verdict, the terminal it came from, the key that typed it.
+    auto lines = json::parse(
+        client->request("GET", "/v1/sandboxes/" + id + "/audit?type=exec.line").body)["events"];
+    std::vector<std::pair<std::string, std::string>> seen;
+    for (const auto& e : lines) {
+        seen.push_back({e["data"]["command"], e["data"]["policy"]["decision"]});
+        EXPECT_EQ(e["data"]["reported_by"], "guest shell");
+        EXPECT_EQ(e["data"]["by"].get<std::string>().rfind("key:", 0), 0u) << e.dump();
+        EXPECT_FALSE(e["data"]["terminal"].get<std::string>().empty());
+    }
+    EXPECT_EQ(seen, (std::vector<std::pair<std::string, std::string>>{
+                        {"echo hi-$((6*7))", "allow"},
+                        {"touch /tmp/forbidden-ran; echo after-$((1+1))", "deny"},
+                        {"echo next-$((3*3))", "allow"}}));
+    auto gate = json::parse(client->request("GET", "/v1/approvals/" + approval).body);
+    EXPECT_EQ(gate["command"], "echo gated-$((2+3))") << gate.dump();
+
+    type("exit 3");
+    readUntil([&] { return !messages.empty() && messages.back()["type"] == "exit"; });
+    ASSERT_FALSE(messages.empty());
+    EXPECT_EQ(messages.back()["type"], "exit");
+    EXPECT_EQ(messages.back()["exit_code"], 3);
+    EXPECT_EQ(client->request("DELETE", "/v1/sandboxes/" + id).status, 204);
+}
+
+// A terminal that leaves while a line waits for approval withdraws it; and a
+// terminal whose shell is still running when its client vanishes ends cleanly.
+TEST_F(DaemonHttp, ATerminalThatLeavesWithdrawsItsHeldLine) {
+    auto created = client->request("POST", "/v1/sandboxes",
+                                   R"({"template":"minimal","policy":{"approve":["echo gated*"]}})");
+    ASSERT_EQ(created.status, 201) << created.body;
+    std::string id = json::parse(created.body)["id"];
+    int port = std::stoi(daemon->url().substr(daemon->url().rfind(':') + 1));
+    namespace beast = boost::beast;
+    boost::asio::io_context ioc;
+    std::string approval;
+    {
+        auto wsOwner = openWsExec(ioc, port, key, id, R"({"cmd":["bash"],"tty":true})");
+        auto& ws = *wsOwner;
+        ws.binary(true);
+        ws.write(boost::asio::buffer(std::string("echo gated-1\r")));
+        while (approval.empty()) {
+            beast::flat_buffer b;
+            ws.read(b);
+            if (ws.got_binary()) continue;
+            auto m = json::parse(beast::buffers_to_string(b.data()));
+            ASSERT_NE(m["type"], "exit") << m.dump();
+            if (m["type"] == "line_pending_approval") approval = m["approval_id"];
+        }
+        beast::get_lowest_layer(ws).socket().close();  // gone, no close handshake
+    }
+    EXPECT_TRUE(test::waitFor(
+        [&] {
+            auto a = json::parse(client->request("GET", "/v1/approvals/" + approval).body);
+            return a["state"] == "cancelled";
+        },
+        15s))
+        << client->request("GET", "/v1/approvals/" + approval).body;
+    EXPECT_TRUE(test::waitFor(
+        [&] {
+            auto ps = client->request("POST", "/v1/sandboxes/" + id + "/exec",
+                                      R"({"shell":"ps | grep -c '[b]ash --rcfile'"})");
+            return json::parse(ps.body)["stdout"] == "0\n";
+        },
+        15s))
+        << "the shell dies with its client";
+    EXPECT_EQ(daemon->endedHow(), "");
     EXPECT_EQ(client->request("DELETE", "/v1/sandboxes/" + id).status, 204);
 }
 

@@ -20,6 +20,8 @@ TEST(ControlFrames, EveryFrameRoundTripsAsTheWireHasAlwaysCarriedIt) {
         {TunnelEof{}, R"({"eof":true})"},
         {SignalRequest{"TERM"}, R"({"signal":"TERM"})"},
         {ResizeRequest{40, 120}, R"({"resize":{"cols":120,"rows":40}})"},
+        {LineToJudge{3, "git push"}, R"({"judge":{"id":3,"line":"git push"}})"},
+        {LineVerdict{3, "deny", "no"}, R"({"verdict":{"id":3,"message":"no","state":"deny"}})"},
     };
     EXPECT_EQ(frames.size(), std::variant_size_v<ControlFrame>) << "every alternative is here";
     for (const auto& [frame, wire] : frames) {
@@ -44,9 +46,38 @@ TEST(ControlFrames, MalformedFramesAreRefusedNeverGuessed) {
              R"({"signal":"AAAAAAAAAAAAAAAAAAAAAAAA"})", R"({"resize":{"rows":0,"cols":80}})",
              R"({"resize":{"rows":24}})", R"({"resize":{"rows":24,"cols":5000}})",
              R"({"resize":{"rows":24,"cols":80,"x":1}})", R"({"resize":[24,80]})",
-             R"({"bytes":1.5})"}) {
+             R"({"bytes":1.5})", R"({"judge":{"id":1}})", R"({"judge":{"id":-1,"line":"x"}})",
+             R"({"judge":{"id":1,"line":"x","more":1}})", R"({"judge":"ls"})",
+             R"({"verdict":{"id":1,"state":"maybe","message":""}})",
+             R"({"verdict":{"id":1,"state":"allow"}})"}) {
         EXPECT_THROW(parseControl(bad), MessageError) << bad;
     }
+}
+
+TEST(ControlFrames, ALineAndAVerdictAreBounded) {
+    std::string longest(kMaxJudgedLine, 'x');
+    EXPECT_EQ(std::get<LineToJudge>(parseControl(controlPayload(LineToJudge{1, longest}))).line,
+              longest);
+    EXPECT_THROW(parseControl(controlPayload(LineToJudge{1, longest + "x"})), MessageError);
+    EXPECT_THROW(parseControl(controlPayload(
+                     LineVerdict{1, "deny", std::string(kMaxVerdictMessage + 1, 'm')})),
+                 MessageError);
+}
+
+TEST(Messages, OnlyAnInteractiveBashIsJudgedLineByLine) {
+    for (const auto& argv : std::vector<std::vector<std::string>>{
+             {"bash"}, {"/bin/bash", "-l"}, {"/usr/bin/bash", "--login", "-i"}})
+        EXPECT_TRUE(isJudgeableShell(argv)) << argv[0];
+    for (const auto& argv : std::vector<std::vector<std::string>>{
+             {}, {"sh", "-l"}, {"bash", "-c", "git push"}, {"bash", "script.sh"},
+             {"/tmp/bash"}, {"zsh"}})
+        EXPECT_FALSE(isJudgeableShell(argv)) << (argv.empty() ? "" : argv[0]);
+    ExecRequest r;
+    r.argv = {"bash"};
+    r.judge_lines = true;
+    EXPECT_TRUE(parseExecRequest(toJson(r)).judge_lines);
+    r.judge_lines = false;
+    EXPECT_FALSE(parseExecRequest(toJson(r)).judge_lines);
 }
 
 }  // namespace
