@@ -94,7 +94,7 @@ E2bEnvd::E2bEnvd(EnvdSandboxes sandboxes, const e2b::SandboxTokens& tokens,
       limiter_(limiter),
       workers_(workers),
       publicDomain_(std::move(publicDomain)),
-      processes_(sandboxes.commands),
+      processes_(sandboxes.commands, workers),
       watchers_(sandboxes.files) {}
 
 std::optional<E2bEnvd::Target> E2bEnvd::target(const ApiRequest& head) const {

@@ -111,6 +111,7 @@ void WsExecSession::onStartMessage(beast::error_code ec) {
 
 void WsExecSession::attachStream(std::shared_ptr<AgentStream> agent) {
     streamAttached_ = true;
+    judgeLines();
     if (!over()) phase_ = Phase::running;
     pipe_.attach(std::move(agent));  // after finish(): cancelled at once
 }
@@ -276,8 +277,10 @@ void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
             } catch (const protocol::MessageError&) {
                 return;
             }
-            if (auto* line = std::get_if<protocol::LineToJudge>(&frame))
-                return onLineToJudge(std::move(*line));
+            if (auto* line = std::get_if<protocol::LineToJudge>(&frame)) {
+                if (lines_) lines_->onLine(std::move(*line));
+                return;
+            }
             // Once, and only a well-formed start: a guest repeating it cannot
             // grow the client's queue, nor put its own shape in the message.
             auto* started = std::get_if<protocol::ExecStarted>(&frame);
@@ -332,74 +335,29 @@ void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
     }
 }
 
-void WsExecSession::onLineToJudge(protocol::LineToJudge line) {
-    auto* agent = pipe_.stream();
-    if (!agent || !terminal_.tty || !protocol::isJudgeableShell(options_.argv)) return;
-    if (lineJudged_ != 0) {
-        // The guest's shell waits for one verdict at a time: a second line is its own doing.
-        agent->control(protocol::controlPayload(
-            protocol::LineVerdict{line.id, "deny", "one line at a time"}));
-        return;
-    }
-    lineJudged_ = line.id;
-    auto now = std::chrono::steady_clock::now();
-    lineTokens_ = std::min(kLineBurst, lineTokens_ + kLinesPerSecond * std::chrono::duration<double>(
-                                                                         now - lineRefilled_)
-                                                                         .count());
-    lineRefilled_ = now;
-    lineTokens_ -= 1;
-    if (lineTokens_ < 0) {
-        if (!lineTimer_) lineTimer_ = std::make_unique<asio::steady_timer>(ws_.get_executor());
-        lineTimer_->expires_after(std::chrono::milliseconds(
-            static_cast<long>(-lineTokens_ / kLinesPerSecond * 1000) + 1));
-        lineTimer_->async_wait([self = shared_from_this(), line = std::move(line)](
-                                   beast::error_code ec) mutable {
-            if (!ec && !self->over()) self->judgeLine(std::move(line));
+void WsExecSession::judgeLines() {
+    if (lines_ || over() || !terminal_.tty || !protocol::isJudgeableShell(options_.argv)) return;
+    std::weak_ptr<WsExecSession> weak = shared_from_this();
+    auto onStrand = [weak](auto&& fn) {
+        if (auto s = weak.lock()) asio::post(s->ws_.get_executor(), [s, fn] { fn(*s); });
+    };
+    lines_ = TerminalLines::open(
+        ctx_.sandboxes.commands, ctx_.workers,
+        {ctx_.tenant, ctx_.params[0], commandExecId_, options_},
+        [onStrand](const protocol::LineVerdict& v) {
+            onStrand([payload = protocol::controlPayload(v)](WsExecSession& s) {
+                if (auto* agent = s.pipe_.stream(); agent && !s.over()) agent->control(payload);
+            });
+        },
+        [onStrand](const LineDecision& d) {
+            onStrand([text = json{{"type", "line_pending_approval"},
+                                  {"exec_id", d.lineId},
+                                  {"approval_id", d.approvalId},
+                                  {"message", d.message}}
+                                 .dump()](WsExecSession& s) {
+                if (!s.over()) s.queue(true, text);
+            });
         });
-        return;
-    }
-    judgeLine(std::move(line));
-}
-
-void WsExecSession::judgeLine(protocol::LineToJudge line) {
-    asio::post(ctx_.workers, [self = shared_from_this(), line = std::move(line)] {
-        LineDecision now;
-        try {
-            std::weak_ptr<WsExecSession> weak = self;
-            now = self->ctx_.sandboxes.commands.judgeLine(
-                self->ctx_.tenant, self->ctx_.params[0], self->options_, self->commandExecId_,
-                line.line, [weak, id = line.id](const LineDecision& later) {
-                    if (auto s = weak.lock())
-                        asio::post(s->ws_.get_executor(), [s, id, later] { s->answerLine(id, later); });
-                });
-        } catch (const Error& e) {
-            now = {"deny", e.what(), "", ""};
-        } catch (const std::exception& e) {
-            now = {"deny", std::string("the line could not be judged: ") + e.what(), "", ""};
-        }
-        asio::post(self->ws_.get_executor(), [self, id = line.id, now] { self->answerLine(id, now); });
-    });
-}
-
-void WsExecSession::answerLine(std::uint32_t id, const LineDecision& decision) {
-    if (id != lineJudged_ || id == lineAnswered_) return;  // decided before its "pending" got here
-    auto* agent = pipe_.stream();
-    if (decision.state == "pending") {
-        lineGate_ = decision.lineId;
-        queue(true, json{{"type", "line_pending_approval"},
-                         {"exec_id", decision.lineId},
-                         {"approval_id", decision.approvalId},
-                         {"message", decision.message}}
-                        .dump());
-    } else {
-        lineAnswered_ = id;
-        lineJudged_ = 0;
-        lineGate_.clear();
-    }
-    if (agent && !over())
-        agent->control(protocol::controlPayload(protocol::LineVerdict{
-            id, decision.state,
-            decision.message.substr(0, protocol::kMaxVerdictMessage - 24)}));
 }
 
 void WsExecSession::sendErrorAndClose(const std::string& code, const std::string& message) {
@@ -424,11 +382,7 @@ void WsExecSession::closeAfterQueued() {
 }
 
 void WsExecSession::releaseExec() {
-    if (!lineGate_.empty()) {  // a line held for approval: nobody waits for it now
-        asio::post(ctx_.workers, [self = shared_from_this(), gate = std::exchange(lineGate_, "")] {
-            self->ctx_.sandboxes.gates.abandonStreamed(gate);
-        });
-    }
+    if (lines_) lines_->close();  // a line held for approval: nobody waits for it now
     if (execId_.empty() || execRecorded_) return;
     // Gated and undecided: the approval is withdrawn. Approved and running:
     // the command dies with the stream, and is recorded so.
@@ -448,7 +402,6 @@ void WsExecSession::finish() {
     phase_ = Phase::ended;
     releaseExec();
     pipe_.finish();  // cancels the command if it still runs
-    if (lineTimer_) lineTimer_->cancel();
     beast::error_code ec;
     beast::get_lowest_layer(ws_).socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
     beast::get_lowest_layer(ws_).close();

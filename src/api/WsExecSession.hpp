@@ -1,15 +1,14 @@
 #pragma once
-#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
-#include <chrono>
 #include <deque>
 #include <memory>
 #include <optional>
 
 #include "agentclient/AgentPipe.hpp"
 #include "api/StreamContext.hpp"
+#include "controller/TerminalLines.hpp"
 #include "protocol/ControlFrames.hpp"
 
 namespace airlock::api {
@@ -45,11 +44,8 @@ class WsExecSession : public std::enable_shared_from_this<WsExecSession> {
     void finish();
     void releaseExec();
     void flushHeld();
-    // A judged terminal's line (its guest's LineToJudge): judged on a worker,
-    // the verdict sent back on the command's stream.
-    void onLineToJudge(protocol::LineToJudge line);
-    void judgeLine(protocol::LineToJudge line);
-    void answerLine(std::uint32_t id, const LineDecision& decision);
+    // A judged terminal's lines (TerminalLines) once its stream runs.
+    void judgeLines();
 
     // Where the session is; every transition is on the strand.
     enum class Phase {
@@ -81,17 +77,7 @@ class WsExecSession : public std::enable_shared_from_this<WsExecSession> {
     std::optional<GatedExec> earlyDecision_;  // a decision that arrived before the pending answer
     bool startedSent_ = false;
     std::string commandExecId_;  // the running command's exec id (a terminal's lines name it)
-    // One line at a time: the one being judged (0: none), the last answered,
-    // and its approval gate while one is pending (withdrawn if the client leaves).
-    std::uint32_t lineJudged_ = 0, lineAnswered_ = 0;
-    std::string lineGate_;
-    // Lines are judged at most kLinesPerSecond after a burst (each is an audit
-    // record; a guest's shell could ask as fast as it is answered): a line
-    // beyond waits its turn, it is not refused.
-    static constexpr double kLineBurst = 60, kLinesPerSecond = 10;
-    double lineTokens_ = kLineBurst;
-    std::chrono::steady_clock::time_point lineRefilled_ = std::chrono::steady_clock::now();
-    std::unique_ptr<boost::asio::steady_timer> lineTimer_;
+    std::shared_ptr<TerminalLines> lines_;  // an interactive bash's, judged line by line
 };
 
 }  // namespace airlock::api

@@ -140,6 +140,10 @@ class SandboxCommands {
                            const ExecOptions& terminal, const std::string& terminalExecId,
                            const std::string& line, LineDecided decided);
 
+    // Withdraws a terminal's line held for approval (its terminal is gone).
+    void abandonLine(const std::string& lineExecId) { p_.gates.abandonStreamed(lineExecId); }
+    TimerQueue& timers() { return p_.timers; }
+
     // A command judged (anything but allow is refused, and audited; `door`
     // names the route) and made ready for the agent: what SandboxAccess's
     // prepareCommand gives the guest services.

@@ -172,8 +172,28 @@ void E2bProcess::onEvent(AgentStream::Event&& e) {
         });
         return;
     }
+    if (e.kind == Kind::control) {
+        // A judged terminal's line: to its TerminalLines, outside this lock.
+        std::optional<protocol::LineToJudge> line;
+        try {
+            auto frame = protocol::parseControl(e.payload);
+            if (auto* l = std::get_if<protocol::LineToJudge>(&frame)) line = std::move(*l);
+        } catch (const protocol::MessageError&) {
+        }
+        if (line) {
+            std::shared_ptr<TerminalLines> lines;
+            {
+                std::lock_guard lock(mutex_);
+                if (over_) return;
+                lines = lines_;
+            }
+            if (lines) lines->onLine(std::move(*line));
+            return;
+        }
+    }
     std::function<void(std::uint32_t)> over;
     std::uint32_t pid = 0;
+    std::shared_ptr<TerminalLines> lines;
     {
         std::lock_guard lock(mutex_);
         if (over_) return;
@@ -221,10 +241,12 @@ void E2bProcess::onEvent(AgentStream::Event&& e) {
             }
             for (auto& s : subs) broken ? s->broken() : s->ended(error);
             stream_.reset();  // the handler holds us: no cycle outlives the stream
+            lines = std::move(lines_);
             over = onOver_;
             pid = pid_;
         }
     }
+    if (lines) lines->close();
     if (over) over(pid);
 }
 
@@ -291,6 +313,7 @@ std::shared_ptr<E2bProcess> E2bProcessTable::start(
     terminal.rows = spec.rows;
     terminal.cols = spec.cols;
     terminal.stdinStream = spec.stdinOpen || spec.pty;
+    terminal.judgeLines = spec.pty;  // answered here (TerminalLines) when it is a bash
     try {
         // The handler holds the process until its stream ends.
         auto opened = commands_.openStreamed(
@@ -299,6 +322,21 @@ std::shared_ptr<E2bProcess> E2bProcessTable::start(
         counted = false;  // the start or the end uncounts it now
         if (!opened.stream) throw Error(ErrorCode::internal, "the exec did not open");
         proc->attach(opened.stream);
+        if (spec.pty && protocol::isJudgeableShell(options.argv)) {
+            auto lines = TerminalLines::open(
+                commands_, workers_, {tenant, sandboxId, opened.execId, options},
+                [weak](const protocol::LineVerdict& v) {
+                    if (auto p = weak.lock())
+                        if (auto s = p->stream()) s->control(protocol::controlPayload(v));
+                });
+            bool over = false;
+            {
+                std::lock_guard lock(proc->mutex_);
+                over = proc->over_;
+                if (!over) proc->lines_ = lines;
+            }
+            if (over) lines->close();
+        }
     } catch (...) {
         uncount();
         throw;

@@ -1,4 +1,5 @@
 #pragma once
+#include <boost/asio/thread_pool.hpp>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -9,6 +10,7 @@
 
 #include "agentclient/AgentStream.hpp"
 #include "controller/SandboxCommands.hpp"
+#include "controller/TerminalLines.hpp"
 
 namespace airlock::e2b {
 
@@ -89,6 +91,7 @@ class E2bProcess : public std::enable_shared_from_this<E2bProcess> {
     bool over_ = false;
     std::vector<std::shared_ptr<ProcessSubscriber>> subscribers_;
     std::function<void(std::uint32_t)> onStart_, onOver_;
+    std::shared_ptr<TerminalLines> lines_;  // a pty's interactive bash: judged line by line
 };
 
 // The envd processes of every sandbox, by pid.
@@ -97,7 +100,8 @@ class E2bProcessTable {
     static constexpr std::size_t kMaxPerSandbox = 64;
     // Commands start through the controller's commands, judged and audited
     // as every door's are.
-    explicit E2bProcessTable(SandboxCommands& commands) : commands_(commands) {}
+    E2bProcessTable(SandboxCommands& commands, boost::asio::thread_pool& workers)
+        : commands_(commands), workers_(workers) {}
 
     // Judges and starts the command (as the native streamed exec does, with
     // its audit); `first` gets the start event once the guest reports the
@@ -115,6 +119,7 @@ class E2bProcessTable {
     void forget(const std::string& sandboxId, std::uint32_t pid);
 
     SandboxCommands& commands_;
+    boost::asio::thread_pool& workers_;
     std::mutex mutex_;
     std::map<std::string, std::map<std::uint32_t, std::shared_ptr<E2bProcess>>> bySandbox_;
     std::map<std::string, std::size_t> starting_;  // per sandbox: started, pid not yet known

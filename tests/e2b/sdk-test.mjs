@@ -302,7 +302,7 @@ test('watchDir: recursive into folders made after the start, with entries; refus
   await assert.rejects(sbx.files.watchDir('/home/user/w/old/z.txt', () => {}), /not a directory/)
 })
 
-test('pty: create, input, resize', async () => {
+test('pty: create, input, resize, each line judged', async () => {
   let data = ''
   const h = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { data += new TextDecoder().decode(d) } })
   await sbx.pty.sendInput(h.pid, new TextEncoder().encode('stty size; echo pty-$((40+2))\n'))
@@ -310,6 +310,12 @@ test('pty: create, input, resize', async () => {
   await sbx.pty.resize(h.pid, { cols: 100, rows: 30 })
   await sbx.pty.sendInput(h.pid, new TextEncoder().encode('stty size\n'))
   await until('resized', () => data.includes('30 100'))
+  // A judged terminal: the shell asks the command policy about each line before it runs it.
+  await sbx.pty.sendInput(h.pid, new TextEncoder().encode('rm -rf / ; echo after-$((2+2))\n'))
+  await until('the denied line refused', () => data.includes('airlock: not run: denied by the command policy'))
+  await sbx.pty.sendInput(h.pid, new TextEncoder().encode('echo next-$((3*3))\n'))
+  await until('the next line runs', () => data.includes('next-9'))
+  assert.ok(!data.includes('after-4'), 'no part of the denied line ran')
   await h.kill()
 })
 
