@@ -39,6 +39,7 @@ export function createTerminal(container, sandboxId, { onStatus = () => {} } = {
   let disposed = false
   let exitSeen = false
   let attempt = 0
+  let runningText = ''
 
   const say = (text, colour = '90') => term.write(`\r\n\x1b[${colour}m${text}\x1b[0m\r\n`)
   const send = (data) => { if (ws && ws.readyState === WebSocket.OPEN) ws.send(data) }
@@ -73,7 +74,13 @@ export function createTerminal(container, sandboxId, { onStatus = () => {} } = {
       try { m = JSON.parse(e.data) } catch { return }
       if (m.type === 'started') {
         started = true
-        onStatus('running', `Running ${SHELLS[shellIndex][0]} (pid ${m.pid})`)
+        runningText = `Running ${SHELLS[shellIndex][0]} (pid ${m.pid})${m.lines_judged ? ', each line judged by the policy' : ''}`
+        onStatus('running', runningText)
+      } else if (m.type === 'line_pending_approval') {
+        // the shell prints it too; the status says it until it is decided
+        onStatus('pending', `A line waits for approval ${m.approval_id || ''}`, m)
+      } else if (m.type === 'line_decided') {
+        onStatus('running', runningText)
       } else if (m.type === 'pending_approval') {
         onStatus('pending', `Waiting for approval ${m.approval_id || ''}`, m)
         say(`The shell is held for approval ${m.approval_id || ''} (${m.class || ''}: ${m.reason || ''}). Typing is kept until it is decided.`, '33')

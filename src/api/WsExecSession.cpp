@@ -350,11 +350,14 @@ void WsExecSession::judgeLines() {
             });
         },
         [onStrand](const LineDecision& d) {
-            onStrand([text = json{{"type", "line_pending_approval"},
-                                  {"exec_id", d.lineId},
-                                  {"approval_id", d.approvalId},
-                                  {"message", d.message}}
-                                 .dump()](WsExecSession& s) {
+            json m{{"exec_id", d.lineId}, {"approval_id", d.approvalId}, {"message", d.message}};
+            if (d.state == "pending") {
+                m["type"] = "line_pending_approval";
+            } else {
+                m["type"] = "line_decided";
+                m["decision"] = d.state;
+            }
+            onStrand([text = jsonText(m)](WsExecSession& s) {
                 if (!s.over()) s.queue(true, text);
             });
         });

@@ -66,6 +66,7 @@ void TerminalLines::answer(std::uint32_t id, const LineDecision& decision) {
     } else {
         answered_ = id;
         judging_ = 0;
+        if (!gate_.empty() && held_) held_(decision);
         gate_.clear();
     }
     // Bounded for the frame: a cut inside a character is made whole by the encoder.

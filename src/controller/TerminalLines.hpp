@@ -31,7 +31,8 @@ class TerminalLines : public std::enable_shared_from_this<TerminalLines> {
     };
     // To the guest, on the terminal's stream (never blocks).
     using Send = std::function<void(const protocol::LineVerdict&)>;
-    // A line is held for approval (for a door that tells its client).
+    // A line is held for approval ("pending"), and then how that was
+    // decided: for a door that tells its client.
     using Held = std::function<void(const LineDecision&)>;
     static constexpr double kLineBurst = 60, kLinesPerSecond = 10;
 

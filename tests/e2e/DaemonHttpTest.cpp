@@ -838,6 +838,11 @@ TEST_F(DaemonHttp, ATerminalJudgesEachLineItRuns) {
                                    R"({"decision":"approve","reason":"fine"})");
     ASSERT_EQ(decided.status, 200) << decided.body;
     ASSERT_TRUE(readUntil(has("gated-5"))) << screen;
+    auto decided_ = std::find_if(messages.begin(), messages.end(),
+                                 [](const json& m) { return m["type"] == "line_decided"; });
+    ASSERT_NE(decided_, messages.end());
+    EXPECT_EQ((*decided_)["decision"], "allow");
+    EXPECT_EQ((*decided_)["approval_id"], approval);
 
     // The record: each line, its verdict, the terminal it came from, the key that typed it.
     auto lines = json::parse(

@@ -32,6 +32,10 @@ class TerminalLinesTest : public test::ControllerFixture {
                 std::lock_guard lock(mutex);
                 verdicts.push_back(v);
                 cv.notify_all();
+            },
+            [this](const LineDecision& d) {
+                std::lock_guard lock(mutex);
+                told.push_back(d.state);
             });
     }
     void TearDown() override {
@@ -62,6 +66,7 @@ class TerminalLinesTest : public test::ControllerFixture {
     std::mutex mutex;
     std::condition_variable cv;
     std::vector<protocol::LineVerdict> verdicts;
+    std::vector<std::string> told;  // what the door heard of held lines
 };
 
 TEST_F(TerminalLinesTest, EachLineIsJudgedAndRecordedUnderTheTerminalsKey) {
@@ -113,6 +118,9 @@ TEST_F(TerminalLinesTest, AGatedLineWaitsForItsApproval) {
     auto second = controller->gates().pending(TenantScope::only("t1"))[0];
     controller->decideApproval("t1", second.approvalId, false, "not now", "key:k2");
     EXPECT_EQ(finalFor(3).back().state, "deny");
+    std::lock_guard lock(mutex);
+    EXPECT_EQ(told, (std::vector<std::string>{"pending", "allow", "pending", "deny"}))
+        << "the door hears of held lines only, and of how each was decided";
 }
 
 TEST_F(TerminalLinesTest, ALineHeldWhenTheTerminalGoesIsWithdrawn) {
