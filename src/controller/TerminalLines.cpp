@@ -16,9 +16,21 @@ std::shared_ptr<TerminalLines> TerminalLines::open(SandboxCommands& commands,
 void TerminalLines::onLine(protocol::LineToJudge line) {
     std::lock_guard lock(mutex_);
     if (closed_) return;
-    if (judging_ != 0) {
+    if (judging_ != 0 && gate_.empty()) {
         send_(protocol::LineVerdict{line.id, "deny", "one line at a time"});
         return;
+    }
+    if (judging_ != 0) {
+        // The shell gave up on its held line (^C) and asks about the next:
+        // the held one is withdrawn, and its decision will find nobody.
+        answered_ = std::exchange(judging_, 0);
+        boost::asio::post(workers_, [&commands = commands_, gate = std::exchange(gate_, "")] {
+            try {
+                commands.abandonLine(gate);
+            } catch (const std::exception& e) {
+                logWarn("controller", std::string("withdrawing a terminal's line: ") + e.what());
+            }
+        });
     }
     judging_ = line.id;
     auto now = std::chrono::steady_clock::now();

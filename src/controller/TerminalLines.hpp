@@ -17,7 +17,9 @@ namespace airlock {
 // E2B door's pty): each line the guest's shell asks about (LineToJudge) is
 // judged on a worker by SandboxCommands::judgeLine and its verdict sent back
 // (LineVerdict). One line at a time: a second while one is judged is
-// refused (the shell waits for each). At most kLinesPerSecond after a burst
+// refused (the shell waits for each); a new line while one is held for
+// approval means the shell gave up on that one (^C): it is withdrawn.
+// At most kLinesPerSecond after a burst
 // of kLineBurst, since each line is an audit record and a guest's shell
 // could ask as fast as it is answered: a line beyond waits its turn, it is
 // not refused. A line held for approval is withdrawn when the terminal

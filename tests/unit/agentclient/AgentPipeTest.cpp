@@ -40,6 +40,7 @@ class AgentPipeTest : public ::testing::Test {
     std::shared_ptr<int> owner = std::make_shared<int>(0);
 
     ~AgentPipeTest() override {
+        conn->closeAndWait();  // its last events reach a running io_context
         work.reset();
         ioc.stop();
         io.join();

@@ -104,8 +104,6 @@ TEST_F(TerminalLinesTest, AGatedLineWaitsForItsApproval) {
     auto pending = controller->gates().pending(TenantScope::only("t1"));
     ASSERT_EQ(pending.size(), 1u);
     EXPECT_EQ(pending[0].command, "echo gated-1");
-    lines->onLine({2, "echo meanwhile"});
-    EXPECT_EQ(finalFor(2).back().message, "one line at a time");
     controller->decideApproval("t1", pending[0].approvalId, true, "fine", "key:k2");
     auto decided = finalFor(1);
     ASSERT_EQ(decided.size(), 2u);
@@ -121,6 +119,24 @@ TEST_F(TerminalLinesTest, AGatedLineWaitsForItsApproval) {
     std::lock_guard lock(mutex);
     EXPECT_EQ(told, (std::vector<std::string>{"pending", "allow", "pending", "deny"}))
         << "the door hears of held lines only, and of how each was decided";
+}
+
+TEST_F(TerminalLinesTest, AShellThatGivesUpOnAHeldLineMovesOn) {
+    lines->onLine({1, "echo gated-abandoned"});
+    ASSERT_TRUE(test::waitFor(
+        [&] { return controller->gates().pending(TenantScope::only("t1")).size() == 1; }, 10s));
+    auto held = controller->gates().pending(TenantScope::only("t1"))[0];
+    // ^C in the shell: its next line comes while the first is still held.
+    lines->onLine({2, "echo next"});
+    EXPECT_EQ(finalFor(2).back().state, "allow") << "not refused as 'one line at a time'";
+    ASSERT_TRUE(test::waitFor(
+        [&] { return controller->gates().approval("t1", held.approvalId).state == "cancelled"; },
+        10s));
+    std::lock_guard lock(mutex);
+    for (const auto& v : verdicts) {
+        if (v.id != 1) continue;
+        EXPECT_EQ(v.state, "pending") << "the given-up line is never answered";
+    }
 }
 
 TEST_F(TerminalLinesTest, ALineHeldWhenTheTerminalGoesIsWithdrawn) {

@@ -127,6 +127,9 @@ class EgressProxyTest : public ::testing::Test {
     }
     ~EgressProxyTest() override {
         proxy_.reset();
+        // The connection's thread delivers its streams' ends to our strands:
+        // done while the io_context still runs, never into a destroyed one.
+        agentConnection_->closeAndWait();
         work_.reset();
         ioc_.stop();
         ioThread_.join();

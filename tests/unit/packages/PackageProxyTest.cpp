@@ -140,6 +140,7 @@ class PackageProxyTest : public ::testing::Test {
 
     void TearDown() override {
         proxy_.reset();
+        agentConnection_->closeAndWait();  // its last events reach a running io_context
         ioc_.stop();
         io_.join();
     }
