@@ -16,21 +16,13 @@ std::shared_ptr<TerminalLines> TerminalLines::open(SandboxCommands& commands,
 void TerminalLines::onLine(protocol::LineToJudge line) {
     std::lock_guard lock(mutex_);
     if (closed_) return;
-    if (judging_ != 0 && gate_.empty()) {
-        send_(protocol::LineVerdict{line.id, "deny", "one line at a time"});
-        return;
-    }
     if (judging_ != 0) {
-        // The shell gave up on its held line (^C) and asks about the next:
-        // the held one is withdrawn, and its decision will find nobody.
-        answered_ = std::exchange(judging_, 0);
-        boost::asio::post(workers_, [&commands = commands_, gate = std::exchange(gate_, "")] {
-            try {
-                commands.abandonLine(gate);
-            } catch (const std::exception& e) {
-                logWarn("controller", std::string("withdrawing a terminal's line: ") + e.what());
-            }
-        });
+        // The shell asks again only once it gave up on its line (^C): that
+        // one is withdrawn (now if it is held, else when its "pending" comes)
+        // and its decision will find nobody.
+        judging_ = 0;
+        if (!gate_.empty()) withdraw(std::exchange(gate_, ""));
+        if (delayed_) commands_.timers().cancel(std::exchange(delayed_, 0));
     }
     judging_ = line.id;
     auto now = std::chrono::steady_clock::now();
@@ -70,13 +62,17 @@ void TerminalLines::judge(protocol::LineToJudge line) {
 
 void TerminalLines::answer(std::uint32_t id, const LineDecision& decision) {
     std::lock_guard lock(mutex_);
-    // Decided before its "pending" got here, or the terminal is gone.
-    if (closed_ || id != judging_ || id == answered_) return;
+    if (closed_ || id != judging_) {
+        // Nobody waits for this line: the terminal went or the shell gave up
+        // on it, so a held one is withdrawn; or it was decided before its
+        // "pending" got here, and withdrawing a decided gate does nothing.
+        if (decision.state == "pending") withdraw(decision.lineId);
+        return;
+    }
     if (decision.state == "pending") {
         gate_ = decision.lineId;
         if (held_) held_(decision);
     } else {
-        answered_ = id;
         judging_ = 0;
         if (!gate_.empty() && held_) held_(decision);
         gate_.clear();
@@ -87,23 +83,22 @@ void TerminalLines::answer(std::uint32_t id, const LineDecision& decision) {
 }
 
 void TerminalLines::close() {
-    std::string gate;
-    {
-        std::lock_guard lock(mutex_);
-        if (closed_) return;
-        closed_ = true;
-        if (delayed_) commands_.timers().cancel(delayed_);
-        gate = std::move(gate_);
-    }
+    std::lock_guard lock(mutex_);
+    if (closed_) return;
+    closed_ = true;
+    if (delayed_) commands_.timers().cancel(delayed_);
     // Nobody waits for the held line now: its approval is withdrawn.
-    if (!gate.empty())
-        boost::asio::post(workers_, [&commands = commands_, gate] {
-            try {
-                commands.abandonLine(gate);
-            } catch (const std::exception& e) {
-                logWarn("controller", std::string("withdrawing a terminal's line: ") + e.what());
-            }
-        });
+    if (!gate_.empty()) withdraw(std::exchange(gate_, ""));
+}
+
+void TerminalLines::withdraw(std::string gate) {
+    boost::asio::post(workers_, [&commands = commands_, gate = std::move(gate)] {
+        try {
+            commands.abandonLine(gate);
+        } catch (const std::exception& e) {
+            logWarn("controller", std::string("withdrawing a terminal's line: ") + e.what());
+        }
+    });
 }
 
 }  // namespace airlock

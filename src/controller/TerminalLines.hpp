@@ -16,10 +16,10 @@ namespace airlock {
 // one per terminal, for every door that opens one (the exec WebSocket, the
 // E2B door's pty): each line the guest's shell asks about (LineToJudge) is
 // judged on a worker by SandboxCommands::judgeLine and its verdict sent back
-// (LineVerdict). One line at a time: a second while one is judged is
-// refused (the shell waits for each); a new line while one is held for
-// approval means the shell gave up on that one (^C): it is withdrawn.
-// At most kLinesPerSecond after a burst
+// (LineVerdict). One line at a time: the shell waits for each, so a new
+// line while one is judged or held means the shell gave up on that one (^C):
+// it is withdrawn and its decision goes nowhere. At most kLinesPerSecond
+// after a burst
 // of kLineBurst, since each line is an audit record and a guest's shell
 // could ask as fast as it is answered: a line beyond waits its turn, it is
 // not refused. A line held for approval is withdrawn when the terminal
@@ -54,6 +54,7 @@ class TerminalLines : public std::enable_shared_from_this<TerminalLines> {
           held_(std::move(held)) {}
     void judge(protocol::LineToJudge line);
     void answer(std::uint32_t id, const LineDecision& decision);
+    void withdraw(std::string gate);  // a held line's approval, on a worker
 
     SandboxCommands& commands_;
     boost::asio::thread_pool& workers_;
@@ -62,8 +63,8 @@ class TerminalLines : public std::enable_shared_from_this<TerminalLines> {
     const Held held_;
     std::mutex mutex_;
     bool closed_ = false;
-    std::uint32_t judging_ = 0, answered_ = 0;  // 0: none
-    std::string gate_;                          // the pending line's exec id
+    std::uint32_t judging_ = 0;  // the line being judged or held (0: none)
+    std::string gate_;           // the held line's exec id
     double tokens_ = kLineBurst;
     std::chrono::steady_clock::time_point refilled_ = std::chrono::steady_clock::now();
     std::uint64_t delayed_ = 0;  // the timer of a line waiting its turn
