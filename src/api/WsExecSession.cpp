@@ -288,8 +288,7 @@ void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
             startedSent_ = true;
             queue(true, json{{"type", "started"},
                              {"pid", started->pid},
-                             {"lines_judged", terminal_.tty && protocol::isJudgeableShell(
-                                                                   options_.argv)}}
+                             {"lines_judged", linesJudged(options_, terminal_)}}
                             .dump());
             return;
         }
@@ -336,7 +335,7 @@ void WsExecSession::onAgentEvent(AgentStream::Event&& e) {
 }
 
 void WsExecSession::judgeLines() {
-    if (lines_ || over() || !terminal_.tty || !protocol::isJudgeableShell(options_.argv)) return;
+    if (lines_ || over() || !linesJudged(options_, terminal_)) return;
     std::weak_ptr<WsExecSession> weak = shared_from_this();
     auto onStrand = [weak](auto&& fn) {
         if (auto s = weak.lock()) asio::post(s->ws_.get_executor(), [s, fn] { fn(*s); });

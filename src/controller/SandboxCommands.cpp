@@ -376,8 +376,7 @@ std::shared_ptr<AgentStream> SandboxCommands::openStream(const SandboxRecord& r,
     request.rows = terminal.rows;
     request.cols = terminal.cols;
     request.stdin_stream = terminal.stdinStream;
-    request.judge_lines =
-        terminal.judgeLines && terminal.tty && protocol::isJudgeableShell(request.argv);
+    request.judge_lines = linesJudged(options, terminal);
     // What this command was given only: a host-only value (a brokered git
     // credential) or a secret scoped to other commands in a streaming masker
     // makes its hold-back a prefix oracle.

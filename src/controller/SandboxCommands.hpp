@@ -36,6 +36,15 @@ struct TerminalOptions {
     bool judgeLines = false;
 };
 
+// Whether a terminal's lines are judged one by one: a door that answers
+// them asked for it, on a tty, and the command is an interactive bash. The
+// one test for the agent's request (judge_lines) and for the door that must
+// then answer every line.
+inline bool linesJudged(const ExecOptions& options, const TerminalOptions& terminal) {
+    return terminal.judgeLines && terminal.tty && !options.shell &&
+           protocol::isJudgeableShell(options.argv);
+}
+
 // What the command policy said of a terminal's line: "allow", "deny" (with
 // why), or "pending" (held for approval `approvalId`; the decision follows).
 struct LineDecision {

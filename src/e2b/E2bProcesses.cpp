@@ -322,7 +322,7 @@ std::shared_ptr<E2bProcess> E2bProcessTable::start(
         counted = false;  // the start or the end uncounts it now
         if (!opened.stream) throw Error(ErrorCode::internal, "the exec did not open");
         proc->attach(opened.stream);
-        if (spec.pty && protocol::isJudgeableShell(options.argv)) {
+        if (linesJudged(options, terminal)) {
             auto lines = TerminalLines::open(
                 commands_, workers_, {tenant, sandboxId, opened.execId, options},
                 [weak](const protocol::LineVerdict& v) {
