@@ -225,7 +225,10 @@ EvidenceService::Gathered EvidenceService::gather(const SandboxRecord& r,
         d = maskRecord(d, masker);
         if (e.type.rfind("exec.", 0) == 0) {
             json& c = commandFor(e, d);
-            for (const char* k : {"cwd", "user", "path", "purpose", "approval_id", "started_at"})
+            // A terminal's line (exec.line) keeps its terminal and whose
+            // account it is: the guest shell's, never the host's own.
+            for (const char* k : {"cwd", "user", "path", "purpose", "approval_id", "started_at",
+                                  "terminal", "reported_by"})
                 if (d.contains(k)) c[k] = d[k];
             // What the audit record masked, where and how often.
             if (d.contains("masked") && d["masked"].is_object())

@@ -247,8 +247,13 @@ std::string renderReport(const EvidenceModel& m, const json& findings, const jso
     for (const auto& c : m.commands) {
         if (++n > kMaxRows) break;
         row(out, {h(cellText(c, "at")), h(cellText(c, "decision")),
-                  "<code>" + h(cellText(c, "command")) + "</code>", h(cellText(c, "exit_code")),
-                  h(cellText(c, "purpose")), h(cellText(c, "approval"))});
+                  "<code>" + h(cellText(c, "command")) + "</code>" +
+                      (c.contains("reported_by")
+                           ? " <span class=\"note\">(typed at a terminal, as reported by the " +
+                                 h(cellText(c, "reported_by")) + ")</span>"
+                           : std::string()),
+                  h(cellText(c, "exit_code")), h(cellText(c, "purpose")),
+                  h(cellText(c, "approval"))});
     }
     out += "</table>\n";
     if (m.commands.size() > kMaxRows)

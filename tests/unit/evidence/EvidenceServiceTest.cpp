@@ -335,6 +335,34 @@ TEST_F(EvidenceServiceTest, RecordIntegrityGuestFileNamesCannotBreakTheSealOrLea
     EXPECT_EQ(list[1].kind, "final");
 }
 
+// A line typed at a terminal is the guest shell's account of what it ran:
+// the bundle says so wherever it lists it, so a guest that invents lines
+// cannot pass them off as commands the host ran.
+TEST_F(EvidenceServiceTest, RecordIntegrityATerminalLineIsMarkedAsTheGuestShellsAccount) {
+    auto s = taskSandbox();
+    ExecOptions terminal;
+    terminal.argv = {"bash", "-l"};
+    terminal.user = "root";
+    auto decided = controller->commands().judgeLine("t1", s.id, terminal, "ex-terminal-1",
+                                                    "echo typed-line", nullptr);
+    ASSERT_EQ(decided.state, "allow");
+    auto files = unpack(service->seal("t1", s.id));
+    std::istringstream lines(files["commands/commands.jsonl"]);
+    std::string line;
+    bool found = false;
+    while (std::getline(lines, line)) {
+        auto c = json::parse(line);
+        if (c["command"] != "echo typed-line") continue;
+        found = true;
+        EXPECT_EQ(c["reported_by"], "guest shell");
+        EXPECT_EQ(c["terminal"], "ex-terminal-1");
+        EXPECT_EQ(c["decision"], "allow");
+    }
+    EXPECT_TRUE(found) << files["commands/commands.jsonl"];
+    EXPECT_NE(files["report.html"].find("typed at a terminal, as reported by the guest shell"),
+              std::string::npos);
+}
+
 TEST_F(EvidenceServiceTest, RecordIntegrityAHandWrittenTestReportCountsForNothing) {
     CreateSandboxRequest req;
     req.task.emplace().id = "t-junit";
